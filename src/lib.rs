@@ -1,1 +1,19 @@
+//! s3-lease: leases, locks and leader election on Amazon S3 conditional writes.
+//!
+//! The crate is a sans-IO core (`protocol`, `s3`, `sigv4`, `lock_object`,
+//! `config`, `driver`) that builds and tests natively, plus, on wasm targets
+//! only, the component glue: `component` (the WIT exports) and `transport`
+//! (wasi:http).
+
+pub mod config;
+pub mod driver;
+pub mod error;
+pub mod lock_object;
+pub mod protocol;
+pub mod s3;
 pub mod sigv4;
+
+#[cfg(target_family = "wasm")]
+mod component;
+#[cfg(target_family = "wasm")]
+mod transport;

@@ -140,14 +140,8 @@ fn canonical_headers(headers: &mut [(String, String)]) -> (String, String) {
 }
 
 fn fold_spaces(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for word in value.split(' ').filter(|w| !w.is_empty()) {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
-    out.trim_matches(|c| c == '\t' || c == '\n' || c == '\r').to_string()
+    // SigV4 "trimall": trim, and fold every inner run of whitespace to one space.
+    value.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Query pairs encoded with the strict set and sorted by key, then value.

@@ -1,0 +1,290 @@
+//! Client configuration, validated once at construction so every later request
+//! can be built without failing.
+
+use crate::error::Error;
+use crate::sigv4::Credentials;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Addressing {
+    Path,
+    VirtualHosted,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    SingleObject,
+    EpochObjects,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Http,
+    Https,
+}
+
+/// The configuration as the caller gave it (the WIT `config` record).
+#[derive(Debug, Clone)]
+pub struct RawConfig {
+    pub endpoint: String,
+    pub region: String,
+    pub bucket: String,
+    pub addressing: Addressing,
+    pub credentials: Credentials,
+    pub key_prefix: Option<String>,
+    pub request_timeout_ms: Option<u32>,
+    pub strategy: Option<Strategy>,
+}
+
+/// A configuration known to be usable.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub scheme: Scheme,
+    /// `host` or `host:port` of the endpoint, without the bucket.
+    pub endpoint_authority: String,
+    pub region: String,
+    pub bucket: String,
+    pub addressing: Addressing,
+    pub credentials: Credentials,
+    pub key_prefix: String,
+    pub request_timeout_ms: u32,
+}
+
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u32 = 10_000;
+const MAX_REQUEST_TIMEOUT_MS: u32 = 600_000;
+const MAX_KEY_PREFIX_BYTES: usize = 512;
+
+impl ClientConfig {
+    pub fn validate(raw: RawConfig) -> Result<Self, Error> {
+        let (scheme, endpoint_authority) = parse_endpoint(&raw.endpoint)?;
+        check_region(&raw.region)?;
+        check_bucket(&raw.bucket, raw.addressing)?;
+        check_credentials(&raw.credentials)?;
+        let key_prefix = raw.key_prefix.unwrap_or_default();
+        if key_prefix.len() > MAX_KEY_PREFIX_BYTES {
+            return Err(Error::invalid_config(
+                "key-prefix",
+                format!("{} bytes; at most {MAX_KEY_PREFIX_BYTES}", key_prefix.len()),
+            ));
+        }
+        if key_prefix.chars().any(char::is_control) {
+            return Err(Error::invalid_config("key-prefix", "contains control characters"));
+        }
+        let request_timeout_ms = raw.request_timeout_ms.unwrap_or(DEFAULT_REQUEST_TIMEOUT_MS);
+        if !(1..=MAX_REQUEST_TIMEOUT_MS).contains(&request_timeout_ms) {
+            return Err(Error::invalid_config(
+                "request-timeout-ms",
+                format!("{request_timeout_ms}; must be 1 ..= {MAX_REQUEST_TIMEOUT_MS}"),
+            ));
+        }
+        if raw.strategy == Some(Strategy::EpochObjects) {
+            return Err(Error::invalid_config(
+                "strategy",
+                "epoch-objects is reserved and not implemented in this version; use single-object",
+            ));
+        }
+        Ok(ClientConfig {
+            scheme,
+            endpoint_authority,
+            region: raw.region,
+            bucket: raw.bucket,
+            addressing: raw.addressing,
+            credentials: raw.credentials,
+            key_prefix,
+            request_timeout_ms,
+        })
+    }
+}
+
+fn parse_endpoint(endpoint: &str) -> Result<(Scheme, String), Error> {
+    let bad = |reason: &str| Error::invalid_config("endpoint", format!("{endpoint:?}: {reason}"));
+    let (scheme, rest) = if let Some(rest) = endpoint.strip_prefix("https://") {
+        (Scheme::Https, rest)
+    } else if let Some(rest) = endpoint.strip_prefix("http://") {
+        (Scheme::Http, rest)
+    } else {
+        return Err(bad("must start with http:// or https://"));
+    };
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    if authority.is_empty() {
+        return Err(bad("has no host"));
+    }
+    if authority.contains(['/', '?', '#']) {
+        return Err(bad("must not have a path, query or fragment; put the bucket in `bucket`"));
+    }
+    if authority.contains('@') {
+        return Err(bad("must not carry user information; use `credentials`"));
+    }
+    if !authority
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']' | '_'))
+    {
+        return Err(bad("host has characters that are not allowed in a host name"));
+    }
+    // `host:port`, `[v6]` or `[v6]:port`; a port must be a number in range.
+    let port = match authority.rfind(':') {
+        Some(i) if !authority[i..].contains(']') => Some(&authority[i + 1..]),
+        _ => None,
+    };
+    if let Some(port) = port {
+        match port.parse::<u16>() {
+            Ok(p) if p > 0 => {}
+            _ => return Err(bad("port must be a number from 1 to 65535")),
+        }
+    }
+    // Default ports are left out: the Host header (and so the signature) must
+    // match what the host's HTTP stack sends.
+    let authority = match (scheme, port) {
+        (Scheme::Http, Some("80")) => &authority[..authority.len() - 3],
+        (Scheme::Https, Some("443")) => &authority[..authority.len() - 4],
+        _ => authority,
+    };
+    Ok((scheme, authority.to_ascii_lowercase()))
+}
+
+fn check_region(region: &str) -> Result<(), Error> {
+    if region.is_empty() || region.len() > 64 {
+        return Err(Error::invalid_config("region", "must be 1 to 64 characters, e.g. us-east-1"));
+    }
+    if !region.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        return Err(Error::invalid_config(
+            "region",
+            format!("{region:?}: only letters, digits, '-' and '_'"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_bucket(bucket: &str, addressing: Addressing) -> Result<(), Error> {
+    if bucket.is_empty() || bucket.len() > 255 {
+        return Err(Error::invalid_config("bucket", "must be 1 to 255 characters"));
+    }
+    let dns_safe = bucket.len() >= 3
+        && bucket.len() <= 63
+        && bucket
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-')
+        && !bucket.starts_with(['.', '-'])
+        && !bucket.ends_with(['.', '-']);
+    match addressing {
+        Addressing::VirtualHosted if !dns_safe => Err(Error::invalid_config(
+            "bucket",
+            format!("{bucket:?} is not a DNS-compatible name (3-63 of a-z 0-9 . -), which virtual-hosted addressing needs"),
+        )),
+        Addressing::Path
+            if !bucket
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')) =>
+        {
+            Err(Error::invalid_config(
+                "bucket",
+                format!("{bucket:?}: only letters, digits, '.', '-' and '_'"),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn check_credentials(c: &Credentials) -> Result<(), Error> {
+    // Reasons never repeat a secret value.
+    let printable = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_graphic());
+    if !printable(&c.access_key_id) {
+        return Err(Error::invalid_config(
+            "credentials.access-key-id",
+            "must be non-empty printable ASCII without spaces",
+        ));
+    }
+    if !printable(&c.secret_access_key) {
+        return Err(Error::invalid_config(
+            "credentials.secret-access-key",
+            "must be non-empty printable ASCII without spaces",
+        ));
+    }
+    if let Some(token) = &c.session_token {
+        if !printable(token) {
+            return Err(Error::invalid_config(
+                "credentials.session-token",
+                "must be non-empty printable ASCII without spaces when set",
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub fn raw(endpoint: &str) -> RawConfig {
+        RawConfig {
+            endpoint: endpoint.into(),
+            region: "us-east-1".into(),
+            bucket: "locks".into(),
+            addressing: Addressing::Path,
+            credentials: Credentials {
+                access_key_id: "AKID".into(),
+                secret_access_key: "very-secret-value".into(),
+                session_token: None,
+            },
+            key_prefix: None,
+            request_timeout_ms: None,
+            strategy: None,
+        }
+    }
+
+    fn field_of(r: Result<ClientConfig, Error>) -> String {
+        match r {
+            Err(Error::InvalidConfig { field, .. }) => field,
+            other => panic!("expected invalid-config, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn accepts_endpoints_and_drops_default_ports() {
+        let c = ClientConfig::validate(raw("http://127.0.0.1:8333")).unwrap();
+        assert_eq!((c.scheme, c.endpoint_authority.as_str()), (Scheme::Http, "127.0.0.1:8333"));
+        let c = ClientConfig::validate(raw("https://S3.eu-west-1.amazonaws.com:443/")).unwrap();
+        assert_eq!(c.endpoint_authority, "s3.eu-west-1.amazonaws.com");
+        let c = ClientConfig::validate(raw("http://[::1]:9000")).unwrap();
+        assert_eq!(c.endpoint_authority, "[::1]:9000");
+        assert_eq!(c.request_timeout_ms, DEFAULT_REQUEST_TIMEOUT_MS);
+    }
+
+    #[test]
+    fn names_the_bad_field() {
+        for endpoint in ["", "ftp://x", "http://", "http://h/bucket", "http://u:p@h", "http://h:99999", "http://h:x", "http://h h"] {
+            assert_eq!(field_of(ClientConfig::validate(raw(endpoint))), "endpoint", "{endpoint}");
+        }
+        let mut r = raw("http://h");
+        r.region = "".into();
+        assert_eq!(field_of(ClientConfig::validate(r)), "region");
+        let mut r = raw("http://h");
+        r.bucket = "a/b".into();
+        assert_eq!(field_of(ClientConfig::validate(r)), "bucket");
+        let mut r = raw("http://h");
+        r.bucket = "Upper_Case".into();
+        r.addressing = Addressing::VirtualHosted;
+        assert_eq!(field_of(ClientConfig::validate(r)), "bucket");
+        let mut r = raw("http://h");
+        r.credentials.access_key_id = "".into();
+        assert_eq!(field_of(ClientConfig::validate(r)), "credentials.access-key-id");
+        let mut r = raw("http://h");
+        r.request_timeout_ms = Some(0);
+        assert_eq!(field_of(ClientConfig::validate(r)), "request-timeout-ms");
+        let mut r = raw("http://h");
+        r.strategy = Some(Strategy::EpochObjects);
+        assert_eq!(field_of(ClientConfig::validate(r)), "strategy");
+        let mut r = raw("http://h");
+        r.key_prefix = Some("a\nb".into());
+        assert_eq!(field_of(ClientConfig::validate(r)), "key-prefix");
+    }
+
+    #[test]
+    fn reasons_never_contain_the_secret() {
+        let mut r = raw("http://h");
+        r.credentials.secret_access_key = "has space secret".into();
+        let err = ClientConfig::validate(r).unwrap_err();
+        assert!(!format!("{err} {err:?}").contains("has space secret"));
+        let ok = ClientConfig::validate(raw("http://h")).unwrap();
+        assert!(!format!("{ok:?}").contains("very-secret-value"));
+    }
+}

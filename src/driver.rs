@@ -1,0 +1,118 @@
+//! Runs protocol operations over an `Io`: the only place where requests meet
+//! clocks, sleeps and randomness. The component supplies a wasi `Io`; tests
+//! supply an in-memory store with a fake clock.
+
+use crate::error::Error;
+use crate::protocol::{AcquireOutcome, Grant, Lease, Operation, Step, TryAcquire};
+use crate::s3::{S3Request, S3Response};
+
+pub trait Io {
+    /// Sends one request (signing it on the way) and reads the reply.
+    fn send(&mut self, request: &S3Request) -> Result<S3Response, Error>;
+    /// Wall clock, ms since the Unix epoch: lease expiry is written in it.
+    fn now_ms(&mut self) -> u64;
+    /// Monotonic clock, ms: deadlines are measured in it.
+    fn monotonic_ms(&mut self) -> u64;
+    fn sleep_ms(&mut self, ms: u64);
+    fn random_u64(&mut self) -> u64;
+}
+
+pub fn run<O: Operation>(io: &mut impl Io, mut op: O) -> Result<O::Output, Error> {
+    let now = io.now_ms();
+    let mut step = op.start(now);
+    loop {
+        match step {
+            Step::Done(result) => return result,
+            Step::Send(request) => {
+                let response = io.send(&request)?;
+                let now = io.now_ms();
+                step = op.on_response(response, now);
+            }
+        }
+    }
+}
+
+/// First and largest pause between attempts of `acquire`.
+const BACKOFF_FIRST_MS: u64 = 25;
+const BACKOFF_MAX_MS: u64 = 2_000;
+
+/// The pause before attempt `attempt + 1`: exponential with jitter in the
+/// upper half, but no later than just after a holder's known expiry, so a
+/// waiter takes over promptly without everyone hammering the key at once.
+pub fn backoff_ms(attempt: u32, random: u64, until_expiry_ms: Option<u64>) -> u64 {
+    let cap = BACKOFF_FIRST_MS
+        .saturating_mul(1u64 << attempt.min(16))
+        .min(BACKOFF_MAX_MS);
+    let delay = cap / 2 + random % (cap / 2 + 1);
+    match until_expiry_ms {
+        Some(t) if t < delay => t + 1 + random % (BACKOFF_FIRST_MS + 1),
+        _ => delay,
+    }
+}
+
+/// Attempts until granted or until `timeout_ms` has passed on the monotonic
+/// clock. Transient failures (transport, 5xx, 409) are retried within the
+/// deadline; the last one is returned if the deadline passes on it.
+pub fn acquire(
+    io: &mut impl Io,
+    key: &str,
+    object_key: &str,
+    grant: &Grant,
+    timeout_ms: u64,
+) -> Result<Lease, Error> {
+    let started = io.monotonic_ms();
+    let mut holder = None;
+    let mut attempt: u32 = 0;
+    loop {
+        let op = TryAcquire::new(key.to_string(), object_key.to_string(), grant.clone());
+        let mut last_error = None;
+        let mut until_expiry = None;
+        match run(io, op) {
+            Ok(AcquireOutcome::Granted(lease)) => return Ok(lease),
+            Ok(AcquireOutcome::Held(seen)) => {
+                if let Some(s) = seen {
+                    until_expiry = Some(s.record.expires_at_ms.saturating_sub(io.now_ms()));
+                    holder = Some(s);
+                }
+            }
+            Err(e) if e.is_transient() => last_error = Some(e),
+            Err(e) => return Err(e),
+        }
+        let waited = io.monotonic_ms().saturating_sub(started);
+        if waited >= timeout_ms {
+            return Err(last_error.unwrap_or(Error::Timeout {
+                key: key.to_string(),
+                waited_ms: waited,
+                holder,
+            }));
+        }
+        let random = io.random_u64();
+        let pause = backoff_ms(attempt, random, until_expiry).min(timeout_ms - waited);
+        io.sleep_ms(pause);
+        attempt = attempt.saturating_add(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_with_jitter_and_caps() {
+        for attempt in 0..40 {
+            for random in [0, 1, 7, 999, u64::MAX] {
+                let d = backoff_ms(attempt, random, None);
+                let cap = (BACKOFF_FIRST_MS << attempt.min(16)).min(BACKOFF_MAX_MS);
+                assert!(d >= cap / 2 && d <= cap, "attempt {attempt}: {d} vs cap {cap}");
+            }
+        }
+    }
+
+    #[test]
+    fn backoff_wakes_just_after_a_known_expiry() {
+        let d = backoff_ms(10, 3, Some(100));
+        assert!((101..=101 + BACKOFF_FIRST_MS).contains(&d), "{d}");
+        // A far expiry does not stretch the pause.
+        assert!(backoff_ms(0, 3, Some(60_000)) <= BACKOFF_FIRST_MS);
+    }
+}

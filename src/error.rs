@@ -1,0 +1,130 @@
+//! One error enum for the whole crate, mirroring the WIT `error` variant so the
+//! component boundary is a plain field-by-field conversion.
+
+use crate::lock_object::LockState;
+use std::fmt;
+
+/// An error reply from S3 (or from whatever answered in its place).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct S3Error {
+    pub status: u16,
+    pub code: String,
+    pub message: String,
+    pub request_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    Lost {
+        key: String,
+        token: u64,
+        current: Option<LockState>,
+    },
+    Conflict(S3Error),
+    AccessDenied(S3Error),
+    NoSuchBucket(S3Error),
+    CorruptLockObject {
+        object_key: String,
+        reason: String,
+    },
+    S3(S3Error),
+    Transport(String),
+    InvalidConfig {
+        field: String,
+        reason: String,
+    },
+    InvalidArgument(String),
+    Timeout {
+        key: String,
+        waited_ms: u64,
+        holder: Option<LockState>,
+    },
+    Fenced {
+        object_key: String,
+        our_token: u64,
+        stored_token: u64,
+    },
+}
+
+impl Error {
+    pub fn invalid_config(field: &str, reason: impl Into<String>) -> Self {
+        Error::InvalidConfig {
+            field: field.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    pub fn corrupt(object_key: &str, reason: impl Into<String>) -> Self {
+        Error::CorruptLockObject {
+            object_key: object_key.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Worth another attempt within `acquire`'s deadline: the store or the
+    /// network may recover. Access, config and corruption problems will not.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Transport(_) | Error::Conflict(_) => true,
+            Error::S3(e) => e.status >= 500 || e.status == 429,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for S3Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "HTTP {}", self.status)?;
+        if !self.code.is_empty() {
+            write!(f, " {}", self.code)?;
+        }
+        if !self.message.is_empty() {
+            write!(f, ": {}", self.message)?;
+        }
+        if !self.request_id.is_empty() {
+            write!(f, " (request id {})", self.request_id)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Lost { key, token, current } => {
+                write!(f, "lease on {key:?} with token {token} was lost")?;
+                if let Some(c) = current {
+                    write!(f, "; now held by {:?} with token {}", c.record.holder_id, c.record.token)?;
+                }
+                Ok(())
+            }
+            Error::Conflict(e) => write!(f, "conflicting concurrent writes: {e}"),
+            Error::AccessDenied(e) => write!(f, "access denied: {e}"),
+            Error::NoSuchBucket(e) => write!(f, "no such bucket: {e}"),
+            Error::CorruptLockObject { object_key, reason } => {
+                write!(f, "lock object {object_key:?} is not readable: {reason}")
+            }
+            Error::S3(e) => write!(f, "S3 error: {e}"),
+            Error::Transport(reason) => write!(f, "transport error: {reason}"),
+            Error::InvalidConfig { field, reason } => write!(f, "invalid config {field}: {reason}"),
+            Error::InvalidArgument(reason) => write!(f, "invalid argument: {reason}"),
+            Error::Timeout { key, waited_ms, holder } => {
+                write!(f, "gave up on {key:?} after {waited_ms} ms")?;
+                if let Some(h) = holder {
+                    write!(f, "; held by {:?} with token {}", h.record.holder_id, h.record.token)?;
+                }
+                Ok(())
+            }
+            Error::Fenced {
+                object_key,
+                our_token,
+                stored_token,
+            } => write!(
+                f,
+                "write to {object_key:?} with token {our_token} refused: token {stored_token} already wrote"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,200 @@
+//! The lock object's JSON, read strictly and written compatibly.
+//!
+//! `expires_at` (float seconds since the Unix epoch, 0 once released) and
+//! `token` (integer) are exactly the fields of the single-object design, so a
+//! plain boto3 client that follows it contends correctly on the same object.
+//! `holder`, `acquired_at` and `metadata` sit beside them and are optional on
+//! read: such a client does not write them.
+
+use serde_json::{Map, Value};
+
+/// Lock objects are a few hundred bytes; anything far larger is not ours and
+/// is refused before it is read.
+pub const MAX_LOCK_OBJECT_BYTES: usize = 64 * 1024;
+
+/// Seconds past which an `expires_at` is nonsense (year 5138), not a lease.
+const MAX_EPOCH_SECONDS: f64 = 1e11;
+
+/// What the lock object stores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockRecord {
+    /// 0 once released.
+    pub expires_at_ms: u64,
+    pub token: u64,
+    pub holder_id: String,
+    /// 0 when the writer recorded none.
+    pub acquired_at_ms: u64,
+    pub metadata: String,
+}
+
+/// A lock object as read: its record, where it lives and what it means now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockState {
+    pub key: String,
+    pub record: LockRecord,
+    pub etag: String,
+    pub live: bool,
+}
+
+impl LockRecord {
+    /// Live at `now_ms` by the reader's clock. Matches the design's
+    /// `now <= expires_at` test; a released lock (0) is never live.
+    pub fn is_live(&self, now_ms: u64) -> bool {
+        self.expires_at_ms != 0 && now_ms <= self.expires_at_ms
+    }
+
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut map = Map::new();
+        map.insert("expires_at".into(), seconds_value(self.expires_at_ms));
+        map.insert("token".into(), Value::from(self.token));
+        map.insert("holder".into(), Value::from(self.holder_id.as_str()));
+        map.insert("acquired_at".into(), seconds_value(self.acquired_at_ms));
+        map.insert("metadata".into(), Value::from(self.metadata.as_str()));
+        Value::Object(map).to_string().into_bytes()
+    }
+
+    /// Parses a lock object body. The error is a reason for
+    /// `corrupt-lock-object`: what was wrong, never the whole body.
+    pub fn from_json(body: &[u8]) -> Result<Self, String> {
+        if body.len() > MAX_LOCK_OBJECT_BYTES {
+            return Err(too_large(body.len() as u64));
+        }
+        let value: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
+        let Value::Object(map) = value else {
+            return Err(format!("expected a JSON object, found {}", kind(&value)));
+        };
+        let expires_at_ms = match map.get("expires_at") {
+            None => return Err("missing field \"expires_at\"".into()),
+            Some(v) => epoch_ms("expires_at", v)?,
+        };
+        let token = match map.get("token") {
+            None => return Err("missing field \"token\"".into()),
+            Some(v) => v.as_u64().ok_or_else(|| {
+                format!("\"token\" must be a non-negative integer, found {}", kind(v))
+            })?,
+        };
+        Ok(LockRecord {
+            expires_at_ms,
+            token,
+            holder_id: optional_string(&map, "holder")?,
+            acquired_at_ms: match map.get("acquired_at") {
+                None | Some(Value::Null) => 0,
+                Some(v) => epoch_ms("acquired_at", v)?,
+            },
+            metadata: optional_string(&map, "metadata")?,
+        })
+    }
+}
+
+pub fn too_large(len: u64) -> String {
+    format!("object is {len} bytes; lock objects are at most {MAX_LOCK_OBJECT_BYTES}")
+}
+
+fn seconds_value(ms: u64) -> Value {
+    // Whole milliseconds as a float of seconds: 1740151473206 -> 1740151473.206.
+    Value::from(ms as f64 / 1000.0)
+}
+
+fn epoch_ms(field: &str, v: &Value) -> Result<u64, String> {
+    let seconds = v
+        .as_f64()
+        .ok_or_else(|| format!("{field:?} must be a number of seconds, found {}", kind(v)))?;
+    if !(0.0..MAX_EPOCH_SECONDS).contains(&seconds) {
+        return Err(format!("{field:?} is out of range: {seconds}"));
+    }
+    Ok((seconds * 1000.0).round() as u64)
+}
+
+fn optional_string(map: &Map<String, Value>, field: &str) -> Result<String, String> {
+    match map.get(field) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(format!("{field:?} must be a string, found {}", kind(other))),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_u64() => "an integer",
+        Value::Number(n) if n.is_i64() => "a negative integer",
+        Value::Number(_) => "a fractional number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> LockRecord {
+        LockRecord {
+            expires_at_ms: 1_740_151_473_206,
+            token: 7,
+            holder_id: "node-a".into(),
+            acquired_at_ms: 1_740_151_413_000,
+            metadata: "10.0.0.1:8080 \"quoted\"".into(),
+        }
+    }
+
+    #[test]
+    fn round_trips() {
+        let r = record();
+        assert_eq!(LockRecord::from_json(&r.to_json()).unwrap(), r);
+    }
+
+    #[test]
+    fn writes_the_design_fields_as_float_seconds_and_integer() {
+        let v: Value = serde_json::from_slice(&record().to_json()).unwrap();
+        assert_eq!(v["expires_at"].as_f64(), Some(1_740_151_473.206));
+        assert!(v["token"].is_u64());
+        let released = LockRecord { expires_at_ms: 0, ..record() };
+        let v: Value = serde_json::from_slice(&released.to_json()).unwrap();
+        assert_eq!(v["expires_at"].as_f64(), Some(0.0));
+    }
+
+    #[test]
+    fn reads_what_a_plain_design_client_writes() {
+        let r = LockRecord::from_json(br#"{"expires_at": 1740151473.206179, "token": 1}"#).unwrap();
+        assert_eq!(r.expires_at_ms, 1_740_151_473_206);
+        assert_eq!(r.token, 1);
+        assert_eq!(r.holder_id, "");
+        assert_eq!(r.acquired_at_ms, 0);
+        let released = LockRecord::from_json(br#"{"expires_at": 0, "token": 1}"#).unwrap();
+        assert!(!released.is_live(0));
+    }
+
+    #[test]
+    fn liveness_is_inclusive_of_the_expiry_instant() {
+        let r = record();
+        assert!(r.is_live(r.expires_at_ms));
+        assert!(!r.is_live(r.expires_at_ms + 1));
+    }
+
+    #[test]
+    fn refuses_each_kind_of_corruption_with_a_reason() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"\x00\xff\x13garbage", "not JSON"),
+            (b"[1,2]", "expected a JSON object, found an array"),
+            (br#"{"token": 1}"#, "missing field \"expires_at\""),
+            (br#"{"expires_at": 5}"#, "missing field \"token\""),
+            (br#"{"expires_at": "soon", "token": 1}"#, "must be a number"),
+            (br#"{"expires_at": 5, "token": "1"}"#, "found a string"),
+            (br#"{"expires_at": 5, "token": -1}"#, "found a negative integer"),
+            (br#"{"expires_at": 5, "token": 1.5}"#, "found a fractional number"),
+            (br#"{"expires_at": -3, "token": 1}"#, "out of range"),
+            (br#"{"expires_at": 1e300, "token": 1}"#, "out of range"),
+            (br#"{"expires_at": 5, "token": 1, "holder": 3}"#, "\"holder\" must be a string"),
+            (br#"{"expires_at": 5, "token": 18446744073709551616}"#, "non-negative integer"),
+        ];
+        for (body, want) in cases {
+            let err = LockRecord::from_json(body).unwrap_err();
+            assert!(err.contains(want), "{:?}: {err}", String::from_utf8_lossy(body));
+        }
+        let big = vec![b' '; MAX_LOCK_OBJECT_BYTES + 1];
+        assert!(LockRecord::from_json(&big).unwrap_err().contains("at most"));
+    }
+}

@@ -1,0 +1,409 @@
+//! The single-object lease protocol as state machines, free of I/O.
+//!
+//! Each operation emits `S3Request`s and consumes `S3Response`s; a driver (the
+//! wasi:http one in the component, an in-memory store in the tests) carries
+//! them. Time comes in as an argument with every step.
+//!
+//! One JSON object per key holds `{expires_at, token, holder, ...}`:
+//! - acquire: GET; if absent, PUT `If-None-Match: *` with token 1; if
+//!   expired or released (or live but ours), PUT `If-Match: <etag>` with
+//!   token + 1; if live and someone else's, give up.
+//! - renew: PUT `If-Match: <our etag>`, same token, later expiry.
+//! - release: PUT `If-Match: <our etag>`, same token, `expires_at` 0 (never
+//!   DELETE: the token counter must survive).
+//!
+//! 412 means another writer won; 409 (ConditionalRequestConflict) and a 404
+//! on an `If-Match` PUT mean the object changed under us: re-read and decide
+//! again, a bounded number of times.
+
+use crate::error::Error;
+use crate::lock_object::{too_large, LockRecord, LockState, MAX_LOCK_OBJECT_BYTES};
+use crate::s3::{Method, S3Request, S3Response};
+
+/// How often one operation re-reads after a 409 or a vanished object.
+pub const MAX_REREADS: u32 = 3;
+pub const MIN_TTL_MS: u64 = 1;
+pub const MAX_TTL_MS: u64 = 7 * 24 * 3600 * 1000;
+pub const MAX_METADATA_BYTES: usize = 4096;
+pub const MAX_HOLDER_ID_BYTES: usize = 256;
+/// S3's limit on the full object key.
+pub const MAX_OBJECT_KEY_BYTES: usize = 1024;
+
+const JSON: &str = "application/json";
+
+/// A grant (the WIT `lease` record).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub key: String,
+    pub token: u64,
+    pub holder_id: String,
+    pub etag: String,
+    pub expires_at_ms: u64,
+    pub acquired_at_ms: u64,
+    pub ttl_ms: u64,
+    pub metadata: String,
+}
+
+/// Validated acquire options with the holder id already chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub ttl_ms: u64,
+    pub holder_id: String,
+    pub metadata: String,
+}
+
+impl Grant {
+    pub fn new(ttl_ms: u64, holder_id: String, metadata: String) -> Result<Self, Error> {
+        if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&ttl_ms) {
+            return Err(Error::InvalidArgument(format!(
+                "ttl-ms {ttl_ms} must be {MIN_TTL_MS} ..= {MAX_TTL_MS} (7 days)"
+            )));
+        }
+        if holder_id.is_empty() || holder_id.len() > MAX_HOLDER_ID_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "holder-id must be 1 to {MAX_HOLDER_ID_BYTES} bytes"
+            )));
+        }
+        if metadata.len() > MAX_METADATA_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "metadata is {} bytes; at most {MAX_METADATA_BYTES}",
+                metadata.len()
+            )));
+        }
+        Ok(Grant {
+            ttl_ms,
+            holder_id,
+            metadata,
+        })
+    }
+}
+
+/// Where a key's lock object lives: the configured prefix plus the key.
+pub fn object_key(prefix: &str, key: &str) -> Result<String, Error> {
+    if key.is_empty() {
+        return Err(Error::InvalidArgument("key must not be empty".into()));
+    }
+    if key.chars().any(char::is_control) {
+        return Err(Error::InvalidArgument(format!(
+            "key {key:?} contains control characters"
+        )));
+    }
+    let full = format!("{prefix}{key}");
+    if full.len() > MAX_OBJECT_KEY_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "object key is {} bytes with its prefix; S3 allows {MAX_OBJECT_KEY_BYTES}",
+            full.len()
+        )));
+    }
+    Ok(full)
+}
+
+/// What an operation wants next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step<T> {
+    Send(S3Request),
+    Done(Result<T, Error>),
+}
+
+/// A protocol operation: `start`, then one `on_response` per `Send`.
+pub trait Operation {
+    type Output;
+    fn start(&mut self, now_ms: u64) -> Step<Self::Output>;
+    fn on_response(&mut self, response: S3Response, now_ms: u64) -> Step<Self::Output>;
+}
+
+fn get(object_key: &str) -> S3Request {
+    S3Request::new(Method::Get, object_key, MAX_LOCK_OBJECT_BYTES)
+}
+
+fn put(object_key: &str, condition: (&str, &str), record: &LockRecord) -> S3Request {
+    // Error replies to a PUT are small; the success body is empty.
+    S3Request::new(Method::Put, object_key, MAX_LOCK_OBJECT_BYTES)
+        .header(condition.0, condition.1)
+        .body(JSON, record.to_json())
+}
+
+/// Reads a GET reply: `None` for a missing object, the parsed state for a
+/// present one, an error otherwise.
+fn read_lock(key: &str, object_key: &str, r: S3Response, now_ms: u64) -> Result<Option<LockState>, Error> {
+    match r.status {
+        404 if r.s3_error().code != "NoSuchBucket" => Ok(None),
+        200 => {
+            if let Some(len) = r.body_too_large {
+                return Err(Error::corrupt(object_key, too_large(len)));
+            }
+            let etag = r
+                .etag()
+                .ok_or_else(|| Error::corrupt(object_key, "the GET reply carried no ETag"))?
+                .to_string();
+            let record =
+                LockRecord::from_json(&r.body).map_err(|reason| Error::corrupt(object_key, reason))?;
+            let live = record.is_live(now_ms);
+            Ok(Some(LockState {
+                key: key.to_string(),
+                record,
+                etag,
+                live,
+            }))
+        }
+        _ => Err(r.into_error()),
+    }
+}
+
+fn new_etag(object_key: &str, r: &S3Response) -> Result<String, Error> {
+    r.etag().map(str::to_string).ok_or_else(|| {
+        Error::S3(crate::error::S3Error {
+            status: r.status,
+            message: format!("the PUT reply for {object_key:?} carried no ETag"),
+            ..r.s3_error()
+        })
+    })
+}
+
+// ---------------------------------------------------------------- inspect
+
+pub struct Inspect {
+    key: String,
+    object_key: String,
+}
+
+impl Inspect {
+    pub fn new(key: String, object_key: String) -> Self {
+        Inspect { key, object_key }
+    }
+}
+
+impl Operation for Inspect {
+    type Output = Option<LockState>;
+    fn start(&mut self, _now_ms: u64) -> Step<Self::Output> {
+        Step::Send(get(&self.object_key))
+    }
+    fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Self::Output> {
+        Step::Done(read_lock(&self.key, &self.object_key, r, now_ms))
+    }
+}
+
+// ------------------------------------------------------------ try-acquire
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AcquireOutcome {
+    Granted(Lease),
+    /// Someone else holds it: the state seen, when the loss was to a live
+    /// holder we read (a lost write race reports `None`).
+    Held(Option<LockState>),
+}
+
+pub struct TryAcquire {
+    key: String,
+    object_key: String,
+    grant: Grant,
+    rereads: u32,
+    /// The record we are writing, once we decided to write.
+    writing: Option<LockRecord>,
+}
+
+impl TryAcquire {
+    pub fn new(key: String, object_key: String, grant: Grant) -> Self {
+        TryAcquire {
+            key,
+            object_key,
+            grant,
+            rereads: 0,
+            writing: None,
+        }
+    }
+
+    fn decide(&mut self, seen: Option<LockState>, now_ms: u64) -> Step<AcquireOutcome> {
+        let (condition, previous_token) = match &seen {
+            None => (("if-none-match", "*".to_string()), 0),
+            Some(s) if s.live && s.record.holder_id != self.grant.holder_id => {
+                return Step::Done(Ok(AcquireOutcome::Held(seen)));
+            }
+            Some(s) => (("if-match", s.etag.clone()), s.record.token),
+        };
+        let Some(token) = previous_token.checked_add(1) else {
+            return Step::Done(Err(Error::corrupt(
+                &self.object_key,
+                "token is at its maximum and cannot rise",
+            )));
+        };
+        let record = LockRecord {
+            expires_at_ms: now_ms.saturating_add(self.grant.ttl_ms),
+            token,
+            holder_id: self.grant.holder_id.clone(),
+            acquired_at_ms: now_ms,
+            metadata: self.grant.metadata.clone(),
+        };
+        let request = put(&self.object_key, (condition.0, &condition.1), &record);
+        self.writing = Some(record);
+        Step::Send(request)
+    }
+
+    fn reread(&mut self, r: S3Response) -> Step<AcquireOutcome> {
+        self.writing = None;
+        if self.rereads >= MAX_REREADS {
+            return Step::Done(Err(match r.into_error() {
+                Error::S3(e) => Error::Conflict(e),
+                other => other,
+            }));
+        }
+        self.rereads += 1;
+        Step::Send(get(&self.object_key))
+    }
+}
+
+impl Operation for TryAcquire {
+    type Output = AcquireOutcome;
+
+    fn start(&mut self, _now_ms: u64) -> Step<Self::Output> {
+        Step::Send(get(&self.object_key))
+    }
+
+    fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Self::Output> {
+        let Some(record) = self.writing.clone() else {
+            return match read_lock(&self.key, &self.object_key, r, now_ms) {
+                Ok(seen) => self.decide(seen, now_ms),
+                Err(e) => Step::Done(Err(e)),
+            };
+        };
+        match r.status {
+            200 => Step::Done(new_etag(&self.object_key, &r).map(|etag| {
+                AcquireOutcome::Granted(Lease {
+                    key: self.key.clone(),
+                    token: record.token,
+                    holder_id: record.holder_id,
+                    etag,
+                    expires_at_ms: record.expires_at_ms,
+                    acquired_at_ms: record.acquired_at_ms,
+                    ttl_ms: self.grant.ttl_ms,
+                    metadata: record.metadata,
+                })
+            })),
+            412 => Step::Done(Ok(AcquireOutcome::Held(None))),
+            // The object changed between our read and our write.
+            409 => self.reread(r),
+            404 if r.s3_error().code != "NoSuchBucket" => self.reread(r),
+            _ => Step::Done(Err(r.into_error())),
+        }
+    }
+}
+
+// ------------------------------------------------------- renew / release
+
+/// Rewrites our own lock object with `If-Match` on the lease's etag. On a
+/// failed condition it reads the object: if it is still exactly ours (a 409
+/// on a busy key) it writes again, otherwise the lease is lost.
+pub struct RewriteOwn {
+    lease: Lease,
+    object_key: String,
+    release: bool,
+    rereads: u32,
+    reading: bool,
+    written: Option<LockRecord>,
+}
+
+impl RewriteOwn {
+    pub fn renew(lease: Lease, object_key: String) -> Self {
+        Self::new(lease, object_key, false)
+    }
+
+    pub fn release(lease: Lease, object_key: String) -> Self {
+        Self::new(lease, object_key, true)
+    }
+
+    fn new(lease: Lease, object_key: String, release: bool) -> Self {
+        RewriteOwn {
+            lease,
+            object_key,
+            release,
+            rereads: 0,
+            reading: false,
+            written: None,
+        }
+    }
+
+    fn write(&mut self, now_ms: u64) -> Step<Lease> {
+        let l = &self.lease;
+        let record = LockRecord {
+            expires_at_ms: if self.release {
+                0
+            } else {
+                now_ms.saturating_add(l.ttl_ms)
+            },
+            token: l.token,
+            holder_id: l.holder_id.clone(),
+            acquired_at_ms: l.acquired_at_ms,
+            metadata: l.metadata.clone(),
+        };
+        let request = put(&self.object_key, ("if-match", &l.etag), &record);
+        self.written = Some(record);
+        self.reading = false;
+        Step::Send(request)
+    }
+
+    fn lost(&self, current: Option<LockState>) -> Step<Lease> {
+        Step::Done(Err(Error::Lost {
+            key: self.lease.key.clone(),
+            token: self.lease.token,
+            current,
+        }))
+    }
+}
+
+impl Operation for RewriteOwn {
+    /// The lease as now stored (for release: with `expires_at_ms` 0).
+    type Output = Lease;
+
+    fn start(&mut self, now_ms: u64) -> Step<Lease> {
+        self.write(now_ms)
+    }
+
+    fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Lease> {
+        if self.reading {
+            return match read_lock(&self.lease.key, &self.object_key, r, now_ms) {
+                Ok(Some(s)) if s.etag == self.lease.etag && self.rereads < MAX_REREADS => {
+                    self.rereads += 1;
+                    self.write(now_ms)
+                }
+                Ok(Some(s)) if s.etag == self.lease.etag => {
+                    Step::Done(Err(Error::Conflict(crate::error::S3Error {
+                        status: 409,
+                        code: "ConditionalRequestConflict".into(),
+                        message: format!("still conflicting after {MAX_REREADS} attempts"),
+                        request_id: String::new(),
+                    })))
+                }
+                Ok(current) => self.lost(current),
+                // We know the lease is gone but not who has it now.
+                Err(Error::CorruptLockObject { .. }) => self.lost(None),
+                Err(e) => Step::Done(Err(e)),
+            };
+        }
+        match r.status {
+            200 => {
+                let etag = match new_etag(&self.object_key, &r) {
+                    Ok(etag) => etag,
+                    Err(e) => return Step::Done(Err(e)),
+                };
+                let written = self.written.take().map(|w| w.expires_at_ms);
+                Step::Done(Ok(Lease {
+                    etag,
+                    expires_at_ms: written.unwrap_or(self.lease.expires_at_ms),
+                    ..self.lease.clone()
+                }))
+            }
+            412 | 409 => {
+                self.reading = true;
+                Step::Send(get(&self.object_key))
+            }
+            404 if r.s3_error().code != "NoSuchBucket" => {
+                self.reading = true;
+                Step::Send(get(&self.object_key))
+            }
+            _ => Step::Done(Err(r.into_error())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

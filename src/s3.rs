@@ -1,0 +1,318 @@
+//! S3 requests and replies as plain data: the protocol emits `S3Request`s,
+//! `prepare` turns one into a signed `HttpRequest`, a transport sends it and
+//! hands back an `S3Response`. Nothing here does I/O.
+
+use crate::config::{Addressing, ClientConfig, Scheme};
+use crate::error::{Error, S3Error};
+use crate::sigv4::{self, Scope, SigningRequest};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Head,
+    Put,
+    Delete,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Head => "HEAD",
+            Method::Put => "PUT",
+            Method::Delete => "DELETE",
+        }
+    }
+}
+
+/// A request on one object (or, with an empty key, on the bucket).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Request {
+    pub method: Method,
+    /// Full object key, prefix included.
+    pub object_key: String,
+    pub query: Vec<(String, String)>,
+    /// Extra headers, lowercase: `if-match`, `if-none-match`, `content-type`.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// Bodies longer than this are not read (see `S3Response::body_too_large`).
+    pub max_response_bytes: usize,
+}
+
+impl S3Request {
+    pub fn new(method: Method, object_key: &str, max_response_bytes: usize) -> Self {
+        S3Request {
+            method,
+            object_key: object_key.to_string(),
+            query: Vec::new(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            max_response_bytes,
+        }
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    pub fn body(mut self, content_type: &str, body: Vec<u8>) -> Self {
+        self.body = body;
+        self.header("content-type", content_type)
+    }
+}
+
+/// A signed request ready for any HTTP client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpRequest {
+    pub method: Method,
+    pub scheme: Scheme,
+    /// `host[:port]`; HTTP stacks send it as the Host header, which is signed.
+    pub authority: String,
+    pub path_and_query: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub timeout_ms: u32,
+    pub max_response_bytes: usize,
+}
+
+/// A reply, headers lowercased.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct S3Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// Set (to the announced or observed length) when the body was longer
+    /// than the request's limit and was left unread.
+    pub body_too_large: Option<u64>,
+}
+
+impl S3Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn etag(&self) -> Option<&str> {
+        self.header("etag").filter(|e| !e.is_empty())
+    }
+
+    /// The S3 error this reply carries: code, message and request id from
+    /// the XML body when there is one, else from the headers alone (HEAD
+    /// replies and proxies' HTML pages have no S3 XML).
+    pub fn s3_error(&self) -> S3Error {
+        let body = String::from_utf8_lossy(&self.body);
+        let code = xml_text(&body, "Code").unwrap_or_default();
+        let mut message = xml_text(&body, "Message").unwrap_or_default();
+        if code.is_empty() && message.is_empty() && !body.trim().is_empty() {
+            message = format!("non-S3 reply: {}", snippet(&body));
+        }
+        let request_id = self
+            .header("x-amz-request-id")
+            .map(str::to_string)
+            .or_else(|| xml_text(&body, "RequestId"))
+            .unwrap_or_default();
+        S3Error {
+            status: self.status,
+            code,
+            message,
+            request_id,
+        }
+    }
+
+    /// The typed error for a reply the protocol did not expect.
+    pub fn into_error(self) -> Error {
+        let e = self.s3_error();
+        match (e.status, e.code.as_str()) {
+            (_, "NoSuchBucket") => Error::NoSuchBucket(e),
+            (409, "ConditionalRequestConflict") => Error::Conflict(e),
+            (403, _) | (_, "AccessDenied" | "InvalidAccessKeyId" | "SignatureDoesNotMatch") => {
+                Error::AccessDenied(e)
+            }
+            _ => Error::S3(e),
+        }
+    }
+}
+
+/// Signs `req` for `config` at `unix_seconds`.
+pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> HttpRequest {
+    let (authority, mut path) = match config.addressing {
+        Addressing::Path => (
+            config.endpoint_authority.clone(),
+            format!("/{}", sigv4::uri_encode(&config.bucket, true)),
+        ),
+        Addressing::VirtualHosted => (
+            format!("{}.{}", config.bucket, config.endpoint_authority),
+            String::new(),
+        ),
+    };
+    if !req.object_key.is_empty() || path.is_empty() {
+        path.push('/');
+        path.push_str(&sigv4::uri_encode(&req.object_key, false));
+    }
+
+    let payload_hash = sigv4::sha256_hex(&req.body);
+    let mut headers = req.headers.clone();
+    headers.push(("x-amz-content-sha256".into(), payload_hash.clone()));
+    let signing = SigningRequest {
+        method: req.method.as_str(),
+        host: &authority,
+        path: &path,
+        query: &req.query,
+        headers: &headers,
+        payload_sha256_hex: &payload_hash,
+    };
+    let scope = Scope {
+        region: &config.region,
+        service: "s3",
+        unix_seconds,
+    };
+    headers.extend(sigv4::sign(&signing, &config.credentials, scope));
+    // Unsigned: hosts may rewrite it, and S3 needs it on every PUT.
+    if req.method == Method::Put || !req.body.is_empty() {
+        headers.push(("content-length".into(), req.body.len().to_string()));
+    }
+
+    let query = sigv4::canonical_query(&req.query);
+    let path_and_query = if query.is_empty() { path } else { format!("{path}?{query}") };
+    HttpRequest {
+        method: req.method,
+        scheme: config.scheme,
+        authority,
+        path_and_query,
+        headers,
+        body: req.body.clone(),
+        timeout_ms: config.request_timeout_ms,
+        max_response_bytes: req.max_response_bytes,
+    }
+}
+
+/// The text of the first `<tag>…</tag>`, XML entities decoded. S3 error
+/// bodies are flat, so this is all the XML we need.
+fn xml_text(body: &str, tag: &str) -> Option<String> {
+    let open = format!("<{tag}>");
+    let close = format!("</{tag}>");
+    let start = body.find(&open)? + open.len();
+    let len = body[start..].find(&close)?;
+    Some(
+        body[start..start + len]
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&apos;", "'")
+            .replace("&amp;", "&"),
+    )
+}
+
+fn snippet(body: &str) -> String {
+    let flat: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut cut: String = flat.chars().take(200).collect();
+    if cut.len() < flat.len() {
+        cut.push('…');
+    }
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RawConfig;
+    use crate::sigv4::Credentials;
+
+    fn config(addressing: Addressing, token: Option<&str>) -> ClientConfig {
+        ClientConfig::validate(RawConfig {
+            endpoint: "http://127.0.0.1:8333".into(),
+            region: "us-east-1".into(),
+            bucket: "locks".into(),
+            addressing,
+            credentials: Credentials {
+                access_key_id: "AKID".into(),
+                secret_access_key: "secret".into(),
+                session_token: token.map(str::to_string),
+            },
+            key_prefix: None,
+            request_timeout_ms: None,
+            strategy: None,
+        })
+        .unwrap()
+    }
+
+    fn header<'a>(r: &'a HttpRequest, name: &str) -> Option<&'a str> {
+        r.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn path_style_encodes_the_key_once_and_keeps_slashes() {
+        let req = S3Request::new(Method::Get, "a b/c+d/é", 100);
+        let http = prepare(&config(Addressing::Path, None), &req, 0);
+        assert_eq!(http.authority, "127.0.0.1:8333");
+        assert_eq!(http.path_and_query, "/locks/a%20b/c%2Bd/%C3%A9");
+        assert_eq!(header(&http, "x-amz-content-sha256"), Some(sigv4::EMPTY_SHA256));
+        assert!(header(&http, "authorization").unwrap().contains("SignedHeaders=host;x-amz-content-sha256;x-amz-date,"));
+        assert_eq!(header(&http, "content-length"), None);
+    }
+
+    #[test]
+    fn virtual_hosted_puts_the_bucket_in_the_host() {
+        let mut req = S3Request::new(Method::Get, "", 100);
+        req.query = vec![("list-type".into(), "2".into()), ("prefix".into(), "a b".into())];
+        let http = prepare(&config(Addressing::VirtualHosted, None), &req, 0);
+        assert_eq!(http.authority, "locks.127.0.0.1:8333");
+        assert_eq!(http.path_and_query, "/?list-type=2&prefix=a%20b");
+    }
+
+    #[test]
+    fn puts_carry_length_hash_and_signed_conditions() {
+        let req = S3Request::new(Method::Put, "k", 100)
+            .header("if-none-match", "*")
+            .body("application/json", b"{}".to_vec());
+        let http = prepare(&config(Addressing::Path, Some("tok")), &req, 0);
+        assert_eq!(header(&http, "content-length"), Some("2"));
+        assert_eq!(header(&http, "x-amz-content-sha256"), Some(sigv4::sha256_hex(b"{}").as_str()));
+        assert_eq!(header(&http, "x-amz-security-token"), Some("tok"));
+        let auth = header(&http, "authorization").unwrap();
+        assert!(auth.contains(
+            "SignedHeaders=content-type;host;if-none-match;x-amz-content-sha256;x-amz-date;x-amz-security-token,"
+        ));
+    }
+
+    fn reply(status: u16, body: &str, headers: &[(&str, &str)]) -> S3Response {
+        S3Response {
+            status,
+            headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            body: body.as_bytes().to_vec(),
+            body_too_large: None,
+        }
+    }
+
+    #[test]
+    fn xml_errors_become_typed_errors() {
+        let body = "<?xml version=\"1.0\"?><Error><Code>NoSuchBucket</Code><Message>The bucket &amp; more</Message><RequestId>R1</RequestId></Error>";
+        match reply(404, body, &[]).into_error() {
+            Error::NoSuchBucket(e) => {
+                assert_eq!((e.code.as_str(), e.message.as_str(), e.request_id.as_str()), ("NoSuchBucket", "The bucket & more", "R1"));
+            }
+            other => panic!("{other:?}"),
+        }
+        let denied = "<Error><Code>SignatureDoesNotMatch</Code></Error>";
+        assert!(matches!(reply(403, denied, &[("x-amz-request-id", "H")]).into_error(), Error::AccessDenied(e) if e.request_id == "H"));
+        assert!(matches!(reply(403, "", &[]).into_error(), Error::AccessDenied(_)));
+        let conflict = "<Error><Code>ConditionalRequestConflict</Code></Error>";
+        assert!(matches!(reply(409, conflict, &[]).into_error(), Error::Conflict(_)));
+    }
+
+    #[test]
+    fn html_from_a_proxy_is_still_a_clean_error() {
+        let html = "<html>\n<body><h1>502 Bad Gateway</h1>\n</body></html>";
+        match reply(502, html, &[]).into_error() {
+            Error::S3(e) => {
+                assert_eq!(e.status, 502);
+                assert_eq!(e.code, "");
+                assert!(e.message.contains("502 Bad Gateway"), "{}", e.message);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
