@@ -17,3 +17,13 @@ pub mod sigv4;
 mod component;
 #[cfg(target_family = "wasm")]
 mod transport;
+
+#[cfg(target_family = "wasm")]
+mod bindings {
+    wit_bindgen::generate!({
+        world: "s3-lease",
+        path: "wit",
+        generate_all,
+        pub_export_macro: true,
+    });
+}

@@ -1,0 +1,18 @@
+//! A wasmtime host for the s3-lease component, and the fixtures of its
+//! integration suite.
+//!
+//! - [`Harness`]: compiles the component once; [`Harness::instance`] gives each
+//!   instance its own store, wall clock (skewable) and HTTP hooks that count,
+//!   check and fault every request the component sends through wasi:http.
+//! - [`server`]: a real S3 endpoint: SeaweedFS started on loopback, or
+//!   whatever the `AWS_*` environment variables name.
+//! - [`admin`]: raw S3 calls from the host (create a bucket, plant corrupt
+//!   objects), signed by the crate's own SigV4 code.
+
+pub mod admin;
+pub mod bindings;
+pub mod hooks;
+pub mod instance;
+pub mod server;
+
+pub use instance::{Harness, Instance};

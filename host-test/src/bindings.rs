@@ -1,0 +1,11 @@
+//! Typed access to the component's exports (the `lease-api` world of `wit/`).
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "s3-lease:lease/lease-api",
+    additional_derives: [PartialEq, Eq],
+});
+
+pub use exports::s3_lease::lease::types::{
+    AddressingStyle, Config, Credentials, Error, Lease, LockState, Options, Strategy,
+};

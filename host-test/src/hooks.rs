@@ -1,0 +1,143 @@
+//! The HTTP hooks of one instance: every request the component sends passes
+//! here, is recorded (so tests count requests per operation), has its payload
+//! hash checked (SeaweedFS does not check it, so we do), and may be faulted.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use wasmtime_wasi_http::{default_send_request, Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
+
+/// One request as the component sent it, and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestRecord {
+    pub method: String,
+    pub path_and_query: String,
+    /// `if-match` / `if-none-match` values, when sent.
+    pub if_match: Option<String>,
+    pub if_none_match: Option<String>,
+    /// `x-amz-content-sha256` equals the SHA-256 of the body actually sent.
+    pub payload_hash_ok: bool,
+    /// The HTTP status, or `None` when the request failed (or was faulted) in transport.
+    pub status: Option<u16>,
+}
+
+/// What the host does instead of (or before) sending a request.
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// Fail as if the server refused the connection.
+    Refuse,
+    /// Answer without contacting the server.
+    Respond {
+        status: u16,
+        content_type: &'static str,
+        body: String,
+    },
+    /// Wait, then send normally.
+    Delay(Duration),
+}
+
+#[derive(Default, Clone)]
+pub struct Hooks {
+    pub log: Arc<Mutex<Vec<RequestRecord>>>,
+    /// Applied to the next requests, one fault each, in order.
+    pub faults: Arc<Mutex<VecDeque<Fault>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Hooks {
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        lock(&self.log).clone()
+    }
+
+    /// Takes the log: the requests since the last call.
+    pub fn take_requests(&self) -> Vec<RequestRecord> {
+        std::mem::take(&mut *lock(&self.log))
+    }
+
+    pub fn inject(&self, fault: Fault) {
+        lock(&self.faults).push_back(fault);
+    }
+}
+
+type ResponseFuture = Box<
+    dyn Future<Output = Result<(http::Response<WasiBody>, Box<dyn Future<Output = Result<(), HttpError>> + Send>), HttpError>>
+        + Send,
+>;
+
+impl WasiHttpHooks for Hooks {
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+        _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+    ) -> ResponseFuture {
+        let log = self.log.clone();
+        let fault = lock(&self.faults).pop_front();
+        Box::new(async move {
+            let (parts, body) = request.into_parts();
+            let body = body.collect().await?.to_bytes();
+            let header = |name: &str| {
+                parts
+                    .headers
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string)
+            };
+            let payload_hash_ok =
+                header("x-amz-content-sha256").as_deref() == Some(s3_lease::sigv4::sha256_hex(&body).as_str());
+            let index = {
+                let mut log = lock(&log);
+                log.push(RequestRecord {
+                    method: parts.method.to_string(),
+                    path_and_query: parts.uri.path_and_query().map(|p| p.to_string()).unwrap_or_default(),
+                    if_match: header("if-match"),
+                    if_none_match: header("if-none-match"),
+                    payload_hash_ok,
+                    status: None,
+                });
+                log.len() - 1
+            };
+            let set_status = |status: u16| {
+                if let Some(r) = lock(&log).get_mut(index) {
+                    r.status = Some(status);
+                }
+            };
+
+            match fault {
+                Some(Fault::Refuse) => return Err(HttpError::ConnectionRefused),
+                Some(Fault::Respond {
+                    status,
+                    content_type,
+                    body,
+                }) => {
+                    set_status(status);
+                    let response = http::Response::builder()
+                        .status(status)
+                        .header("content-type", content_type)
+                        .body(full(Bytes::from(body)))
+                        .map_err(|e| HttpError::InternalError(Some(e.to_string())))?;
+                    let io: Box<dyn Future<Output = Result<(), HttpError>> + Send> = Box::new(async { Ok(()) });
+                    return Ok((response, io));
+                }
+                Some(Fault::Delay(d)) => tokio::time::sleep(d).await,
+                None => {}
+            }
+
+            let request = http::Request::from_parts(parts, full(body));
+            let (response, io) = default_send_request(request, options).await?;
+            set_status(response.status().as_u16());
+            let io: Box<dyn Future<Output = Result<(), HttpError>> + Send> = Box::new(io);
+            Ok((response.map(|b| b.boxed_unsync()), io))
+        })
+    }
+}
+
+pub fn full(bytes: Bytes) -> WasiBody {
+    Full::new(bytes).map_err(|never| match never {}).boxed_unsync()
+}

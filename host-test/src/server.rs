@@ -1,0 +1,273 @@
+//! A real S3 endpoint for tests and the demo.
+//!
+//! With `AWS_ENDPOINT_URL` set, that endpoint is used with the usual
+//! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` and
+//! `AWS_REGION` (and `S3LEASE_TEST_BUCKET`, default `s3-lease-test`).
+//! Otherwise SeaweedFS (`weed mini`, from `S3LEASE_WEED` or the workspace's
+//! `.venv/bin/weed`) is started on free loopback ports in a fresh temp dir,
+//! watched so that it stops when this process ends.
+
+use crate::admin::Admin;
+use crate::bindings::{AddressingStyle, Config, Credentials};
+use anyhow::{bail, Context, Result};
+use s3_lease::config::{Addressing, ClientConfig, RawConfig};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Where the tests' lock objects live, and the keys to get there.
+#[derive(Clone)]
+pub struct Endpoint {
+    pub url: String,
+    pub region: String,
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    pub session_token: Option<String>,
+    pub bucket: String,
+    pub addressing: Addressing,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("url", &self.url)
+            .field("bucket", &self.bucket)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    /// The component's config for this endpoint, with a key prefix that
+    /// keeps each test's keys apart.
+    pub fn config(&self, key_prefix: &str) -> Config {
+        Config {
+            endpoint: self.url.clone(),
+            region: self.region.clone(),
+            bucket: self.bucket.clone(),
+            addressing: match self.addressing {
+                Addressing::Path => AddressingStyle::Path,
+                Addressing::VirtualHosted => AddressingStyle::VirtualHosted,
+            },
+            credentials: Credentials {
+                access_key_id: self.access_key_id.clone(),
+                secret_access_key: self.secret_access_key.clone(),
+                session_token: self.session_token.clone(),
+            },
+            key_prefix: Some(key_prefix.to_string()),
+            request_timeout_ms: None,
+            strategy: None,
+        }
+    }
+
+    pub fn admin(&self) -> Result<Admin> {
+        let raw = RawConfig {
+            endpoint: self.url.clone(),
+            region: self.region.clone(),
+            bucket: self.bucket.clone(),
+            addressing: self.addressing,
+            credentials: s3_lease::sigv4::Credentials {
+                access_key_id: self.access_key_id.clone(),
+                secret_access_key: self.secret_access_key.clone(),
+                session_token: self.session_token.clone(),
+            },
+            key_prefix: None,
+            request_timeout_ms: None,
+            strategy: None,
+        };
+        Admin::new(ClientConfig::validate(raw).map_err(|e| anyhow::anyhow!("{e}"))?)
+    }
+
+    /// From the `AWS_*` environment variables, when `AWS_ENDPOINT_URL` is set.
+    pub fn from_env() -> Option<Result<Endpoint>> {
+        let url = std::env::var("AWS_ENDPOINT_URL").ok().filter(|u| !u.is_empty())?;
+        let var = |name: &str| std::env::var(name).with_context(|| format!("AWS_ENDPOINT_URL is set but {name} is not"));
+        Some((|| {
+            Ok(Endpoint {
+                url,
+                region: std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into()),
+                access_key_id: var("AWS_ACCESS_KEY_ID")?,
+                secret_access_key: var("AWS_SECRET_ACCESS_KEY")?,
+                session_token: std::env::var("AWS_SESSION_TOKEN").ok().filter(|t| !t.is_empty()),
+                bucket: std::env::var("S3LEASE_TEST_BUCKET").unwrap_or_else(|_| "s3-lease-test".into()),
+                addressing: match std::env::var("S3LEASE_ADDRESSING").as_deref() {
+                    Ok("virtual-hosted") => Addressing::VirtualHosted,
+                    _ => Addressing::Path,
+                },
+            })
+        })())
+    }
+}
+
+/// A running SeaweedFS; stopped (and its data removed) when dropped or when
+/// this process exits.
+pub struct SeaweedFs {
+    pub endpoint: Endpoint,
+    watchdog: Child,
+    pub data_dir: PathBuf,
+}
+
+impl Drop for SeaweedFs {
+    fn drop(&mut self) {
+        // TERM lets the watchdog stop weed and clean up its directory.
+        let _ = Command::new("kill").arg(self.watchdog.id().to_string()).status();
+        let _ = self.watchdog.wait();
+    }
+}
+
+/// The `weed` binary: `S3LEASE_WEED`, else `.venv/bin/weed` of the workspace.
+pub fn weed_path() -> PathBuf {
+    if let Ok(p) = std::env::var("S3LEASE_WEED") {
+        return PathBuf::from(p);
+    }
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new("."));
+    workspace.join(".venv/bin/weed")
+}
+
+fn free(port: u16) -> bool {
+    TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
+/// A base port such that base..base+6 and their gRPC twins (+10000) are free.
+fn pick_ports() -> Result<u16> {
+    let seed = SystemTime::now().duration_since(UNIX_EPOCH)?.subsec_nanos() as u64 + u64::from(std::process::id());
+    for i in 0..200u64 {
+        let base = 20_000 + ((seed + i * 7919) % 2_000) as u16 * 10;
+        if (0..6).all(|o| free(base + o) && free(base + o + 10_000)) {
+            return Ok(base);
+        }
+    }
+    bail!("no free loopback ports for SeaweedFS")
+}
+
+impl SeaweedFs {
+    pub fn start() -> Result<SeaweedFs> {
+        let weed = weed_path();
+        if !weed.exists() {
+            bail!(
+                "SeaweedFS not found at {}: run scripts/test.sh (it installs it), or set S3LEASE_WEED or AWS_ENDPOINT_URL",
+                weed.display()
+            );
+        }
+        let base = pick_ports()?;
+        let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
+        let data_dir = std::env::temp_dir().join(format!("s3lease-weed-{}-{stamp}", std::process::id()));
+        std::fs::create_dir_all(data_dir.join("data"))?;
+        let endpoint = Endpoint {
+            url: format!("http://127.0.0.1:{}", base + 3),
+            region: "us-east-1".into(),
+            access_key_id: "S3LEASETESTKEY".into(),
+            secret_access_key: format!("s3lease-test-secret-{stamp}"),
+            session_token: None,
+            bucket: "s3-lease-test".into(),
+            addressing: Addressing::Path,
+        };
+        let identities = serde_json::json!({"identities": [{
+            "name": "s3lease",
+            "credentials": [{"accessKey": endpoint.access_key_id, "secretKey": endpoint.secret_access_key}],
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+        }]});
+        let identities_path = data_dir.join("identities.json");
+        std::fs::write(&identities_path, identities.to_string())?;
+
+        let args = [
+            format!("-dir={}", data_dir.join("data").display()),
+            "-ip=127.0.0.1".into(),
+            "-ip.bind=127.0.0.1".into(),
+            "-master.telemetry=false".into(),
+            "-admin.ui=false".into(),
+            "-webdav=false".into(),
+            "-s3.autoCreateBucket=false".into(),
+            "-s3.port.iceberg=0".into(),
+            "-s3.port.lance=0".into(),
+            format!("-master.port={base}"),
+            format!("-volume.port={}", base + 1),
+            format!("-filer.port={}", base + 2),
+            format!("-s3.port={}", base + 3),
+            format!("-admin.port={}", base + 4),
+            format!("-metricsPort={}", base + 5),
+            format!("-s3.config={}", identities_path.display()),
+        ];
+        // The watchdog stops weed when our process goes away (test binaries
+        // never run destructors of statics) or when it is sent TERM.
+        let script = r#"
+            weed="$1"; dir="$2"; shift 2
+            "$weed" mini "$@" >"$dir/weed.log" 2>&1 &
+            w=$!
+            stop() {
+                kill "$w" 2>/dev/null
+                for _ in $(seq 50); do kill -0 "$w" 2>/dev/null || break; sleep 0.1; done
+                kill -9 "$w" 2>/dev/null; wait "$w" 2>/dev/null
+                rm -rf "$dir/data"; exit 0
+            }
+            trap stop TERM INT
+            while kill -0 "$S3LEASE_PARENT" 2>/dev/null && kill -0 "$w" 2>/dev/null; do sleep 0.3; done
+            stop
+        "#;
+        let watchdog = Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .arg("watchdog")
+            .arg(&weed)
+            .arg(&data_dir)
+            .args(&args)
+            .env("S3LEASE_PARENT", std::process::id().to_string())
+            .stdin(Stdio::null())
+            .spawn()
+            .context("starting SeaweedFS")?;
+        let server = SeaweedFs {
+            endpoint,
+            watchdog,
+            data_dir,
+        };
+        server.wait_ready()?;
+        Ok(server)
+    }
+
+    /// Ready when the bucket can be created, which needs master, volume,
+    /// filer and S3 gateway all up.
+    fn wait_ready(&self) -> Result<()> {
+        let admin = self.endpoint.admin()?;
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let err = match admin.create_bucket() {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            if Instant::now() > deadline {
+                let log = std::fs::read_to_string(self.data_dir.join("weed.log")).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(20).collect();
+                bail!("SeaweedFS not ready after 90 s: {err:#}\n{}", tail.join("\n"));
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+enum Shared {
+    Env(Endpoint),
+    Seaweed(SeaweedFs),
+}
+
+/// The endpoint shared by all tests of this process: started once.
+pub fn shared() -> &'static Endpoint {
+    static SHARED: OnceLock<Shared> = OnceLock::new();
+    let shared = SHARED.get_or_init(|| {
+        let started = match Endpoint::from_env() {
+            Some(env) => env.and_then(|e| {
+                e.admin()?.create_bucket()?;
+                Ok(Shared::Env(e))
+            }),
+            None => SeaweedFs::start().map(Shared::Seaweed),
+        };
+        match started {
+            Ok(s) => s,
+            Err(e) => panic!("no S3 endpoint for the tests: {e:#}"),
+        }
+    });
+    match shared {
+        Shared::Env(e) => e,
+        Shared::Seaweed(s) => &s.endpoint,
+    }
+}

@@ -1,0 +1,154 @@
+//! Bad input never traps the instance: wrong keys, missing buckets, corrupt
+//! lock objects, bad config, odd replies. Each is a typed error, and the
+//! instance keeps working afterwards.
+
+use super::*;
+use host_test::bindings::{Config, Error as E};
+use host_test::hooks::Fault;
+
+/// After any error the same instance must still serve a normal call.
+fn still_works(i: &mut Instance) {
+    i.inspect("still-works").expect("instance survived").expect("inspect works");
+}
+
+#[test]
+fn a_wrong_secret_is_access_denied_and_never_echoed() {
+    let mut config = endpoint().config(&fresh_prefix("denied"));
+    let secret = "definitely-the-wrong-secret-value";
+    config.credentials.secret_access_key = secret.into();
+    let mut i = harness().instance().unwrap();
+    i.open(&config).unwrap().expect("the config is well-formed");
+    match expect_err(i.try_acquire("k", &options(1_000))) {
+        E::AccessDenied(e) => {
+            assert_eq!(e.status, 403);
+            assert!(!e.code.is_empty(), "the S3 code is kept: {e:?}");
+            let shown = format!("{e:?}");
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        other => panic!("expected access-denied, got {other:?}"),
+    }
+    // Same for a session token the server does not know.
+    config.credentials.session_token = Some("an-unknown-session-token".into());
+    i.open(&config).unwrap().unwrap();
+    assert!(matches!(expect_err(i.inspect("k")), E::AccessDenied(_) | E::S3(_)));
+}
+
+#[test]
+fn a_missing_bucket_is_no_such_bucket() {
+    let mut config = endpoint().config("p/");
+    config.bucket = "s3-lease-no-such-bucket-here".into();
+    let mut i = harness().instance().unwrap();
+    i.open(&config).unwrap().unwrap();
+    match expect_err(i.try_acquire("k", &options(1_000))) {
+        E::NoSuchBucket(e) => assert_eq!(e.code, "NoSuchBucket"),
+        other => panic!("expected no-such-bucket, got {other:?}"),
+    }
+    assert!(matches!(expect_err(i.inspect("k")), E::NoSuchBucket(_)));
+}
+
+#[test]
+fn corrupt_lock_objects_are_reported_and_left_as_they_were() {
+    let prefix = fresh_prefix("corrupt");
+    let admin = endpoint().admin().unwrap();
+    let mut i = opened(&prefix);
+    let ten_mb = vec![b'{'; 10 * 1024 * 1024];
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("random-bytes", vec![0x00, 0xff, 0x13, 0x37, 0x80, 0x7f], "not JSON"),
+        ("missing-token", br#"{"expires_at": 1.5}"#.to_vec(), "missing field \"token\""),
+        ("missing-expiry", br#"{"token": 4}"#.to_vec(), "missing field \"expires_at\""),
+        ("wrong-types", br#"{"expires_at": "later", "token": 1}"#.to_vec(), "must be a number"),
+        ("negative-token", br#"{"expires_at": 0, "token": -2}"#.to_vec(), "non-negative integer"),
+        ("array", b"[]".to_vec(), "expected a JSON object"),
+        ("ten-megabytes", ten_mb, "10485760 bytes"),
+    ];
+    for (key, body, why) in cases {
+        let full_key = format!("{prefix}{key}");
+        let etag = admin.put(&full_key, &body).unwrap();
+        for attempt in ["try-acquire", "acquire", "inspect"] {
+            let err = match attempt {
+                "try-acquire" => expect_err(i.try_acquire(key, &options(1_000))),
+                "acquire" => expect_err(i.acquire(key, &options(1_000), 500)),
+                _ => expect_err(i.inspect(key)),
+            };
+            match err {
+                E::CorruptLockObject(c) => {
+                    assert_eq!(c.object_key, full_key);
+                    assert!(c.reason.contains(why), "{key} via {attempt}: {}", c.reason);
+                }
+                other => panic!("{key} via {attempt}: expected corrupt-lock-object, got {other:?}"),
+            }
+        }
+        let (stored, stored_etag) = admin.get(&full_key).unwrap().expect("still there");
+        assert_eq!(stored_etag, etag, "{key} was not touched");
+        assert_eq!(stored.len(), body.len());
+        still_works(&mut i);
+    }
+}
+
+#[test]
+fn bad_config_is_invalid_config_naming_the_field() {
+    let good = endpoint().config("p/");
+    let cases: Vec<(&str, Box<dyn Fn(&mut Config)>)> = vec![
+        ("endpoint", Box::new(|c| c.endpoint = "ftp://example.com".into())),
+        ("endpoint", Box::new(|c| c.endpoint = "http://127.0.0.1:8333/bucket".into())),
+        ("endpoint", Box::new(|c| c.endpoint = "".into())),
+        ("region", Box::new(|c| c.region = "us east".into())),
+        ("bucket", Box::new(|c| c.bucket = "".into())),
+        ("credentials.access-key-id", Box::new(|c| c.credentials.access_key_id = "".into())),
+        ("credentials.secret-access-key", Box::new(|c| c.credentials.secret_access_key = "has spaces".into())),
+        ("request-timeout-ms", Box::new(|c| c.request_timeout_ms = Some(0))),
+        ("strategy", Box::new(|c| c.strategy = Some(host_test::bindings::Strategy::EpochObjects))),
+    ];
+    let mut i = harness().instance().unwrap();
+    for (field, spoil) in cases {
+        let mut config = good.clone();
+        spoil(&mut config);
+        match i.open(&config).expect("no trap") {
+            Err(E::InvalidConfig(c)) => {
+                assert_eq!(c.field, field, "{}", c.reason);
+                assert!(!c.reason.contains("has spaces"), "secrets are not echoed");
+            }
+            other => panic!("{field}: expected invalid-config, got {other:?}"),
+        }
+    }
+    i.open(&good).unwrap().unwrap();
+    still_works(&mut i);
+}
+
+#[test]
+fn bad_arguments_are_invalid_argument() {
+    let mut i = opened(&fresh_prefix("args"));
+    assert!(matches!(expect_err(i.try_acquire("", &options(1_000))), E::InvalidArgument(_)));
+    assert!(matches!(expect_err(i.try_acquire("k", &options(0))), E::InvalidArgument(_)));
+    assert!(matches!(expect_err(i.try_acquire(&"k".repeat(2_000), &options(1_000))), E::InvalidArgument(_)));
+    let mut big = options(1_000);
+    big.metadata = Some("m".repeat(5_000));
+    assert!(matches!(expect_err(i.try_acquire("k", &big)), E::InvalidArgument(_)));
+    still_works(&mut i);
+}
+
+#[test]
+fn a_proxy_html_page_and_a_refused_connection_are_clean_errors() {
+    let mut i = opened(&fresh_prefix("odd-replies"));
+    i.hooks.inject(Fault::Respond {
+        status: 502,
+        content_type: "text/html",
+        body: "<html><body><h1>502 Bad Gateway</h1><p>nginx</p></body></html>".into(),
+    });
+    match expect_err(i.try_acquire("k", &options(1_000))) {
+        E::S3(e) => {
+            assert_eq!(e.status, 502);
+            assert!(e.message.contains("502 Bad Gateway"), "{e:?}");
+        }
+        other => panic!("expected an s3 error, got {other:?}"),
+    }
+    i.hooks.inject(Fault::Refuse);
+    assert!(matches!(expect_err(i.inspect("k")), E::Transport(t) if t.contains("refused")));
+
+    // acquire rides out transient failures within its deadline.
+    i.hooks.inject(Fault::Refuse);
+    i.hooks.inject(Fault::Respond { status: 503, content_type: "application/xml", body: "<Error><Code>SlowDown</Code></Error>".into() });
+    let lease = i.acquire("k", &options(1_000), 10_000).expect("no trap").expect("granted after retries");
+    assert_eq!(lease.token, 1);
+    still_works(&mut i);
+}

@@ -1,0 +1,63 @@
+//! The integration suite: the built component, many instances, a real S3
+//! server (SeaweedFS started by the fixture, or the `AWS_*` endpoint).
+//! One test binary, so one server for the whole run.
+
+mod bad_input;
+mod component_shape;
+mod contention;
+mod lifecycle;
+mod request_counts;
+
+use host_test::bindings::{Error as LeaseError, Lease, Options};
+use host_test::server::{self, Endpoint};
+use host_test::{instance::component_path, Harness, Instance};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub fn harness() -> &'static Harness {
+    static HARNESS: OnceLock<Harness> = OnceLock::new();
+    HARNESS.get_or_init(|| Harness::load(&component_path()).unwrap_or_else(|e| panic!("{e:#}")))
+}
+
+pub fn endpoint() -> &'static Endpoint {
+    server::shared()
+}
+
+/// A key prefix no other test (or earlier run against the same bucket) uses.
+pub fn fresh_prefix(test: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
+    format!("it/{test}-{nanos}-{}/", N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// An instance whose client is open on `prefix`.
+pub fn opened(prefix: &str) -> Instance {
+    opened_with(&endpoint().config(prefix))
+}
+
+pub fn opened_with(config: &host_test::bindings::Config) -> Instance {
+    let mut instance = harness().instance().expect("instantiate");
+    instance.open(config).expect("no trap").expect("valid config");
+    instance
+}
+
+pub fn options(ttl_ms: u64) -> Options {
+    Options { ttl_ms, holder_id: None, metadata: None }
+}
+
+pub fn named(ttl_ms: u64, holder: &str) -> Options {
+    Options { ttl_ms, holder_id: Some(holder.into()), metadata: Some(format!("meta of {holder}")) }
+}
+
+/// try-acquire that must not trap or fail.
+pub fn try_acquire(i: &mut Instance, key: &str, o: &Options) -> Option<Lease> {
+    i.try_acquire(key, o).expect("no trap").unwrap_or_else(|e| panic!("try-acquire failed: {e:?}"))
+}
+
+pub fn expect_err<T: std::fmt::Debug>(r: anyhow::Result<Result<T, LeaseError>>) -> LeaseError {
+    match r.expect("no trap") {
+        Ok(v) => panic!("expected an error, got {v:?}"),
+        Err(e) => e,
+    }
+}

@@ -1,0 +1,60 @@
+//! The protocol's cost is part of its contract: requests per operation,
+//! counted at the host's wasi:http hook.
+
+use super::*;
+use host_test::hooks::RequestRecord;
+
+fn shape(requests: &[RequestRecord]) -> Vec<(String, Option<u16>)> {
+    requests.iter().map(|r| (r.method.clone(), r.status)).collect()
+}
+
+fn s(method: &str, status: u16) -> (String, Option<u16>) {
+    (method.to_string(), Some(status))
+}
+
+#[test]
+fn each_operation_costs_what_the_contract_says() {
+    let prefix = fresh_prefix("counts");
+    let (mut a, mut b) = (opened(&prefix), opened(&prefix));
+
+    let lease = try_acquire(&mut a, "k", &options(30_000)).unwrap();
+    let log = a.hooks.take_requests();
+    assert_eq!(shape(&log), [s("GET", 404), s("PUT", 200)], "try-acquire on a free key");
+    assert_eq!(log[1].if_none_match.as_deref(), Some("*"));
+
+    assert_eq!(try_acquire(&mut b, "k", &options(30_000)), None);
+    assert_eq!(shape(&b.hooks.take_requests()), [s("GET", 200)], "try-acquire on a held key");
+
+    let lease = a.renew(&lease).unwrap().unwrap();
+    let log = a.hooks.take_requests();
+    assert_eq!(shape(&log), [s("PUT", 200)], "renew");
+    assert!(log[0].if_match.is_some());
+
+    b.inspect("k").unwrap().unwrap();
+    assert_eq!(shape(&b.hooks.take_requests()), [s("GET", 200)], "inspect");
+
+    a.release(&lease).unwrap().unwrap();
+    let log = a.hooks.take_requests();
+    assert_eq!(shape(&log), [s("PUT", 200)], "release");
+    assert_eq!(log[0].if_match.as_deref(), Some(lease.etag.as_str()));
+
+    try_acquire(&mut b, "k", &options(30_000)).unwrap();
+    let log = b.hooks.take_requests();
+    assert_eq!(shape(&log), [s("GET", 200), s("PUT", 200)], "try-acquire on a released key");
+    assert!(log[1].if_match.is_some());
+
+    for r in a.hooks.requests().iter().chain(b.hooks.requests().iter()) {
+        assert!(r.payload_hash_ok, "{r:?}");
+    }
+}
+
+#[test]
+fn every_request_carries_the_hash_of_the_body_it_sends() {
+    let prefix = fresh_prefix("hash");
+    let mut a = opened(&prefix);
+    let lease = try_acquire(&mut a, "k", &named(30_000, &"h".repeat(200))).unwrap();
+    a.renew(&lease).unwrap().unwrap();
+    let log = a.hooks.take_requests();
+    assert_eq!(log.len(), 3);
+    assert!(log.iter().all(|r| r.payload_hash_ok), "{log:?}");
+}

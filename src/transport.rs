@@ -1,0 +1,200 @@
+//! The one module that does I/O: signed requests go out through the imported
+//! `wasi:http/outgoing-handler`; clocks, sleeps and randomness come from WASI.
+
+use crate::bindings::wasi::clocks::{monotonic_clock, wall_clock};
+use crate::bindings::wasi::http::outgoing_handler;
+use crate::bindings::wasi::http::types::{
+    ErrorCode, Fields, IncomingBody, Method as HttpMethod, OutgoingBody, OutgoingRequest,
+    RequestOptions, Scheme as HttpScheme,
+};
+use crate::bindings::wasi::io::streams::StreamError;
+use crate::bindings::wasi::random::random;
+use crate::config::{ClientConfig, Scheme};
+use crate::driver::Io;
+use crate::error::Error;
+use crate::s3::{self, HttpRequest, Method, S3Request, S3Response};
+
+/// WASI streams take at most this much per blocking write.
+const WRITE_CHUNK: usize = 4096;
+const READ_CHUNK: u64 = 64 * 1024;
+
+pub struct WasiIo<'a> {
+    pub config: &'a ClientConfig,
+}
+
+impl Io for WasiIo<'_> {
+    fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
+        let unix_seconds = self.now_ms() / 1000;
+        send(&s3::prepare(self.config, request, unix_seconds))
+    }
+
+    fn now_ms(&mut self) -> u64 {
+        now_ms()
+    }
+
+    fn monotonic_ms(&mut self) -> u64 {
+        monotonic_clock::now() / 1_000_000
+    }
+
+    fn sleep_ms(&mut self, ms: u64) {
+        monotonic_clock::subscribe_duration(ms.saturating_mul(1_000_000)).block();
+    }
+
+    fn random_u64(&mut self) -> u64 {
+        random::get_random_u64()
+    }
+}
+
+pub fn now_ms() -> u64 {
+    let t = wall_clock::now();
+    t.seconds
+        .saturating_mul(1000)
+        .saturating_add(u64::from(t.nanoseconds / 1_000_000))
+}
+
+pub fn random_hex_id() -> String {
+    format!("{:016x}", random::get_random_u64())
+}
+
+fn transport(what: &str, detail: impl std::fmt::Debug) -> Error {
+    Error::Transport(format!("{what}: {detail:?}"))
+}
+
+fn send(req: &HttpRequest) -> Result<S3Response, Error> {
+    let entries: Vec<(String, Vec<u8>)> = req
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+        .collect();
+    let headers = Fields::from_list(&entries).map_err(|e| transport("header refused by the host", e))?;
+    let outgoing = OutgoingRequest::new(headers);
+    let method = match req.method {
+        Method::Get => HttpMethod::Get,
+        Method::Head => HttpMethod::Head,
+        Method::Put => HttpMethod::Put,
+        Method::Delete => HttpMethod::Delete,
+    };
+    let scheme = match req.scheme {
+        Scheme::Http => HttpScheme::Http,
+        Scheme::Https => HttpScheme::Https,
+    };
+    let set = |ok: Result<(), ()>, what: &str| ok.map_err(|()| transport("the host refused the request's", what));
+    set(outgoing.set_method(&method), "method")?;
+    set(outgoing.set_scheme(Some(&scheme)), "scheme")?;
+    set(outgoing.set_authority(Some(&req.authority)), "authority")?;
+    set(outgoing.set_path_with_query(Some(&req.path_and_query)), "path")?;
+
+    let options = RequestOptions::new();
+    let timeout_ns = Some(u64::from(req.timeout_ms) * 1_000_000);
+    // A host that does not support a timeout refuses it; the request still goes.
+    let _ = options.set_connect_timeout(timeout_ns);
+    let _ = options.set_first_byte_timeout(timeout_ns);
+    let _ = options.set_between_bytes_timeout(timeout_ns);
+
+    let body = outgoing
+        .body()
+        .map_err(|()| transport("request body", "already taken"))?;
+    // Hand the request to the host before writing the body, so a body larger
+    // than the host's buffer streams instead of blocking.
+    let future = outgoing_handler::handle(outgoing, Some(options))
+        .map_err(|e| transport("request not sent", e))?;
+    write_body(&body, &req.body)?;
+    OutgoingBody::finish(body, None).map_err(|e| transport("request body", e))?;
+
+    future.subscribe().block();
+    let response = match future.get() {
+        Some(Ok(Ok(response))) => response,
+        Some(Ok(Err(code))) => return Err(transport_error(code)),
+        Some(Err(())) | None => return Err(transport("response", "already taken or not ready")),
+    };
+
+    let status = response.status();
+    let headers: Vec<(String, String)> = response
+        .headers()
+        .entries()
+        .into_iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), String::from_utf8_lossy(&v).into_owned()))
+        .collect();
+    let mut reply = S3Response {
+        status,
+        headers,
+        body: Vec::new(),
+        body_too_large: None,
+    };
+    let announced = reply
+        .header("content-length")
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let limit = req.max_response_bytes as u64;
+    if req.method == Method::Head {
+        return Ok(reply);
+    }
+    if let Some(len) = announced.filter(|&len| len > limit) {
+        // Not read: dropping the response lets the host close the connection.
+        reply.body_too_large = Some(len);
+        return Ok(reply);
+    }
+    let incoming = response
+        .consume()
+        .map_err(|()| transport("response body", "already taken"))?;
+    let (body, overflow) = read_body(&incoming, limit)?;
+    if overflow {
+        reply.body_too_large = Some(body.len() as u64);
+    } else {
+        reply.body = body;
+        drop(incoming);
+    }
+    Ok(reply)
+}
+
+fn write_body(body: &OutgoingBody, bytes: &[u8]) -> Result<(), Error> {
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    let stream = body
+        .write()
+        .map_err(|()| transport("request body", "stream already taken"))?;
+    for chunk in bytes.chunks(WRITE_CHUNK) {
+        stream
+            .blocking_write_and_flush(chunk)
+            .map_err(|e| transport("writing request body", stream_error(e)))?;
+    }
+    Ok(())
+}
+
+/// Reads up to `limit` bytes; `true` means the body went on past it.
+fn read_body(incoming: &IncomingBody, limit: u64) -> Result<(Vec<u8>, bool), Error> {
+    let stream = incoming
+        .stream()
+        .map_err(|()| transport("response body", "stream already taken"))?;
+    let mut body = Vec::new();
+    loop {
+        match stream.blocking_read(READ_CHUNK) {
+            Ok(chunk) => {
+                body.extend_from_slice(&chunk);
+                if body.len() as u64 > limit {
+                    return Ok((body, true));
+                }
+            }
+            Err(StreamError::Closed) => return Ok((body, false)),
+            Err(e) => return Err(transport("reading response body", stream_error(e))),
+        }
+    }
+}
+
+fn stream_error(e: StreamError) -> String {
+    match e {
+        StreamError::Closed => "closed".into(),
+        StreamError::LastOperationFailed(err) => err.to_debug_string(),
+    }
+}
+
+fn transport_error(code: ErrorCode) -> Error {
+    Error::Transport(match code {
+        ErrorCode::ConnectionRefused => "connection refused".into(),
+        ErrorCode::ConnectionTimeout => "connection timed out".into(),
+        ErrorCode::ConnectionReadTimeout => "timed out waiting for the reply".into(),
+        ErrorCode::DnsError(e) => format!("DNS error: {:?}", e.rcode),
+        ErrorCode::TlsCertificateError => "TLS certificate refused".into(),
+        other => format!("{other:?}"),
+    })
+}
