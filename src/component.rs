@@ -23,7 +23,9 @@ pub struct Client {
 
 impl Client {
     fn io(&self) -> WasiIo<'_> {
-        WasiIo { config: &self.config }
+        WasiIo {
+            config: &self.config,
+        }
     }
 
     fn object_key(&self, key: &str) -> Result<String, Error> {
@@ -61,7 +63,11 @@ impl GuestClient for Client {
         Ok(Client { config })
     }
 
-    fn try_acquire(&self, key: String, options: wit::Options) -> Result<Option<wit::Lease>, wit::Error> {
+    fn try_acquire(
+        &self,
+        key: String,
+        options: wit::Options,
+    ) -> Result<Option<wit::Lease>, wit::Error> {
         let object_key = self.object_key(&key).map_err(to_wit_error)?;
         let grant = grant(options).map_err(to_wit_error)?;
         match driver::run(&mut self.io(), TryAcquire::new(key, object_key, grant)) {
@@ -71,7 +77,12 @@ impl GuestClient for Client {
         }
     }
 
-    fn acquire(&self, key: String, options: wit::Options, timeout_ms: u64) -> Result<wit::Lease, wit::Error> {
+    fn acquire(
+        &self,
+        key: String,
+        options: wit::Options,
+        timeout_ms: u64,
+    ) -> Result<wit::Lease, wit::Error> {
         let object_key = self.object_key(&key).map_err(to_wit_error)?;
         let grant = grant(options).map_err(to_wit_error)?;
         driver::acquire(&mut self.io(), &key, &object_key, &grant, timeout_ms)
@@ -81,16 +92,22 @@ impl GuestClient for Client {
 
     fn renew(&self, lease: wit::Lease) -> Result<wit::Lease, wit::Error> {
         let object_key = self.lease_object_key(&lease).map_err(to_wit_error)?;
-        driver::run(&mut self.io(), RewriteOwn::renew(from_wit_lease(lease), object_key))
-            .map(to_wit_lease)
-            .map_err(to_wit_error)
+        driver::run(
+            &mut self.io(),
+            RewriteOwn::renew(from_wit_lease(lease), object_key),
+        )
+        .map(to_wit_lease)
+        .map_err(to_wit_error)
     }
 
     fn release(&self, lease: wit::Lease) -> Result<(), wit::Error> {
         let object_key = self.lease_object_key(&lease).map_err(to_wit_error)?;
-        driver::run(&mut self.io(), RewriteOwn::release(from_wit_lease(lease), object_key))
-            .map(|_| ())
-            .map_err(to_wit_error)
+        driver::run(
+            &mut self.io(),
+            RewriteOwn::release(from_wit_lease(lease), object_key),
+        )
+        .map(|_| ())
+        .map_err(to_wit_error)
     }
 
     fn inspect(&self, key: String) -> Result<Option<wit::LockState>, wit::Error> {
@@ -105,7 +122,11 @@ fn grant(options: wit::Options) -> Result<Grant, Error> {
     let holder_id = options
         .holder_id
         .unwrap_or_else(|| format!("holder-{}", random_hex_id()));
-    Grant::new(options.ttl_ms, holder_id, options.metadata.unwrap_or_default())
+    Grant::new(
+        options.ttl_ms,
+        holder_id,
+        options.metadata.unwrap_or_default(),
+    )
 }
 
 fn to_wit_lease(l: Lease) -> wit::Lease {
@@ -158,10 +179,14 @@ fn to_wit_s3(e: S3Error) -> wit::S3Error {
 
 fn to_wit_error(e: Error) -> wit::Error {
     match e {
-        Error::Lost { key, token, current } => wit::Error::Lost(wit::Lost {
+        Error::Lost {
             key,
             token,
-            current: current.map(to_wit_state),
+            current,
+        } => wit::Error::Lost(wit::Lost {
+            key,
+            token,
+            current: current.map(|c| to_wit_state(*c)),
         }),
         Error::Conflict(e) => wit::Error::Conflict(to_wit_s3(e)),
         Error::AccessDenied(e) => wit::Error::AccessDenied(to_wit_s3(e)),
@@ -175,10 +200,14 @@ fn to_wit_error(e: Error) -> wit::Error {
             wit::Error::InvalidConfig(wit::InvalidConfig { field, reason })
         }
         Error::InvalidArgument(reason) => wit::Error::InvalidArgument(reason),
-        Error::Timeout { key, waited_ms, holder } => wit::Error::Timeout(wit::Timeout {
+        Error::Timeout {
             key,
             waited_ms,
-            holder: holder.map(to_wit_state),
+            holder,
+        } => wit::Error::Timeout(wit::Timeout {
+            key,
+            waited_ms,
+            holder: holder.map(|h| to_wit_state(*h)),
         }),
         Error::Fenced {
             object_key,

@@ -67,7 +67,10 @@ impl ClientConfig {
             ));
         }
         if key_prefix.chars().any(char::is_control) {
-            return Err(Error::invalid_config("key-prefix", "contains control characters"));
+            return Err(Error::invalid_config(
+                "key-prefix",
+                "contains control characters",
+            ));
         }
         let request_timeout_ms = raw.request_timeout_ms.unwrap_or(DEFAULT_REQUEST_TIMEOUT_MS);
         if !(1..=MAX_REQUEST_TIMEOUT_MS).contains(&request_timeout_ms) {
@@ -109,7 +112,9 @@ fn parse_endpoint(endpoint: &str) -> Result<(Scheme, String), Error> {
         return Err(bad("has no host"));
     }
     if authority.contains(['/', '?', '#']) {
-        return Err(bad("must not have a path, query or fragment; put the bucket in `bucket`"));
+        return Err(bad(
+            "must not have a path, query or fragment; put the bucket in `bucket`",
+        ));
     }
     if authority.contains('@') {
         return Err(bad("must not carry user information; use `credentials`"));
@@ -118,7 +123,9 @@ fn parse_endpoint(endpoint: &str) -> Result<(Scheme, String), Error> {
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']' | '_'))
     {
-        return Err(bad("host has characters that are not allowed in a host name"));
+        return Err(bad(
+            "host has characters that are not allowed in a host name",
+        ));
     }
     // `host:port`, `[v6]` or `[v6]:port`; a port must be a number in range.
     let port = match authority.rfind(':') {
@@ -143,9 +150,15 @@ fn parse_endpoint(endpoint: &str) -> Result<(Scheme, String), Error> {
 
 fn check_region(region: &str) -> Result<(), Error> {
     if region.is_empty() || region.len() > 64 {
-        return Err(Error::invalid_config("region", "must be 1 to 64 characters, e.g. us-east-1"));
+        return Err(Error::invalid_config(
+            "region",
+            "must be 1 to 64 characters, e.g. us-east-1",
+        ));
     }
-    if !region.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+    if !region
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
         return Err(Error::invalid_config(
             "region",
             format!("{region:?}: only letters, digits, '-' and '_'"),
@@ -156,7 +169,10 @@ fn check_region(region: &str) -> Result<(), Error> {
 
 fn check_bucket(bucket: &str, addressing: Addressing) -> Result<(), Error> {
     if bucket.is_empty() || bucket.len() > 255 {
-        return Err(Error::invalid_config("bucket", "must be 1 to 255 characters"));
+        return Err(Error::invalid_config(
+            "bucket",
+            "must be 1 to 255 characters",
+        ));
     }
     let dns_safe = bucket.len() >= 3
         && bucket.len() <= 63
@@ -241,7 +257,10 @@ mod tests {
     #[test]
     fn accepts_endpoints_and_drops_default_ports() {
         let c = ClientConfig::validate(raw("http://127.0.0.1:8333")).unwrap();
-        assert_eq!((c.scheme, c.endpoint_authority.as_str()), (Scheme::Http, "127.0.0.1:8333"));
+        assert_eq!(
+            (c.scheme, c.endpoint_authority.as_str()),
+            (Scheme::Http, "127.0.0.1:8333")
+        );
         let c = ClientConfig::validate(raw("https://S3.eu-west-1.amazonaws.com:443/")).unwrap();
         assert_eq!(c.endpoint_authority, "s3.eu-west-1.amazonaws.com");
         let c = ClientConfig::validate(raw("http://[::1]:9000")).unwrap();
@@ -251,8 +270,21 @@ mod tests {
 
     #[test]
     fn names_the_bad_field() {
-        for endpoint in ["", "ftp://x", "http://", "http://h/bucket", "http://u:p@h", "http://h:99999", "http://h:x", "http://h h"] {
-            assert_eq!(field_of(ClientConfig::validate(raw(endpoint))), "endpoint", "{endpoint}");
+        for endpoint in [
+            "",
+            "ftp://x",
+            "http://",
+            "http://h/bucket",
+            "http://u:p@h",
+            "http://h:99999",
+            "http://h:x",
+            "http://h h",
+        ] {
+            assert_eq!(
+                field_of(ClientConfig::validate(raw(endpoint))),
+                "endpoint",
+                "{endpoint}"
+            );
         }
         let mut r = raw("http://h");
         r.region = "".into();
@@ -266,7 +298,10 @@ mod tests {
         assert_eq!(field_of(ClientConfig::validate(r)), "bucket");
         let mut r = raw("http://h");
         r.credentials.access_key_id = "".into();
-        assert_eq!(field_of(ClientConfig::validate(r)), "credentials.access-key-id");
+        assert_eq!(
+            field_of(ClientConfig::validate(r)),
+            "credentials.access-key-id"
+        );
         let mut r = raw("http://h");
         r.request_timeout_ms = Some(0);
         assert_eq!(field_of(ClientConfig::validate(r)), "request-timeout-ms");

@@ -72,7 +72,7 @@ pub fn acquire(
             Ok(AcquireOutcome::Held(seen)) => {
                 if let Some(s) = seen {
                     until_expiry = Some(s.record.expires_at_ms.saturating_sub(io.now_ms()));
-                    holder = Some(s);
+                    holder = Some(Box::new(s));
                 }
             }
             Err(e) if e.is_transient() => last_error = Some(e),
@@ -103,7 +103,10 @@ mod tests {
             for random in [0, 1, 7, 999, u64::MAX] {
                 let d = backoff_ms(attempt, random, None);
                 let cap = (BACKOFF_FIRST_MS << attempt.min(16)).min(BACKOFF_MAX_MS);
-                assert!(d >= cap / 2 && d <= cap, "attempt {attempt}: {d} vs cap {cap}");
+                assert!(
+                    d >= cap / 2 && d <= cap,
+                    "attempt {attempt}: {d} vs cap {cap}"
+                );
             }
         }
     }

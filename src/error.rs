@@ -18,7 +18,7 @@ pub enum Error {
     Lost {
         key: String,
         token: u64,
-        current: Option<LockState>,
+        current: Option<Box<LockState>>,
     },
     Conflict(S3Error),
     AccessDenied(S3Error),
@@ -37,7 +37,7 @@ pub enum Error {
     Timeout {
         key: String,
         waited_ms: u64,
-        holder: Option<LockState>,
+        holder: Option<Box<LockState>>,
     },
     Fenced {
         object_key: String,

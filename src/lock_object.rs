@@ -70,7 +70,10 @@ impl LockRecord {
         let token = match map.get("token") {
             None => return Err("missing field \"token\"".into()),
             Some(v) => v.as_u64().ok_or_else(|| {
-                format!("\"token\" must be a non-negative integer, found {}", kind(v))
+                format!(
+                    "\"token\" must be a non-negative integer, found {}",
+                    kind(v)
+                )
             })?,
         };
         Ok(LockRecord {
@@ -151,7 +154,10 @@ mod tests {
         let v: Value = serde_json::from_slice(&record().to_json()).unwrap();
         assert_eq!(v["expires_at"].as_f64(), Some(1_740_151_473.206));
         assert!(v["token"].is_u64());
-        let released = LockRecord { expires_at_ms: 0, ..record() };
+        let released = LockRecord {
+            expires_at_ms: 0,
+            ..record()
+        };
         let v: Value = serde_json::from_slice(&released.to_json()).unwrap();
         assert_eq!(v["expires_at"].as_f64(), Some(0.0));
     }
@@ -183,16 +189,32 @@ mod tests {
             (br#"{"expires_at": 5}"#, "missing field \"token\""),
             (br#"{"expires_at": "soon", "token": 1}"#, "must be a number"),
             (br#"{"expires_at": 5, "token": "1"}"#, "found a string"),
-            (br#"{"expires_at": 5, "token": -1}"#, "found a negative integer"),
-            (br#"{"expires_at": 5, "token": 1.5}"#, "found a fractional number"),
+            (
+                br#"{"expires_at": 5, "token": -1}"#,
+                "found a negative integer",
+            ),
+            (
+                br#"{"expires_at": 5, "token": 1.5}"#,
+                "found a fractional number",
+            ),
             (br#"{"expires_at": -3, "token": 1}"#, "out of range"),
             (br#"{"expires_at": 1e300, "token": 1}"#, "out of range"),
-            (br#"{"expires_at": 5, "token": 1, "holder": 3}"#, "\"holder\" must be a string"),
-            (br#"{"expires_at": 5, "token": 18446744073709551616}"#, "non-negative integer"),
+            (
+                br#"{"expires_at": 5, "token": 1, "holder": 3}"#,
+                "\"holder\" must be a string",
+            ),
+            (
+                br#"{"expires_at": 5, "token": 18446744073709551616}"#,
+                "non-negative integer",
+            ),
         ];
         for (body, want) in cases {
             let err = LockRecord::from_json(body).unwrap_err();
-            assert!(err.contains(want), "{:?}: {err}", String::from_utf8_lossy(body));
+            assert!(
+                err.contains(want),
+                "{:?}: {err}",
+                String::from_utf8_lossy(body)
+            );
         }
         let big = vec![b' '; MAX_LOCK_OBJECT_BYTES + 1];
         assert!(LockRecord::from_json(&big).unwrap_err().contains("at most"));

@@ -125,7 +125,12 @@ fn put(object_key: &str, condition: (&str, &str), record: &LockRecord) -> S3Requ
 
 /// Reads a GET reply: `None` for a missing object, the parsed state for a
 /// present one, an error otherwise.
-fn read_lock(key: &str, object_key: &str, r: S3Response, now_ms: u64) -> Result<Option<LockState>, Error> {
+fn read_lock(
+    key: &str,
+    object_key: &str,
+    r: S3Response,
+    now_ms: u64,
+) -> Result<Option<LockState>, Error> {
     match r.status {
         404 if r.s3_error().code != "NoSuchBucket" => Ok(None),
         200 => {
@@ -136,8 +141,8 @@ fn read_lock(key: &str, object_key: &str, r: S3Response, now_ms: u64) -> Result<
                 .etag()
                 .ok_or_else(|| Error::corrupt(object_key, "the GET reply carried no ETag"))?
                 .to_string();
-            let record =
-                LockRecord::from_json(&r.body).map_err(|reason| Error::corrupt(object_key, reason))?;
+            let record = LockRecord::from_json(&r.body)
+                .map_err(|reason| Error::corrupt(object_key, reason))?;
             let live = record.is_live(now_ms);
             Ok(Some(LockState {
                 key: key.to_string(),
@@ -345,7 +350,7 @@ impl RewriteOwn {
         Step::Done(Err(Error::Lost {
             key: self.lease.key.clone(),
             token: self.lease.token,
-            current,
+            current: current.map(Box::new),
         }))
     }
 }

@@ -176,7 +176,11 @@ pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> Htt
     }
 
     let query = sigv4::canonical_query(&req.query);
-    let path_and_query = if query.is_empty() { path } else { format!("{path}?{query}") };
+    let path_and_query = if query.is_empty() {
+        path
+    } else {
+        format!("{path}?{query}")
+    };
     HttpRequest {
         method: req.method,
         scheme: config.scheme,
@@ -240,7 +244,10 @@ mod tests {
     }
 
     fn header<'a>(r: &'a HttpRequest, name: &str) -> Option<&'a str> {
-        r.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        r.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     #[test]
@@ -249,15 +256,23 @@ mod tests {
         let http = prepare(&config(Addressing::Path, None), &req, 0);
         assert_eq!(http.authority, "127.0.0.1:8333");
         assert_eq!(http.path_and_query, "/locks/a%20b/c%2Bd/%C3%A9");
-        assert_eq!(header(&http, "x-amz-content-sha256"), Some(sigv4::EMPTY_SHA256));
-        assert!(header(&http, "authorization").unwrap().contains("SignedHeaders=host;x-amz-content-sha256;x-amz-date,"));
+        assert_eq!(
+            header(&http, "x-amz-content-sha256"),
+            Some(sigv4::EMPTY_SHA256)
+        );
+        assert!(header(&http, "authorization")
+            .unwrap()
+            .contains("SignedHeaders=host;x-amz-content-sha256;x-amz-date,"));
         assert_eq!(header(&http, "content-length"), None);
     }
 
     #[test]
     fn virtual_hosted_puts_the_bucket_in_the_host() {
         let mut req = S3Request::new(Method::Get, "", 100);
-        req.query = vec![("list-type".into(), "2".into()), ("prefix".into(), "a b".into())];
+        req.query = vec![
+            ("list-type".into(), "2".into()),
+            ("prefix".into(), "a b".into()),
+        ];
         let http = prepare(&config(Addressing::VirtualHosted, None), &req, 0);
         assert_eq!(http.authority, "locks.127.0.0.1:8333");
         assert_eq!(http.path_and_query, "/?list-type=2&prefix=a%20b");
@@ -270,7 +285,10 @@ mod tests {
             .body("application/json", b"{}".to_vec());
         let http = prepare(&config(Addressing::Path, Some("tok")), &req, 0);
         assert_eq!(header(&http, "content-length"), Some("2"));
-        assert_eq!(header(&http, "x-amz-content-sha256"), Some(sigv4::sha256_hex(b"{}").as_str()));
+        assert_eq!(
+            header(&http, "x-amz-content-sha256"),
+            Some(sigv4::sha256_hex(b"{}").as_str())
+        );
         assert_eq!(header(&http, "x-amz-security-token"), Some("tok"));
         let auth = header(&http, "authorization").unwrap();
         assert!(auth.contains(
@@ -281,7 +299,10 @@ mod tests {
     fn reply(status: u16, body: &str, headers: &[(&str, &str)]) -> S3Response {
         S3Response {
             status,
-            headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             body: body.as_bytes().to_vec(),
             body_too_large: None,
         }
@@ -292,15 +313,26 @@ mod tests {
         let body = "<?xml version=\"1.0\"?><Error><Code>NoSuchBucket</Code><Message>The bucket &amp; more</Message><RequestId>R1</RequestId></Error>";
         match reply(404, body, &[]).into_error() {
             Error::NoSuchBucket(e) => {
-                assert_eq!((e.code.as_str(), e.message.as_str(), e.request_id.as_str()), ("NoSuchBucket", "The bucket & more", "R1"));
+                assert_eq!(
+                    (e.code.as_str(), e.message.as_str(), e.request_id.as_str()),
+                    ("NoSuchBucket", "The bucket & more", "R1")
+                );
             }
             other => panic!("{other:?}"),
         }
         let denied = "<Error><Code>SignatureDoesNotMatch</Code></Error>";
-        assert!(matches!(reply(403, denied, &[("x-amz-request-id", "H")]).into_error(), Error::AccessDenied(e) if e.request_id == "H"));
-        assert!(matches!(reply(403, "", &[]).into_error(), Error::AccessDenied(_)));
+        assert!(
+            matches!(reply(403, denied, &[("x-amz-request-id", "H")]).into_error(), Error::AccessDenied(e) if e.request_id == "H")
+        );
+        assert!(matches!(
+            reply(403, "", &[]).into_error(),
+            Error::AccessDenied(_)
+        ));
         let conflict = "<Error><Code>ConditionalRequestConflict</Code></Error>";
-        assert!(matches!(reply(409, conflict, &[]).into_error(), Error::Conflict(_)));
+        assert!(matches!(
+            reply(409, conflict, &[]).into_error(),
+            Error::Conflict(_)
+        ));
     }
 
     #[test]

@@ -66,7 +66,11 @@ pub struct Scope<'a> {
 
 /// Signs `req` and returns the headers to add to it, in this order:
 /// `x-amz-date`, `x-amz-security-token` (when set), `authorization`.
-pub fn sign(req: &SigningRequest<'_>, creds: &Credentials, scope: Scope<'_>) -> Vec<(String, String)> {
+pub fn sign(
+    req: &SigningRequest<'_>,
+    creds: &Credentials,
+    scope: Scope<'_>,
+) -> Vec<(String, String)> {
     let amz_date = amz_date(scope.unix_seconds);
     let date = &amz_date[..8];
 
@@ -96,7 +100,10 @@ pub fn sign(req: &SigningRequest<'_>, creds: &Credentials, scope: Scope<'_>) -> 
         sha256_hex(canonical_request.as_bytes())
     );
 
-    let k_date = hmac(format!("AWS4{}", creds.secret_access_key).as_bytes(), date.as_bytes());
+    let k_date = hmac(
+        format!("AWS4{}", creds.secret_access_key).as_bytes(),
+        date.as_bytes(),
+    );
     let k_region = hmac(&k_date, scope.region.as_bytes());
     let k_service = hmac(&k_region, scope.service.as_bytes());
     let k_signing = hmac(&k_service, b"aws4_request");
@@ -181,7 +188,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
     // HMAC accepts keys of any length, so this cannot fail.
-    let mut mac = <HmacSha256 as KeyInit>::new_from_slice(key).unwrap_or_else(|_| unreachable_hmac());
+    let mut mac =
+        <HmacSha256 as KeyInit>::new_from_slice(key).unwrap_or_else(|_| unreachable_hmac());
     mac.update(data);
     mac.finalize().into_bytes().to_vec()
 }

@@ -66,7 +66,8 @@ fn send(req: &HttpRequest) -> Result<S3Response, Error> {
         .iter()
         .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
         .collect();
-    let headers = Fields::from_list(&entries).map_err(|e| transport("header refused by the host", e))?;
+    let headers =
+        Fields::from_list(&entries).map_err(|e| transport("header refused by the host", e))?;
     let outgoing = OutgoingRequest::new(headers);
     let method = match req.method {
         Method::Get => HttpMethod::Get,
@@ -78,11 +79,16 @@ fn send(req: &HttpRequest) -> Result<S3Response, Error> {
         Scheme::Http => HttpScheme::Http,
         Scheme::Https => HttpScheme::Https,
     };
-    let set = |ok: Result<(), ()>, what: &str| ok.map_err(|()| transport("the host refused the request's", what));
+    let set = |ok: Result<(), ()>, what: &str| {
+        ok.map_err(|()| transport("the host refused the request's", what))
+    };
     set(outgoing.set_method(&method), "method")?;
     set(outgoing.set_scheme(Some(&scheme)), "scheme")?;
     set(outgoing.set_authority(Some(&req.authority)), "authority")?;
-    set(outgoing.set_path_with_query(Some(&req.path_and_query)), "path")?;
+    set(
+        outgoing.set_path_with_query(Some(&req.path_and_query)),
+        "path",
+    )?;
 
     let options = RequestOptions::new();
     let timeout_ns = Some(u64::from(req.timeout_ms) * 1_000_000);
@@ -113,7 +119,12 @@ fn send(req: &HttpRequest) -> Result<S3Response, Error> {
         .headers()
         .entries()
         .into_iter()
-        .map(|(k, v)| (k.to_ascii_lowercase(), String::from_utf8_lossy(&v).into_owned()))
+        .map(|(k, v)| {
+            (
+                k.to_ascii_lowercase(),
+                String::from_utf8_lossy(&v).into_owned(),
+            )
+        })
         .collect();
     let mut reply = S3Response {
         status,

@@ -18,7 +18,9 @@ pub struct Admin {
 
 impl Admin {
     pub fn new(config: ClientConfig) -> Result<Self> {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
         Ok(Admin { config, runtime })
     }
 
@@ -31,7 +33,10 @@ impl Admin {
         };
         let mut builder = http::Request::builder()
             .method(prepared.method.as_str())
-            .uri(format!("{scheme}://{}{}", prepared.authority, prepared.path_and_query))
+            .uri(format!(
+                "{scheme}://{}{}",
+                prepared.authority, prepared.path_and_query
+            ))
             .header("host", &prepared.authority);
         for (name, value) in &prepared.headers {
             builder = builder.header(name, value);
@@ -54,7 +59,12 @@ impl Admin {
                 headers: parts
                     .headers
                     .iter()
-                    .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                    .map(|(k, v)| {
+                        (
+                            k.as_str().to_string(),
+                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                        )
+                    })
                     .collect(),
                 body: body.to_vec(),
                 body_too_large: None,
@@ -73,11 +83,16 @@ impl Admin {
     }
 
     pub fn put(&self, key: &str, body: &[u8]) -> Result<String> {
-        let r = self.send(S3Request::new(Method::Put, key, usize::MAX).body("application/octet-stream", body.to_vec()))?;
+        let r = self.send(
+            S3Request::new(Method::Put, key, usize::MAX)
+                .body("application/octet-stream", body.to_vec()),
+        )?;
         if r.status != 200 {
             bail!("PUT {key}: {}", r.s3_error());
         }
-        r.etag().map(str::to_string).context("PUT reply without ETag")
+        r.etag()
+            .map(str::to_string)
+            .context("PUT reply without ETag")
     }
 
     /// The object's body and ETag, `None` when absent.

@@ -8,7 +8,9 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wasmtime_wasi_http::{default_send_request, Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
+use wasmtime_wasi_http::{
+    default_send_request, Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks,
+};
 
 /// One request as the component sent it, and what became of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,8 +68,15 @@ impl Hooks {
 }
 
 type ResponseFuture = Box<
-    dyn Future<Output = Result<(http::Response<WasiBody>, Box<dyn Future<Output = Result<(), HttpError>> + Send>), HttpError>>
-        + Send,
+    dyn Future<
+            Output = Result<
+                (
+                    http::Response<WasiBody>,
+                    Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+                ),
+                HttpError,
+            >,
+        > + Send,
 >;
 
 impl WasiHttpHooks for Hooks {
@@ -89,13 +98,17 @@ impl WasiHttpHooks for Hooks {
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string)
             };
-            let payload_hash_ok =
-                header("x-amz-content-sha256").as_deref() == Some(s3_lease::sigv4::sha256_hex(&body).as_str());
+            let payload_hash_ok = header("x-amz-content-sha256").as_deref()
+                == Some(s3_lease::sigv4::sha256_hex(&body).as_str());
             let index = {
                 let mut log = lock(&log);
                 log.push(RequestRecord {
                     method: parts.method.to_string(),
-                    path_and_query: parts.uri.path_and_query().map(|p| p.to_string()).unwrap_or_default(),
+                    path_and_query: parts
+                        .uri
+                        .path_and_query()
+                        .map(|p| p.to_string())
+                        .unwrap_or_default(),
                     if_match: header("if-match"),
                     if_none_match: header("if-none-match"),
                     payload_hash_ok,
@@ -122,7 +135,8 @@ impl WasiHttpHooks for Hooks {
                         .header("content-type", content_type)
                         .body(full(Bytes::from(body)))
                         .map_err(|e| HttpError::InternalError(Some(e.to_string())))?;
-                    let io: Box<dyn Future<Output = Result<(), HttpError>> + Send> = Box::new(async { Ok(()) });
+                    let io: Box<dyn Future<Output = Result<(), HttpError>> + Send> =
+                        Box::new(async { Ok(()) });
                     return Ok((response, io));
                 }
                 Some(Fault::Delay(d)) => tokio::time::sleep(d).await,
@@ -139,5 +153,7 @@ impl WasiHttpHooks for Hooks {
 }
 
 pub fn full(bytes: Bytes) -> WasiBody {
-    Full::new(bytes).map_err(|never| match never {}).boxed_unsync()
+    Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync()
 }

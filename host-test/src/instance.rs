@@ -1,7 +1,9 @@
 //! Loading the component once and running many instances of it, each in its
 //! own store with its own clock and HTTP hooks.
 
-use crate::bindings::{Config, Error as LeaseError, LeaseApi, LeaseApiPre, Lease, LockState, Options};
+use crate::bindings::{
+    Config, Error as LeaseError, Lease, LeaseApi, LeaseApiPre, LockState, Options,
+};
 use crate::hooks::Hooks;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -18,7 +20,9 @@ pub fn component_path() -> PathBuf {
     if let Ok(p) = std::env::var("S3LEASE_COMPONENT") {
         return PathBuf::from(p);
     }
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new("."));
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(Path::new("."));
     workspace.join("target/wasm32-wasip2/release/s3_lease.wasm")
 }
 
@@ -61,7 +65,9 @@ impl HostWallClock for SkewedClock {
         Duration::from_millis(1)
     }
     fn now(&self) -> Duration {
-        let real = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let real = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         let offset = self.offset_ms.load(Ordering::Relaxed);
         if offset >= 0 {
             real + Duration::from_millis(offset as u64)
@@ -153,33 +159,61 @@ impl Instance {
         self.client.context("open() the client first")
     }
 
-    pub fn try_acquire(&mut self, key: &str, options: &Options) -> Result<Result<Option<Lease>, LeaseError>> {
+    pub fn try_acquire(
+        &mut self,
+        key: &str,
+        options: &Options,
+    ) -> Result<Result<Option<Lease>, LeaseError>> {
         let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_try_acquire(&mut self.store, client, key, options)?)
+        Ok(self.host.s3_lease_lease_lease().client().call_try_acquire(
+            &mut self.store,
+            client,
+            key,
+            options,
+        )?)
     }
 
-    pub fn acquire(&mut self, key: &str, options: &Options, timeout_ms: u64) -> Result<Result<Lease, LeaseError>> {
+    pub fn acquire(
+        &mut self,
+        key: &str,
+        options: &Options,
+        timeout_ms: u64,
+    ) -> Result<Result<Lease, LeaseError>> {
+        let client = self.client()?;
+        Ok(self.host.s3_lease_lease_lease().client().call_acquire(
+            &mut self.store,
+            client,
+            key,
+            options,
+            timeout_ms,
+        )?)
+    }
+
+    pub fn renew(&mut self, lease: &Lease) -> Result<Result<Lease, LeaseError>> {
         let client = self.client()?;
         Ok(self
             .host
             .s3_lease_lease_lease()
             .client()
-            .call_acquire(&mut self.store, client, key, options, timeout_ms)?)
-    }
-
-    pub fn renew(&mut self, lease: &Lease) -> Result<Result<Lease, LeaseError>> {
-        let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_renew(&mut self.store, client, lease)?)
+            .call_renew(&mut self.store, client, lease)?)
     }
 
     pub fn release(&mut self, lease: &Lease) -> Result<Result<(), LeaseError>> {
         let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_release(&mut self.store, client, lease)?)
+        Ok(self.host.s3_lease_lease_lease().client().call_release(
+            &mut self.store,
+            client,
+            lease,
+        )?)
     }
 
     pub fn inspect(&mut self, key: &str) -> Result<Result<Option<LockState>, LeaseError>> {
         let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_inspect(&mut self.store, client, key)?)
+        Ok(self
+            .host
+            .s3_lease_lease_lease()
+            .client()
+            .call_inspect(&mut self.store, client, key)?)
     }
 
     /// Shifts this instance's wall clock by `ms` (negative: behind).

@@ -81,16 +81,24 @@ impl Endpoint {
 
     /// From the `AWS_*` environment variables, when `AWS_ENDPOINT_URL` is set.
     pub fn from_env() -> Option<Result<Endpoint>> {
-        let url = std::env::var("AWS_ENDPOINT_URL").ok().filter(|u| !u.is_empty())?;
-        let var = |name: &str| std::env::var(name).with_context(|| format!("AWS_ENDPOINT_URL is set but {name} is not"));
+        let url = std::env::var("AWS_ENDPOINT_URL")
+            .ok()
+            .filter(|u| !u.is_empty())?;
+        let var = |name: &str| {
+            std::env::var(name)
+                .with_context(|| format!("AWS_ENDPOINT_URL is set but {name} is not"))
+        };
         Some((|| {
             Ok(Endpoint {
                 url,
                 region: std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into()),
                 access_key_id: var("AWS_ACCESS_KEY_ID")?,
                 secret_access_key: var("AWS_SECRET_ACCESS_KEY")?,
-                session_token: std::env::var("AWS_SESSION_TOKEN").ok().filter(|t| !t.is_empty()),
-                bucket: std::env::var("S3LEASE_TEST_BUCKET").unwrap_or_else(|_| "s3-lease-test".into()),
+                session_token: std::env::var("AWS_SESSION_TOKEN")
+                    .ok()
+                    .filter(|t| !t.is_empty()),
+                bucket: std::env::var("S3LEASE_TEST_BUCKET")
+                    .unwrap_or_else(|_| "s3-lease-test".into()),
                 addressing: match std::env::var("S3LEASE_ADDRESSING").as_deref() {
                     Ok("virtual-hosted") => Addressing::VirtualHosted,
                     _ => Addressing::Path,
@@ -111,7 +119,9 @@ pub struct SeaweedFs {
 impl Drop for SeaweedFs {
     fn drop(&mut self) {
         // TERM lets the watchdog stop weed and clean up its directory.
-        let _ = Command::new("kill").arg(self.watchdog.id().to_string()).status();
+        let _ = Command::new("kill")
+            .arg(self.watchdog.id().to_string())
+            .status();
         let _ = self.watchdog.wait();
     }
 }
@@ -121,7 +131,9 @@ pub fn weed_path() -> PathBuf {
     if let Ok(p) = std::env::var("S3LEASE_WEED") {
         return PathBuf::from(p);
     }
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new("."));
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(Path::new("."));
     workspace.join(".venv/bin/weed")
 }
 
@@ -131,7 +143,8 @@ fn free(port: u16) -> bool {
 
 /// A base port such that base..base+6 and their gRPC twins (+10000) are free.
 fn pick_ports() -> Result<u16> {
-    let seed = SystemTime::now().duration_since(UNIX_EPOCH)?.subsec_nanos() as u64 + u64::from(std::process::id());
+    let seed = SystemTime::now().duration_since(UNIX_EPOCH)?.subsec_nanos() as u64
+        + u64::from(std::process::id());
     for i in 0..200u64 {
         let base = 20_000 + ((seed + i * 7919) % 2_000) as u16 * 10;
         if (0..6).all(|o| free(base + o) && free(base + o + 10_000)) {
@@ -152,7 +165,8 @@ impl SeaweedFs {
         }
         let base = pick_ports()?;
         let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
-        let data_dir = std::env::temp_dir().join(format!("s3lease-weed-{}-{stamp}", std::process::id()));
+        let data_dir =
+            std::env::temp_dir().join(format!("s3lease-weed-{}-{stamp}", std::process::id()));
         std::fs::create_dir_all(data_dir.join("data"))?;
         let endpoint = Endpoint {
             url: format!("http://127.0.0.1:{}", base + 3),
@@ -236,9 +250,13 @@ impl SeaweedFs {
                 Err(e) => e,
             };
             if Instant::now() > deadline {
-                let log = std::fs::read_to_string(self.data_dir.join("weed.log")).unwrap_or_default();
+                let log =
+                    std::fs::read_to_string(self.data_dir.join("weed.log")).unwrap_or_default();
                 let tail: Vec<&str> = log.lines().rev().take(20).collect();
-                bail!("SeaweedFS not ready after 90 s: {err:#}\n{}", tail.join("\n"));
+                bail!(
+                    "SeaweedFS not ready after 90 s: {err:#}\n{}",
+                    tail.join("\n")
+                );
             }
             std::thread::sleep(Duration::from_millis(250));
         }

@@ -28,7 +28,12 @@ impl Store {
 
     fn apply(&mut self, r: &S3Request) -> S3Response {
         let current = self.objects.get(&r.object_key).cloned();
-        let condition = |name: &str| r.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        let condition = |name: &str| {
+            r.headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
         match r.method {
             Method::Get => match current {
                 None => Self::reply(404),
@@ -52,7 +57,8 @@ impl Store {
                 }
                 self.next_etag += 1;
                 let etag = format!("\"e{}\"", self.next_etag);
-                self.objects.insert(r.object_key.clone(), (r.body.clone(), etag.clone()));
+                self.objects
+                    .insert(r.object_key.clone(), (r.body.clone(), etag.clone()));
                 S3Response {
                     status: 200,
                     headers: vec![("etag".into(), etag)],
@@ -103,7 +109,11 @@ fn grant(holder: &str) -> Grant {
 }
 
 fn try_acquire(s: &mut Store, holder: &str) -> AcquireOutcome {
-    driver::run(s, TryAcquire::new("k".into(), "locks/k".into(), grant(holder))).unwrap()
+    driver::run(
+        s,
+        TryAcquire::new("k".into(), "locks/k".into(), grant(holder)),
+    )
+    .unwrap()
 }
 
 fn granted(outcome: AcquireOutcome) -> Lease {
@@ -123,10 +133,16 @@ fn first_grant_creates_with_if_none_match_in_two_requests() {
     let lease = granted(try_acquire(&mut s, "a"));
     assert_eq!(lease.token, 1);
     assert_eq!(lease.expires_at_ms, s.now_ms + 10_000);
-    assert_eq!(s.requests[1].headers[0], ("if-none-match".into(), "*".into()));
+    assert_eq!(
+        s.requests[1].headers[0],
+        ("if-none-match".into(), "*".into())
+    );
     assert_eq!(count(&mut s), 2);
     let r = s.record("locks/k");
-    assert_eq!((r.token, r.holder_id.as_str(), r.metadata.as_str()), (1, "a", "meta"));
+    assert_eq!(
+        (r.token, r.holder_id.as_str(), r.metadata.as_str()),
+        (1, "a", "meta")
+    );
 }
 
 #[test]
@@ -175,18 +191,33 @@ fn an_expired_lease_is_taken_over_with_token_plus_one_and_the_old_holder_has_los
     assert_eq!(new.token, old.token + 1);
     count(&mut s);
     match driver::run(&mut s, RewriteOwn::renew(old.clone(), "locks/k".into())) {
-        Err(Error::Lost { token, current: Some(c), .. }) => {
+        Err(Error::Lost {
+            token,
+            current: Some(c),
+            ..
+        }) => {
             assert_eq!(token, old.token);
-            assert_eq!((c.record.holder_id.as_str(), c.record.token), ("b", new.token));
+            assert_eq!(
+                (c.record.holder_id.as_str(), c.record.token),
+                ("b", new.token)
+            );
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(count(&mut s), 2, "the failed write and the read that names the new holder");
+    assert_eq!(
+        count(&mut s),
+        2,
+        "the failed write and the read that names the new holder"
+    );
     assert!(matches!(
         driver::run(&mut s, RewriteOwn::release(old, "locks/k".into())),
         Err(Error::Lost { .. })
     ));
-    assert_eq!(s.record("locks/k").holder_id, "b", "a stale release changes nothing");
+    assert_eq!(
+        s.record("locks/k").holder_id,
+        "b",
+        "a stale release changes nothing"
+    );
 }
 
 #[test]
@@ -203,13 +234,18 @@ fn of_two_racing_writers_exactly_one_wins() {
     let mut a = TryAcquire::new("k".into(), "locks/k".into(), grant("a"));
     let mut b = TryAcquire::new("k".into(), "locks/k".into(), grant("b"));
     let now = s.now_ms;
-    let (Step::Send(ra), Step::Send(rb)) = (a.start(now), b.start(now)) else { panic!() };
+    let (Step::Send(ra), Step::Send(rb)) = (a.start(now), b.start(now)) else {
+        panic!()
+    };
     let (read_a, read_b) = (s.apply(&ra), s.apply(&rb));
-    let (Step::Send(wa), Step::Send(wb)) = (a.on_response(read_a, now), b.on_response(read_b, now)) else {
+    let (Step::Send(wa), Step::Send(wb)) = (a.on_response(read_a, now), b.on_response(read_b, now))
+    else {
         panic!()
     };
     let (put_a, put_b) = (s.apply(&wa), s.apply(&wb));
-    let (Step::Done(Ok(oa)), Step::Done(Ok(ob))) = (a.on_response(put_a, now), b.on_response(put_b, now)) else {
+    let (Step::Done(Ok(oa)), Step::Done(Ok(ob))) =
+        (a.on_response(put_a, now), b.on_response(put_b, now))
+    else {
         panic!()
     };
     assert!(matches!(oa, AcquireOutcome::Granted(_)));
@@ -229,8 +265,13 @@ fn a_409_rereads_and_retries_a_bounded_number_of_times() {
         body: b"<Error><Code>ConditionalRequestConflict</Code></Error>".to_vec(),
         ..Default::default()
     };
-    s.scripted = (0..=MAX_REREADS).flat_map(|_| [Store::reply(404), conflict.clone()]).collect();
-    let result = driver::run(&mut s, TryAcquire::new("k".into(), "locks/k".into(), grant("b")));
+    s.scripted = (0..=MAX_REREADS)
+        .flat_map(|_| [Store::reply(404), conflict.clone()])
+        .collect();
+    let result = driver::run(
+        &mut s,
+        TryAcquire::new("k".into(), "locks/k".into(), grant("b")),
+    );
     assert!(matches!(result, Err(Error::Conflict(_))), "{result:?}");
     assert_eq!(count(&mut s), 2 * (MAX_REREADS as usize + 1));
 }
@@ -268,11 +309,22 @@ fn a_vanished_lock_object_means_lost() {
 
 #[test]
 fn corrupt_objects_are_reported_and_left_untouched() {
-    for body in [&b"\xff\x00binary"[..], br#"{"expires_at": 1}"#, br#"{"expires_at": "x", "token": 1}"#] {
+    for body in [
+        &b"\xff\x00binary"[..],
+        br#"{"expires_at": 1}"#,
+        br#"{"expires_at": "x", "token": 1}"#,
+    ] {
         let mut s = store();
-        s.objects.insert("locks/k".into(), (body.to_vec(), "\"x\"".into()));
-        let result = driver::run(&mut s, TryAcquire::new("k".into(), "locks/k".into(), grant("a")));
-        assert!(matches!(result, Err(Error::CorruptLockObject { ref object_key, .. }) if object_key == "locks/k"), "{result:?}");
+        s.objects
+            .insert("locks/k".into(), (body.to_vec(), "\"x\"".into()));
+        let result = driver::run(
+            &mut s,
+            TryAcquire::new("k".into(), "locks/k".into(), grant("a")),
+        );
+        assert!(
+            matches!(result, Err(Error::CorruptLockObject { ref object_key, .. }) if object_key == "locks/k"),
+            "{result:?}"
+        );
         assert_eq!(s.objects["locks/k"].0, body, "nothing is overwritten");
         assert_eq!(count(&mut s), 1);
     }
@@ -284,29 +336,49 @@ fn corrupt_objects_are_reported_and_left_untouched() {
         body_too_large: Some(10 * 1024 * 1024),
     }];
     let result = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into()));
-    assert!(matches!(result, Err(Error::CorruptLockObject { ref reason, .. }) if reason.contains("10485760 bytes")), "{result:?}");
+    assert!(
+        matches!(result, Err(Error::CorruptLockObject { ref reason, .. }) if reason.contains("10485760 bytes")),
+        "{result:?}"
+    );
 }
 
 #[test]
 fn a_token_at_its_maximum_is_refused_not_wrapped() {
     let mut s = store();
     let body = format!(r#"{{"expires_at": 0, "token": {}}}"#, u64::MAX);
-    s.objects.insert("locks/k".into(), (body.into_bytes(), "\"x\"".into()));
-    let result = driver::run(&mut s, TryAcquire::new("k".into(), "locks/k".into(), grant("a")));
-    assert!(matches!(result, Err(Error::CorruptLockObject { .. })), "{result:?}");
+    s.objects
+        .insert("locks/k".into(), (body.into_bytes(), "\"x\"".into()));
+    let result = driver::run(
+        &mut s,
+        TryAcquire::new("k".into(), "locks/k".into(), grant("a")),
+    );
+    assert!(
+        matches!(result, Err(Error::CorruptLockObject { .. })),
+        "{result:?}"
+    );
 }
 
 #[test]
 fn inspect_reads_one_object() {
     let mut s = store();
-    assert_eq!(driver::run(&mut s, Inspect::new("k".into(), "locks/k".into())).unwrap(), None);
+    assert_eq!(
+        driver::run(&mut s, Inspect::new("k".into(), "locks/k".into())).unwrap(),
+        None
+    );
     let lease = granted(try_acquire(&mut s, "a"));
     count(&mut s);
-    let state = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into())).unwrap().unwrap();
+    let state = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into()))
+        .unwrap()
+        .unwrap();
     assert_eq!(count(&mut s), 1);
-    assert_eq!((state.record.token, state.etag.as_str(), state.live), (lease.token, lease.etag.as_str(), true));
+    assert_eq!(
+        (state.record.token, state.etag.as_str(), state.live),
+        (lease.token, lease.etag.as_str(), true)
+    );
     s.now_ms += 10_001;
-    let state = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into())).unwrap().unwrap();
+    let state = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into()))
+        .unwrap()
+        .unwrap();
     assert!(!state.live);
 }
 
@@ -319,9 +391,15 @@ fn no_such_bucket_and_access_denied_are_typed() {
         ..Default::default()
     }];
     let result = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into()));
-    assert!(matches!(result, Err(Error::NoSuchBucket(ref e)) if e.request_id == "r9"), "{result:?}");
+    assert!(
+        matches!(result, Err(Error::NoSuchBucket(ref e)) if e.request_id == "r9"),
+        "{result:?}"
+    );
     s.scripted = vec![Store::reply(403)];
-    let result = driver::run(&mut s, TryAcquire::new("k".into(), "locks/k".into(), grant("a")));
+    let result = driver::run(
+        &mut s,
+        TryAcquire::new("k".into(), "locks/k".into(), grant("a")),
+    );
     assert!(matches!(result, Err(Error::AccessDenied(_))), "{result:?}");
 }
 
@@ -332,7 +410,10 @@ fn acquire_waits_out_the_holder_then_takes_over() {
     let lease = driver::acquire(&mut s, "k", "locks/k", &grant("b"), 60_000).unwrap();
     assert_eq!(lease.token, first.token + 1);
     assert!(s.now_ms > first.expires_at_ms);
-    assert!(s.now_ms < first.expires_at_ms + 200, "woke promptly after the expiry");
+    assert!(
+        s.now_ms < first.expires_at_ms + 200,
+        "woke promptly after the expiry"
+    );
 }
 
 #[test]
@@ -340,7 +421,11 @@ fn acquire_times_out_naming_the_holder() {
     let mut s = store();
     granted(try_acquire(&mut s, "a"));
     match driver::acquire(&mut s, "k", "locks/k", &grant("b"), 3_000) {
-        Err(Error::Timeout { waited_ms, holder: Some(h), .. }) => {
+        Err(Error::Timeout {
+            waited_ms,
+            holder: Some(h),
+            ..
+        }) => {
             assert_eq!(h.record.holder_id, "a");
             assert!(waited_ms >= 3_000);
         }

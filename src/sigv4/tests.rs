@@ -27,17 +27,36 @@ const S3_EXAMPLE_TIME: u64 = 1_369_353_600;
 const SUITE_TIME: u64 = 1_440_938_160;
 
 fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
-    items.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    items
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 fn signature_of(headers: &[(String, String)]) -> (String, String) {
-    let auth = &headers.iter().find(|(k, _)| k == "authorization").unwrap().1;
-    let signed = auth.split("SignedHeaders=").nth(1).unwrap().split(',').next().unwrap();
+    let auth = &headers
+        .iter()
+        .find(|(k, _)| k == "authorization")
+        .unwrap()
+        .1;
+    let signed = auth
+        .split("SignedHeaders=")
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap();
     let sig = auth.split("Signature=").nth(1).unwrap();
     (signed.to_string(), sig.to_string())
 }
 
-fn s3_sign(method: &str, path: &str, query: &[(&str, &str)], headers: &[(&str, &str)], payload: &str) -> (String, String) {
+fn s3_sign(
+    method: &str,
+    path: &str,
+    query: &[(&str, &str)],
+    headers: &[(&str, &str)],
+    payload: &str,
+) -> (String, String) {
     let query = pairs(query);
     let headers = pairs(headers);
     let req = SigningRequest {
@@ -48,7 +67,11 @@ fn s3_sign(method: &str, path: &str, query: &[(&str, &str)], headers: &[(&str, &
         headers: &headers,
         payload_sha256_hex: payload,
     };
-    let scope = Scope { region: "us-east-1", service: "s3", unix_seconds: S3_EXAMPLE_TIME };
+    let scope = Scope {
+        region: "us-east-1",
+        service: "s3",
+        unix_seconds: S3_EXAMPLE_TIME,
+    };
     signature_of(&sign(&req, &s3_example_credentials(), scope))
 }
 
@@ -58,18 +81,27 @@ fn s3_example_get_object_with_range() {
         "GET",
         "/test.txt",
         &[],
-        &[("Range", "bytes=0-9"), ("x-amz-content-sha256", EMPTY_SHA256)],
+        &[
+            ("Range", "bytes=0-9"),
+            ("x-amz-content-sha256", EMPTY_SHA256),
+        ],
         EMPTY_SHA256,
     );
     assert_eq!(signed, "host;range;x-amz-content-sha256;x-amz-date");
-    assert_eq!(sig, "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
+    assert_eq!(
+        sig,
+        "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
+    );
 }
 
 #[test]
 fn s3_example_put_object() {
     let body = b"Welcome to Amazon S3.";
     let payload = sha256_hex(body);
-    assert_eq!(payload, "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
+    assert_eq!(
+        payload,
+        "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072"
+    );
     let path = format!("/{}", uri_encode("test$file.text", false));
     assert_eq!(path, "/test%24file.text");
     let (signed, sig) = s3_sign(
@@ -83,15 +115,30 @@ fn s3_example_put_object() {
         ],
         &payload,
     );
-    assert_eq!(signed, "date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class");
-    assert_eq!(sig, "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd");
+    assert_eq!(
+        signed,
+        "date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class"
+    );
+    assert_eq!(
+        sig,
+        "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd"
+    );
 }
 
 #[test]
 fn s3_example_get_bucket_lifecycle() {
-    let (signed, sig) = s3_sign("GET", "/", &[("lifecycle", "")], &[("x-amz-content-sha256", EMPTY_SHA256)], EMPTY_SHA256);
+    let (signed, sig) = s3_sign(
+        "GET",
+        "/",
+        &[("lifecycle", "")],
+        &[("x-amz-content-sha256", EMPTY_SHA256)],
+        EMPTY_SHA256,
+    );
     assert_eq!(signed, "host;x-amz-content-sha256;x-amz-date");
-    assert_eq!(sig, "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543");
+    assert_eq!(
+        sig,
+        "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543"
+    );
 }
 
 #[test]
@@ -103,7 +150,10 @@ fn s3_example_list_objects() {
         &[("x-amz-content-sha256", EMPTY_SHA256)],
         EMPTY_SHA256,
     );
-    assert_eq!(sig, "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7");
+    assert_eq!(
+        sig,
+        "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7"
+    );
 }
 
 fn suite_sign(method: &str, query: &[(&str, &str)]) -> (String, String) {
@@ -116,7 +166,11 @@ fn suite_sign(method: &str, query: &[(&str, &str)]) -> (String, String) {
         headers: &[],
         payload_sha256_hex: EMPTY_SHA256,
     };
-    let scope = Scope { region: "us-east-1", service: "service", unix_seconds: SUITE_TIME };
+    let scope = Scope {
+        region: "us-east-1",
+        service: "service",
+        unix_seconds: SUITE_TIME,
+    };
     signature_of(&sign(&req, &suite_credentials(), scope))
 }
 
@@ -124,24 +178,36 @@ fn suite_sign(method: &str, query: &[(&str, &str)]) -> (String, String) {
 fn suite_get_vanilla() {
     let (signed, sig) = suite_sign("GET", &[]);
     assert_eq!(signed, "host;x-amz-date");
-    assert_eq!(sig, "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31");
+    assert_eq!(
+        sig,
+        "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"
+    );
 }
 
 #[test]
 fn suite_get_vanilla_query_order_key_case() {
     let (_, sig) = suite_sign("GET", &[("Param2", "value2"), ("Param1", "value1")]);
-    assert_eq!(sig, "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500");
+    assert_eq!(
+        sig,
+        "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500"
+    );
 }
 
 #[test]
 fn suite_post_vanilla() {
     let (_, sig) = suite_sign("POST", &[]);
-    assert_eq!(sig, "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b");
+    assert_eq!(
+        sig,
+        "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"
+    );
 }
 
 #[test]
 fn session_token_is_signed_and_sent() {
-    let creds = Credentials { session_token: Some("TOKEN/+=".into()), ..suite_credentials() };
+    let creds = Credentials {
+        session_token: Some("TOKEN/+=".into()),
+        ..suite_credentials()
+    };
     let req = SigningRequest {
         method: "GET",
         host: "example.amazonaws.com",
@@ -150,7 +216,11 @@ fn session_token_is_signed_and_sent() {
         headers: &[],
         payload_sha256_hex: EMPTY_SHA256,
     };
-    let scope = Scope { region: "us-east-1", service: "service", unix_seconds: SUITE_TIME };
+    let scope = Scope {
+        region: "us-east-1",
+        service: "service",
+        unix_seconds: SUITE_TIME,
+    };
     let out = sign(&req, &creds, scope);
     assert!(out.contains(&("x-amz-security-token".to_string(), "TOKEN/+=".to_string())));
     let (signed, _) = signature_of(&out);
@@ -182,7 +252,10 @@ fn dates_render_in_utc() {
 
 #[test]
 fn debug_never_shows_secrets() {
-    let creds = Credentials { session_token: Some("SESSIONSECRET".into()), ..s3_example_credentials() };
+    let creds = Credentials {
+        session_token: Some("SESSIONSECRET".into()),
+        ..s3_example_credentials()
+    };
     let shown = format!("{creds:?}");
     assert!(shown.contains("AKIAIOSFODNN7EXAMPLE"));
     assert!(!shown.contains("wJalrXUtnFEMI"));

@@ -68,8 +68,13 @@ fn run_node(
         }
         match lease.take() {
             Some(held) if node.step_down.swap(false, Ordering::Relaxed) => {
-                instance.release(&held)?.map_err(|e| anyhow::anyhow!("{e:?}"))?;
-                say(start, format!("{name} steps down and releases token {}", held.token));
+                instance
+                    .release(&held)?
+                    .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+                say(
+                    start,
+                    format!("{name} steps down and releases token {}", held.token),
+                );
                 // Sit out a moment so someone else wins.
                 std::thread::sleep(Duration::from_millis(1_500));
             }
@@ -81,14 +86,13 @@ fn run_node(
                     Err(e) => say(start, format!("{name} could not renew: {e:?}")),
                 }
             }
-            None => {
-                match instance.try_acquire("leader", &options)? {
-                    Ok(Some(won)) => {
-                        let mut b = board.lock().unwrap();
-                        let before = b.leader.replace((node.id, won.token));
-                        b.history.push((node.id, won.token));
-                        drop(b);
-                        match before {
+            None => match instance.try_acquire("leader", &options)? {
+                Ok(Some(won)) => {
+                    let mut b = board.lock().unwrap();
+                    let before = b.leader.replace((node.id, won.token));
+                    b.history.push((node.id, won.token));
+                    drop(b);
+                    match before {
                             None => say(start, format!("{name} is the leader with fencing token {}", won.token)),
                             Some((prev, prev_token)) => say(
                                 start,
@@ -98,20 +102,21 @@ fn run_node(
                                 ),
                             ),
                         }
-                        lease = Some(won);
-                    }
-                    Ok(None) => std::thread::sleep(POLL_EVERY),
-                    Err(e) => {
-                        say(start, format!("{name}: {e:?}"));
-                        std::thread::sleep(POLL_EVERY);
-                    }
+                    lease = Some(won);
                 }
-            }
+                Ok(None) => std::thread::sleep(POLL_EVERY),
+                Err(e) => {
+                    say(start, format!("{name}: {e:?}"));
+                    std::thread::sleep(POLL_EVERY);
+                }
+            },
         }
     }
     // A crashed node never cleans up; the others release on the way out.
     if let Some(held) = lease.filter(|_| !node.crash.load(Ordering::Relaxed)) {
-        instance.release(&held)?.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        instance
+            .release(&held)?
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     }
     Ok(())
 }
@@ -120,7 +125,11 @@ fn current_leader(board: &Mutex<Board>) -> Option<(usize, u64)> {
     board.lock().unwrap().leader
 }
 
-fn wait_for_new_leader(board: &Mutex<Board>, old: Option<(usize, u64)>, limit: Duration) -> Option<(usize, u64)> {
+fn wait_for_new_leader(
+    board: &Mutex<Board>,
+    old: Option<(usize, u64)>,
+    limit: Duration,
+) -> Option<(usize, u64)> {
     let until = Instant::now() + limit;
     while Instant::now() < until {
         let now = current_leader(board);
@@ -179,15 +188,24 @@ fn main() -> Result<()> {
             })
             .collect();
 
-        let first = wait_for_new_leader(&board, None, Duration::from_secs(20)).context("nobody was elected")?;
+        let first = wait_for_new_leader(&board, None, Duration::from_secs(20))
+            .context("nobody was elected")?;
         std::thread::sleep(Duration::from_secs(3));
-        say(start, format!("stopping node-{} (no release: the others must wait out its ttl)", first.0));
+        say(
+            start,
+            format!(
+                "stopping node-{} (no release: the others must wait out its ttl)",
+                first.0
+            ),
+        );
         nodes[first.0].crash.store(true, Ordering::Relaxed);
-        let second = wait_for_new_leader(&board, Some(first), Duration::from_secs(20)).context("no takeover")?;
+        let second = wait_for_new_leader(&board, Some(first), Duration::from_secs(20))
+            .context("no takeover")?;
         std::thread::sleep(Duration::from_secs(2));
         say(start, format!("asking node-{} to step down", second.0));
         nodes[second.0].step_down.store(true, Ordering::Relaxed);
-        let third = wait_for_new_leader(&board, Some(second), Duration::from_secs(20)).context("no handover")?;
+        let third = wait_for_new_leader(&board, Some(second), Duration::from_secs(20))
+            .context("no handover")?;
         std::thread::sleep(Duration::from_secs(1));
 
         for node in &nodes {
@@ -198,8 +216,17 @@ fn main() -> Result<()> {
         }
         let history = &board.lock().unwrap().history;
         let tokens: Vec<u64> = history.iter().map(|h| h.1).collect();
-        println!("\nleaders in order: {:?}", history.iter().map(|h| format!("node-{} (token {})", h.0, h.1)).collect::<Vec<_>>());
-        anyhow::ensure!(tokens.windows(2).all(|w| w[0] < w[1]), "fencing tokens must rise: {tokens:?}");
+        println!(
+            "\nleaders in order: {:?}",
+            history
+                .iter()
+                .map(|h| format!("node-{} (token {})", h.0, h.1))
+                .collect::<Vec<_>>()
+        );
+        anyhow::ensure!(
+            tokens.windows(2).all(|w| w[0] < w[1]),
+            "fencing tokens must rise: {tokens:?}"
+        );
         println!(
             "fencing tokens rose strictly: {tokens:?}; final leader node-{} with token {}",
             third.0, third.1

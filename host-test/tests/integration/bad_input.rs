@@ -8,7 +8,9 @@ use host_test::hooks::Fault;
 
 /// After any error the same instance must still serve a normal call.
 fn still_works(i: &mut Instance) {
-    i.inspect("still-works").expect("instance survived").expect("inspect works");
+    i.inspect("still-works")
+        .expect("instance survived")
+        .expect("inspect works");
 }
 
 #[test]
@@ -30,7 +32,10 @@ fn a_wrong_secret_is_access_denied_and_never_echoed() {
     // Same for a session token the server does not know.
     config.credentials.session_token = Some("an-unknown-session-token".into());
     i.open(&config).unwrap().unwrap();
-    assert!(matches!(expect_err(i.inspect("k")), E::AccessDenied(_) | E::S3(_)));
+    assert!(matches!(
+        expect_err(i.inspect("k")),
+        E::AccessDenied(_) | E::S3(_)
+    ));
 }
 
 #[test]
@@ -53,11 +58,31 @@ fn corrupt_lock_objects_are_reported_and_left_as_they_were() {
     let mut i = opened(&prefix);
     let ten_mb = vec![b'{'; 10 * 1024 * 1024];
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("random-bytes", vec![0x00, 0xff, 0x13, 0x37, 0x80, 0x7f], "not JSON"),
-        ("missing-token", br#"{"expires_at": 1.5}"#.to_vec(), "missing field \"token\""),
-        ("missing-expiry", br#"{"token": 4}"#.to_vec(), "missing field \"expires_at\""),
-        ("wrong-types", br#"{"expires_at": "later", "token": 1}"#.to_vec(), "must be a number"),
-        ("negative-token", br#"{"expires_at": 0, "token": -2}"#.to_vec(), "non-negative integer"),
+        (
+            "random-bytes",
+            vec![0x00, 0xff, 0x13, 0x37, 0x80, 0x7f],
+            "not JSON",
+        ),
+        (
+            "missing-token",
+            br#"{"expires_at": 1.5}"#.to_vec(),
+            "missing field \"token\"",
+        ),
+        (
+            "missing-expiry",
+            br#"{"token": 4}"#.to_vec(),
+            "missing field \"expires_at\"",
+        ),
+        (
+            "wrong-types",
+            br#"{"expires_at": "later", "token": 1}"#.to_vec(),
+            "must be a number",
+        ),
+        (
+            "negative-token",
+            br#"{"expires_at": 0, "token": -2}"#.to_vec(),
+            "non-negative integer",
+        ),
         ("array", b"[]".to_vec(), "expected a JSON object"),
         ("ten-megabytes", ten_mb, "10485760 bytes"),
     ];
@@ -88,16 +113,35 @@ fn corrupt_lock_objects_are_reported_and_left_as_they_were() {
 #[test]
 fn bad_config_is_invalid_config_naming_the_field() {
     let good = endpoint().config("p/");
-    let cases: Vec<(&str, Box<dyn Fn(&mut Config)>)> = vec![
-        ("endpoint", Box::new(|c| c.endpoint = "ftp://example.com".into())),
-        ("endpoint", Box::new(|c| c.endpoint = "http://127.0.0.1:8333/bucket".into())),
+    type Spoil = Box<dyn Fn(&mut Config)>;
+    let cases: Vec<(&str, Spoil)> = vec![
+        (
+            "endpoint",
+            Box::new(|c| c.endpoint = "ftp://example.com".into()),
+        ),
+        (
+            "endpoint",
+            Box::new(|c| c.endpoint = "http://127.0.0.1:8333/bucket".into()),
+        ),
         ("endpoint", Box::new(|c| c.endpoint = "".into())),
         ("region", Box::new(|c| c.region = "us east".into())),
         ("bucket", Box::new(|c| c.bucket = "".into())),
-        ("credentials.access-key-id", Box::new(|c| c.credentials.access_key_id = "".into())),
-        ("credentials.secret-access-key", Box::new(|c| c.credentials.secret_access_key = "has spaces".into())),
-        ("request-timeout-ms", Box::new(|c| c.request_timeout_ms = Some(0))),
-        ("strategy", Box::new(|c| c.strategy = Some(host_test::bindings::Strategy::EpochObjects))),
+        (
+            "credentials.access-key-id",
+            Box::new(|c| c.credentials.access_key_id = "".into()),
+        ),
+        (
+            "credentials.secret-access-key",
+            Box::new(|c| c.credentials.secret_access_key = "has spaces".into()),
+        ),
+        (
+            "request-timeout-ms",
+            Box::new(|c| c.request_timeout_ms = Some(0)),
+        ),
+        (
+            "strategy",
+            Box::new(|c| c.strategy = Some(host_test::bindings::Strategy::EpochObjects)),
+        ),
     ];
     let mut i = harness().instance().unwrap();
     for (field, spoil) in cases {
@@ -118,12 +162,24 @@ fn bad_config_is_invalid_config_naming_the_field() {
 #[test]
 fn bad_arguments_are_invalid_argument() {
     let mut i = opened(&fresh_prefix("args"));
-    assert!(matches!(expect_err(i.try_acquire("", &options(1_000))), E::InvalidArgument(_)));
-    assert!(matches!(expect_err(i.try_acquire("k", &options(0))), E::InvalidArgument(_)));
-    assert!(matches!(expect_err(i.try_acquire(&"k".repeat(2_000), &options(1_000))), E::InvalidArgument(_)));
+    assert!(matches!(
+        expect_err(i.try_acquire("", &options(1_000))),
+        E::InvalidArgument(_)
+    ));
+    assert!(matches!(
+        expect_err(i.try_acquire("k", &options(0))),
+        E::InvalidArgument(_)
+    ));
+    assert!(matches!(
+        expect_err(i.try_acquire(&"k".repeat(2_000), &options(1_000))),
+        E::InvalidArgument(_)
+    ));
     let mut big = options(1_000);
     big.metadata = Some("m".repeat(5_000));
-    assert!(matches!(expect_err(i.try_acquire("k", &big)), E::InvalidArgument(_)));
+    assert!(matches!(
+        expect_err(i.try_acquire("k", &big)),
+        E::InvalidArgument(_)
+    ));
     still_works(&mut i);
 }
 
@@ -147,8 +203,15 @@ fn a_proxy_html_page_and_a_refused_connection_are_clean_errors() {
 
     // acquire rides out transient failures within its deadline.
     i.hooks.inject(Fault::Refuse);
-    i.hooks.inject(Fault::Respond { status: 503, content_type: "application/xml", body: "<Error><Code>SlowDown</Code></Error>".into() });
-    let lease = i.acquire("k", &options(1_000), 10_000).expect("no trap").expect("granted after retries");
+    i.hooks.inject(Fault::Respond {
+        status: 503,
+        content_type: "application/xml",
+        body: "<Error><Code>SlowDown</Code></Error>".into(),
+    });
+    let lease = i
+        .acquire("k", &options(1_000), 10_000)
+        .expect("no trap")
+        .expect("granted after retries");
     assert_eq!(lease.token, 1);
     still_works(&mut i);
 }

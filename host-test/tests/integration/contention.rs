@@ -19,7 +19,12 @@ fn sixteen_instances_race_fifty_rounds_with_one_winner_each_and_rising_tokens() 
     let started = std::time::Instant::now();
     let threads: Vec<_> = (0..INSTANCES)
         .map(|id| {
-            let (prefix, barrier, grants, errors) = (prefix.clone(), barrier.clone(), grants.clone(), errors.clone());
+            let (prefix, barrier, grants, errors) = (
+                prefix.clone(),
+                barrier.clone(),
+                grants.clone(),
+                errors.clone(),
+            );
             std::thread::spawn(move || {
                 // SeaweedFS answers the losers of a 16-way race one by one,
                 // about a second apart: allow for the last in line.
@@ -29,10 +34,14 @@ fn sixteen_instances_race_fifty_rounds_with_one_winner_each_and_rising_tokens() 
                 let mut requests = 0;
                 for round in 0..ROUNDS {
                     barrier.wait();
-                    let won = match i.try_acquire("leader", &named(60_000, &format!("racer-{id}"))) {
+                    let won = match i.try_acquire("leader", &named(60_000, &format!("racer-{id}")))
+                    {
                         Ok(Ok(won)) => won,
                         other => {
-                            errors.lock().unwrap().push(format!("round {round}, racer {id}: {other:?}"));
+                            errors
+                                .lock()
+                                .unwrap()
+                                .push(format!("round {round}, racer {id}: {other:?}"));
                             None
                         }
                     };
@@ -42,8 +51,15 @@ fn sixteen_instances_race_fifty_rounds_with_one_winner_each_and_rising_tokens() 
                     // Everyone has tried before the winner lets go.
                     barrier.wait();
                     if let Some(lease) = won {
-                        if let Err(e) = i.release(&lease).map_err(|e| e.to_string()).and_then(|r| r.map_err(|e| format!("{e:?}"))) {
-                            errors.lock().unwrap().push(format!("round {round}, release by {id}: {e}"));
+                        if let Err(e) = i
+                            .release(&lease)
+                            .map_err(|e| e.to_string())
+                            .and_then(|r| r.map_err(|e| format!("{e:?}")))
+                        {
+                            errors
+                                .lock()
+                                .unwrap()
+                                .push(format!("round {round}, release by {id}: {e}"));
                         }
                     }
                     if id == 0 && round % 10 == 9 {
@@ -53,7 +69,10 @@ fn sixteen_instances_race_fifty_rounds_with_one_winner_each_and_rising_tokens() 
                 }
                 for r in i.hooks.requests() {
                     if !r.payload_hash_ok {
-                        errors.lock().unwrap().push(format!("payload hash mismatch on {r:?}"));
+                        errors
+                            .lock()
+                            .unwrap()
+                            .push(format!("payload hash mismatch on {r:?}"));
                     }
                     requests += 1;
                 }
@@ -61,10 +80,18 @@ fn sixteen_instances_race_fifty_rounds_with_one_winner_each_and_rising_tokens() 
             })
         })
         .collect();
-    let requests: usize = threads.into_iter().map(|t| t.join().expect("racer thread")).sum();
+    let requests: usize = threads
+        .into_iter()
+        .map(|t| t.join().expect("racer thread"))
+        .sum();
 
     let errors = errors.lock().unwrap().clone();
-    assert!(errors.is_empty(), "{} errors, first: {:?}", errors.len(), errors.first());
+    assert!(
+        errors.is_empty(),
+        "{} errors, first: {:?}",
+        errors.len(),
+        errors.first()
+    );
     let grants = grants.lock().unwrap().clone();
     for round in 0..ROUNDS {
         let winners = grants.iter().filter(|g| g.0 == round).count();
@@ -73,9 +100,16 @@ fn sixteen_instances_race_fifty_rounds_with_one_winner_each_and_rising_tokens() 
     let mut by_round = grants.clone();
     by_round.sort();
     let tokens: Vec<u64> = by_round.iter().map(|g| g.2).collect();
-    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens rise strictly: {tokens:?}");
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "tokens rise strictly: {tokens:?}"
+    );
     assert_eq!(tokens.first(), Some(&1));
-    assert_eq!(tokens.last(), Some(&(ROUNDS as u64)), "no grant was lost or repeated");
+    assert_eq!(
+        tokens.last(),
+        Some(&(ROUNDS as u64)),
+        "no grant was lost or repeated"
+    );
     println!(
         "{INSTANCES} instances x {ROUNDS} rounds: {requests} requests, {:.1} per instance-round",
         requests as f64 / (INSTANCES * ROUNDS) as f64

@@ -21,15 +21,24 @@ fn of_two_instances_racing_exactly_one_wins_and_the_loser_sees_the_holder() {
             })
         })
         .collect();
-    let mut results: Vec<(Instance, Option<Lease>)> = racers.into_iter().map(|t| t.join().unwrap()).collect();
+    let mut results: Vec<(Instance, Option<Lease>)> =
+        racers.into_iter().map(|t| t.join().unwrap()).collect();
     let winners: Vec<&Lease> = results.iter().filter_map(|(_, w)| w.as_ref()).collect();
     assert_eq!(winners.len(), 1, "exactly one winner");
     let lease = winners[0].clone();
     assert_eq!(lease.token, 1);
 
-    let loser = results.iter_mut().find(|(_, w)| w.is_none()).map(|(i, _)| i).unwrap();
+    let loser = results
+        .iter_mut()
+        .find(|(_, w)| w.is_none())
+        .map(|(i, _)| i)
+        .unwrap();
     assert_eq!(try_acquire(loser, "leader", &named(30_000, "late")), None);
-    let seen = loser.inspect("leader").expect("no trap").expect("inspect").expect("state");
+    let seen = loser
+        .inspect("leader")
+        .expect("no trap")
+        .expect("inspect")
+        .expect("state");
     assert_eq!(seen.holder_id, lease.holder_id);
     assert_eq!(seen.token, lease.token);
     assert_eq!(seen.expires_at_ms, lease.expires_at_ms);
@@ -48,7 +57,10 @@ fn renew_keeps_the_token_and_release_lets_another_in_at_once_with_the_next_token
     assert_eq!(renewed.token, lease.token);
     assert!(renewed.expires_at_ms > lease.expires_at_ms);
     assert_ne!(renewed.etag, lease.etag);
-    assert_eq!(b.inspect("k").unwrap().unwrap().unwrap().expires_at_ms, renewed.expires_at_ms);
+    assert_eq!(
+        b.inspect("k").unwrap().unwrap().unwrap().expires_at_ms,
+        renewed.expires_at_ms
+    );
 
     // The old etag is spent: renewing with it is refused.
     assert!(matches!(expect_err(a.renew(&lease)), E::Lost(_)));
@@ -76,12 +88,19 @@ fn a_holder_that_stops_renewing_loses_the_key_after_its_ttl() {
         E::Lost(l) => {
             assert_eq!(l.token, old.token);
             let current = l.current.expect("the new holder is named");
-            assert_eq!((current.holder_id.as_str(), current.token), ("b", new.token));
+            assert_eq!(
+                (current.holder_id.as_str(), current.token),
+                ("b", new.token)
+            );
         }
         other => panic!("expected lost, got {other:?}"),
     }
     assert!(matches!(expect_err(a.release(&old)), E::Lost(_)));
-    assert_eq!(b.inspect("k").unwrap().unwrap().unwrap().holder_id, "b", "a stale release changed nothing");
+    assert_eq!(
+        b.inspect("k").unwrap().unwrap().unwrap().holder_id,
+        "b",
+        "a stale release changed nothing"
+    );
 }
 
 #[test]
@@ -99,9 +118,16 @@ fn acquire_waits_for_the_holder_to_expire_and_times_out_naming_it() {
     }
 
     let started = Instant::now();
-    let lease = b.acquire("k", &named(1_000, "b"), 10_000).expect("no trap").expect("acquired after expiry");
+    let lease = b
+        .acquire("k", &named(1_000, "b"), 10_000)
+        .expect("no trap")
+        .expect("acquired after expiry");
     assert_eq!(lease.token, held.token + 1);
-    assert!(started.elapsed() < Duration::from_secs(5), "took over promptly: {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took over promptly: {:?}",
+        started.elapsed()
+    );
 }
 
 #[test]
@@ -117,5 +143,8 @@ fn a_skewed_clock_is_what_judges_expiry() {
     b.skew_clock_ms(61_000);
     let new = try_acquire(&mut b, "k", &named(1_000, "b")).expect("b's clock says a expired");
     assert_eq!(new.token, old.token + 1);
-    assert!(matches!(expect_err(a.renew(&old)), E::Lost(_)), "and a finds out at its next renew");
+    assert!(
+        matches!(expect_err(a.renew(&old)), E::Lost(_)),
+        "and a finds out at its next renew"
+    );
 }

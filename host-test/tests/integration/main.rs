@@ -27,7 +27,10 @@ pub fn endpoint() -> &'static Endpoint {
 /// A key prefix no other test (or earlier run against the same bucket) uses.
 pub fn fresh_prefix(test: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
     format!("it/{test}-{nanos}-{}/", N.fetch_add(1, Ordering::Relaxed))
 }
 
@@ -38,21 +41,34 @@ pub fn opened(prefix: &str) -> Instance {
 
 pub fn opened_with(config: &host_test::bindings::Config) -> Instance {
     let mut instance = harness().instance().expect("instantiate");
-    instance.open(config).expect("no trap").expect("valid config");
+    instance
+        .open(config)
+        .expect("no trap")
+        .expect("valid config");
     instance
 }
 
 pub fn options(ttl_ms: u64) -> Options {
-    Options { ttl_ms, holder_id: None, metadata: None }
+    Options {
+        ttl_ms,
+        holder_id: None,
+        metadata: None,
+    }
 }
 
 pub fn named(ttl_ms: u64, holder: &str) -> Options {
-    Options { ttl_ms, holder_id: Some(holder.into()), metadata: Some(format!("meta of {holder}")) }
+    Options {
+        ttl_ms,
+        holder_id: Some(holder.into()),
+        metadata: Some(format!("meta of {holder}")),
+    }
 }
 
 /// try-acquire that must not trap or fail.
 pub fn try_acquire(i: &mut Instance, key: &str, o: &Options) -> Option<Lease> {
-    i.try_acquire(key, o).expect("no trap").unwrap_or_else(|e| panic!("try-acquire failed: {e:?}"))
+    i.try_acquire(key, o)
+        .expect("no trap")
+        .unwrap_or_else(|e| panic!("try-acquire failed: {e:?}"))
 }
 
 pub fn expect_err<T: std::fmt::Debug>(r: anyhow::Result<Result<T, LeaseError>>) -> LeaseError {

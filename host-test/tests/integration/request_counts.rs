@@ -5,7 +5,10 @@ use super::*;
 use host_test::hooks::RequestRecord;
 
 fn shape(requests: &[RequestRecord]) -> Vec<(String, Option<u16>)> {
-    requests.iter().map(|r| (r.method.clone(), r.status)).collect()
+    requests
+        .iter()
+        .map(|r| (r.method.clone(), r.status))
+        .collect()
 }
 
 fn s(method: &str, status: u16) -> (String, Option<u16>) {
@@ -19,11 +22,19 @@ fn each_operation_costs_what_the_contract_says() {
 
     let lease = try_acquire(&mut a, "k", &options(30_000)).unwrap();
     let log = a.hooks.take_requests();
-    assert_eq!(shape(&log), [s("GET", 404), s("PUT", 200)], "try-acquire on a free key");
+    assert_eq!(
+        shape(&log),
+        [s("GET", 404), s("PUT", 200)],
+        "try-acquire on a free key"
+    );
     assert_eq!(log[1].if_none_match.as_deref(), Some("*"));
 
     assert_eq!(try_acquire(&mut b, "k", &options(30_000)), None);
-    assert_eq!(shape(&b.hooks.take_requests()), [s("GET", 200)], "try-acquire on a held key");
+    assert_eq!(
+        shape(&b.hooks.take_requests()),
+        [s("GET", 200)],
+        "try-acquire on a held key"
+    );
 
     let lease = a.renew(&lease).unwrap().unwrap();
     let log = a.hooks.take_requests();
@@ -40,7 +51,11 @@ fn each_operation_costs_what_the_contract_says() {
 
     try_acquire(&mut b, "k", &options(30_000)).unwrap();
     let log = b.hooks.take_requests();
-    assert_eq!(shape(&log), [s("GET", 200), s("PUT", 200)], "try-acquire on a released key");
+    assert_eq!(
+        shape(&log),
+        [s("GET", 200), s("PUT", 200)],
+        "try-acquire on a released key"
+    );
     assert!(log[1].if_match.is_some());
 
     for r in a.hooks.requests().iter().chain(b.hooks.requests().iter()) {
