@@ -1,0 +1,43 @@
+// The s3-lease component in Node.js: jco transpiles it to JavaScript, and
+// preview2-shim supplies wasi:http (real outgoing HTTP), clocks and random.
+//
+//   AWS_ENDPOINT_URL=http://127.0.0.1:8333 AWS_ACCESS_KEY_ID=... \
+//   AWS_SECRET_ACCESS_KEY=... S3LEASE_BUCKET=locks npm start
+import { lease } from "./gen/s3-lease.js";
+
+const env = (name, fallback) => {
+  const v = process.env[name] ?? fallback;
+  if (v === undefined) throw new Error(`set ${name}`);
+  return v;
+};
+
+const client = new lease.Client({
+  endpoint: env("AWS_ENDPOINT_URL"),
+  region: env("AWS_REGION", "us-east-1"),
+  bucket: env("S3LEASE_BUCKET", "s3-lease-test"),
+  addressing: "path",
+  credentials: {
+    accessKeyId: env("AWS_ACCESS_KEY_ID"),
+    secretAccessKey: env("AWS_SECRET_ACCESS_KEY"),
+    sessionToken: process.env.AWS_SESSION_TOKEN,
+  },
+  keyPrefix: `node-example/${Date.now()}/`,
+});
+
+const options = { ttlMs: 10_000n, holderId: `node-${process.pid}`, metadata: "from Node.js" };
+const held = client.tryAcquire("leader", options);
+if (!held) {
+  console.log("someone else leads:", client.inspect("leader"));
+  process.exit(0);
+}
+console.log(`leading with fencing token ${held.token} (etag ${held.etag})`);
+const renewed = client.renew(held);
+console.log(`renewed: token ${renewed.token}, expires at ${new Date(Number(renewed.expiresAtMs)).toISOString()}`);
+client.release(renewed);
+const state = client.inspect("leader");
+console.log(`released: live=${state.live}, token ${state.token} kept for the next holder`);
+try {
+  client.renew(renewed); // the old etag is spent
+} catch (e) {
+  console.log(`renewing a released lease fails with: ${e.payload.tag}`);
+}
