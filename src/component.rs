@@ -31,10 +31,6 @@ impl Client {
     fn object_key(&self, key: &str) -> Result<String, Error> {
         object_key(&self.config.key_prefix, key)
     }
-
-    fn lease_object_key(&self, lease: &wit::Lease) -> Result<String, Error> {
-        self.object_key(&lease.key)
-    }
 }
 
 impl GuestClient for Client {
@@ -91,7 +87,7 @@ impl GuestClient for Client {
     }
 
     fn renew(&self, lease: wit::Lease) -> Result<wit::Lease, wit::Error> {
-        let object_key = self.lease_object_key(&lease).map_err(to_wit_error)?;
+        let object_key = self.object_key(&lease.key).map_err(to_wit_error)?;
         driver::run(
             &mut self.io(),
             RewriteOwn::renew(from_wit_lease(lease), object_key),
@@ -101,7 +97,7 @@ impl GuestClient for Client {
     }
 
     fn release(&self, lease: wit::Lease) -> Result<(), wit::Error> {
-        let object_key = self.lease_object_key(&lease).map_err(to_wit_error)?;
+        let object_key = self.object_key(&lease.key).map_err(to_wit_error)?;
         driver::run(
             &mut self.io(),
             RewriteOwn::release(from_wit_lease(lease), object_key),

@@ -22,7 +22,11 @@ fn median_ms(mut samples: Vec<Duration>) -> f64 {
 }
 
 /// Runs `op` once per round; returns (median ms, requests per call).
-fn measure(i: &mut Instance, rounds: usize, mut op: impl FnMut(&mut Instance, usize) -> Result<()>) -> Result<(f64, f64)> {
+fn measure(
+    i: &mut Instance,
+    rounds: usize,
+    mut op: impl FnMut(&mut Instance, usize) -> Result<()>,
+) -> Result<(f64, f64)> {
     let mut samples = Vec::with_capacity(rounds);
     i.hooks.take_requests();
     for round in 0..rounds {
@@ -35,7 +39,10 @@ fn measure(i: &mut Instance, rounds: usize, mut op: impl FnMut(&mut Instance, us
 }
 
 fn main() -> Result<()> {
-    let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(50);
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(50);
     let (endpoint, _server) = match Endpoint::from_env() {
         Some(e) => (e?, None),
         None => {
@@ -60,20 +67,37 @@ fn main() -> Result<()> {
     let (mut a, mut b) = (harness.instance()?, harness.instance()?);
     a.open(&config)?.map_err(|e| anyhow!("{e:?}"))?;
     b.open(&config)?.map_err(|e| anyhow!("{e:?}"))?;
-    let opts = Options { ttl_ms: 60_000, holder_id: Some("report-a".into()), metadata: None };
+    let opts = Options {
+        ttl_ms: 60_000,
+        holder_id: Some("report-a".into()),
+        metadata: None,
+    };
     // A different holder: the same id would reclaim a's leases.
-    let other = Options { holder_id: Some("report-b".into()), ..opts.clone() };
+    let other = Options {
+        holder_id: Some("report-b".into()),
+        ..opts.clone()
+    };
     let fail = |e| anyhow!("{e:?}");
 
     println!("component: {size} bytes ({})", path.display());
-    println!("load (compile): {:.1} ms; instantiate: {:.3} ms", load.as_secs_f64() * 1e3, instantiate.as_secs_f64() * 1e3);
-    println!("S3: {}; {rounds} rounds per operation; median latency", endpoint.url);
+    println!(
+        "load (compile): {:.1} ms; instantiate: {:.3} ms",
+        load.as_secs_f64() * 1e3,
+        instantiate.as_secs_f64() * 1e3
+    );
+    println!(
+        "S3: {}; {rounds} rounds per operation; median latency",
+        endpoint.url
+    );
     println!("| operation | median ms | requests |");
     println!("|---|---|---|");
 
     let mut leases = Vec::new();
     let (ms, req) = measure(&mut a, rounds, |i, r| {
-        let lease = i.try_acquire(&format!("k{r}"), &opts)?.map_err(fail)?.ok_or_else(|| anyhow!("not granted"))?;
+        let lease = i
+            .try_acquire(&format!("k{r}"), &opts)?
+            .map_err(fail)?
+            .ok_or_else(|| anyhow!("not granted"))?;
         leases.push(lease);
         Ok(())
     })?;
@@ -101,7 +125,9 @@ fn main() -> Result<()> {
     })?;
     println!("| release | {ms:.2} | {req} |");
     let (ms, req) = measure(&mut b, rounds, |i, r| {
-        i.try_acquire(&format!("k{r}"), &other)?.map_err(fail)?.ok_or_else(|| anyhow!("not granted"))?;
+        i.try_acquire(&format!("k{r}"), &other)?
+            .map_err(fail)?
+            .ok_or_else(|| anyhow!("not granted"))?;
         Ok(())
     })?;
     println!("| try-acquire (released key) | {ms:.2} | {req} |");
