@@ -17,13 +17,10 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 /// The built component: `S3LEASE_COMPONENT`, else the workspace's release build.
 pub fn component_path() -> PathBuf {
-    if let Ok(p) = std::env::var("S3LEASE_COMPONENT") {
-        return PathBuf::from(p);
-    }
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap_or(Path::new("."));
-    workspace.join("target/wasm32-wasip2/release/s3_lease.wasm")
+    crate::env_or_workspace_path(
+        "S3LEASE_COMPONENT",
+        "target/wasm32-wasip2/release/s3_lease.wasm",
+    )
 }
 
 /// The store data of one instance.

@@ -16,3 +16,12 @@ pub mod instance;
 pub mod server;
 
 pub use instance::{Harness, Instance};
+
+/// The path in environment variable `var`, else `relative` to the workspace root.
+pub fn env_or_workspace_path(var: &str, relative: &str) -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os(var) {
+        return p.into();
+    }
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).join(relative)
+}

@@ -12,7 +12,7 @@ use crate::bindings::{AddressingStyle, Config, Credentials};
 use anyhow::{bail, Context, Result};
 use s3_lease::config::{Addressing, ClientConfig, RawConfig};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -128,13 +128,7 @@ impl Drop for SeaweedFs {
 
 /// The `weed` binary: `S3LEASE_WEED`, else `.venv/bin/weed` of the workspace.
 pub fn weed_path() -> PathBuf {
-    if let Ok(p) = std::env::var("S3LEASE_WEED") {
-        return PathBuf::from(p);
-    }
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap_or(Path::new("."));
-    workspace.join(".venv/bin/weed")
+    crate::env_or_workspace_path("S3LEASE_WEED", ".venv/bin/weed")
 }
 
 fn free(port: u16) -> bool {
