@@ -360,6 +360,19 @@ impl Operation for RewriteOwn {
     type Output = Lease;
 
     fn start(&mut self, now_ms: u64) -> Step<Lease> {
+        // The etag is the whole safety of this write: an empty `If-Match`
+        // may be ignored by a store, turning the CAS into a blind overwrite.
+        if self.lease.etag.trim().is_empty() {
+            return Step::Done(Err(Error::InvalidArgument(
+                "lease has an empty etag; pass the lease as returned".into(),
+            )));
+        }
+        if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&self.lease.ttl_ms) {
+            return Step::Done(Err(Error::InvalidArgument(format!(
+                "lease ttl-ms {} must be {MIN_TTL_MS} ..= {MAX_TTL_MS}",
+                self.lease.ttl_ms
+            ))));
+        }
         self.write(now_ms)
     }
 

@@ -444,3 +444,31 @@ fn arguments_are_checked() {
     assert!(object_key("p/", &"k".repeat(1023)).is_err());
     assert_eq!(object_key("p/", "k").unwrap(), "p/k");
 }
+
+#[test]
+fn a_lease_without_an_etag_is_refused_before_any_request() {
+    let mut s = store();
+    let lease = granted(try_acquire(&mut s, "a"));
+    count(&mut s);
+    for bad in [
+        Lease {
+            etag: String::new(),
+            ..lease.clone()
+        },
+        Lease {
+            etag: "  ".into(),
+            ..lease.clone()
+        },
+        Lease { ttl_ms: 0, ..lease },
+    ] {
+        assert!(matches!(
+            driver::run(&mut s, RewriteOwn::renew(bad.clone(), "locks/k".into())),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            driver::run(&mut s, RewriteOwn::release(bad, "locks/k".into())),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+    assert_eq!(count(&mut s), 0);
+}
