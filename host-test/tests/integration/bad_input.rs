@@ -180,6 +180,27 @@ fn bad_arguments_are_invalid_argument() {
         expect_err(i.try_acquire("k", &big)),
         E::InvalidArgument(_)
     ));
+
+    // A tampered lease must never turn into an unconditional write.
+    let lease = try_acquire(&mut i, "k", &options(30_000)).unwrap();
+    let mut forged = lease.clone();
+    forged.etag = String::new();
+    assert!(matches!(
+        expect_err(i.renew(&forged)),
+        E::InvalidArgument(_)
+    ));
+    assert!(matches!(
+        expect_err(i.release(&forged)),
+        E::InvalidArgument(_)
+    ));
+    forged.etag = "\"not-the-etag\"".into();
+    assert!(matches!(expect_err(i.release(&forged)), E::Lost(_)));
+    let state = i.inspect("k").unwrap().unwrap().unwrap();
+    assert_eq!(
+        (state.etag, state.live),
+        (lease.etag, true),
+        "the lock object is untouched"
+    );
     still_works(&mut i);
 }
 
