@@ -5,6 +5,7 @@
 mod bad_input;
 mod component_shape;
 mod contention;
+mod interop;
 mod lifecycle;
 mod request_counts;
 
