@@ -304,7 +304,8 @@ pub struct RewriteOwn {
     release: bool,
     rereads: u32,
     reading: bool,
-    written: Option<LockRecord>,
+    /// The expiry our last write carries; the lease's once it succeeds.
+    writing_expires_at_ms: u64,
 }
 
 impl RewriteOwn {
@@ -323,7 +324,7 @@ impl RewriteOwn {
             release,
             rereads: 0,
             reading: false,
-            written: None,
+            writing_expires_at_ms: 0,
         }
     }
 
@@ -341,7 +342,7 @@ impl RewriteOwn {
             metadata: l.metadata.clone(),
         };
         let request = put(&self.object_key, ("if-match", &l.etag), &record);
-        self.written = Some(record);
+        self.writing_expires_at_ms = record.expires_at_ms;
         self.reading = false;
         Step::Send(request)
     }
@@ -403,18 +404,15 @@ impl Operation for RewriteOwn {
                     Ok(etag) => etag,
                     Err(e) => return Step::Done(Err(e)),
                 };
-                let written = self.written.take().map(|w| w.expires_at_ms);
                 Step::Done(Ok(Lease {
                     etag,
-                    expires_at_ms: written.unwrap_or(self.lease.expires_at_ms),
+                    expires_at_ms: self.writing_expires_at_ms,
                     ..self.lease.clone()
                 }))
             }
-            412 | 409 => {
-                self.reading = true;
-                Step::Send(get(&self.object_key))
-            }
-            404 if r.s3_error().code != "NoSuchBucket" => {
+            // Lost the condition, or the object vanished (404 on AWS): read
+            // what is there to tell a busy key from a lost lease.
+            409 | 412 | 404 if r.status != 404 || r.s3_error().code != "NoSuchBucket" => {
                 self.reading = true;
                 Step::Send(get(&self.object_key))
             }
