@@ -132,7 +132,7 @@ fn read_lock(
     now_ms: u64,
 ) -> Result<Option<LockState>, Error> {
     match r.status {
-        404 if r.s3_error().code != "NoSuchBucket" => Ok(None),
+        404 if r.is_missing_object() => Ok(None),
         200 => {
             if let Some(len) = r.body_too_large {
                 return Err(Error::corrupt(object_key, too_large(len)));
@@ -285,9 +285,8 @@ impl Operation for TryAcquire {
                 })
             })),
             412 => Step::Done(Ok(AcquireOutcome::Held(None))),
-            // The object changed between our read and our write.
-            409 => self.reread(r),
-            404 if r.s3_error().code != "NoSuchBucket" => self.reread(r),
+            // The object changed (or vanished) between our read and our write.
+            _ if r.status == 409 || r.is_missing_object() => self.reread(r),
             _ => Step::Done(Err(r.into_error())),
         }
     }
@@ -412,7 +411,7 @@ impl Operation for RewriteOwn {
             }
             // Lost the condition, or the object vanished (404 on AWS): read
             // what is there to tell a busy key from a lost lease.
-            409 | 412 | 404 if r.status != 404 || r.s3_error().code != "NoSuchBucket" => {
+            _ if matches!(r.status, 409 | 412) || r.is_missing_object() => {
                 self.reading = true;
                 Step::Send(get(&self.object_key))
             }

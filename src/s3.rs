@@ -95,6 +95,12 @@ impl S3Response {
             .map(|(_, v)| v.as_str())
     }
 
+    /// A 404 for the object itself (S3's NoSuchKey; some stores send no
+    /// body), as opposed to a missing bucket.
+    pub fn is_missing_object(&self) -> bool {
+        self.status == 404 && self.s3_error().code != "NoSuchBucket"
+    }
+
     pub fn etag(&self) -> Option<&str> {
         self.header("etag").filter(|e| !e.is_empty())
     }

@@ -152,7 +152,6 @@ fn send(req: &HttpRequest) -> Result<S3Response, Error> {
         reply.body_too_large = Some(body.len() as u64);
     } else {
         reply.body = body;
-        drop(incoming);
     }
     Ok(reply)
 }
