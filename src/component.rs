@@ -5,11 +5,15 @@ use crate::bindings::exports::s3_lease::lease::lease::{Guest, GuestClient};
 use crate::bindings::exports::s3_lease::lease::types as wit;
 use crate::config::{Addressing, ClientConfig, RawConfig, Strategy};
 use crate::driver;
+use crate::epoch::{self, Cleanup, EpochInspect, EpochRewrite, EpochTryAcquire};
 use crate::error::{Error, S3Error};
+use crate::fenced::{self, Change, Fence, FencedGet, FencedWrite};
 use crate::lock_object::LockState;
 use crate::protocol::{object_key, AcquireOutcome, Grant, Inspect, Lease, RewriteOwn, TryAcquire};
 use crate::sigv4::Credentials;
-use crate::transport::{random_hex_id, WasiIo};
+use crate::transport::{random_hex_id, random_u64, WasiIo};
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 struct Component;
 
@@ -19,9 +23,78 @@ impl Guest for Component {
 
 pub struct Client {
     config: ClientConfig,
+    /// epoch-objects: the highest epoch seen per key, so LISTs can start
+    /// just below it. Only an optimisation: the protocol is safe without it.
+    epoch_hints: RefCell<HashMap<String, u64>>,
 }
 
+/// Keys whose epoch hints are kept; past this the map starts over.
+const MAX_EPOCH_HINTS: usize = 4096;
+
 impl Client {
+    fn hint(&self, key: &str) -> u64 {
+        self.epoch_hints.borrow().get(key).copied().unwrap_or(0)
+    }
+
+    fn note_epoch(&self, key: &str, epoch: u64) {
+        let mut hints = self.epoch_hints.borrow_mut();
+        if hints.len() >= MAX_EPOCH_HINTS && !hints.contains_key(key) {
+            hints.clear();
+        }
+        let seen = hints.entry(key.to_string()).or_insert(0);
+        *seen = (*seen).max(epoch);
+    }
+
+    /// One try-acquire with the configured strategy.
+    fn try_once(
+        &self,
+        io: &mut WasiIo<'_>,
+        key: &str,
+        object_key: &str,
+        grant: &Grant,
+    ) -> Result<AcquireOutcome, Error> {
+        if self.config.strategy == Strategy::SingleObject {
+            let op = TryAcquire::new(key.to_string(), object_key.to_string(), grant.clone());
+            return driver::run(io, op);
+        }
+        let dir = epoch::epoch_dir(object_key);
+        let op = EpochTryAcquire::new(key.to_string(), dir, grant.clone(), self.hint(key));
+        let (outcome, cleanup) = driver::run(io, op)?;
+        match &outcome {
+            AcquireOutcome::Granted(lease) => self.note_epoch(key, lease.token),
+            AcquireOutcome::Held(Some(state)) => self.note_epoch(key, state.record.token),
+            AcquireOutcome::Held(None) => {}
+        }
+        if !cleanup.is_empty() {
+            // Best effort: a failed delete only leaves a longer listing.
+            let _ = driver::run(io, Cleanup::new(cleanup));
+        }
+        Ok(outcome)
+    }
+
+    /// Renews or releases with the configured strategy.
+    fn rewrite(&self, lease: wit::Lease, release: bool) -> Result<Lease, Error> {
+        let object_key = self.object_key(&lease.key)?;
+        let lease = from_wit_lease(lease);
+        let io = &mut self.io();
+        match (self.config.strategy, release) {
+            (Strategy::SingleObject, false) => {
+                driver::run(io, RewriteOwn::renew(lease, object_key))
+            }
+            (Strategy::SingleObject, true) => {
+                driver::run(io, RewriteOwn::release(lease, object_key))
+            }
+            (Strategy::EpochObjects, false) => driver::run(
+                io,
+                EpochRewrite::renew(lease, epoch::epoch_dir(&object_key)),
+            ),
+            (Strategy::EpochObjects, true) => driver::run(
+                io,
+                EpochRewrite::release(lease, epoch::epoch_dir(&object_key)),
+            ),
+        }
+    }
+
     fn io(&self) -> WasiIo<'_> {
         WasiIo {
             config: &self.config,
@@ -30,6 +103,25 @@ impl Client {
 
     fn object_key(&self, key: &str) -> Result<String, Error> {
         object_key(&self.config.key_prefix, key)
+    }
+
+    /// Runs a fenced write of `change` with the lease's lock and token.
+    fn fenced_write(
+        &self,
+        lease: &wit::Lease,
+        object_key: String,
+        change: Change,
+        reject_equal: bool,
+    ) -> Result<fenced::Written, Error> {
+        let lock =
+            fenced::lock_identity(self.config.strategy.name(), &self.object_key(&lease.key)?);
+        let fence = Fence {
+            lock,
+            token: lease.token,
+            reject_equal,
+        };
+        let object_key = fenced::fenced_object_key(&object_key)?;
+        driver::run(&mut self.io(), FencedWrite::new(object_key, fence, change)?)
     }
 }
 
@@ -56,7 +148,10 @@ impl GuestClient for Client {
             }),
         };
         let config = ClientConfig::validate(raw).map_err(to_wit_error)?;
-        Ok(Client { config })
+        Ok(Client {
+            config,
+            epoch_hints: RefCell::new(HashMap::new()),
+        })
     }
 
     fn try_acquire(
@@ -66,7 +161,7 @@ impl GuestClient for Client {
     ) -> Result<Option<wit::Lease>, wit::Error> {
         let object_key = self.object_key(&key).map_err(to_wit_error)?;
         let grant = grant(options).map_err(to_wit_error)?;
-        match driver::run(&mut self.io(), TryAcquire::new(key, object_key, grant)) {
+        match self.try_once(&mut self.io(), &key, &object_key, &grant) {
             Ok(AcquireOutcome::Granted(lease)) => Ok(Some(to_wit_lease(lease))),
             Ok(AcquireOutcome::Held(_)) => Ok(None),
             Err(e) => Err(to_wit_error(e)),
@@ -81,35 +176,92 @@ impl GuestClient for Client {
     ) -> Result<wit::Lease, wit::Error> {
         let object_key = self.object_key(&key).map_err(to_wit_error)?;
         let grant = grant(options).map_err(to_wit_error)?;
-        driver::acquire(&mut self.io(), &key, &object_key, &grant, timeout_ms)
-            .map(to_wit_lease)
-            .map_err(to_wit_error)
-    }
-
-    fn renew(&self, lease: wit::Lease) -> Result<wit::Lease, wit::Error> {
-        let object_key = self.object_key(&lease.key).map_err(to_wit_error)?;
-        driver::run(
-            &mut self.io(),
-            RewriteOwn::renew(from_wit_lease(lease), object_key),
-        )
+        driver::acquire(&mut self.io(), &key, timeout_ms, |io| {
+            self.try_once(io, &key, &object_key, &grant)
+        })
         .map(to_wit_lease)
         .map_err(to_wit_error)
     }
 
+    fn renew(&self, lease: wit::Lease) -> Result<wit::Lease, wit::Error> {
+        self.rewrite(lease, false)
+            .map(to_wit_lease)
+            .map_err(to_wit_error)
+    }
+
     fn release(&self, lease: wit::Lease) -> Result<(), wit::Error> {
-        let object_key = self.object_key(&lease.key).map_err(to_wit_error)?;
-        driver::run(
-            &mut self.io(),
-            RewriteOwn::release(from_wit_lease(lease), object_key),
-        )
-        .map(|_| ())
-        .map_err(to_wit_error)
+        self.rewrite(lease, true).map(|_| ()).map_err(to_wit_error)
     }
 
     fn inspect(&self, key: String) -> Result<Option<wit::LockState>, wit::Error> {
         let object_key = self.object_key(&key).map_err(to_wit_error)?;
-        driver::run(&mut self.io(), Inspect::new(key, object_key))
-            .map(|state| state.map(to_wit_state))
+        let state = match self.config.strategy {
+            Strategy::SingleObject => driver::run(&mut self.io(), Inspect::new(key, object_key)),
+            Strategy::EpochObjects => {
+                let (dir, hint) = (epoch::epoch_dir(&object_key), self.hint(&key));
+                let state = driver::run(&mut self.io(), EpochInspect::new(key.clone(), dir, hint));
+                if let Ok(Some(s)) = &state {
+                    self.note_epoch(&key, s.record.token);
+                }
+                state
+            }
+        };
+        state.map(|s| s.map(to_wit_state)).map_err(to_wit_error)
+    }
+
+    fn fenced_put(
+        &self,
+        lease: wit::Lease,
+        object_key: String,
+        body: Vec<u8>,
+        content_type: String,
+    ) -> Result<wit::FencedWrite, wit::Error> {
+        let options = wit::FenceOptions {
+            reject_equal_token: false,
+        };
+        self.fenced_put_with(lease, object_key, body, content_type, options)
+    }
+
+    fn fenced_put_with(
+        &self,
+        lease: wit::Lease,
+        object_key: String,
+        body: Vec<u8>,
+        content_type: String,
+        options: wit::FenceOptions,
+    ) -> Result<wit::FencedWrite, wit::Error> {
+        let change = Change::Put { body, content_type };
+        self.fenced_write(&lease, object_key, change, options.reject_equal_token)
+            .map(|w| wit::FencedWrite {
+                object_key: w.object_key,
+                etag: w.etag,
+                token: w.token,
+                previous_token: w.previous_token,
+            })
+            .map_err(to_wit_error)
+    }
+
+    fn fenced_delete(&self, lease: wit::Lease, object_key: String) -> Result<(), wit::Error> {
+        let change = Change::Delete {
+            nonce: random_u64(),
+        };
+        self.fenced_write(&lease, object_key, change, false)
+            .map(|_| ())
+            .map_err(to_wit_error)
+    }
+
+    fn fenced_get(&self, object_key: String) -> Result<Option<wit::FencedObject>, wit::Error> {
+        let object_key = fenced::fenced_object_key(&object_key).map_err(to_wit_error)?;
+        driver::run(&mut self.io(), FencedGet::new(object_key))
+            .map(|found| {
+                found.map(|o| wit::FencedObject {
+                    object_key: o.object_key,
+                    body: o.body,
+                    content_type: o.content_type,
+                    etag: o.etag,
+                    token: o.token,
+                })
+            })
             .map_err(to_wit_error)
     }
 }

@@ -16,6 +16,16 @@ pub enum Strategy {
     EpochObjects,
 }
 
+impl Strategy {
+    /// The WIT name, recorded on fenced objects as part of the lock's identity.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::SingleObject => "single-object",
+            Strategy::EpochObjects => "epoch-objects",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
     Http,
@@ -47,6 +57,7 @@ pub struct ClientConfig {
     pub credentials: Credentials,
     pub key_prefix: String,
     pub request_timeout_ms: u32,
+    pub strategy: Strategy,
 }
 
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u32 = 10_000;
@@ -79,12 +90,6 @@ impl ClientConfig {
                 format!("{request_timeout_ms}; must be 1 ..= {MAX_REQUEST_TIMEOUT_MS}"),
             ));
         }
-        if raw.strategy == Some(Strategy::EpochObjects) {
-            return Err(Error::invalid_config(
-                "strategy",
-                "epoch-objects is reserved and not implemented in this version; use single-object",
-            ));
-        }
         Ok(ClientConfig {
             scheme,
             endpoint_authority,
@@ -94,6 +99,7 @@ impl ClientConfig {
             credentials: raw.credentials,
             key_prefix,
             request_timeout_ms,
+            strategy: raw.strategy.unwrap_or(Strategy::SingleObject),
         })
     }
 }
@@ -305,9 +311,6 @@ mod tests {
         let mut r = raw("http://h");
         r.request_timeout_ms = Some(0);
         assert_eq!(field_of(ClientConfig::validate(r)), "request-timeout-ms");
-        let mut r = raw("http://h");
-        r.strategy = Some(Strategy::EpochObjects);
-        assert_eq!(field_of(ClientConfig::validate(r)), "strategy");
         let mut r = raw("http://h");
         r.key_prefix = Some("a\nb".into());
         assert_eq!(field_of(ClientConfig::validate(r)), "key-prefix");

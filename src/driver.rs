@@ -3,7 +3,7 @@
 //! supply an in-memory store with a fake clock.
 
 use crate::error::Error;
-use crate::protocol::{AcquireOutcome, Grant, Lease, Operation, Step, TryAcquire};
+use crate::protocol::{AcquireOutcome, Lease, Operation, Step};
 use crate::s3::{S3Request, S3Response};
 
 pub trait Io {
@@ -53,21 +53,20 @@ pub fn backoff_ms(attempt: u32, random: u64, until_expiry_ms: Option<u64>) -> u6
 /// Attempts until granted or until `timeout_ms` has passed on the monotonic
 /// clock. Transient failures (transport, 5xx, 409) are retried within the
 /// deadline; the last one is returned if the deadline passes on it.
-pub fn acquire(
-    io: &mut impl Io,
+/// `try_once` is one try-acquire of the client's strategy.
+pub fn acquire<I: Io>(
+    io: &mut I,
     key: &str,
-    object_key: &str,
-    grant: &Grant,
     timeout_ms: u64,
+    mut try_once: impl FnMut(&mut I) -> Result<AcquireOutcome, Error>,
 ) -> Result<Lease, Error> {
     let started = io.monotonic_ms();
     let mut holder = None;
     let mut attempt: u32 = 0;
     loop {
-        let op = TryAcquire::new(key.to_string(), object_key.to_string(), grant.clone());
         let mut last_error = None;
         let mut until_expiry = None;
-        match run(io, op) {
+        match try_once(io) {
             Ok(AcquireOutcome::Granted(lease)) => return Ok(lease),
             Ok(AcquireOutcome::Held(seen)) => {
                 if let Some(s) = seen {

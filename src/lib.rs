@@ -7,7 +7,10 @@
 
 pub mod config;
 pub mod driver;
+pub mod epoch;
 pub mod error;
+pub mod fenced;
+pub mod http_date;
 pub mod lock_object;
 pub mod protocol;
 pub mod s3;

@@ -93,12 +93,12 @@ pub fn too_large(len: u64) -> String {
     format!("object is {len} bytes; lock objects are at most {MAX_LOCK_OBJECT_BYTES}")
 }
 
-fn seconds_value(ms: u64) -> Value {
+pub(crate) fn seconds_value(ms: u64) -> Value {
     // Whole milliseconds as a float of seconds: 1740151473206 -> 1740151473.206.
     Value::from(ms as f64 / 1000.0)
 }
 
-fn epoch_ms(field: &str, v: &Value) -> Result<u64, String> {
+pub(crate) fn epoch_ms(field: &str, v: &Value) -> Result<u64, String> {
     let seconds = v
         .as_f64()
         .ok_or_else(|| format!("{field:?} must be a number of seconds, found {}", kind(v)))?;
@@ -108,7 +108,7 @@ fn epoch_ms(field: &str, v: &Value) -> Result<u64, String> {
     Ok((seconds * 1000.0).round() as u64)
 }
 
-fn optional_string(map: &Map<String, Value>, field: &str) -> Result<String, String> {
+pub(crate) fn optional_string(map: &Map<String, Value>, field: &str) -> Result<String, String> {
     match map.get(field) {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
@@ -116,7 +116,7 @@ fn optional_string(map: &Map<String, Value>, field: &str) -> Result<String, Stri
     }
 }
 
-fn kind(v: &Value) -> &'static str {
+pub(crate) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -199,21 +199,103 @@ pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> Htt
     }
 }
 
+/// Largest ListObjectsV2 page we read: 200 keys of up to 1 KiB, escaped.
+pub const MAX_LIST_BYTES: usize = 1024 * 1024;
+/// Keys per ListObjectsV2 page.
+pub const LIST_PAGE_KEYS: u32 = 200;
+
+/// A ListObjectsV2 request for keys under `prefix`, after `start_after`.
+pub fn list_request(prefix: &str, start_after: Option<&str>) -> S3Request {
+    let mut req = S3Request::new(Method::Get, "", MAX_LIST_BYTES);
+    req.query = vec![
+        ("list-type".into(), "2".into()),
+        ("max-keys".into(), LIST_PAGE_KEYS.to_string()),
+        ("prefix".into(), prefix.into()),
+    ];
+    if let Some(after) = start_after {
+        req.query.push(("start-after".into(), after.into()));
+    }
+    req
+}
+
+/// One page of a ListObjectsV2 reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListPage {
+    pub keys: Vec<String>,
+    pub truncated: bool,
+}
+
+/// Reads a ListObjectsV2 reply body: the keys of its `<Contents>` entries.
+/// The error is a reason: what was wrong, never the whole body.
+pub fn parse_list(body: &[u8]) -> Result<ListPage, String> {
+    let body = std::str::from_utf8(body).map_err(|_| "the LIST reply is not UTF-8".to_string())?;
+    if !body.contains("<ListBucketResult") {
+        return Err(format!("not a ListBucketResult: {}", snippet(body)));
+    }
+    let mut keys = Vec::new();
+    let mut rest = body;
+    while let Some(start) = rest.find("<Contents>") {
+        let entry = &rest[start..];
+        let end = entry
+            .find("</Contents>")
+            .ok_or("a <Contents> entry is not closed")?;
+        let key = xml_text(&entry[..end], "Key").ok_or("a <Contents> entry has no <Key>")?;
+        keys.push(key);
+        rest = &entry[end..];
+    }
+    let truncated = xml_text(body, "IsTruncated").is_some_and(|t| t.trim() == "true");
+    Ok(ListPage { keys, truncated })
+}
+
 /// The text of the first `<tag>…</tag>`, XML entities decoded. S3 error
-/// bodies are flat, so this is all the XML we need.
+/// bodies are flat, and LIST entries are read one at a time, so this is all
+/// the XML we need.
 fn xml_text(body: &str, tag: &str) -> Option<String> {
     let open = format!("<{tag}>");
     let close = format!("</{tag}>");
     let start = body.find(&open)? + open.len();
     let len = body[start..].find(&close)?;
-    Some(
-        body[start..start + len]
-            .replace("&lt;", "<")
-            .replace("&gt;", ">")
-            .replace("&quot;", "\"")
-            .replace("&apos;", "'")
-            .replace("&amp;", "&"),
-    )
+    Some(decode_entities(&body[start..start + len]))
+}
+
+/// Decodes XML's five named entities and numeric references (`&#34;`,
+/// `&#x22;`); anything else is kept as it is.
+fn decode_entities(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(amp) = rest.find('&') {
+        out.push_str(&rest[..amp]);
+        let tail = &rest[amp..];
+        let decoded = tail.find(';').and_then(|semi| {
+            let name = &tail[1..semi];
+            let c = match name {
+                "lt" => Some('<'),
+                "gt" => Some('>'),
+                "quot" => Some('"'),
+                "apos" => Some('\''),
+                "amp" => Some('&'),
+                _ => name
+                    .strip_prefix("#x")
+                    .map(|hex| u32::from_str_radix(hex, 16))
+                    .or_else(|| name.strip_prefix('#').map(str::parse::<u32>))
+                    .and_then(Result::ok)
+                    .and_then(char::from_u32),
+            };
+            c.map(|c| (c, semi + 1))
+        });
+        match decoded {
+            Some((c, len)) => {
+                out.push(c);
+                rest = &tail[len..];
+            }
+            None => {
+                out.push('&');
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn snippet(body: &str) -> String {
@@ -339,6 +421,48 @@ mod tests {
             reply(409, conflict, &[]).into_error(),
             Error::Conflict(_)
         ));
+    }
+
+    #[test]
+    fn list_replies_give_their_keys_decoded() {
+        let body = "<?xml version=\"1.0\"?><ListBucketResult xmlns=\"x\"><Name>b</Name>\
+            <IsTruncated>true</IsTruncated>\
+            <Contents><Key>k/epoch-1.json</Key><ETag>&#34;ab&#34;</ETag></Contents>\
+            <Contents><Key>a &amp; b&#x2F;&#233;&bogus;</Key></Contents>\
+            <KeyCount>2</KeyCount></ListBucketResult>";
+        let page = parse_list(body.as_bytes()).unwrap();
+        assert_eq!(page.keys, ["k/epoch-1.json", "a & b/é&bogus;"]);
+        assert!(page.truncated);
+        let empty = "<ListBucketResult><IsTruncated>false</IsTruncated><KeyCount>0</KeyCount></ListBucketResult>";
+        assert_eq!(
+            parse_list(empty.as_bytes()).unwrap(),
+            ListPage {
+                keys: vec![],
+                truncated: false
+            }
+        );
+        for bad in [
+            &b"<html>busy</html>"[..],
+            b"\xff\xfe",
+            b"<ListBucketResult><Contents><Key>x</Key>",
+            b"<ListBucketResult><Contents><Size>1</Size></Contents></ListBucketResult>",
+        ] {
+            assert!(
+                parse_list(bad).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn list_requests_query_the_bucket() {
+        let req = list_request("p/k/epoch-", Some("p/k/epoch-7"));
+        let http = prepare(&config(Addressing::Path, None), &req, 0);
+        assert_eq!(
+            http.path_and_query,
+            "/locks?list-type=2&max-keys=200&prefix=p%2Fk%2Fepoch-&start-after=p%2Fk%2Fepoch-7"
+        );
     }
 
     #[test]

@@ -53,7 +53,11 @@ pub fn now_ms() -> u64 {
 }
 
 pub fn random_hex_id() -> String {
-    format!("{:016x}", random::get_random_u64())
+    format!("{:016x}", random_u64())
+}
+
+pub fn random_u64() -> u64 {
+    random::get_random_u64()
 }
 
 fn transport(what: &str, detail: impl std::fmt::Debug) -> Error {

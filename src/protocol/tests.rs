@@ -116,6 +116,10 @@ fn try_acquire(s: &mut Store, holder: &str) -> AcquireOutcome {
     .unwrap()
 }
 
+fn acquire_as_b(s: &mut Store) -> Result<AcquireOutcome, Error> {
+    driver::run(s, TryAcquire::new("k".into(), "locks/k".into(), grant("b")))
+}
+
 fn granted(outcome: AcquireOutcome) -> Lease {
     match outcome {
         AcquireOutcome::Granted(l) => l,
@@ -407,7 +411,7 @@ fn no_such_bucket_and_access_denied_are_typed() {
 fn acquire_waits_out_the_holder_then_takes_over() {
     let mut s = store();
     let first = granted(try_acquire(&mut s, "a"));
-    let lease = driver::acquire(&mut s, "k", "locks/k", &grant("b"), 60_000).unwrap();
+    let lease = driver::acquire(&mut s, "k", 60_000, acquire_as_b).unwrap();
     assert_eq!(lease.token, first.token + 1);
     assert!(s.now_ms > first.expires_at_ms);
     assert!(
@@ -420,7 +424,7 @@ fn acquire_waits_out_the_holder_then_takes_over() {
 fn acquire_times_out_naming_the_holder() {
     let mut s = store();
     granted(try_acquire(&mut s, "a"));
-    match driver::acquire(&mut s, "k", "locks/k", &grant("b"), 3_000) {
+    match driver::acquire(&mut s, "k", 3_000, acquire_as_b) {
         Err(Error::Timeout {
             waited_ms,
             holder: Some(h),

@@ -138,10 +138,6 @@ fn bad_config_is_invalid_config_naming_the_field() {
             "request-timeout-ms",
             Box::new(|c| c.request_timeout_ms = Some(0)),
         ),
-        (
-            "strategy",
-            Box::new(|c| c.strategy = Some(host_test::bindings::Strategy::EpochObjects)),
-        ),
     ];
     let mut i = harness().instance().unwrap();
     for (field, spoil) in cases {

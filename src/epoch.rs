@@ -1,0 +1,677 @@
+//! The epoch-objects strategy as state machines, free of I/O: one object per
+//! leader epoch, for stores that have `If-None-Match` but maybe no `If-Match`.
+//!
+//! A key's epochs live under `<prefix><key>/epoch-<20 digits>.json`; the
+//! fixed width makes LIST order epoch order, and the epoch is the fencing
+//! token. An epoch object is `{"expired", "validity_ms", "token", "holder",
+//! "acquired_at", "metadata"}`.
+//! - acquire: LIST the epochs, GET the highest; if absent, released or
+//!   expired (or live but ours), PUT the next epoch with `If-None-Match: *`;
+//!   then LIST once more past our epoch, since a slow client can re-create
+//!   an epoch that cleanup had deleted (see `Phase::Verifying`); then delete
+//!   old epochs (best effort, see `Cleanup`).
+//! - validity: the highest epoch is live until its `Last-Modified` plus
+//!   `validity_ms` (plus `EXPIRY_SLACK_MS`), judged against the `Date` of the
+//!   same reply: the server's clock, never the reader's.
+//! - renew: rewrite our own epoch object (`If-Match`, or a plain PUT on a
+//!   store without it), which moves `Last-Modified`. It counts only if the
+//!   reply arrives before our lease ran out by our own clock, measured from
+//!   the previous write; the server then cannot have judged it expired.
+//! - release: rewrite our own epoch object as `"expired": true`.
+
+use crate::error::{Error, S3Error};
+use crate::lock_object::{epoch_ms, kind, optional_string, seconds_value, LockRecord, LockState};
+use crate::lock_object::{too_large, MAX_LOCK_OBJECT_BYTES};
+use crate::protocol::{AcquireOutcome, Grant, Lease, Operation, Step};
+use crate::protocol::{MAX_REREADS, MAX_TTL_MS, MIN_TTL_MS};
+use crate::s3::{list_request, parse_list, Method, S3Request, S3Response};
+use serde_json::{Map, Value};
+
+/// Epochs kept by cleanup: the new one and the one it replaced.
+pub const KEEP_EPOCHS: u64 = 2;
+/// Old epochs deleted after one grant at most; the rest wait for the next.
+pub const MAX_CLEANUP_PER_GRANT: usize = 16;
+/// LIST pages followed at most (200 keys each).
+pub const MAX_LIST_PAGES: u32 = 50;
+/// Added to an epoch's validity before a reader calls it expired: 1 s because
+/// `Last-Modified` and `Date` are whole seconds, and 1 s for the time between
+/// the server reading the object and stamping `Date` on the reply.
+pub const EXPIRY_SLACK_MS: u64 = 2_000;
+
+const JSON: &str = "application/json";
+
+/// Where a key's epochs live: `<prefix><key>/`.
+pub fn epoch_dir(lock_object_key: &str) -> String {
+    format!("{lock_object_key}/")
+}
+
+fn listing_prefix(dir: &str) -> String {
+    format!("{dir}epoch-")
+}
+
+pub fn epoch_key(dir: &str, epoch: u64) -> String {
+    format!("{dir}epoch-{epoch:020}.json")
+}
+
+/// The epoch an object key names, or `None` for anything that is not exactly
+/// `<dir>epoch-<20 digits>.json` (foreign keys under the prefix are ignored).
+pub fn parse_epoch_key(dir: &str, key: &str) -> Option<u64> {
+    let digits = key
+        .strip_prefix(dir)?
+        .strip_prefix("epoch-")?
+        .strip_suffix(".json")?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// What an epoch object stores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EpochRecord {
+    pub expired: bool,
+    pub validity_ms: u64,
+    pub token: u64,
+    pub holder_id: String,
+    pub acquired_at_ms: u64,
+    pub metadata: String,
+}
+
+impl EpochRecord {
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut map = Map::new();
+        map.insert("expired".into(), Value::from(self.expired));
+        map.insert("validity_ms".into(), Value::from(self.validity_ms));
+        map.insert("token".into(), Value::from(self.token));
+        map.insert("holder".into(), Value::from(self.holder_id.as_str()));
+        map.insert("acquired_at".into(), seconds_value(self.acquired_at_ms));
+        map.insert("metadata".into(), Value::from(self.metadata.as_str()));
+        Value::Object(map).to_string().into_bytes()
+    }
+
+    /// Parses the body of epoch object `epoch`. `expired` and `validity_ms`
+    /// are required (the design's fields); `token`, when present, must match
+    /// the epoch in the key.
+    pub fn from_json(body: &[u8], epoch: u64) -> Result<Self, String> {
+        if body.len() > MAX_LOCK_OBJECT_BYTES {
+            return Err(too_large(body.len() as u64));
+        }
+        let value: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
+        let Value::Object(map) = value else {
+            return Err(format!("expected a JSON object, found {}", kind(&value)));
+        };
+        let expired = match map.get("expired") {
+            Some(Value::Bool(b)) => *b,
+            Some(v) => return Err(format!("\"expired\" must be a boolean, found {}", kind(v))),
+            None => return Err("missing field \"expired\"".into()),
+        };
+        let validity_ms = match map.get("validity_ms") {
+            Some(v) => v
+                .as_u64()
+                .filter(|ms| *ms <= MAX_TTL_MS)
+                .ok_or_else(|| format!("\"validity_ms\" must be 0 ..= {MAX_TTL_MS}"))?,
+            None => return Err("missing field \"validity_ms\"".into()),
+        };
+        match map.get("token") {
+            None | Some(Value::Null) => {}
+            Some(v) if v.as_u64() == Some(epoch) => {}
+            Some(v) => return Err(format!("\"token\" is {v}, but the key names epoch {epoch}")),
+        }
+        Ok(EpochRecord {
+            expired,
+            validity_ms,
+            token: epoch,
+            holder_id: optional_string(&map, "holder")?,
+            acquired_at_ms: match map.get("acquired_at") {
+                None | Some(Value::Null) => 0,
+                Some(v) => epoch_ms("acquired_at", v)?,
+            },
+            metadata: optional_string(&map, "metadata")?,
+        })
+    }
+}
+
+/// An error for a reply that lacks what the protocol needs from the server.
+fn reply_lacks(r: &S3Response, what: &str) -> Error {
+    Error::S3(S3Error {
+        message: what.to_string(),
+        ..r.s3_error()
+    })
+}
+
+fn server_time(r: &S3Response, header: &str) -> Result<u64, Error> {
+    r.header(header)
+        .and_then(crate::http_date::parse_ms)
+        .ok_or_else(|| {
+            reply_lacks(
+                r,
+                &format!("the reply has no valid {header} header, which epoch-objects needs"),
+            )
+        })
+}
+
+/// Reads a GET of epoch object `epoch`: `None` if it is gone, else its state
+/// judged on the server's clock.
+fn read_epoch(key: &str, dir: &str, epoch: u64, r: S3Response) -> Result<Option<LockState>, Error> {
+    let object_key = epoch_key(dir, epoch);
+    match r.status {
+        404 if r.is_missing_object() => Ok(None),
+        200 => {
+            if let Some(len) = r.body_too_large {
+                return Err(Error::corrupt(&object_key, too_large(len)));
+            }
+            let etag = r
+                .etag()
+                .ok_or_else(|| Error::corrupt(&object_key, "the GET reply carried no ETag"))?
+                .to_string();
+            let record = EpochRecord::from_json(&r.body, epoch)
+                .map_err(|reason| Error::corrupt(&object_key, reason))?;
+            let modified = server_time(&r, "last-modified")?;
+            let now = server_time(&r, "date")?;
+            let expires_at_ms = if record.expired {
+                0
+            } else {
+                modified
+                    .saturating_add(record.validity_ms)
+                    .saturating_add(EXPIRY_SLACK_MS)
+            };
+            Ok(Some(LockState {
+                key: key.to_string(),
+                live: expires_at_ms != 0 && now <= expires_at_ms,
+                etag,
+                record: LockRecord {
+                    expires_at_ms,
+                    token: epoch,
+                    holder_id: record.holder_id,
+                    acquired_at_ms: record.acquired_at_ms,
+                    metadata: record.metadata,
+                },
+            }))
+        }
+        _ => Err(r.into_error()),
+    }
+}
+
+// ---------------------------------------------------------------- listing
+
+/// Lists a key's epochs, following truncated pages. With a hint (the
+/// highest epoch this client saw), it starts just below it so the listing
+/// stays short even when cleanup lags (older leftovers are then cleaned by
+/// clients without a hint); if nothing is found there it lists from the
+/// start once.
+struct Lister {
+    dir: String,
+    hint: u64,
+    full: bool,
+    pages: u32,
+    epochs: Vec<u64>,
+}
+
+impl Lister {
+    fn new(dir: &str, hint: u64) -> Self {
+        Lister {
+            dir: dir.to_string(),
+            hint,
+            full: hint <= KEEP_EPOCHS,
+            pages: 0,
+            epochs: Vec::new(),
+        }
+    }
+
+    fn first(&mut self) -> S3Request {
+        self.pages = 0;
+        self.epochs.clear();
+        // From the oldest epoch cleanup keeps, so the grant that follows
+        // still sees the one it should delete.
+        let after = (!self.full).then(|| epoch_key(&self.dir, self.hint - KEEP_EPOCHS));
+        list_request(&listing_prefix(&self.dir), after.as_deref())
+    }
+
+    /// The next request, or `None` once the listing is complete.
+    fn on_page(&mut self, r: S3Response) -> Result<Option<S3Request>, Error> {
+        let page = read_page(r)?;
+        self.epochs.extend(
+            page.keys
+                .iter()
+                .filter_map(|k| parse_epoch_key(&self.dir, k)),
+        );
+        if page.truncated {
+            if let Some(last) = page.keys.last() {
+                self.pages += 1;
+                if self.pages >= MAX_LIST_PAGES {
+                    return Err(Error::S3(S3Error {
+                        status: 200,
+                        message: format!(
+                            "more than {} keys under {:?}; clean up old epochs",
+                            MAX_LIST_PAGES * crate::s3::LIST_PAGE_KEYS,
+                            listing_prefix(&self.dir)
+                        ),
+                        ..S3Error::default()
+                    }));
+                }
+                return Ok(Some(list_request(&listing_prefix(&self.dir), Some(last))));
+            }
+        }
+        if self.epochs.is_empty() && !self.full {
+            self.full = true;
+            return Ok(Some(self.first()));
+        }
+        Ok(None)
+    }
+
+    fn highest(&self) -> Option<u64> {
+        self.epochs.iter().copied().max()
+    }
+}
+
+fn read_page(r: S3Response) -> Result<crate::s3::ListPage, Error> {
+    if r.status != 200 {
+        return Err(r.into_error());
+    }
+    if let Some(len) = r.body_too_large {
+        return Err(reply_lacks(
+            &r,
+            &format!("the LIST reply is {len} bytes, more than this client reads"),
+        ));
+    }
+    parse_list(&r.body)
+        .map_err(|reason| reply_lacks(&r, &format!("unreadable ListObjectsV2 reply: {reason}")))
+}
+
+// ------------------------------------------------------------ try-acquire
+
+enum Phase {
+    Listing,
+    Reading(u64),
+    Creating(Lease),
+    Verifying(Lease),
+}
+
+pub struct EpochTryAcquire {
+    key: String,
+    dir: String,
+    grant: Grant,
+    lister: Lister,
+    phase: Phase,
+    rereads: u32,
+}
+
+/// A try-acquire's outcome and the old epoch objects to delete after it.
+pub type EpochOutcome = (AcquireOutcome, Vec<String>);
+
+impl EpochTryAcquire {
+    /// `hint`: the highest epoch this client has seen on the key (0: none).
+    pub fn new(key: String, dir: String, grant: Grant, hint: u64) -> Self {
+        EpochTryAcquire {
+            lister: Lister::new(&dir, hint),
+            key,
+            dir,
+            grant,
+            phase: Phase::Listing,
+            rereads: 0,
+        }
+    }
+
+    fn decide_after_listing(&mut self, now_ms: u64) -> Step<EpochOutcome> {
+        let hint = self.lister.hint;
+        match self.lister.highest() {
+            // A newer epoch than any we can read existed: it was wiped, but
+            // tokens must not go back.
+            Some(h) if h >= hint => {
+                self.phase = Phase::Reading(h);
+                Step::Send(S3Request::new(
+                    Method::Get,
+                    &epoch_key(&self.dir, h),
+                    MAX_LOCK_OBJECT_BYTES,
+                ))
+            }
+            Some(_) | None => self.create(hint, now_ms),
+        }
+    }
+
+    fn create(&mut self, previous: u64, now_ms: u64) -> Step<EpochOutcome> {
+        let Some(epoch) = previous.checked_add(1) else {
+            return Step::Done(Err(Error::corrupt(
+                &epoch_key(&self.dir, previous),
+                "the epoch is at its maximum and cannot rise",
+            )));
+        };
+        let g = &self.grant;
+        let record = EpochRecord {
+            expired: false,
+            validity_ms: g.ttl_ms,
+            token: epoch,
+            holder_id: g.holder_id.clone(),
+            acquired_at_ms: now_ms,
+            metadata: g.metadata.clone(),
+        };
+        let lease = Lease {
+            key: self.key.clone(),
+            token: epoch,
+            holder_id: g.holder_id.clone(),
+            etag: String::new(),
+            expires_at_ms: now_ms.saturating_add(g.ttl_ms),
+            acquired_at_ms: now_ms,
+            ttl_ms: g.ttl_ms,
+            metadata: g.metadata.clone(),
+        };
+        self.phase = Phase::Creating(lease);
+        Step::Send(
+            S3Request::new(
+                Method::Put,
+                &epoch_key(&self.dir, epoch),
+                MAX_LOCK_OBJECT_BYTES,
+            )
+            .header("if-none-match", "*")
+            .body(JSON, record.to_json()),
+        )
+    }
+
+    /// The epoch we read vanished, or the store asked us to retry: list again.
+    fn reread(&mut self, r: S3Response) -> Step<EpochOutcome> {
+        if self.rereads >= MAX_REREADS {
+            return Step::Done(Err(match r.into_error() {
+                Error::S3(e) => Error::Conflict(e),
+                other => other,
+            }));
+        }
+        self.rereads += 1;
+        self.phase = Phase::Listing;
+        Step::Send(self.lister.first())
+    }
+
+    /// Old epochs to delete once `epoch` is granted, oldest first.
+    fn cleanup(&self, epoch: u64) -> Vec<String> {
+        let mut old: Vec<u64> = self
+            .lister
+            .epochs
+            .iter()
+            .copied()
+            .filter(|e| e.saturating_add(KEEP_EPOCHS) <= epoch)
+            .collect();
+        old.sort_unstable();
+        old.dedup();
+        old.into_iter()
+            .take(MAX_CLEANUP_PER_GRANT)
+            .map(|e| epoch_key(&self.dir, e))
+            .collect()
+    }
+}
+
+impl Operation for EpochTryAcquire {
+    type Output = EpochOutcome;
+
+    fn start(&mut self, _now_ms: u64) -> Step<EpochOutcome> {
+        Step::Send(self.lister.first())
+    }
+
+    fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<EpochOutcome> {
+        match std::mem::replace(&mut self.phase, Phase::Listing) {
+            Phase::Listing => match self.lister.on_page(r) {
+                Ok(Some(next)) => Step::Send(next),
+                Ok(None) => self.decide_after_listing(now_ms),
+                Err(e) => Step::Done(Err(e)),
+            },
+            Phase::Reading(epoch) => {
+                let missing = r.status == 404 && r.is_missing_object();
+                match read_epoch(&self.key, &self.dir, epoch, r.clone()) {
+                    Ok(None) if missing => self.reread(r),
+                    Ok(Some(s)) if s.live && s.record.holder_id != self.grant.holder_id => {
+                        Step::Done(Ok((AcquireOutcome::Held(Some(s)), Vec::new())))
+                    }
+                    Ok(_) => self.create(epoch, now_ms),
+                    Err(e) => Step::Done(Err(e)),
+                }
+            }
+            Phase::Creating(mut lease) => match r.status {
+                200 => match r.etag() {
+                    Some(etag) => {
+                        lease.etag = etag.to_string();
+                        let after = epoch_key(&self.dir, lease.token);
+                        self.phase = Phase::Verifying(lease);
+                        Step::Send(list_request(&listing_prefix(&self.dir), Some(&after)))
+                    }
+                    None => Step::Done(Err(reply_lacks(&r, "the PUT reply carried no ETag"))),
+                },
+                412 => Step::Done(Ok((AcquireOutcome::Held(None), Vec::new()))),
+                _ if r.status == 409 || r.is_missing_object() => self.reread(r),
+                _ => Step::Done(Err(r.into_error())),
+            },
+            // Our create succeeded, but if the epoch had existed and been
+            // cleaned up after a newer one, we re-created a stale epoch: a
+            // newer one is listed. Then the grant is void.
+            Phase::Verifying(lease) => match read_page(r) {
+                Ok(page) => {
+                    let newer = page
+                        .keys
+                        .iter()
+                        .filter_map(|k| parse_epoch_key(&self.dir, k))
+                        .any(|e| e > lease.token);
+                    if newer {
+                        Step::Done(Ok((AcquireOutcome::Held(None), Vec::new())))
+                    } else {
+                        let cleanup = self.cleanup(lease.token);
+                        Step::Done(Ok((AcquireOutcome::Granted(lease), cleanup)))
+                    }
+                }
+                Err(e) => Step::Done(Err(e)),
+            },
+        }
+    }
+}
+
+/// Deletes old epoch objects one by one, ignoring failures: cleanup keeps
+/// listings short but is never needed for safety.
+pub struct Cleanup {
+    keys: Vec<String>,
+}
+
+impl Cleanup {
+    pub fn new(mut keys: Vec<String>) -> Self {
+        keys.reverse();
+        Cleanup { keys }
+    }
+
+    fn next(&mut self) -> Step<()> {
+        match self.keys.pop() {
+            Some(key) => Step::Send(S3Request::new(Method::Delete, &key, MAX_LOCK_OBJECT_BYTES)),
+            None => Step::Done(Ok(())),
+        }
+    }
+}
+
+impl Operation for Cleanup {
+    type Output = ();
+    fn start(&mut self, _now_ms: u64) -> Step<()> {
+        self.next()
+    }
+    fn on_response(&mut self, _r: S3Response, _now_ms: u64) -> Step<()> {
+        self.next()
+    }
+}
+
+// ---------------------------------------------------------------- inspect
+
+pub struct EpochInspect {
+    key: String,
+    dir: String,
+    lister: Lister,
+    reading: Option<u64>,
+    rereads: u32,
+}
+
+impl EpochInspect {
+    pub fn new(key: String, dir: String, hint: u64) -> Self {
+        EpochInspect {
+            lister: Lister::new(&dir, hint),
+            key,
+            dir,
+            reading: None,
+            rereads: 0,
+        }
+    }
+}
+
+impl Operation for EpochInspect {
+    type Output = Option<LockState>;
+
+    fn start(&mut self, _now_ms: u64) -> Step<Self::Output> {
+        Step::Send(self.lister.first())
+    }
+
+    fn on_response(&mut self, r: S3Response, _now_ms: u64) -> Step<Self::Output> {
+        if let Some(epoch) = self.reading.take() {
+            return match read_epoch(&self.key, &self.dir, epoch, r) {
+                // Cleaned up after a newer grant between our LIST and GET.
+                Ok(None) if self.rereads < MAX_REREADS => {
+                    self.rereads += 1;
+                    Step::Send(self.lister.first())
+                }
+                result => Step::Done(result),
+            };
+        }
+        match self.lister.on_page(r) {
+            Ok(Some(next)) => Step::Send(next),
+            Ok(None) => match self.lister.highest() {
+                None => Step::Done(Ok(None)),
+                Some(epoch) => {
+                    self.reading = Some(epoch);
+                    Step::Send(S3Request::new(
+                        Method::Get,
+                        &epoch_key(&self.dir, epoch),
+                        MAX_LOCK_OBJECT_BYTES,
+                    ))
+                }
+            },
+            Err(e) => Step::Done(Err(e)),
+        }
+    }
+}
+
+// ------------------------------------------------------- renew / release
+
+/// Rewrites our own epoch object: renew (same record, new `Last-Modified`)
+/// or release (`"expired": true`).
+pub struct EpochRewrite {
+    lease: Lease,
+    dir: String,
+    release: bool,
+    /// The store answered 501 to `If-Match`: write without it. Safe because
+    /// only the holder writes its own epoch object.
+    plain: bool,
+    attempts: u32,
+    sent_at_ms: u64,
+}
+
+impl EpochRewrite {
+    pub fn renew(lease: Lease, dir: String) -> Self {
+        Self::new(lease, dir, false)
+    }
+
+    pub fn release(lease: Lease, dir: String) -> Self {
+        Self::new(lease, dir, true)
+    }
+
+    fn new(lease: Lease, dir: String, release: bool) -> Self {
+        EpochRewrite {
+            lease,
+            dir,
+            release,
+            plain: false,
+            attempts: 0,
+            sent_at_ms: 0,
+        }
+    }
+
+    fn write(&mut self, now_ms: u64) -> Step<Lease> {
+        let l = &self.lease;
+        let record = EpochRecord {
+            expired: self.release,
+            validity_ms: l.ttl_ms,
+            token: l.token,
+            holder_id: l.holder_id.clone(),
+            acquired_at_ms: l.acquired_at_ms,
+            metadata: l.metadata.clone(),
+        };
+        let mut request = S3Request::new(
+            Method::Put,
+            &epoch_key(&self.dir, l.token),
+            MAX_LOCK_OBJECT_BYTES,
+        );
+        if !self.plain {
+            request = request.header("if-match", &l.etag);
+        }
+        self.sent_at_ms = now_ms;
+        Step::Send(request.body(JSON, record.to_json()))
+    }
+
+    fn lost(&self) -> Step<Lease> {
+        Step::Done(Err(Error::Lost {
+            key: self.lease.key.clone(),
+            token: self.lease.token,
+            current: None,
+        }))
+    }
+}
+
+impl Operation for EpochRewrite {
+    type Output = Lease;
+
+    fn start(&mut self, now_ms: u64) -> Step<Lease> {
+        let l = &self.lease;
+        if l.etag.trim().is_empty() || l.token == 0 {
+            return Step::Done(Err(Error::InvalidArgument(
+                "lease has an empty etag or token 0; pass the lease as returned".into(),
+            )));
+        }
+        if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&l.ttl_ms) {
+            return Step::Done(Err(Error::InvalidArgument(format!(
+                "lease ttl-ms {} must be {MIN_TTL_MS} ..= {MAX_TTL_MS}",
+                l.ttl_ms
+            ))));
+        }
+        // Past our expiry a successor may exist; writing could only make a
+        // dead epoch look alive.
+        if now_ms > l.expires_at_ms {
+            return self.lost();
+        }
+        self.write(now_ms)
+    }
+
+    fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Lease> {
+        match r.status {
+            200 => {
+                // A renew that landed after our expiry may have come after a
+                // reader judged the epoch expired and created the next one.
+                if !self.release && now_ms > self.lease.expires_at_ms {
+                    return self.lost();
+                }
+                let Some(etag) = r.etag() else {
+                    return Step::Done(Err(reply_lacks(&r, "the PUT reply carried no ETag")));
+                };
+                Step::Done(Ok(Lease {
+                    etag: etag.to_string(),
+                    expires_at_ms: if self.release {
+                        0
+                    } else {
+                        self.sent_at_ms.saturating_add(self.lease.ttl_ms)
+                    },
+                    ..self.lease.clone()
+                }))
+            }
+            501 if !self.plain => {
+                self.plain = true;
+                self.write(now_ms)
+            }
+            409 if self.attempts < MAX_REREADS => {
+                self.attempts += 1;
+                self.write(now_ms)
+            }
+            _ if r.status == 412 || r.is_missing_object() => self.lost(),
+            _ => Step::Done(Err(r.into_error())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

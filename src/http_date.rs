@@ -1,0 +1,86 @@
+//! HTTP dates (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110's IMF-fixdate), the
+//! format of S3's `Date` and `Last-Modified` headers. The epoch-objects
+//! strategy judges validity by these, on the server's clock.
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// Milliseconds since the Unix epoch, or `None` for anything else.
+pub fn parse_ms(value: &str) -> Option<u64> {
+    let mut parts = value.split_whitespace();
+    let _weekday = parts.next()?.strip_suffix(',')?;
+    let day: u32 = parts.next()?.parse().ok()?;
+    let month_name = parts.next()?;
+    let month = MONTHS.iter().position(|m| *m == month_name)? as u32 + 1;
+    let year: i64 = parts.next()?.parse().ok()?;
+    let mut hms = parts.next()?.split(':');
+    let (h, m, s): (u64, u64, u64) = (
+        hms.next()?.parse().ok()?,
+        hms.next()?.parse().ok()?,
+        hms.next()?.parse().ok()?,
+    );
+    if parts.next()? != "GMT" || parts.next().is_some() || hms.next().is_some() {
+        return None;
+    }
+    if !(1970..=9999).contains(&year) || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    let days = u64::try_from(days_from_civil(year, month, day)).ok()?;
+    Some(((days * 24 + h) * 60 + m) * 60_000 + s * 1000)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+/// `days_from_civil`).
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (i64::from(month) + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_imf_fixdates() {
+        assert_eq!(parse_ms("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(
+            parse_ms("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777_000)
+        );
+        // What SeaweedFS sent on the day this was written.
+        assert_eq!(
+            parse_ms("Sun, 22 Nov 2026 08:39:16 GMT"),
+            Some(1_795_336_756_000)
+        );
+        assert_eq!(
+            parse_ms("Tue, 29 Feb 2028 23:59:59 GMT"),
+            Some(1_835_481_599_000)
+        );
+    }
+
+    #[test]
+    fn refuses_anything_else() {
+        for bad in [
+            "",
+            "yesterday",
+            "Sun, 06 Nov 1994 08:49:37",
+            "Sun, 06 Nov 1994 08:49:37 PST",
+            "Sun, 06 Foo 1994 08:49:37 GMT",
+            "Sun, 32 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 25:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49 GMT",
+            "Sun, 06 Nov 1994 08:49:37:01 GMT",
+            "Sun, 06 Nov 1969 08:49:37 GMT",
+            "Sun, 06 Nov 99999999999999999999 08:49:37 GMT",
+            "1994-11-06T08:49:37Z",
+        ] {
+            assert_eq!(parse_ms(bad), None, "{bad:?}");
+        }
+    }
+}
