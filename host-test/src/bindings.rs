@@ -7,5 +7,6 @@ wasmtime::component::bindgen!({
 });
 
 pub use exports::s3_lease::lease::types::{
-    AddressingStyle, Config, Credentials, Error, Lease, LockState, Options, Strategy,
+    AddressingStyle, Config, Credentials, Error, FenceOptions, FencedObject, FencedWrite, Lease,
+    LockState, Options, Strategy,
 };

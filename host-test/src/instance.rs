@@ -2,7 +2,8 @@
 //! own store with its own clock and HTTP hooks.
 
 use crate::bindings::{
-    Config, Error as LeaseError, Lease, LeaseApi, LeaseApiPre, LockState, Options,
+    Config, Error as LeaseError, FenceOptions, FencedObject, FencedWrite, Lease, LeaseApi,
+    LeaseApiPre, LockState, Options,
 };
 use crate::hooks::Hooks;
 use anyhow::{Context, Result};
@@ -211,6 +212,73 @@ impl Instance {
             .s3_lease_lease_lease()
             .client()
             .call_inspect(&mut self.store, client, key)?)
+    }
+
+    pub fn fenced_put(
+        &mut self,
+        lease: &Lease,
+        object_key: &str,
+        body: &[u8],
+        content_type: &str,
+    ) -> Result<Result<FencedWrite, LeaseError>> {
+        let client = self.client()?;
+        Ok(self.host.s3_lease_lease_lease().client().call_fenced_put(
+            &mut self.store,
+            client,
+            lease,
+            object_key,
+            body,
+            content_type,
+        )?)
+    }
+
+    pub fn fenced_put_with(
+        &mut self,
+        lease: &Lease,
+        object_key: &str,
+        body: &[u8],
+        content_type: &str,
+        options: FenceOptions,
+    ) -> Result<Result<FencedWrite, LeaseError>> {
+        let client = self.client()?;
+        Ok(self
+            .host
+            .s3_lease_lease_lease()
+            .client()
+            .call_fenced_put_with(
+                &mut self.store,
+                client,
+                lease,
+                object_key,
+                body,
+                content_type,
+                options,
+            )?)
+    }
+
+    pub fn fenced_delete(
+        &mut self,
+        lease: &Lease,
+        object_key: &str,
+    ) -> Result<Result<(), LeaseError>> {
+        let client = self.client()?;
+        Ok(self
+            .host
+            .s3_lease_lease_lease()
+            .client()
+            .call_fenced_delete(&mut self.store, client, lease, object_key)?)
+    }
+
+    pub fn fenced_get(
+        &mut self,
+        object_key: &str,
+    ) -> Result<Result<Option<FencedObject>, LeaseError>> {
+        let client = self.client()?;
+        Ok(self.host.s3_lease_lease_lease().client().call_fenced_get(
+            &mut self.store,
+            client,
+            object_key,
+        )?)
     }
 
     /// Shifts this instance's wall clock by `ms` (negative: behind).
