@@ -7,7 +7,7 @@
 //! Numbers, not pass/fail: nothing here asserts a speed.
 
 use anyhow::{anyhow, Result};
-use host_test::bindings::Options;
+use host_test::bindings::{Options, Strategy};
 use host_test::instance::component_path;
 use host_test::server::{Endpoint, SeaweedFs};
 use host_test::{Harness, Instance};
@@ -62,8 +62,28 @@ fn main() -> Result<()> {
     }
     let instantiate = t.elapsed() / n;
 
+    println!("component: {size} bytes ({})", path.display());
+    println!(
+        "load (compile): {:.1} ms; instantiate: {:.3} ms",
+        load.as_secs_f64() * 1e3,
+        instantiate.as_secs_f64() * 1e3
+    );
+    println!(
+        "S3: {}; {rounds} rounds per operation; median latency",
+        endpoint.url
+    );
+    for strategy in [Strategy::SingleObject, Strategy::EpochObjects] {
+        table(&harness, &endpoint, strategy, rounds)?;
+    }
+    Ok(())
+}
+
+/// Every operation of one strategy, fenced writes included.
+fn table(harness: &Harness, endpoint: &Endpoint, strategy: Strategy, rounds: usize) -> Result<()> {
     let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
-    let config = endpoint.config(&format!("report/{stamp}/"));
+    let prefix = format!("report/{stamp}/");
+    let mut config = endpoint.config(&prefix);
+    config.strategy = Some(strategy);
     let (mut a, mut b) = (harness.instance()?, harness.instance()?);
     a.open(&config)?.map_err(|e| anyhow!("{e:?}"))?;
     b.open(&config)?.map_err(|e| anyhow!("{e:?}"))?;
@@ -79,16 +99,8 @@ fn main() -> Result<()> {
     };
     let fail = |e| anyhow!("{e:?}");
 
-    println!("component: {size} bytes ({})", path.display());
-    println!(
-        "load (compile): {:.1} ms; instantiate: {:.3} ms",
-        load.as_secs_f64() * 1e3,
-        instantiate.as_secs_f64() * 1e3
-    );
-    println!(
-        "S3: {}; {rounds} rounds per operation; median latency",
-        endpoint.url
-    );
+    println!();
+    println!("strategy {strategy:?}");
     println!("| operation | median ms | requests |");
     println!("|---|---|---|");
 
@@ -119,17 +131,78 @@ fn main() -> Result<()> {
         Ok(())
     })?;
     println!("| inspect | {ms:.2} | {req} |");
+
+    let object = |r: usize| format!("{prefix}data/o{r}");
+    let (ms, req) = measure(&mut a, rounds, |i, r| {
+        i.fenced_put(&leases[r], &object(r), b"first", "text/plain")?
+            .map_err(fail)?;
+        Ok(())
+    })?;
+    println!("| fenced-put (new object) | {ms:.2} | {req} |");
+    let (ms, req) = measure(&mut a, rounds, |i, r| {
+        i.fenced_put(&leases[r], &object(r), b"second", "text/plain")?
+            .map_err(fail)?;
+        Ok(())
+    })?;
+    println!("| fenced-put (overwrite) | {ms:.2} | {req} |");
+    let (ms, req) = measure(&mut b, rounds, |i, r| {
+        i.fenced_get(&object(r))?.map_err(fail)?;
+        Ok(())
+    })?;
+    println!("| fenced-get | {ms:.2} | {req} |");
+
     let (ms, req) = measure(&mut a, rounds, |i, r| {
         i.release(&leases[r])?.map_err(fail)?;
         Ok(())
     })?;
     println!("| release | {ms:.2} | {req} |");
+    let mut newer = Vec::new();
     let (ms, req) = measure(&mut b, rounds, |i, r| {
-        i.try_acquire(&format!("k{r}"), &other)?
+        let lease = i
+            .try_acquire(&format!("k{r}"), &other)?
             .map_err(fail)?
             .ok_or_else(|| anyhow!("not granted"))?;
+        newer.push(lease);
         Ok(())
     })?;
     println!("| try-acquire (released key) | {ms:.2} | {req} |");
+    let (ms, req) = measure(&mut b, rounds, |i, r| {
+        i.fenced_delete(&newer[r], &object(r))?.map_err(fail)?;
+        Ok(())
+    })?;
+    println!("| fenced-delete | {ms:.2} | {req} |");
+    let (ms, req) = measure(&mut a, rounds, |i, r| {
+        match i.fenced_put(&leases[r], &object(r), b"stale", "text/plain")? {
+            Err(host_test::bindings::Error::Fenced(_)) => Ok(()),
+            other => Err(anyhow!("a stale write was not fenced: {other:?}")),
+        }
+    })?;
+    println!("| fenced-put (stale, refused) | {ms:.2} | {req} |");
+
+    // Steady state of one key handed over again and again (epoch-objects
+    // then deletes one old epoch per grant).
+    for lease in &newer {
+        b.release(lease)?.map_err(fail)?;
+    }
+    let mut samples = Vec::new();
+    let mut requests = 0;
+    for round in 0..rounds {
+        let i = if round % 2 == 0 { &mut a } else { &mut b };
+        let o = if round % 2 == 0 { &opts } else { &other };
+        i.hooks.take_requests();
+        let t = Instant::now();
+        let lease = i
+            .try_acquire("handover", o)?
+            .map_err(fail)?
+            .ok_or_else(|| anyhow!("not granted"))?;
+        samples.push(t.elapsed());
+        requests += i.hooks.take_requests().len();
+        i.release(&lease)?.map_err(fail)?;
+    }
+    println!(
+        "| try-acquire (handover, steady state) | {:.2} | {} |",
+        median_ms(samples),
+        requests as f64 / rounds as f64
+    );
     Ok(())
 }
