@@ -20,8 +20,10 @@ struct Store {
     /// 501 for `If-Match`, like a store without it.
     no_if_match: bool,
     /// Run just before the next PUT reaches the store.
-    before_put: Option<Box<dyn FnOnce(&mut Store)>>,
+    before_put: Option<BeforePut>,
 }
+
+type BeforePut = Box<dyn FnOnce(&mut Store)>;
 
 fn http_date(ms: u64) -> String {
     let secs = ms / 1000;

@@ -1,14 +1,20 @@
 //! Leader election with the s3-lease component: four nodes, each its own
 //! instance of the component in wasmtime, campaign for one key. The leader
-//! renews; it is then stopped without a word (a crash), and another node
-//! takes over once the lease lapses, with a higher fencing token; that leader
-//! steps down politely (release), and the next takes over at once.
+//! renews and writes the shared state object with fenced writes. It is then
+//! paused without a word (a GC pause, a frozen VM), and another node takes
+//! over once the lease lapses, with a higher fencing token. The paused node
+//! wakes up still holding its old lease and tries to write: S3 itself refuses
+//! it. The new leader steps down politely (release), and the next takes over
+//! at once.
+//!
+//! `S3LEASE_STRATEGY=epoch-objects` runs the same story on the other strategy.
 //!
 //! S3: `AWS_ENDPOINT_URL` and friends when set, else a local SeaweedFS that
 //! this program starts and stops.
 
 use anyhow::{Context, Result};
-use host_test::bindings::{Error as LeaseError, Lease, Options};
+use host_test::bindings::Config;
+use host_test::bindings::{Error as LeaseError, Lease, Options, Strategy};
 use host_test::instance::component_path;
 use host_test::server::{Endpoint, SeaweedFs};
 use host_test::Harness;
@@ -28,11 +34,14 @@ struct Board {
     leader: Option<(usize, u64)>,
     /// Every grant in order: (node, token).
     history: Vec<(usize, u64)>,
+    /// Fenced writes S3 refused: (node, our token, stored token).
+    refused: Vec<(usize, u64, u64)>,
 }
 
 struct Node {
     id: usize,
-    crash: AtomicBool,
+    /// Frozen: sends nothing, keeps its lease in memory.
+    paused: AtomicBool,
     step_down: AtomicBool,
     quit: AtomicBool,
 }
@@ -43,16 +52,27 @@ fn say(start: Instant, line: String) {
 
 fn run_node(
     harness: &Harness,
-    endpoint: &Endpoint,
-    prefix: &str,
+    config: &Config,
     node: &Node,
     board: &Mutex<Board>,
     start: Instant,
 ) -> Result<()> {
     let mut instance = harness.instance()?;
     instance
-        .open(&endpoint.config(prefix))?
+        .open(config)?
         .map_err(|e| anyhow::anyhow!("config refused: {e:?}"))?;
+    let state_key = format!(
+        "{}state.json",
+        config.key_prefix.as_deref().unwrap_or_default()
+    );
+    let write_state = |instance: &mut host_test::Instance, lease: &Lease, tick: u64| {
+        let body = format!(
+            "{{\"leader\": \"node-{}\", \"token\": {}, \"tick\": {tick}}}",
+            node.id, lease.token
+        );
+        instance.fenced_put(lease, &state_key, body.as_bytes(), "application/json")
+    };
+    let mut tick = 0;
     let name = format!("node-{}", node.id);
     let options = Options {
         ttl_ms: TTL_MS,
@@ -61,9 +81,28 @@ fn run_node(
     };
     let mut lease: Option<Lease> = None;
     while !node.quit.load(Ordering::Relaxed) {
-        if node.crash.load(Ordering::Relaxed) {
-            // A crashed leader sends nothing at all: no renew, no release.
-            std::thread::sleep(POLL_EVERY);
+        if node.paused.load(Ordering::Relaxed) {
+            // A paused leader sends nothing at all: no renew, no release.
+            std::thread::sleep(Duration::from_millis(50));
+            if !node.paused.load(Ordering::Relaxed) {
+                if let Some(stale) = lease.take() {
+                    // It wakes believing it still leads, and writes.
+                    match write_state(&mut instance, &stale, tick)? {
+                        Err(LeaseError::Fenced(f)) => {
+                            say(start, format!(
+                                "{name} wakes up and writes with token {}: S3 refuses it (fenced: token {} already wrote)",
+                                f.our_token, f.stored_token
+                            ));
+                            board.lock().unwrap().refused.push((
+                                node.id,
+                                f.our_token,
+                                f.stored_token,
+                            ));
+                        }
+                        other => say(start, format!("{name} wakes up and writes: {other:?}")),
+                    }
+                }
+            }
             continue;
         }
         match lease.take() {
@@ -81,7 +120,13 @@ fn run_node(
             Some(held) => {
                 std::thread::sleep(RENEW_EVERY);
                 match instance.renew(&held)? {
-                    Ok(renewed) => lease = Some(renewed),
+                    Ok(renewed) => {
+                        tick += 1;
+                        if let Err(e) = write_state(&mut instance, &renewed, tick)? {
+                            say(start, format!("{name} could not write: {e:?}"));
+                        }
+                        lease = Some(renewed);
+                    }
                     Err(LeaseError::Lost(_)) => say(start, format!("{name} lost its lease")),
                     Err(e) => say(start, format!("{name} could not renew: {e:?}")),
                 }
@@ -102,6 +147,14 @@ fn run_node(
                                 ),
                             ),
                         }
+                    tick += 1;
+                    match write_state(&mut instance, &won, tick)? {
+                        Ok(w) => say(start, format!(
+                            "{name} writes {state_key} with token {} (fenced: the object now refuses lower tokens)",
+                            w.token
+                        )),
+                        Err(e) => say(start, format!("{name} could not write: {e:?}")),
+                    }
                     lease = Some(won);
                 }
                 Ok(None) => std::thread::sleep(POLL_EVERY),
@@ -112,8 +165,8 @@ fn run_node(
             },
         }
     }
-    // A crashed node never cleans up; the others release on the way out.
-    if let Some(held) = lease.filter(|_| !node.crash.load(Ordering::Relaxed)) {
+    // A paused node never cleans up; the others release on the way out.
+    if let Some(held) = lease.filter(|_| !node.paused.load(Ordering::Relaxed)) {
         instance
             .release(&held)?
             .map_err(|e| anyhow::anyhow!("{e:?}"))?;
@@ -166,12 +219,20 @@ fn main() -> Result<()> {
 
     let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis();
     let prefix = format!("demo/{stamp}/");
+    let mut config = endpoint.config(&prefix);
+    if std::env::var("S3LEASE_STRATEGY").as_deref() == Ok("epoch-objects") {
+        config.strategy = Some(Strategy::EpochObjects);
+    }
+    println!(
+        "strategy: {:?}\n",
+        config.strategy.unwrap_or(Strategy::SingleObject)
+    );
     let board = Mutex::new(Board::default());
     let nodes: Vec<Arc<Node>> = (0..NODES)
         .map(|id| {
             Arc::new(Node {
                 id,
-                crash: AtomicBool::new(false),
+                paused: AtomicBool::new(false),
                 step_down: AtomicBool::new(false),
                 quit: AtomicBool::new(false),
             })
@@ -183,8 +244,8 @@ fn main() -> Result<()> {
         let workers: Vec<_> = nodes
             .iter()
             .map(|node| {
-                let (harness, endpoint, prefix, board) = (&harness, &endpoint, &prefix, &board);
-                scope.spawn(move || run_node(harness, endpoint, prefix, node, board, start))
+                let (harness, config, board) = (&harness, &config, &board);
+                scope.spawn(move || run_node(harness, config, node, board, start))
             })
             .collect();
 
@@ -194,14 +255,17 @@ fn main() -> Result<()> {
         say(
             start,
             format!(
-                "stopping node-{} (no release: the others must wait out its ttl)",
+                "pausing node-{} (no release: the others must wait out its ttl)",
                 first.0
             ),
         );
-        nodes[first.0].crash.store(true, Ordering::Relaxed);
+        nodes[first.0].paused.store(true, Ordering::Relaxed);
         let second = wait_for_new_leader(&board, Some(first), Duration::from_secs(20))
             .context("no takeover")?;
         std::thread::sleep(Duration::from_secs(2));
+        say(start, format!("node-{} wakes from its pause", first.0));
+        nodes[first.0].paused.store(false, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(500));
         say(start, format!("asking node-{} to step down", second.0));
         nodes[second.0].step_down.store(true, Ordering::Relaxed);
         let third = wait_for_new_leader(&board, Some(second), Duration::from_secs(20))
@@ -214,7 +278,8 @@ fn main() -> Result<()> {
         for w in workers {
             w.join().map_err(|_| anyhow::anyhow!("a node panicked"))??;
         }
-        let history = &board.lock().unwrap().history;
+        let board = board.lock().unwrap();
+        let history = &board.history;
         let tokens: Vec<u64> = history.iter().map(|h| h.1).collect();
         println!(
             "\nleaders in order: {:?}",
@@ -230,6 +295,22 @@ fn main() -> Result<()> {
         println!(
             "fencing tokens rose strictly: {tokens:?}; final leader node-{} with token {}",
             third.0, third.1
+        );
+        anyhow::ensure!(
+            board
+                .refused
+                .iter()
+                .any(|r| r.0 == first.0 && r.1 == first.1),
+            "the paused leader's stale write must have been refused: {:?}",
+            board.refused
+        );
+        println!(
+            "stale writes S3 refused: {:?}",
+            board
+                .refused
+                .iter()
+                .map(|r| format!("node-{} with token {} (stored {})", r.0, r.1, r.2))
+                .collect::<Vec<_>>()
         );
         Ok(())
     })?;

@@ -5,9 +5,14 @@
 mod bad_input;
 mod component_shape;
 mod contention;
+mod epoch_objects;
+mod fencing;
+mod fencing_history;
 mod interop;
 mod lifecycle;
+mod many_keys;
 mod request_counts;
+mod rng;
 
 use host_test::bindings::{Error as LeaseError, Lease, Options};
 use host_test::server::{self, Endpoint};
