@@ -232,3 +232,36 @@ fn a_proxy_html_page_and_a_refused_connection_are_clean_errors() {
     assert_eq!(lease.token, 1);
     still_works(&mut i);
 }
+
+#[test]
+fn token_metadata_that_is_not_a_number_is_corrupt_and_left_alone() {
+    let prefix = fresh_prefix("bad-token-meta");
+    let admin = endpoint().admin().unwrap();
+    let object = format!("{prefix}data/x");
+    let planted = s3_lease::s3::S3Request::new(s3_lease::s3::Method::Put, &object, 1 << 16)
+        .header("x-amz-meta-s3lease-token", "seven")
+        .body("text/plain", b"someone else's".to_vec());
+    assert_eq!(admin.send(planted).unwrap().status, 200);
+
+    let mut i = opened(&prefix);
+    let lease = try_acquire(&mut i, "k", &options(30_000)).unwrap();
+    for err in [
+        expect_err(i.fenced_get(&object)),
+        expect_err(i.fenced_put(&lease, &object, b"mine", "text/plain")),
+        expect_err(i.fenced_delete(&lease, &object)),
+    ] {
+        match err {
+            E::CorruptLockObject(c) => {
+                assert_eq!(c.object_key, object);
+                assert!(c.reason.contains("\"seven\""), "{}", c.reason);
+            }
+            other => panic!("expected corrupt-lock-object, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        admin.get(&object).unwrap().unwrap().0,
+        b"someone else's",
+        "nothing was written"
+    );
+    still_works(&mut i);
+}
