@@ -23,7 +23,7 @@ use crate::error::{Error, S3Error};
 use crate::lock_object::{epoch_ms, kind, optional_string, seconds_value, LockRecord, LockState};
 use crate::lock_object::{too_large, MAX_LOCK_OBJECT_BYTES};
 use crate::protocol::{AcquireOutcome, Grant, Lease, Operation, Step};
-use crate::protocol::{MAX_REREADS, MAX_TTL_MS, MIN_TTL_MS};
+use crate::protocol::{MAX_REREADS, MAX_TTL_MS};
 use crate::s3::{list_request, parse_list, Method, S3Request, S3Response};
 use serde_json::{Map, Value};
 
@@ -315,8 +315,6 @@ impl EpochTryAcquire {
     fn decide_after_listing(&mut self, now_ms: u64) -> Step<EpochOutcome> {
         let hint = self.lister.hint;
         match self.lister.highest() {
-            // A newer epoch than any we can read existed: it was wiped, but
-            // tokens must not go back.
             Some(h) if h >= hint => {
                 self.phase = Phase::Reading(h);
                 Step::Send(S3Request::new(
@@ -325,6 +323,8 @@ impl EpochTryAcquire {
                     MAX_LOCK_OBJECT_BYTES,
                 ))
             }
+            // Nothing at or above the epoch this client saw last: it was
+            // wiped, but tokens must not go back.
             Some(_) | None => self.create(hint, now_ms),
         }
     }
@@ -412,17 +412,15 @@ impl Operation for EpochTryAcquire {
                 Ok(None) => self.decide_after_listing(now_ms),
                 Err(e) => Step::Done(Err(e)),
             },
-            Phase::Reading(epoch) => {
-                let missing = r.status == 404 && r.is_missing_object();
-                match read_epoch(&self.key, &self.dir, epoch, r.clone()) {
-                    Ok(None) if missing => self.reread(r),
-                    Ok(Some(s)) if s.live && s.record.holder_id != self.grant.holder_id => {
-                        Step::Done(Ok((AcquireOutcome::Held(Some(s)), Vec::new())))
-                    }
-                    Ok(_) => self.create(epoch, now_ms),
-                    Err(e) => Step::Done(Err(e)),
+            // Cleaned up after a newer grant between our LIST and GET.
+            Phase::Reading(_) if r.status == 404 && r.is_missing_object() => self.reread(r),
+            Phase::Reading(epoch) => match read_epoch(&self.key, &self.dir, epoch, r) {
+                Ok(Some(s)) if s.live && s.record.holder_id != self.grant.holder_id => {
+                    Step::Done(Ok((AcquireOutcome::Held(Some(s)), Vec::new())))
                 }
-            }
+                Ok(_) => self.create(epoch, now_ms),
+                Err(e) => Step::Done(Err(e)),
+            },
             Phase::Creating(mut lease) => match r.status {
                 200 => match r.etag() {
                     Some(etag) => {
@@ -439,7 +437,9 @@ impl Operation for EpochTryAcquire {
             },
             // Our create succeeded, but if the epoch had existed and been
             // cleaned up after a newer one, we re-created a stale epoch: a
-            // newer one is listed. Then the grant is void.
+            // newer one is listed. Then the grant is void. If this LIST
+            // fails, the error is returned and our fresh epoch blocks the
+            // key until its validity runs out, as a crashed holder's would.
             Phase::Verifying(lease) => match read_page(r) {
                 Ok(page) => {
                     let newer = page
@@ -618,21 +618,12 @@ impl Operation for EpochRewrite {
     type Output = Lease;
 
     fn start(&mut self, now_ms: u64) -> Step<Lease> {
-        let l = &self.lease;
-        if l.etag.trim().is_empty() || l.token == 0 {
-            return Step::Done(Err(Error::InvalidArgument(
-                "lease has an empty etag or token 0; pass the lease as returned".into(),
-            )));
-        }
-        if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&l.ttl_ms) {
-            return Step::Done(Err(Error::InvalidArgument(format!(
-                "lease ttl-ms {} must be {MIN_TTL_MS} ..= {MAX_TTL_MS}",
-                l.ttl_ms
-            ))));
+        if let Err(e) = self.lease.check_as_returned() {
+            return Step::Done(Err(e));
         }
         // Past our expiry a successor may exist; writing could only make a
         // dead epoch look alive.
-        if now_ms > l.expires_at_ms {
+        if now_ms > self.lease.expires_at_ms {
             return self.lost();
         }
         self.write(now_ms)

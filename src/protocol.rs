@@ -44,6 +44,27 @@ pub struct Lease {
     pub metadata: String,
 }
 
+impl Lease {
+    /// Refuses a lease that no grant returned, before it reaches a request.
+    /// The etag is the whole safety of a rewrite: an empty `If-Match` may be
+    /// ignored by a store, turning the compare-and-swap into a blind
+    /// overwrite.
+    pub fn check_as_returned(&self) -> Result<(), Error> {
+        if self.etag.trim().is_empty() || self.token == 0 {
+            return Err(Error::InvalidArgument(
+                "lease has an empty etag or token 0; pass the lease as returned".into(),
+            ));
+        }
+        if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&self.ttl_ms) {
+            return Err(Error::InvalidArgument(format!(
+                "lease ttl-ms {} must be {MIN_TTL_MS} ..= {MAX_TTL_MS}",
+                self.ttl_ms
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Validated acquire options with the holder id already chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
@@ -360,18 +381,8 @@ impl Operation for RewriteOwn {
     type Output = Lease;
 
     fn start(&mut self, now_ms: u64) -> Step<Lease> {
-        // The etag is the whole safety of this write: an empty `If-Match`
-        // may be ignored by a store, turning the CAS into a blind overwrite.
-        if self.lease.etag.trim().is_empty() {
-            return Step::Done(Err(Error::InvalidArgument(
-                "lease has an empty etag; pass the lease as returned".into(),
-            )));
-        }
-        if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&self.lease.ttl_ms) {
-            return Step::Done(Err(Error::InvalidArgument(format!(
-                "lease ttl-ms {} must be {MIN_TTL_MS} ..= {MAX_TTL_MS}",
-                self.lease.ttl_ms
-            ))));
+        if let Err(e) = self.lease.check_as_returned() {
+            return Step::Done(Err(e));
         }
         self.write(now_ms)
     }

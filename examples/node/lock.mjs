@@ -33,6 +33,12 @@ if (!held) {
 console.log(`leading with fencing token ${held.token} (etag ${held.etag})`);
 const renewed = client.renew(held);
 console.log(`renewed: token ${renewed.token}, expires at ${new Date(Number(renewed.expiresAtMs)).toISOString()}`);
+// A fenced write: S3 will refuse any later write by a lower token.
+const stateKey = `node-example/state-${process.pid}.json`;
+const body = new TextEncoder().encode(JSON.stringify({ leader: options.holderId, token: String(renewed.token) }));
+const written = client.fencedPut(renewed, stateKey, body, "application/json");
+const read = client.fencedGet(stateKey);
+console.log(`fenced write: ${stateKey} now carries token ${written.token}; read back ${new TextDecoder().decode(read.body)}`);
 client.release(renewed);
 const state = client.inspect("leader");
 console.log(`released: live=${state.live}, token ${state.token} kept for the next holder`);
