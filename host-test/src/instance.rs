@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use wasmtime::component::{Component, Linker, ResourceAny, ResourceTable};
+use wasmtime::component::{Component, InstancePre, Linker, ResourceAny, ResourceTable};
 use wasmtime::{Engine, Store};
 use wasmtime_wasi::{HostWallClock, WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
@@ -102,8 +102,14 @@ impl Harness {
         &self.engine
     }
 
-    /// A fresh instance with its own store, clock and hooks.
-    pub fn instance(&self) -> Result<Instance> {
+    /// The linked, not yet instantiated component, for hosts that bind to
+    /// it with other bindings (an older version of the WIT, say).
+    pub fn instance_pre(&self) -> &InstancePre<State> {
+        self.pre.instance_pre()
+    }
+
+    /// A store with its own WASI context, clock and HTTP hooks.
+    pub fn store(&self) -> (Store<State>, Hooks, SkewedClock) {
         let clock = SkewedClock::default();
         let hooks = Hooks::default();
         let wasi = WasiCtx::builder().wall_clock(clock.clone()).build();
@@ -113,7 +119,12 @@ impl Harness {
             http: WasiHttpCtx::new(),
             hooks: hooks.clone(),
         };
-        let mut store = Store::new(&self.engine, state);
+        (Store::new(&self.engine, state), hooks, clock)
+    }
+
+    /// A fresh instance with its own store, clock and hooks.
+    pub fn instance(&self) -> Result<Instance> {
+        let (mut store, hooks, clock) = self.store();
         let host = self.pre.instantiate(&mut store)?;
         Ok(Instance {
             store,
