@@ -316,3 +316,24 @@ fn foreign_and_corrupt_objects_under_the_prefix_never_trap() {
     }
     assert_eq!(i.inspect("k").unwrap().unwrap().unwrap().token, 7);
 }
+
+#[test]
+fn a_store_that_refuses_if_match_is_renewed_by_a_plain_put() {
+    let prefix = fresh_prefix("epoch-no-if-match");
+    let mut a = epoch_instance(&prefix);
+    let lease = try_acquire(&mut a, "k", &options(30_000)).unwrap();
+    a.hooks.take_requests();
+    // What a store without conditional overwrites answers.
+    a.hooks.inject(Fault::Respond {
+        status: 501,
+        content_type: "application/xml",
+        body: "<Error><Code>NotImplemented</Code><Message>If-Match</Message></Error>".into(),
+    });
+    let renewed = a.renew(&lease).unwrap().expect("renewed without If-Match");
+    let log = a.hooks.take_requests();
+    assert_eq!(shape(&log), ["PUT 501", "PUT 200"]);
+    assert!(log[0].if_match.is_some() && log[1].if_match.is_none());
+    assert_eq!(renewed.token, lease.token);
+    let seen = a.inspect("k").unwrap().unwrap().unwrap();
+    assert_eq!((seen.token, seen.live), (1, true));
+}
