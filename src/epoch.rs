@@ -561,6 +561,8 @@ pub struct EpochRewrite {
     plain: bool,
     attempts: u32,
     sent_at_ms: u64,
+    /// After a failed condition: reading who holds the key now, for `lost`.
+    inspecting: Option<EpochInspect>,
 }
 
 impl EpochRewrite {
@@ -580,6 +582,7 @@ impl EpochRewrite {
             plain: false,
             attempts: 0,
             sent_at_ms: 0,
+            inspecting: None,
         }
     }
 
@@ -606,11 +609,35 @@ impl EpochRewrite {
     }
 
     fn lost(&self) -> Step<Lease> {
+        self.lost_to(None)
+    }
+
+    fn lost_to(&self, current: Option<LockState>) -> Step<Lease> {
         Step::Done(Err(Error::Lost {
             key: self.lease.key.clone(),
             token: self.lease.token,
-            current: None,
+            current: current.map(Box::new),
         }))
+    }
+
+    /// Our epoch object changed under us: find who holds the key now (LIST,
+    /// GET) to name them in `lost`.
+    fn inspect(&mut self, now_ms: u64) -> Step<Lease> {
+        let mut op = EpochInspect::new(self.lease.key.clone(), self.dir.clone(), self.lease.token);
+        let step = op.start(now_ms);
+        self.inspecting = Some(op);
+        self.forward(step)
+    }
+
+    fn forward(&mut self, step: Step<Option<LockState>>) -> Step<Lease> {
+        match step {
+            Step::Send(request) => Step::Send(request),
+            // Whatever the reading found (or failed to), the lease is lost.
+            Step::Done(found) => {
+                self.inspecting = None;
+                self.lost_to(found.ok().flatten())
+            }
+        }
     }
 }
 
@@ -630,6 +657,10 @@ impl Operation for EpochRewrite {
     }
 
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Lease> {
+        if let Some(op) = self.inspecting.as_mut() {
+            let step = op.on_response(r, now_ms);
+            return self.forward(step);
+        }
         match r.status {
             200 => {
                 // A renew that landed after our expiry may have come after a
@@ -658,7 +689,7 @@ impl Operation for EpochRewrite {
                 self.attempts += 1;
                 self.write(now_ms)
             }
-            _ if r.status == 412 || r.is_missing_object() => self.lost(),
+            _ if r.status == 412 || r.is_missing_object() => self.inspect(now_ms),
             _ => Step::Done(Err(r.into_error())),
         }
     }

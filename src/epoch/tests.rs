@@ -336,7 +336,7 @@ fn a_store_without_if_match_is_renewed_by_plain_put() {
 }
 
 #[test]
-fn a_newer_epoch_means_renew_and_release_are_lost() {
+fn a_rewritten_epoch_means_renew_and_release_are_lost_naming_the_holder() {
     let mut s = Store::new();
     let a = granted(&mut s, "a");
     // Someone (an operator) rewrote our epoch object.
@@ -345,7 +345,16 @@ fn a_newer_epoch_means_renew_and_release_are_lost() {
         EpochRewrite::renew(a.clone(), DIR.into()),
         EpochRewrite::release(a.clone(), DIR.into()),
     ] {
-        assert!(matches!(driver::run(&mut s, op), Err(Error::Lost { .. })));
+        s.methods();
+        match driver::run(&mut s, op) {
+            Err(Error::Lost {
+                token: 1,
+                current: Some(c),
+                ..
+            }) => assert_eq!((c.record.token, c.etag.as_str()), (1, "\"other\"")),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(s.methods(), [Method::Put, Method::Get, Method::Get]);
     }
 }
 

@@ -151,8 +151,16 @@ fn expiry_is_judged_on_the_servers_clock_and_renew_and_release_work() {
         "a late renew writes nothing"
     );
 
-    // Release frees the key at once, and the next epoch follows.
+    // Release frees the key at once, and the next epoch follows. The
+    // released lease is spent: renewing it is lost, naming the epoch as read.
     b.release(&taken).unwrap().unwrap();
+    match expect_err(b.renew(&taken)) {
+        E::Lost(l) => {
+            let current = l.current.expect("the holder is named");
+            assert_eq!((current.token, current.live), (2, false));
+        }
+        other => panic!("{other:?}"),
+    }
     let next = try_acquire(&mut a, "k", &named(30_000, "a")).expect("released");
     assert_eq!(next.token, 3);
     let seen = b.inspect("k").unwrap().unwrap().expect("state");
