@@ -160,10 +160,7 @@ fn read_epoch(key: &str, dir: &str, epoch: u64, r: S3Response) -> Result<Option<
             if let Some(len) = r.body_too_large {
                 return Err(Error::corrupt(&object_key, too_large(len)));
             }
-            let etag = r
-                .etag()
-                .ok_or_else(|| Error::corrupt(&object_key, "the GET reply carried no ETag"))?
-                .to_string();
+            let etag = r.read_etag(&object_key)?;
             let record = EpochRecord::from_json(&r.body, epoch)
                 .map_err(|reason| Error::corrupt(&object_key, reason))?;
             let modified = server_time(&r, "last-modified")?;
@@ -422,15 +419,17 @@ impl Operation for EpochTryAcquire {
                 Err(e) => Step::Done(Err(e)),
             },
             Phase::Creating(mut lease) => match r.status {
-                200 => match r.etag() {
-                    Some(etag) => {
-                        lease.etag = etag.to_string();
-                        let after = epoch_key(&self.dir, lease.token);
-                        self.phase = Phase::Verifying(lease);
-                        Step::Send(list_request(&listing_prefix(&self.dir), Some(&after)))
+                200 => {
+                    let after = epoch_key(&self.dir, lease.token);
+                    match r.written_etag(&after) {
+                        Ok(etag) => {
+                            lease.etag = etag;
+                            self.phase = Phase::Verifying(lease);
+                            Step::Send(list_request(&listing_prefix(&self.dir), Some(&after)))
+                        }
+                        Err(e) => Step::Done(Err(e)),
                     }
-                    None => Step::Done(Err(reply_lacks(&r, "the PUT reply carried no ETag"))),
-                },
+                }
                 412 => Step::Done(Ok((AcquireOutcome::Held(None), Vec::new()))),
                 _ if r.status == 409 || r.is_missing_object() => self.reread(r),
                 _ => Step::Done(Err(r.into_error())),
@@ -668,11 +667,12 @@ impl Operation for EpochRewrite {
                 if !self.release && now_ms > self.lease.expires_at_ms {
                     return self.lost();
                 }
-                let Some(etag) = r.etag() else {
-                    return Step::Done(Err(reply_lacks(&r, "the PUT reply carried no ETag")));
+                let etag = match r.written_etag(&epoch_key(&self.dir, self.lease.token)) {
+                    Ok(etag) => etag,
+                    Err(e) => return Step::Done(Err(e)),
                 };
                 Step::Done(Ok(Lease {
-                    etag: etag.to_string(),
+                    etag,
                     expires_at_ms: if self.release {
                         0
                     } else {

@@ -102,10 +102,7 @@ fn recorded(object_key: &str, r: &S3Response) -> Result<Recorded, Error> {
             )
         })?,
     };
-    let etag = r
-        .etag()
-        .ok_or_else(|| Error::corrupt(object_key, "the reply carried no ETag"))?
-        .to_string();
+    let etag = r.read_etag(object_key)?;
     Ok(Recorded {
         token,
         lock: r.header(META_LOCK).map(|v| v.trim().to_string()),
@@ -259,18 +256,12 @@ impl Operation for FencedWrite {
             };
         };
         match r.status {
-            200 => Step::Done(match r.etag() {
-                Some(etag) => Ok(Written {
-                    object_key: self.object_key.clone(),
-                    etag: etag.to_string(),
-                    token: self.fence.token,
-                    previous_token,
-                }),
-                None => Err(Error::S3(S3Error {
-                    message: format!("the PUT reply for {:?} carried no ETag", self.object_key),
-                    ..r.s3_error()
-                })),
-            }),
+            200 => Step::Done(r.written_etag(&self.object_key).map(|etag| Written {
+                object_key: self.object_key.clone(),
+                etag,
+                token: self.fence.token,
+                previous_token,
+            })),
             // Someone wrote between our read and our write (412; 409 on a
             // busy key; 404 when it was deleted, on AWS): read again.
             _ if matches!(r.status, 409 | 412) || r.is_missing_object() => {

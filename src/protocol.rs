@@ -158,10 +158,7 @@ fn read_lock(
             if let Some(len) = r.body_too_large {
                 return Err(Error::corrupt(object_key, too_large(len)));
             }
-            let etag = r
-                .etag()
-                .ok_or_else(|| Error::corrupt(object_key, "the GET reply carried no ETag"))?
-                .to_string();
+            let etag = r.read_etag(object_key)?;
             let record = LockRecord::from_json(&r.body)
                 .map_err(|reason| Error::corrupt(object_key, reason))?;
             let live = record.is_live(now_ms);
@@ -174,16 +171,6 @@ fn read_lock(
         }
         _ => Err(r.into_error()),
     }
-}
-
-fn new_etag(object_key: &str, r: &S3Response) -> Result<String, Error> {
-    r.etag().map(str::to_string).ok_or_else(|| {
-        Error::S3(crate::error::S3Error {
-            status: r.status,
-            message: format!("the PUT reply for {object_key:?} carried no ETag"),
-            ..r.s3_error()
-        })
-    })
 }
 
 // ---------------------------------------------------------------- inspect
@@ -293,7 +280,7 @@ impl Operation for TryAcquire {
             };
         };
         match r.status {
-            200 => Step::Done(new_etag(&self.object_key, &r).map(|etag| {
+            200 => Step::Done(r.written_etag(&self.object_key).map(|etag| {
                 AcquireOutcome::Granted(Lease {
                     key: self.key.clone(),
                     token: record.token,
@@ -410,7 +397,7 @@ impl Operation for RewriteOwn {
         }
         match r.status {
             200 => {
-                let etag = match new_etag(&self.object_key, &r) {
+                let etag = match r.written_etag(&self.object_key) {
                     Ok(etag) => etag,
                     Err(e) => return Step::Done(Err(e)),
                 };

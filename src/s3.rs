@@ -105,6 +105,25 @@ impl S3Response {
         self.header("etag").filter(|e| !e.is_empty())
     }
 
+    /// The etag of an object we read (GET, HEAD): without one we cannot
+    /// write it conditionally, so the object counts as unreadable.
+    pub fn read_etag(&self, object_key: &str) -> Result<String, Error> {
+        self.etag()
+            .map(str::to_string)
+            .ok_or_else(|| Error::corrupt(object_key, "the reply carried no ETag"))
+    }
+
+    /// The etag of an object we just wrote (PUT): without one the server
+    /// broke the protocol, an S3 error.
+    pub fn written_etag(&self, object_key: &str) -> Result<String, Error> {
+        self.etag().map(str::to_string).ok_or_else(|| {
+            Error::S3(S3Error {
+                message: format!("the PUT reply for {object_key:?} carried no ETag"),
+                ..self.s3_error()
+            })
+        })
+    }
+
     /// The S3 error this reply carries: code, message and request id from
     /// the XML body when there is one, else from the headers alone (HEAD
     /// replies and proxies' HTML pages have no S3 XML).
