@@ -2,37 +2,42 @@
 //! fencing tokens that strictly rise and never repeat across the whole run.
 
 use super::*;
+use host_test::bindings::Config;
 use std::sync::{Arc, Barrier, Mutex};
 
 const INSTANCES: usize = 16;
 const ROUNDS: usize = 50;
 
-#[test]
-fn sixteen_instances_race_fifty_rounds_with_one_winner_each_and_rising_tokens() {
-    let prefix = fresh_prefix("race");
-    let barrier = Arc::new(Barrier::new(INSTANCES));
-    // (round, instance, token) of every grant.
-    let grants = Arc::new(Mutex::new(Vec::<(usize, usize, u64)>::new()));
-    // Errors are collected, not panicked on: a panicking racer would leave
-    // the others waiting at the barrier forever.
+/// What a race recorded.
+pub struct Race {
+    /// (round, instance, token) of every grant.
+    pub grants: Vec<(usize, usize, u64)>,
+    /// Requests sent by all instances.
+    pub requests: usize,
+    /// Failed calls and payload-hash mismatches: none expected.
+    pub errors: Vec<String>,
+}
+
+/// `instances` instances opened on `config` race for one key, `rounds`
+/// times: all try at once, then the winner releases. Errors are collected,
+/// not panicked on: a panicking racer would leave the others waiting at the
+/// barrier forever.
+pub fn race(config: &Config, instances: usize, rounds: usize) -> Race {
+    let barrier = Arc::new(Barrier::new(instances));
+    let grants = Arc::new(Mutex::new(Vec::new()));
     let errors = Arc::new(Mutex::new(Vec::<String>::new()));
     let started = std::time::Instant::now();
-    let threads: Vec<_> = (0..INSTANCES)
+    let threads: Vec<_> = (0..instances)
         .map(|id| {
-            let (prefix, barrier, grants, errors) = (
-                prefix.clone(),
+            let (config, barrier, grants, errors) = (
+                config.clone(),
                 barrier.clone(),
                 grants.clone(),
                 errors.clone(),
             );
             std::thread::spawn(move || {
-                // SeaweedFS answers the losers of a 16-way race one by one,
-                // about a second apart: allow for the last in line.
-                let mut config = endpoint().config(&prefix);
-                config.request_timeout_ms = Some(60_000);
                 let mut i = opened_with(&config);
-                let mut requests = 0;
-                for round in 0..ROUNDS {
+                for round in 0..rounds {
                     barrier.wait();
                     let won = match i.try_acquire("leader", &named(60_000, &format!("racer-{id}")))
                     {
@@ -67,32 +72,48 @@ fn sixteen_instances_race_fifty_rounds_with_one_winner_each_and_rising_tokens() 
                     }
                     barrier.wait();
                 }
-                for r in i.hooks.requests() {
-                    if !r.payload_hash_ok {
-                        errors
-                            .lock()
-                            .unwrap()
-                            .push(format!("payload hash mismatch on {r:?}"));
-                    }
-                    requests += 1;
+                let sent = i.hooks.requests();
+                for r in sent.iter().filter(|r| !r.payload_hash_ok) {
+                    errors
+                        .lock()
+                        .unwrap()
+                        .push(format!("payload hash mismatch on {r:?}"));
                 }
-                requests
+                sent.len()
             })
         })
         .collect();
-    let requests: usize = threads
+    let requests = threads
         .into_iter()
         .map(|t| t.join().expect("racer thread"))
         .sum();
-
+    let grants = grants.lock().unwrap().clone();
     let errors = errors.lock().unwrap().clone();
+    Race {
+        grants,
+        requests,
+        errors,
+    }
+}
+
+#[test]
+fn sixteen_instances_race_fifty_rounds_with_one_winner_each_and_rising_tokens() {
+    // SeaweedFS answers the losers of a 16-way race one by one, about a
+    // second apart: allow for the last in line.
+    let mut config = endpoint().config(&fresh_prefix("race"));
+    config.request_timeout_ms = Some(60_000);
+    let Race {
+        grants,
+        requests,
+        errors,
+    } = race(&config, INSTANCES, ROUNDS);
+
     assert!(
         errors.is_empty(),
         "{} errors, first: {:?}",
         errors.len(),
         errors.first()
     );
-    let grants = grants.lock().unwrap().clone();
     for round in 0..ROUNDS {
         let winners = grants.iter().filter(|g| g.0 == round).count();
         assert_eq!(winners, 1, "round {round} had {winners} winners");

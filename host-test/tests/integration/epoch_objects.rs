@@ -6,7 +6,6 @@
 use super::*;
 use host_test::bindings::{Config, Error as E, Strategy};
 use host_test::hooks::{Fault, RequestRecord};
-use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 fn epoch_config(prefix: &str) -> Config {
@@ -50,57 +49,13 @@ fn instances_race_rounds_with_one_winner_each_and_rising_epochs() {
     const INSTANCES: usize = 6;
     const ROUNDS: usize = 12;
     let prefix = fresh_prefix("epoch-race");
-    let barrier = Arc::new(Barrier::new(INSTANCES));
-    let grants = Arc::new(Mutex::new(Vec::<(usize, u64)>::new()));
-    let errors = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mut config = epoch_config(&prefix);
+    config.request_timeout_ms = Some(60_000);
     let started = Instant::now();
-    let threads: Vec<_> = (0..INSTANCES)
-        .map(|id| {
-            let (prefix, barrier, grants, errors) = (
-                prefix.clone(),
-                barrier.clone(),
-                grants.clone(),
-                errors.clone(),
-            );
-            std::thread::spawn(move || {
-                let mut config = epoch_config(&prefix);
-                config.request_timeout_ms = Some(60_000);
-                let mut i = opened_with(&config);
-                for round in 0..ROUNDS {
-                    barrier.wait();
-                    let won = match i.try_acquire("leader", &named(60_000, &format!("r{id}"))) {
-                        Ok(Ok(won)) => won,
-                        other => {
-                            errors
-                                .lock()
-                                .unwrap()
-                                .push(format!("{round}/{id}: {other:?}"));
-                            None
-                        }
-                    };
-                    if let Some(lease) = &won {
-                        grants.lock().unwrap().push((round, lease.token));
-                    }
-                    barrier.wait();
-                    if let Some(lease) = won {
-                        if !matches!(i.release(&lease), Ok(Ok(()))) {
-                            errors
-                                .lock()
-                                .unwrap()
-                                .push(format!("{round}/{id}: release"));
-                        }
-                    }
-                    barrier.wait();
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().expect("racer");
-    }
-    let errors = errors.lock().unwrap().clone();
+    let race = super::contention::race(&config, INSTANCES, ROUNDS);
+    let errors = race.errors;
     assert!(errors.is_empty(), "{errors:?}");
-    let mut grants = grants.lock().unwrap().clone();
+    let mut grants: Vec<(usize, u64)> = race.grants.iter().map(|g| (g.0, g.2)).collect();
     grants.sort();
     let rounds: Vec<usize> = grants.iter().map(|g| g.0).collect();
     assert_eq!(
