@@ -16,6 +16,11 @@ pub mod protocol;
 pub mod s3;
 pub mod sigv4;
 
+/// Test support shared by the unit tests, the simulation and host-test: the
+/// in-memory S3 model and the linearizability checker. Not in the component.
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
 #[cfg(target_family = "wasm")]
 mod component;
 #[cfg(target_family = "wasm")]
