@@ -10,9 +10,10 @@ use crate::error::{Error, S3Error};
 use crate::fenced::{self, Change, Fence, FencedGet, FencedWrite};
 use crate::lock_object::LockState;
 use crate::protocol::{object_key, AcquireOutcome, Grant, Inspect, Lease, RewriteOwn, TryAcquire};
+use crate::seal::{LockSeal, Sealer};
 use crate::sigv4::Credentials;
 use crate::transport::{random_hex_id, random_u64, WasiIo};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 struct Component;
@@ -23,6 +24,10 @@ impl Guest for Component {
 
 pub struct Client {
     config: ClientConfig,
+    sealer: Sealer,
+    /// Added to the wall clock when signing, once a server refused our time
+    /// as skewed (see `driver::run`).
+    signing_offset_ms: Cell<i64>,
     /// epoch-objects: the highest epoch seen per key, so LISTs can start
     /// just below it. Only an optimisation: the protocol is safe without it.
     epoch_hints: RefCell<HashMap<String, u64>>,
@@ -53,12 +58,13 @@ impl Client {
         object_key: &str,
         grant: &Grant,
     ) -> Result<AcquireOutcome, Error> {
+        let seal = self.lock_seal(object_key);
         if self.config.strategy == Strategy::SingleObject {
-            let op = TryAcquire::new(key.to_string(), object_key.to_string(), grant.clone());
+            let op = TryAcquire::new(key.to_string(), object_key.to_string(), grant.clone(), seal);
             return driver::run(io, op);
         }
         let dir = epoch::epoch_dir(object_key);
-        let op = EpochTryAcquire::new(key.to_string(), dir, grant.clone(), self.hint(key));
+        let op = EpochTryAcquire::new(key.to_string(), dir, grant.clone(), seal, self.hint(key));
         let (outcome, cleanup) = driver::run(io, op)?;
         match &outcome {
             AcquireOutcome::Granted(lease) => self.note_epoch(key, lease.token),
@@ -75,29 +81,37 @@ impl Client {
     /// Renews or releases with the configured strategy.
     fn rewrite(&self, lease: wit::Lease, release: bool) -> Result<Lease, Error> {
         let object_key = self.object_key(&lease.key)?;
+        let seal = self.lock_seal(&object_key);
         let lease = from_wit_lease(lease);
         let io = &mut self.io();
         match (self.config.strategy, release) {
             (Strategy::SingleObject, false) => {
-                driver::run(io, RewriteOwn::renew(lease, object_key))
+                driver::run(io, RewriteOwn::renew(lease, object_key, seal))
             }
             (Strategy::SingleObject, true) => {
-                driver::run(io, RewriteOwn::release(lease, object_key))
+                driver::run(io, RewriteOwn::release(lease, object_key, seal))
             }
             (Strategy::EpochObjects, false) => driver::run(
                 io,
-                EpochRewrite::renew(lease, epoch::epoch_dir(&object_key)),
+                EpochRewrite::renew(lease, epoch::epoch_dir(&object_key), seal),
             ),
             (Strategy::EpochObjects, true) => driver::run(
                 io,
-                EpochRewrite::release(lease, epoch::epoch_dir(&object_key)),
+                EpochRewrite::release(lease, epoch::epoch_dir(&object_key), seal),
             ),
         }
+    }
+
+    /// Seals and checks the leases of the lock at `object_key`.
+    fn lock_seal(&self, object_key: &str) -> LockSeal {
+        self.sealer
+            .for_lock(format!("{}:{object_key}", self.config.strategy.name()))
     }
 
     fn io(&self) -> WasiIo<'_> {
         WasiIo {
             config: &self.config,
+            signing_offset_ms: &self.signing_offset_ms,
         }
     }
 
@@ -113,13 +127,14 @@ impl Client {
         change: Change,
         reject_equal: bool,
     ) -> Result<fenced::Written, Error> {
-        let lock =
-            fenced::lock_identity(self.config.strategy.name(), &self.object_key(&lease.key)?);
-        let fence = Fence {
+        let lock_object_key = self.object_key(&lease.key)?;
+        let lock = fenced::lock_identity(self.config.strategy.name(), &lock_object_key);
+        let fence = Fence::for_lease(
+            &from_wit_lease(lease.clone()),
+            &self.lock_seal(&lock_object_key),
             lock,
-            token: lease.token,
             reject_equal,
-        };
+        )?;
         let object_key = fenced::fenced_object_key(&object_key)?;
         driver::run(&mut self.io(), FencedWrite::new(object_key, fence, change)?)
     }
@@ -149,6 +164,8 @@ impl GuestClient for Client {
         };
         let config = ClientConfig::validate(raw).map_err(to_wit_error)?;
         Ok(Client {
+            sealer: Sealer::new(&config.credentials.secret_access_key, &config.bucket),
+            signing_offset_ms: Cell::new(0),
             config,
             epoch_hints: RefCell::new(HashMap::new()),
         })
@@ -287,6 +304,7 @@ fn to_wit_lease(l: Lease) -> wit::Lease {
         acquired_at_ms: l.acquired_at_ms,
         ttl_ms: l.ttl_ms,
         metadata: l.metadata,
+        seal: l.seal,
     }
 }
 
@@ -300,6 +318,7 @@ fn from_wit_lease(l: wit::Lease) -> Lease {
         acquired_at_ms: l.acquired_at_ms,
         ttl_ms: l.ttl_ms,
         metadata: l.metadata,
+        seal: l.seal,
     }
 }
 
@@ -313,6 +332,7 @@ fn to_wit_state(s: LockState) -> wit::LockState {
         metadata: s.record.metadata,
         etag: s.etag,
         live: s.live,
+        expires_in_ms: s.expires_in_ms,
     }
 }
 
@@ -337,6 +357,7 @@ fn to_wit_error(e: Error) -> wit::Error {
             current: current.map(|c| to_wit_state(*c)),
         }),
         Error::Conflict(e) => wit::Error::Conflict(to_wit_s3(e)),
+        Error::ClockSkewed(e) => wit::Error::ClockSkewed(to_wit_s3(e)),
         Error::AccessDenied(e) => wit::Error::AccessDenied(to_wit_s3(e)),
         Error::NoSuchBucket(e) => wit::Error::NoSuchBucket(to_wit_s3(e)),
         Error::CorruptLockObject { object_key, reason } => {

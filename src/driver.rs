@@ -15,6 +15,9 @@ pub trait Io {
     fn monotonic_ms(&mut self) -> u64;
     fn sleep_ms(&mut self, ms: u64);
     fn random_u64(&mut self) -> u64;
+    /// The server refused our signing time and told its own (`Date`):
+    /// sign later requests on its clock. Lease times are not affected.
+    fn correct_signing_clock(&mut self, _server_ms: u64) {}
 }
 
 pub fn run<O: Operation>(io: &mut impl Io, mut op: O) -> Result<O::Output, Error> {
@@ -24,11 +27,29 @@ pub fn run<O: Operation>(io: &mut impl Io, mut op: O) -> Result<O::Output, Error
         match step {
             Step::Done(result) => return result,
             Step::Send(request) => {
-                let response = io.send(&request)?;
+                let response = send_correcting_skew(io, &request)?;
                 let now = io.now_ms();
                 step = op.on_response(response, now);
             }
         }
+    }
+}
+
+/// Sends a request; if the server refuses its signing time as skewed (403
+/// `RequestTimeTooSkewed`: our wall clock is over 15 minutes off the
+/// server's), adopts the server's `Date` for signing and sends it once more,
+/// as the AWS SDKs do. A request refused for its time was not applied.
+fn send_correcting_skew(io: &mut impl Io, request: &S3Request) -> Result<S3Response, Error> {
+    let response = io.send(request)?;
+    if !response.is_clock_skew() {
+        return Ok(response);
+    }
+    match response.header("date").and_then(crate::http_date::parse_ms) {
+        Some(server_ms) => {
+            io.correct_signing_clock(server_ms);
+            io.send(request)
+        }
+        None => Ok(response),
     }
 }
 
@@ -70,7 +91,9 @@ pub fn acquire<I: Io>(
             Ok(AcquireOutcome::Granted(lease)) => return Ok(lease),
             Ok(AcquireOutcome::Held(seen)) => {
                 if let Some(s) = seen {
-                    until_expiry = Some(s.record.expires_at_ms.saturating_sub(io.now_ms()));
+                    // On the clock that judges the expiry (the server's, for
+                    // epoch-objects), never ours against theirs.
+                    until_expiry = Some(s.expires_in_ms);
                     holder = Some(Box::new(s));
                 }
             }

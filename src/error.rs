@@ -21,6 +21,8 @@ pub enum Error {
         current: Option<Box<LockState>>,
     },
     Conflict(S3Error),
+    /// The server refused our signing time even after we adopted its clock.
+    ClockSkewed(S3Error),
     AccessDenied(S3Error),
     NoSuchBucket(S3Error),
     CorruptLockObject {
@@ -99,6 +101,10 @@ impl fmt::Display for Error {
                 Ok(())
             }
             Error::Conflict(e) => write!(f, "conflicting concurrent writes: {e}"),
+            Error::ClockSkewed(e) => write!(
+                f,
+                "the server refused this machine's clock (more than 15 minutes off): {e}"
+            ),
             Error::AccessDenied(e) => write!(f, "access denied: {e}"),
             Error::NoSuchBucket(e) => write!(f, "no such bucket: {e}"),
             Error::CorruptLockObject { object_key, reason } => {

@@ -16,7 +16,8 @@
 //! share an etag, letting a stale `If-Match` pass (see the README's limits).
 
 use crate::error::{Error, S3Error};
-use crate::protocol::{object_key, Operation, Step};
+use crate::protocol::{object_key, Lease, Operation, Step};
+use crate::seal::LockSeal;
 use crate::s3::{Method, S3Request, S3Response};
 
 /// The token of the write that stored the object.
@@ -42,6 +43,25 @@ pub struct Fence {
     pub token: u64,
     /// Refuse when the recorded token equals ours.
     pub reject_equal: bool,
+}
+
+impl Fence {
+    /// The fence of a lease, refused (`invalid-argument`) unless a grant of
+    /// this lock returned the lease as it is: a caller who raised its token
+    /// could otherwise fence out the real holder.
+    pub fn for_lease(
+        lease: &Lease,
+        seal: &LockSeal,
+        lock: String,
+        reject_equal: bool,
+    ) -> Result<Fence, Error> {
+        seal.check(lease)?;
+        Ok(Fence {
+            lock,
+            token: lease.token,
+            reject_equal,
+        })
+    }
 }
 
 /// Names a lock for `x-amz-meta-s3lease-lock`: strategy and full lock key,

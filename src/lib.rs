@@ -14,6 +14,7 @@ pub mod http_date;
 pub mod lock_object;
 pub mod protocol;
 pub mod s3;
+pub mod seal;
 pub mod sigv4;
 
 /// Test support shared by the unit tests, the simulation and host-test: the

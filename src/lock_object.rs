@@ -14,6 +14,8 @@ pub const MAX_LOCK_OBJECT_BYTES: usize = 64 * 1024;
 
 /// Seconds past which an `expires_at` is nonsense (year 5138), not a lease.
 const MAX_EPOCH_SECONDS: f64 = 1e11;
+/// The same bound in milliseconds: nothing at or past it is ever written.
+pub const MAX_TIME_MS: u64 = 100_000_000_000_000;
 
 /// What the lock object stores.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +36,11 @@ pub struct LockState {
     pub record: LockRecord,
     pub etag: String,
     pub live: bool,
+    /// How long until the clock that judges this lock first calls it
+    /// expired (0 when not live): the reader's wall clock for
+    /// single-object, the server's `Date` for epoch-objects. Waiters sleep
+    /// by this, never by comparing `expires_at_ms` with their own clock.
+    pub expires_in_ms: u64,
 }
 
 impl LockRecord {

@@ -17,8 +17,9 @@
 //! again, a bounded number of times.
 
 use crate::error::Error;
-use crate::lock_object::{too_large, LockRecord, LockState, MAX_LOCK_OBJECT_BYTES};
+use crate::lock_object::{too_large, LockRecord, LockState, MAX_LOCK_OBJECT_BYTES, MAX_TIME_MS};
 use crate::s3::{Method, S3Request, S3Response};
+use crate::seal::LockSeal;
 
 /// How often one operation re-reads after a 409 or a vanished object.
 pub const MAX_REREADS: u32 = 3;
@@ -42,6 +43,9 @@ pub struct Lease {
     pub acquired_at_ms: u64,
     pub ttl_ms: u64,
     pub metadata: String,
+    /// Proof that a grant of this lock returned exactly these fields (see
+    /// `seal`); renew, release and fenced writes refuse a lease without it.
+    pub seal: String,
 }
 
 impl Lease {
@@ -97,6 +101,19 @@ impl Grant {
             metadata,
         })
     }
+}
+
+/// Refuses to write a lease whose times no reader could parse back (a wall
+/// clock that reads past year 5138): the object would block the key as
+/// `corrupt-lock-object` until someone deleted it by hand.
+pub fn check_writable_time(expires_at_ms: u64) -> Result<(), Error> {
+    if expires_at_ms >= MAX_TIME_MS {
+        return Err(Error::InvalidArgument(format!(
+            "this machine's wall clock is implausible (a lease would expire at {expires_at_ms} ms \
+             since 1970); nothing was written"
+        )));
+    }
+    Ok(())
 }
 
 /// Where a key's lock object lives: the configured prefix plus the key.
@@ -162,11 +179,18 @@ fn read_lock(
             let record = LockRecord::from_json(&r.body)
                 .map_err(|reason| Error::corrupt(object_key, reason))?;
             let live = record.is_live(now_ms);
+            // Live while now <= expires_at: expired from expires_at + 1 on.
+            let expires_in_ms = if live {
+                record.expires_at_ms.saturating_add(1).saturating_sub(now_ms)
+            } else {
+                0
+            };
             Ok(Some(LockState {
                 key: key.to_string(),
                 record,
                 etag,
                 live,
+                expires_in_ms,
             }))
         }
         _ => Err(r.into_error()),
@@ -210,17 +234,19 @@ pub struct TryAcquire {
     key: String,
     object_key: String,
     grant: Grant,
+    seal: LockSeal,
     rereads: u32,
     /// The record we are writing, once we decided to write.
     writing: Option<LockRecord>,
 }
 
 impl TryAcquire {
-    pub fn new(key: String, object_key: String, grant: Grant) -> Self {
+    pub fn new(key: String, object_key: String, grant: Grant, seal: LockSeal) -> Self {
         TryAcquire {
             key,
             object_key,
             grant,
+            seal,
             rereads: 0,
             writing: None,
         }
@@ -240,8 +266,12 @@ impl TryAcquire {
                 "token is at its maximum and cannot rise",
             )));
         };
+        let expires_at_ms = now_ms.saturating_add(self.grant.ttl_ms);
+        if let Err(e) = check_writable_time(expires_at_ms) {
+            return Step::Done(Err(e));
+        }
         let record = LockRecord {
-            expires_at_ms: now_ms.saturating_add(self.grant.ttl_ms),
+            expires_at_ms,
             token,
             holder_id: self.grant.holder_id.clone(),
             acquired_at_ms: now_ms,
@@ -280,8 +310,11 @@ impl Operation for TryAcquire {
             };
         };
         match r.status {
+            // A grant whose reply came after its own expiry is no lease:
+            // others may already have judged it expired and taken the key.
+            200 if now_ms > record.expires_at_ms => Step::Done(Ok(AcquireOutcome::Held(None))),
             200 => Step::Done(r.written_etag(&self.object_key).map(|etag| {
-                AcquireOutcome::Granted(Lease {
+                AcquireOutcome::Granted(self.seal.seal(Lease {
                     key: self.key.clone(),
                     token: record.token,
                     holder_id: record.holder_id,
@@ -290,7 +323,8 @@ impl Operation for TryAcquire {
                     acquired_at_ms: record.acquired_at_ms,
                     ttl_ms: self.grant.ttl_ms,
                     metadata: record.metadata,
-                })
+                    seal: String::new(),
+                }))
             })),
             412 => Step::Done(Ok(AcquireOutcome::Held(None))),
             // The object changed (or vanished) between our read and our write.
@@ -308,6 +342,7 @@ impl Operation for TryAcquire {
 pub struct RewriteOwn {
     lease: Lease,
     object_key: String,
+    seal: LockSeal,
     release: bool,
     rereads: u32,
     reading: bool,
@@ -316,18 +351,19 @@ pub struct RewriteOwn {
 }
 
 impl RewriteOwn {
-    pub fn renew(lease: Lease, object_key: String) -> Self {
-        Self::new(lease, object_key, false)
+    pub fn renew(lease: Lease, object_key: String, seal: LockSeal) -> Self {
+        Self::new(lease, object_key, seal, false)
     }
 
-    pub fn release(lease: Lease, object_key: String) -> Self {
-        Self::new(lease, object_key, true)
+    pub fn release(lease: Lease, object_key: String, seal: LockSeal) -> Self {
+        Self::new(lease, object_key, seal, true)
     }
 
-    fn new(lease: Lease, object_key: String, release: bool) -> Self {
+    fn new(lease: Lease, object_key: String, seal: LockSeal, release: bool) -> Self {
         RewriteOwn {
             lease,
             object_key,
+            seal,
             release,
             rereads: 0,
             reading: false,
@@ -337,12 +373,16 @@ impl RewriteOwn {
 
     fn write(&mut self, now_ms: u64) -> Step<Lease> {
         let l = &self.lease;
+        let expires_at_ms = if self.release {
+            0
+        } else {
+            now_ms.saturating_add(l.ttl_ms)
+        };
+        if let Err(e) = check_writable_time(expires_at_ms) {
+            return Step::Done(Err(e));
+        }
         let record = LockRecord {
-            expires_at_ms: if self.release {
-                0
-            } else {
-                now_ms.saturating_add(l.ttl_ms)
-            },
+            expires_at_ms,
             token: l.token,
             holder_id: l.holder_id.clone(),
             acquired_at_ms: l.acquired_at_ms,
@@ -368,7 +408,7 @@ impl Operation for RewriteOwn {
     type Output = Lease;
 
     fn start(&mut self, now_ms: u64) -> Step<Lease> {
-        if let Err(e) = self.lease.check_as_returned() {
+        if let Err(e) = self.seal.check(&self.lease).and(self.lease.check_as_returned()) {
             return Step::Done(Err(e));
         }
         self.write(now_ms)
@@ -401,11 +441,11 @@ impl Operation for RewriteOwn {
                     Ok(etag) => etag,
                     Err(e) => return Step::Done(Err(e)),
                 };
-                Step::Done(Ok(Lease {
+                Step::Done(Ok(self.seal.seal(Lease {
                     etag,
                     expires_at_ms: self.writing_expires_at_ms,
                     ..self.lease.clone()
-                }))
+                })))
             }
             // Lost the condition, or the object vanished (404 on AWS): read
             // what is there to tell a busy key from a lost lease.

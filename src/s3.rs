@@ -147,12 +147,18 @@ impl S3Response {
         }
     }
 
+    /// 403 `RequestTimeTooSkewed`: the server refused our signing time.
+    pub fn is_clock_skew(&self) -> bool {
+        self.status == 403 && self.s3_error().code == "RequestTimeTooSkewed"
+    }
+
     /// The typed error for a reply the protocol did not expect.
     pub fn into_error(self) -> Error {
         let e = self.s3_error();
         match (e.status, e.code.as_str()) {
             (_, "NoSuchBucket") => Error::NoSuchBucket(e),
             (409, "ConditionalRequestConflict") => Error::Conflict(e),
+            (_, "RequestTimeTooSkewed") => Error::ClockSkewed(e),
             (403, _) | (_, "AccessDenied" | "InvalidAccessKeyId" | "SignatureDoesNotMatch") => {
                 Error::AccessDenied(e)
             }

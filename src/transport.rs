@@ -13,6 +13,7 @@ use crate::config::{ClientConfig, Scheme};
 use crate::driver::Io;
 use crate::error::Error;
 use crate::s3::{self, HttpRequest, Method, S3Request, S3Response};
+use std::cell::Cell;
 
 /// WASI streams take at most this much per blocking write.
 const WRITE_CHUNK: usize = 4096;
@@ -20,12 +21,22 @@ const READ_CHUNK: u64 = 64 * 1024;
 
 pub struct WasiIo<'a> {
     pub config: &'a ClientConfig,
+    /// Server clock minus ours, for signing only (kept by the client).
+    pub signing_offset_ms: &'a Cell<i64>,
 }
 
 impl Io for WasiIo<'_> {
     fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
-        let unix_seconds = self.now_ms() / 1000;
-        send(&s3::prepare(self.config, request, unix_seconds))
+        let signing_ms = self
+            .now_ms()
+            .saturating_add_signed(self.signing_offset_ms.get());
+        send(&s3::prepare(self.config, request, signing_ms / 1000))
+    }
+
+    fn correct_signing_clock(&mut self, server_ms: u64) {
+        let offset = i128::from(server_ms) - i128::from(self.now_ms());
+        let offset = offset.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+        self.signing_offset_ms.set(offset);
     }
 
     fn now_ms(&mut self) -> u64 {
