@@ -303,3 +303,22 @@ fn lock_identity_fits_in_a_header() {
     let id = lock_identity("epoch-objects", "locks/ü k\n");
     assert!(id.bytes().all(|b| b.is_ascii_graphic()), "{id}");
 }
+
+#[test]
+fn equal_bytes_under_a_newer_token_let_a_pending_older_write_through_as_documented() {
+    // The README's "equal bytes, equal etags" limit, shown on the model as on
+    // S3: token 6 writes exactly the bytes token 5 read, so token 5's
+    // If-Match still passes and its write lands over token 6's.
+    let mut s = Client::new();
+    s.put(4, "same").unwrap();
+    let mut once = true;
+    let w = s
+        .run(write(5, false, "same"), |other| {
+            if std::mem::take(&mut once) {
+                assert_eq!(other.put(6, "same").unwrap().previous_token, Some(4));
+            }
+        })
+        .unwrap();
+    assert_eq!(w.previous_token, Some(4), "token 5 never saw token 6");
+    assert_eq!(s.get().unwrap().token, 5);
+}
