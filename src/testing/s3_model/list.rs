@@ -67,14 +67,19 @@ pub(super) fn list(
         .range::<str, _>((lower, Bound::Unbounded))
         .take_while(|(key, _)| key.starts_with(q.prefix));
     let page: Vec<(&String, &Object)> = matching.by_ref().take(q.max_keys).collect();
-    // With max-keys 0 there is no last key to continue from: S3 then says
-    // not truncated, and so do we.
+    // With max-keys 0 there is no last key to continue from: say not
+    // truncated, or a client following IsTruncated would never stop.
     let truncated = !page.is_empty() && matching.next().is_some();
 
     let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     xml.push_str("<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
     xml.push_str("<Name>bucket</Name>");
     xml.push_str(&format!("<Prefix>{}</Prefix>", escape_xml(q.prefix)));
+    xml.push_str(&format!(
+        "<KeyCount>{}</KeyCount><MaxKeys>{}</MaxKeys><IsTruncated>{truncated}</IsTruncated>",
+        page.len(),
+        q.max_keys
+    ));
     if !q.start_after.is_empty() {
         xml.push_str(&format!(
             "<StartAfter>{}</StartAfter>",
@@ -87,11 +92,6 @@ pub(super) fn list(
             escape_xml(token)
         ));
     }
-    xml.push_str(&format!(
-        "<KeyCount>{}</KeyCount><MaxKeys>{}</MaxKeys><IsTruncated>{truncated}</IsTruncated>",
-        page.len(),
-        q.max_keys
-    ));
     for (key, object) in &page {
         xml.push_str(&format!(
             "<Contents><Key>{}</Key><LastModified>{}</LastModified><ETag>{}</ETag>\
