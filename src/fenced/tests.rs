@@ -1,85 +1,24 @@
-//! Fenced writes against an in-memory store with S3's conditional PUT and
-//! content-addressed etags (so equal bytes give equal etags, as on S3).
+//! Fenced writes against the in-memory S3 model: S3's conditional PUT and
+//! MD5 ETags (equal bytes give equal ETags, as on S3).
 
 use super::*;
-use std::collections::HashMap;
+use crate::driver::Io;
+use crate::testing::model_io::ModelIo;
+use crate::testing::s3_model::Object;
 
-#[derive(Clone)]
-struct Object {
-    body: Vec<u8>,
-    headers: Vec<(String, String)>,
+/// 2023-11-14T22:13:20Z.
+const START_MS: u64 = 1_700_000_000_000;
+
+/// One client of the model that runs fenced operations, and can let a test
+/// act just before each of its PUTs (another writer in between).
+struct Client {
+    io: ModelIo,
 }
 
-#[derive(Default)]
-struct Store {
-    objects: HashMap<String, Object>,
-    requests: Vec<S3Request>,
-}
-
-fn etag_of(body: &[u8]) -> String {
-    format!("\"{}\"", &crate::sigv4::sha256_hex(body)[..32])
-}
-
-impl Store {
-    fn apply(&mut self, r: &S3Request) -> S3Response {
-        self.requests.push(r.clone());
-        let current = self.objects.get(&r.object_key).cloned();
-        let header = |name: &str| {
-            r.headers
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        };
-        let reply = |status: u16| S3Response {
-            status,
-            ..Default::default()
-        };
-        match (r.method, current) {
-            (Method::Head | Method::Get, None) => reply(404),
-            (Method::Head | Method::Get, Some(o)) => {
-                let mut headers = o.headers.clone();
-                headers.push(("etag".into(), etag_of(&o.body)));
-                S3Response {
-                    status: 200,
-                    headers,
-                    body: if r.method == Method::Get {
-                        o.body
-                    } else {
-                        Vec::new()
-                    },
-                    body_too_large: None,
-                }
-            }
-            (Method::Put, current) => {
-                let exists = current.is_some();
-                if header("if-none-match").is_some() && exists {
-                    return reply(412);
-                }
-                if let Some(want) = header("if-match") {
-                    match &current {
-                        Some(o) if etag_of(&o.body) == want => {}
-                        _ => return reply(412),
-                    }
-                }
-                self.objects.insert(
-                    r.object_key.clone(),
-                    Object {
-                        body: r.body.clone(),
-                        headers: r
-                            .headers
-                            .iter()
-                            .filter(|(k, _)| k.starts_with("x-amz-meta-") || k == "content-type")
-                            .cloned()
-                            .collect(),
-                    },
-                );
-                S3Response {
-                    status: 200,
-                    headers: vec![("etag".into(), etag_of(&r.body))],
-                    ..Default::default()
-                }
-            }
-            _ => reply(405),
+impl Client {
+    fn new() -> Self {
+        Client {
+            io: ModelIo::new(START_MS),
         }
     }
 
@@ -87,9 +26,9 @@ impl Store {
     fn run<O: Operation>(
         &mut self,
         mut op: O,
-        mut before_put: impl FnMut(&mut Store),
+        mut before_put: impl FnMut(&mut Client),
     ) -> Result<O::Output, Error> {
-        let mut step = op.start(0);
+        let mut step = op.start(self.io.now_ms());
         loop {
             match step {
                 Step::Done(result) => return result,
@@ -97,8 +36,8 @@ impl Store {
                     if request.method == Method::Put {
                         before_put(self);
                     }
-                    let response = self.apply(&request);
-                    step = op.on_response(response, 0);
+                    let response = self.io.send(&request)?;
+                    step = op.on_response(response, self.io.now_ms());
                 }
             }
         }
@@ -112,11 +51,17 @@ impl Store {
         self.run(FencedGet::new(KEY.into()), |_| {}).unwrap()
     }
 
+    /// The methods of the requests sent since the last call.
     fn count(&mut self) -> Vec<Method> {
-        std::mem::take(&mut self.requests)
+        self.io
+            .take_requests()
             .into_iter()
             .map(|r| r.method)
             .collect()
+    }
+
+    fn stored(&self) -> &Object {
+        &self.io.store.objects[KEY]
     }
 }
 
@@ -159,11 +104,11 @@ fn fenced(result: Result<Written, Error>) -> (u64, u64) {
 
 #[test]
 fn creates_with_if_none_match_and_records_the_token() {
-    let mut s = Store::default();
+    let mut s = Client::new();
     let w = s.put(5, "v1").unwrap();
     assert_eq!((w.token, w.previous_token), (5, None));
     assert_eq!(
-        s.requests[1].headers[0],
+        s.io.requests[1].headers[0],
         ("if-none-match".into(), "*".into())
     );
     assert_eq!(s.count(), [Method::Head, Method::Put]);
@@ -177,19 +122,19 @@ fn creates_with_if_none_match_and_records_the_token() {
 
 #[test]
 fn overwrites_with_if_match_when_the_stored_token_is_not_higher() {
-    let mut s = Store::default();
+    let mut s = Client::new();
     let first = s.put(5, "v1").unwrap();
     s.count();
     let w = s.put(7, "v2").unwrap();
     assert_eq!(w.previous_token, Some(5));
-    assert_eq!(s.requests[1].headers[0], ("if-match".into(), first.etag));
+    assert_eq!(s.io.requests[1].headers[0], ("if-match".into(), first.etag));
     // Equal tokens: the same holder retrying.
     assert_eq!(s.put(7, "v3").unwrap().previous_token, Some(7));
 }
 
 #[test]
 fn a_lower_token_is_fenced_after_one_head() {
-    let mut s = Store::default();
+    let mut s = Client::new();
     s.put(7, "new").unwrap();
     s.count();
     assert_eq!(fenced(s.put(6, "stale")), (6, 7));
@@ -199,7 +144,7 @@ fn a_lower_token_is_fenced_after_one_head() {
 
 #[test]
 fn equal_tokens_can_be_rejected() {
-    let mut s = Store::default();
+    let mut s = Client::new();
     s.put(7, "once").unwrap();
     assert_eq!(fenced(s.run(write(7, true, "twice"), |_| {})), (7, 7));
     assert!(s.run(write(8, true, "newer"), |_| {}).is_ok());
@@ -207,12 +152,12 @@ fn equal_tokens_can_be_rejected() {
 
 #[test]
 fn a_newer_write_between_read_and_write_is_seen_and_fences_us() {
-    let mut s = Store::default();
+    let mut s = Client::new();
     s.put(1, "old").unwrap();
     let mut once = true;
-    let result = s.run(write(2, false, "stale"), |store| {
+    let result = s.run(write(2, false, "stale"), |other| {
         if std::mem::take(&mut once) {
-            store.put(3, "newer").unwrap();
+            other.put(3, "newer").unwrap();
         }
     });
     assert_eq!(fenced(result), (2, 3));
@@ -221,13 +166,13 @@ fn a_newer_write_between_read_and_write_is_seen_and_fences_us() {
 
 #[test]
 fn an_equal_or_older_write_in_between_only_costs_a_retry() {
-    let mut s = Store::default();
+    let mut s = Client::new();
     s.put(1, "old").unwrap();
     let mut once = true;
     let w = s
-        .run(write(3, false, "ours"), |store| {
+        .run(write(3, false, "ours"), |other| {
             if std::mem::take(&mut once) {
-                store.put(2, "in between").unwrap();
+                other.put(2, "in between").unwrap();
             }
         })
         .unwrap();
@@ -237,7 +182,7 @@ fn an_equal_or_older_write_in_between_only_costs_a_retry() {
 
 #[test]
 fn a_delete_leaves_a_unique_tombstone_that_older_tokens_cannot_pass() {
-    let mut s = Store::default();
+    let mut s = Client::new();
     s.put(4, "v").unwrap();
     s.count();
     s.run(delete(5, 1), |_| {}).unwrap();
@@ -246,9 +191,9 @@ fn a_delete_leaves_a_unique_tombstone_that_older_tokens_cannot_pass() {
     assert_eq!(fenced(s.put(4, "resurrect")), (4, 5));
     assert_eq!(fenced(s.run(delete(4, 2), |_| {})), (4, 5));
     // Two deletes with the same token store different bytes: distinct etags.
-    let before = etag_of(&s.objects[KEY].body);
+    let before = s.stored().etag.clone();
     s.run(delete(5, 2), |_| {}).unwrap();
-    assert_ne!(etag_of(&s.objects[KEY].body), before);
+    assert_ne!(s.stored().etag, before);
     // The holder of the tombstone's token, or a newer one, recreates it.
     assert_eq!(s.put(6, "back").unwrap().previous_token, Some(5));
     assert_eq!(s.get().unwrap().body, b"back");
@@ -256,35 +201,24 @@ fn a_delete_leaves_a_unique_tombstone_that_older_tokens_cannot_pass() {
 
 #[test]
 fn deleting_an_absent_object_still_fences_it() {
-    let mut s = Store::default();
+    let mut s = Client::new();
     s.run(delete(9, 1), |_| {}).unwrap();
     assert_eq!(fenced(s.put(8, "late")), (8, 9));
 }
 
 #[test]
 fn an_object_written_without_fencing_counts_as_token_zero() {
-    let mut s = Store::default();
-    s.objects.insert(
-        KEY.into(),
-        Object {
-            body: b"plain".to_vec(),
-            headers: vec![],
-        },
-    );
+    let mut s = Client::new();
+    s.io.store.put_object(KEY, b"plain");
     assert_eq!(s.get().unwrap().token, 0);
     assert_eq!(s.put(1, "fenced").unwrap().previous_token, Some(0));
 }
 
 #[test]
 fn bad_token_metadata_is_a_typed_error_and_nothing_is_written() {
-    let mut s = Store::default();
-    s.objects.insert(
-        KEY.into(),
-        Object {
-            body: b"x".to_vec(),
-            headers: vec![(META_TOKEN.into(), "seven".into())],
-        },
-    );
+    let mut s = Client::new();
+    let object = Object::new(b"x".to_vec(), START_MS).with_metadata(META_TOKEN, "seven");
+    s.io.store.objects.insert(KEY.into(), object);
     match s.put(1, "y") {
         Err(Error::CorruptLockObject { object_key, reason }) => {
             assert_eq!(object_key, KEY);
@@ -296,12 +230,12 @@ fn bad_token_metadata_is_a_typed_error_and_nothing_is_written() {
         s.run(FencedGet::new(KEY.into()), |_| {}),
         Err(Error::CorruptLockObject { .. })
     ));
-    assert_eq!(s.objects[KEY].body, b"x");
+    assert_eq!(s.stored().body, b"x");
 }
 
 #[test]
 fn a_lease_of_another_lock_is_refused() {
-    let mut s = Store::default();
+    let mut s = Client::new();
     s.put(1, "v").unwrap();
     let other = Fence {
         lock: lock_identity("single-object", "locks/other"),
@@ -325,12 +259,12 @@ fn a_lease_of_another_lock_is_refused() {
 
 #[test]
 fn endless_interference_ends_in_conflict() {
-    let mut s = Store::default();
+    let mut s = Client::new();
     s.put(1, "v").unwrap();
     let mut n = 0;
-    let result = s.run(write(5, false, "ours"), |store| {
+    let result = s.run(write(5, false, "ours"), |other| {
         n += 1;
-        store.put(1, &format!("churn {n}")).unwrap();
+        other.put(1, &format!("churn {n}")).unwrap();
     });
     assert!(matches!(result, Err(Error::Conflict(_))), "{result:?}");
     assert_eq!(n, MAX_FENCE_ATTEMPTS);
@@ -368,4 +302,23 @@ fn bad_arguments_are_refused_before_any_request() {
 fn lock_identity_fits_in_a_header() {
     let id = lock_identity("epoch-objects", "locks/ü k\n");
     assert!(id.bytes().all(|b| b.is_ascii_graphic()), "{id}");
+}
+
+#[test]
+fn equal_bytes_under_a_newer_token_let_a_pending_older_write_through_as_documented() {
+    // The README's "equal bytes, equal etags" limit, shown on the model as on
+    // S3: token 6 writes exactly the bytes token 5 read, so token 5's
+    // If-Match still passes and its write lands over token 6's.
+    let mut s = Client::new();
+    s.put(4, "same").unwrap();
+    let mut once = true;
+    let w = s
+        .run(write(5, false, "same"), |other| {
+            if std::mem::take(&mut once) {
+                assert_eq!(other.put(6, "same").unwrap().previous_token, Some(4));
+            }
+        })
+        .unwrap();
+    assert_eq!(w.previous_token, Some(4), "token 5 never saw token 6");
+    assert_eq!(s.get().unwrap().token, 5);
 }

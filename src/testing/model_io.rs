@@ -1,0 +1,160 @@
+//! One client talking to the S3 model: an `Io` for unit tests, with its own
+//! (possibly skewed) wall clock, a monotonic clock, and hooks for what a
+//! test wants to happen between the client and the store.
+
+use super::s3_model::S3Model;
+use crate::driver::Io;
+use crate::error::Error;
+use crate::s3::{S3Request, S3Response};
+use std::collections::VecDeque;
+
+/// Runs once against the store, just before a request reaches it.
+pub type StoreHook = Box<dyn FnOnce(&mut S3Model)>;
+
+pub struct ModelIo {
+    pub store: S3Model,
+    /// This client's wall clock is `store.now_ms + clock_offset_ms`: skew.
+    pub clock_offset_ms: i64,
+    pub monotonic_ms: u64,
+    /// Every request sent, in order (scripted ones included).
+    pub requests: Vec<S3Request>,
+    /// Canned replies, used before the store: a request answered from
+    /// here never reaches it.
+    pub scripted: VecDeque<S3Response>,
+    /// Run once just before the next request reaches the store: another
+    /// writer sneaking in between this client's requests.
+    pub before_send: Option<StoreHook>,
+    /// The next request that reaches the store is applied, then its reply
+    /// is lost: `send` returns a transport error.
+    pub lose_next_reply: bool,
+    /// What `random_u64` returns. 7 unless a test sets it, so backoffs are
+    /// the same from run to run.
+    pub random: u64,
+}
+
+impl ModelIo {
+    /// A client of an empty model at `now_ms`, its clock exactly the store's.
+    pub fn new(now_ms: u64) -> Self {
+        ModelIo {
+            store: S3Model::new(now_ms),
+            clock_offset_ms: 0,
+            monotonic_ms: 0,
+            requests: Vec::new(),
+            scripted: VecDeque::new(),
+            before_send: None,
+            lose_next_reply: false,
+            random: 7,
+        }
+    }
+
+    /// Time passes for everyone: the store's clock and this client's
+    /// monotonic clock (the wall clock follows the store's).
+    pub fn advance(&mut self, ms: u64) {
+        self.store.advance(ms);
+        self.monotonic_ms = self.monotonic_ms.saturating_add(ms);
+    }
+
+    /// The requests sent since the last call.
+    pub fn take_requests(&mut self) -> Vec<S3Request> {
+        std::mem::take(&mut self.requests)
+    }
+}
+
+impl Io for ModelIo {
+    fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
+        self.requests.push(request.clone());
+        if let Some(reply) = self.scripted.pop_front() {
+            return Ok(reply);
+        }
+        if let Some(hook) = self.before_send.take() {
+            hook(&mut self.store);
+        }
+        let reply = self.store.handle(request);
+        if std::mem::take(&mut self.lose_next_reply) {
+            return Err(Error::Transport("reply lost".into()));
+        }
+        Ok(reply)
+    }
+
+    fn now_ms(&mut self) -> u64 {
+        let now = i128::from(self.store.now_ms) + i128::from(self.clock_offset_ms);
+        u64::try_from(now.max(0)).unwrap_or(u64::MAX)
+    }
+
+    fn monotonic_ms(&mut self) -> u64 {
+        self.monotonic_ms
+    }
+
+    fn sleep_ms(&mut self, ms: u64) {
+        self.advance(ms);
+    }
+
+    fn random_u64(&mut self) -> u64 {
+        self.random
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::s3::Method;
+
+    fn put(key: &str, body: &[u8]) -> S3Request {
+        S3Request::new(Method::Put, key, 1024).body("text/plain", body.to_vec())
+    }
+
+    fn get(key: &str) -> S3Request {
+        S3Request::new(Method::Get, key, 1024)
+    }
+
+    #[test]
+    fn clocks_skew_and_sleep_moves_both() {
+        let mut io = ModelIo::new(10_000);
+        io.clock_offset_ms = -3_000;
+        assert_eq!(io.now_ms(), 7_000);
+        io.sleep_ms(500);
+        assert_eq!(
+            (io.store.now_ms, io.now_ms(), io.monotonic_ms()),
+            (10_500, 7_500, 500)
+        );
+        io.clock_offset_ms = -20_000;
+        assert_eq!(io.now_ms(), 0, "a clock far behind stops at the epoch");
+        io.random = 42;
+        assert_eq!(io.random_u64(), 42);
+    }
+
+    #[test]
+    fn scripted_replies_come_first_and_never_reach_the_store() {
+        let mut io = ModelIo::new(0);
+        io.scripted.push_back(S3Response {
+            status: 503,
+            ..S3Response::default()
+        });
+        assert_eq!(io.send(&put("k", b"v")).unwrap().status, 503);
+        assert!(io.store.object("k").is_none());
+        assert_eq!(io.send(&put("k", b"v")).unwrap().status, 200);
+        assert_eq!(io.take_requests().len(), 2);
+        assert!(io.requests.is_empty());
+    }
+
+    #[test]
+    fn another_writer_sneaks_in_once_before_the_next_request() {
+        let mut io = ModelIo::new(0);
+        io.before_send = Some(Box::new(|store: &mut S3Model| {
+            store.put_object("k", b"theirs");
+        }));
+        let create = put("k", b"ours").header("if-none-match", "*");
+        assert_eq!(io.send(&create).unwrap().status, 412);
+        assert!(io.before_send.is_none());
+        assert_eq!(io.send(&get("k")).unwrap().body, b"theirs");
+    }
+
+    #[test]
+    fn a_lost_reply_still_changed_the_store() {
+        let mut io = ModelIo::new(0);
+        io.lose_next_reply = true;
+        assert!(matches!(io.send(&put("k", b"v")), Err(Error::Transport(m)) if m == "reply lost"));
+        assert_eq!(io.store.object("k").unwrap().body, b"v");
+        assert_eq!(io.send(&get("k")).unwrap().status, 200, "only one is lost");
+    }
+}
