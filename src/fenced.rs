@@ -17,8 +17,8 @@
 
 use crate::error::{Error, S3Error};
 use crate::protocol::{object_key, Lease, Operation, Step};
-use crate::seal::LockSeal;
 use crate::s3::{Method, S3Request, S3Response};
+use crate::seal::LockSeal;
 
 /// The token of the write that stored the object.
 pub const META_TOKEN: &str = "x-amz-meta-s3lease-token";

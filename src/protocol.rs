@@ -181,7 +181,10 @@ fn read_lock(
             let live = record.is_live(now_ms);
             // Live while now <= expires_at: expired from expires_at + 1 on.
             let expires_in_ms = if live {
-                record.expires_at_ms.saturating_add(1).saturating_sub(now_ms)
+                record
+                    .expires_at_ms
+                    .saturating_add(1)
+                    .saturating_sub(now_ms)
             } else {
                 0
             };
@@ -408,7 +411,11 @@ impl Operation for RewriteOwn {
     type Output = Lease;
 
     fn start(&mut self, now_ms: u64) -> Step<Lease> {
-        if let Err(e) = self.seal.check(&self.lease).and(self.lease.check_as_returned()) {
+        if let Err(e) = self
+            .seal
+            .check(&self.lease)
+            .and(self.lease.check_as_returned())
+        {
             return Step::Done(Err(e));
         }
         self.write(now_ms)

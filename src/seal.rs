@@ -136,16 +136,46 @@ mod tests {
         assert!(sealed.seal.starts_with("v1.") && sealed.seal.len() == 3 + 32);
         seal().check(&sealed).unwrap();
         let altered: Vec<Lease> = vec![
-            Lease { token: 1, ..sealed.clone() },
-            Lease { key: "k2".into(), ..sealed.clone() },
-            Lease { holder_id: "b".into(), ..sealed.clone() },
-            Lease { etag: "\"f\"".into(), ..sealed.clone() },
-            Lease { expires_at_ms: 99_999, ..sealed.clone() },
-            Lease { acquired_at_ms: u64::MAX, ..sealed.clone() },
-            Lease { ttl_ms: 1, ..sealed.clone() },
-            Lease { metadata: "x".repeat(10_000), ..sealed.clone() },
-            Lease { seal: String::new(), ..sealed.clone() },
-            Lease { seal: "v1.".into(), ..sealed.clone() },
+            Lease {
+                token: 1,
+                ..sealed.clone()
+            },
+            Lease {
+                key: "k2".into(),
+                ..sealed.clone()
+            },
+            Lease {
+                holder_id: "b".into(),
+                ..sealed.clone()
+            },
+            Lease {
+                etag: "\"f\"".into(),
+                ..sealed.clone()
+            },
+            Lease {
+                expires_at_ms: 99_999,
+                ..sealed.clone()
+            },
+            Lease {
+                acquired_at_ms: u64::MAX,
+                ..sealed.clone()
+            },
+            Lease {
+                ttl_ms: 1,
+                ..sealed.clone()
+            },
+            Lease {
+                metadata: "x".repeat(10_000),
+                ..sealed.clone()
+            },
+            Lease {
+                seal: String::new(),
+                ..sealed.clone()
+            },
+            Lease {
+                seal: "v1.".into(),
+                ..sealed.clone()
+            },
         ];
         for a in altered {
             assert!(
@@ -159,8 +189,10 @@ mod tests {
     fn seals_bind_the_lock_the_bucket_and_the_credentials() {
         let sealed = seal().seal(lease());
         let other_lock = Sealer::new("secret", "bucket").for_lock("epoch-objects:locks/k".into());
-        let other_bucket = Sealer::new("secret", "bucket2").for_lock("single-object:locks/k".into());
-        let other_secret = Sealer::new("secret2", "bucket").for_lock("single-object:locks/k".into());
+        let other_bucket =
+            Sealer::new("secret", "bucket2").for_lock("single-object:locks/k".into());
+        let other_secret =
+            Sealer::new("secret2", "bucket").for_lock("single-object:locks/k".into());
         for s in [other_lock, other_bucket, other_secret] {
             assert!(s.check(&sealed).is_err());
         }
@@ -174,6 +206,9 @@ mod tests {
     #[test]
     fn debug_never_shows_the_key() {
         let shown = format!("{:?}", seal());
-        assert!(shown.contains("<redacted>") && !shown.contains("secret"), "{shown}");
+        assert!(
+            shown.contains("<redacted>") && !shown.contains("secret"),
+            "{shown}"
+        );
     }
 }

@@ -70,12 +70,17 @@ fn record(s: &ModelIo, epoch: u64) -> EpochRecord {
     EpochRecord::from_json(&s.store.objects[&epoch_key(DIR, epoch)].body, epoch).unwrap()
 }
 
+/// The seal of this file's one lock, as a client with these credentials makes it.
+fn seal() -> crate::seal::LockSeal {
+    crate::seal::Sealer::new("secret", "bucket").for_lock("epoch-objects:locks/k".into())
+}
+
 fn grant(holder: &str) -> Grant {
     Grant::new(10_000, holder.into(), "meta".into()).unwrap()
 }
 
 fn attempt(s: &mut impl Io, holder: &str, hint: u64) -> EpochOutcome {
-    let op = EpochTryAcquire::new("k".into(), DIR.into(), grant(holder), hint);
+    let op = EpochTryAcquire::new("k".into(), DIR.into(), grant(holder), seal(), hint);
     let (outcome, cleanup) = driver::run(s, op).unwrap();
     driver::run(s, Cleanup::new(cleanup.clone())).unwrap();
     (outcome, cleanup)
@@ -157,8 +162,12 @@ fn release_frees_the_key_at_once_and_tokens_keep_rising() {
     let mut s = store();
     let a = granted(&mut s, "a");
     methods(&mut s);
-    driver::run(&mut s, EpochRewrite::release(a, DIR.into())).unwrap();
-    assert_eq!(methods(&mut s), [Method::Put]);
+    driver::run(&mut s, EpochRewrite::release(a, DIR.into(), seal())).unwrap();
+    assert_eq!(
+        methods(&mut s),
+        [Method::Put, Method::Get],
+        "PUT, then a LIST that finds no higher epoch"
+    );
     assert!(record(&s, 1).expired);
     let b = granted(&mut s, "b");
     assert_eq!(b.token, 2);
@@ -174,7 +183,7 @@ fn renew_moves_last_modified_and_late_renewals_are_lost() {
     let mut s = store();
     let a = granted(&mut s, "a");
     s.advance(8_000);
-    let renewed = driver::run(&mut s, EpochRewrite::renew(a.clone(), DIR.into())).unwrap();
+    let renewed = driver::run(&mut s, EpochRewrite::renew(a.clone(), DIR.into(), seal())).unwrap();
     assert_eq!(renewed.expires_at_ms, s.now_ms() + 10_000);
     assert_eq!(
         s.store.objects[&epoch_key(DIR, 1)].last_modified_ms,
@@ -186,7 +195,7 @@ fn renew_moves_last_modified_and_late_renewals_are_lost() {
     // Past the renewed lease's expiry, renew writes nothing and reports lost.
     s.advance(5_000);
     methods(&mut s);
-    let late = driver::run(&mut s, EpochRewrite::renew(renewed, DIR.into()));
+    let late = driver::run(&mut s, EpochRewrite::renew(renewed, DIR.into(), seal()));
     assert!(
         matches!(late, Err(Error::Lost { token: 1, .. })),
         "{late:?}"
@@ -201,20 +210,8 @@ fn a_renew_whose_reply_comes_after_expiry_is_lost() {
     s.advance(9_000);
     // The reply takes 2 s: the server may have judged us expired by then.
     s.before_send = Some(Box::new(|store: &mut S3Model| store.advance(2_000)));
-    let r = driver::run(&mut s, EpochRewrite::renew(a, DIR.into()));
+    let r = driver::run(&mut s, EpochRewrite::renew(a, DIR.into(), seal()));
     assert!(matches!(r, Err(Error::Lost { .. })), "{r:?}");
-}
-
-#[test]
-fn a_store_without_if_match_is_renewed_by_plain_put() {
-    let mut s = store();
-    let a = granted(&mut s, "a");
-    s.store.if_match_unsupported = true;
-    methods(&mut s);
-    driver::run(&mut s, EpochRewrite::renew(a, DIR.into())).unwrap();
-    let puts = s.take_requests();
-    assert_eq!(puts.len(), 2);
-    assert!(puts[1].headers.iter().all(|(k, _)| k != "if-match"));
 }
 
 #[test]
@@ -228,8 +225,8 @@ fn a_rewritten_epoch_means_renew_and_release_are_lost_naming_the_holder() {
     let other = s.store.put_object(&epoch_key(DIR, 1), &edited.to_json());
     assert_ne!(other, a.etag);
     for op in [
-        EpochRewrite::renew(a.clone(), DIR.into()),
-        EpochRewrite::release(a.clone(), DIR.into()),
+        EpochRewrite::renew(a.clone(), DIR.into(), seal()),
+        EpochRewrite::release(a.clone(), DIR.into(), seal()),
     ] {
         methods(&mut s);
         match driver::run(&mut s, op) {
@@ -250,7 +247,7 @@ fn cleanup_keeps_the_prefix_small_over_many_handovers() {
     for round in 1..=100u64 {
         let lease = granted(&mut s, &format!("h{round}"));
         assert_eq!(lease.token, round);
-        driver::run(&mut s, EpochRewrite::release(lease, DIR.into())).unwrap();
+        driver::run(&mut s, EpochRewrite::release(lease, DIR.into(), seal())).unwrap();
         assert!(epochs(&s).len() <= KEEP_EPOCHS as usize, "{:?}", epochs(&s));
     }
     assert_eq!(epochs(&s), [99, 100]);
@@ -260,7 +257,7 @@ fn cleanup_keeps_the_prefix_small_over_many_handovers() {
 fn a_re_created_old_epoch_is_not_a_grant() {
     let mut s = store();
     let a = granted(&mut s, "a");
-    driver::run(&mut s, EpochRewrite::release(a, DIR.into())).unwrap();
+    driver::run(&mut s, EpochRewrite::release(a, DIR.into(), seal())).unwrap();
     // While our client decides to create epoch 2, others create 2 and 3
     // and cleanup deletes 2 again: our PUT succeeds, on a stale epoch.
     let others = |store: &mut S3Model| {
@@ -287,7 +284,7 @@ fn a_hint_lists_from_just_below_it_and_falls_back_to_a_full_listing() {
     let mut s = store();
     for _ in 0..3 {
         let l = granted(&mut s, "a");
-        driver::run(&mut s, EpochRewrite::release(l, DIR.into())).unwrap();
+        driver::run(&mut s, EpochRewrite::release(l, DIR.into(), seal())).unwrap();
     }
     methods(&mut s);
     assert!(matches!(attempt(&mut s, "b", 3).0, AcquireOutcome::Granted(ref l) if l.token == 4));
@@ -327,7 +324,7 @@ fn foreign_keys_under_the_prefix_are_ignored_and_corrupt_epochs_are_typed() {
     assert_eq!(granted(&mut s, "a").token, 1);
     s.store
         .put_object(&epoch_key(DIR, 7), b"{\"expired\": \"no\"}");
-    let op = EpochTryAcquire::new("k".into(), DIR.into(), grant("b"), 0);
+    let op = EpochTryAcquire::new("k".into(), DIR.into(), grant("b"), seal(), 0);
     match driver::run(&mut s, op) {
         Err(Error::CorruptLockObject { object_key, reason }) => {
             assert_eq!(object_key, epoch_key(DIR, 7));
@@ -385,7 +382,7 @@ fn replies_without_server_time_or_with_garbage_listings_are_typed_errors() {
         body: b"<html>hello</html>".to_vec(),
         ..Default::default()
     };
-    let mut op = EpochTryAcquire::new("k".into(), DIR.into(), grant("b"), 0);
+    let mut op = EpochTryAcquire::new("k".into(), DIR.into(), grant("b"), seal(), 0);
     op.start(0);
     match op.on_response(garbage, 0) {
         Step::Done(Err(Error::S3(e))) => {
@@ -398,3 +395,5 @@ fn replies_without_server_time_or_with_garbage_listings_are_typed_errors() {
         other => panic!("{other:?}"),
     }
 }
+
+mod regressions;

@@ -322,3 +322,28 @@ fn equal_bytes_under_a_newer_token_let_a_pending_older_write_through_as_document
     assert_eq!(w.previous_token, Some(4), "token 5 never saw token 6");
     assert_eq!(s.get().unwrap().token, 5);
 }
+
+#[test]
+fn a_lease_with_a_raised_token_cannot_fence_out_the_real_holder() {
+    let seal =
+        crate::seal::Sealer::new("secret", "bucket").for_lock("single-object:locks/k".into());
+    let lease = seal.seal(Lease {
+        key: "k".into(),
+        token: 3,
+        holder_id: "a".into(),
+        etag: "\"e\"".into(),
+        expires_at_ms: 20_000,
+        acquired_at_ms: 10_000,
+        ttl_ms: 10_000,
+        metadata: String::new(),
+        seal: String::new(),
+    });
+    let fence = Fence::for_lease(&lease, &seal, "lock".into(), false).unwrap();
+    assert_eq!(fence.token, 3);
+    let raised = Lease {
+        token: 1_000,
+        ..lease
+    };
+    let r = Fence::for_lease(&raised, &seal, "lock".into(), false);
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+}

@@ -26,6 +26,11 @@ fn record(s: &ModelIo, key: &str) -> LockRecord {
     LockRecord::from_json(&s.store.objects[key].body).unwrap()
 }
 
+/// The seal of this file's one lock, as a client with these credentials makes it.
+fn seal() -> crate::seal::LockSeal {
+    crate::seal::Sealer::new("secret", "bucket").for_lock("single-object:locks/k".into())
+}
+
 fn grant(holder: &str) -> Grant {
     Grant::new(10_000, holder.into(), "meta".into()).unwrap()
 }
@@ -33,13 +38,16 @@ fn grant(holder: &str) -> Grant {
 fn try_acquire(s: &mut ModelIo, holder: &str) -> AcquireOutcome {
     driver::run(
         s,
-        TryAcquire::new("k".into(), "locks/k".into(), grant(holder)),
+        TryAcquire::new("k".into(), "locks/k".into(), grant(holder), seal()),
     )
     .unwrap()
 }
 
 fn acquire_as_b(s: &mut ModelIo) -> Result<AcquireOutcome, Error> {
-    driver::run(s, TryAcquire::new("k".into(), "locks/k".into(), grant("b")))
+    driver::run(
+        s,
+        TryAcquire::new("k".into(), "locks/k".into(), grant("b"), seal()),
+    )
 }
 
 fn granted(outcome: AcquireOutcome) -> Lease {
@@ -92,13 +100,21 @@ fn renew_keeps_the_token_and_release_lets_the_next_in_with_token_plus_one() {
     let lease = granted(try_acquire(&mut s, "a"));
     count(&mut s);
     s.advance(5_000);
-    let renewed = driver::run(&mut s, RewriteOwn::renew(lease.clone(), "locks/k".into())).unwrap();
+    let renewed = driver::run(
+        &mut s,
+        RewriteOwn::renew(lease.clone(), "locks/k".into(), seal()),
+    )
+    .unwrap();
     assert_eq!(count(&mut s), 1);
     assert_eq!(renewed.token, lease.token);
     assert_eq!(renewed.expires_at_ms, s.now_ms() + 10_000);
     assert_ne!(renewed.etag, lease.etag);
 
-    driver::run(&mut s, RewriteOwn::release(renewed, "locks/k".into())).unwrap();
+    driver::run(
+        &mut s,
+        RewriteOwn::release(renewed, "locks/k".into(), seal()),
+    )
+    .unwrap();
     assert_eq!(count(&mut s), 1);
     assert_eq!(record(&s, "locks/k").expires_at_ms, 0);
     assert_eq!(record(&s, "locks/k").token, 1);
@@ -116,7 +132,10 @@ fn an_expired_lease_is_taken_over_with_token_plus_one_and_the_old_holder_has_los
     let new = granted(try_acquire(&mut s, "b"));
     assert_eq!(new.token, old.token + 1);
     count(&mut s);
-    match driver::run(&mut s, RewriteOwn::renew(old.clone(), "locks/k".into())) {
+    match driver::run(
+        &mut s,
+        RewriteOwn::renew(old.clone(), "locks/k".into(), seal()),
+    ) {
         Err(Error::Lost {
             token,
             current: Some(c),
@@ -136,7 +155,7 @@ fn an_expired_lease_is_taken_over_with_token_plus_one_and_the_old_holder_has_los
         "the failed write and the read that names the new holder"
     );
     assert!(matches!(
-        driver::run(&mut s, RewriteOwn::release(old, "locks/k".into())),
+        driver::run(&mut s, RewriteOwn::release(old, "locks/k".into(), seal())),
         Err(Error::Lost { .. })
     ));
     assert_eq!(
@@ -157,8 +176,8 @@ fn the_same_holder_id_reclaims_its_live_lease_with_a_new_token() {
 #[test]
 fn of_two_racing_writers_exactly_one_wins() {
     let mut s = store();
-    let mut a = TryAcquire::new("k".into(), "locks/k".into(), grant("a"));
-    let mut b = TryAcquire::new("k".into(), "locks/k".into(), grant("b"));
+    let mut a = TryAcquire::new("k".into(), "locks/k".into(), grant("a"), seal());
+    let mut b = TryAcquire::new("k".into(), "locks/k".into(), grant("b"), seal());
     let now = s.now_ms();
     let (Step::Send(ra), Step::Send(rb)) = (a.start(now), b.start(now)) else {
         panic!()
@@ -191,7 +210,7 @@ fn a_409_rereads_and_retries_a_bounded_number_of_times() {
     s.store.conflicts = MAX_REREADS + 1;
     let result = driver::run(
         &mut s,
-        TryAcquire::new("k".into(), "locks/k".into(), grant("b")),
+        TryAcquire::new("k".into(), "locks/k".into(), grant("b"), seal()),
     );
     assert!(matches!(result, Err(Error::Conflict(_))), "{result:?}");
     assert_eq!(count(&mut s), 2 * (MAX_REREADS as usize + 1));
@@ -205,7 +224,11 @@ fn renew_retries_after_a_409_while_the_object_is_still_ours() {
     count(&mut s);
     // A busy key: the write gets a 409; the object read next is still ours.
     s.store.conflicts = 1;
-    let renewed = driver::run(&mut s, RewriteOwn::renew(lease.clone(), "locks/k".into())).unwrap();
+    let renewed = driver::run(
+        &mut s,
+        RewriteOwn::renew(lease.clone(), "locks/k".into(), seal()),
+    )
+    .unwrap();
     assert_eq!(renewed.token, lease.token);
     assert_eq!(count(&mut s), 3);
 }
@@ -219,7 +242,7 @@ fn a_vanished_lock_object_means_lost() {
         let lease = granted(try_acquire(&mut s, "a"));
         s.store.objects.clear();
         assert!(matches!(
-            driver::run(&mut s, RewriteOwn::renew(lease, "locks/k".into())),
+            driver::run(&mut s, RewriteOwn::renew(lease, "locks/k".into(), seal())),
             Err(Error::Lost { current: None, .. })
         ));
     }
@@ -236,7 +259,7 @@ fn corrupt_objects_are_reported_and_left_untouched() {
         s.store.put_object("locks/k", body);
         let result = driver::run(
             &mut s,
-            TryAcquire::new("k".into(), "locks/k".into(), grant("a")),
+            TryAcquire::new("k".into(), "locks/k".into(), grant("a"), seal()),
         );
         assert!(
             matches!(result, Err(Error::CorruptLockObject { ref object_key, .. }) if object_key == "locks/k"),
@@ -264,7 +287,7 @@ fn a_token_at_its_maximum_is_refused_not_wrapped() {
     s.store.put_object("locks/k", body.as_bytes());
     let result = driver::run(
         &mut s,
-        TryAcquire::new("k".into(), "locks/k".into(), grant("a")),
+        TryAcquire::new("k".into(), "locks/k".into(), grant("a"), seal()),
     );
     assert!(
         matches!(result, Err(Error::CorruptLockObject { .. })),
@@ -313,7 +336,7 @@ fn no_such_bucket_and_access_denied_are_typed() {
     s.scripted.push_back(reply(403));
     let result = driver::run(
         &mut s,
-        TryAcquire::new("k".into(), "locks/k".into(), grant("a")),
+        TryAcquire::new("k".into(), "locks/k".into(), grant("a"), seal()),
     );
     assert!(matches!(result, Err(Error::AccessDenied(_))), "{result:?}");
 }
@@ -378,13 +401,18 @@ fn a_lease_without_an_etag_is_refused_before_any_request() {
         Lease { ttl_ms: 0, ..lease },
     ] {
         assert!(matches!(
-            driver::run(&mut s, RewriteOwn::renew(bad.clone(), "locks/k".into())),
+            driver::run(
+                &mut s,
+                RewriteOwn::renew(bad.clone(), "locks/k".into(), seal())
+            ),
             Err(Error::InvalidArgument(_))
         ));
         assert!(matches!(
-            driver::run(&mut s, RewriteOwn::release(bad, "locks/k".into())),
+            driver::run(&mut s, RewriteOwn::release(bad, "locks/k".into(), seal())),
             Err(Error::InvalidArgument(_))
         ));
     }
     assert_eq!(count(&mut s), 0);
 }
+
+mod regressions;

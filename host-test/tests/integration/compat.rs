@@ -15,6 +15,9 @@ mod v0_1_0 {
 #[test]
 fn a_host_built_on_the_0_1_contract_is_refused_when_it_binds() {
     let refused = v0_1_0::LeaseApiPre::new(harness().instance_pre().clone());
-    let message = format!("{:#}", refused.err().expect("0.1 exports must not be found"));
+    let message = format!(
+        "{:#}",
+        refused.err().expect("0.1 exports must not be found")
+    );
     assert!(message.contains("0.1.0"), "{message}");
 }

@@ -1,0 +1,150 @@
+//! One test per safety finding of the single-object strategy and the
+//! driver (issue 7): each failed on the code before its fix.
+
+use super::*;
+use crate::testing::s3_model::http_date;
+
+fn renew(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
+    driver::run(
+        s,
+        RewriteOwn::renew(lease.clone(), "locks/k".into(), seal()),
+    )
+}
+
+fn release(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
+    driver::run(
+        s,
+        RewriteOwn::release(lease.clone(), "locks/k".into(), seal()),
+    )
+}
+
+#[test]
+fn finding_1_a_lowered_token_is_refused_and_tokens_never_repeat() {
+    let mut s = store();
+    for _ in 0..3 {
+        let l = granted(try_acquire(&mut s, "a"));
+        release(&mut s, &l).unwrap();
+    }
+    let third = granted(try_acquire(&mut s, "a"));
+    assert_eq!(third.token, 4);
+    s.take_requests();
+    // The reproduced attack: lower the token, renew, release, take again.
+    let forged = Lease {
+        token: 1,
+        ..third.clone()
+    };
+    let r = renew(&mut s, &forged);
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    let r = release(&mut s, &forged);
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    assert!(s.take_requests().is_empty(), "nothing is sent");
+    assert_eq!(record(&s, "locks/k").token, 4);
+    release(&mut s, &third).unwrap();
+    assert_eq!(granted(try_acquire(&mut s, "b")).token, 5);
+}
+
+#[test]
+fn finding_1_altered_fields_never_reach_the_lock_object() {
+    let mut s = store();
+    let lease = granted(try_acquire(&mut s, "a"));
+    let altered = [
+        Lease {
+            metadata: "x".repeat(100_000),
+            ..lease.clone()
+        },
+        Lease {
+            acquired_at_ms: u64::MAX,
+            ..lease.clone()
+        },
+        Lease {
+            holder_id: "someone else".into(),
+            ..lease.clone()
+        },
+        Lease {
+            expires_at_ms: u64::MAX,
+            ..lease.clone()
+        },
+        Lease {
+            ttl_ms: 7 * 24 * 3600 * 1000,
+            ..lease.clone()
+        },
+        Lease {
+            seal: String::new(),
+            ..lease.clone()
+        },
+    ];
+    s.take_requests();
+    for a in altered {
+        let r = renew(&mut s, &a);
+        assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    }
+    assert!(s.take_requests().is_empty());
+    // The object is still readable and still ours.
+    assert_eq!(record(&s, "locks/k").holder_id, "a");
+    renew(&mut s, &lease).unwrap();
+}
+
+#[test]
+fn a_renewed_lease_is_sealed_afresh_and_the_spent_one_is_lost() {
+    let mut s = store();
+    let lease = granted(try_acquire(&mut s, "a"));
+    s.advance(1_000);
+    let renewed = renew(&mut s, &lease).unwrap();
+    assert_ne!(renewed.seal, lease.seal);
+    assert!(matches!(renew(&mut s, &lease), Err(Error::Lost { .. })));
+    renew(&mut s, &renewed).unwrap();
+}
+
+#[test]
+fn an_implausible_wall_clock_writes_nothing() {
+    let mut s = store();
+    s.clock_offset_ms = 200_000_000_000_000;
+    let r = acquire_as_b(&mut s);
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    assert!(s.store.objects.is_empty());
+}
+
+#[test]
+fn finding_5_a_grant_whose_reply_arrives_after_its_expiry_is_no_lease() {
+    let mut s = store();
+    let mut op = TryAcquire::new("k".into(), "locks/k".into(), grant("a"), seal());
+    let mut step = op.start(s.now_ms());
+    let outcome = loop {
+        match step {
+            Step::Done(r) => break r.unwrap(),
+            Step::Send(req) => {
+                let reply = s.send(&req).unwrap();
+                if req.method == Method::Put {
+                    // The reply to the create takes longer than the ttl.
+                    s.advance(10_001);
+                }
+                step = op.on_response(reply, s.now_ms());
+            }
+        }
+    };
+    assert_eq!(outcome, AcquireOutcome::Held(None));
+}
+
+fn skewed_reply(server_ms: u64) -> S3Response {
+    S3Response {
+        status: 403,
+        headers: vec![("date".into(), http_date(server_ms))],
+        body: b"<Error><Code>RequestTimeTooSkewed</Code><Message>The difference between the request time and the current time is too large.</Message></Error>".to_vec(),
+        body_too_large: None,
+    }
+}
+
+#[test]
+fn finding_5_a_skewed_clock_is_corrected_once_then_reported_as_clock_skew() {
+    let mut s = store();
+    // Refused once: the driver adopts the server's Date and sends again.
+    s.scripted.push_back(skewed_reply(START_MS));
+    let lease = granted(try_acquire(&mut s, "a"));
+    assert_eq!(lease.token, 1);
+    assert_eq!(count(&mut s), 3, "GET refused, GET again, PUT");
+    // Refused twice: a typed error that says so, never access-denied.
+    s.scripted.push_back(skewed_reply(START_MS));
+    s.scripted.push_back(skewed_reply(START_MS));
+    let r = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into()));
+    assert!(matches!(r, Err(Error::ClockSkewed(_))), "{r:?}");
+}
