@@ -144,6 +144,12 @@ fn parse_endpoint(endpoint: &str) -> Result<(Scheme, String), Error> {
             _ => return Err(bad("port must be a number from 1 to 65535")),
         }
     }
+    // A port alone (`http://:9000`) names no host, and `http://:80` would
+    // even leave an empty authority once the default port is dropped below.
+    let host = port.map_or(authority, |p| &authority[..authority.len() - p.len() - 1]);
+    if host.is_empty() {
+        return Err(bad("has no host"));
+    }
     // Default ports are left out: the Host header (and so the signature) must
     // match what the host's HTTP stack sends.
     let authority = match (scheme, port) {
@@ -285,6 +291,11 @@ mod tests {
             "http://h:99999",
             "http://h:x",
             "http://h h",
+            // Found by tests/parsers_never_panic.rs: a port without a host was
+            // accepted, and with a default port left an empty authority.
+            "http://:9000",
+            "http://:80",
+            "https://:443/",
         ] {
             assert_eq!(
                 field_of(ClientConfig::validate(raw(endpoint))),

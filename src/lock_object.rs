@@ -109,10 +109,14 @@ pub(crate) fn epoch_ms(field: &str, v: &Value) -> Result<u64, String> {
     let seconds = v
         .as_f64()
         .ok_or_else(|| format!("{field:?} must be a number of seconds, found {}", kind(v)))?;
-    if !(0.0..MAX_EPOCH_SECONDS).contains(&seconds) {
+    // The range is checked after rounding too: 99999999999.9999 s is below
+    // the ceiling but rounds to 1e14 ms, which `seconds_value` writes back as
+    // 1e11 s, at the ceiling: a record we accept must read back once written.
+    let ms = (seconds * 1000.0).round();
+    if !(0.0..MAX_EPOCH_SECONDS).contains(&seconds) || ms >= MAX_EPOCH_SECONDS * 1000.0 {
         return Err(format!("{field:?} is out of range: {seconds}"));
     }
-    Ok((seconds * 1000.0).round() as u64)
+    Ok(ms as u64)
 }
 
 pub(crate) fn optional_string(map: &Map<String, Value>, field: &str) -> Result<String, String> {
@@ -178,6 +182,24 @@ mod tests {
         assert_eq!(r.acquired_at_ms, 0);
         let released = LockRecord::from_json(br#"{"expires_at": 0, "token": 1}"#).unwrap();
         assert!(!released.is_live(0));
+    }
+
+    #[test]
+    fn times_that_round_up_to_the_ceiling_are_refused() {
+        // Found by tests/parsers_never_panic.rs: this was read as 1e14 ms,
+        // written back as 1e11 s, and then refused as out of range.
+        for body in [
+            &br#"{"token":0,"expires_at":99999999999.9995}"#[..],
+            br#"{"token":0,"expires_at":99999999999.9999}"#,
+            br#"{"token":0,"expires_at":1,"acquired_at":99999999999.9999}"#,
+        ] {
+            let err = LockRecord::from_json(body).unwrap_err();
+            assert!(err.contains("out of range"), "{err}");
+        }
+        // The last millisecond below the ceiling still reads, and reads back.
+        let r = LockRecord::from_json(br#"{"token":0,"expires_at":99999999999.999}"#).unwrap();
+        assert_eq!(r.expires_at_ms, 99_999_999_999_999);
+        assert_eq!(LockRecord::from_json(&r.to_json()), Ok(r));
     }
 
     #[test]
