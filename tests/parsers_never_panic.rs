@@ -28,6 +28,7 @@ use s3_lease::protocol::{
     Grant, Inspect, Lease, Operation, RewriteOwn, Step, TryAcquire, MAX_TTL_MS,
 };
 use s3_lease::s3::{parse_list, prepare, Method, S3Request, S3Response};
+use s3_lease::seal::Sealer;
 use s3_lease::sigv4::{self, Credentials, Scope, SigningRequest};
 
 /// Cases per property: enough to matter, the whole file well under 5 s in
@@ -1216,6 +1217,7 @@ fn lease() -> impl Strategy<Value = Lease> {
                 acquired_at_ms,
                 ttl_ms,
                 metadata: "m".into(),
+                seal: String::new(),
             },
         )
 }
@@ -1267,18 +1269,24 @@ proptest! {
     ) {
         let grant = Grant::new(ttl_ms, holder.into(), "meta".into()).expect("a valid grant");
         let lease = Lease { expires_at_ms: now_ms.saturating_add(lease.expires_at_ms), ..lease };
+        // Sealed, so the operations go past the seal check to the replies.
+        let sealer = Sealer::new("secret", "bucket");
+        let single = || sealer.for_lock("single-object:k".into());
+        let epoch = || sealer.for_lock(format!("epoch-objects:{DIR}"));
+        let single_lease = single().seal(lease.clone());
+        let epoch_lease = epoch().seal(lease);
         let key = || "k".to_string();
         let dir = || DIR.to_string();
         let fence = Fence { lock: "single-object:k".into(), token: fence_token, reject_equal };
         match which {
             0 => drive(Inspect::new(key(), key()), replies, now_ms, &steps)?,
-            1 => drive(TryAcquire::new(key(), key(), grant), replies, now_ms, &steps)?,
-            2 => drive(RewriteOwn::renew(lease, key()), replies, now_ms, &steps)?,
-            3 => drive(RewriteOwn::release(lease, key()), replies, now_ms, &steps)?,
-            4 => drive(EpochTryAcquire::new(key(), dir(), grant, hint), replies, now_ms, &steps)?,
+            1 => drive(TryAcquire::new(key(), key(), grant, single()), replies, now_ms, &steps)?,
+            2 => drive(RewriteOwn::renew(single_lease, key(), single()), replies, now_ms, &steps)?,
+            3 => drive(RewriteOwn::release(single_lease, key(), single()), replies, now_ms, &steps)?,
+            4 => drive(EpochTryAcquire::new(key(), dir(), grant, epoch(), hint), replies, now_ms, &steps)?,
             5 => drive(EpochInspect::new(key(), dir(), hint), replies, now_ms, &steps)?,
-            6 => drive(EpochRewrite::renew(lease, dir()), replies, now_ms, &steps)?,
-            7 => drive(EpochRewrite::release(lease, dir()), replies, now_ms, &steps)?,
+            6 => drive(EpochRewrite::renew(epoch_lease, dir(), epoch()), replies, now_ms, &steps)?,
+            7 => drive(EpochRewrite::release(epoch_lease, dir(), epoch()), replies, now_ms, &steps)?,
             8 => drive(Cleanup::new(vec![epoch_key(DIR, 1), epoch_key(DIR, 2)]), replies, now_ms, &steps)?,
             9 => {
                 let change = Change::Put { body: b"x".to_vec(), content_type: "text/plain".into() };
