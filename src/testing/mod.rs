@@ -5,3 +5,4 @@
 pub mod linearizability;
 pub mod model_io;
 pub mod s3_model;
+pub mod sim;
