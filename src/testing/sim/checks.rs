@@ -76,9 +76,20 @@ impl History {
 
     /// A renew or release of `token` sent at `sent` succeeded: no higher
     /// token may have been granted (and acknowledged) before it was sent.
-    pub fn rewrote(&mut self, key: &str, client: usize, token: u64, sent: u64, what: &str) -> Result<(), Violation> {
+    pub fn rewrote(
+        &mut self,
+        key: &str,
+        client: usize,
+        token: u64,
+        sent: u64,
+        what: &str,
+    ) -> Result<(), Violation> {
         let log = self.keys.entry(key.to_string()).or_default();
-        if let Some(&(when, higher, by)) = log.grants.iter().find(|(at, t, _)| *t > token && *at < sent) {
+        if let Some(&(when, higher, by)) = log
+            .grants
+            .iter()
+            .find(|(at, t, _)| *t > token && *at < sent)
+        {
             return Err(violation(
                 "a superseded lease never renews or releases",
                 format!(
@@ -131,7 +142,13 @@ impl History {
     }
 
     /// Records a fenced call as it starts, outcome unknown; returns its index.
-    pub fn fenced_started(&mut self, object: &str, client: usize, call: FencedCall, at: u64) -> usize {
+    pub fn fenced_started(
+        &mut self,
+        object: &str,
+        client: usize,
+        call: FencedCall,
+        at: u64,
+    ) -> usize {
         let ops = self.fenced.entry(object.to_string()).or_default();
         ops.push(linearizability::Operation {
             client,
@@ -144,7 +161,11 @@ impl History {
     }
 
     pub fn fenced_finished(&mut self, object: &str, index: usize, result: FencedResult, at: u64) {
-        if let Some(op) = self.fenced.get_mut(object).and_then(|ops| ops.get_mut(index)) {
+        if let Some(op) = self
+            .fenced
+            .get_mut(object)
+            .and_then(|ops| ops.get_mut(index))
+        {
             op.result = result;
             if result != FencedResult::Unknown {
                 op.end = at;

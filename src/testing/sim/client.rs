@@ -40,8 +40,10 @@ enum Task {
         key: String,
         op: Rewriting,
         release: bool,
-        /// Superseded by our own later grant: must never succeed.
-        stale: bool,
+        /// Whether the lease was already spent: then it must never succeed.
+        spent: Spent,
+        /// The lease as sent, to remember it once released.
+        lease: Lease,
         sent: u64,
     },
     Fenced {
@@ -50,6 +52,15 @@ enum Task {
         op: FencedWrite,
     },
     Cleanup(Cleanup),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Spent {
+    No,
+    /// By our own later grant of the key.
+    Superseded,
+    /// By a release that succeeded.
+    Released,
 }
 
 enum Acquiring {
@@ -78,7 +89,6 @@ fn feed<O: Operation>(op: &mut O, reply: Option<S3Response>, wall: u64) -> Step<
     }
 }
 
-
 pub struct Client {
     id: usize,
     kind: Kind,
@@ -94,6 +104,11 @@ pub struct Client {
     old: Vec<Lease>,
     /// Leases superseded by our own later grant: tried again, must fail.
     superseded: Vec<Lease>,
+    /// Leases as they were before a release that succeeded: renewing one
+    /// must fail (the release spent its etag).
+    released: Vec<Lease>,
+    /// The store answers 501 to `If-Match` on this client's keys.
+    without_if_match: bool,
     cleanup: Vec<String>,
     task: Option<Task>,
     /// Fenced object generation per key.
@@ -102,7 +117,7 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(id: usize, kind: Kind, rng: &mut Rng) -> Self {
+    pub fn new(id: usize, kind: Kind, epoch_without_if_match: bool, rng: &mut Rng) -> Self {
         let clock_offset_ms = match kind {
             Kind::Single => 0,
             Kind::Epoch => rng.below(2 * MAX_CLOCK_SKEW_MS) as i64 - MAX_CLOCK_SKEW_MS as i64,
@@ -118,6 +133,8 @@ impl Client {
             holding: BTreeMap::new(),
             old: Vec::new(),
             superseded: Vec::new(),
+            released: Vec::new(),
+            without_if_match: epoch_without_if_match && kind == Kind::Epoch,
             cleanup: Vec::new(),
             task: None,
             fenced_generation: BTreeMap::new(),
@@ -160,9 +177,10 @@ impl Client {
         } else {
             self.clock_offset_ms += jump;
         }
-        self.clock_offset_ms = self
-            .clock_offset_ms
-            .clamp(-(MAX_CLOCK_SKEW_MS as i64) * 3, MAX_CLOCK_SKEW_MS as i64 * 3);
+        self.clock_offset_ms = self.clock_offset_ms.clamp(
+            -(MAX_CLOCK_SKEW_MS as i64) * 3,
+            MAX_CLOCK_SKEW_MS as i64 * 3,
+        );
         true
     }
 
@@ -198,7 +216,13 @@ impl Client {
         if !self.cleanup.is_empty() {
             let mut op = Cleanup::new(std::mem::take(&mut self.cleanup));
             let step = op.start(wall);
-            return self.begin(Task::Cleanup(op), step_of(step, |_| Done::Cleaned), now, history, report);
+            return self.begin(
+                Task::Cleanup(op),
+                step_of(step, |_| Done::Cleaned),
+                now,
+                history,
+                report,
+            );
         }
         let key = self.keys()[rng.below(self.keys().len() as u64) as usize].to_string();
         if let Some(lease) = self.holding.get(&key).cloned() {
@@ -207,8 +231,8 @@ impl Client {
             }
             let roll = rng.below(100);
             return match roll {
-                0..=44 => self.start_rewrite(key, lease, false, false, now, history, report),
-                45..=54 => self.start_rewrite(key, lease, true, false, now, history, report),
+                0..=44 => self.start_rewrite(key, lease, false, Spent::No, now, history, report),
+                45..=54 => self.start_rewrite(key, lease, true, Spent::No, now, history, report),
                 55..=84 => self.start_fenced(&key, lease, rng.chance(0.15), now, history, report),
                 85..=94 => {
                     // Take our own key again (a restarted process with the
@@ -226,7 +250,21 @@ impl Client {
             let lease = self.superseded.swap_remove(i);
             let key = lease.key.clone();
             let release = rng.chance(0.3);
-            return self.start_rewrite(key, lease, release, true, now, history, report);
+            return self.start_rewrite(
+                key,
+                lease,
+                release,
+                Spent::Superseded,
+                now,
+                history,
+                report,
+            );
+        }
+        if !self.released.is_empty() && rng.chance(0.2) {
+            let i = rng.below(self.released.len() as u64) as usize;
+            let lease = self.released.swap_remove(i);
+            let key = lease.key.clone();
+            return self.start_rewrite(key, lease, false, Spent::Released, now, history, report);
         }
         if !self.old.is_empty() && rng.chance(0.2) {
             let i = rng.below(self.old.len() as u64) as usize;
@@ -238,7 +276,14 @@ impl Client {
     }
 
     /// An altered lease must be refused before any request.
-    fn forge(&mut self, key: &str, lease: Lease, wall: u64, rng: &mut Rng, report: &mut Report) -> Result<(), Violation> {
+    fn forge(
+        &mut self,
+        key: &str,
+        lease: Lease,
+        wall: u64,
+        rng: &mut Rng,
+        report: &mut Report,
+    ) -> Result<(), Violation> {
         let forged = match rng.below(4) {
             0 => Lease {
                 token: if lease.token > 1 { lease.token - 1 } else { 2 },
@@ -299,7 +344,10 @@ impl Client {
             Kind::Single => {
                 let mut op = TryAcquire::new(key.clone(), key.clone(), grant, seal);
                 let step = op.start(wall);
-                (Acquiring::Single(op), step_of(step, |r| Done::Acquired(r.map(|o| (o, Vec::new())))))
+                (
+                    Acquiring::Single(op),
+                    step_of(step, |r| Done::Acquired(r.map(|o| (o, Vec::new())))),
+                )
             }
             Kind::Epoch => {
                 // A fresh instance (every serverless call) has no hint.
@@ -308,7 +356,8 @@ impl Client {
                 } else {
                     self.hints.get(&key).copied().unwrap_or(0)
                 };
-                let mut op = EpochTryAcquire::new(key.clone(), epoch::epoch_dir(&key), grant, seal, hint);
+                let mut op =
+                    EpochTryAcquire::new(key.clone(), epoch::epoch_dir(&key), grant, seal, hint);
                 let step = op.start(wall);
                 (Acquiring::Epoch(op), step_of(step, Done::Acquired))
             }
@@ -323,19 +372,20 @@ impl Client {
         key: String,
         lease: Lease,
         release: bool,
-        stale: bool,
+        spent: Spent,
         now: u64,
         history: &mut History,
         report: &mut Report,
     ) -> Result<Option<S3Request>, Violation> {
         let wall = self.wall(now);
         let seal = self.seal(&key);
-        if release && !stale {
+        if release && spent == Spent::No {
             // A releasing holder gives the key up as it sends.
             self.holding.remove(&key);
             history.stop_believing(&key, lease.token, now);
             self.old.push(lease.clone());
         }
+        let sent_lease = lease.clone();
         let (op, step) = match self.kind {
             Kind::Single => {
                 let mut op = if release {
@@ -361,7 +411,8 @@ impl Client {
             key,
             op,
             release,
-            stale,
+            spent,
+            lease: sent_lease,
             sent: now,
         };
         self.begin(task, step, now, history, report)
@@ -379,7 +430,8 @@ impl Client {
         let generation = *self.fenced_generation.get(key).unwrap_or(&0);
         let mut object = format!("fenced/{key}/{generation}");
         if history.fenced_ops(&object) >= FENCED_OPS_PER_OBJECT {
-            self.fenced_generation.insert(key.to_string(), generation + 1);
+            self.fenced_generation
+                .insert(key.to_string(), generation + 1);
             object = format!("fenced/{key}/{}", generation + 1);
         }
         let lock = fenced::lock_identity(self.strategy().name(), key);
@@ -418,7 +470,13 @@ impl Client {
         };
         let index = history.fenced_started(&object, self.id, call, now);
         let step = step_of(op.start(self.wall(now)), Done::Fenced);
-        self.begin(Task::Fenced { object, index, op }, step, now, history, report)
+        self.begin(
+            Task::Fenced { object, index, op },
+            step,
+            now,
+            history,
+            report,
+        )
     }
 
     /// Keeps the task if it sends, else finishes it at once.
@@ -451,12 +509,24 @@ impl Client {
             return Ok(None);
         };
         let step = match &mut task {
-            Task::Acquire { op: Acquiring::Single(op), .. } => {
-                step_of(feed(op, reply, wall), |r| Done::Acquired(r.map(|o| (o, Vec::new()))))
-            }
-            Task::Acquire { op: Acquiring::Epoch(op), .. } => step_of(feed(op, reply, wall), Done::Acquired),
-            Task::Rewrite { op: Rewriting::Single(op), .. } => step_of(feed(op, reply, wall), Done::Rewritten),
-            Task::Rewrite { op: Rewriting::Epoch(op), .. } => step_of(feed(op, reply, wall), Done::Rewritten),
+            Task::Acquire {
+                op: Acquiring::Single(op),
+                ..
+            } => step_of(feed(op, reply, wall), |r| {
+                Done::Acquired(r.map(|o| (o, Vec::new())))
+            }),
+            Task::Acquire {
+                op: Acquiring::Epoch(op),
+                ..
+            } => step_of(feed(op, reply, wall), Done::Acquired),
+            Task::Rewrite {
+                op: Rewriting::Single(op),
+                ..
+            } => step_of(feed(op, reply, wall), Done::Rewritten),
+            Task::Rewrite {
+                op: Rewriting::Epoch(op),
+                ..
+            } => step_of(feed(op, reply, wall), Done::Rewritten),
             Task::Fenced { op, .. } => step_of(feed(op, reply, wall), Done::Fenced),
             Task::Cleanup(op) => step_of(feed(op, reply, wall), |_| Done::Cleaned),
         };
@@ -485,19 +555,33 @@ impl Client {
                 }
                 self.acquired(key, result, now, history, report)
             }
-            (Task::Rewrite { key, release, stale, sent, .. }, Done::Rewritten(result)) => {
+            (
+                Task::Rewrite {
+                    key,
+                    release,
+                    spent,
+                    lease: sent_lease,
+                    sent,
+                    ..
+                },
+                Done::Rewritten(result),
+            ) => {
                 let what = if release { "release" } else { "renew" };
                 match result {
                     Ok(lease) => {
-                        if stale {
+                        if spent != Spent::No {
                             return Err(violation(
-                                "a superseded lease never renews or releases",
-                                format!("client {}: {what} of superseded token {} succeeded", self.id, lease.token),
+                                "a superseded or released lease never renews or releases",
+                                format!(
+                                    "client {}: {what} of {spent:?} token {} succeeded",
+                                    self.id, lease.token
+                                ),
                             ));
                         }
                         history.rewrote(&key, self.id, lease.token, sent, what)?;
                         if release {
                             report.releases += 1;
+                            self.released.push(sent_lease);
                         } else {
                             report.renewals += 1;
                             let end = self.sim_time_of(lease.expires_at_ms);
@@ -507,8 +591,10 @@ impl Client {
                         Ok(())
                     }
                     Err(Error::Lost { .. }) => {
-                        if stale {
+                        if spent == Spent::Superseded {
                             report.superseded_refused += 1;
+                        } else if spent == Spent::Released {
+                            report.released_refused += 1;
                         } else {
                             report.lost += 1;
                             if let Some(l) = self.holding.remove(&key) {
@@ -542,7 +628,10 @@ impl Client {
                 Ok(())
             }
             (Task::Cleanup(_), _) => Ok(()),
-            _ => Err(violation("the simulation's own bookkeeping", "a task finished with another task's result".into())),
+            _ => Err(violation(
+                "the simulation's own bookkeeping",
+                "a task finished with another task's result".into(),
+            )),
         }
     }
 
@@ -579,6 +668,8 @@ impl Client {
         match e {
             Error::Transport(_) | Error::Conflict(_) => Ok(()),
             Error::S3(s) if s.status == 409 || s.status == 412 => Ok(()),
+            // The injected store without If-Match: renew and release refuse.
+            Error::S3(s) if s.status == 501 && self.without_if_match => Ok(()),
             other => Err(violation(
                 "only injected faults fail an operation",
                 format!("client {}: {other:?}", self.id),
@@ -595,7 +686,10 @@ impl Client {
 }
 
 /// The request an operation sends next, or what it finished with.
-fn step_of<T>(step: Step<T>, done: impl FnOnce(Result<T, Error>) -> Done) -> Result<S3Request, Done> {
+fn step_of<T>(
+    step: Step<T>,
+    done: impl FnOnce(Result<T, Error>) -> Done,
+) -> Result<S3Request, Done> {
     match step {
         Step::Send(r) => Ok(r),
         Step::Done(result) => Err(done(result)),

@@ -24,8 +24,8 @@ mod checks;
 mod client;
 mod rng;
 
-pub use checks::Violation;
 use checks::History;
+pub use checks::Violation;
 use client::{Client, Kind};
 use rng::Rng;
 
@@ -49,6 +49,9 @@ pub struct Report {
     pub fenced_refused: u64,
     pub forgeries_refused: u64,
     pub superseded_refused: u64,
+    pub released_refused: u64,
+    /// Seeds whose store answers 501 to `If-Match` on epoch-objects keys.
+    pub seeds_without_if_match: u64,
     pub lost_replies: u64,
     pub refused_connections: u64,
     pub conflicts_injected: u64,
@@ -66,6 +69,8 @@ impl std::ops::AddAssign<&Report> for Report {
         self.fenced_refused += o.fenced_refused;
         self.forgeries_refused += o.forgeries_refused;
         self.superseded_refused += o.superseded_refused;
+        self.released_refused += o.released_refused;
+        self.seeds_without_if_match += o.seeds_without_if_match;
         self.lost_replies += o.lost_replies;
         self.refused_connections += o.refused_connections;
         self.conflicts_injected += o.conflicts_injected;
@@ -95,6 +100,9 @@ pub struct Sim {
     now: u64,
     history: History,
     report: Report,
+    /// A store without `If-Match` for the epoch-objects keys (the stores
+    /// that strategy is for): 501, and nothing applied.
+    epoch_without_if_match: bool,
 }
 
 /// Keys of each strategy; clients of a strategy use all its keys.
@@ -111,10 +119,15 @@ impl Sim {
         } else {
             MissingIfMatch::PreconditionFailed
         };
+        let epoch_without_if_match = rng.chance(0.25);
         let mut clients = Vec::new();
         for i in 0..CLIENTS_PER_STRATEGY * 2 {
-            let kind = if i % 2 == 0 { Kind::Single } else { Kind::Epoch };
-            clients.push(Client::new(i, kind, &mut rng));
+            let kind = if i % 2 == 0 {
+                Kind::Single
+            } else {
+                Kind::Epoch
+            };
+            clients.push(Client::new(i, kind, epoch_without_if_match, &mut rng));
         }
         let mut sim = Sim {
             rng,
@@ -124,7 +137,11 @@ impl Sim {
             seq: 0,
             now: 0,
             history: History::default(),
-            report: Report::default(),
+            report: Report {
+                seeds_without_if_match: u64::from(epoch_without_if_match),
+                ..Report::default()
+            },
+            epoch_without_if_match,
         };
         for client in 0..sim.clients.len() {
             let at = sim.rng.below(500);
@@ -188,7 +205,17 @@ impl Sim {
             self.store.conflicts = 1;
             self.report.conflicts_injected += 1;
         }
-        let reply = self.store.handle(&request);
+        let refuses_if_match = self.epoch_without_if_match
+            && EPOCH_KEYS.iter().any(|k| request.object_key.starts_with(k))
+            && request.headers.iter().any(|(k, _)| k == "if-match");
+        let reply = if refuses_if_match {
+            S3Response {
+                status: 501,
+                ..S3Response::default()
+            }
+        } else {
+            self.store.handle(&request)
+        };
         self.store.conflicts = 0;
         let reply = if self.rng.chance(0.03) {
             self.report.lost_replies += 1;
@@ -212,7 +239,8 @@ impl Sim {
         if self.clients[id].maybe_jump_clock(&mut self.rng) {
             self.report.clock_jumps += 1;
         }
-        let next = self.clients[id].wake(now, &mut self.rng, &mut self.history, &mut self.report)?;
+        let next =
+            self.clients[id].wake(now, &mut self.rng, &mut self.history, &mut self.report)?;
         self.after(id, next);
         Ok(())
     }
