@@ -130,24 +130,20 @@ fn a_grant_whose_verification_comes_back_after_its_expiry_is_no_lease() {
     let mut s = store();
     // The verifying LIST's reply arrives 11 s after the PUT was sent.
     let mut late = 0;
+    let mut op = EpochTryAcquire::new("k".into(), DIR.into(), grant("a"), seal(), 0);
+    let mut step = op.start(s.now_ms());
     let outcome = loop {
-        let op = EpochTryAcquire::new("k".into(), DIR.into(), grant("a"), seal(), 0);
-        let mut op = op;
-        let mut step = op.start(s.now_ms());
-        let result = loop {
-            match step {
-                Step::Done(r) => break r,
-                Step::Send(req) => {
-                    let reply = s.send(&req).unwrap();
-                    if req.method == Method::Put {
-                        s.advance(11_000);
-                        late += 1;
-                    }
-                    step = op.on_response(reply, s.now_ms());
+        match step {
+            Step::Done(r) => break r.unwrap().0,
+            Step::Send(req) => {
+                let reply = s.send(&req).unwrap();
+                if req.method == Method::Put {
+                    s.advance(11_000);
+                    late += 1;
                 }
+                step = op.on_response(reply, s.now_ms());
             }
-        };
-        break result.unwrap().0;
+        }
     };
     assert_eq!(late, 1);
     assert_eq!(outcome, AcquireOutcome::Held(None));

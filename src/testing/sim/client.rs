@@ -63,6 +63,7 @@ enum Spent {
     Released,
 }
 
+#[allow(clippy::large_enum_variant)] // one per client, in a test
 enum Acquiring {
     Single(TryAcquire),
     Epoch(EpochTryAcquire),
@@ -686,6 +687,7 @@ impl Client {
 }
 
 /// The request an operation sends next, or what it finished with.
+#[allow(clippy::result_large_err)] // test code; the size does not matter
 fn step_of<T>(
     step: Step<T>,
     done: impl FnOnce(Result<T, Error>) -> Done,
