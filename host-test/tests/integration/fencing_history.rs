@@ -311,6 +311,7 @@ fn random_interleavings_of_fenced_writers_keep_the_highest_tokens_writes() {
     let mut results = results.into_inner().unwrap();
     results.sort_by_key(|r| r.0);
     let (mut accepted, mut refused, mut with_refusal) = (0, 0, 0);
+    let checking = Instant::now();
     for (n, ops, last) in &results {
         let bad = violations(&plans[*n].object, ops, last);
         if !bad.is_empty() {
@@ -344,8 +345,10 @@ fn random_interleavings_of_fenced_writers_keep_the_highest_tokens_writes() {
         refused += r;
         with_refusal += usize::from(r > 0);
     }
+    let checking = checking.elapsed();
     println!(
-        "fencing_history: {} interleavings ({with_refusal} with a refusal) in {elapsed:.1?}: \
+        "fencing_history: {} interleavings ({with_refusal} with a refusal) in {elapsed:.1?}, \
+         checked in {checking:.1?}: \
          {accepted} writes accepted, {refused} fenced, {} conditional PUTs lost a race (412)",
         results.len(),
         conflicts.load(Ordering::Relaxed)
