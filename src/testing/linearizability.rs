@@ -16,7 +16,8 @@
 //! - refused when `s > t`, or `s == t` with `reject_equal`: result
 //!   [`FencedResult::Fenced`]`{ stored_token: s }`, and nothing changes;
 //! - otherwise accepted: result [`FencedResult::Written`]`{ previous_token }`
-//!   (`Some(s)`, a tombstone's token included; `None` when absent), and the
+//!   (`Some(s)`, a tombstone's token included; `None` when absent), or
+//!   [`FencedResult::Accepted`] when the reply does not say; and the
 //!   register becomes `Present { token: t, value }`: the put's value, or
 //!   `None` for a delete (a tombstone keeps the token).
 //!

@@ -1,15 +1,21 @@
 //! Concurrent fenced writers with different tokens on one object, in hundreds
 //! of random interleavings. Each run records a history (who, which token,
-//! what, when, with what result) and checks it against what fencing promises:
-//! a write is applied only over an equal or lower token, so in real time the
-//! tokens of accepted writes never go down, a refusal always names a write
-//! that really happened, and the object ends as the highest token left it.
+//! what, when, with what result) and the object's final state, and checks
+//! them for linearizability against the fenced register's specification
+//! (`s3_lease::testing::linearizability`): some order of the calls, each
+//! taking effect at one instant between its call and its reply, gives every
+//! call the result it got (a write applied only over an equal or lower
+//! token, replacing the token it reports; a refusal naming the token then
+//! stored) and leaves the object as it was found.
 
 use super::fencing::leases;
 use super::rng::Rng;
 use super::*;
 use host_test::bindings::exports::s3_lease::lease::types::Fenced;
 use host_test::bindings::{Error as E, FencedObject, FencedWrite};
+use s3_lease::testing::linearizability::{
+    check, FencedCall, FencedResult, FinalState, Operation, State,
+};
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
@@ -152,101 +158,109 @@ fn run(plan: &Plan, instances: &mut [Instance]) -> Vec<Op> {
     })
 }
 
-/// What is wrong with one interleaving's history and final state.
+/// What is wrong with one interleaving's history and final state: each
+/// reply's own fields, then the whole, by the linearizability checker.
 fn violations(
     object: &str,
     ops: &[Op],
     last: &Result<Option<FencedObject>, String>,
 ) -> Vec<String> {
     let mut bad = Vec::new();
-    let accepted: Vec<&Op> = ops.iter().filter(|o| o.accepted()).collect();
-    for op in ops {
+    for (i, op) in ops.iter().enumerate() {
         match &op.outcome {
-            Outcome::Failed(e) => bad.push(format!("writer {} failed: {e}", op.writer)),
+            Outcome::Failed(e) => bad.push(format!("#{i}: writer {} failed: {e}", op.writer)),
             Outcome::Put(w) => {
                 if (w.object_key.as_str(), w.token) != (object, op.token) {
-                    bad.push(format!("writer {} got {w:?}", op.writer));
-                }
-                match w.previous_token {
-                    Some(p) if p > op.token => {
-                        bad.push(format!("token {} written over {p}", op.token))
-                    }
-                    // What it replaced was written by a write of ours that
-                    // had begun by then.
-                    Some(p) => {
-                        let wrote_p =
-                            |o: &&Op| o.token == p && o.start < op.end && !std::ptr::eq(*o, op);
-                        if !accepted.iter().any(wrote_p) {
-                            bad.push(format!("token {} replaced {p}, never written", op.token))
-                        }
-                    }
-                    // It created the object: nothing was written before it began.
-                    None => {
-                        if let Some(o) = accepted.iter().find(|o| o.end < op.start) {
-                            bad.push(format!(
-                                "token {} found no object after token {} wrote it",
-                                op.token, o.token
-                            ))
-                        }
-                    }
+                    bad.push(format!("#{i}: writer {} got {w:?}", op.writer));
                 }
             }
             Outcome::Deleted => {}
             Outcome::Fenced(f) => {
-                if f.object_key != object || f.our_token != op.token || f.stored_token <= op.token {
+                if f.object_key != object || f.our_token != op.token {
                     bad.push(format!(
-                        "writer {} with token {} refused: {f:?}",
+                        "#{i}: writer {} with token {} refused: {f:?}",
                         op.writer, op.token
                     ))
                 }
-                // The newer token that refused it was really written, and
-                // that write had begun before the refusal.
-                if !accepted
-                    .iter()
-                    .any(|o| o.token == f.stored_token && o.start < op.end)
-                {
+            }
+        }
+    }
+    // Each put's body is its own, so its index in `ops` names it.
+    let final_state = match last {
+        Err(e) => {
+            bad.push(format!("final fenced get failed: {e}"));
+            None
+        }
+        Ok(None) => Some(FinalState {
+            token: None,
+            value: None,
+        }),
+        Ok(Some(seen)) => {
+            let writer = ops
+                .iter()
+                .position(|o| o.kind == Kind::Put && o.body == seen.body);
+            match writer {
+                None => {
                     bad.push(format!(
-                        "refused by token {}, never written",
-                        f.stored_token
-                    ))
+                        "ended with a body nobody wrote: {:?}",
+                        String::from_utf8_lossy(&seen.body)
+                    ));
+                    None
+                }
+                Some(i) => {
+                    // The object is what that write stored.
+                    if let Outcome::Put(w) = &ops[i].outcome {
+                        if w.etag != seen.etag {
+                            bad.push(format!(
+                                "ended with #{i}'s body but etag {}, not the {} it wrote",
+                                seen.etag, w.etag
+                            ));
+                        }
+                    }
+                    Some(FinalState {
+                        token: Some(seen.token),
+                        value: Some(i as u64),
+                    })
                 }
             }
         }
-    }
-    // Real-time order: an accepted write that ended before another began
-    // cannot carry a higher token.
-    for x in &accepted {
-        for y in &accepted {
-            if x.end < y.start && x.token > y.token {
-                bad.push(format!(
-                    "token {} was accepted after token {} had been",
-                    y.token, x.token
-                ));
-            }
-        }
-    }
-    // The object is what the highest token's last write left.
-    let Some(top) = accepted
-        .iter()
-        .filter(|o| Some(o.token) == accepted.iter().map(|o| o.token).max())
-        .max_by_key(|o| o.start)
-    else {
-        bad.push("no write was accepted".into());
+    };
+    let Some(t0) = ops.iter().map(|o| o.start).min() else {
         return bad;
     };
-    match (last, &top.outcome) {
-        (Err(e), _) => bad.push(format!("final fenced get failed: {e}")),
-        (Ok(None), Outcome::Deleted) => {}
-        (Ok(Some(seen)), Outcome::Put(w))
-            if (seen.token, &seen.body, &seen.etag) == (top.token, &top.body, &w.etag) => {}
-        (Ok(seen), _) => bad.push(format!(
-            "ended as {:?}, expected token {}'s {:?} of {:?}",
-            seen.as_ref()
-                .map(|s| (s.token, String::from_utf8_lossy(&s.body))),
-            top.token,
-            top.kind,
-            String::from_utf8_lossy(&top.body)
-        )),
+    let nanos = |t: Instant| (t - t0).as_nanos() as u64;
+    let history: Vec<Operation> = ops
+        .iter()
+        .enumerate()
+        .map(|(i, o)| Operation {
+            client: o.writer,
+            call: match o.kind {
+                Kind::Put => FencedCall::Put {
+                    token: o.token,
+                    value: i as u64,
+                },
+                Kind::Delete => FencedCall::Delete { token: o.token },
+            },
+            result: match &o.outcome {
+                Outcome::Put(w) => FencedResult::Written {
+                    previous_token: w.previous_token,
+                },
+                // `fenced-delete` does not say what it replaced.
+                Outcome::Deleted => FencedResult::Accepted,
+                Outcome::Fenced(f) => FencedResult::Fenced {
+                    stored_token: f.stored_token,
+                },
+                // Already a failure above; for the checker, a write that
+                // may or may not have landed.
+                Outcome::Failed(_) => FencedResult::Unknown,
+            },
+            start: nanos(o.start),
+            end: nanos(o.end),
+        })
+        .collect();
+    // Fresh objects; `fenced-put` and `fenced-delete` accept equal tokens.
+    if let Err(v) = check(&history, false, State::Absent, final_state) {
+        bad.push(format!("{v}(times in ns; values are indices of puts)"));
     }
     bad
 }
@@ -297,15 +311,17 @@ fn random_interleavings_of_fenced_writers_keep_the_highest_tokens_writes() {
     let mut results = results.into_inner().unwrap();
     results.sort_by_key(|r| r.0);
     let (mut accepted, mut refused, mut with_refusal) = (0, 0, 0);
+    let checking = Instant::now();
     for (n, ops, last) in &results {
         let bad = violations(&plans[*n].object, ops, last);
         if !bad.is_empty() {
             let t0 = ops.iter().map(|o| o.start).min().unwrap();
             let history: Vec<String> = ops
                 .iter()
-                .map(|o| {
+                .enumerate()
+                .map(|(i, o)| {
                     format!(
-                        "  writer {} token {} {:?} {:?}..{:?}: {:?}",
+                        "  #{i}: writer {} token {} {:?} {:?}..{:?}: {:?}",
                         o.writer,
                         o.token,
                         o.kind,
@@ -329,8 +345,10 @@ fn random_interleavings_of_fenced_writers_keep_the_highest_tokens_writes() {
         refused += r;
         with_refusal += usize::from(r > 0);
     }
+    let checking = checking.elapsed();
     println!(
-        "fencing_history: {} interleavings ({with_refusal} with a refusal) in {elapsed:.1?}: \
+        "fencing_history: {} interleavings ({with_refusal} with a refusal) in {elapsed:.1?}, \
+         checked in {checking:.1?}: \
          {accepted} writes accepted, {refused} fenced, {} conditional PUTs lost a race (412)",
         results.len(),
         conflicts.load(Ordering::Relaxed)
@@ -339,25 +357,32 @@ fn random_interleavings_of_fenced_writers_keep_the_highest_tokens_writes() {
     assert!(accepted > 0 && refused > 0, "both outcomes occurred");
 }
 
-/// The checker itself, on made-up histories: it must pass a sound one and
-/// catch a stale write, a refusal by a token never written and a wrong end.
+/// The history check on made-up histories: it passes a sound one, and
+/// catches what the checker is given (its own self-tests are in
+/// `s3_lease::testing::linearizability`) and what it checks itself.
 #[test]
-fn the_history_checker_catches_what_it_is_for() {
+fn the_history_check_catches_what_it_is_for() {
     let object = "objects/x";
     let t0 = Instant::now();
-    let op = |writer, token, (from, to): (u64, u64), outcome| Op {
+    let body = |token: u64, n: u64| format!("by {token}, write {n}").into_bytes();
+    let put = |writer, token, n, (from, to): (u64, u64), outcome| Op {
         writer,
         token,
         kind: Kind::Put,
-        body: format!("by {token}").into_bytes(),
+        body: body(token, n),
         start: t0 + Duration::from_millis(from),
         end: t0 + Duration::from_millis(to),
         outcome,
     };
-    let wrote = |token, previous_token| {
+    let delete = |writer, token, (from, to): (u64, u64), outcome| Op {
+        kind: Kind::Delete,
+        body: Vec::new(),
+        ..put(writer, token, 0, (from, to), outcome)
+    };
+    let wrote = |token, n, previous_token| {
         Outcome::Put(FencedWrite {
             object_key: object.into(),
-            etag: format!("etag-{token}"),
+            etag: format!("etag-{token}-{n}"),
             token,
             previous_token,
         })
@@ -369,42 +394,92 @@ fn the_history_checker_catches_what_it_is_for() {
             stored_token,
         })
     };
-    let left_by = |token: u64| {
+    let left_by = |token: u64, n: u64| {
         Ok(Some(FencedObject {
             object_key: object.into(),
-            body: format!("by {token}").into_bytes(),
+            body: body(token, n),
             content_type: "text/plain".into(),
-            etag: format!("etag-{token}"),
+            etag: format!("etag-{token}-{n}"),
             token,
         }))
     };
+    let ok = |ops: &[Op], last| {
+        let bad = violations(object, ops, &last);
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    };
+    let fails = |ops: &[Op], last, why: &str| {
+        let bad = violations(object, ops, &last);
+        assert!(bad.iter().any(|b| b.contains(why)), "{bad:#?}");
+    };
 
     let sound = [
-        op(0, 1, (0, 10), wrote(1, None)),
-        op(1, 2, (5, 20), wrote(2, Some(1))),
-        op(0, 1, (21, 30), refused(1, 2)),
+        put(0, 1, 0, (0, 10), wrote(1, 0, None)),
+        put(1, 2, 0, (5, 20), wrote(2, 0, Some(1))),
+        put(0, 1, 1, (21, 30), refused(1, 2)),
+        delete(1, 2, (31, 40), Outcome::Deleted),
+        put(0, 1, 2, (41, 50), refused(1, 2)),
     ];
-    assert_eq!(
-        violations(object, &sound, &left_by(2)),
-        Vec::<String>::new()
-    );
+    ok(&sound[..3], left_by(2, 0));
+    ok(&sound, Ok(None));
+
+    // Two creates that both found nothing, token 1 accepted after token 2:
+    // each reply alone looked plausible to the checks this file had.
+    let both_created = [
+        put(0, 1, 0, (0, 7), wrote(1, 0, None)),
+        put(1, 2, 0, (1, 5), wrote(2, 0, None)),
+        put(1, 2, 1, (10, 15), wrote(2, 1, Some(1))),
+    ];
+    fails(&both_created, left_by(2, 1), "not linearizable");
 
     let stale = [
-        op(1, 2, (0, 10), wrote(2, None)),
-        op(0, 1, (20, 30), wrote(1, Some(2))),
+        put(1, 2, 0, (0, 10), wrote(2, 0, None)),
+        put(0, 1, 0, (20, 30), wrote(1, 0, Some(2))),
     ];
-    assert!(violations(object, &stale, &left_by(1)).len() >= 2);
+    fails(&stale, left_by(1, 0), "not linearizable");
 
     let phantom = [
-        op(0, 1, (0, 10), wrote(1, None)),
-        op(0, 1, (20, 30), refused(1, 3)),
+        put(0, 1, 0, (0, 10), wrote(1, 0, None)),
+        put(0, 1, 1, (20, 30), refused(1, 3)),
     ];
-    assert_eq!(violations(object, &phantom, &left_by(1)).len(), 1);
+    fails(&phantom, left_by(1, 0), "refused by token 3");
 
     let lost = [
-        op(0, 1, (0, 10), wrote(1, None)),
-        op(1, 2, (20, 30), wrote(2, Some(1))),
+        put(0, 1, 0, (0, 10), wrote(1, 0, None)),
+        put(1, 2, 0, (20, 30), wrote(2, 0, Some(1))),
     ];
-    assert_eq!(violations(object, &lost, &left_by(1)).len(), 1);
-    assert_eq!(violations(object, &lost, &Ok(None)).len(), 1);
+    fails(&lost, left_by(1, 0), "not linearizable");
+    fails(&lost, Ok(None), "not linearizable");
+
+    // What the checker is not given: the replies' own fields, the final
+    // read's etag and body, failures.
+    let wrong_token = [
+        put(0, 1, 0, (0, 10), wrote(1, 0, None)),
+        put(1, 2, 0, (20, 30), wrote(3, 0, Some(1))),
+    ];
+    fails(&wrong_token, left_by(2, 0), "#1: writer 1 got");
+    let wrong_fence = [
+        put(0, 2, 0, (0, 10), wrote(2, 0, None)),
+        put(1, 1, 0, (20, 30), refused(3, 2)),
+    ];
+    fails(
+        &wrong_fence,
+        left_by(2, 0),
+        "#1: writer 1 with token 1 refused",
+    );
+    let mut wrong_etag = left_by(2, 0);
+    if let Ok(Some(seen)) = &mut wrong_etag {
+        seen.etag = "etag-other".into();
+    }
+    fails(&lost, wrong_etag, "etag etag-other");
+    let mut foreign = left_by(2, 0);
+    if let Ok(Some(seen)) = &mut foreign {
+        seen.body = b"by 2, write 9".to_vec();
+    }
+    fails(&lost, foreign, "a body nobody wrote");
+    fails(&lost, Err("timeout".into()), "final fenced get failed");
+    let failed = [
+        put(0, 1, 0, (0, 10), wrote(1, 0, None)),
+        put(1, 2, 0, (20, 30), Outcome::Failed("timeout".into())),
+    ];
+    fails(&failed, left_by(2, 0), "#1: writer 1 failed: timeout");
 }
