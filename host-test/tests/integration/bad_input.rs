@@ -3,7 +3,7 @@
 //! instance keeps working afterwards.
 
 use super::*;
-use host_test::bindings::{Config, Error as E};
+use host_test::bindings::{Config, Error as E, Lease};
 use host_test::hooks::Fault;
 
 /// After any error the same instance must still serve a normal call.
@@ -190,7 +190,10 @@ fn bad_arguments_are_invalid_argument() {
         E::InvalidArgument(_)
     ));
     forged.etag = "\"not-the-etag\"".into();
-    assert!(matches!(expect_err(i.release(&forged)), E::Lost(_)));
+    assert!(matches!(
+        expect_err(i.release(&forged)),
+        E::InvalidArgument(_)
+    ));
     let state = i.inspect("k").unwrap().unwrap().unwrap();
     assert_eq!(
         (state.etag, state.live),
@@ -198,6 +201,58 @@ fn bad_arguments_are_invalid_argument() {
         "the lock object is untouched"
     );
     still_works(&mut i);
+}
+
+/// Finding 1 of the safety review, as it was reproduced on SeaweedFS: a
+/// lease whose token was lowered renewed and released, and the next grant
+/// reused a token. Now every altered field is refused before any request.
+#[test]
+fn an_altered_lease_is_refused_and_tokens_never_repeat() {
+    let prefix = fresh_prefix("altered");
+    let mut i = opened(&prefix);
+    for _ in 0..2 {
+        let l = try_acquire(&mut i, "k", &options(30_000)).unwrap();
+        i.release(&l).unwrap().unwrap();
+    }
+    let lease = try_acquire(&mut i, "k", &options(30_000)).unwrap();
+    assert_eq!(lease.token, 3);
+    i.hooks.take_requests();
+    let altered = [
+        Lease {
+            token: 1,
+            ..lease.clone()
+        },
+        Lease {
+            metadata: "m".repeat(100_000),
+            ..lease.clone()
+        },
+        Lease {
+            acquired_at_ms: u64::MAX,
+            ..lease.clone()
+        },
+        Lease {
+            holder_id: "someone else".into(),
+            ..lease.clone()
+        },
+        Lease {
+            seal: "v1.00000000000000000000000000000000".into(),
+            ..lease.clone()
+        },
+    ];
+    for a in &altered {
+        assert!(matches!(expect_err(i.renew(a)), E::InvalidArgument(_)));
+        assert!(matches!(expect_err(i.release(a)), E::InvalidArgument(_)));
+        let put = i.fenced_put(a, &format!("{prefix}data"), b"x", "text/plain");
+        assert!(matches!(expect_err(put), E::InvalidArgument(_)));
+    }
+    assert!(i.hooks.take_requests().is_empty(), "nothing was sent");
+    // The genuine lease still works, from another instance too (same
+    // credentials): a stored lease is portable.
+    let mut other = opened(&prefix);
+    let renewed = other.renew(&lease).unwrap().unwrap();
+    i.release(&renewed).unwrap().unwrap();
+    let next = try_acquire(&mut i, "k", &options(30_000)).unwrap();
+    assert_eq!(next.token, 4, "no token is ever reused");
 }
 
 #[test]

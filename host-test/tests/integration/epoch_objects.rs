@@ -147,7 +147,11 @@ fn each_operation_costs_what_the_contract_says() {
 
     let lease = a.renew(&lease).unwrap().unwrap();
     let log = a.hooks.take_requests();
-    assert_eq!(shape(&log), ["PUT 200"], "renew");
+    assert_eq!(
+        shape(&log),
+        ["PUT 200", "LIST 200"],
+        "renew: write, then no newer epoch"
+    );
     assert!(log[0].if_match.is_some());
 
     b.inspect("k").unwrap().unwrap();
@@ -158,7 +162,11 @@ fn each_operation_costs_what_the_contract_says() {
     );
 
     a.release(&lease).unwrap().unwrap();
-    assert_eq!(shape(&a.hooks.take_requests()), ["PUT 200"], "release");
+    assert_eq!(
+        shape(&a.hooks.take_requests()),
+        ["PUT 200", "LIST 200"],
+        "release"
+    );
 
     let second = try_acquire(&mut b, "k", &options(30_000)).unwrap();
     assert_eq!(
@@ -281,22 +289,47 @@ fn foreign_and_corrupt_objects_under_the_prefix_never_trap() {
 }
 
 #[test]
-fn a_store_that_refuses_if_match_is_renewed_by_a_plain_put() {
+fn a_store_that_refuses_if_match_never_gets_a_write_without_a_condition() {
     let prefix = fresh_prefix("epoch-no-if-match");
     let mut a = epoch_instance(&prefix);
     let lease = try_acquire(&mut a, "k", &options(30_000)).unwrap();
     a.hooks.take_requests();
     // What a store without conditional overwrites answers.
-    a.hooks.inject(Fault::Respond {
+    let not_implemented = || Fault::Respond {
         status: 501,
         content_type: "application/xml",
         body: "<Error><Code>NotImplemented</Code><Message>If-Match</Message></Error>".into(),
-    });
-    let renewed = a.renew(&lease).unwrap().expect("renewed without If-Match");
+    };
+    a.hooks.inject(not_implemented());
+    match expect_err(a.renew(&lease)) {
+        E::S3(e) => assert_eq!((e.status, e.code.as_str()), (501, "NotImplemented")),
+        other => panic!("expected the store's 501, got {other:?}"),
+    }
+    a.hooks.inject(not_implemented());
+    assert!(matches!(expect_err(a.release(&lease)), E::S3(_)));
     let log = a.hooks.take_requests();
-    assert_eq!(shape(&log), ["PUT 501", "PUT 200"]);
-    assert!(log[0].if_match.is_some() && log[1].if_match.is_none());
-    assert_eq!(renewed.token, lease.token);
+    assert_eq!(shape(&log), ["PUT 501", "PUT 501"], "no fallback write");
+    // The lease is still there, live, for its ttl; it renews once the store does.
     let seen = a.inspect("k").unwrap().unwrap().unwrap();
     assert_eq!((seen.token, seen.live), (1, true));
+    a.renew(&lease).unwrap().unwrap();
+}
+
+/// Finding 2 of the safety review, as reproduced on SeaweedFS: holder `h`
+/// took epoch 1, took the key again (epoch 2), and its saved epoch-1 lease
+/// still renewed (same bytes, same MD5 etag, so `If-Match` passed). Now the
+/// LIST after the write finds epoch 2.
+#[test]
+fn a_superseded_epoch_of_the_same_holder_never_renews() {
+    let prefix = fresh_prefix("epoch-superseded");
+    let mut h = epoch_instance(&prefix);
+    let first = try_acquire(&mut h, "k", &named(30_000, "h")).unwrap();
+    let second = try_acquire(&mut h, "k", &named(30_000, "h")).unwrap();
+    assert_eq!((first.token, second.token), (1, 2));
+    match expect_err(h.renew(&first)) {
+        E::Lost(l) => assert_eq!(l.current.map(|c| c.token), Some(2)),
+        other => panic!("expected lost, got {other:?}"),
+    }
+    assert!(matches!(expect_err(h.release(&first)), E::Lost(_)));
+    assert_eq!(h.renew(&second).unwrap().unwrap().token, 2);
 }

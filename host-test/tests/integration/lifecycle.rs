@@ -148,3 +148,27 @@ fn a_skewed_clock_is_what_judges_expiry() {
         "and a finds out at its next renew"
     );
 }
+
+/// A machine whose clock is 30 minutes off signs requests the server
+/// refuses (403 `RequestTimeTooSkewed`). The client adopts the server's
+/// `Date` for signing and sends again, once; lease times are untouched.
+#[test]
+fn a_clock_too_far_off_to_sign_is_corrected_from_the_servers_date() {
+    let mut i = opened(&fresh_prefix("signing-skew"));
+    i.skew_clock_ms(30 * 60 * 1000);
+    let lease = try_acquire(&mut i, "k", &options(30_000)).expect("granted");
+    let statuses: Vec<Option<u16>> = i.hooks.take_requests().iter().map(|r| r.status).collect();
+    println!("signing-skew: statuses {statuses:?}");
+    assert_eq!(
+        statuses.first(),
+        Some(&Some(403)),
+        "the store refused the skewed signature"
+    );
+    assert_eq!(statuses.len(), 3, "refused GET, GET, PUT: {statuses:?}");
+    i.release(&lease).unwrap().unwrap();
+    assert_eq!(
+        i.hooks.take_requests().len(),
+        1,
+        "later requests are signed right"
+    );
+}
