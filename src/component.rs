@@ -1,142 +1,50 @@
 //! The WIT exports: converts between the generated types and the crate's own,
 //! and runs protocol operations over `WasiIo`. No protocol logic lives here.
 
-use crate::bindings::exports::s3_lease::lease::lease::{Guest, GuestClient};
+use crate::bindings::exports::s3_lease::lease::lease::{
+    self as wit_lease, Guest, GuestClient, GuestElector,
+};
 use crate::bindings::exports::s3_lease::lease::types as wit;
+use crate::client::ClientCore;
 use crate::config::{Addressing, ClientConfig, RawConfig, Strategy};
-use crate::driver;
-use crate::epoch::{self, Cleanup, EpochInspect, EpochRewrite, EpochTryAcquire};
+use crate::elector::{Elector, ElectorConfig, Event, Role, StopReason};
 use crate::error::{Error, S3Error};
-use crate::fenced::{self, Change, Fence, FencedGet, FencedWrite};
+use crate::expiry::ExpiryClock;
+use crate::fenced::Change;
 use crate::lock_object::LockState;
-use crate::protocol::{object_key, AcquireOutcome, Grant, Inspect, Lease, RewriteOwn, TryAcquire};
-use crate::seal::{LockSeal, Sealer};
+use crate::protocol::{AcquireOutcome, Grant, Lease};
 use crate::sigv4::Credentials;
 use crate::transport::{random_hex_id, random_u64, WasiIo};
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 
 struct Component;
 
 impl Guest for Component {
     type Client = Client;
+    type Elector = ElectorResource;
 }
 
+/// The WIT `client`: the core client behind a `RefCell` (resource methods
+/// take `&self`; calls never nest, so borrows never overlap).
 pub struct Client {
-    config: ClientConfig,
-    sealer: Sealer,
+    core: RefCell<ClientCore>,
     /// Added to the wall clock when signing, once a server refused our time
     /// as skewed (see `driver::run`).
     signing_offset_ms: Cell<i64>,
-    /// epoch-objects: the highest epoch seen per key, so LISTs can start
-    /// just below it. Only an optimisation: the protocol is safe without it.
-    epoch_hints: RefCell<HashMap<String, u64>>,
 }
 
-/// Keys whose epoch hints are kept; past this the map starts over.
-const MAX_EPOCH_HINTS: usize = 4096;
-
 impl Client {
-    fn hint(&self, key: &str) -> u64 {
-        self.epoch_hints.borrow().get(key).copied().unwrap_or(0)
-    }
-
-    fn note_epoch(&self, key: &str, epoch: u64) {
-        let mut hints = self.epoch_hints.borrow_mut();
-        if hints.len() >= MAX_EPOCH_HINTS && !hints.contains_key(key) {
-            hints.clear();
-        }
-        let seen = hints.entry(key.to_string()).or_insert(0);
-        *seen = (*seen).max(epoch);
-    }
-
-    /// One try-acquire with the configured strategy.
-    fn try_once(
+    fn run<T>(
         &self,
-        io: &mut WasiIo<'_>,
-        key: &str,
-        object_key: &str,
-        grant: &Grant,
-    ) -> Result<AcquireOutcome, Error> {
-        let seal = self.lock_seal(object_key);
-        if self.config.strategy == Strategy::SingleObject {
-            let op = TryAcquire::new(key.to_string(), object_key.to_string(), grant.clone(), seal);
-            return driver::run(io, op);
-        }
-        let dir = epoch::epoch_dir(object_key);
-        let op = EpochTryAcquire::new(key.to_string(), dir, grant.clone(), seal, self.hint(key));
-        let (outcome, cleanup) = driver::run(io, op)?;
-        match &outcome {
-            AcquireOutcome::Granted(lease) => self.note_epoch(key, lease.token),
-            AcquireOutcome::Held(Some(state)) => self.note_epoch(key, state.record.token),
-            AcquireOutcome::Held(None) => {}
-        }
-        if !cleanup.is_empty() {
-            // Best effort: a failed delete only leaves a longer listing.
-            let _ = driver::run(io, Cleanup::new(cleanup));
-        }
-        Ok(outcome)
-    }
-
-    /// Renews or releases with the configured strategy.
-    fn rewrite(&self, lease: wit::Lease, release: bool) -> Result<Lease, Error> {
-        let object_key = self.object_key(&lease.key)?;
-        let seal = self.lock_seal(&object_key);
-        let lease = from_wit_lease(lease);
-        let io = &mut self.io();
-        match (self.config.strategy, release) {
-            (Strategy::SingleObject, false) => {
-                driver::run(io, RewriteOwn::renew(lease, object_key, seal))
-            }
-            (Strategy::SingleObject, true) => {
-                driver::run(io, RewriteOwn::release(lease, object_key, seal))
-            }
-            (Strategy::EpochObjects, false) => driver::run(
-                io,
-                EpochRewrite::renew(lease, epoch::epoch_dir(&object_key), seal),
-            ),
-            (Strategy::EpochObjects, true) => driver::run(
-                io,
-                EpochRewrite::release(lease, epoch::epoch_dir(&object_key), seal),
-            ),
-        }
-    }
-
-    /// Seals and checks the leases of the lock at `object_key`.
-    fn lock_seal(&self, object_key: &str) -> LockSeal {
-        self.sealer
-            .for_lock(format!("{}:{object_key}", self.config.strategy.name()))
-    }
-
-    fn io(&self) -> WasiIo<'_> {
-        WasiIo {
-            config: &self.config,
+        f: impl FnOnce(&mut ClientCore, &mut WasiIo<'_>) -> Result<T, Error>,
+    ) -> Result<T, wit::Error> {
+        let mut core = self.core.borrow_mut();
+        let config = core.config.clone();
+        let mut io = WasiIo {
+            config: &config,
             signing_offset_ms: &self.signing_offset_ms,
-        }
-    }
-
-    fn object_key(&self, key: &str) -> Result<String, Error> {
-        object_key(&self.config.key_prefix, key)
-    }
-
-    /// Runs a fenced write of `change` with the lease's lock and token.
-    fn fenced_write(
-        &self,
-        lease: &wit::Lease,
-        object_key: String,
-        change: Change,
-        reject_equal: bool,
-    ) -> Result<fenced::Written, Error> {
-        let lock_object_key = self.object_key(&lease.key)?;
-        let lock = fenced::lock_identity(self.config.strategy.name(), &lock_object_key);
-        let fence = Fence::for_lease(
-            &from_wit_lease(lease.clone()),
-            &self.lock_seal(&lock_object_key),
-            lock,
-            reject_equal,
-        )?;
-        let object_key = fenced::fenced_object_key(&object_key)?;
-        driver::run(&mut self.io(), FencedWrite::new(object_key, fence, change)?)
+        };
+        f(&mut core, &mut io).map_err(to_wit_error)
     }
 }
 
@@ -161,13 +69,16 @@ impl GuestClient for Client {
                 wit::Strategy::SingleObject => Strategy::SingleObject,
                 wit::Strategy::EpochObjects => Strategy::EpochObjects,
             }),
+            expiry_clock: config.expiry_clock.map(|c| match c {
+                wit::ExpiryClock::Holder => ExpiryClock::Holder,
+                wit::ExpiryClock::Server => ExpiryClock::Server,
+                wit::ExpiryClock::Observed => ExpiryClock::Observed,
+            }),
         };
         let config = ClientConfig::validate(raw).map_err(to_wit_error)?;
         Ok(Client {
-            sealer: Sealer::new(&config.credentials.secret_access_key, &config.bucket),
+            core: RefCell::new(ClientCore::new(config)),
             signing_offset_ms: Cell::new(0),
-            config,
-            epoch_hints: RefCell::new(HashMap::new()),
         })
     }
 
@@ -176,13 +87,12 @@ impl GuestClient for Client {
         key: String,
         options: wit::Options,
     ) -> Result<Option<wit::Lease>, wit::Error> {
-        let object_key = self.object_key(&key).map_err(to_wit_error)?;
         let grant = grant(options).map_err(to_wit_error)?;
-        match self.try_once(&mut self.io(), &key, &object_key, &grant) {
-            Ok(AcquireOutcome::Granted(lease)) => Ok(Some(to_wit_lease(lease))),
-            Ok(AcquireOutcome::Held(_)) => Ok(None),
-            Err(e) => Err(to_wit_error(e)),
-        }
+        self.run(|core, io| core.try_acquire(io, &key, &grant))
+            .map(|outcome| match outcome {
+                AcquireOutcome::Granted(lease) => Some(to_wit_lease(lease)),
+                AcquireOutcome::Held(_) => None,
+            })
     }
 
     fn acquire(
@@ -191,39 +101,24 @@ impl GuestClient for Client {
         options: wit::Options,
         timeout_ms: u64,
     ) -> Result<wit::Lease, wit::Error> {
-        let object_key = self.object_key(&key).map_err(to_wit_error)?;
         let grant = grant(options).map_err(to_wit_error)?;
-        driver::acquire(&mut self.io(), &key, timeout_ms, |io| {
-            self.try_once(io, &key, &object_key, &grant)
-        })
-        .map(to_wit_lease)
-        .map_err(to_wit_error)
+        self.run(|core, io| core.acquire(io, &key, &grant, timeout_ms))
+            .map(to_wit_lease)
     }
 
     fn renew(&self, lease: wit::Lease) -> Result<wit::Lease, wit::Error> {
-        self.rewrite(lease, false)
+        self.run(|core, io| core.rewrite(io, from_wit_lease(lease), false))
             .map(to_wit_lease)
-            .map_err(to_wit_error)
     }
 
     fn release(&self, lease: wit::Lease) -> Result<(), wit::Error> {
-        self.rewrite(lease, true).map(|_| ()).map_err(to_wit_error)
+        self.run(|core, io| core.rewrite(io, from_wit_lease(lease), true))
+            .map(|_| ())
     }
 
     fn inspect(&self, key: String) -> Result<Option<wit::LockState>, wit::Error> {
-        let object_key = self.object_key(&key).map_err(to_wit_error)?;
-        let state = match self.config.strategy {
-            Strategy::SingleObject => driver::run(&mut self.io(), Inspect::new(key, object_key)),
-            Strategy::EpochObjects => {
-                let (dir, hint) = (epoch::epoch_dir(&object_key), self.hint(&key));
-                let state = driver::run(&mut self.io(), EpochInspect::new(key.clone(), dir, hint));
-                if let Ok(Some(s)) = &state {
-                    self.note_epoch(&key, s.record.token);
-                }
-                state
-            }
-        };
-        state.map(|s| s.map(to_wit_state)).map_err(to_wit_error)
+        self.run(|core, io| core.inspect(io, &key))
+            .map(|s| s.map(to_wit_state))
     }
 
     fn fenced_put(
@@ -248,28 +143,29 @@ impl GuestClient for Client {
         options: wit::FenceOptions,
     ) -> Result<wit::FencedWrite, wit::Error> {
         let change = Change::Put { body, content_type };
-        self.fenced_write(&lease, object_key, change, options.reject_equal_token)
-            .map(|w| wit::FencedWrite {
-                object_key: w.object_key,
-                etag: w.etag,
-                token: w.token,
-                previous_token: w.previous_token,
-            })
-            .map_err(to_wit_error)
+        let lease = from_wit_lease(lease);
+        self.run(|core, io| {
+            core.fenced_write(io, &lease, &object_key, change, options.reject_equal_token)
+        })
+        .map(|w| wit::FencedWrite {
+            object_key: w.object_key,
+            etag: w.etag,
+            token: w.token,
+            previous_token: w.previous_token,
+        })
     }
 
     fn fenced_delete(&self, lease: wit::Lease, object_key: String) -> Result<(), wit::Error> {
         let change = Change::Delete {
             nonce: random_u64(),
         };
-        self.fenced_write(&lease, object_key, change, false)
+        let lease = from_wit_lease(lease);
+        self.run(|core, io| core.fenced_write(io, &lease, &object_key, change, false))
             .map(|_| ())
-            .map_err(to_wit_error)
     }
 
     fn fenced_get(&self, object_key: String) -> Result<Option<wit::FencedObject>, wit::Error> {
-        let object_key = fenced::fenced_object_key(&object_key).map_err(to_wit_error)?;
-        driver::run(&mut self.io(), FencedGet::new(object_key))
+        self.run(|core, io| core.fenced_get(io, &object_key))
             .map(|found| {
                 found.map(|o| wit::FencedObject {
                     object_key: o.object_key,
@@ -279,7 +175,81 @@ impl GuestClient for Client {
                     token: o.token,
                 })
             })
-            .map_err(to_wit_error)
+    }
+
+    fn elector(&self, config: wit::ElectorConfig) -> Result<wit_lease::Elector, wit::Error> {
+        let config = ElectorConfig {
+            key: config.key,
+            lease_duration_ms: config.lease_duration_ms,
+            renew_deadline_ms: config.renew_deadline_ms,
+            retry_period_ms: config.retry_period_ms,
+            holder_id: config
+                .holder_id
+                .unwrap_or_else(|| format!("elector-{}", random_hex_id())),
+            metadata: config.metadata.unwrap_or_default(),
+        };
+        // The elector has a client of its own (same config and memory so
+        // far): a resource cannot keep a borrow of another.
+        let core = self.core.borrow().clone();
+        let elector = Elector::new(core, config).map_err(to_wit_error)?;
+        Ok(wit_lease::Elector::new(ElectorResource {
+            elector: RefCell::new(elector),
+            signing_offset_ms: Cell::new(self.signing_offset_ms.get()),
+        }))
+    }
+}
+
+/// The WIT `elector`.
+pub struct ElectorResource {
+    elector: RefCell<Elector>,
+    signing_offset_ms: Cell<i64>,
+}
+
+impl ElectorResource {
+    fn run<T>(&self, f: impl FnOnce(&mut Elector, &mut WasiIo<'_>) -> T) -> T {
+        let mut elector = self.elector.borrow_mut();
+        let config = elector.client_config().clone();
+        let mut io = WasiIo {
+            config: &config,
+            signing_offset_ms: &self.signing_offset_ms,
+        };
+        f(&mut elector, &mut io)
+    }
+}
+
+impl GuestElector for ElectorResource {
+    fn step(&self) -> wit::StepResult {
+        let status = self.run(|e, io| e.step(io));
+        wit::StepResult {
+            role: to_wit_role(status.role),
+            events: status.events.into_iter().map(to_wit_event).collect(),
+            next_step_in_ms: status.next_step_in_ms,
+            last_error: status.last_error.map(to_wit_error),
+        }
+    }
+
+    fn resign(&self) -> Result<(), wit::Error> {
+        self.run(|e, io| e.resign(io)).map_err(to_wit_error)
+    }
+}
+
+fn to_wit_role(role: Role) -> wit::Role {
+    match role {
+        Role::Leader(lease) => wit::Role::Leader(to_wit_lease(lease)),
+        Role::Follower(state) => wit::Role::Follower(state.map(to_wit_state)),
+        Role::Candidate => wit::Role::Candidate,
+    }
+}
+
+fn to_wit_event(event: Event) -> wit::ElectorEvent {
+    match event {
+        Event::BecameLeader(lease) => wit::ElectorEvent::BecameLeader(to_wit_lease(lease)),
+        Event::StoppedLeading(reason) => wit::ElectorEvent::StoppedLeading(match reason {
+            StopReason::RenewDeadline => wit::StopReason::RenewDeadline,
+            StopReason::Lost => wit::StopReason::Lost,
+            StopReason::Resigned => wit::StopReason::Resigned,
+        }),
+        Event::LeaderChanged(state) => wit::ElectorEvent::LeaderChanged(state.map(to_wit_state)),
     }
 }
 

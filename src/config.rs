@@ -2,6 +2,7 @@
 //! can be built without failing.
 
 use crate::error::Error;
+use crate::expiry::ExpiryClock;
 use crate::sigv4::Credentials;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +44,7 @@ pub struct RawConfig {
     pub key_prefix: Option<String>,
     pub request_timeout_ms: Option<u32>,
     pub strategy: Option<Strategy>,
+    pub expiry_clock: Option<ExpiryClock>,
 }
 
 /// A configuration known to be usable.
@@ -58,6 +60,7 @@ pub struct ClientConfig {
     pub key_prefix: String,
     pub request_timeout_ms: u32,
     pub strategy: Strategy,
+    pub expiry_clock: ExpiryClock,
 }
 
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u32 = 10_000;
@@ -90,6 +93,14 @@ impl ClientConfig {
                 format!("{request_timeout_ms}; must be 1 ..= {MAX_REQUEST_TIMEOUT_MS}"),
             ));
         }
+        let strategy = raw.strategy.unwrap_or(Strategy::SingleObject);
+        let expiry_clock = raw.expiry_clock.unwrap_or_default();
+        if strategy == Strategy::EpochObjects && expiry_clock == ExpiryClock::Holder {
+            return Err(Error::invalid_config(
+                "expiry-clock",
+                "epoch-objects records no holder expiry; use server or observed",
+            ));
+        }
         Ok(ClientConfig {
             scheme,
             endpoint_authority,
@@ -99,7 +110,8 @@ impl ClientConfig {
             credentials: raw.credentials,
             key_prefix,
             request_timeout_ms,
-            strategy: raw.strategy.unwrap_or(Strategy::SingleObject),
+            strategy,
+            expiry_clock,
         })
     }
 }
@@ -256,6 +268,7 @@ mod tests {
             key_prefix: None,
             request_timeout_ms: None,
             strategy: None,
+            expiry_clock: None,
         }
     }
 

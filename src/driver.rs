@@ -27,9 +27,12 @@ pub fn run<O: Operation>(io: &mut impl Io, mut op: O) -> Result<O::Output, Error
         match step {
             Step::Done(result) => return result,
             Step::Send(request) => {
-                let response = send_correcting_skew(io, &request)?;
+                let response = send_correcting_skew(io, &request);
                 let now = io.now_ms();
-                step = op.on_response(response, now);
+                step = match response {
+                    Ok(response) => op.on_response(response, now),
+                    Err(error) => op.on_transport_error(error, now),
+                };
             }
         }
     }

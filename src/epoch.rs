@@ -20,9 +20,12 @@
 //! - release: rewrite our own epoch object as `"expired": true`.
 
 use crate::error::{Error, S3Error};
+use crate::expiry::{server_time, ExpiryClock, Judge, SERVER_SLACK_MS};
 use crate::lock_object::{epoch_ms, kind, optional_string, seconds_value, LockRecord, LockState};
 use crate::lock_object::{too_large, MAX_LOCK_OBJECT_BYTES};
-use crate::protocol::{check_writable_time, AcquireOutcome, Grant, Lease, Operation, Step};
+use crate::protocol::{
+    check_writable_time, is_ambiguous, AcquireOutcome, Grant, Lease, Operation, Step,
+};
 use crate::protocol::{MAX_REREADS, MAX_TTL_MS};
 use crate::s3::{list_request, parse_list, Method, S3Request, S3Response};
 use crate::seal::LockSeal;
@@ -32,10 +35,6 @@ use serde_json::{Map, Value};
 pub const KEEP_EPOCHS: u64 = 2;
 /// Old epochs deleted after one grant at most; the rest wait for the next.
 pub const MAX_CLEANUP_PER_GRANT: usize = 16;
-/// Added to an epoch's validity before a reader calls it expired: 1 s because
-/// `Last-Modified` and `Date` are whole seconds, and 1 s for the time between
-/// the server reading the object and stamping `Date` on the reply.
-pub const EXPIRY_SLACK_MS: u64 = 2_000;
 
 const JSON: &str = "application/json";
 
@@ -74,6 +73,8 @@ pub struct EpochRecord {
     pub holder_id: String,
     pub acquired_at_ms: u64,
     pub metadata: String,
+    /// See `LockRecord::write_id`.
+    pub write_id: String,
 }
 
 impl EpochRecord {
@@ -85,6 +86,7 @@ impl EpochRecord {
         map.insert("holder".into(), Value::from(self.holder_id.as_str()));
         map.insert("acquired_at".into(), seconds_value(self.acquired_at_ms));
         map.insert("metadata".into(), Value::from(self.metadata.as_str()));
+        map.insert("write".into(), Value::from(self.write_id.as_str()));
         Value::Object(map).to_string().into_bytes()
     }
 
@@ -126,6 +128,7 @@ impl EpochRecord {
                 Some(v) => epoch_ms("acquired_at", v)?,
             },
             metadata: optional_string(&map, "metadata")?,
+            write_id: optional_string(&map, "write")?,
         })
     }
 }
@@ -138,23 +141,48 @@ fn reply_lacks(r: &S3Response, what: &str) -> Error {
     })
 }
 
-fn server_time(r: &S3Response, header: &str) -> Result<u64, Error> {
-    r.header(header)
-        .and_then(crate::http_date::parse_ms)
-        .ok_or_else(|| {
-            reply_lacks(
-                r,
-                &format!("the reply has no valid {header} header, which epoch-objects needs"),
-            )
-        })
+fn server_time_required(r: &S3Response, header: &str) -> Result<u64, Error> {
+    server_time(r, header).ok_or_else(|| {
+        reply_lacks(
+            r,
+            &format!("the reply has no valid {header} header, which epoch-objects needs"),
+        )
+    })
 }
 
-/// Reads a GET of epoch object `epoch`: `None` if it is gone, else its state
-/// judged on the server's clock.
-fn read_epoch(key: &str, dir: &str, epoch: u64, r: S3Response) -> Result<Option<LockState>, Error> {
+/// Reads a GET of epoch object `epoch`: `None` if it is gone, else its
+/// state as `judge` sees it (the server's clock, or how long this client has
+/// seen it unchanged). A 304 reuses the state observed before.
+fn read_epoch(
+    key: &str,
+    dir: &str,
+    epoch: u64,
+    r: S3Response,
+    now_ms: u64,
+    judge: &Judge,
+) -> Result<Option<LockState>, Error> {
     let object_key = epoch_key(dir, epoch);
+    let needs_server_time = judge.clock == ExpiryClock::Server;
     match r.status {
         404 if r.is_missing_object() => Ok(None),
+        304 => match judge
+            .observation
+            .as_ref()
+            .filter(|o| o.state.record.token == epoch)
+        {
+            Some(o) => {
+                if needs_server_time {
+                    server_time_required(&r, "date")?;
+                }
+                let (live, expires_in_ms) = judge.judge(&o.state.record, &o.state.etag, &r, now_ms);
+                Ok(Some(LockState {
+                    live,
+                    expires_in_ms,
+                    ..o.state.clone()
+                }))
+            }
+            None => Err(r.into_error()),
+        },
         200 => {
             if let Some(len) = r.body_too_large {
                 return Err(Error::corrupt(&object_key, too_large(len)));
@@ -162,39 +190,54 @@ fn read_epoch(key: &str, dir: &str, epoch: u64, r: S3Response) -> Result<Option<
             let etag = r.read_etag(&object_key)?;
             let record = EpochRecord::from_json(&r.body, epoch)
                 .map_err(|reason| Error::corrupt(&object_key, reason))?;
-            let modified = server_time(&r, "last-modified")?;
-            let now = server_time(&r, "date")?;
-            let expires_at_ms = if record.expired {
-                0
+            let modified = if needs_server_time {
+                server_time_required(&r, "date")?;
+                Some(server_time_required(&r, "last-modified")?)
             } else {
-                modified
+                server_time(&r, "last-modified")
+            };
+            // For display: when the server's clock calls it expired.
+            let expires_at_ms = match (record.expired, modified) {
+                (true, _) => 0,
+                (false, m) => m
+                    .unwrap_or(0)
                     .saturating_add(record.validity_ms)
-                    .saturating_add(EXPIRY_SLACK_MS)
+                    .saturating_add(SERVER_SLACK_MS),
             };
-            let live = expires_at_ms != 0 && now <= expires_at_ms;
-            // `Date` moves in whole seconds: the first one past the expiry
-            // is the next whole second, and the server's clock already
-            // reads at least `now`, so this wait never undershoots.
-            let expires_in_ms = if live {
-                (expires_at_ms / 1000 + 1) * 1000 - now
-            } else {
-                0
+            let record = LockRecord {
+                expires_at_ms,
+                token: epoch,
+                holder_id: record.holder_id,
+                acquired_at_ms: record.acquired_at_ms,
+                metadata: record.metadata,
+                // 0 would mean "not recorded"; a zero validity is 1 ms.
+                ttl_ms: record.validity_ms.max(1),
+                write_id: record.write_id,
             };
+            let (live, expires_in_ms) = judge.judge(&record, &etag, &r, now_ms);
             Ok(Some(LockState {
                 key: key.to_string(),
                 live,
                 expires_in_ms,
                 etag,
-                record: LockRecord {
-                    expires_at_ms,
-                    token: epoch,
-                    holder_id: record.holder_id,
-                    acquired_at_ms: record.acquired_at_ms,
-                    metadata: record.metadata,
-                },
+                record,
+                last_modified_ms: modified,
             }))
         }
         _ => Err(r.into_error()),
+    }
+}
+
+/// GET of epoch `epoch`, conditional when this client has seen it before.
+fn get_epoch(dir: &str, epoch: u64, judge: &Judge) -> S3Request {
+    let request = S3Request::new(Method::Get, &epoch_key(dir, epoch), MAX_LOCK_OBJECT_BYTES);
+    match judge
+        .observation
+        .as_ref()
+        .filter(|o| o.state.record.token == epoch)
+    {
+        Some(o) => request.header("if-none-match", &o.state.etag),
+        None => request,
     }
 }
 
@@ -423,6 +466,9 @@ enum Phase {
     Listing,
     Reading(u64),
     Creating(Lease),
+    /// Our create may have landed (its reply was lost): read our epoch and
+    /// look for our write id.
+    Recognising(Lease, Error),
     Verifying(Lease, HigherCheck),
 }
 
@@ -431,9 +477,13 @@ pub struct EpochTryAcquire {
     dir: String,
     grant: Grant,
     seal: LockSeal,
+    judge: Judge,
+    write_id: String,
     lister: Lister,
     phase: Phase,
     rereads: u32,
+    /// A create of ours went out without a clear answer and may land late.
+    ambiguous: bool,
 }
 
 /// A try-acquire's outcome and the old epoch objects to delete after it.
@@ -441,15 +491,29 @@ pub type EpochOutcome = (AcquireOutcome, Vec<String>);
 
 impl EpochTryAcquire {
     /// `hint`: the highest epoch this client has seen on the key (0: none).
-    pub fn new(key: String, dir: String, grant: Grant, seal: LockSeal, hint: u64) -> Self {
+    /// `hint`: the highest epoch this client has seen on the key (0: none);
+    /// `write_id`: recorded in the epoch we create, to recognise it after a
+    /// lost reply.
+    pub fn new(
+        key: String,
+        dir: String,
+        grant: Grant,
+        seal: LockSeal,
+        judge: Judge,
+        write_id: String,
+        hint: u64,
+    ) -> Self {
         EpochTryAcquire {
             lister: Lister::new(&dir, hint),
             key,
             dir,
             grant,
             seal,
+            judge,
+            write_id,
             phase: Phase::Listing,
             rereads: 0,
+            ambiguous: false,
         }
     }
 
@@ -458,11 +522,7 @@ impl EpochTryAcquire {
         match self.lister.highest() {
             Some(h) if h >= hint => {
                 self.phase = Phase::Reading(h);
-                Step::Send(S3Request::new(
-                    Method::Get,
-                    &epoch_key(&self.dir, h),
-                    MAX_LOCK_OBJECT_BYTES,
-                ))
+                Step::Send(get_epoch(&self.dir, h, &self.judge))
             }
             // Nothing at or above the epoch this client saw last: it was
             // wiped, but tokens must not go back.
@@ -489,6 +549,7 @@ impl EpochTryAcquire {
             holder_id: g.holder_id.clone(),
             acquired_at_ms: now_ms,
             metadata: g.metadata.clone(),
+            write_id: self.write_id.clone(),
         };
         let lease = Lease {
             key: self.key.clone(),
@@ -526,6 +587,28 @@ impl EpochTryAcquire {
         Step::Send(self.lister.first())
     }
 
+    /// Reads our own epoch to learn whether our create landed.
+    fn recognise(&mut self, lease: Lease, error: Error) -> Step<EpochOutcome> {
+        self.ambiguous = true;
+        if self.rereads >= MAX_REREADS {
+            return Step::Done(Err(error));
+        }
+        self.rereads += 1;
+        let request = S3Request::new(
+            Method::Get,
+            &epoch_key(&self.dir, lease.token),
+            MAX_LOCK_OBJECT_BYTES,
+        );
+        self.phase = Phase::Recognising(lease, error);
+        Step::Send(request)
+    }
+
+    fn verify(&mut self, lease: Lease) -> Step<EpochOutcome> {
+        let (check, request) = HigherCheck::start(&self.dir, lease.token);
+        self.phase = Phase::Verifying(lease, check);
+        Step::Send(request)
+    }
+
     /// Old epochs to delete once `epoch` is granted, oldest first.
     fn cleanup(&self, epoch: u64) -> Vec<String> {
         let mut old: Vec<u64> = self
@@ -560,29 +643,52 @@ impl Operation for EpochTryAcquire {
             },
             // Cleaned up after a newer grant between our LIST and GET.
             Phase::Reading(_) if r.status == 404 && r.is_missing_object() => self.reread(r),
-            Phase::Reading(epoch) => match read_epoch(&self.key, &self.dir, epoch, r) {
-                Ok(Some(s)) if s.live && s.record.holder_id != self.grant.holder_id => {
-                    Step::Done(Ok((AcquireOutcome::Held(Some(s)), Vec::new())))
+            Phase::Reading(epoch) => {
+                match read_epoch(&self.key, &self.dir, epoch, r, now_ms, &self.judge) {
+                    Ok(Some(s)) if s.live && s.record.holder_id != self.grant.holder_id => {
+                        Step::Done(Ok((AcquireOutcome::Held(Some(s)), Vec::new())))
+                    }
+                    Ok(_) => self.create(epoch, now_ms),
+                    Err(e) => Step::Done(Err(e)),
                 }
-                Ok(_) => self.create(epoch, now_ms),
-                Err(e) => Step::Done(Err(e)),
-            },
+            }
             Phase::Creating(mut lease) => match r.status {
                 200 => {
                     let ours = epoch_key(&self.dir, lease.token);
                     match r.written_etag(&ours) {
                         Ok(etag) => {
                             lease.etag = etag;
-                            let (check, request) = HigherCheck::start(&self.dir, lease.token);
-                            self.phase = Phase::Verifying(lease, check);
-                            Step::Send(request)
+                            self.verify(lease)
                         }
                         Err(e) => Step::Done(Err(e)),
                     }
                 }
+                // Lost the race, unless our own earlier create landed late.
+                412 if self.ambiguous => self.recognise(lease, r.into_error()),
                 412 => Step::Done(Ok((AcquireOutcome::Held(None), Vec::new()))),
                 _ if r.status == 409 || r.is_missing_object() => self.reread(r),
+                _ if is_ambiguous(&r) => self.recognise(lease, r.into_error()),
                 _ => Step::Done(Err(r.into_error())),
+            },
+            Phase::Recognising(mut lease, error) => match r.status {
+                404 if r.is_missing_object() => {
+                    // It did not land: create it again (same write id).
+                    self.create(lease.token.saturating_sub(1), now_ms)
+                }
+                200 => match EpochRecord::from_json(&r.body, lease.token) {
+                    Ok(found) if found.write_id == self.write_id => {
+                        match r.read_etag(&epoch_key(&self.dir, lease.token)) {
+                            Ok(etag) => {
+                                lease.etag = etag;
+                                self.verify(lease)
+                            }
+                            Err(e) => Step::Done(Err(e)),
+                        }
+                    }
+                    // Someone else's epoch: we lost the race.
+                    _ => Step::Done(Ok((AcquireOutcome::Held(None), Vec::new()))),
+                },
+                _ => Step::Done(Err(error)),
             },
             // Our create succeeded, but if the epoch had existed and been
             // cleaned up after a newer one, we re-created a stale epoch: a
@@ -593,6 +699,12 @@ impl Operation for EpochTryAcquire {
                 Ok(Higher::Next(request)) => {
                     self.phase = Phase::Verifying(lease, check);
                     Step::Send(request)
+                }
+                // Our epoch exists; a failed check would leave it blocking
+                // the key with nobody holding it. Check again, a few times.
+                Err(e) if e.is_transient() && self.rereads < MAX_REREADS => {
+                    self.rereads += 1;
+                    self.verify(lease)
                 }
                 Ok(Higher::Found) => Step::Done(Ok((AcquireOutcome::Held(None), Vec::new()))),
                 // Granted, but known only after it lapsed: no lease.
@@ -606,6 +718,18 @@ impl Operation for EpochTryAcquire {
                 }
                 Err(e) => Step::Done(Err(e)),
             },
+        }
+    }
+
+    fn on_transport_error(&mut self, error: Error, _now_ms: u64) -> Step<EpochOutcome> {
+        match std::mem::replace(&mut self.phase, Phase::Listing) {
+            Phase::Creating(lease) => self.recognise(lease, error),
+            Phase::Recognising(lease, _) => self.recognise(lease, error),
+            Phase::Verifying(lease, _) if self.rereads < MAX_REREADS => {
+                self.rereads += 1;
+                self.verify(lease)
+            }
+            _ => Step::Done(Err(error)),
         }
     }
 }
@@ -645,17 +769,19 @@ impl Operation for Cleanup {
 pub struct EpochInspect {
     key: String,
     dir: String,
+    judge: Judge,
     lister: Lister,
     reading: Option<u64>,
     rereads: u32,
 }
 
 impl EpochInspect {
-    pub fn new(key: String, dir: String, hint: u64) -> Self {
+    pub fn new(key: String, dir: String, judge: Judge, hint: u64) -> Self {
         EpochInspect {
             lister: Lister::new(&dir, hint),
             key,
             dir,
+            judge,
             reading: None,
             rereads: 0,
         }
@@ -669,9 +795,9 @@ impl Operation for EpochInspect {
         Step::Send(self.lister.first())
     }
 
-    fn on_response(&mut self, r: S3Response, _now_ms: u64) -> Step<Self::Output> {
+    fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Self::Output> {
         if let Some(epoch) = self.reading.take() {
-            return match read_epoch(&self.key, &self.dir, epoch, r) {
+            return match read_epoch(&self.key, &self.dir, epoch, r, now_ms, &self.judge) {
                 // Cleaned up after a newer grant between our LIST and GET.
                 Ok(None) if self.rereads < MAX_REREADS => {
                     self.rereads += 1;
@@ -686,11 +812,7 @@ impl Operation for EpochInspect {
                 None => Step::Done(Ok(None)),
                 Some(epoch) => {
                     self.reading = Some(epoch);
-                    Step::Send(S3Request::new(
-                        Method::Get,
-                        &epoch_key(&self.dir, epoch),
-                        MAX_LOCK_OBJECT_BYTES,
-                    ))
+                    Step::Send(get_epoch(&self.dir, epoch, &self.judge))
                 }
             },
             Err(e) => Step::Done(Err(e)),
@@ -712,6 +834,7 @@ pub struct EpochRewrite {
     dir: String,
     seal: LockSeal,
     release: bool,
+    write_id: String,
     attempts: u32,
     sent_at_ms: u64,
     phase: RewritePhase,
@@ -719,6 +842,9 @@ pub struct EpochRewrite {
 
 enum RewritePhase {
     Writing,
+    /// Our write may have landed (its reply was lost): reading our epoch
+    /// to look for our write id.
+    Recognising(Error),
     /// The write landed with this etag; looking for a higher epoch.
     Verifying(String, HigherCheck),
     /// Our epoch was superseded: reading who holds the key now, for `lost`.
@@ -726,20 +852,21 @@ enum RewritePhase {
 }
 
 impl EpochRewrite {
-    pub fn renew(lease: Lease, dir: String, seal: LockSeal) -> Self {
-        Self::new(lease, dir, seal, false)
+    pub fn renew(lease: Lease, dir: String, seal: LockSeal, write_id: String) -> Self {
+        Self::new(lease, dir, seal, write_id, false)
     }
 
-    pub fn release(lease: Lease, dir: String, seal: LockSeal) -> Self {
-        Self::new(lease, dir, seal, true)
+    pub fn release(lease: Lease, dir: String, seal: LockSeal, write_id: String) -> Self {
+        Self::new(lease, dir, seal, write_id, true)
     }
 
-    fn new(lease: Lease, dir: String, seal: LockSeal, release: bool) -> Self {
+    fn new(lease: Lease, dir: String, seal: LockSeal, write_id: String, release: bool) -> Self {
         EpochRewrite {
             lease,
             dir,
             seal,
             release,
+            write_id,
             attempts: 0,
             sent_at_ms: 0,
             phase: RewritePhase::Writing,
@@ -755,6 +882,8 @@ impl EpochRewrite {
             holder_id: l.holder_id.clone(),
             acquired_at_ms: l.acquired_at_ms,
             metadata: l.metadata.clone(),
+            // Also makes every renew's bytes, so its etag, new.
+            write_id: self.write_id.clone(),
         };
         let request = S3Request::new(
             Method::Put,
@@ -783,7 +912,13 @@ impl EpochRewrite {
     /// Our epoch was superseded: find who holds the key now (LIST, GET) to
     /// name them in `lost`.
     fn inspect(&mut self, now_ms: u64) -> Step<Lease> {
-        let mut op = EpochInspect::new(self.lease.key.clone(), self.dir.clone(), self.lease.token);
+        let judge = Judge::new(ExpiryClock::Server, None);
+        let mut op = EpochInspect::new(
+            self.lease.key.clone(),
+            self.dir.clone(),
+            judge,
+            self.lease.token,
+        );
         let step = op.start(now_ms);
         self.phase = RewritePhase::Inspecting(op);
         self.forward(step)
@@ -797,22 +932,60 @@ impl EpochRewrite {
         }
     }
 
+    /// Our write landed with `etag`: unless it came too late, look for a
+    /// newer epoch.
+    fn landed(&mut self, etag: String, now_ms: u64) -> Step<Lease> {
+        // A renew that landed after our expiry may have come after a
+        // reader judged the epoch expired and created the next one.
+        if !self.release && now_ms > self.lease.expires_at_ms {
+            return self.lost();
+        }
+        let (check, request) = HigherCheck::start(&self.dir, self.lease.token);
+        self.phase = RewritePhase::Verifying(etag, check);
+        Step::Send(request)
+    }
+
+    /// Reads our epoch to learn whether a write without a clear answer landed.
+    fn recognise(&mut self, error: Error) -> Step<Lease> {
+        if self.attempts >= MAX_REREADS {
+            return Step::Done(Err(error));
+        }
+        self.attempts += 1;
+        self.phase = RewritePhase::Recognising(error);
+        Step::Send(S3Request::new(
+            Method::Get,
+            &epoch_key(&self.dir, self.lease.token),
+            MAX_LOCK_OBJECT_BYTES,
+        ))
+    }
+
+    fn on_recognising(&mut self, r: S3Response, error: Error, now_ms: u64) -> Step<Lease> {
+        if r.status != 200 {
+            return if r.is_missing_object() {
+                self.inspect(now_ms)
+            } else {
+                Step::Done(Err(error))
+            };
+        }
+        let object_key = epoch_key(&self.dir, self.lease.token);
+        let etag = match r.read_etag(&object_key) {
+            Ok(etag) => etag,
+            Err(e) => return Step::Done(Err(e)),
+        };
+        match EpochRecord::from_json(&r.body, self.lease.token) {
+            Ok(found) if found.write_id == self.write_id => self.landed(etag, now_ms),
+            // Untouched: ours did not land; write again.
+            _ if etag == self.lease.etag => self.write(now_ms),
+            _ => self.inspect(now_ms),
+        }
+    }
+
     fn on_written(&mut self, r: S3Response, now_ms: u64) -> Step<Lease> {
         match r.status {
-            200 => {
-                // A renew that landed after our expiry may have come after a
-                // reader judged the epoch expired and created the next one.
-                if !self.release && now_ms > self.lease.expires_at_ms {
-                    return self.lost();
-                }
-                let etag = match r.written_etag(&epoch_key(&self.dir, self.lease.token)) {
-                    Ok(etag) => etag,
-                    Err(e) => return Step::Done(Err(e)),
-                };
-                let (check, request) = HigherCheck::start(&self.dir, self.lease.token);
-                self.phase = RewritePhase::Verifying(etag, check);
-                Step::Send(request)
-            }
+            200 => match r.written_etag(&epoch_key(&self.dir, self.lease.token)) {
+                Ok(etag) => self.landed(etag, now_ms),
+                Err(e) => Step::Done(Err(e)),
+            },
             501 => Step::Done(Err(Error::S3(S3Error {
                 message: "the store does not support If-Match, which renewing or releasing an \
                           epoch-objects lease needs; the lease lapses after its ttl"
@@ -823,7 +996,11 @@ impl EpochRewrite {
                 self.attempts += 1;
                 self.write(now_ms)
             }
+            // A failed condition after an earlier attempt that may have
+            // landed: ours or someone else's?
+            412 if self.attempts > 0 => self.recognise(r.into_error()),
             _ if r.status == 412 || r.is_missing_object() => self.inspect(now_ms),
+            _ if is_ambiguous(&r) => self.recognise(r.into_error()),
             _ => Step::Done(Err(r.into_error())),
         }
     }
@@ -851,6 +1028,7 @@ impl Operation for EpochRewrite {
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Lease> {
         match std::mem::replace(&mut self.phase, RewritePhase::Writing) {
             RewritePhase::Writing => self.on_written(r, now_ms),
+            RewritePhase::Recognising(error) => self.on_recognising(r, error, now_ms),
             RewritePhase::Inspecting(mut op) => {
                 let step = op.on_response(r, now_ms);
                 self.phase = RewritePhase::Inspecting(op);
@@ -862,6 +1040,10 @@ impl Operation for EpochRewrite {
                     Step::Send(request)
                 }
                 Ok(Higher::Found) => self.inspect(now_ms),
+                Err(e) if e.is_transient() && self.attempts < MAX_REREADS => {
+                    self.attempts += 1;
+                    self.landed(etag, now_ms)
+                }
                 Ok(Higher::None) => Step::Done(Ok(self.seal.seal(Lease {
                     etag,
                     expires_at_ms: if self.release {
@@ -873,6 +1055,19 @@ impl Operation for EpochRewrite {
                 }))),
                 Err(e) => Step::Done(Err(e)),
             },
+        }
+    }
+
+    fn on_transport_error(&mut self, error: Error, now_ms: u64) -> Step<Lease> {
+        match std::mem::replace(&mut self.phase, RewritePhase::Writing) {
+            RewritePhase::Writing | RewritePhase::Recognising(_) => self.recognise(error),
+            RewritePhase::Verifying(etag, _) if self.attempts < MAX_REREADS => {
+                self.attempts += 1;
+                self.landed(etag, now_ms)
+            }
+            // Whatever we were reading for `lost`, the lease is lost.
+            RewritePhase::Inspecting(_) => self.lost(),
+            RewritePhase::Verifying(..) => Step::Done(Err(error)),
         }
     }
 }

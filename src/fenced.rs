@@ -25,6 +25,9 @@ pub const META_TOKEN: &str = "x-amz-meta-s3lease-token";
 /// The lock whose tokens fence the object: tokens of two locks are not
 /// comparable, so a lease of another lock is refused.
 pub const META_LOCK: &str = "x-amz-meta-s3lease-lock";
+/// The random id of the write that stored the object: after a lost reply,
+/// its writer reads it back to learn whether its write landed.
+pub const META_WRITE: &str = "x-amz-meta-s3lease-write";
 /// `true` on a tombstone left by a fenced delete.
 pub const META_TOMBSTONE: &str = "x-amz-meta-s3lease-tombstone";
 /// Fenced objects are read and written whole, in the component's memory.
@@ -110,6 +113,7 @@ struct Recorded {
     lock: Option<String>,
     tombstone: bool,
     etag: String,
+    write_id: Option<String>,
 }
 
 fn recorded(object_key: &str, r: &S3Response) -> Result<Recorded, Error> {
@@ -130,6 +134,7 @@ fn recorded(object_key: &str, r: &S3Response) -> Result<Recorded, Error> {
             .header(META_TOMBSTONE)
             .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
         etag,
+        write_id: r.header(META_WRITE).map(|v| v.trim().to_string()),
     })
 }
 
@@ -149,13 +154,24 @@ pub struct FencedWrite {
     object_key: String,
     fence: Fence,
     change: Change,
+    write_id: String,
     attempts: u32,
     /// While a PUT is in flight: the token it replaces (`None`: absent).
     writing: Option<Option<u64>>,
+    /// A PUT of ours went out without a clear answer, replacing this
+    /// token: the next HEAD may show it landed.
+    unsure: Option<Option<u64>>,
 }
 
 impl FencedWrite {
-    pub fn new(object_key: String, fence: Fence, change: Change) -> Result<Self, Error> {
+    /// `write_id` is recorded on the object (`x-amz-meta-s3lease-write`) so
+    /// a write whose reply was lost is recognised when read back.
+    pub fn new(
+        object_key: String,
+        fence: Fence,
+        change: Change,
+        write_id: String,
+    ) -> Result<Self, Error> {
         if fence.token == 0 {
             return Err(Error::InvalidArgument(
                 "lease token 0 is not a grant; pass the lease as returned".into(),
@@ -174,8 +190,10 @@ impl FencedWrite {
             object_key,
             fence,
             change,
+            write_id,
             attempts: 0,
             writing: None,
+            unsure: None,
         })
     }
 
@@ -189,6 +207,17 @@ impl FencedWrite {
 
     /// Decides on what the HEAD found, and writes if we may.
     fn decide(&mut self, found: Option<Recorded>) -> Step<Written> {
+        // Our earlier write, whose reply was lost, did land.
+        if let (Some(previous_token), Some(f)) = (self.unsure, &found) {
+            if !self.write_id.is_empty() && f.write_id.as_deref() == Some(self.write_id.as_str()) {
+                return Step::Done(Ok(Written {
+                    object_key: self.object_key.clone(),
+                    etag: f.etag.clone(),
+                    token: self.fence.token,
+                    previous_token,
+                }));
+            }
+        }
         if let Some(found) = &found {
             if let Some(lock) = found.lock.as_deref().filter(|l| *l != self.fence.lock) {
                 return Step::Done(Err(Error::InvalidArgument(format!(
@@ -232,6 +261,7 @@ impl FencedWrite {
                 .header(META_TOKEN, &self.fence.token.to_string())
                 .header(META_LOCK, &self.fence.lock)
                 .header(META_TOMBSTONE, tombstone)
+                .header(META_WRITE, &self.write_id)
                 .body(&content_type, body),
         )
     }
@@ -298,8 +328,32 @@ impl Operation for FencedWrite {
                 }
                 self.head()
             }
+            _ if crate::protocol::is_ambiguous(&r) => {
+                self.unsure_of(previous_token, r.into_error())
+            }
             _ => Step::Done(Err(r.into_error())),
         }
+    }
+
+    fn on_transport_error(&mut self, error: Error, _now_ms: u64) -> Step<Written> {
+        match self.writing.take() {
+            Some(previous_token) => self.unsure_of(previous_token, error),
+            None => Step::Done(Err(error)),
+        }
+    }
+}
+
+impl FencedWrite {
+    /// A PUT got no clear answer: read the object back to learn its fate.
+    fn unsure_of(&mut self, previous_token: Option<u64>, error: Error) -> Step<Written> {
+        self.attempts += 1;
+        if self.attempts >= MAX_FENCE_ATTEMPTS {
+            return Step::Done(Err(error));
+        }
+        // Attempts share one write id; a HEAD that finds our id ends the
+        // loop, so only the latest attempt can be the one that landed.
+        self.unsure = Some(previous_token);
+        self.head()
     }
 }
 

@@ -5,10 +5,13 @@
 //! only, the component glue: `component` (the WIT exports) and `transport`
 //! (wasi:http).
 
+pub mod client;
 pub mod config;
 pub mod driver;
+pub mod elector;
 pub mod epoch;
 pub mod error;
+pub mod expiry;
 pub mod fenced;
 pub mod http_date;
 pub mod lock_object;

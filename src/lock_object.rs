@@ -18,7 +18,7 @@ const MAX_EPOCH_SECONDS: f64 = 1e11;
 pub const MAX_TIME_MS: u64 = 100_000_000_000_000;
 
 /// What the lock object stores.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LockRecord {
     /// 0 once released.
     pub expires_at_ms: u64,
@@ -27,6 +27,13 @@ pub struct LockRecord {
     /// 0 when the writer recorded none.
     pub acquired_at_ms: u64,
     pub metadata: String,
+    /// The lease's ttl, which the `server` and `observed` expiry clocks
+    /// judge by; 0 when the writer recorded none (a plain design client).
+    pub ttl_ms: u64,
+    /// A random id of the write that stored this record: after a reply was
+    /// lost, its writer re-reads and recognises whether its write landed.
+    /// Empty when the writer recorded none.
+    pub write_id: String,
 }
 
 /// A lock object as read: its record, where it lives and what it means now.
@@ -41,6 +48,8 @@ pub struct LockState {
     /// single-object, the server's `Date` for epoch-objects. Waiters sleep
     /// by this, never by comparing `expires_at_ms` with their own clock.
     pub expires_in_ms: u64,
+    /// The object's `Last-Modified` (server clock), when the reply had one.
+    pub last_modified_ms: Option<u64>,
 }
 
 impl LockRecord {
@@ -57,6 +66,8 @@ impl LockRecord {
         map.insert("holder".into(), Value::from(self.holder_id.as_str()));
         map.insert("acquired_at".into(), seconds_value(self.acquired_at_ms));
         map.insert("metadata".into(), Value::from(self.metadata.as_str()));
+        map.insert("ttl_ms".into(), Value::from(self.ttl_ms));
+        map.insert("write".into(), Value::from(self.write_id.as_str()));
         Value::Object(map).to_string().into_bytes()
     }
 
@@ -92,7 +103,20 @@ impl LockRecord {
                 Some(v) => epoch_ms("acquired_at", v)?,
             },
             metadata: optional_string(&map, "metadata")?,
+            ttl_ms: optional_ttl(&map, "ttl_ms")?,
+            write_id: optional_string(&map, "write")?,
         })
+    }
+}
+
+/// An optional ttl field: absent or null is 0 (not recorded).
+pub(crate) fn optional_ttl(map: &Map<String, Value>, field: &str) -> Result<u64, String> {
+    match map.get(field) {
+        None | Some(Value::Null) => Ok(0),
+        Some(v) => v
+            .as_u64()
+            .filter(|ms| *ms <= crate::protocol::MAX_TTL_MS)
+            .ok_or_else(|| format!("{field:?} must be 0 ..= {}", crate::protocol::MAX_TTL_MS)),
     }
 }
 
@@ -151,6 +175,8 @@ mod tests {
             holder_id: "node-a".into(),
             acquired_at_ms: 1_740_151_413_000,
             metadata: "10.0.0.1:8080 \"quoted\"".into(),
+            ttl_ms: 60_000,
+            write_id: "w1".into(),
         }
     }
 

@@ -17,6 +17,7 @@
 //! again, a bounded number of times.
 
 use crate::error::Error;
+use crate::expiry::{server_time, Judge};
 use crate::lock_object::{too_large, LockRecord, LockState, MAX_LOCK_OBJECT_BYTES, MAX_TIME_MS};
 use crate::s3::{Method, S3Request, S3Response};
 use crate::seal::LockSeal;
@@ -148,10 +149,21 @@ pub trait Operation {
     type Output;
     fn start(&mut self, now_ms: u64) -> Step<Self::Output>;
     fn on_response(&mut self, response: S3Response, now_ms: u64) -> Step<Self::Output>;
+    /// The request got no reply: refused, timed out, or cut off, maybe
+    /// after the server applied it. Operations that write override this to
+    /// find out whether their write landed.
+    fn on_transport_error(&mut self, error: Error, _now_ms: u64) -> Step<Self::Output> {
+        Step::Done(Err(error))
+    }
 }
 
-fn get(object_key: &str) -> S3Request {
-    S3Request::new(Method::Get, object_key, MAX_LOCK_OBJECT_BYTES)
+fn get(object_key: &str, judge: &Judge) -> S3Request {
+    let request = S3Request::new(Method::Get, object_key, MAX_LOCK_OBJECT_BYTES);
+    match judge.cached_etag() {
+        // Unchanged since we last read it: 304, no body.
+        Some(etag) => request.header("if-none-match", etag),
+        None => request,
+    }
 }
 
 fn put(object_key: &str, condition: (&str, &str), record: &LockRecord) -> S3Request {
@@ -161,16 +173,36 @@ fn put(object_key: &str, condition: (&str, &str), record: &LockRecord) -> S3Requ
         .body(JSON, record.to_json())
 }
 
-/// Reads a GET reply: `None` for a missing object, the parsed state for a
-/// present one, an error otherwise.
-fn read_lock(
+/// A reply to a write that may or may not have been applied: the request
+/// went out, and no clear answer came back (a 5xx after the body was sent;
+/// transport errors arrive through `on_transport_error`).
+pub fn is_ambiguous(r: &S3Response) -> bool {
+    r.status >= 500 && r.status != 501
+}
+
+/// Reads a GET reply: `None` for a missing object, the state for a present
+/// one (a 304 reuses the state observed before), an error otherwise.
+pub(crate) fn read_lock(
     key: &str,
     object_key: &str,
     r: S3Response,
     now_ms: u64,
+    judge: &Judge,
 ) -> Result<Option<LockState>, Error> {
     match r.status {
         404 if r.is_missing_object() => Ok(None),
+        304 => match &judge.observation {
+            Some(o) => {
+                let (live, expires_in_ms) = judge.judge(&o.state.record, &o.state.etag, &r, now_ms);
+                Ok(Some(LockState {
+                    live,
+                    expires_in_ms,
+                    ..o.state.clone()
+                }))
+            }
+            // We sent no If-None-Match: a store that answers 304 anyway.
+            None => Err(r.into_error()),
+        },
         200 => {
             if let Some(len) = r.body_too_large {
                 return Err(Error::corrupt(object_key, too_large(len)));
@@ -178,22 +210,14 @@ fn read_lock(
             let etag = r.read_etag(object_key)?;
             let record = LockRecord::from_json(&r.body)
                 .map_err(|reason| Error::corrupt(object_key, reason))?;
-            let live = record.is_live(now_ms);
-            // Live while now <= expires_at: expired from expires_at + 1 on.
-            let expires_in_ms = if live {
-                record
-                    .expires_at_ms
-                    .saturating_add(1)
-                    .saturating_sub(now_ms)
-            } else {
-                0
-            };
+            let (live, expires_in_ms) = judge.judge(&record, &etag, &r, now_ms);
             Ok(Some(LockState {
                 key: key.to_string(),
                 record,
                 etag,
                 live,
                 expires_in_ms,
+                last_modified_ms: server_time(&r, "last-modified"),
             }))
         }
         _ => Err(r.into_error()),
@@ -205,21 +229,32 @@ fn read_lock(
 pub struct Inspect {
     key: String,
     object_key: String,
+    judge: Judge,
 }
 
 impl Inspect {
-    pub fn new(key: String, object_key: String) -> Self {
-        Inspect { key, object_key }
+    pub fn new(key: String, object_key: String, judge: Judge) -> Self {
+        Inspect {
+            key,
+            object_key,
+            judge,
+        }
     }
 }
 
 impl Operation for Inspect {
     type Output = Option<LockState>;
     fn start(&mut self, _now_ms: u64) -> Step<Self::Output> {
-        Step::Send(get(&self.object_key))
+        Step::Send(get(&self.object_key, &self.judge))
     }
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Self::Output> {
-        Step::Done(read_lock(&self.key, &self.object_key, r, now_ms))
+        Step::Done(read_lock(
+            &self.key,
+            &self.object_key,
+            r,
+            now_ms,
+            &self.judge,
+        ))
     }
 }
 
@@ -233,25 +268,50 @@ pub enum AcquireOutcome {
     Held(Option<LockState>),
 }
 
+/// Where a try-acquire is.
+enum Phase {
+    Reading,
+    Writing(LockRecord),
+    /// Our write may have landed (its reply was lost): read and look for
+    /// our write id.
+    Recognising,
+}
+
 pub struct TryAcquire {
     key: String,
     object_key: String,
     grant: Grant,
     seal: LockSeal,
+    judge: Judge,
+    /// Stored in every record this operation writes, so it can recognise
+    /// its own write after a lost reply.
+    write_id: String,
     rereads: u32,
-    /// The record we are writing, once we decided to write.
-    writing: Option<LockRecord>,
+    phase: Phase,
+    /// A write of ours went out without a clear answer: it may still land,
+    /// so a later failed condition may be our own doing.
+    ambiguous: bool,
 }
 
 impl TryAcquire {
-    pub fn new(key: String, object_key: String, grant: Grant, seal: LockSeal) -> Self {
+    pub fn new(
+        key: String,
+        object_key: String,
+        grant: Grant,
+        seal: LockSeal,
+        judge: Judge,
+        write_id: String,
+    ) -> Self {
         TryAcquire {
             key,
             object_key,
             grant,
             seal,
+            judge,
+            write_id,
             rereads: 0,
-            writing: None,
+            phase: Phase::Reading,
+            ambiguous: false,
         }
     }
 
@@ -279,22 +339,54 @@ impl TryAcquire {
             holder_id: self.grant.holder_id.clone(),
             acquired_at_ms: now_ms,
             metadata: self.grant.metadata.clone(),
+            ttl_ms: self.grant.ttl_ms,
+            write_id: self.write_id.clone(),
         };
         let request = put(&self.object_key, (condition.0, &condition.1), &record);
-        self.writing = Some(record);
+        self.phase = Phase::Writing(record);
         Step::Send(request)
     }
 
-    fn reread(&mut self, r: S3Response) -> Step<AcquireOutcome> {
-        self.writing = None;
+    /// Reads the object again: after a 409 or a vanished object, or to
+    /// recognise a write whose reply was lost.
+    fn reread(&mut self, error: Error, recognise: bool) -> Step<AcquireOutcome> {
         if self.rereads >= MAX_REREADS {
-            return Step::Done(Err(match r.into_error() {
-                Error::S3(e) => Error::Conflict(e),
+            return Step::Done(Err(match error {
+                Error::S3(e) if !recognise => Error::Conflict(e),
                 other => other,
             }));
         }
         self.rereads += 1;
-        Step::Send(get(&self.object_key))
+        self.phase = if recognise {
+            Phase::Recognising
+        } else {
+            Phase::Reading
+        };
+        // A full read: a 304 cannot show our write id.
+        Step::Send(get(&self.object_key, &Judge::new(self.judge.clock, None)))
+    }
+
+    fn granted(&self, record: LockRecord, etag: String, now_ms: u64) -> Step<AcquireOutcome> {
+        // A grant whose reply came after its own expiry is no lease: others
+        // may already have judged it expired and taken the key.
+        if now_ms > record.expires_at_ms {
+            return Step::Done(Ok(AcquireOutcome::Held(None)));
+        }
+        Step::Done(Ok(AcquireOutcome::Granted(self.seal.seal(Lease {
+            key: self.key.clone(),
+            token: record.token,
+            holder_id: record.holder_id,
+            etag,
+            expires_at_ms: record.expires_at_ms,
+            acquired_at_ms: record.acquired_at_ms,
+            ttl_ms: self.grant.ttl_ms,
+            metadata: record.metadata,
+            seal: String::new(),
+        }))))
+    }
+
+    fn ours(&self, s: &LockState) -> bool {
+        !self.write_id.is_empty() && s.record.write_id == self.write_id
     }
 }
 
@@ -302,37 +394,47 @@ impl Operation for TryAcquire {
     type Output = AcquireOutcome;
 
     fn start(&mut self, _now_ms: u64) -> Step<Self::Output> {
-        Step::Send(get(&self.object_key))
+        Step::Send(get(&self.object_key, &self.judge))
     }
 
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Self::Output> {
-        let Some(record) = self.writing.clone() else {
-            return match read_lock(&self.key, &self.object_key, r, now_ms) {
-                Ok(seen) => self.decide(seen, now_ms),
-                Err(e) => Step::Done(Err(e)),
-            };
-        };
-        match r.status {
-            // A grant whose reply came after its own expiry is no lease:
-            // others may already have judged it expired and taken the key.
-            200 if now_ms > record.expires_at_ms => Step::Done(Ok(AcquireOutcome::Held(None))),
-            200 => Step::Done(r.written_etag(&self.object_key).map(|etag| {
-                AcquireOutcome::Granted(self.seal.seal(Lease {
-                    key: self.key.clone(),
-                    token: record.token,
-                    holder_id: record.holder_id,
-                    etag,
-                    expires_at_ms: record.expires_at_ms,
-                    acquired_at_ms: record.acquired_at_ms,
-                    ttl_ms: self.grant.ttl_ms,
-                    metadata: record.metadata,
-                    seal: String::new(),
-                }))
-            })),
-            412 => Step::Done(Ok(AcquireOutcome::Held(None))),
-            // The object changed (or vanished) between our read and our write.
-            _ if r.status == 409 || r.is_missing_object() => self.reread(r),
-            _ => Step::Done(Err(r.into_error())),
+        match std::mem::replace(&mut self.phase, Phase::Reading) {
+            Phase::Reading | Phase::Recognising => {
+                match read_lock(&self.key, &self.object_key, r, now_ms, &self.judge) {
+                    // Our write landed after all (its reply was lost, or it
+                    // arrived late): the grant is ours.
+                    Ok(Some(s)) if self.ours(&s) => self.granted(s.record, s.etag, now_ms),
+                    Ok(seen) => self.decide(seen, now_ms),
+                    Err(e) => Step::Done(Err(e)),
+                }
+            }
+            Phase::Writing(record) => match r.status {
+                200 => match r.written_etag(&self.object_key) {
+                    Ok(etag) => self.granted(record, etag, now_ms),
+                    Err(e) => Step::Done(Err(e)),
+                },
+                // Lost the race, unless an earlier write of ours landed
+                // late and made our own condition fail.
+                412 if self.ambiguous => self.reread(r.into_error(), true),
+                412 => Step::Done(Ok(AcquireOutcome::Held(None))),
+                // The object changed (or vanished) between our read and our write.
+                _ if r.status == 409 || r.is_missing_object() => self.reread(r.into_error(), false),
+                _ if is_ambiguous(&r) => {
+                    self.ambiguous = true;
+                    self.reread(r.into_error(), true)
+                }
+                _ => Step::Done(Err(r.into_error())),
+            },
+        }
+    }
+
+    fn on_transport_error(&mut self, error: Error, _now_ms: u64) -> Step<Self::Output> {
+        match self.phase {
+            Phase::Writing(_) => {
+                self.ambiguous = true;
+                self.reread(error, true)
+            }
+            _ => Step::Done(Err(error)),
         }
     }
 }
@@ -341,35 +443,47 @@ impl Operation for TryAcquire {
 
 /// Rewrites our own lock object with `If-Match` on the lease's etag. On a
 /// failed condition it reads the object: if it is still exactly ours (a 409
-/// on a busy key) it writes again, otherwise the lease is lost.
+/// on a busy key) it writes again, if it holds our own write (a reply that
+/// was lost) it is done, otherwise the lease is lost.
 pub struct RewriteOwn {
     lease: Lease,
     object_key: String,
     seal: LockSeal,
     release: bool,
+    write_id: String,
     rereads: u32,
     reading: bool,
+    /// The error that sent us reading, when the write's fate was unknown.
+    ambiguous: Option<Error>,
     /// The expiry our last write carries; the lease's once it succeeds.
     writing_expires_at_ms: u64,
 }
 
 impl RewriteOwn {
-    pub fn renew(lease: Lease, object_key: String, seal: LockSeal) -> Self {
-        Self::new(lease, object_key, seal, false)
+    pub fn renew(lease: Lease, object_key: String, seal: LockSeal, write_id: String) -> Self {
+        Self::new(lease, object_key, seal, write_id, false)
     }
 
-    pub fn release(lease: Lease, object_key: String, seal: LockSeal) -> Self {
-        Self::new(lease, object_key, seal, true)
+    pub fn release(lease: Lease, object_key: String, seal: LockSeal, write_id: String) -> Self {
+        Self::new(lease, object_key, seal, write_id, true)
     }
 
-    fn new(lease: Lease, object_key: String, seal: LockSeal, release: bool) -> Self {
+    fn new(
+        lease: Lease,
+        object_key: String,
+        seal: LockSeal,
+        write_id: String,
+        release: bool,
+    ) -> Self {
         RewriteOwn {
             lease,
             object_key,
             seal,
             release,
+            write_id,
             rereads: 0,
             reading: false,
+            ambiguous: None,
             writing_expires_at_ms: 0,
         }
     }
@@ -390,11 +504,18 @@ impl RewriteOwn {
             holder_id: l.holder_id.clone(),
             acquired_at_ms: l.acquired_at_ms,
             metadata: l.metadata.clone(),
+            ttl_ms: l.ttl_ms,
+            write_id: self.write_id.clone(),
         };
         let request = put(&self.object_key, ("if-match", &l.etag), &record);
         self.writing_expires_at_ms = record.expires_at_ms;
         self.reading = false;
         Step::Send(request)
+    }
+
+    fn read(&mut self) -> Step<Lease> {
+        self.reading = true;
+        Step::Send(get(&self.object_key, &Judge::holder()))
     }
 
     fn lost(&self, current: Option<LockState>) -> Step<Lease> {
@@ -403,6 +524,19 @@ impl RewriteOwn {
             token: self.lease.token,
             current: current.map(Box::new),
         }))
+    }
+
+    fn done(&self, etag: String) -> Step<Lease> {
+        Step::Done(Ok(self.seal.seal(Lease {
+            etag,
+            expires_at_ms: self.writing_expires_at_ms,
+            ..self.lease.clone()
+        })))
+    }
+
+    fn ambiguous(&mut self, error: Error) -> Step<Lease> {
+        self.ambiguous = Some(error);
+        self.read()
     }
 }
 
@@ -423,18 +557,31 @@ impl Operation for RewriteOwn {
 
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Lease> {
         if self.reading {
-            return match read_lock(&self.lease.key, &self.object_key, r, now_ms) {
+            let ours =
+                |s: &LockState| !self.write_id.is_empty() && s.record.write_id == self.write_id;
+            return match read_lock(
+                &self.lease.key,
+                &self.object_key,
+                r,
+                now_ms,
+                &Judge::holder(),
+            ) {
+                // Our write landed; its reply was lost or came late.
+                Ok(Some(s)) if ours(&s) => self.done(s.etag),
                 Ok(Some(s)) if s.etag == self.lease.etag && self.rereads < MAX_REREADS => {
                     self.rereads += 1;
                     self.write(now_ms)
                 }
                 Ok(Some(s)) if s.etag == self.lease.etag => {
-                    Step::Done(Err(Error::Conflict(crate::error::S3Error {
-                        status: 409,
-                        code: "ConditionalRequestConflict".into(),
-                        message: format!("still conflicting after {MAX_REREADS} attempts"),
-                        request_id: String::new(),
-                    })))
+                    Step::Done(Err(match self.ambiguous.take() {
+                        Some(e) => e,
+                        None => Error::Conflict(crate::error::S3Error {
+                            status: 409,
+                            code: "ConditionalRequestConflict".into(),
+                            message: format!("still conflicting after {MAX_REREADS} attempts"),
+                            request_id: String::new(),
+                        }),
+                    }))
                 }
                 Ok(current) => self.lost(current),
                 // We know the lease is gone but not who has it now.
@@ -443,25 +590,25 @@ impl Operation for RewriteOwn {
             };
         }
         match r.status {
-            200 => {
-                let etag = match r.written_etag(&self.object_key) {
-                    Ok(etag) => etag,
-                    Err(e) => return Step::Done(Err(e)),
-                };
-                Step::Done(Ok(self.seal.seal(Lease {
-                    etag,
-                    expires_at_ms: self.writing_expires_at_ms,
-                    ..self.lease.clone()
-                })))
-            }
+            200 => match r.written_etag(&self.object_key) {
+                Ok(etag) => self.done(etag),
+                Err(e) => Step::Done(Err(e)),
+            },
             // Lost the condition, or the object vanished (404 on AWS): read
-            // what is there to tell a busy key from a lost lease.
-            _ if matches!(r.status, 409 | 412) || r.is_missing_object() => {
-                self.reading = true;
-                Step::Send(get(&self.object_key))
-            }
+            // what is there to tell a busy key, or our own late write, from
+            // a lost lease.
+            _ if matches!(r.status, 409 | 412) || r.is_missing_object() => self.read(),
+            _ if is_ambiguous(&r) => self.ambiguous(r.into_error()),
             _ => Step::Done(Err(r.into_error())),
         }
+    }
+
+    fn on_transport_error(&mut self, error: Error, _now_ms: u64) -> Step<Lease> {
+        if self.reading || self.rereads >= MAX_REREADS {
+            return Step::Done(Err(error));
+        }
+        self.rereads += 1;
+        self.ambiguous(error)
     }
 }
 

@@ -352,6 +352,7 @@ mod tests {
             key_prefix: None,
             request_timeout_ms: None,
             strategy: None,
+            expiry_clock: None,
         })
         .unwrap()
     }

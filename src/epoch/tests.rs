@@ -75,12 +75,29 @@ fn seal() -> crate::seal::LockSeal {
     crate::seal::Sealer::new("secret", "bucket").for_lock("epoch-objects:locks/k".into())
 }
 
+/// The server's clock, the strategy's default.
+fn judge() -> crate::expiry::Judge {
+    crate::expiry::Judge::new(crate::expiry::ExpiryClock::Server, None)
+}
+
+fn wid() -> String {
+    crate::testing::write_id()
+}
+
 fn grant(holder: &str) -> Grant {
     Grant::new(10_000, holder.into(), "meta".into()).unwrap()
 }
 
 fn attempt(s: &mut impl Io, holder: &str, hint: u64) -> EpochOutcome {
-    let op = EpochTryAcquire::new("k".into(), DIR.into(), grant(holder), seal(), hint);
+    let op = EpochTryAcquire::new(
+        "k".into(),
+        DIR.into(),
+        grant(holder),
+        seal(),
+        judge(),
+        wid(),
+        hint,
+    );
     let (outcome, cleanup) = driver::run(s, op).unwrap();
     driver::run(s, Cleanup::new(cleanup.clone())).unwrap();
     (outcome, cleanup)
@@ -151,7 +168,7 @@ fn validity_is_judged_by_the_server_clock_not_the_readers() {
     s.clock_offset_ms += 3_600_000;
     assert!(held(&mut s, "b").is_some());
     // Only the server's time passing expires it: validity plus slack.
-    s.store.advance(10_000 + EXPIRY_SLACK_MS);
+    s.store.advance(10_000 + crate::expiry::SERVER_SLACK_MS);
     assert!(held(&mut s, "b").is_some(), "at the limit it is still live");
     s.store.advance(1_000);
     assert_eq!(granted(&mut s, "b").token, 2);
@@ -162,7 +179,7 @@ fn release_frees_the_key_at_once_and_tokens_keep_rising() {
     let mut s = store();
     let a = granted(&mut s, "a");
     methods(&mut s);
-    driver::run(&mut s, EpochRewrite::release(a, DIR.into(), seal())).unwrap();
+    driver::run(&mut s, EpochRewrite::release(a, DIR.into(), seal(), wid())).unwrap();
     assert_eq!(
         methods(&mut s),
         [Method::Put, Method::Get],
@@ -183,7 +200,11 @@ fn renew_moves_last_modified_and_late_renewals_are_lost() {
     let mut s = store();
     let a = granted(&mut s, "a");
     s.advance(8_000);
-    let renewed = driver::run(&mut s, EpochRewrite::renew(a.clone(), DIR.into(), seal())).unwrap();
+    let renewed = driver::run(
+        &mut s,
+        EpochRewrite::renew(a.clone(), DIR.into(), seal(), wid()),
+    )
+    .unwrap();
     assert_eq!(renewed.expires_at_ms, s.now_ms() + 10_000);
     assert_eq!(
         s.store.objects[&epoch_key(DIR, 1)].last_modified_ms,
@@ -195,7 +216,10 @@ fn renew_moves_last_modified_and_late_renewals_are_lost() {
     // Past the renewed lease's expiry, renew writes nothing and reports lost.
     s.advance(5_000);
     methods(&mut s);
-    let late = driver::run(&mut s, EpochRewrite::renew(renewed, DIR.into(), seal()));
+    let late = driver::run(
+        &mut s,
+        EpochRewrite::renew(renewed, DIR.into(), seal(), wid()),
+    );
     assert!(
         matches!(late, Err(Error::Lost { token: 1, .. })),
         "{late:?}"
@@ -210,7 +234,7 @@ fn a_renew_whose_reply_comes_after_expiry_is_lost() {
     s.advance(9_000);
     // The reply takes 2 s: the server may have judged us expired by then.
     s.before_send = Some(Box::new(|store: &mut S3Model| store.advance(2_000)));
-    let r = driver::run(&mut s, EpochRewrite::renew(a, DIR.into(), seal()));
+    let r = driver::run(&mut s, EpochRewrite::renew(a, DIR.into(), seal(), wid()));
     assert!(matches!(r, Err(Error::Lost { .. })), "{r:?}");
 }
 
@@ -225,8 +249,8 @@ fn a_rewritten_epoch_means_renew_and_release_are_lost_naming_the_holder() {
     let other = s.store.put_object(&epoch_key(DIR, 1), &edited.to_json());
     assert_ne!(other, a.etag);
     for op in [
-        EpochRewrite::renew(a.clone(), DIR.into(), seal()),
-        EpochRewrite::release(a.clone(), DIR.into(), seal()),
+        EpochRewrite::renew(a.clone(), DIR.into(), seal(), wid()),
+        EpochRewrite::release(a.clone(), DIR.into(), seal(), wid()),
     ] {
         methods(&mut s);
         match driver::run(&mut s, op) {
@@ -247,7 +271,11 @@ fn cleanup_keeps_the_prefix_small_over_many_handovers() {
     for round in 1..=100u64 {
         let lease = granted(&mut s, &format!("h{round}"));
         assert_eq!(lease.token, round);
-        driver::run(&mut s, EpochRewrite::release(lease, DIR.into(), seal())).unwrap();
+        driver::run(
+            &mut s,
+            EpochRewrite::release(lease, DIR.into(), seal(), wid()),
+        )
+        .unwrap();
         assert!(epochs(&s).len() <= KEEP_EPOCHS as usize, "{:?}", epochs(&s));
     }
     assert_eq!(epochs(&s), [99, 100]);
@@ -257,7 +285,7 @@ fn cleanup_keeps_the_prefix_small_over_many_handovers() {
 fn a_re_created_old_epoch_is_not_a_grant() {
     let mut s = store();
     let a = granted(&mut s, "a");
-    driver::run(&mut s, EpochRewrite::release(a, DIR.into(), seal())).unwrap();
+    driver::run(&mut s, EpochRewrite::release(a, DIR.into(), seal(), wid())).unwrap();
     // While our client decides to create epoch 2, others create 2 and 3
     // and cleanup deletes 2 again: our PUT succeeds, on a stale epoch.
     let others = |store: &mut S3Model| {
@@ -284,7 +312,7 @@ fn a_hint_lists_from_just_below_it_and_falls_back_to_a_full_listing() {
     let mut s = store();
     for _ in 0..3 {
         let l = granted(&mut s, "a");
-        driver::run(&mut s, EpochRewrite::release(l, DIR.into(), seal())).unwrap();
+        driver::run(&mut s, EpochRewrite::release(l, DIR.into(), seal(), wid())).unwrap();
     }
     methods(&mut s);
     assert!(matches!(attempt(&mut s, "b", 3).0, AcquireOutcome::Granted(ref l) if l.token == 4));
@@ -304,14 +332,21 @@ fn a_hint_lists_from_just_below_it_and_falls_back_to_a_full_listing() {
 fn inspect_reports_the_highest_epoch() {
     let mut s = store();
     assert_eq!(
-        driver::run(&mut s, EpochInspect::new("k".into(), DIR.into(), 0)).unwrap(),
+        driver::run(
+            &mut s,
+            EpochInspect::new("k".into(), DIR.into(), judge(), 0)
+        )
+        .unwrap(),
         None
     );
     let a = granted(&mut s, "a");
     methods(&mut s);
-    let state = driver::run(&mut s, EpochInspect::new("k".into(), DIR.into(), 0))
-        .unwrap()
-        .unwrap();
+    let state = driver::run(
+        &mut s,
+        EpochInspect::new("k".into(), DIR.into(), judge(), 0),
+    )
+    .unwrap()
+    .unwrap();
     assert_eq!(methods(&mut s), [Method::Get, Method::Get]);
     assert_eq!((state.record.token, state.etag), (1, a.etag));
     assert!(state.live);
@@ -324,7 +359,15 @@ fn foreign_keys_under_the_prefix_are_ignored_and_corrupt_epochs_are_typed() {
     assert_eq!(granted(&mut s, "a").token, 1);
     s.store
         .put_object(&epoch_key(DIR, 7), b"{\"expired\": \"no\"}");
-    let op = EpochTryAcquire::new("k".into(), DIR.into(), grant("b"), seal(), 0);
+    let op = EpochTryAcquire::new(
+        "k".into(),
+        DIR.into(),
+        grant("b"),
+        seal(),
+        judge(),
+        wid(),
+        0,
+    );
     match driver::run(&mut s, op) {
         Err(Error::CorruptLockObject { object_key, reason }) => {
             assert_eq!(object_key, epoch_key(DIR, 7));
@@ -373,7 +416,7 @@ fn replies_without_server_time_or_with_garbage_listings_are_typed_errors() {
         .store
         .handle(&S3Request::new(Method::Get, &key, MAX_LOCK_OBJECT_BYTES));
     reply.headers.retain(|(k, _)| k != "date");
-    match read_epoch("k", DIR, 1, reply) {
+    match read_epoch("k", DIR, 1, reply, START_MS, &judge()) {
         Err(Error::S3(e)) => assert!(e.message.contains("date"), "{}", e.message),
         other => panic!("{other:?}"),
     }
@@ -382,7 +425,15 @@ fn replies_without_server_time_or_with_garbage_listings_are_typed_errors() {
         body: b"<html>hello</html>".to_vec(),
         ..Default::default()
     };
-    let mut op = EpochTryAcquire::new("k".into(), DIR.into(), grant("b"), seal(), 0);
+    let mut op = EpochTryAcquire::new(
+        "k".into(),
+        DIR.into(),
+        grant("b"),
+        seal(),
+        judge(),
+        wid(),
+        0,
+    );
     op.start(0);
     match op.on_response(garbage, 0) {
         Step::Done(Err(Error::S3(e))) => {

@@ -83,12 +83,19 @@ fn write(token: u64, reject_equal: bool, body: &str) -> FencedWrite {
             body: body.as_bytes().to_vec(),
             content_type: "text/plain".into(),
         },
+        crate::testing::write_id(),
     )
     .unwrap()
 }
 
 fn delete(token: u64, nonce: u64) -> FencedWrite {
-    FencedWrite::new(KEY.into(), fence(token, false), Change::Delete { nonce }).unwrap()
+    FencedWrite::new(
+        KEY.into(),
+        fence(token, false),
+        Change::Delete { nonce },
+        crate::testing::write_id(),
+    )
+    .unwrap()
 }
 
 fn fenced(result: Result<Written, Error>) -> (u64, u64) {
@@ -249,6 +256,7 @@ fn a_lease_of_another_lock_is_refused() {
             body: vec![],
             content_type: String::new(),
         },
+        crate::testing::write_id(),
     )
     .unwrap();
     match s.run(op, |_| {}) {
@@ -280,6 +288,7 @@ fn bad_arguments_are_refused_before_any_request() {
                 body,
                 content_type: content_type.into(),
             },
+            crate::testing::write_id(),
         )
         .err()
     };

@@ -31,6 +31,15 @@ fn seal() -> crate::seal::LockSeal {
     crate::seal::Sealer::new("secret", "bucket").for_lock("single-object:locks/k".into())
 }
 
+/// The design's rule, which these tests were written for.
+fn judge() -> crate::expiry::Judge {
+    crate::expiry::Judge::holder()
+}
+
+fn wid() -> String {
+    crate::testing::write_id()
+}
+
 fn grant(holder: &str) -> Grant {
     Grant::new(10_000, holder.into(), "meta".into()).unwrap()
 }
@@ -38,7 +47,14 @@ fn grant(holder: &str) -> Grant {
 fn try_acquire(s: &mut ModelIo, holder: &str) -> AcquireOutcome {
     driver::run(
         s,
-        TryAcquire::new("k".into(), "locks/k".into(), grant(holder), seal()),
+        TryAcquire::new(
+            "k".into(),
+            "locks/k".into(),
+            grant(holder),
+            seal(),
+            judge(),
+            wid(),
+        ),
     )
     .unwrap()
 }
@@ -46,7 +62,14 @@ fn try_acquire(s: &mut ModelIo, holder: &str) -> AcquireOutcome {
 fn acquire_as_b(s: &mut ModelIo) -> Result<AcquireOutcome, Error> {
     driver::run(
         s,
-        TryAcquire::new("k".into(), "locks/k".into(), grant("b"), seal()),
+        TryAcquire::new(
+            "k".into(),
+            "locks/k".into(),
+            grant("b"),
+            seal(),
+            judge(),
+            wid(),
+        ),
     )
 }
 
@@ -102,7 +125,7 @@ fn renew_keeps_the_token_and_release_lets_the_next_in_with_token_plus_one() {
     s.advance(5_000);
     let renewed = driver::run(
         &mut s,
-        RewriteOwn::renew(lease.clone(), "locks/k".into(), seal()),
+        RewriteOwn::renew(lease.clone(), "locks/k".into(), seal(), wid()),
     )
     .unwrap();
     assert_eq!(count(&mut s), 1);
@@ -112,7 +135,7 @@ fn renew_keeps_the_token_and_release_lets_the_next_in_with_token_plus_one() {
 
     driver::run(
         &mut s,
-        RewriteOwn::release(renewed, "locks/k".into(), seal()),
+        RewriteOwn::release(renewed, "locks/k".into(), seal(), wid()),
     )
     .unwrap();
     assert_eq!(count(&mut s), 1);
@@ -134,7 +157,7 @@ fn an_expired_lease_is_taken_over_with_token_plus_one_and_the_old_holder_has_los
     count(&mut s);
     match driver::run(
         &mut s,
-        RewriteOwn::renew(old.clone(), "locks/k".into(), seal()),
+        RewriteOwn::renew(old.clone(), "locks/k".into(), seal(), wid()),
     ) {
         Err(Error::Lost {
             token,
@@ -155,7 +178,10 @@ fn an_expired_lease_is_taken_over_with_token_plus_one_and_the_old_holder_has_los
         "the failed write and the read that names the new holder"
     );
     assert!(matches!(
-        driver::run(&mut s, RewriteOwn::release(old, "locks/k".into(), seal())),
+        driver::run(
+            &mut s,
+            RewriteOwn::release(old, "locks/k".into(), seal(), wid())
+        ),
         Err(Error::Lost { .. })
     ));
     assert_eq!(
@@ -176,8 +202,22 @@ fn the_same_holder_id_reclaims_its_live_lease_with_a_new_token() {
 #[test]
 fn of_two_racing_writers_exactly_one_wins() {
     let mut s = store();
-    let mut a = TryAcquire::new("k".into(), "locks/k".into(), grant("a"), seal());
-    let mut b = TryAcquire::new("k".into(), "locks/k".into(), grant("b"), seal());
+    let mut a = TryAcquire::new(
+        "k".into(),
+        "locks/k".into(),
+        grant("a"),
+        seal(),
+        judge(),
+        wid(),
+    );
+    let mut b = TryAcquire::new(
+        "k".into(),
+        "locks/k".into(),
+        grant("b"),
+        seal(),
+        judge(),
+        wid(),
+    );
     let now = s.now_ms();
     let (Step::Send(ra), Step::Send(rb)) = (a.start(now), b.start(now)) else {
         panic!()
@@ -210,7 +250,14 @@ fn a_409_rereads_and_retries_a_bounded_number_of_times() {
     s.store.conflicts = MAX_REREADS + 1;
     let result = driver::run(
         &mut s,
-        TryAcquire::new("k".into(), "locks/k".into(), grant("b"), seal()),
+        TryAcquire::new(
+            "k".into(),
+            "locks/k".into(),
+            grant("b"),
+            seal(),
+            judge(),
+            wid(),
+        ),
     );
     assert!(matches!(result, Err(Error::Conflict(_))), "{result:?}");
     assert_eq!(count(&mut s), 2 * (MAX_REREADS as usize + 1));
@@ -226,7 +273,7 @@ fn renew_retries_after_a_409_while_the_object_is_still_ours() {
     s.store.conflicts = 1;
     let renewed = driver::run(
         &mut s,
-        RewriteOwn::renew(lease.clone(), "locks/k".into(), seal()),
+        RewriteOwn::renew(lease.clone(), "locks/k".into(), seal(), wid()),
     )
     .unwrap();
     assert_eq!(renewed.token, lease.token);
@@ -242,7 +289,10 @@ fn a_vanished_lock_object_means_lost() {
         let lease = granted(try_acquire(&mut s, "a"));
         s.store.objects.clear();
         assert!(matches!(
-            driver::run(&mut s, RewriteOwn::renew(lease, "locks/k".into(), seal())),
+            driver::run(
+                &mut s,
+                RewriteOwn::renew(lease, "locks/k".into(), seal(), wid())
+            ),
             Err(Error::Lost { current: None, .. })
         ));
     }
@@ -259,7 +309,14 @@ fn corrupt_objects_are_reported_and_left_untouched() {
         s.store.put_object("locks/k", body);
         let result = driver::run(
             &mut s,
-            TryAcquire::new("k".into(), "locks/k".into(), grant("a"), seal()),
+            TryAcquire::new(
+                "k".into(),
+                "locks/k".into(),
+                grant("a"),
+                seal(),
+                judge(),
+                wid(),
+            ),
         );
         assert!(
             matches!(result, Err(Error::CorruptLockObject { ref object_key, .. }) if object_key == "locks/k"),
@@ -273,7 +330,7 @@ fn corrupt_objects_are_reported_and_left_untouched() {
     }
     let mut s = store();
     s.store.put_object("locks/k", &vec![b' '; 10 * 1024 * 1024]);
-    let result = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into()));
+    let result = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into(), judge()));
     assert!(
         matches!(result, Err(Error::CorruptLockObject { ref reason, .. }) if reason.contains("10485760 bytes")),
         "{result:?}"
@@ -287,7 +344,14 @@ fn a_token_at_its_maximum_is_refused_not_wrapped() {
     s.store.put_object("locks/k", body.as_bytes());
     let result = driver::run(
         &mut s,
-        TryAcquire::new("k".into(), "locks/k".into(), grant("a"), seal()),
+        TryAcquire::new(
+            "k".into(),
+            "locks/k".into(),
+            grant("a"),
+            seal(),
+            judge(),
+            wid(),
+        ),
     );
     assert!(
         matches!(result, Err(Error::CorruptLockObject { .. })),
@@ -299,12 +363,12 @@ fn a_token_at_its_maximum_is_refused_not_wrapped() {
 fn inspect_reads_one_object() {
     let mut s = store();
     assert_eq!(
-        driver::run(&mut s, Inspect::new("k".into(), "locks/k".into())).unwrap(),
+        driver::run(&mut s, Inspect::new("k".into(), "locks/k".into(), judge())).unwrap(),
         None
     );
     let lease = granted(try_acquire(&mut s, "a"));
     count(&mut s);
-    let state = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into()))
+    let state = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into(), judge()))
         .unwrap()
         .unwrap();
     assert_eq!(count(&mut s), 1);
@@ -313,7 +377,7 @@ fn inspect_reads_one_object() {
         (lease.token, lease.etag.as_str(), true)
     );
     s.advance(10_001);
-    let state = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into()))
+    let state = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into(), judge()))
         .unwrap()
         .unwrap();
     assert!(!state.live);
@@ -328,7 +392,7 @@ fn no_such_bucket_and_access_denied_are_typed() {
         body: b"<Error><Code>NoSuchBucket</Code><RequestId>r9</RequestId></Error>".to_vec(),
         ..Default::default()
     });
-    let result = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into()));
+    let result = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into(), judge()));
     assert!(
         matches!(result, Err(Error::NoSuchBucket(ref e)) if e.request_id == "r9"),
         "{result:?}"
@@ -336,7 +400,14 @@ fn no_such_bucket_and_access_denied_are_typed() {
     s.scripted.push_back(reply(403));
     let result = driver::run(
         &mut s,
-        TryAcquire::new("k".into(), "locks/k".into(), grant("a"), seal()),
+        TryAcquire::new(
+            "k".into(),
+            "locks/k".into(),
+            grant("a"),
+            seal(),
+            judge(),
+            wid(),
+        ),
     );
     assert!(matches!(result, Err(Error::AccessDenied(_))), "{result:?}");
 }
@@ -403,12 +474,15 @@ fn a_lease_without_an_etag_is_refused_before_any_request() {
         assert!(matches!(
             driver::run(
                 &mut s,
-                RewriteOwn::renew(bad.clone(), "locks/k".into(), seal())
+                RewriteOwn::renew(bad.clone(), "locks/k".into(), seal(), wid())
             ),
             Err(Error::InvalidArgument(_))
         ));
         assert!(matches!(
-            driver::run(&mut s, RewriteOwn::release(bad, "locks/k".into(), seal())),
+            driver::run(
+                &mut s,
+                RewriteOwn::release(bad, "locks/k".into(), seal(), wid())
+            ),
             Err(Error::InvalidArgument(_))
         ));
     }

@@ -27,6 +27,8 @@ pub struct ModelIo {
     /// The next request that reaches the store is applied, then its reply
     /// is lost: `send` returns a transport error.
     pub lose_next_reply: bool,
+    /// The next this many PUTs are applied, then their replies lost.
+    pub lose_put_replies: u32,
     /// What `random_u64` returns. 7 unless a test sets it, so backoffs are
     /// the same from run to run.
     pub random: u64,
@@ -43,6 +45,7 @@ impl ModelIo {
             scripted: VecDeque::new(),
             before_send: None,
             lose_next_reply: false,
+            lose_put_replies: 0,
             random: 7,
         }
     }
@@ -70,7 +73,11 @@ impl Io for ModelIo {
             hook(&mut self.store);
         }
         let reply = self.store.handle(request);
-        if std::mem::take(&mut self.lose_next_reply) {
+        let lose_put = request.method == crate::s3::Method::Put && self.lose_put_replies > 0;
+        if lose_put {
+            self.lose_put_replies -= 1;
+        }
+        if std::mem::take(&mut self.lose_next_reply) || lose_put {
             return Err(Error::Transport("reply lost".into()));
         }
         Ok(reply)
@@ -90,7 +97,11 @@ impl Io for ModelIo {
     }
 
     fn random_u64(&mut self) -> u64 {
-        self.random
+        // A different value each call: write ids must differ between
+        // operations, or one would "recognise" another's write.
+        let r = self.random;
+        self.random = self.random.wrapping_add(1 << 32);
+        r
     }
 }
 
@@ -121,6 +132,7 @@ mod tests {
         assert_eq!(io.now_ms(), 0, "a clock far behind stops at the epoch");
         io.random = 42;
         assert_eq!(io.random_u64(), 42);
+        assert_ne!(io.random_u64(), 42, "never the same twice in a row");
     }
 
     #[test]

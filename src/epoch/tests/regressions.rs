@@ -4,11 +4,17 @@
 use super::*;
 
 fn renew(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
-    driver::run(s, EpochRewrite::renew(lease.clone(), DIR.into(), seal()))
+    driver::run(
+        s,
+        EpochRewrite::renew(lease.clone(), DIR.into(), seal(), wid()),
+    )
 }
 
 fn release(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
-    driver::run(s, EpochRewrite::release(lease.clone(), DIR.into(), seal()))
+    driver::run(
+        s,
+        EpochRewrite::release(lease.clone(), DIR.into(), seal(), wid()),
+    )
 }
 
 /// No request the strategy sends writes without a condition.
@@ -88,7 +94,15 @@ fn requests_to_wait_out_a_lease(skew_ms: i64) -> usize {
     s.clock_offset_ms = skew_ms;
     s.take_requests();
     let lease = driver::acquire(&mut s, "k", 60_000, |io| {
-        let op = EpochTryAcquire::new("k".into(), DIR.into(), grant("b"), seal(), 0);
+        let op = EpochTryAcquire::new(
+            "k".into(),
+            DIR.into(),
+            grant("b"),
+            seal(),
+            judge(),
+            wid(),
+            0,
+        );
         driver::run(io, op).map(|(outcome, _)| outcome)
     })
     .unwrap();
@@ -130,7 +144,15 @@ fn a_grant_whose_verification_comes_back_after_its_expiry_is_no_lease() {
     let mut s = store();
     // The verifying LIST's reply arrives 11 s after the PUT was sent.
     let mut late = 0;
-    let mut op = EpochTryAcquire::new("k".into(), DIR.into(), grant("a"), seal(), 0);
+    let mut op = EpochTryAcquire::new(
+        "k".into(),
+        DIR.into(),
+        grant("a"),
+        seal(),
+        judge(),
+        wid(),
+        0,
+    );
     let mut step = op.start(s.now_ms());
     let outcome = loop {
         match step {
@@ -160,6 +182,7 @@ fn a_fresh_instance_finds_the_highest_of_ten_thousand_epochs_in_few_lists() {
             holder_id: "old".into(),
             acquired_at_ms: START_MS,
             metadata: String::new(),
+            write_id: String::new(),
         };
         s.store.put_object(&epoch_key(DIR, e), &body.to_json());
     }

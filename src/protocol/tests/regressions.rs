@@ -7,14 +7,14 @@ use crate::testing::s3_model::http_date;
 fn renew(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
     driver::run(
         s,
-        RewriteOwn::renew(lease.clone(), "locks/k".into(), seal()),
+        RewriteOwn::renew(lease.clone(), "locks/k".into(), seal(), wid()),
     )
 }
 
 fn release(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
     driver::run(
         s,
-        RewriteOwn::release(lease.clone(), "locks/k".into(), seal()),
+        RewriteOwn::release(lease.clone(), "locks/k".into(), seal(), wid()),
     )
 }
 
@@ -107,7 +107,14 @@ fn an_implausible_wall_clock_writes_nothing() {
 #[test]
 fn finding_5_a_grant_whose_reply_arrives_after_its_expiry_is_no_lease() {
     let mut s = store();
-    let mut op = TryAcquire::new("k".into(), "locks/k".into(), grant("a"), seal());
+    let mut op = TryAcquire::new(
+        "k".into(),
+        "locks/k".into(),
+        grant("a"),
+        seal(),
+        judge(),
+        wid(),
+    );
     let mut step = op.start(s.now_ms());
     let outcome = loop {
         match step {
@@ -145,6 +152,6 @@ fn finding_5_a_skewed_clock_is_corrected_once_then_reported_as_clock_skew() {
     // Refused twice: a typed error that says so, never access-denied.
     s.scripted.push_back(skewed_reply(START_MS));
     s.scripted.push_back(skewed_reply(START_MS));
-    let r = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into()));
+    let r = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into(), judge()));
     assert!(matches!(r, Err(Error::ClockSkewed(_))), "{r:?}");
 }

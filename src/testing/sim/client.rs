@@ -7,7 +7,9 @@ use super::{Report, EPOCH_KEYS, SINGLE_KEYS, START_MS};
 use crate::config::Strategy;
 use crate::epoch::{self, Cleanup, EpochRewrite, EpochTryAcquire};
 use crate::error::Error;
+use crate::expiry::{ExpiryClock, Judge, Observation};
 use crate::fenced::{self, Change, Fence, FencedWrite, Written};
+use crate::lock_object::LockState;
 use crate::protocol::{AcquireOutcome, Grant, Lease, Operation, RewriteOwn, Step, TryAcquire};
 use crate::s3::{S3Request, S3Response};
 use crate::seal::{LockSeal, Sealer};
@@ -115,6 +117,10 @@ pub struct Client {
     /// Fenced object generation per key.
     fenced_generation: BTreeMap<String, u32>,
     next_value: u64,
+    next_write: u64,
+    /// What this client last read of each key, and since when (sim time,
+    /// which is every client's monotonic clock): for `observed`.
+    seen: BTreeMap<String, (LockState, u64)>,
 }
 
 impl Client {
@@ -140,6 +146,38 @@ impl Client {
             task: None,
             fenced_generation: BTreeMap::new(),
             next_value: (id as u64) << 40,
+            next_write: 0,
+            seen: BTreeMap::new(),
+        }
+    }
+
+    fn write_id(&mut self) -> String {
+        self.next_write += 1;
+        format!("c{}-w{}", self.id, self.next_write)
+    }
+
+    /// How this client judges `key`'s expiry: every client of a key uses
+    /// the same clock (see `expiry_clock_of`).
+    fn judge(&self, key: &str, now: u64) -> Judge {
+        let observation = self.seen.get(key).map(|(state, since)| Observation {
+            state: state.clone(),
+            seen_for_ms: now.saturating_sub(*since),
+        });
+        Judge::new(expiry_clock_of(key), observation)
+    }
+
+    fn observe(&mut self, key: &str, state: Option<&LockState>, now: u64) {
+        match state {
+            None => {
+                self.seen.remove(key);
+            }
+            Some(state) => {
+                let since = match self.seen.get(key) {
+                    Some((s, since)) if s.etag == state.etag => *since,
+                    _ => now,
+                };
+                self.seen.insert(key.to_string(), (state.clone(), since));
+            }
         }
     }
 
@@ -307,11 +345,12 @@ impl Client {
         let refused = match (self.kind, rng.below(3)) {
             (_, 0) => Fence::for_lease(&forged, &seal, String::new(), false).is_err(),
             (Kind::Single, _) => matches!(
-                RewriteOwn::renew(forged.clone(), key.into(), seal).start(wall),
+                RewriteOwn::renew(forged.clone(), key.into(), seal, self.write_id()).start(wall),
                 Step::Done(Err(Error::InvalidArgument(_)))
             ),
             (Kind::Epoch, _) => matches!(
-                EpochRewrite::renew(forged.clone(), epoch::epoch_dir(key), seal).start(wall),
+                EpochRewrite::renew(forged.clone(), epoch::epoch_dir(key), seal, self.write_id())
+                    .start(wall),
                 Step::Done(Err(Error::InvalidArgument(_)))
             ),
         };
@@ -343,7 +382,15 @@ impl Client {
         let seal = self.seal(&key);
         let (op, step) = match self.kind {
             Kind::Single => {
-                let mut op = TryAcquire::new(key.clone(), key.clone(), grant, seal);
+                let judge = self.judge(&key, now);
+                let mut op = TryAcquire::new(
+                    key.clone(),
+                    key.clone(),
+                    grant,
+                    seal,
+                    judge,
+                    self.write_id(),
+                );
                 let step = op.start(wall);
                 (
                     Acquiring::Single(op),
@@ -357,8 +404,15 @@ impl Client {
                 } else {
                     self.hints.get(&key).copied().unwrap_or(0)
                 };
-                let mut op =
-                    EpochTryAcquire::new(key.clone(), epoch::epoch_dir(&key), grant, seal, hint);
+                let mut op = EpochTryAcquire::new(
+                    key.clone(),
+                    epoch::epoch_dir(&key),
+                    grant,
+                    seal,
+                    self.judge(&key, now),
+                    self.write_id(),
+                    hint,
+                );
                 let step = op.start(wall);
                 (Acquiring::Epoch(op), step_of(step, Done::Acquired))
             }
@@ -390,9 +444,9 @@ impl Client {
         let (op, step) = match self.kind {
             Kind::Single => {
                 let mut op = if release {
-                    RewriteOwn::release(lease, key.clone(), seal)
+                    RewriteOwn::release(lease, key.clone(), seal, self.write_id())
                 } else {
-                    RewriteOwn::renew(lease, key.clone(), seal)
+                    RewriteOwn::renew(lease, key.clone(), seal, self.write_id())
                 };
                 let step = op.start(wall);
                 (Rewriting::Single(op), step_of(step, Done::Rewritten))
@@ -400,9 +454,9 @@ impl Client {
             Kind::Epoch => {
                 let dir = epoch::epoch_dir(&key);
                 let mut op = if release {
-                    EpochRewrite::release(lease, dir, seal)
+                    EpochRewrite::release(lease, dir, seal, self.write_id())
                 } else {
-                    EpochRewrite::renew(lease, dir, seal)
+                    EpochRewrite::renew(lease, dir, seal, self.write_id())
                 };
                 let step = op.start(wall);
                 (Rewriting::Epoch(op), step_of(step, Done::Rewritten))
@@ -465,7 +519,7 @@ impl Client {
                 },
             )
         };
-        let mut op = match FencedWrite::new(object.clone(), fence, change) {
+        let mut op = match FencedWrite::new(object.clone(), fence, change, self.write_id()) {
             Ok(op) => op,
             Err(e) => return Err(violation("valid fenced writes", e.to_string())),
         };
@@ -647,6 +701,7 @@ impl Client {
         match result {
             Ok((AcquireOutcome::Granted(lease), cleanup)) => {
                 report.grants += 1;
+                self.seen.remove(&key);
                 self.note_epoch(&key, lease.token);
                 let end = self.sim_time_of(lease.expires_at_ms);
                 history.granted(&key, self.id, lease.token, now, end)?;
@@ -656,9 +711,13 @@ impl Client {
             }
             Ok((AcquireOutcome::Held(Some(state)), _)) => {
                 self.note_epoch(&key, state.record.token);
+                self.observe(&key, Some(&state), now);
                 Ok(())
             }
-            Ok((AcquireOutcome::Held(None), _)) => Ok(()),
+            Ok((AcquireOutcome::Held(None), _)) => {
+                self.observe(&key, None, now);
+                Ok(())
+            }
             Err(e) => self.expected_error(&e),
         }
     }
@@ -695,5 +754,16 @@ fn step_of<T>(
     match step {
         Step::Send(r) => Ok(r),
         Step::Done(result) => Err(done(result)),
+    }
+}
+
+/// Each key has one expiry clock that all its clients use: `s0` the
+/// design's (`holder`: its clients share the true clock), `s1` and `e0` the
+/// server's, `e1` the observed one (its clients' clocks skewed and jumping).
+pub fn expiry_clock_of(key: &str) -> ExpiryClock {
+    match key {
+        "s0" => ExpiryClock::Holder,
+        "e1" => ExpiryClock::Observed,
+        _ => ExpiryClock::Server,
     }
 }

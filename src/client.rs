@@ -1,0 +1,264 @@
+//! The client's logic, over any `Io`: which operation each call runs for
+//! the configured strategy, and what the client remembers between calls
+//! (the highest epoch seen per key, and what it observed of each key for the
+//! `observed` expiry clock and conditional GETs). The component wraps it;
+//! native tests drive it over the S3 model.
+
+use crate::config::{ClientConfig, Strategy};
+use crate::driver::{self, Io};
+use crate::epoch::{self, Cleanup, EpochInspect, EpochRewrite, EpochTryAcquire};
+use crate::error::Error;
+use crate::expiry::{Judge, Observation};
+use crate::fenced::{self, Change, Fence, FencedGet, FencedObject, FencedWrite, Written};
+use crate::lock_object::LockState;
+use crate::protocol::{object_key, AcquireOutcome, Grant, Inspect, Lease, RewriteOwn, TryAcquire};
+use crate::seal::{LockSeal, Sealer};
+use std::collections::HashMap;
+
+/// Keys remembered at most; past this the memory starts over (it is only
+/// an optimisation, and for `observed` a wait of one more ttl).
+const MAX_REMEMBERED_KEYS: usize = 4096;
+
+/// What the client saw of a key, and since when (monotonic ms).
+#[derive(Debug, Clone)]
+struct Seen {
+    state: LockState,
+    since_ms: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct ClientCore {
+    pub config: ClientConfig,
+    sealer: Sealer,
+    /// epoch-objects: the highest epoch seen per key, so LISTs start just
+    /// below it.
+    epoch_hints: HashMap<String, u64>,
+    seen: HashMap<String, Seen>,
+}
+
+impl ClientCore {
+    pub fn new(config: ClientConfig) -> Self {
+        ClientCore {
+            sealer: Sealer::new(&config.credentials.secret_access_key, &config.bucket),
+            config,
+            epoch_hints: HashMap::new(),
+            seen: HashMap::new(),
+        }
+    }
+
+    pub fn object_key(&self, key: &str) -> Result<String, Error> {
+        object_key(&self.config.key_prefix, key)
+    }
+
+    /// Seals and checks the leases of the lock at `object_key`.
+    pub fn lock_seal(&self, object_key: &str) -> LockSeal {
+        self.sealer
+            .for_lock(format!("{}:{object_key}", self.config.strategy.name()))
+    }
+
+    fn hint(&self, key: &str) -> u64 {
+        self.epoch_hints.get(key).copied().unwrap_or(0)
+    }
+
+    fn note_epoch(&mut self, key: &str, epoch: u64) {
+        if self.config.strategy != Strategy::EpochObjects {
+            return;
+        }
+        if self.epoch_hints.len() >= MAX_REMEMBERED_KEYS && !self.epoch_hints.contains_key(key) {
+            self.epoch_hints.clear();
+        }
+        let seen = self.epoch_hints.entry(key.to_string()).or_insert(0);
+        *seen = (*seen).max(epoch);
+    }
+
+    /// How this client judges `key`'s expiry now.
+    fn judge(&self, key: &str, now_mono: u64) -> Judge {
+        let observation = self.seen.get(key).map(|s| Observation {
+            state: s.state.clone(),
+            seen_for_ms: now_mono.saturating_sub(s.since_ms),
+        });
+        Judge::new(self.config.expiry_clock, observation)
+    }
+
+    /// Remembers what a read found. An unchanged ETag keeps its first
+    /// sighting; a new one starts now, after the read (never earlier than
+    /// it could have been seen).
+    fn observe(&mut self, key: &str, state: Option<&LockState>, now_mono: u64) {
+        let Some(state) = state else {
+            self.seen.remove(key);
+            return;
+        };
+        let since_ms = match self.seen.get(key) {
+            Some(s) if s.state.etag == state.etag => s.since_ms,
+            _ => now_mono,
+        };
+        if self.seen.len() >= MAX_REMEMBERED_KEYS && !self.seen.contains_key(key) {
+            self.seen.clear();
+        }
+        self.seen.insert(
+            key.to_string(),
+            Seen {
+                state: state.clone(),
+                since_ms,
+            },
+        );
+    }
+
+    /// What this client last read of `key`, if anything.
+    pub fn last_seen(&self, key: &str) -> Option<&LockState> {
+        self.seen.get(key).map(|s| &s.state)
+    }
+
+    /// One try-acquire with the configured strategy.
+    pub fn try_acquire(
+        &mut self,
+        io: &mut impl Io,
+        key: &str,
+        grant: &Grant,
+    ) -> Result<AcquireOutcome, Error> {
+        let object_key = self.object_key(key)?;
+        let seal = self.lock_seal(&object_key);
+        let judge = self.judge(key, io.monotonic_ms());
+        let write_id = write_id(io);
+        let outcome = match self.config.strategy {
+            Strategy::SingleObject => {
+                let op = TryAcquire::new(
+                    key.to_string(),
+                    object_key,
+                    grant.clone(),
+                    seal,
+                    judge,
+                    write_id,
+                );
+                driver::run(io, op)?
+            }
+            Strategy::EpochObjects => {
+                let dir = epoch::epoch_dir(&object_key);
+                let op = EpochTryAcquire::new(
+                    key.to_string(),
+                    dir,
+                    grant.clone(),
+                    seal,
+                    judge,
+                    write_id,
+                    self.hint(key),
+                );
+                let (outcome, cleanup) = driver::run(io, op)?;
+                if !cleanup.is_empty() {
+                    // Best effort: a failed delete only leaves a longer listing.
+                    let _ = driver::run(io, Cleanup::new(cleanup));
+                }
+                outcome
+            }
+        };
+        let now_mono = io.monotonic_ms();
+        match &outcome {
+            AcquireOutcome::Granted(lease) => {
+                self.note_epoch(key, lease.token);
+                self.seen.remove(key);
+            }
+            AcquireOutcome::Held(Some(state)) => {
+                self.note_epoch(key, state.record.token);
+                self.observe(key, Some(state), now_mono);
+            }
+            AcquireOutcome::Held(None) => self.observe(key, None, now_mono),
+        }
+        Ok(outcome)
+    }
+
+    /// Attempts until granted or `timeout_ms` passed (see `driver::acquire`).
+    pub fn acquire(
+        &mut self,
+        io: &mut impl Io,
+        key: &str,
+        grant: &Grant,
+        timeout_ms: u64,
+    ) -> Result<Lease, Error> {
+        self.object_key(key)?;
+        driver::acquire(io, key, timeout_ms, |io| self.try_acquire(io, key, grant))
+    }
+
+    /// Renews (`release` false) or releases a lease.
+    pub fn rewrite(
+        &mut self,
+        io: &mut impl Io,
+        lease: Lease,
+        release: bool,
+    ) -> Result<Lease, Error> {
+        let object_key = self.object_key(&lease.key)?;
+        let seal = self.lock_seal(&object_key);
+        let write_id = write_id(io);
+        match (self.config.strategy, release) {
+            (Strategy::SingleObject, false) => {
+                driver::run(io, RewriteOwn::renew(lease, object_key, seal, write_id))
+            }
+            (Strategy::SingleObject, true) => {
+                driver::run(io, RewriteOwn::release(lease, object_key, seal, write_id))
+            }
+            (Strategy::EpochObjects, false) => {
+                let dir = epoch::epoch_dir(&object_key);
+                driver::run(io, EpochRewrite::renew(lease, dir, seal, write_id))
+            }
+            (Strategy::EpochObjects, true) => {
+                let dir = epoch::epoch_dir(&object_key);
+                driver::run(io, EpochRewrite::release(lease, dir, seal, write_id))
+            }
+        }
+    }
+
+    /// The key's lock state, `None` if it was never locked.
+    pub fn inspect(&mut self, io: &mut impl Io, key: &str) -> Result<Option<LockState>, Error> {
+        let object_key = self.object_key(key)?;
+        let judge = self.judge(key, io.monotonic_ms());
+        let state = match self.config.strategy {
+            Strategy::SingleObject => {
+                driver::run(io, Inspect::new(key.to_string(), object_key, judge))?
+            }
+            Strategy::EpochObjects => {
+                let dir = epoch::epoch_dir(&object_key);
+                let op = EpochInspect::new(key.to_string(), dir, judge, self.hint(key));
+                driver::run(io, op)?
+            }
+        };
+        if let Some(s) = &state {
+            self.note_epoch(key, s.record.token);
+        }
+        let now_mono = io.monotonic_ms();
+        self.observe(key, state.as_ref(), now_mono);
+        Ok(state)
+    }
+
+    /// A fenced write (`Change::Put`) or delete with the lease's lock and token.
+    pub fn fenced_write(
+        &self,
+        io: &mut impl Io,
+        lease: &Lease,
+        object_key: &str,
+        change: Change,
+        reject_equal: bool,
+    ) -> Result<Written, Error> {
+        let lock_object_key = self.object_key(&lease.key)?;
+        let lock = fenced::lock_identity(self.config.strategy.name(), &lock_object_key);
+        let fence = Fence::for_lease(lease, &self.lock_seal(&lock_object_key), lock, reject_equal)?;
+        let object_key = fenced::fenced_object_key(object_key)?;
+        let write_id = write_id(io);
+        driver::run(io, FencedWrite::new(object_key, fence, change, write_id)?)
+    }
+
+    pub fn fenced_get(
+        &self,
+        io: &mut impl Io,
+        object_key: &str,
+    ) -> Result<Option<FencedObject>, Error> {
+        let object_key = fenced::fenced_object_key(object_key)?;
+        driver::run(io, FencedGet::new(object_key))
+    }
+}
+
+/// A fresh id for one operation's writes: 64 random bits.
+fn write_id(io: &mut impl Io) -> String {
+    format!("{:016x}", io.random_u64())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,224 @@
+//! The client over the S3 model: lost replies after applied writes (every
+//! write operation, both strategies), expiry clocks with skewed readers, and
+//! conditional GETs.
+
+use super::*;
+use crate::config::{Addressing, RawConfig};
+use crate::expiry::ExpiryClock;
+use crate::s3::Method;
+use crate::sigv4::Credentials;
+use crate::testing::model_io::ModelIo;
+
+const START_MS: u64 = 1_700_000_000_000;
+
+fn core(strategy: Strategy, clock: ExpiryClock) -> ClientCore {
+    let config = ClientConfig::validate(RawConfig {
+        endpoint: "http://127.0.0.1:9000".into(),
+        region: "us-east-1".into(),
+        bucket: "b".into(),
+        addressing: Addressing::Path,
+        credentials: Credentials {
+            access_key_id: "AKID".into(),
+            secret_access_key: "secret".into(),
+            session_token: None,
+        },
+        key_prefix: Some("locks/".into()),
+        request_timeout_ms: None,
+        strategy: Some(strategy),
+        expiry_clock: Some(clock),
+    })
+    .unwrap();
+    ClientCore::new(config)
+}
+
+fn both() -> [ClientCore; 2] {
+    [
+        core(Strategy::SingleObject, ExpiryClock::Server),
+        core(Strategy::EpochObjects, ExpiryClock::Server),
+    ]
+}
+
+fn grant(holder: &str) -> Grant {
+    Grant::new(10_000, holder.into(), String::new()).unwrap()
+}
+
+fn granted(c: &mut ClientCore, io: &mut ModelIo, holder: &str) -> Lease {
+    match c.try_acquire(io, "k", &grant(holder)).unwrap() {
+        AcquireOutcome::Granted(l) => l,
+        other => panic!("expected a grant, got {other:?}"),
+    }
+}
+
+/// The model's `random_u64` differs every call, so each operation draws
+/// a write id of its own.
+fn io() -> ModelIo {
+    ModelIo::new(START_MS)
+}
+
+#[test]
+fn a_grant_whose_reply_was_lost_is_recognised_not_left_as_a_ghost() {
+    for mut c in both() {
+        let mut io = io();
+        io.lose_put_replies = 1;
+        let lease = granted(&mut c, &mut io, "a");
+        assert_eq!(lease.token, 1, "{:?}", c.config.strategy);
+        // The caller holds it: renew works, and nobody else gets it.
+        let renewed = c.rewrite(&mut io, lease, false).unwrap();
+        let mut other = c.clone();
+        let held = other.try_acquire(&mut io, "k", &grant("b")).unwrap();
+        assert!(matches!(held, AcquireOutcome::Held(Some(_))), "{held:?}");
+        c.rewrite(&mut io, renewed, true).unwrap();
+    }
+}
+
+#[test]
+fn a_renew_or_release_whose_reply_was_lost_is_recognised() {
+    for mut c in both() {
+        let mut io = io();
+        let lease = granted(&mut c, &mut io, "a");
+        io.advance(1_000);
+        io.lose_put_replies = 1;
+        let renewed = c.rewrite(&mut io, lease.clone(), false).unwrap();
+        assert_eq!(renewed.token, lease.token);
+        // The renewed lease is the live one: it renews again.
+        let again = c.rewrite(&mut io, renewed, false).unwrap();
+        io.lose_put_replies = 1;
+        c.rewrite(&mut io, again, true).unwrap();
+        // Released for real: the next holder gets the key at once.
+        let next = granted(&mut c, &mut io, "b");
+        assert_eq!(next.token, 2, "{:?}", c.config.strategy);
+    }
+}
+
+#[test]
+fn a_write_whose_reply_was_lost_and_that_did_not_land_is_sent_again() {
+    for mut c in both() {
+        let mut io = io();
+        // The first PUT never arrives (refused before the store).
+        let lease = {
+            let mut first = true;
+            io.before_send = None;
+            let mut flaky = FlakyPut {
+                io: &mut io,
+                refuse: &mut first,
+            };
+            match c.try_acquire(&mut flaky, "k", &grant("a")).unwrap() {
+                AcquireOutcome::Granted(l) => l,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(lease.token, 1);
+    }
+}
+
+/// Refuses the first PUT without applying it, like a refused connection.
+struct FlakyPut<'a> {
+    io: &'a mut ModelIo,
+    refuse: &'a mut bool,
+}
+
+impl Io for FlakyPut<'_> {
+    fn send(&mut self, request: &crate::s3::S3Request) -> Result<crate::s3::S3Response, Error> {
+        if request.method == Method::Put && std::mem::take(self.refuse) {
+            return Err(Error::Transport("connection refused".into()));
+        }
+        self.io.send(request)
+    }
+    fn now_ms(&mut self) -> u64 {
+        self.io.now_ms()
+    }
+    fn monotonic_ms(&mut self) -> u64 {
+        self.io.monotonic_ms()
+    }
+    fn sleep_ms(&mut self, ms: u64) {
+        self.io.sleep_ms(ms)
+    }
+    fn random_u64(&mut self) -> u64 {
+        self.io.random_u64()
+    }
+}
+
+#[test]
+fn a_fenced_write_or_delete_whose_reply_was_lost_is_recognised() {
+    for mut c in both() {
+        let mut io = io();
+        let lease = granted(&mut c, &mut io, "a");
+        for change in [
+            Change::Put {
+                body: b"v1".to_vec(),
+                content_type: "text/plain".into(),
+            },
+            Change::Delete { nonce: 9 },
+        ] {
+            io.lose_put_replies = 1;
+            let written = c
+                .fenced_write(&mut io, &lease, "data/x", change, false)
+                .unwrap_or_else(|e| panic!("{e:?}"));
+            assert_eq!(written.token, lease.token);
+        }
+    }
+}
+
+#[test]
+fn conditional_gets_observe_an_unchanged_lock_with_a_304() {
+    for mut c in both() {
+        let mut io = io();
+        let mut holder = c.clone();
+        granted(&mut holder, &mut io, "a");
+        io.take_requests();
+        c.try_acquire(&mut io, "k", &grant("b")).unwrap();
+        c.try_acquire(&mut io, "k", &grant("b")).unwrap();
+        let gets: Vec<_> = io
+            .take_requests()
+            .into_iter()
+            .filter(|r| r.method == Method::Get && !r.object_key.is_empty())
+            .collect();
+        assert_eq!(gets.len(), 2);
+        assert!(gets[0].headers.iter().all(|(k, _)| k != "if-none-match"));
+        assert!(gets[1].headers.iter().any(|(k, _)| k == "if-none-match"));
+    }
+}
+
+#[test]
+fn each_expiry_clock_ignores_a_reader_minutes_ahead() {
+    for (strategy, clock) in [
+        (Strategy::SingleObject, ExpiryClock::Server),
+        (Strategy::SingleObject, ExpiryClock::Observed),
+        (Strategy::EpochObjects, ExpiryClock::Server),
+        (Strategy::EpochObjects, ExpiryClock::Observed),
+    ] {
+        let mut io = io();
+        let mut a = core(strategy, clock);
+        let mut b = core(strategy, clock);
+        granted(&mut a, &mut io, "a");
+        io.clock_offset_ms = 300_000;
+        let held = b.try_acquire(&mut io, "k", &grant("b")).unwrap();
+        assert!(
+            matches!(&held, AcquireOutcome::Held(Some(s)) if s.live),
+            "{strategy:?} {clock:?}: {held:?}"
+        );
+        // Not before the ttl has passed (observed: since b first saw it).
+        io.advance(9_000);
+        let held = b.try_acquire(&mut io, "k", &grant("b")).unwrap();
+        assert!(
+            matches!(held, AcquireOutcome::Held(_)),
+            "{strategy:?} {clock:?}"
+        );
+        // Well after: taken.
+        io.advance(4_000);
+        let taken = b.try_acquire(&mut io, "k", &grant("b")).unwrap();
+        assert!(
+            matches!(taken, AcquireOutcome::Granted(_)),
+            "{strategy:?} {clock:?}: {taken:?}"
+        );
+    }
+}
+
+#[test]
+fn the_holder_clock_is_refused_for_epoch_objects() {
+    let r = std::panic::catch_unwind(|| core(Strategy::EpochObjects, ExpiryClock::Holder));
+    assert!(
+        r.is_err(),
+        "validate refuses it (unwrap panics in the helper)"
+    );
+}

@@ -1,0 +1,282 @@
+//! Leader election for one key, stepwise: the host owns time and calls
+//! `step` when the last step said to (or whenever it likes), and each step
+//! does at most one thing that is due: one acquire attempt, one renew, or
+//! one observation. WASI 0.2 components have no threads, so the renewal
+//! loop is the host's timer, as in quinn-proto.
+//!
+//! Timing follows client-go's leader election:
+//! - the lease lives `lease_duration` from when its last write was sent;
+//! - a leader renews every `retry_period`, and stops reporting itself
+//!   leader once `renew_deadline` has passed since it *sent* its last
+//!   successful renew, by its monotonic clock, whether or not a reply came;
+//! - followers look every `retry_period`.
+//!
+//! Since `renew_deadline < lease_duration`, a leader has stepped down
+//! before any contender can judge its lease expired, provided the clocks
+//! run at nearly the same rate (they need not agree).
+
+use crate::client::ClientCore;
+use crate::driver::Io;
+use crate::error::Error;
+use crate::lock_object::LockState;
+use crate::protocol::{AcquireOutcome, Grant, Lease, MAX_TTL_MS, MIN_TTL_MS};
+
+/// The elector's parameters (client-go's three, plus who we are).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElectorConfig {
+    pub key: String,
+    pub lease_duration_ms: u64,
+    pub renew_deadline_ms: u64,
+    pub retry_period_ms: u64,
+    pub holder_id: String,
+    pub metadata: String,
+}
+
+impl ElectorConfig {
+    /// Checks the durations: `0 < retry_period < renew_deadline <
+    /// lease_duration`, and the lease duration a valid ttl.
+    pub fn validate(&self) -> Result<Grant, Error> {
+        let bad = |what: &str| Err(Error::InvalidArgument(what.to_string()));
+        if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&self.lease_duration_ms) {
+            return bad(&format!(
+                "lease-duration-ms {} must be {MIN_TTL_MS} ..= {MAX_TTL_MS}",
+                self.lease_duration_ms
+            ));
+        }
+        if self.renew_deadline_ms >= self.lease_duration_ms {
+            return bad(&format!(
+                "renew-deadline-ms {} must be below lease-duration-ms {}: a leader must step down before its lease can expire",
+                self.renew_deadline_ms, self.lease_duration_ms
+            ));
+        }
+        if self.retry_period_ms == 0 || self.retry_period_ms >= self.renew_deadline_ms {
+            return bad(&format!(
+                "retry-period-ms {} must be above 0 and below renew-deadline-ms {}: a leader must get a renew in before its deadline",
+                self.retry_period_ms, self.renew_deadline_ms
+            ));
+        }
+        Grant::new(
+            self.lease_duration_ms,
+            self.holder_id.clone(),
+            self.metadata.clone(),
+        )
+    }
+}
+
+/// Where this elector stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// It leads with this lease (its token fences what it writes).
+    Leader(Lease),
+    /// Someone else leads (when known: the state last read).
+    Follower(Option<LockState>),
+    /// Nobody is known to lead, or the last attempt failed; it keeps trying.
+    Candidate,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The renew deadline passed without a successful renew.
+    RenewDeadline,
+    /// A renew found the lease taken or gone.
+    Lost,
+    /// `resign` was called.
+    Resigned,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    BecameLeader(Lease),
+    StoppedLeading(StopReason),
+    /// The leader as last seen changed (holder or token); `None`: nobody.
+    LeaderChanged(Option<LockState>),
+}
+
+/// What `step` reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub role: Role,
+    /// What happened since the last step, in order.
+    pub events: Vec<Event>,
+    /// When to step next, from now.
+    pub next_step_in_ms: u64,
+    /// The error of this step's attempt, if it failed (it keeps trying).
+    pub last_error: Option<Error>,
+}
+
+pub struct Elector {
+    config: ElectorConfig,
+    grant: Grant,
+    client: ClientCore,
+    lease: Option<Lease>,
+    /// Monotonic time the last successful grant or renew was sent.
+    last_ok_sent_ms: u64,
+    /// The leader as last seen: (holder, token), for `LeaderChanged`.
+    leader_seen: Option<(String, u64)>,
+    follower_of: Option<LockState>,
+    next_due_ms: u64,
+    events: Vec<Event>,
+}
+
+impl Elector {
+    pub fn new(client: ClientCore, config: ElectorConfig) -> Result<Self, Error> {
+        let grant = config.validate()?;
+        client.object_key(&config.key)?;
+        Ok(Elector {
+            config,
+            grant,
+            client,
+            lease: None,
+            last_ok_sent_ms: 0,
+            leader_seen: None,
+            follower_of: None,
+            next_due_ms: 0,
+            events: Vec::new(),
+        })
+    }
+
+    pub fn config(&self) -> &ElectorConfig {
+        &self.config
+    }
+
+    pub fn client_config(&self) -> &crate::config::ClientConfig {
+        &self.client.config
+    }
+
+    /// Does what is due now (at most one attempt) and reports the role.
+    pub fn step(&mut self, io: &mut impl Io) -> Status {
+        let now = io.monotonic_ms();
+        self.check_deadline(now);
+        let mut last_error = None;
+        if now >= self.next_due_ms {
+            let sent = now;
+            let result = match self.lease.clone() {
+                Some(lease) => self.renew(io, lease, sent),
+                None => self.campaign(io, sent),
+            };
+            last_error = result.err();
+            // Whatever happened, the next attempt is a retry period after
+            // this one was sent.
+            self.next_due_ms = sent.saturating_add(self.config.retry_period_ms);
+        }
+        let now = io.monotonic_ms();
+        self.check_deadline(now);
+        self.status(now, last_error)
+    }
+
+    /// Releases the lease if it leads, and goes back to following.
+    pub fn resign(&mut self, io: &mut impl Io) -> Result<(), Error> {
+        let Some(lease) = self.lease.take() else {
+            return Ok(());
+        };
+        self.events
+            .push(Event::StoppedLeading(StopReason::Resigned));
+        // Do not take it straight back: let the others in first.
+        self.next_due_ms = io
+            .monotonic_ms()
+            .saturating_add(self.config.retry_period_ms);
+        match self.client.rewrite(io, lease, true) {
+            Ok(_) | Err(Error::Lost { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The role now, without stepping.
+    pub fn role(&self) -> Role {
+        match (&self.lease, &self.follower_of) {
+            (Some(lease), _) => Role::Leader(lease.clone()),
+            (None, Some(s)) if s.live => Role::Follower(Some(s.clone())),
+            (None, _) => Role::Candidate,
+        }
+    }
+
+    fn status(&mut self, now: u64, last_error: Option<Error>) -> Status {
+        let mut next = self.next_due_ms.saturating_sub(now);
+        if self.lease.is_some() {
+            // Wake at the deadline too, to step down on time.
+            let deadline = self
+                .last_ok_sent_ms
+                .saturating_add(self.config.renew_deadline_ms);
+            next = next.min(deadline.saturating_sub(now));
+        }
+        Status {
+            role: self.role(),
+            events: std::mem::take(&mut self.events),
+            next_step_in_ms: next,
+            last_error,
+        }
+    }
+
+    /// Steps down once the renew deadline passed since the last successful
+    /// renew was sent: from then on a contender may take over.
+    fn check_deadline(&mut self, now: u64) {
+        if self.lease.is_some()
+            && now.saturating_sub(self.last_ok_sent_ms) >= self.config.renew_deadline_ms
+        {
+            self.lease = None;
+            self.events
+                .push(Event::StoppedLeading(StopReason::RenewDeadline));
+        }
+    }
+
+    fn campaign(&mut self, io: &mut impl Io, sent: u64) -> Result<(), Error> {
+        match self.client.try_acquire(io, &self.config.key, &self.grant) {
+            Ok(AcquireOutcome::Granted(lease)) => {
+                self.last_ok_sent_ms = sent;
+                self.follower_of = None;
+                // `BecameLeader` says it; `LeaderChanged` is for others.
+                self.leader_seen = Some((lease.holder_id.clone(), lease.token));
+                self.events.push(Event::BecameLeader(lease.clone()));
+                self.lease = Some(lease);
+                Ok(())
+            }
+            Ok(AcquireOutcome::Held(seen)) => {
+                self.follow(seen);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn renew(&mut self, io: &mut impl Io, lease: Lease, sent: u64) -> Result<(), Error> {
+        match self.client.rewrite(io, lease, false) {
+            Ok(renewed) => {
+                // Only while still leading: a reply after the deadline does
+                // not bring leadership back.
+                if self.lease.is_some() {
+                    self.last_ok_sent_ms = sent;
+                    self.lease = Some(renewed);
+                }
+                Ok(())
+            }
+            Err(Error::Lost { current, .. }) => {
+                if self.lease.take().is_some() {
+                    self.events.push(Event::StoppedLeading(StopReason::Lost));
+                }
+                self.follow(current.map(|c| *c));
+                Ok(())
+            }
+            // Transient: retry at the next period, until the deadline.
+            Err(e) => Err(e),
+        }
+    }
+
+    fn follow(&mut self, seen: Option<LockState>) {
+        let live = seen.as_ref().filter(|s| s.live);
+        self.note_leader(
+            live.map(|s| (s.record.holder_id.clone(), s.record.token)),
+            live.cloned(),
+        );
+        self.follower_of = seen;
+    }
+
+    fn note_leader(&mut self, leader: Option<(String, u64)>, state: Option<LockState>) {
+        if leader != self.leader_seen {
+            self.leader_seen = leader;
+            self.events.push(Event::LeaderChanged(state));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

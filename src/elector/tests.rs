@@ -1,0 +1,1 @@
+//! Elector tests (see below).

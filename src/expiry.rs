@@ -1,0 +1,167 @@
+//! When has an unreleased lease expired? Three answers, one per
+//! `expiry-clock` of the config:
+//!
+//! - `holder`: `expires_at`, written on the holder's wall clock, against
+//!   the reader's wall clock. The single-object design's rule, kept so
+//!   plain clients of that design can share the lock; it needs
+//!   synchronized clocks.
+//! - `server`: the object's `Last-Modified` plus its ttl plus
+//!   `SERVER_SLACK_MS`, against the `Date` of the same reply. Only the S3
+//!   server's clock enters.
+//! - `observed` (client-go's rule): the reader has seen the same ETag,
+//!   unchanged, for the ttl plus `observed_slack_ms` on its own monotonic
+//!   clock. No clock is compared with another; a reader that has never
+//!   seen the object waits a full ttl.
+//!
+//! The holder's side is the same under all three: a lease counts from when
+//! its last write was *sent*, for its ttl, on the holder's clock. What the
+//! rules assume is that clocks run at nearly the same rate, never that they
+//! agree.
+
+use crate::lock_object::{LockRecord, LockState};
+use crate::s3::S3Response;
+
+/// Added under `server`: 1 s because `Last-Modified` and `Date` are whole
+/// seconds, 1 s for the time between the server reading the object and
+/// stamping `Date` on the reply.
+pub const SERVER_SLACK_MS: u64 = 2_000;
+
+/// Added under `observed`: the reader's and the holder's clocks may run at
+/// slightly different rates (1% of the ttl), plus 100 ms for scheduling.
+pub fn observed_slack_ms(ttl_ms: u64) -> u64 {
+    100 + ttl_ms / 100
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExpiryClock {
+    Holder,
+    #[default]
+    Server,
+    Observed,
+}
+
+impl ExpiryClock {
+    pub fn name(self) -> &'static str {
+        match self {
+            ExpiryClock::Holder => "holder",
+            ExpiryClock::Server => "server",
+            ExpiryClock::Observed => "observed",
+        }
+    }
+}
+
+/// What this client last read of a key, and for how long (monotonic) it
+/// has seen that ETag unchanged. Kept by the client between calls; also
+/// lets a GET ask `If-None-Match` and accept a 304 in place of the body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observation {
+    pub state: LockState,
+    pub seen_for_ms: u64,
+}
+
+/// How one reader judges expiry in one operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judge {
+    pub clock: ExpiryClock,
+    pub observation: Option<Observation>,
+}
+
+impl Judge {
+    pub fn new(clock: ExpiryClock, observation: Option<Observation>) -> Self {
+        Judge { clock, observation }
+    }
+
+    /// The holder rule, with no memory: what plain reads use by default.
+    pub fn holder() -> Self {
+        Judge::new(ExpiryClock::Holder, None)
+    }
+
+    /// The ETag to send as `If-None-Match`, when this client has read the
+    /// object before.
+    pub fn cached_etag(&self) -> Option<&str> {
+        self.observation.as_ref().map(|o| o.state.etag.as_str())
+    }
+
+    /// Liveness and time left for `record` with `etag`, read at `now_ms`
+    /// (reader's wall clock) from reply `r`. Returns `(live, expires_in_ms)`.
+    pub fn judge(
+        &self,
+        record: &LockRecord,
+        etag: &str,
+        r: &S3Response,
+        now_ms: u64,
+    ) -> (bool, u64) {
+        if record.expires_at_ms == 0 {
+            return (false, 0);
+        }
+        // A record without a ttl (a plain design client) can only be
+        // judged by the rule it was written for.
+        let clock = if record.ttl_ms == 0 {
+            ExpiryClock::Holder
+        } else {
+            self.clock
+        };
+        match clock {
+            ExpiryClock::Holder => holder_rule(record.expires_at_ms, now_ms),
+            ExpiryClock::Server => {
+                let modified = server_time(r, "last-modified").or_else(|| {
+                    self.observation
+                        .as_ref()
+                        .filter(|o| o.state.etag == etag)
+                        .and_then(|o| o.state.last_modified_ms)
+                });
+                match (modified, server_time(r, "date")) {
+                    (Some(modified), Some(date)) => server_rule(
+                        modified
+                            .saturating_add(record.ttl_ms)
+                            .saturating_add(SERVER_SLACK_MS),
+                        date,
+                    ),
+                    // A store that sends no dates: the holder rule, as the
+                    // design does.
+                    _ => holder_rule(record.expires_at_ms, now_ms),
+                }
+            }
+            ExpiryClock::Observed => {
+                let needed = record
+                    .ttl_ms
+                    .saturating_add(observed_slack_ms(record.ttl_ms));
+                let seen = self
+                    .observation
+                    .as_ref()
+                    .filter(|o| o.state.etag == etag)
+                    .map_or(0, |o| o.seen_for_ms);
+                if seen >= needed {
+                    (false, 0)
+                } else {
+                    (true, needed - seen)
+                }
+            }
+        }
+    }
+}
+
+/// Live while `now <= expires_at`: expired from `expires_at + 1` on.
+fn holder_rule(expires_at_ms: u64, now_ms: u64) -> (bool, u64) {
+    if now_ms <= expires_at_ms {
+        (true, expires_at_ms.saturating_add(1).saturating_sub(now_ms))
+    } else {
+        (false, 0)
+    }
+}
+
+/// Live while `Date <= expires_at`. `Date` moves in whole seconds: the
+/// first one past the expiry is the next whole second, and the server's
+/// clock already reads at least `date`, so this wait never undershoots.
+pub fn server_rule(expires_at_ms: u64, date_ms: u64) -> (bool, u64) {
+    if date_ms <= expires_at_ms {
+        (true, (expires_at_ms / 1000 + 1) * 1000 - date_ms)
+    } else {
+        (false, 0)
+    }
+}
+
+/// A server time header (`Date`, `Last-Modified`) in ms, if valid.
+pub fn server_time(r: &S3Response, header: &str) -> Option<u64> {
+    r.header(header).and_then(crate::http_date::parse_ms)
+}
