@@ -19,6 +19,7 @@ use s3_lease::epoch::{
     epoch_key, parse_epoch_key, Cleanup, EpochInspect, EpochRecord, EpochRewrite, EpochTryAcquire,
 };
 use s3_lease::error::Error;
+use s3_lease::expiry::{ExpiryClock, Judge};
 use s3_lease::fenced::{
     Change, Fence, FencedGet, FencedWrite, META_LOCK, META_TOKEN, META_TOMBSTONE,
 };
@@ -268,14 +269,19 @@ fn lock_record() -> impl Strategy<Value = LockRecord> {
         text(0..24),
         0..MAX_RECORD_MS,
         text(0..48),
+        (0..=MAX_TTL_MS, text(0..20)),
     )
         .prop_map(
-            |(expires_at_ms, token, holder_id, acquired_at_ms, metadata)| LockRecord {
-                expires_at_ms,
-                token,
-                holder_id,
-                acquired_at_ms,
-                metadata,
+            |(expires_at_ms, token, holder_id, acquired_at_ms, metadata, (ttl_ms, write_id))| {
+                LockRecord {
+                    expires_at_ms,
+                    token,
+                    holder_id,
+                    acquired_at_ms,
+                    metadata,
+                    ttl_ms,
+                    write_id,
+                }
             },
         )
 }
@@ -288,15 +294,19 @@ fn epoch_record() -> impl Strategy<Value = EpochRecord> {
         text(0..24),
         0..MAX_RECORD_MS,
         text(0..48),
+        text(0..20),
     )
         .prop_map(
-            |(expired, validity_ms, token, holder_id, acquired_at_ms, metadata)| EpochRecord {
-                expired,
-                validity_ms,
-                token,
-                holder_id,
-                acquired_at_ms,
-                metadata,
+            |(expired, validity_ms, token, holder_id, acquired_at_ms, metadata, write_id)| {
+                EpochRecord {
+                    expired,
+                    validity_ms,
+                    token,
+                    holder_id,
+                    acquired_at_ms,
+                    metadata,
+                    write_id,
+                }
             },
         )
 }
@@ -1006,6 +1016,7 @@ proptest! {
             key_prefix,
             request_timeout_ms,
             strategy: epoch_objects.map(|e| if e { LockStrategy::EpochObjects } else { LockStrategy::SingleObject }),
+            expiry_clock: None,
         };
         match ClientConfig::validate(raw.clone()) {
             Ok(c) => {
@@ -1266,6 +1277,7 @@ proptest! {
         holder in select(&["a", "b"][..]),
         fence_token in prop_oneof![4 => 1..5u64, 1 => epoch_number()],
         reject_equal in any::<bool>(),
+        clock_pick in 0..3u8,
     ) {
         let grant = Grant::new(ttl_ms, holder.into(), "meta".into()).expect("a valid grant");
         let lease = Lease { expires_at_ms: now_ms.saturating_add(lease.expires_at_ms), ..lease };
@@ -1277,25 +1289,29 @@ proptest! {
         let epoch_lease = epoch().seal(lease);
         let key = || "k".to_string();
         let dir = || DIR.to_string();
+        let wid = || "w".to_string();
+        let clock = [ExpiryClock::Holder, ExpiryClock::Server, ExpiryClock::Observed][clock_pick as usize % 3];
+        let epoch_clock = if clock == ExpiryClock::Holder { ExpiryClock::Server } else { clock };
+        let judge = |clock| Judge::new(clock, None);
         let fence = Fence { lock: "single-object:k".into(), token: fence_token, reject_equal };
         match which {
-            0 => drive(Inspect::new(key(), key()), replies, now_ms, &steps)?,
-            1 => drive(TryAcquire::new(key(), key(), grant, single()), replies, now_ms, &steps)?,
-            2 => drive(RewriteOwn::renew(single_lease, key(), single()), replies, now_ms, &steps)?,
-            3 => drive(RewriteOwn::release(single_lease, key(), single()), replies, now_ms, &steps)?,
-            4 => drive(EpochTryAcquire::new(key(), dir(), grant, epoch(), hint), replies, now_ms, &steps)?,
-            5 => drive(EpochInspect::new(key(), dir(), hint), replies, now_ms, &steps)?,
-            6 => drive(EpochRewrite::renew(epoch_lease, dir(), epoch()), replies, now_ms, &steps)?,
-            7 => drive(EpochRewrite::release(epoch_lease, dir(), epoch()), replies, now_ms, &steps)?,
+            0 => drive(Inspect::new(key(), key(), judge(clock)), replies, now_ms, &steps)?,
+            1 => drive(TryAcquire::new(key(), key(), grant, single(), judge(clock), wid()), replies, now_ms, &steps)?,
+            2 => drive(RewriteOwn::renew(single_lease, key(), single(), wid()), replies, now_ms, &steps)?,
+            3 => drive(RewriteOwn::release(single_lease, key(), single(), wid()), replies, now_ms, &steps)?,
+            4 => drive(EpochTryAcquire::new(key(), dir(), grant, epoch(), judge(epoch_clock), wid(), hint), replies, now_ms, &steps)?,
+            5 => drive(EpochInspect::new(key(), dir(), judge(epoch_clock), hint), replies, now_ms, &steps)?,
+            6 => drive(EpochRewrite::renew(epoch_lease, dir(), epoch(), wid()), replies, now_ms, &steps)?,
+            7 => drive(EpochRewrite::release(epoch_lease, dir(), epoch(), wid()), replies, now_ms, &steps)?,
             8 => drive(Cleanup::new(vec![epoch_key(DIR, 1), epoch_key(DIR, 2)]), replies, now_ms, &steps)?,
             9 => {
                 let change = Change::Put { body: b"x".to_vec(), content_type: "text/plain".into() };
-                if let Ok(op) = FencedWrite::new(key(), fence, change) {
+                if let Ok(op) = FencedWrite::new(key(), fence, change, wid()) {
                     drive(op, replies, now_ms, &steps)?;
                 }
             }
             _ => {
-                if let Ok(op) = FencedWrite::new(key(), fence, Change::Delete { nonce: hint }) {
+                if let Ok(op) = FencedWrite::new(key(), fence, Change::Delete { nonce: hint }, wid()) {
                     drive(op, replies, now_ms, &steps)?;
                 }
             }

@@ -7,6 +7,7 @@ wasmtime::component::bindgen!({
 });
 
 pub use exports::s3_lease::lease::types::{
-    AddressingStyle, Config, Credentials, Error, FenceOptions, FencedObject, FencedWrite, Lease,
-    LockState, Options, Strategy,
+    AddressingStyle, Config, Credentials, ElectorConfig, ElectorEvent, Error, ExpiryClock,
+    FenceOptions, FencedObject, FencedWrite, Lease, LockState, Options, Role, StepResult,
+    StopReason, Strategy,
 };

@@ -39,6 +39,9 @@ pub enum Fault {
     },
     /// Wait, then send normally.
     Delay(Duration),
+    /// Send normally, so the server applies the request, then drop the
+    /// reply: the guest sees a timeout, as after a connection cut mid-reply.
+    LoseReply,
 }
 
 #[derive(Default, Clone)]
@@ -46,6 +49,8 @@ pub struct Hooks {
     pub log: Arc<Mutex<Vec<RequestRecord>>>,
     /// Applied to the next requests, one fault each, in order.
     pub faults: Arc<Mutex<VecDeque<Fault>>>,
+    /// While set, every request is refused before it leaves: a network cut.
+    pub cut: Arc<std::sync::atomic::AtomicBool>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -64,6 +69,11 @@ impl Hooks {
 
     pub fn inject(&self, fault: Fault) {
         lock(&self.faults).push_back(fault);
+    }
+
+    /// Cuts (or restores) this instance's network.
+    pub fn set_cut(&self, cut: bool) {
+        self.cut.store(cut, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -87,7 +97,11 @@ impl WasiHttpHooks for Hooks {
         _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> ResponseFuture {
         let log = self.log.clone();
-        let fault = lock(&self.faults).pop_front();
+        let fault = if self.cut.load(std::sync::atomic::Ordering::SeqCst) {
+            Some(Fault::Refuse)
+        } else {
+            lock(&self.faults).pop_front()
+        };
         Box::new(async move {
             let (parts, body) = request.into_parts();
             let body = body.collect().await?.to_bytes();
@@ -140,12 +154,18 @@ impl WasiHttpHooks for Hooks {
                     return Ok((response, io));
                 }
                 Some(Fault::Delay(d)) => tokio::time::sleep(d).await,
-                None => {}
+                Some(Fault::LoseReply) | None => {}
             }
 
             let request = http::Request::from_parts(parts, full(body));
             let (response, io) = default_send_request(request, options).await?;
             set_status(response.status().as_u16());
+            if matches!(fault, Some(Fault::LoseReply)) {
+                // Applied by the server; read to the end so the write is
+                // done, then lost on the way back.
+                let _ = response.into_body().collect().await;
+                return Err(HttpError::ConnectionReadTimeout);
+            }
             let io: Box<dyn Future<Output = Result<(), HttpError>> + Send> = Box::new(io);
             Ok((response.map(|b| b.boxed_unsync()), io))
         })

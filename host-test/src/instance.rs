@@ -2,8 +2,8 @@
 //! own store with its own clock and HTTP hooks.
 
 use crate::bindings::{
-    Config, Error as LeaseError, FenceOptions, FencedObject, FencedWrite, Lease, LeaseApi,
-    LeaseApiPre, LockState, Options,
+    Config, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject, FencedWrite, Lease,
+    LeaseApi, LeaseApiPre, LockState, Options, StepResult,
 };
 use crate::hooks::Hooks;
 use anyhow::{Context, Result};
@@ -290,6 +290,38 @@ impl Instance {
             client,
             object_key,
         )?)
+    }
+
+    /// An elector on this instance's client (a resource handle).
+    pub fn elector(&mut self, config: &ElectorConfig) -> Result<Result<ResourceAny, LeaseError>> {
+        let client = self.client()?;
+        Ok(self.host.s3_lease_lease_lease().client().call_elector(
+            &mut self.store,
+            client,
+            config,
+        )?)
+    }
+
+    /// One step of `elector`: its role, events and when to step next.
+    pub fn step(&mut self, elector: ResourceAny) -> Result<StepResult> {
+        Ok(self
+            .host
+            .s3_lease_lease_lease()
+            .elector()
+            .call_step(&mut self.store, elector)?)
+    }
+
+    pub fn resign(&mut self, elector: ResourceAny) -> Result<Result<(), LeaseError>> {
+        Ok(self
+            .host
+            .s3_lease_lease_lease()
+            .elector()
+            .call_resign(&mut self.store, elector)?)
+    }
+
+    /// Drops an elector without resigning (a crash, as far as S3 can tell).
+    pub fn drop_elector(&mut self, elector: ResourceAny) -> Result<()> {
+        Ok(elector.resource_drop(&mut self.store)?)
     }
 
     /// Shifts this instance's wall clock by `ms` (negative: behind).

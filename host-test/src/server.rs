@@ -58,6 +58,7 @@ impl Endpoint {
             key_prefix: Some(key_prefix.to_string()),
             request_timeout_ms: None,
             strategy: None,
+            expiry_clock: None,
         }
     }
 
@@ -75,6 +76,7 @@ impl Endpoint {
             key_prefix: None,
             request_timeout_ms: None,
             strategy: None,
+            expiry_clock: None,
         };
         Admin::new(ClientConfig::validate(raw).map_err(|e| anyhow::anyhow!("{e}"))?)
     }
