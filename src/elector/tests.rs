@@ -1,1 +1,330 @@
-//! Elector tests (see below).
+//! Electors over one shared S3 model: several peers, each with its own
+//! (skewable) wall clock and a network that can be cut; time moves only
+//! when a test says so.
+
+use super::*;
+use crate::config::{Addressing, ClientConfig, RawConfig, Strategy};
+use crate::expiry::ExpiryClock;
+use crate::s3::{Method, S3Request, S3Response};
+use crate::sigv4::Credentials;
+use crate::testing::s3_model::S3Model;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+const START_MS: u64 = 1_700_000_000_000;
+
+struct Peer {
+    store: Rc<RefCell<S3Model>>,
+    clock_offset_ms: i64,
+    cut: bool,
+    random: u64,
+    requests: Vec<S3Request>,
+}
+
+impl Peer {
+    fn new(store: &Rc<RefCell<S3Model>>, id: u64) -> Self {
+        Peer {
+            store: store.clone(),
+            clock_offset_ms: 0,
+            cut: false,
+            random: id << 48,
+            requests: Vec::new(),
+        }
+    }
+}
+
+impl Io for Peer {
+    fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
+        if self.cut {
+            return Err(Error::Transport("network cut".into()));
+        }
+        self.requests.push(request.clone());
+        Ok(self.store.borrow_mut().handle(request))
+    }
+    fn now_ms(&mut self) -> u64 {
+        self.store
+            .borrow()
+            .now_ms
+            .saturating_add_signed(self.clock_offset_ms)
+    }
+    fn monotonic_ms(&mut self) -> u64 {
+        self.store.borrow().now_ms - START_MS
+    }
+    fn sleep_ms(&mut self, ms: u64) {
+        self.store.borrow_mut().advance(ms);
+    }
+    fn random_u64(&mut self) -> u64 {
+        self.random += 1;
+        self.random
+    }
+}
+
+fn client(strategy: Strategy, clock: ExpiryClock) -> ClientCore {
+    let config = ClientConfig::validate(RawConfig {
+        endpoint: "http://127.0.0.1:9000".into(),
+        region: "us-east-1".into(),
+        bucket: "b".into(),
+        addressing: Addressing::Path,
+        credentials: Credentials {
+            access_key_id: "AKID".into(),
+            secret_access_key: "secret".into(),
+            session_token: None,
+        },
+        key_prefix: None,
+        request_timeout_ms: None,
+        strategy: Some(strategy),
+        expiry_clock: Some(clock),
+    })
+    .unwrap();
+    ClientCore::new(config)
+}
+
+fn config(holder: &str) -> ElectorConfig {
+    ElectorConfig {
+        key: "leader".into(),
+        lease_duration_ms: 10_000,
+        renew_deadline_ms: 7_000,
+        retry_period_ms: 2_000,
+        holder_id: holder.into(),
+        metadata: String::new(),
+    }
+}
+
+fn is_leader(s: &Status) -> bool {
+    matches!(s.role, Role::Leader(_))
+}
+
+#[test]
+fn durations_out_of_order_are_refused() {
+    let c = client(Strategy::SingleObject, ExpiryClock::Server);
+    let bad = [
+        ElectorConfig {
+            lease_duration_ms: 0,
+            ..config("a")
+        },
+        ElectorConfig {
+            renew_deadline_ms: 10_000,
+            ..config("a")
+        },
+        ElectorConfig {
+            renew_deadline_ms: 12_000,
+            ..config("a")
+        },
+        ElectorConfig {
+            retry_period_ms: 0,
+            ..config("a")
+        },
+        ElectorConfig {
+            retry_period_ms: 7_000,
+            ..config("a")
+        },
+        ElectorConfig {
+            key: String::new(),
+            ..config("a")
+        },
+        ElectorConfig {
+            holder_id: String::new(),
+            ..config("a")
+        },
+    ];
+    for b in bad {
+        assert!(
+            matches!(
+                Elector::new(c.clone(), b.clone()),
+                Err(Error::InvalidArgument(_))
+            ),
+            "{b:?}"
+        );
+    }
+}
+
+/// Steps every elector whose step is due, advancing time by `tick` until
+/// `until` ms have passed; returns, per tick, which of them report leader.
+fn run(
+    store: &Rc<RefCell<S3Model>>,
+    electors: &mut [(Elector, Peer)],
+    until_ms: u64,
+    tick_ms: u64,
+    mut each: impl FnMut(u64, &mut [(Elector, Peer)]),
+) -> Vec<Vec<bool>> {
+    let mut leaders = Vec::new();
+    let mut due = vec![0u64; electors.len()];
+    let mut t = 0;
+    while t <= until_ms {
+        each(t, electors);
+        let mut now = Vec::new();
+        for (i, (e, io)) in electors.iter_mut().enumerate() {
+            if t >= due[i] {
+                let status = e.step(io);
+                due[i] = t + status.next_step_in_ms.max(1);
+                now.push(is_leader(&status));
+            } else {
+                now.push(matches!(e.role(), Role::Leader(_)));
+            }
+        }
+        leaders.push(now);
+        store.borrow_mut().advance(tick_ms);
+        t += tick_ms;
+    }
+    leaders
+}
+
+#[test]
+fn one_leader_renews_followers_look_cheaply_and_resigning_hands_over() {
+    for strategy in [Strategy::SingleObject, Strategy::EpochObjects] {
+        let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
+        let c = client(strategy, ExpiryClock::Server);
+        let mut a = (
+            Elector::new(c.clone(), config("a")).unwrap(),
+            Peer::new(&store, 1),
+        );
+        let mut b = (
+            Elector::new(c.clone(), config("b")).unwrap(),
+            Peer::new(&store, 2),
+        );
+        let first = a.0.step(&mut a.1);
+        assert!(is_leader(&first), "{strategy:?}");
+        assert!(matches!(first.events[..], [Event::BecameLeader(_)]));
+        assert_eq!(first.next_step_in_ms, 2_000);
+        let seen = b.0.step(&mut b.1);
+        assert!(matches!(seen.role, Role::Follower(Some(_))), "{seen:?}");
+        assert!(matches!(seen.events[..], [Event::LeaderChanged(Some(_))]));
+        a.1.requests.clear();
+        b.1.requests.clear();
+        // A retry period later: the leader renews, the follower looks.
+        store.borrow_mut().advance(2_000);
+        assert!(is_leader(&a.0.step(&mut a.1)));
+        let look = b.0.step(&mut b.1);
+        assert!(look.events.is_empty());
+        let renew: Vec<Method> = a.1.requests.iter().map(|r| r.method).collect();
+        let observe: Vec<(Method, bool)> =
+            b.1.requests
+                .iter()
+                .map(|r| {
+                    (
+                        r.method,
+                        r.headers.iter().any(|(k, _)| k == "if-none-match"),
+                    )
+                })
+                .collect();
+        match strategy {
+            Strategy::SingleObject => {
+                assert_eq!(renew, [Method::Put]);
+                assert_eq!(observe, [(Method::Get, true)], "one conditional GET");
+            }
+            Strategy::EpochObjects => {
+                assert_eq!(renew, [Method::Put, Method::Get], "PUT, LIST");
+                assert_eq!(
+                    observe,
+                    [(Method::Get, false), (Method::Get, true)],
+                    "LIST, conditional GET"
+                );
+            }
+        }
+        // Not due yet: a step does nothing.
+        a.1.requests.clear();
+        let idle = a.0.step(&mut a.1);
+        assert!(a.1.requests.is_empty() && is_leader(&idle));
+        // Resign: released; the follower takes over on its next look.
+        a.0.resign(&mut a.1).unwrap();
+        store.borrow_mut().advance(2_000);
+        let taken = b.0.step(&mut b.1);
+        assert!(is_leader(&taken), "{strategy:?}: {taken:?}");
+        let after = a.0.step(&mut a.1);
+        assert!(
+            matches!(
+                after.events[..],
+                [Event::StoppedLeading(StopReason::Resigned), ..]
+            ),
+            "{after:?}"
+        );
+        assert!(!is_leader(&after));
+    }
+}
+
+#[test]
+fn a_cut_off_leader_steps_down_at_its_deadline_before_anyone_takes_over() {
+    for (strategy, clock, skew) in [
+        (Strategy::SingleObject, ExpiryClock::Holder, 0),
+        (Strategy::SingleObject, ExpiryClock::Server, 300_000),
+        (Strategy::SingleObject, ExpiryClock::Observed, -300_000),
+        (Strategy::EpochObjects, ExpiryClock::Server, 300_000),
+        (Strategy::EpochObjects, ExpiryClock::Observed, -300_000),
+    ] {
+        let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
+        let c = client(strategy, clock);
+        let mut electors = vec![
+            (
+                Elector::new(c.clone(), config("a")).unwrap(),
+                Peer::new(&store, 1),
+            ),
+            (
+                Elector::new(c.clone(), config("b")).unwrap(),
+                Peer::new(&store, 2),
+            ),
+            (
+                Elector::new(c.clone(), config("c")).unwrap(),
+                Peer::new(&store, 3),
+            ),
+        ];
+        electors[1].1.clock_offset_ms = skew;
+        electors[2].1.clock_offset_ms = -skew;
+        let mut cut_at = None;
+        let history = run(&store, &mut electors, 40_000, 100, |t, es| {
+            // Cut the first leader's network once it has led for 5 s.
+            if t == 5_000 {
+                if let Some(i) = es
+                    .iter()
+                    .position(|(e, _)| matches!(e.role(), Role::Leader(_)))
+                {
+                    es[i].1.cut = true;
+                    cut_at = Some(i);
+                }
+            }
+        });
+        let cut = cut_at.expect("someone led");
+        for (t, now) in history.iter().enumerate() {
+            assert!(
+                now.iter().filter(|l| **l).count() <= 1,
+                "{strategy:?} {clock:?}: two leaders at {} ms: {now:?}",
+                t * 100
+            );
+        }
+        // The cut leader stepped down, and someone else leads by the end.
+        let last = history.last().unwrap();
+        assert!(!last[cut], "{strategy:?} {clock:?}");
+        assert!(
+            last.iter().any(|l| *l),
+            "{strategy:?} {clock:?}: nobody leads"
+        );
+        // Step-down at the renew deadline: within 7 s of the last renew
+        // sent before the cut (at most 2 s before it).
+        let stopped = history.iter().skip(50).position(|now| !now[cut]).unwrap() * 100;
+        assert!(
+            stopped <= 7_100,
+            "{strategy:?} {clock:?}: stepped down {stopped} ms after the cut"
+        );
+    }
+}
+
+#[test]
+fn a_leader_that_lost_its_lease_says_so() {
+    let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
+    let c = client(Strategy::SingleObject, ExpiryClock::Server);
+    let mut a = (
+        Elector::new(c.clone(), config("a")).unwrap(),
+        Peer::new(&store, 1),
+    );
+    assert!(is_leader(&a.0.step(&mut a.1)));
+    // An operator deletes the lock object.
+    store.borrow_mut().objects.clear();
+    store.borrow_mut().advance(2_000);
+    let status = a.0.step(&mut a.1);
+    assert!(!is_leader(&status));
+    assert!(
+        status
+            .events
+            .contains(&Event::StoppedLeading(StopReason::Lost)),
+        "{status:?}"
+    );
+}
