@@ -848,7 +848,7 @@ enum RewritePhase {
     /// The write landed with this etag; looking for a higher epoch.
     Verifying(String, HigherCheck),
     /// Our epoch was superseded: reading who holds the key now, for `lost`.
-    Inspecting(EpochInspect),
+    Inspecting(Box<EpochInspect>),
 }
 
 impl EpochRewrite {
@@ -920,7 +920,7 @@ impl EpochRewrite {
             self.lease.token,
         );
         let step = op.start(now_ms);
-        self.phase = RewritePhase::Inspecting(op);
+        self.phase = RewritePhase::Inspecting(Box::new(op));
         self.forward(step)
     }
 

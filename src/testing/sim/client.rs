@@ -30,6 +30,7 @@ pub enum Kind {
 const FENCED_OPS_PER_OBJECT: usize = 40;
 const MAX_CLOCK_SKEW_MS: u64 = 300_000;
 
+#[allow(clippy::large_enum_variant)] // one per client, in a test
 enum Task {
     Acquire {
         key: String,
@@ -71,6 +72,7 @@ enum Acquiring {
     Epoch(EpochTryAcquire),
 }
 
+#[allow(clippy::large_enum_variant)] // one per client, in a test
 enum Rewriting {
     Single(RewriteOwn),
     Epoch(EpochRewrite),
