@@ -165,24 +165,16 @@ fn read_epoch(
     let needs_server_time = judge.clock == ExpiryClock::Server;
     match r.status {
         404 if r.is_missing_object() => Ok(None),
-        304 => match judge
-            .observation
-            .as_ref()
-            .filter(|o| o.state.record.token == epoch)
-        {
-            Some(o) => {
-                if needs_server_time {
-                    server_time_required(&r, "date")?;
-                }
-                let (live, expires_in_ms) = judge.judge(&o.state.record, &o.state.etag, &r, now_ms);
-                Ok(Some(LockState {
-                    live,
-                    expires_in_ms,
-                    ..o.state.clone()
-                }))
+        304 => {
+            if needs_server_time {
+                server_time_required(&r, "date")?;
             }
-            None => Err(r.into_error()),
-        },
+            match judge.unchanged(&r, now_ms) {
+                Some(state) if state.record.token == epoch => Ok(Some(state)),
+                // We asked about another epoch, or about none.
+                _ => Err(r.into_error()),
+            }
+        }
         200 => {
             if let Some(len) = r.body_too_large {
                 return Err(Error::corrupt(&object_key, too_large(len)));

@@ -82,6 +82,18 @@ impl Judge {
         self.observation.as_ref().map(|o| o.state.etag.as_str())
     }
 
+    /// A 304 reply: the state observed before, judged again now. `None`
+    /// when nothing was observed (then the 304 makes no sense).
+    pub fn unchanged(&self, r: &S3Response, now_ms: u64) -> Option<LockState> {
+        let o = self.observation.as_ref()?;
+        let (live, expires_in_ms) = self.judge(&o.state.record, &o.state.etag, r, now_ms);
+        Some(LockState {
+            live,
+            expires_in_ms,
+            ..o.state.clone()
+        })
+    }
+
     /// Liveness and time left for `record` with `etag`, read at `now_ms`
     /// (reader's wall clock) from reply `r`. Returns `(live, expires_in_ms)`.
     pub fn judge(

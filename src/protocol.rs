@@ -191,15 +191,8 @@ pub(crate) fn read_lock(
 ) -> Result<Option<LockState>, Error> {
     match r.status {
         404 if r.is_missing_object() => Ok(None),
-        304 => match &judge.observation {
-            Some(o) => {
-                let (live, expires_in_ms) = judge.judge(&o.state.record, &o.state.etag, &r, now_ms);
-                Ok(Some(LockState {
-                    live,
-                    expires_in_ms,
-                    ..o.state.clone()
-                }))
-            }
+        304 => match judge.unchanged(&r, now_ms) {
+            Some(state) => Ok(Some(state)),
             // We sent no If-None-Match: a store that answers 304 anyway.
             None => Err(r.into_error()),
         },
