@@ -230,10 +230,13 @@ impl Elector {
                 self.lease = Some(lease);
                 Ok(())
             }
-            Ok(AcquireOutcome::Held(seen)) => {
-                self.follow(seen);
+            Ok(AcquireOutcome::Held(Some(seen))) => {
+                self.follow(Some(seen));
                 Ok(())
             }
+            // Lost a race to a write we did not read: someone leads, but
+            // who is known only at the next look. Say nothing until then.
+            Ok(AcquireOutcome::Held(None)) => Ok(()),
             Err(e) => Err(e),
         }
     }

@@ -328,3 +328,74 @@ fn a_leader_that_lost_its_lease_says_so() {
         "{status:?}"
     );
 }
+
+#[test]
+fn losing_a_race_says_nothing_until_the_winner_is_seen() {
+    let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
+    let c = client(Strategy::SingleObject, ExpiryClock::Server);
+    let mut a = (
+        Elector::new(c.clone(), config("a")).unwrap(),
+        Peer::new(&store, 1),
+    );
+    let mut z = (
+        Elector::new(c.clone(), config("z")).unwrap(),
+        Peer::new(&store, 2),
+    );
+    assert!(is_leader(&z.0.step(&mut z.1)));
+    let seen = a.0.step(&mut a.1);
+    assert!(
+        matches!(&seen.events[..], [Event::LeaderChanged(Some(s))] if s.record.holder_id == "z")
+    );
+    // z dies; once its lease is over, a and b race, and b's write lands
+    // between a's read and a's write: a gets 412 without reading b.
+    store.borrow_mut().advance(15_000);
+    let winner = br#"{"expires_at": 1800000000, "token": 2, "holder": "b", "ttl_ms": 10000}"#;
+    let raced = a.0.step(&mut Racing {
+        peer: &mut a.1,
+        winner: Some(winner),
+    });
+    assert!(!is_leader(&raced), "{raced:?}");
+    assert!(
+        raced.events.is_empty(),
+        "no leader-changed(none) while b leads: {:?}",
+        raced.events
+    );
+    store.borrow_mut().advance(2_000);
+    let next = a.0.step(&mut a.1);
+    assert!(
+        matches!(&next.events[..], [Event::LeaderChanged(Some(s))] if s.record.holder_id == "b"),
+        "{next:?}"
+    );
+}
+
+/// Plants `winner` just before the first PUT reaches the store.
+struct Racing<'a> {
+    peer: &'a mut Peer,
+    winner: Option<&'static [u8]>,
+}
+
+impl Io for Racing<'_> {
+    fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
+        if request.method == Method::Put {
+            if let Some(body) = self.winner.take() {
+                self.peer
+                    .store
+                    .borrow_mut()
+                    .put_object(&request.object_key, body);
+            }
+        }
+        self.peer.send(request)
+    }
+    fn now_ms(&mut self) -> u64 {
+        self.peer.now_ms()
+    }
+    fn monotonic_ms(&mut self) -> u64 {
+        self.peer.monotonic_ms()
+    }
+    fn sleep_ms(&mut self, ms: u64) {
+        self.peer.sleep_ms(ms)
+    }
+    fn random_u64(&mut self) -> u64 {
+        self.peer.random_u64()
+    }
+}
