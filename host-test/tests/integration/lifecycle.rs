@@ -1,7 +1,7 @@
 //! Grant, contention between two instances, renew, release, expiry, acquire.
 
 use super::*;
-use host_test::bindings::Error as E;
+use host_test::bindings::{Config, Error as E, ExpiryClock};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -80,8 +80,17 @@ fn a_holder_that_stops_renewing_loses_the_key_after_its_ttl() {
     let ttl = 1_200;
     let old = try_acquire(&mut a, "k", &named(ttl, "a")).unwrap();
     assert_eq!(try_acquire(&mut b, "k", &named(ttl, "b")), None);
-    std::thread::sleep(Duration::from_millis(ttl + 150));
-    let new = try_acquire(&mut b, "k", &named(ttl, "b")).expect("expired lease is taken over");
+    // Waits as long as the server's clock (the default expiry clock) says
+    // a's lease lives: its ttl plus 2 s, in whole seconds.
+    let started = Instant::now();
+    let new = b
+        .acquire("k", &named(ttl, "b"), 10_000)
+        .unwrap()
+        .expect("expired lease is taken over");
+    assert!(
+        started.elapsed() >= Duration::from_millis(ttl),
+        "not before the ttl"
+    );
     assert_eq!(new.token, old.token + 1);
 
     match expect_err(a.renew(&old)) {
@@ -132,11 +141,16 @@ fn acquire_waits_for_the_holder_to_expire_and_times_out_naming_it() {
 
 #[test]
 fn a_skewed_clock_is_what_judges_expiry() {
-    // The single-object design compares expires_at with the reader's wall
-    // clock: a contender whose clock runs ahead by more than the ttl takes
-    // over early. Fencing tokens are what keep that safe; this pins the rule.
+    // Under the `holder` expiry clock (the single-object design's rule),
+    // expires_at is compared with the reader's wall clock: a contender whose
+    // clock runs ahead by more than the ttl takes over early. Fencing tokens
+    // are what keep that safe; this pins the rule.
     let prefix = fresh_prefix("skew");
-    let (mut a, mut b) = (opened(&prefix), opened(&prefix));
+    let config = Config {
+        expiry_clock: Some(ExpiryClock::Holder),
+        ..endpoint().config(&prefix)
+    };
+    let (mut a, mut b) = (opened_with(&config), opened_with(&config));
     let old = try_acquire(&mut a, "k", &named(60_000, "a")).unwrap();
     b.skew_clock_ms(59_000);
     assert_eq!(try_acquire(&mut b, "k", &named(1_000, "b")), None);
@@ -147,6 +161,21 @@ fn a_skewed_clock_is_what_judges_expiry() {
         matches!(expect_err(a.renew(&old)), E::Lost(_)),
         "and a finds out at its next renew"
     );
+}
+
+#[test]
+fn under_the_default_server_clock_a_skewed_reader_waits() {
+    let prefix = fresh_prefix("skew-server");
+    let (mut a, mut b) = (opened(&prefix), opened(&prefix));
+    try_acquire(&mut a, "k", &named(60_000, "a")).unwrap();
+    b.skew_clock_ms(10 * 60_000);
+    assert_eq!(
+        try_acquire(&mut b, "k", &named(1_000, "b")),
+        None,
+        "ten minutes ahead changes nothing"
+    );
+    let seen = b.inspect("k").unwrap().unwrap().unwrap();
+    assert!(seen.live && seen.expires_in_ms > 55_000, "{seen:?}");
 }
 
 /// A machine whose clock is 30 minutes off signs requests the server

@@ -3,14 +3,17 @@
 //! One test binary, so one server for the whole run.
 
 mod bad_input;
+mod campaign;
 mod compat;
 mod component_shape;
 mod contention;
+mod elector;
 mod epoch_objects;
 mod fencing;
 mod fencing_history;
 mod interop;
 mod lifecycle;
+mod lost_replies;
 mod many_keys;
 mod request_counts;
 mod rng;
