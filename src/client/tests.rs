@@ -216,9 +216,23 @@ fn each_expiry_clock_ignores_a_reader_minutes_ahead() {
 
 #[test]
 fn the_holder_clock_is_refused_for_epoch_objects() {
-    let r = std::panic::catch_unwind(|| core(Strategy::EpochObjects, ExpiryClock::Holder));
-    assert!(
-        r.is_err(),
-        "validate refuses it (unwrap panics in the helper)"
-    );
+    let raw = RawConfig {
+        endpoint: "http://127.0.0.1:9000".into(),
+        region: "us-east-1".into(),
+        bucket: "b".into(),
+        addressing: Addressing::Path,
+        credentials: Credentials {
+            access_key_id: "AKID".into(),
+            secret_access_key: "secret".into(),
+            session_token: None,
+        },
+        key_prefix: None,
+        request_timeout_ms: None,
+        strategy: Some(Strategy::EpochObjects),
+        expiry_clock: Some(ExpiryClock::Holder),
+    };
+    assert!(matches!(
+        ClientConfig::validate(raw),
+        Err(Error::InvalidConfig { field, .. }) if field == "expiry-clock"
+    ));
 }
