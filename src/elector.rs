@@ -135,10 +135,6 @@ impl Elector {
         })
     }
 
-    pub fn config(&self) -> &ElectorConfig {
-        &self.config
-    }
-
     pub fn client_config(&self) -> &crate::config::ClientConfig {
         &self.client.config
     }

@@ -476,6 +476,9 @@ pub struct EpochTryAcquire {
     rereads: u32,
     /// A create of ours went out without a clear answer and may land late.
     ambiguous: bool,
+    /// When the first create was sent: whichever attempt lands, the lease
+    /// counts from here (the earliest), never from a later attempt.
+    first_create_ms: Option<u64>,
 }
 
 /// A try-acquire's outcome and the old epoch objects to delete after it.
@@ -506,6 +509,7 @@ impl EpochTryAcquire {
             phase: Phase::Listing,
             rereads: 0,
             ambiguous: false,
+            first_create_ms: None,
         }
     }
 
@@ -529,8 +533,9 @@ impl EpochTryAcquire {
                 "the epoch is at its maximum and cannot rise",
             )));
         };
+        let started_ms = *self.first_create_ms.get_or_insert(now_ms);
         let g = &self.grant;
-        let expires_at_ms = now_ms.saturating_add(g.ttl_ms);
+        let expires_at_ms = started_ms.saturating_add(g.ttl_ms);
         if let Err(e) = check_writable_time(expires_at_ms) {
             return Step::Done(Err(e));
         }
@@ -884,7 +889,11 @@ impl EpochRewrite {
         )
         .header("if-match", &l.etag)
         .body(JSON, record.to_json());
-        self.sent_at_ms = now_ms;
+        // The first attempt's time: when a later reply tells us only that
+        // one of our attempts landed, the lease counts from the earliest.
+        if self.attempts == 0 {
+            self.sent_at_ms = now_ms;
+        }
         self.phase = RewritePhase::Writing;
         Step::Send(request)
     }

@@ -40,16 +40,6 @@ pub enum ExpiryClock {
     Observed,
 }
 
-impl ExpiryClock {
-    pub fn name(self) -> &'static str {
-        match self {
-            ExpiryClock::Holder => "holder",
-            ExpiryClock::Server => "server",
-            ExpiryClock::Observed => "observed",
-        }
-    }
-}
-
 /// What this client last read of a key, and for how long (monotonic) it
 /// has seen that ETag unchanged. Kept by the client between calls; also
 /// lets a GET ask `If-None-Match` and accept a 304 in place of the body.

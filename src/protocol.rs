@@ -519,10 +519,11 @@ impl RewriteOwn {
         }))
     }
 
-    fn done(&self, etag: String) -> Step<Lease> {
+    /// Our write stored `etag` and `expires_at_ms`.
+    fn done(&self, etag: String, expires_at_ms: u64) -> Step<Lease> {
         Step::Done(Ok(self.seal.seal(Lease {
             etag,
-            expires_at_ms: self.writing_expires_at_ms,
+            expires_at_ms,
             ..self.lease.clone()
         })))
     }
@@ -559,8 +560,9 @@ impl Operation for RewriteOwn {
                 now_ms,
                 &Judge::holder(),
             ) {
-                // Our write landed; its reply was lost or came late.
-                Ok(Some(s)) if ours(&s) => self.done(s.etag),
+                // Our write landed; its reply was lost or came late. Which
+                // attempt landed, the record says (its expiry, not ours).
+                Ok(Some(s)) if ours(&s) => self.done(s.etag, s.record.expires_at_ms),
                 Ok(Some(s)) if s.etag == self.lease.etag && self.rereads < MAX_REREADS => {
                     self.rereads += 1;
                     self.write(now_ms)
@@ -584,7 +586,7 @@ impl Operation for RewriteOwn {
         }
         match r.status {
             200 => match r.written_etag(&self.object_key) {
-                Ok(etag) => self.done(etag),
+                Ok(etag) => self.done(etag, self.writing_expires_at_ms),
                 Err(e) => Step::Done(Err(e)),
             },
             // Lost the condition, or the object vanished (404 on AWS): read
