@@ -485,7 +485,6 @@ pub struct EpochTryAcquire {
 pub type EpochOutcome = (AcquireOutcome, Vec<String>);
 
 impl EpochTryAcquire {
-    /// `hint`: the highest epoch this client has seen on the key (0: none).
     /// `hint`: the highest epoch this client has seen on the key (0: none);
     /// `write_id`: recorded in the epoch we create, to recognise it after a
     /// lost reply.

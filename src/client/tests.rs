@@ -3,32 +3,16 @@
 //! conditional GETs.
 
 use super::*;
-use crate::config::{Addressing, RawConfig};
 use crate::expiry::ExpiryClock;
 use crate::s3::Method;
-use crate::sigv4::Credentials;
+use crate::testing::intercept::Intercept;
 use crate::testing::model_io::ModelIo;
+use crate::testing::raw_config;
 
 const START_MS: u64 = 1_700_000_000_000;
 
 fn core(strategy: Strategy, clock: ExpiryClock) -> ClientCore {
-    let config = ClientConfig::validate(RawConfig {
-        endpoint: "http://127.0.0.1:9000".into(),
-        region: "us-east-1".into(),
-        bucket: "b".into(),
-        addressing: Addressing::Path,
-        credentials: Credentials {
-            access_key_id: "AKID".into(),
-            secret_access_key: "secret".into(),
-            session_token: None,
-        },
-        key_prefix: Some("locks/".into()),
-        request_timeout_ms: None,
-        strategy: Some(strategy),
-        expiry_clock: Some(clock),
-    })
-    .unwrap();
-    ClientCore::new(config)
+    ClientCore::new(ClientConfig::validate(raw_config(strategy, clock)).unwrap())
 }
 
 fn both() -> [ClientCore; 2] {
@@ -95,46 +79,16 @@ fn a_write_whose_reply_was_lost_and_that_did_not_land_is_sent_again() {
     for mut c in both() {
         let mut io = io();
         // The first PUT never arrives (refused before the store).
-        let lease = {
-            let mut first = true;
-            io.before_send = None;
-            let mut flaky = FlakyPut {
-                io: &mut io,
-                refuse: &mut first,
-            };
-            match c.try_acquire(&mut flaky, "k", &grant("a")).unwrap() {
-                AcquireOutcome::Granted(l) => l,
-                other => panic!("{other:?}"),
-            }
+        let mut first = true;
+        let mut flaky = Intercept::new(&mut io, |request, _| {
+            (request.method == Method::Put && std::mem::take(&mut first))
+                .then(|| Err(Error::Transport("connection refused".into())))
+        });
+        let lease = match c.try_acquire(&mut flaky, "k", &grant("a")).unwrap() {
+            AcquireOutcome::Granted(l) => l,
+            other => panic!("{other:?}"),
         };
         assert_eq!(lease.token, 1);
-    }
-}
-
-/// Refuses the first PUT without applying it, like a refused connection.
-struct FlakyPut<'a> {
-    io: &'a mut ModelIo,
-    refuse: &'a mut bool,
-}
-
-impl Io for FlakyPut<'_> {
-    fn send(&mut self, request: &crate::s3::S3Request) -> Result<crate::s3::S3Response, Error> {
-        if request.method == Method::Put && std::mem::take(self.refuse) {
-            return Err(Error::Transport("connection refused".into()));
-        }
-        self.io.send(request)
-    }
-    fn now_ms(&mut self) -> u64 {
-        self.io.now_ms()
-    }
-    fn monotonic_ms(&mut self) -> u64 {
-        self.io.monotonic_ms()
-    }
-    fn sleep_ms(&mut self, ms: u64) {
-        self.io.sleep_ms(ms)
-    }
-    fn random_u64(&mut self) -> u64 {
-        self.io.random_u64()
     }
 }
 
@@ -216,21 +170,7 @@ fn each_expiry_clock_ignores_a_reader_minutes_ahead() {
 
 #[test]
 fn the_holder_clock_is_refused_for_epoch_objects() {
-    let raw = RawConfig {
-        endpoint: "http://127.0.0.1:9000".into(),
-        region: "us-east-1".into(),
-        bucket: "b".into(),
-        addressing: Addressing::Path,
-        credentials: Credentials {
-            access_key_id: "AKID".into(),
-            secret_access_key: "secret".into(),
-            session_token: None,
-        },
-        key_prefix: None,
-        request_timeout_ms: None,
-        strategy: Some(Strategy::EpochObjects),
-        expiry_clock: Some(ExpiryClock::Holder),
-    };
+    let raw = raw_config(Strategy::EpochObjects, ExpiryClock::Holder);
     assert!(matches!(
         ClientConfig::validate(raw),
         Err(Error::InvalidConfig { field, .. }) if field == "expiry-clock"

@@ -3,10 +3,10 @@
 //! when a test says so.
 
 use super::*;
-use crate::config::{Addressing, ClientConfig, RawConfig, Strategy};
+use crate::config::{ClientConfig, Strategy};
 use crate::expiry::ExpiryClock;
 use crate::s3::{Method, S3Request, S3Response};
-use crate::sigv4::Credentials;
+use crate::testing::intercept::Intercept;
 use crate::testing::s3_model::S3Model;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -60,23 +60,7 @@ impl Io for Peer {
 }
 
 fn client(strategy: Strategy, clock: ExpiryClock) -> ClientCore {
-    let config = ClientConfig::validate(RawConfig {
-        endpoint: "http://127.0.0.1:9000".into(),
-        region: "us-east-1".into(),
-        bucket: "b".into(),
-        addressing: Addressing::Path,
-        credentials: Credentials {
-            access_key_id: "AKID".into(),
-            secret_access_key: "secret".into(),
-            session_token: None,
-        },
-        key_prefix: None,
-        request_timeout_ms: None,
-        strategy: Some(strategy),
-        expiry_clock: Some(clock),
-    })
-    .unwrap();
-    ClientCore::new(config)
+    ClientCore::new(ClientConfig::validate(crate::testing::raw_config(strategy, clock)).unwrap())
 }
 
 fn config(holder: &str) -> ElectorConfig {
@@ -350,10 +334,18 @@ fn losing_a_race_says_nothing_until_the_winner_is_seen() {
     // between a's read and a's write: a gets 412 without reading b.
     store.borrow_mut().advance(15_000);
     let winner = br#"{"expires_at": 1800000000, "token": 2, "holder": "b", "ttl_ms": 10000}"#;
-    let raced = a.0.step(&mut Racing {
-        peer: &mut a.1,
-        winner: Some(winner),
-    });
+    let mut winner = Some(&winner[..]);
+    let raced =
+        a.0.step(&mut Intercept::new(&mut a.1, |request, peer: &mut Peer| {
+            if request.method == Method::Put {
+                if let Some(body) = winner.take() {
+                    peer.store
+                        .borrow_mut()
+                        .put_object(&request.object_key, body);
+                }
+            }
+            None
+        }));
     assert!(!is_leader(&raced), "{raced:?}");
     assert!(
         raced.events.is_empty(),
@@ -366,36 +358,4 @@ fn losing_a_race_says_nothing_until_the_winner_is_seen() {
         matches!(&next.events[..], [Event::LeaderChanged(Some(s))] if s.record.holder_id == "b"),
         "{next:?}"
     );
-}
-
-/// Plants `winner` just before the first PUT reaches the store.
-struct Racing<'a> {
-    peer: &'a mut Peer,
-    winner: Option<&'static [u8]>,
-}
-
-impl Io for Racing<'_> {
-    fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
-        if request.method == Method::Put {
-            if let Some(body) = self.winner.take() {
-                self.peer
-                    .store
-                    .borrow_mut()
-                    .put_object(&request.object_key, body);
-            }
-        }
-        self.peer.send(request)
-    }
-    fn now_ms(&mut self) -> u64 {
-        self.peer.now_ms()
-    }
-    fn monotonic_ms(&mut self) -> u64 {
-        self.peer.monotonic_ms()
-    }
-    fn sleep_ms(&mut self, ms: u64) {
-        self.peer.sleep_ms(ms)
-    }
-    fn random_u64(&mut self) -> u64 {
-        self.peer.random_u64()
-    }
 }

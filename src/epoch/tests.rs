@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::driver::{self, Io};
+use crate::testing::intercept::Intercept;
 use crate::testing::model_io::{ModelIo, StoreHook};
 use crate::testing::s3_model::S3Model;
 
@@ -18,39 +19,19 @@ fn store() -> ModelIo {
 /// A client whose `hook` runs just before its next PUT reaches the store,
 /// not before its next request: acquiring LISTs and GETs before it writes,
 /// and the tests below sneak in right before the write.
-struct BeforePut<'a> {
-    io: &'a mut ModelIo,
-    hook: Option<StoreHook>,
-}
-
-fn before_put(io: &mut ModelIo, hook: impl FnOnce(&mut S3Model) + 'static) -> BeforePut<'_> {
-    BeforePut {
-        io,
-        hook: Some(Box::new(hook)),
-    }
-}
-
-impl Io for BeforePut<'_> {
-    fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
+fn before_put(
+    io: &mut ModelIo,
+    hook: impl FnOnce(&mut S3Model) + 'static,
+) -> Intercept<'_, ModelIo> {
+    let mut hook: Option<StoreHook> = Some(Box::new(hook));
+    Intercept::new(io, move |request, io: &mut ModelIo| {
         if request.method == Method::Put {
-            if let Some(hook) = self.hook.take() {
-                self.io.before_send = Some(hook);
+            if let Some(hook) = hook.take() {
+                hook(&mut io.store);
             }
         }
-        self.io.send(request)
-    }
-    fn now_ms(&mut self) -> u64 {
-        self.io.now_ms()
-    }
-    fn monotonic_ms(&mut self) -> u64 {
-        self.io.monotonic_ms()
-    }
-    fn sleep_ms(&mut self, ms: u64) {
-        self.io.sleep_ms(ms);
-    }
-    fn random_u64(&mut self) -> u64 {
-        self.io.random_u64()
-    }
+        None
+    })
 }
 
 /// The methods of the requests sent since the last call.

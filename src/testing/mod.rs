@@ -2,6 +2,7 @@
 //! one-client `Io` over it, and a linearizability checker for the fenced
 //! register.
 
+pub mod intercept;
 pub mod linearizability;
 pub mod model_io;
 pub mod s3_model;
@@ -13,4 +14,26 @@ pub fn write_id() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
     format!("test-{:012}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A config for tests over the model (no server is contacted).
+pub fn raw_config(
+    strategy: crate::config::Strategy,
+    clock: crate::expiry::ExpiryClock,
+) -> crate::config::RawConfig {
+    crate::config::RawConfig {
+        endpoint: "http://127.0.0.1:9000".into(),
+        region: "us-east-1".into(),
+        bucket: "b".into(),
+        addressing: crate::config::Addressing::Path,
+        credentials: crate::sigv4::Credentials {
+            access_key_id: "AKID".into(),
+            secret_access_key: "secret".into(),
+            session_token: None,
+        },
+        key_prefix: Some("locks/".into()),
+        request_timeout_ms: None,
+        strategy: Some(strategy),
+        expiry_clock: Some(clock),
+    }
 }
