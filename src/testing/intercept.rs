@@ -50,3 +50,18 @@ impl<I: Io> Io for Intercept<'_, I> {
         self.io.correct_signing_clock(server_ms);
     }
 }
+
+/// An `Io` over the model whose PUT replies arrive `delay_ms` late: the
+/// write is applied, then time passes before the writer hears of it.
+pub fn slow_put_replies(
+    io: &mut crate::testing::model_io::ModelIo,
+    delay_ms: u64,
+) -> Intercept<'_, crate::testing::model_io::ModelIo> {
+    Intercept::new(io, move |request, io| {
+        (request.method == crate::s3::Method::Put).then(|| {
+            let reply = io.send(request);
+            io.advance(delay_ms);
+            reply
+        })
+    })
+}

@@ -2,6 +2,7 @@
 //! each failed on the code before its fix.
 
 use super::*;
+use crate::testing::intercept::slow_put_replies;
 
 fn renew(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
     driver::run(
@@ -142,9 +143,8 @@ fn finding_4_whole_second_dates_do_not_cause_tight_polling() {
 #[test]
 fn a_grant_whose_verification_comes_back_after_its_expiry_is_no_lease() {
     let mut s = store();
-    // The verifying LIST's reply arrives 11 s after the PUT was sent.
-    let mut late = 0;
-    let mut op = EpochTryAcquire::new(
+    // The create's reply arrives 11 s after it was sent: past the 10 s ttl.
+    let op = EpochTryAcquire::new(
         "k".into(),
         DIR.into(),
         grant("a"),
@@ -153,21 +153,7 @@ fn a_grant_whose_verification_comes_back_after_its_expiry_is_no_lease() {
         wid(),
         0,
     );
-    let mut step = op.start(s.now_ms());
-    let outcome = loop {
-        match step {
-            Step::Done(r) => break r.unwrap().0,
-            Step::Send(req) => {
-                let reply = s.send(&req).unwrap();
-                if req.method == Method::Put {
-                    s.advance(11_000);
-                    late += 1;
-                }
-                step = op.on_response(reply, s.now_ms());
-            }
-        }
-    };
-    assert_eq!(late, 1);
+    let (outcome, _) = driver::run(&mut slow_put_replies(&mut s, 11_000), op).unwrap();
     assert_eq!(outcome, AcquireOutcome::Held(None));
 }
 

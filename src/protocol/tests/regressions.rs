@@ -2,6 +2,7 @@
 //! driver (issue 7): each failed on the code before its fix.
 
 use super::*;
+use crate::testing::intercept::slow_put_replies;
 use crate::testing::s3_model::http_date;
 
 fn renew(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
@@ -107,7 +108,8 @@ fn an_implausible_wall_clock_writes_nothing() {
 #[test]
 fn finding_5_a_grant_whose_reply_arrives_after_its_expiry_is_no_lease() {
     let mut s = store();
-    let mut op = TryAcquire::new(
+    // The reply to the create takes longer than the ttl.
+    let op = TryAcquire::new(
         "k".into(),
         "locks/k".into(),
         grant("a"),
@@ -115,20 +117,7 @@ fn finding_5_a_grant_whose_reply_arrives_after_its_expiry_is_no_lease() {
         judge(),
         wid(),
     );
-    let mut step = op.start(s.now_ms());
-    let outcome = loop {
-        match step {
-            Step::Done(r) => break r.unwrap(),
-            Step::Send(req) => {
-                let reply = s.send(&req).unwrap();
-                if req.method == Method::Put {
-                    // The reply to the create takes longer than the ttl.
-                    s.advance(10_001);
-                }
-                step = op.on_response(reply, s.now_ms());
-            }
-        }
-    };
+    let outcome = driver::run(&mut slow_put_replies(&mut s, 10_001), op).unwrap();
     assert_eq!(outcome, AcquireOutcome::Held(None));
 }
 
