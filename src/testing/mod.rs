@@ -5,6 +5,7 @@
 pub mod intercept;
 pub mod linearizability;
 pub mod model_io;
+pub mod rng;
 pub mod s3_model;
 pub mod sim;
 

@@ -765,7 +765,7 @@ fn campaign(clock: ExpiryClock) {
         loop {
             let gap = rng.range(500, 2_500);
             let roll = rng.range(0, 99);
-            let want_leader = rng.chance(3, 5);
+            let want_leader = rng.chance(0.6);
             let pick = rng.next_u64() as usize;
             let crash_down = rng.range(500, 4_000);
             let pause = LEASE_MS + rng.range(1_000, 2_000);

@@ -9,7 +9,7 @@
 //! stored) and leaves the object as it was found.
 
 use super::fencing::leases;
-use super::rng::Rng;
+use super::rng::{seeded, Rng};
 use super::*;
 use host_test::bindings::exports::s3_lease::lease::types::Fenced;
 use host_test::bindings::{Error as E, FencedObject, FencedWrite};
@@ -85,7 +85,7 @@ fn plan(rng: &mut Rng, index: usize, prefix: &str, pool: &[Lease]) -> Plan {
             let steps = (0..rng.range(1, 3))
                 .map(|s| Step {
                     delay_ms: rng.range(0, 15),
-                    kind: if rng.chance(1, 5) {
+                    kind: if rng.chance(0.2) {
                         Kind::Delete
                     } else {
                         Kind::Put
@@ -267,7 +267,7 @@ fn violations(
 
 #[test]
 fn random_interleavings_of_fenced_writers_keep_the_highest_tokens_writes() {
-    let mut rng = Rng::seeded("fencing_history");
+    let mut rng = seeded("fencing_history");
     let prefix = fresh_prefix("fence-history");
     let pool = leases(&mut opened(&prefix), "k", POOL);
     let plans: Vec<Plan> = (0..INTERLEAVINGS)

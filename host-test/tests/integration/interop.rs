@@ -11,7 +11,7 @@
 //! ttl far above the hold times, expiry never decides anything, so the
 //! conditional writes alone must keep the holders apart.
 
-use super::rng::Rng;
+use super::rng::{seeded, Rng};
 use super::*;
 use host_test::env_or_workspace_path;
 use std::collections::HashSet;
@@ -162,7 +162,7 @@ fn component_contender(
         };
         let start = now_seconds();
         let hold = Duration::from_millis(rng.range(HOLD_MS.0, HOLD_MS.1));
-        if rng.chance(1, 2) {
+        if rng.chance(0.5) {
             std::thread::sleep(hold / 2);
             match i.renew(&lease) {
                 Ok(Ok(renewed)) => {
@@ -199,7 +199,7 @@ fn component_contender(
 fn an_independent_design_client_and_the_component_share_one_lock_object() {
     let prefix = fresh_prefix("interop");
     let object = format!("{prefix}lock");
-    let mut rng = Rng::seeded("interop");
+    let mut rng = seeded("interop");
     // The server and the compiled component first, so that both sides
     // really start together.
     let _ = (endpoint(), harness());

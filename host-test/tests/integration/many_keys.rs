@@ -4,7 +4,7 @@
 //! grant order, holds that never overlap, and the fenced object left by the
 //! last grant.
 
-use super::rng::Rng;
+use super::rng::{seeded, Rng};
 use super::*;
 use host_test::bindings::FencedWrite;
 use std::sync::{Barrier, Mutex};
@@ -35,7 +35,7 @@ fn key(k: usize) -> String {
 
 #[test]
 fn eight_instances_on_a_hundred_keys_keep_each_keys_tokens_and_holds_in_order() {
-    let mut rng = Rng::seeded("many_keys");
+    let mut rng = seeded("many_keys");
     let prefix = fresh_prefix("many-keys");
     let object = |k: usize| format!("{prefix}objects/{}", key(k));
     let grants: Mutex<Vec<Vec<Grant>>> = Mutex::new((0..KEYS).map(|_| Vec::new()).collect());

@@ -2,7 +2,6 @@
 //! time over the simulation's events, and records what it believes.
 
 use super::checks::{violation, History, Violation};
-use super::rng::Rng;
 use super::{Report, EPOCH_KEYS, SINGLE_KEYS, START_MS};
 use crate::config::Strategy;
 use crate::epoch::{self, Cleanup, EpochRewrite, EpochTryAcquire};
@@ -14,6 +13,7 @@ use crate::protocol::{AcquireOutcome, Grant, Lease, Operation, RewriteOwn, Step,
 use crate::s3::{S3Request, S3Response};
 use crate::seal::{LockSeal, Sealer};
 use crate::testing::linearizability::{FencedCall, FencedResult};
+use crate::testing::rng::Rng;
 use std::collections::BTreeMap;
 
 /// Which strategy's keys a client uses.
