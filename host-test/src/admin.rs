@@ -3,7 +3,7 @@
 //! component wrote. Signed by the crate's own `s3::prepare` (the same code the
 //! component runs) and sent with wasmtime-wasi-http's client.
 
-use crate::hooks::full;
+use s3_lease_host::http::full;
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use http_body_util::BodyExt;

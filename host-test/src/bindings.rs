@@ -1,13 +1,3 @@
-//! Typed access to the component's exports (the `lease-api` world of `wit/`).
+//! The host crate's bindings, under the name the suite has always used.
 
-wasmtime::component::bindgen!({
-    path: "../wit",
-    world: "s3-lease:lease/lease-api",
-    additional_derives: [PartialEq, Eq],
-});
-
-pub use exports::s3_lease::lease::types::{
-    AddressingStyle, Config, Credentials, ElectorConfig, ElectorEvent, Error, ExpiryClock,
-    FenceOptions, FencedObject, FencedWrite, Lease, LockState, Options, Role, StepResult,
-    StopReason, Strategy,
-};
+pub use s3_lease_host::bindings::*;

@@ -3,14 +3,12 @@
 //! hash checked (SeaweedFS does not check it, so we do), and may be faulted.
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use std::collections::VecDeque;
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wasmtime_wasi_http::{
-    default_send_request, Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks,
-};
+use s3_lease_host::http::{full, HttpSender, IoFuture, ResponseFuture};
+use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 /// One request as the component sent it, and what became of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,13 +42,16 @@ pub enum Fault {
     LoseReply,
 }
 
-#[derive(Default, Clone)]
+/// The hooks of one instance; requests that are not faulted go on to `next`
+/// (the runtime's pooled sender).
+#[derive(Clone)]
 pub struct Hooks {
     pub log: Arc<Mutex<Vec<RequestRecord>>>,
     /// Applied to the next requests, one fault each, in order.
     pub faults: Arc<Mutex<VecDeque<Fault>>>,
     /// While set, every request is refused before it leaves: a network cut.
     pub cut: Arc<std::sync::atomic::AtomicBool>,
+    next: HttpSender,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -58,6 +59,15 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Hooks {
+    pub fn new(next: HttpSender) -> Self {
+        Hooks {
+            log: Arc::default(),
+            faults: Arc::default(),
+            cut: Arc::default(),
+            next,
+        }
+    }
+
     pub fn requests(&self) -> Vec<RequestRecord> {
         lock(&self.log).clone()
     }
@@ -77,26 +87,15 @@ impl Hooks {
     }
 }
 
-type ResponseFuture = Box<
-    dyn Future<
-            Output = Result<
-                (
-                    http::Response<WasiBody>,
-                    Box<dyn Future<Output = Result<(), HttpError>> + Send>,
-                ),
-                HttpError,
-            >,
-        > + Send,
->;
-
 impl WasiHttpHooks for Hooks {
     fn send_request(
         &mut self,
         request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
-        _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+        _fut: IoFuture,
     ) -> ResponseFuture {
         let log = self.log.clone();
+        let next = self.next.clone();
         let fault = if self.cut.load(std::sync::atomic::Ordering::SeqCst) {
             Some(Fault::Refuse)
         } else {
@@ -149,8 +148,7 @@ impl WasiHttpHooks for Hooks {
                         .header("content-type", content_type)
                         .body(full(Bytes::from(body)))
                         .map_err(|e| HttpError::InternalError(Some(e.to_string())))?;
-                    let io: Box<dyn Future<Output = Result<(), HttpError>> + Send> =
-                        Box::new(async { Ok(()) });
+                    let io: IoFuture = Box::new(async { Ok(()) });
                     return Ok((response, io));
                 }
                 Some(Fault::Delay(d)) => tokio::time::sleep(d).await,
@@ -158,7 +156,7 @@ impl WasiHttpHooks for Hooks {
             }
 
             let request = http::Request::from_parts(parts, full(body));
-            let (response, io) = default_send_request(request, options).await?;
+            let (response, io) = Box::into_pin(next.send(request, options)).await?;
             set_status(response.status().as_u16());
             if matches!(fault, Some(Fault::LoseReply)) {
                 // Applied by the server; read to the end so the write is
@@ -166,14 +164,7 @@ impl WasiHttpHooks for Hooks {
                 let _ = response.into_body().collect().await;
                 return Err(HttpError::ConnectionReadTimeout);
             }
-            let io: Box<dyn Future<Output = Result<(), HttpError>> + Send> = Box::new(io);
-            Ok((response.map(|b| b.boxed_unsync()), io))
+            Ok((response, io))
         })
     }
-}
-
-pub fn full(bytes: Bytes) -> WasiBody {
-    Full::new(bytes)
-        .map_err(|never| match never {})
-        .boxed_unsync()
 }

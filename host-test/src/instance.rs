@@ -1,20 +1,20 @@
-//! Loading the component once and running many instances of it, each in its
-//! own store with its own clock and HTTP hooks.
+//! The test host: the product's [`s3_lease_host::Runtime`], with every
+//! instance given hooks that record and fault its requests, and a wall
+//! clock a test can skew.
 
-use crate::bindings::{
-    Config, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject, FencedWrite, Lease,
-    LeaseApi, LeaseApiPre, LockState, Options, StepResult,
-};
 use crate::hooks::Hooks;
-use anyhow::{Context, Result};
+use anyhow::Result;
+use s3_lease_host::raw::RawInstance;
+use s3_lease_host::{CompileCache, ComponentSource, InstanceOptions, Runtime, RuntimeOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use wasmtime::component::{Component, InstancePre, Linker, ResourceAny, ResourceTable};
+use wasmtime::component::InstancePre;
 use wasmtime::{Engine, Store};
-use wasmtime_wasi::{HostWallClock, WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi::HostWallClock;
+
+pub use s3_lease_host::State;
 
 /// The built component: `S3LEASE_COMPONENT`, else the workspace's release build.
 pub fn component_path() -> PathBuf {
@@ -22,33 +22,6 @@ pub fn component_path() -> PathBuf {
         "S3LEASE_COMPONENT",
         "target/wasm32-wasip2/release/s3_lease.wasm",
     )
-}
-
-/// The store data of one instance.
-pub struct State {
-    wasi: WasiCtx,
-    table: ResourceTable,
-    http: WasiHttpCtx,
-    hooks: Hooks,
-}
-
-impl WasiView for State {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-impl WasiHttpView for State {
-    fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView {
-            ctx: &mut self.http,
-            table: &mut self.table,
-            hooks: &mut self.hooks,
-        }
-    }
 }
 
 /// The system wall clock shifted by an adjustable offset, so a test can put
@@ -75,255 +48,84 @@ impl HostWallClock for SkewedClock {
     }
 }
 
-/// The compiled component and a linker with WASI and wasi:http; shareable
-/// across threads, one per test process.
+/// The compiled component, shareable across threads, one per test process.
 pub struct Harness {
-    engine: Engine,
-    pre: LeaseApiPre<State>,
+    runtime: Runtime,
 }
 
 impl Harness {
+    /// Loads the component at `path`, through the compile cache.
     pub fn load(path: &Path) -> Result<Self> {
-        let engine = Engine::default();
-        let component = Component::from_file(&engine, path).map_err(anyhow::Error::from).with_context(|| {
-            format!(
-                "loading the component {} (build it with: cargo build -p s3-lease --target wasm32-wasip2 --release)",
-                path.display()
-            )
+        let runtime = Runtime::with_options(RuntimeOptions {
+            source: ComponentSource::Path(path.to_path_buf()),
+            cache: CompileCache::from_env(),
+            pooled_http: true,
         })?;
-        let mut linker = Linker::<State>::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
-        let pre = LeaseApiPre::new(linker.instantiate_pre(&component)?)?;
-        Ok(Harness { engine, pre })
+        Ok(Harness { runtime })
+    }
+
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
     }
 
     pub fn engine(&self) -> &Engine {
-        &self.engine
+        self.runtime.engine()
     }
 
     /// The linked, not yet instantiated component, for hosts that bind to
     /// it with other bindings (an older version of the WIT, say).
     pub fn instance_pre(&self) -> &InstancePre<State> {
-        self.pre.instance_pre()
+        self.runtime.instance_pre()
+    }
+
+    /// Test hooks and a skewable clock, as instance options.
+    pub fn test_options(&self) -> (InstanceOptions, Hooks, SkewedClock) {
+        let hooks = Hooks::new(self.runtime.http().clone());
+        let clock = SkewedClock::default();
+        let options = InstanceOptions {
+            hooks: Some(Box::new(hooks.clone())),
+            wall_clock: Some(Arc::new(clock.clone())),
+        };
+        (options, hooks, clock)
     }
 
     /// A store with its own WASI context, clock and HTTP hooks.
     pub fn store(&self) -> (Store<State>, Hooks, SkewedClock) {
-        let clock = SkewedClock::default();
-        let hooks = Hooks::default();
-        let wasi = WasiCtx::builder().wall_clock(clock.clone()).build();
-        let state = State {
-            wasi,
-            table: ResourceTable::new(),
-            http: WasiHttpCtx::new(),
-            hooks: hooks.clone(),
-        };
-        (Store::new(&self.engine, state), hooks, clock)
+        let (options, hooks, clock) = self.test_options();
+        (self.runtime.store(options), hooks, clock)
     }
 
     /// A fresh instance with its own store, clock and hooks.
     pub fn instance(&self) -> Result<Instance> {
-        let (mut store, hooks, clock) = self.store();
-        let host = self.pre.instantiate(&mut store)?;
-        Ok(Instance {
-            store,
-            host,
-            client: None,
-            hooks,
-            clock,
-        })
+        let (options, hooks, clock) = self.test_options();
+        let raw = self.runtime.instantiate(options)?;
+        Ok(Instance { raw, hooks, clock })
     }
 }
 
-/// One instance of the component and, once `open` succeeded, its client.
-///
-/// Each call returns `Result<Result<T, LeaseError>>`: the outer error is a
-/// trap (a bug: the component must never trap), the inner one the typed
-/// error of the WIT API.
+/// One instance of the component, its request hooks and its clock. The
+/// calls are [`RawInstance`]'s: `Result<Result<T, LeaseError>>`, a trap
+/// apart from the API's typed error.
 pub struct Instance {
-    store: Store<State>,
-    host: LeaseApi,
-    client: Option<ResourceAny>,
+    raw: RawInstance,
     pub hooks: Hooks,
     pub clock: SkewedClock,
 }
 
+impl std::ops::Deref for Instance {
+    type Target = RawInstance;
+    fn deref(&self) -> &RawInstance {
+        &self.raw
+    }
+}
+
+impl std::ops::DerefMut for Instance {
+    fn deref_mut(&mut self) -> &mut RawInstance {
+        &mut self.raw
+    }
+}
+
 impl Instance {
-    /// Constructs the client resource.
-    pub fn open(&mut self, config: &Config) -> Result<Result<(), LeaseError>> {
-        let api = self.host.s3_lease_lease_lease().client();
-        match api.call_constructor(&mut self.store, config)? {
-            Ok(client) => {
-                if let Some(old) = self.client.replace(client) {
-                    old.resource_drop(&mut self.store)?;
-                }
-                Ok(Ok(()))
-            }
-            Err(e) => Ok(Err(e)),
-        }
-    }
-
-    fn client(&self) -> Result<ResourceAny> {
-        self.client.context("open() the client first")
-    }
-
-    pub fn try_acquire(
-        &mut self,
-        key: &str,
-        options: &Options,
-    ) -> Result<Result<Option<Lease>, LeaseError>> {
-        let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_try_acquire(
-            &mut self.store,
-            client,
-            key,
-            options,
-        )?)
-    }
-
-    pub fn acquire(
-        &mut self,
-        key: &str,
-        options: &Options,
-        timeout_ms: u64,
-    ) -> Result<Result<Lease, LeaseError>> {
-        let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_acquire(
-            &mut self.store,
-            client,
-            key,
-            options,
-            timeout_ms,
-        )?)
-    }
-
-    pub fn renew(&mut self, lease: &Lease) -> Result<Result<Lease, LeaseError>> {
-        let client = self.client()?;
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .client()
-            .call_renew(&mut self.store, client, lease)?)
-    }
-
-    pub fn release(&mut self, lease: &Lease) -> Result<Result<(), LeaseError>> {
-        let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_release(
-            &mut self.store,
-            client,
-            lease,
-        )?)
-    }
-
-    pub fn inspect(&mut self, key: &str) -> Result<Result<Option<LockState>, LeaseError>> {
-        let client = self.client()?;
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .client()
-            .call_inspect(&mut self.store, client, key)?)
-    }
-
-    pub fn fenced_put(
-        &mut self,
-        lease: &Lease,
-        object_key: &str,
-        body: &[u8],
-        content_type: &str,
-    ) -> Result<Result<FencedWrite, LeaseError>> {
-        let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_fenced_put(
-            &mut self.store,
-            client,
-            lease,
-            object_key,
-            body,
-            content_type,
-        )?)
-    }
-
-    pub fn fenced_put_with(
-        &mut self,
-        lease: &Lease,
-        object_key: &str,
-        body: &[u8],
-        content_type: &str,
-        options: FenceOptions,
-    ) -> Result<Result<FencedWrite, LeaseError>> {
-        let client = self.client()?;
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .client()
-            .call_fenced_put_with(
-                &mut self.store,
-                client,
-                lease,
-                object_key,
-                body,
-                content_type,
-                options,
-            )?)
-    }
-
-    pub fn fenced_delete(
-        &mut self,
-        lease: &Lease,
-        object_key: &str,
-    ) -> Result<Result<(), LeaseError>> {
-        let client = self.client()?;
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .client()
-            .call_fenced_delete(&mut self.store, client, lease, object_key)?)
-    }
-
-    pub fn fenced_get(
-        &mut self,
-        object_key: &str,
-    ) -> Result<Result<Option<FencedObject>, LeaseError>> {
-        let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_fenced_get(
-            &mut self.store,
-            client,
-            object_key,
-        )?)
-    }
-
-    /// An elector on this instance's client (a resource handle).
-    pub fn elector(&mut self, config: &ElectorConfig) -> Result<Result<ResourceAny, LeaseError>> {
-        let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_elector(
-            &mut self.store,
-            client,
-            config,
-        )?)
-    }
-
-    /// One step of `elector`: its role, events and when to step next.
-    pub fn step(&mut self, elector: ResourceAny) -> Result<StepResult> {
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .elector()
-            .call_step(&mut self.store, elector)?)
-    }
-
-    pub fn resign(&mut self, elector: ResourceAny) -> Result<Result<(), LeaseError>> {
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .elector()
-            .call_resign(&mut self.store, elector)?)
-    }
-
-    /// Drops an elector without resigning (a crash, as far as S3 can tell).
-    pub fn drop_elector(&mut self, elector: ResourceAny) -> Result<()> {
-        Ok(elector.resource_drop(&mut self.store)?)
-    }
-
     /// Shifts this instance's wall clock by `ms` (negative: behind).
     pub fn skew_clock_ms(&self, ms: i64) {
         self.clock.offset_ms.store(ms, Ordering::Relaxed);

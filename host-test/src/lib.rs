@@ -1,9 +1,10 @@
-//! A wasmtime host for the s3-lease component, and the fixtures of its
-//! integration suite.
+//! The fixtures of the integration suite, over the product host
+//! (`s3-lease-host`): nothing here is for users.
 //!
-//! - [`Harness`]: compiles the component once; [`Harness::instance`] gives each
-//!   instance its own store, wall clock (skewable) and HTTP hooks that count,
-//!   check and fault every request the component sends through wasi:http.
+//! - [`Harness`]: one `s3_lease_host::Runtime` (compiled once, pooled HTTP);
+//!   [`Harness::instance`] gives each instance its own store, wall clock
+//!   (skewable) and HTTP hooks that count, check and fault every request the
+//!   component sends through wasi:http.
 //! - [`server`]: a real S3 endpoint: SeaweedFS started on loopback, or
 //!   whatever the `AWS_*` environment variables name.
 //! - [`admin`]: raw S3 calls from the host (create a bucket, plant corrupt

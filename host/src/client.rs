@@ -1,0 +1,152 @@
+//! The typed client: the WIT calls with Rust types and one error enum,
+//! shareable across threads (calls on one client take turns).
+
+use crate::bindings::{
+    ElectorConfig, Error as LeaseError, FenceOptions, FencedObject, FencedWrite, Lease, LockState,
+    Options,
+};
+use crate::elector::Elector;
+use crate::guard::LeaseGuard;
+use crate::raw::RawInstance;
+use crate::{Error, InstanceOptions, Runtime, S3Config};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A client of one bucket: an instance of the component of its own.
+/// Clones share the instance.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Mutex<Slot>>,
+}
+
+/// The instance, or why it is gone.
+enum Slot {
+    Live(Box<RawInstance>),
+    Trapped(String),
+}
+
+impl Client {
+    /// A new instance of the component with this configuration (validated
+    /// by the component; no request is sent).
+    pub fn connect(runtime: &Runtime, config: &S3Config) -> Result<Self, Error> {
+        Self::connect_with(runtime, config, InstanceOptions::default())
+    }
+
+    /// [`Client::connect`] with HTTP hooks or a wall clock of your own.
+    pub fn connect_with(
+        runtime: &Runtime,
+        config: &S3Config,
+        options: InstanceOptions,
+    ) -> Result<Self, Error> {
+        let mut raw = runtime.instantiate(options).map_err(Error::Host)?;
+        flatten(raw.open(&config.to_wit()))?;
+        Ok(Client {
+            inner: Arc::new(Mutex::new(Slot::Live(Box::new(raw)))),
+        })
+    }
+
+    /// Runs one call on the instance. A trap discards the instance: wasmtime
+    /// refuses to enter it again, and a half-run call may have broken its state.
+    pub(crate) fn call<T>(
+        &self,
+        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, LeaseError>>,
+    ) -> Result<T, Error> {
+        let mut slot = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let raw = match &mut *slot {
+            Slot::Live(raw) => raw,
+            Slot::Trapped(message) => return Err(Error::Trap(message.clone())),
+        };
+        match f(raw) {
+            Ok(result) => result.map_err(Error::from),
+            Err(trap) => {
+                let message = format!("{trap:#}");
+                *slot = Slot::Trapped(message.clone());
+                Err(Error::Trap(message))
+            }
+        }
+    }
+
+    /// One attempt; `None` while someone else holds a live lease.
+    pub fn try_acquire(&self, key: &str, options: &Options) -> Result<Option<Lease>, Error> {
+        self.call(|i| i.try_acquire(key, options))
+    }
+
+    /// Waits up to `wait` for the lock, then fails with a timeout naming the holder.
+    pub fn acquire(&self, key: &str, options: &Options, wait: Duration) -> Result<Lease, Error> {
+        self.call(|i| i.acquire(key, options, millis(wait)))
+    }
+
+    /// Extends the lease; keep the returned one, the old one is spent.
+    pub fn renew(&self, lease: &Lease) -> Result<Lease, Error> {
+        self.call(|i| i.renew(lease))
+    }
+
+    pub fn release(&self, lease: &Lease) -> Result<(), Error> {
+        self.call(|i| i.release(lease))
+    }
+
+    /// The key's lock state; `None` if it was never locked.
+    pub fn inspect(&self, key: &str) -> Result<Option<LockState>, Error> {
+        self.call(|i| i.inspect(key))
+    }
+
+    pub fn fenced_put(
+        &self,
+        lease: &Lease,
+        object_key: &str,
+        body: &[u8],
+        content_type: &str,
+    ) -> Result<FencedWrite, Error> {
+        self.call(|i| i.fenced_put(lease, object_key, body, content_type))
+    }
+
+    pub fn fenced_put_with(
+        &self,
+        lease: &Lease,
+        object_key: &str,
+        body: &[u8],
+        content_type: &str,
+        options: FenceOptions,
+    ) -> Result<FencedWrite, Error> {
+        self.call(|i| i.fenced_put_with(lease, object_key, body, content_type, options))
+    }
+
+    pub fn fenced_delete(&self, lease: &Lease, object_key: &str) -> Result<(), Error> {
+        self.call(|i| i.fenced_delete(lease, object_key))
+    }
+
+    pub fn fenced_get(&self, object_key: &str) -> Result<Option<FencedObject>, Error> {
+        self.call(|i| i.fenced_get(object_key))
+    }
+
+    /// Waits up to `wait` for the lock and holds it until the guard is
+    /// dropped, renewing it in the background.
+    pub fn lock(&self, key: &str, options: &Options, wait: Duration) -> Result<LeaseGuard, Error> {
+        let lease = self.acquire(key, options, wait)?;
+        Ok(LeaseGuard::start(self.clone(), lease))
+    }
+
+    /// One attempt at [`Client::lock`]; `None` while someone else holds it.
+    pub fn try_lock(&self, key: &str, options: &Options) -> Result<Option<LeaseGuard>, Error> {
+        Ok(self
+            .try_acquire(key, options)?
+            .map(|lease| LeaseGuard::start(self.clone(), lease)))
+    }
+
+    /// Campaigns for `config.key` on a thread of its own until the
+    /// returned [`Elector`] is resigned or dropped.
+    pub fn elect(&self, config: &ElectorConfig) -> Result<Elector, Error> {
+        Elector::start(self.clone(), config)
+    }
+}
+
+pub(crate) fn flatten<T>(result: anyhow::Result<Result<T, LeaseError>>) -> Result<T, Error> {
+    match result {
+        Ok(inner) => inner.map_err(Error::from),
+        Err(trap) => Err(Error::Trap(format!("{trap:#}"))),
+    }
+}
+
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

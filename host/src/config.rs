@@ -1,0 +1,153 @@
+//! The client configuration, from code or from the usual AWS variables.
+
+use crate::bindings::{AddressingStyle, Config, Credentials, ExpiryClock, Strategy};
+use crate::Error;
+use std::fmt;
+
+/// Where the locks live and how to reach them. `Debug` never shows the
+/// secret key or the session token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct S3Config {
+    /// `https://s3.<region>.amazonaws.com`, or any S3-compatible endpoint.
+    pub endpoint: String,
+    pub region: String,
+    pub bucket: String,
+    pub addressing: AddressingStyle,
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    pub session_token: Option<String>,
+    pub key_prefix: Option<String>,
+    pub request_timeout_ms: Option<u32>,
+    pub strategy: Option<Strategy>,
+    pub expiry_clock: Option<ExpiryClock>,
+}
+
+impl S3Config {
+    /// From the environment, as the AWS CLI reads it: `AWS_ENDPOINT_URL`
+    /// (default AWS itself), `AWS_REGION` or `AWS_DEFAULT_REGION` (default
+    /// `us-east-1`), `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// `AWS_SESSION_TOKEN`; and `S3LEASE_ADDRESSING` (`path` or
+    /// `virtual-hosted`; default path for a custom endpoint, virtual-hosted
+    /// on AWS). Missing credentials are an `invalid-config` error naming the variable.
+    pub fn from_env(bucket: &str) -> Result<Self, Error> {
+        Self::from_vars(bucket, |name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    }
+
+    /// [`S3Config::from_env`] over any source of variables (tests pass a map).
+    pub fn from_vars(bucket: &str, var: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let region = var("AWS_REGION")
+            .or_else(|| var("AWS_DEFAULT_REGION"))
+            .unwrap_or_else(|| "us-east-1".to_string());
+        let custom_endpoint = var("AWS_ENDPOINT_URL_S3").or_else(|| var("AWS_ENDPOINT_URL"));
+        let addressing = match var("S3LEASE_ADDRESSING").as_deref() {
+            Some("path") => AddressingStyle::Path,
+            Some("virtual-hosted") => AddressingStyle::VirtualHosted,
+            Some(other) => {
+                return Err(Error::invalid_config(
+                    "S3LEASE_ADDRESSING",
+                    format!("{other:?} is neither `path` nor `virtual-hosted`"),
+                ))
+            }
+            None if custom_endpoint.is_some() => AddressingStyle::Path,
+            None => AddressingStyle::VirtualHosted,
+        };
+        let required = |name: &str| {
+            var(name).ok_or_else(|| {
+                Error::invalid_config(name, "is not set (the S3 credentials come from the usual AWS variables)")
+            })
+        };
+        Ok(S3Config {
+            endpoint: custom_endpoint
+                .unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com")),
+            region,
+            bucket: bucket.to_string(),
+            addressing,
+            access_key_id: required("AWS_ACCESS_KEY_ID")?,
+            secret_access_key: required("AWS_SECRET_ACCESS_KEY")?,
+            session_token: var("AWS_SESSION_TOKEN"),
+            key_prefix: None,
+            request_timeout_ms: None,
+            strategy: None,
+            expiry_clock: None,
+        })
+    }
+
+    /// The WIT record the component takes.
+    pub fn to_wit(&self) -> Config {
+        Config {
+            endpoint: self.endpoint.clone(),
+            region: self.region.clone(),
+            bucket: self.bucket.clone(),
+            addressing: self.addressing,
+            credentials: Credentials {
+                access_key_id: self.access_key_id.clone(),
+                secret_access_key: self.secret_access_key.clone(),
+                session_token: self.session_token.clone(),
+            },
+            key_prefix: self.key_prefix.clone(),
+            request_timeout_ms: self.request_timeout_ms,
+            strategy: self.strategy,
+            expiry_clock: self.expiry_clock,
+        }
+    }
+}
+
+impl fmt::Debug for S3Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("S3Config")
+            .field("endpoint", &self.endpoint)
+            .field("region", &self.region)
+            .field("bucket", &self.bucket)
+            .field("addressing", &self.addressing)
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &"<redacted>")
+            .field("session_token", &self.session_token.as_ref().map(|_| "<redacted>"))
+            .field("key_prefix", &self.key_prefix)
+            .field("request_timeout_ms", &self.request_timeout_ms)
+            .field("strategy", &self.strategy)
+            .field("expiry_clock", &self.expiry_clock)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn reads_the_aws_variables() {
+        let c = S3Config::from_vars(
+            "locks",
+            vars(&[
+                ("AWS_ENDPOINT_URL", "http://127.0.0.1:9000"),
+                ("AWS_DEFAULT_REGION", "eu-west-1"),
+                ("AWS_ACCESS_KEY_ID", "AKID"),
+                ("AWS_SECRET_ACCESS_KEY", "s3cr3t-value"),
+                ("AWS_SESSION_TOKEN", "t0ken-value"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.endpoint, "http://127.0.0.1:9000");
+        assert_eq!(c.region, "eu-west-1");
+        assert_eq!(c.addressing, AddressingStyle::Path);
+        let debug = format!("{c:?}");
+        assert!(!debug.contains("s3cr3t") && !debug.contains("t0ken"), "{debug}");
+
+        let aws = S3Config::from_vars("b", vars(&[("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "s")])).unwrap();
+        assert_eq!(aws.endpoint, "https://s3.us-east-1.amazonaws.com");
+        assert_eq!(aws.addressing, AddressingStyle::VirtualHosted);
+    }
+
+    #[test]
+    fn a_missing_credential_names_its_variable() {
+        let err = S3Config::from_vars("b", vars(&[("AWS_ACCESS_KEY_ID", "a")])).unwrap_err();
+        assert!(err.to_string().contains("AWS_SECRET_ACCESS_KEY"), "{err}");
+    }
+}

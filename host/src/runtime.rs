@@ -1,0 +1,182 @@
+//! The compiled component and its linker, shared by every instance.
+
+use crate::bindings::{LeaseApi, LeaseApiPre};
+use crate::compile_cache::{CacheOutcome, CompileCache};
+use crate::http::{HttpSender, SendHooks};
+use crate::raw::RawInstance;
+use crate::source::ComponentSource;
+use anyhow::{Context, Result};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wasmtime::component::{InstancePre, Linker, ResourceTable};
+use wasmtime::{Engine, Store};
+use wasmtime_wasi::{HostWallClock, WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
+
+/// The store data of one instance.
+pub struct State {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    http: WasiHttpCtx,
+    hooks: Box<dyn WasiHttpHooks>,
+}
+
+impl WasiView for State {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for State {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut *self.hooks,
+        }
+    }
+}
+
+/// How to load the component.
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    pub source: ComponentSource,
+    pub cache: CompileCache,
+    /// Keep connections alive across requests (the default), or open one per request.
+    pub pooled_http: bool,
+}
+
+impl Default for RuntimeOptions {
+    /// `S3LEASE_COMPONENT` or the embedded component; the compile cache from
+    /// the environment (see [`CompileCache::from_env`]); pooled HTTP.
+    fn default() -> Self {
+        RuntimeOptions {
+            source: ComponentSource::from_env(),
+            cache: CompileCache::from_env(),
+            pooled_http: true,
+        }
+    }
+}
+
+/// What loading took, for reports.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadReport {
+    pub cache: CacheOutcome,
+    pub elapsed: Duration,
+    pub component_bytes: usize,
+}
+
+/// Per-instance settings: its HTTP hooks and its wall clock (tests fault
+/// requests and skew clocks through these; programs keep the defaults).
+#[derive(Default)]
+pub struct InstanceOptions {
+    /// Default: the runtime's sender.
+    pub hooks: Option<Box<dyn WasiHttpHooks>>,
+    /// Default: the system clock.
+    pub wall_clock: Option<Arc<dyn HostWallClock + Sync>>,
+}
+
+/// A clock shared between the test that moves it and the instance that reads it.
+struct SharedClock(Arc<dyn HostWallClock + Sync>);
+
+impl HostWallClock for SharedClock {
+    fn resolution(&self) -> Duration {
+        self.0.resolution()
+    }
+    fn now(&self) -> Duration {
+        self.0.now()
+    }
+}
+
+/// The compiled, linked component. Cheap to share (`Arc` it) and to
+/// instantiate from: each instance gets its own store.
+pub struct Runtime {
+    engine: Engine,
+    pre: LeaseApiPre<State>,
+    http: HttpSender,
+    report: LoadReport,
+}
+
+impl Runtime {
+    /// [`RuntimeOptions::default`].
+    pub fn new() -> Result<Self> {
+        Self::with_options(RuntimeOptions::default())
+    }
+
+    pub fn with_options(options: RuntimeOptions) -> Result<Self> {
+        let started = Instant::now();
+        let engine = Engine::default();
+        let wasm = options.source.bytes()?;
+        let (component, cache) = options.cache.load(&engine, &wasm)?;
+        let mut linker = Linker::<State>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
+        let pre = LeaseApiPre::new(linker.instantiate_pre(&component)?)
+            .map_err(anyhow::Error::from)
+            .context("the component does not export the s3-lease API this host was built for")?;
+        let http = if options.pooled_http {
+            HttpSender::pooled()?
+        } else {
+            HttpSender::PerRequest
+        };
+        let report = LoadReport {
+            cache,
+            elapsed: started.elapsed(),
+            component_bytes: wasm.len(),
+        };
+        Ok(Runtime {
+            engine,
+            pre,
+            http,
+            report,
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn load_report(&self) -> LoadReport {
+        self.report
+    }
+
+    /// The sender instances use unless given hooks of their own; test hooks
+    /// pass requests on to it.
+    pub fn http(&self) -> &HttpSender {
+        &self.http
+    }
+
+    /// The linked, not yet instantiated component, for hosts that bind to
+    /// it with other bindings (an older version of the WIT, say).
+    pub fn instance_pre(&self) -> &InstancePre<State> {
+        self.pre.instance_pre()
+    }
+
+    /// A store of its own, with WASI and wasi:http.
+    pub fn store(&self, options: InstanceOptions) -> Store<State> {
+        let mut wasi = WasiCtx::builder();
+        if let Some(clock) = options.wall_clock {
+            wasi.wall_clock(SharedClock(clock));
+        }
+        let hooks = options
+            .hooks
+            .unwrap_or_else(|| Box::new(SendHooks(self.http.clone())));
+        let state = State {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            http: WasiHttpCtx::new(),
+            hooks,
+        };
+        Store::new(&self.engine, state)
+    }
+
+    /// A fresh instance of the component.
+    pub fn instantiate(&self, options: InstanceOptions) -> Result<RawInstance> {
+        let mut store = self.store(options);
+        let api: LeaseApi = self.pre.instantiate(&mut store)?;
+        Ok(RawInstance::new(store, api))
+    }
+}
