@@ -167,6 +167,9 @@ impl S3Response {
     }
 }
 
+/// The header that carries the SHA-256 of the body, signed with the request.
+pub const PAYLOAD_HASH: &str = "x-amz-content-sha256";
+
 /// Signs `req` for `config` at `unix_seconds`.
 pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> HttpRequest {
     let (authority, mut path) = match config.addressing {
@@ -184,9 +187,17 @@ pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> Htt
         path.push_str(&sigv4::uri_encode(&req.object_key, false));
     }
 
-    let payload_hash = sigv4::sha256_hex(&req.body);
+    // A request may declare its own payload hash: the preflight sends a
+    // wrong one on purpose, to see whether the store checks it.
     let mut headers = req.headers.clone();
-    headers.push(("x-amz-content-sha256".into(), payload_hash.clone()));
+    let payload_hash = match req.headers.iter().find(|(k, _)| k == PAYLOAD_HASH) {
+        Some((_, declared)) => declared.clone(),
+        None => {
+            let hash = sigv4::sha256_hex(&req.body);
+            headers.push((PAYLOAD_HASH.into(), hash.clone()));
+            hash
+        }
+    };
     let signing = SigningRequest {
         method: req.method.as_str(),
         host: &authority,
@@ -408,6 +419,19 @@ mod tests {
         assert!(auth.contains(
             "SignedHeaders=content-type;host;if-none-match;x-amz-content-sha256;x-amz-date;x-amz-security-token,"
         ));
+    }
+
+    #[test]
+    fn a_declared_payload_hash_is_signed_in_place_of_the_real_one() {
+        let wrong = sigv4::sha256_hex(b"other bytes");
+        let req = S3Request::new(Method::Put, "k", 100)
+            .header(PAYLOAD_HASH, &wrong)
+            .body("text/plain", b"these bytes".to_vec());
+        let http = prepare(&config(Addressing::Path, None), &req, 0);
+        let hashes: Vec<_> = http.headers.iter().filter(|(k, _)| k == PAYLOAD_HASH).collect();
+        assert_eq!(hashes.len(), 1, "{:?}", http.headers);
+        assert_eq!(hashes[0].1, wrong);
+        assert_eq!(http.body, b"these bytes");
     }
 
     fn reply(status: u16, body: &str, headers: &[(&str, &str)]) -> S3Response {
