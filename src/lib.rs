@@ -15,6 +15,7 @@ pub mod expiry;
 pub mod fenced;
 pub mod http_date;
 pub mod lock_object;
+pub mod preflight;
 pub mod protocol;
 pub mod s3;
 pub mod seal;

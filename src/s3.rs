@@ -428,7 +428,11 @@ mod tests {
             .header(PAYLOAD_HASH, &wrong)
             .body("text/plain", b"these bytes".to_vec());
         let http = prepare(&config(Addressing::Path, None), &req, 0);
-        let hashes: Vec<_> = http.headers.iter().filter(|(k, _)| k == PAYLOAD_HASH).collect();
+        let hashes: Vec<_> = http
+            .headers
+            .iter()
+            .filter(|(k, _)| k == PAYLOAD_HASH)
+            .collect();
         assert_eq!(hashes.len(), 1, "{:?}", http.headers);
         assert_eq!(hashes[0].1, wrong);
         assert_eq!(http.body, b"these bytes");

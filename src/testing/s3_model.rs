@@ -100,6 +100,9 @@ pub struct S3Model {
     /// GET and HEAD with `If-None-Match` equal to the current ETag answer
     /// 304 Not Modified.
     pub conditional_get: bool,
+    /// A PUT whose declared `x-amz-content-sha256` is not the hash of its
+    /// body answers 400, as AWS does (SeaweedFS stores it).
+    pub checks_payload_hash: bool,
     pub next_request_id: u64,
 }
 
@@ -213,6 +216,7 @@ impl S3Model {
             if_match_unsupported: false,
             ignore_conditions: false,
             conditional_get: true,
+            checks_payload_hash: true,
             next_request_id: 1,
         }
     }
@@ -366,6 +370,15 @@ impl S3Model {
     }
 
     fn put(&mut self, req: &S3Request) -> Result<S3Response, Refusal> {
+        let declared = header(req, crate::s3::PAYLOAD_HASH);
+        if self.checks_payload_hash
+            && declared.is_some_and(|d| d != crate::sigv4::sha256_hex(&req.body))
+        {
+            return Err(Refusal::bad_request(
+                "XAmzContentSHA256Mismatch",
+                "The provided 'x-amz-content-sha256' header does not match what was computed.",
+            ));
+        }
         let conditions = Conditions::of(req);
         self.admit_write(&conditions)?;
         if !self.ignore_conditions {

@@ -1,0 +1,565 @@
+//! The store preflight: real requests under a scratch prefix that find out
+//! whether an S3-compatible store has what a lock rests on, and so which
+//! strategies and expiry clocks are safe on it. Stores differ exactly there:
+//! some ignore `If-Match` or `If-None-Match` (every writer wins), some
+//! answer 501, some 404 where others 412.
+//!
+//! A sans-IO `Operation` like the protocol's: it emits requests, reads
+//! replies, and is told the time at each step. The probes run in a fixed
+//! order (see `Phase`); a probe whose object could not be set up is skipped
+//! and its capability reported `unknown`. Every object it created is
+//! deleted at the end. Reading the replies into verdicts is `findings`;
+//! deciding what is safe is `verdict`.
+
+mod findings;
+mod offset;
+mod verdict;
+
+#[cfg(test)]
+mod tests;
+
+pub use offset::ClockOffset;
+pub use verdict::Gate;
+
+use crate::config::Strategy;
+use crate::error::Error;
+use crate::expiry::{server_time, ExpiryClock};
+use crate::protocol::{Operation, Step};
+use crate::s3::{self, list_request, Method, S3Request, S3Response};
+use crate::sigv4;
+use offset::OffsetBounds;
+use std::collections::BTreeMap;
+
+/// What the preflight checks, in the order it reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Capability {
+    /// `If-None-Match: *` on an existing key is refused (and accepted on a
+    /// new one): how a first grant is made.
+    IfNoneMatchExisting,
+    /// `If-Match` with a wrong ETag is refused on PUT, the right one is
+    /// accepted, and the ETag changes with the body: compare-and-swap.
+    IfMatchPut,
+    /// `If-Match` on a missing key is refused (AWS: 404, SeaweedFS: 412).
+    IfMatchMissingKey,
+    /// `If-Match` with a wrong ETag is refused on DELETE, the right one accepted.
+    IfMatchDelete,
+    /// Replies carry `Date`, reads carry `Last-Modified`, on one clock.
+    ServerDates,
+    /// LIST with `start-after` starts after that key.
+    ListStartAfter,
+    /// GET with `If-None-Match` answers 304 for the object's ETag, and the
+    /// object for any other.
+    ConditionalGet,
+    /// A body whose `x-amz-content-sha256` does not match is refused.
+    PayloadHash,
+    /// This machine's wall clock against the store's `Date`.
+    ClockOffset,
+}
+
+impl Capability {
+    pub const ALL: [Capability; 9] = [
+        Capability::IfNoneMatchExisting,
+        Capability::IfMatchPut,
+        Capability::IfMatchMissingKey,
+        Capability::IfMatchDelete,
+        Capability::ServerDates,
+        Capability::ListStartAfter,
+        Capability::ConditionalGet,
+        Capability::PayloadHash,
+        Capability::ClockOffset,
+    ];
+
+    /// The WIT name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Capability::IfNoneMatchExisting => "if-none-match-existing",
+            Capability::IfMatchPut => "if-match-put",
+            Capability::IfMatchMissingKey => "if-match-missing-key",
+            Capability::IfMatchDelete => "if-match-delete",
+            Capability::ServerDates => "server-dates",
+            Capability::ListStartAfter => "list-start-after",
+            Capability::ConditionalGet => "conditional-get",
+            Capability::PayloadHash => "payload-hash",
+            Capability::ClockOffset => "clock-offset",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// Not decided: no reply, an odd one, or its probe could not run.
+    Unknown,
+}
+
+/// One capability's verdict and the evidence for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapabilityResult {
+    pub capability: Capability,
+    pub verdict: Verdict,
+    /// The status of the reply that decided it; `None` when none did.
+    pub status: Option<u16>,
+    /// That reply's S3 error code; empty when it had none.
+    pub code: String,
+    /// What was seen, and what it means for a lock.
+    pub detail: String,
+    /// The store did what a condition forbade (or called a changed object
+    /// unchanged): it breaks conditions without saying so, and no strategy
+    /// is safe on it.
+    pub silent: bool,
+}
+
+/// What the preflight found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// One per capability, in `Capability::ALL` order.
+    pub results: Vec<CapabilityResult>,
+    pub clock_offset: Option<ClockOffset>,
+    pub safe_strategies: Vec<Strategy>,
+    pub safe_expiry_clocks: Vec<ExpiryClock>,
+    /// The configured strategy when it is safe, else the other one when
+    /// that is, else none.
+    pub recommended_strategy: Option<Strategy>,
+    /// The configured strategy and expiry clock are both safe here.
+    pub config_safe: bool,
+    /// What no single instance can check, and scratch objects left behind.
+    pub notes: Vec<String>,
+    /// Requests sent.
+    pub requests: u32,
+}
+
+/// The probes, in the order they run. `a` and `b` are scratch objects the
+/// preflight creates; `c` never exists; `d` exists only if the store
+/// accepts a body with a wrong hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    /// PUT a, `If-None-Match: *`: must be accepted.
+    CreateFirst,
+    /// PUT b, `If-None-Match: *`: a second key for the LIST.
+    CreateSecond,
+    /// PUT a again, `If-None-Match: *`: must be refused.
+    CreateExisting,
+    /// PUT a, `If-Match: <wrong>`: must be refused.
+    PutWrongEtag,
+    /// PUT a, `If-Match: <a's ETag>`: must be accepted, with a new ETag.
+    PutRightEtag,
+    /// PUT c, `If-Match: <wrong>`: must be refused (404 or 412).
+    PutMissingKey,
+    /// GET a, `If-None-Match: <wrong>`: the object, with its dates.
+    GetOtherEtag,
+    /// GET a, `If-None-Match: <a's ETag>`: 304.
+    GetSameEtag,
+    /// LIST the scratch prefix after a: b, and not a.
+    ListAfter,
+    /// PUT d declaring the hash of other bytes: must be refused.
+    WrongHash,
+    /// DELETE a, `If-Match: <wrong>`: must be refused.
+    DeleteWrongEtag,
+    /// DELETE a, `If-Match: <a's ETag>`: must be accepted.
+    DeleteRightEtag,
+}
+
+impl Phase {
+    /// The request, for details a reader can follow.
+    fn label(self) -> &'static str {
+        match self {
+            Phase::CreateFirst => "PUT If-None-Match: * (new key)",
+            Phase::CreateSecond => "PUT If-None-Match: * (second key)",
+            Phase::CreateExisting => "PUT If-None-Match: * (existing key)",
+            Phase::PutWrongEtag => "PUT If-Match (wrong ETag)",
+            Phase::PutRightEtag => "PUT If-Match (right ETag)",
+            Phase::PutMissingKey => "PUT If-Match (missing key)",
+            Phase::GetOtherEtag => "GET If-None-Match (other ETag)",
+            Phase::GetSameEtag => "GET If-None-Match (same ETag)",
+            Phase::ListAfter => "LIST start-after",
+            Phase::WrongHash => "PUT with a wrong payload hash",
+            Phase::DeleteWrongEtag => "DELETE If-Match (wrong ETag)",
+            Phase::DeleteRightEtag => "DELETE If-Match (right ETag)",
+        }
+    }
+}
+
+const PHASES: [Phase; 12] = [
+    Phase::CreateFirst,
+    Phase::CreateSecond,
+    Phase::CreateExisting,
+    Phase::PutWrongEtag,
+    Phase::PutRightEtag,
+    Phase::PutMissingKey,
+    Phase::GetOtherEtag,
+    Phase::GetSameEtag,
+    Phase::ListAfter,
+    Phase::WrongHash,
+    Phase::DeleteWrongEtag,
+    Phase::DeleteRightEtag,
+];
+
+/// Error bodies and scratch objects are small; a reply past this is not read.
+const MAX_REPLY_BYTES: usize = 64 * 1024;
+const TEXT: &str = "text/plain";
+
+/// What one probe's reply said, kept for `findings`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Seen {
+    /// `None`: no reply (`failure` says why).
+    status: Option<u16>,
+    code: String,
+    etag: Option<String>,
+    date_ms: Option<u64>,
+    has_date_header: bool,
+    last_modified_ms: Option<u64>,
+    /// The ETag our request named in its condition, if any.
+    sent_etag: Option<String>,
+    failure: Option<String>,
+    /// GET: the body equals the last accepted write's.
+    body_matches: Option<bool>,
+    /// LIST: whether it named a and b, or why the reply could not be read.
+    listed: Option<Result<(bool, bool), String>>,
+}
+
+impl Seen {
+    fn of(r: &S3Response) -> Self {
+        let error = (r.status >= 300).then(|| r.s3_error().code);
+        Seen {
+            status: Some(r.status),
+            code: error.unwrap_or_default(),
+            etag: r.etag().map(str::to_string),
+            date_ms: server_time(r, "date"),
+            has_date_header: r.header("date").is_some(),
+            last_modified_ms: server_time(r, "last-modified"),
+            ..Seen::default()
+        }
+    }
+
+    fn applied(&self) -> bool {
+        matches!(self.status, Some(200..=299))
+    }
+}
+
+/// Whether a scratch object may exist and so must be deleted at the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Left {
+    Yes,
+    Maybe,
+}
+
+pub struct Preflight {
+    scratch: String,
+    /// Distinct per run: the bodies and the wrong ETag carry it.
+    nonce: String,
+    strategy: Strategy,
+    clock: ExpiryClock,
+    /// The probe in flight; `None` before the first and after the last.
+    phase: Option<Phase>,
+    /// Every probe has run (or been skipped): only cleanup is left.
+    probed: bool,
+    seen: BTreeMap<Phase, Seen>,
+    /// a's ETag and body after the last write the store accepted.
+    current: Option<(String, Vec<u8>)>,
+    /// Scratch objects to delete at the end, and the one being deleted.
+    left: BTreeMap<String, Left>,
+    /// The probe awaiting its reply.
+    in_flight: Option<S3Request>,
+    deleting: Option<String>,
+    cleanup_failures: Vec<String>,
+    offset: OffsetBounds,
+    sent_at_ms: u64,
+    requests: u32,
+}
+
+impl Preflight {
+    /// Probes under `scratch` (a prefix no one else uses; it should end in
+    /// `/`) for a client of `strategy` and `clock`. `nonce` makes this
+    /// run's bodies and wrong ETag its own (16 hex digits, say).
+    pub fn new(scratch: String, nonce: String, strategy: Strategy, clock: ExpiryClock) -> Self {
+        Preflight {
+            scratch,
+            nonce,
+            strategy,
+            clock,
+            phase: None,
+            probed: false,
+            seen: BTreeMap::new(),
+            current: None,
+            left: BTreeMap::new(),
+            in_flight: None,
+            deleting: None,
+            cleanup_failures: Vec::new(),
+            offset: OffsetBounds::default(),
+            sent_at_ms: 0,
+            requests: 0,
+        }
+    }
+
+    fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.scratch)
+    }
+
+    /// An ETag no object has: well formed, so a store cannot refuse it as
+    /// malformed instead of comparing it.
+    fn wrong_etag(&self) -> String {
+        let hex: String = self
+            .nonce
+            .chars()
+            .filter(char::is_ascii_hexdigit)
+            .take(16)
+            .collect();
+        format!("\"{hex:0>32}\"")
+    }
+
+    fn body(&self, what: &str) -> Vec<u8> {
+        format!("s3-lease preflight {} {what}\n", self.nonce).into_bytes()
+    }
+
+    fn current_etag(&self) -> Option<String> {
+        self.current.as_ref().map(|(etag, _)| etag.clone())
+    }
+
+    /// The request of `phase`, or `None` when what it needs is missing
+    /// (then it is skipped and `findings` says why).
+    fn request(&self, phase: Phase) -> Option<S3Request> {
+        let a = self.key("a");
+        let put = |key: &str, body: Vec<u8>| {
+            S3Request::new(Method::Put, key, MAX_REPLY_BYTES).body(TEXT, body)
+        };
+        let a_exists = self.current.is_some();
+        let request = match phase {
+            Phase::CreateFirst => put(&a, self.body("first")).header("if-none-match", "*"),
+            Phase::CreateSecond => {
+                put(&self.key("b"), self.body("second")).header("if-none-match", "*")
+            }
+            Phase::CreateExisting if a_exists => {
+                put(&a, self.body("overwrite")).header("if-none-match", "*")
+            }
+            Phase::PutWrongEtag if a_exists => {
+                put(&a, self.body("wrong etag")).header("if-match", &self.wrong_etag())
+            }
+            Phase::PutRightEtag => {
+                let etag = self.current_etag()?;
+                put(&a, self.body("right etag")).header("if-match", &etag)
+            }
+            Phase::PutMissingKey => {
+                put(&self.key("c"), self.body("missing")).header("if-match", &self.wrong_etag())
+            }
+            Phase::GetOtherEtag if a_exists => S3Request::new(Method::Get, &a, MAX_REPLY_BYTES)
+                .header("if-none-match", &self.wrong_etag()),
+            Phase::GetSameEtag => {
+                let etag = self.current_etag()?;
+                S3Request::new(Method::Get, &a, MAX_REPLY_BYTES).header("if-none-match", &etag)
+            }
+            // Only when b surely exists: a LIST without it would be misread.
+            Phase::ListAfter if a_exists && self.left.get(&self.key("b")) == Some(&Left::Yes) => {
+                list_request(&self.scratch, Some(&a))
+            }
+            Phase::WrongHash => {
+                let body = self.body("hash");
+                let declared = sigv4::sha256_hex(&self.body("other bytes"));
+                put(&self.key("d"), body)
+                    .header("if-none-match", "*")
+                    .header(s3::PAYLOAD_HASH, &declared)
+            }
+            Phase::DeleteWrongEtag if a_exists => {
+                S3Request::new(Method::Delete, &a, MAX_REPLY_BYTES)
+                    .header("if-match", &self.wrong_etag())
+            }
+            Phase::DeleteRightEtag => {
+                let etag = self.current_etag()?;
+                S3Request::new(Method::Delete, &a, MAX_REPLY_BYTES).header("if-match", &etag)
+            }
+            _ => return None,
+        };
+        Some(request)
+    }
+
+    /// What a write's reply means for the scratch objects: which may exist,
+    /// and a's ETag and body after it.
+    fn note_write(&mut self, request: &S3Request, seen: &Seen) {
+        let key = request.object_key.clone();
+        let landed = if seen.applied() {
+            Some(Left::Yes)
+        } else if seen.status.is_none() || matches!(seen.status, Some(500..=599)) {
+            // No clear answer: it may have landed.
+            Some(Left::Maybe)
+        } else {
+            None
+        };
+        if request.method == Method::Delete {
+            if seen.applied() {
+                self.left.remove(&key);
+                self.current = None;
+            }
+            return;
+        }
+        if let Some(left) = landed {
+            let entry = self.left.entry(key.clone()).or_insert(left);
+            if left == Left::Yes {
+                *entry = Left::Yes;
+            }
+        }
+        if key == self.key("a") {
+            match (seen.applied(), &seen.etag) {
+                (true, Some(etag)) => self.current = Some((etag.clone(), request.body.clone())),
+                // Accepted without an ETag: nothing to name in a condition.
+                (true, None) => self.current = None,
+                _ => {}
+            }
+        }
+    }
+
+    fn record(&mut self, response: Option<&S3Response>, failure: Option<String>, now_ms: u64) {
+        let Some(phase) = self.phase else { return };
+        let mut seen = response.map(Seen::of).unwrap_or_default();
+        seen.failure = failure;
+        if let Some(date) = seen.date_ms {
+            self.offset.add(self.sent_at_ms, now_ms, date);
+        }
+        let request = self.in_flight.take();
+        if let Some(req) = &request {
+            seen.sent_etag = req
+                .headers
+                .iter()
+                .find(|(k, _)| k == "if-match" || k == "if-none-match")
+                .map(|(_, v)| v.clone())
+                .filter(|v| v != "*");
+        }
+        if let Some(r) = response {
+            match phase {
+                Phase::GetOtherEtag if r.status == 200 => {
+                    let expected = self.current.as_ref().map(|(_, body)| body.as_slice());
+                    seen.body_matches =
+                        Some(r.body_too_large.is_none() && expected == Some(r.body.as_slice()));
+                }
+                Phase::ListAfter if r.status == 200 => {
+                    seen.listed = Some(if r.body_too_large.is_some() {
+                        Err("the LIST reply was too large to read".into())
+                    } else {
+                        s3::parse_list(&r.body).map(|page| {
+                            let named = |key: String| page.keys.iter().any(|k| *k == key);
+                            (named(self.key("a")), named(self.key("b")))
+                        })
+                    });
+                }
+                _ => {}
+            }
+        }
+        if let Some(req) = &request {
+            if req.method != Method::Get {
+                self.note_write(req, &seen);
+            }
+        }
+        self.seen.insert(phase, seen);
+    }
+
+    /// Sends the next probe that can run, then the cleanup, then reports.
+    fn advance(&mut self, now_ms: u64) -> Step<Report> {
+        self.sent_at_ms = now_ms;
+        let start = match self.phase {
+            None if self.probed => PHASES.len(),
+            None => 0,
+            Some(p) => PHASES
+                .iter()
+                .position(|q| *q == p)
+                .map_or(PHASES.len(), |i| i + 1),
+        };
+        for phase in PHASES.iter().skip(start).copied() {
+            self.phase = Some(phase);
+            if let Some(request) = self.request(phase) {
+                self.requests += 1;
+                self.in_flight = Some(request.clone());
+                return Step::Send(request);
+            }
+        }
+        self.phase = None;
+        self.probed = true;
+        if let Some(key) = self.left.keys().next().cloned() {
+            self.left.remove(&key);
+            self.deleting = Some(key.clone());
+            self.requests += 1;
+            // Plain DELETE: the store may not support a conditional one,
+            // and these objects are ours alone.
+            return Step::Send(S3Request::new(Method::Delete, &key, MAX_REPLY_BYTES));
+        }
+        Step::Done(Ok(self.report()))
+    }
+
+    fn report(&self) -> Report {
+        let results = findings::results(&self.seen, &self.offset);
+        let mut notes = Vec::new();
+        for failure in &self.cleanup_failures {
+            notes.push(failure.clone());
+        }
+        verdict::report(
+            results,
+            self.offset.estimate(),
+            self.strategy,
+            self.clock,
+            notes,
+            self.requests,
+        )
+    }
+
+    /// The first probe's answer when it says the store cannot be probed
+    /// at all (wrong keys, no bucket): an error, not a report.
+    fn unreachable(&self, r: &S3Response) -> Option<Error> {
+        if self.phase != Some(Phase::CreateFirst) {
+            return None;
+        }
+        match r.clone().into_error() {
+            e @ (Error::AccessDenied(_) | Error::NoSuchBucket(_) | Error::ClockSkewed(_)) => {
+                Some(e)
+            }
+            _ => None,
+        }
+    }
+
+    fn cleaned(&mut self, outcome: Result<&S3Response, &Error>) {
+        let Some(key) = self.deleting.take() else {
+            return;
+        };
+        let failure = match outcome {
+            Ok(r) if matches!(r.status, 200..=299 | 404) => return,
+            Ok(r) => r.s3_error().to_string(),
+            Err(e) => e.to_string(),
+        };
+        self.cleanup_failures.push(format!(
+            "could not delete the scratch object {key:?}: {failure}"
+        ));
+    }
+}
+
+impl Operation for Preflight {
+    type Output = Report;
+
+    fn start(&mut self, now_ms: u64) -> Step<Report> {
+        self.advance(now_ms)
+    }
+
+    fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Report> {
+        if self.deleting.is_some() {
+            if let Some(date) = server_time(&r, "date") {
+                self.offset.add(self.sent_at_ms, now_ms, date);
+            }
+            self.cleaned(Ok(&r));
+            return self.advance(now_ms);
+        }
+        if let Some(error) = self.unreachable(&r) {
+            return Step::Done(Err(error));
+        }
+        self.record(Some(&r), None, now_ms);
+        self.advance(now_ms)
+    }
+
+    fn on_transport_error(&mut self, error: Error, now_ms: u64) -> Step<Report> {
+        if self.deleting.is_some() {
+            self.cleaned(Err(&error));
+            return self.advance(now_ms);
+        }
+        if self.phase == Some(Phase::CreateFirst) {
+            // Nothing answered the first request: there is no store to probe.
+            return Step::Done(Err(error));
+        }
+        self.record(None, Some(error.to_string()), now_ms);
+        self.advance(now_ms)
+    }
+}

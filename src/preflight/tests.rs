@@ -1,0 +1,602 @@
+//! The preflight against the S3 model set up as each kind of store, and
+//! against odd replies: every store gets a report (or, when it cannot be
+//! reached at all, an error), never a panic.
+
+use super::*;
+use crate::driver::{self, Io};
+use crate::s3::S3Response;
+use crate::testing::intercept::Intercept;
+use crate::testing::model_io::ModelIo;
+use crate::testing::s3_model::MissingIfMatch;
+
+const NOW: u64 = 1_795_336_756_000;
+const SCRATCH: &str = "locks/.s3-lease-preflight/00000000deadbeef/";
+
+fn preflight(strategy: Strategy, clock: ExpiryClock) -> Preflight {
+    Preflight::new(SCRATCH.into(), "00000000deadbeef".into(), strategy, clock)
+}
+
+fn run(io: &mut impl Io) -> Report {
+    driver::run(io, preflight(Strategy::SingleObject, ExpiryClock::Server)).expect("a report")
+}
+
+fn verdict(report: &Report, c: Capability) -> &CapabilityResult {
+    report
+        .results
+        .iter()
+        .find(|r| r.capability == c)
+        .expect("every capability is reported")
+}
+
+fn verdicts(report: &Report) -> Vec<(Capability, Verdict)> {
+    report
+        .results
+        .iter()
+        .map(|r| (r.capability, r.verdict))
+        .collect()
+}
+
+fn all_pass_but(failing: &[(Capability, Verdict)]) -> Vec<(Capability, Verdict)> {
+    Capability::ALL
+        .iter()
+        .map(|&c| {
+            let v = failing
+                .iter()
+                .find(|(f, _)| *f == c)
+                .map_or(Verdict::Pass, |(_, v)| *v);
+            (c, v)
+        })
+        .collect()
+}
+
+fn methods(io: &ModelIo) -> Vec<&'static str> {
+    io.requests.iter().map(|r| r.method.as_str()).collect()
+}
+
+#[test]
+fn an_aws_like_store_passes_in_13_requests_and_is_left_clean() {
+    let mut io = ModelIo::new(NOW);
+    let report = run(&mut io);
+    assert_eq!(verdicts(&report), all_pass_but(&[]), "{report:#?}");
+    assert_eq!(
+        report.safe_strategies,
+        [Strategy::SingleObject, Strategy::EpochObjects]
+    );
+    assert_eq!(
+        report.safe_expiry_clocks,
+        [
+            ExpiryClock::Holder,
+            ExpiryClock::Server,
+            ExpiryClock::Observed
+        ]
+    );
+    assert!(report.config_safe);
+    assert_eq!(report.recommended_strategy, Some(Strategy::SingleObject));
+    assert_eq!(report.requests, 13);
+    assert_eq!(io.requests.len(), 13);
+    assert_eq!(
+        methods(&io),
+        [
+            "PUT", "PUT", "PUT", "PUT", "PUT", "PUT", "GET", "GET", "GET", "PUT", "DELETE",
+            "DELETE", "DELETE"
+        ]
+    );
+    assert!(io.store.objects.is_empty(), "{:?}", io.store.objects.keys());
+    assert!(io
+        .requests
+        .iter()
+        .all(|r| r.object_key.is_empty() || r.object_key.starts_with(SCRATCH)));
+    let missing = verdict(&report, Capability::IfMatchMissingKey);
+    assert_eq!(
+        (missing.status, missing.code.as_str()),
+        (Some(404), "NoSuchKey")
+    );
+    let hash = verdict(&report, Capability::PayloadHash);
+    assert_eq!(hash.code, "XAmzContentSHA256Mismatch");
+    let offset = report.clock_offset.expect("the model sends Date");
+    assert!(offset.worst_ms() <= 1_000, "{offset:?}");
+    assert!(report
+        .notes
+        .iter()
+        .any(|n| n.contains("Atomicity under concurrency")));
+    assert_eq!(
+        report.gate(Strategy::SingleObject, ExpiryClock::Holder),
+        Gate::Open
+    );
+}
+
+#[test]
+fn a_seaweedfs_like_store_passes_with_its_differences_reported() {
+    let mut io = ModelIo::new(NOW);
+    io.store.missing_if_match = MissingIfMatch::PreconditionFailed;
+    io.store.checks_payload_hash = false;
+    let report = run(&mut io);
+    assert_eq!(
+        verdicts(&report),
+        all_pass_but(&[(Capability::PayloadHash, Verdict::Fail)])
+    );
+    let missing = verdict(&report, Capability::IfMatchMissingKey);
+    assert_eq!(missing.status, Some(412));
+    assert!(
+        missing.detail.contains("AWS answers 404"),
+        "{}",
+        missing.detail
+    );
+    let hash = verdict(&report, Capability::PayloadHash);
+    assert!(!hash.silent && hash.detail.contains("does not check payload hashes"));
+    assert!(report.config_safe);
+    assert_eq!(report.safe_strategies.len(), 2);
+    // The body stored under a wrong hash is deleted too.
+    assert_eq!(report.requests, 14);
+    assert!(io.store.objects.is_empty());
+}
+
+#[test]
+fn a_store_that_ignores_conditions_fails_every_strategy() {
+    let mut io = ModelIo::new(NOW);
+    io.store.ignore_conditions = true;
+    let report = run(&mut io);
+    let create = verdict(&report, Capability::IfNoneMatchExisting);
+    assert_eq!(
+        (create.verdict, create.silent, create.status),
+        (Verdict::Fail, true, Some(200))
+    );
+    assert!(verdict(&report, Capability::IfMatchPut).silent);
+    assert!(verdict(&report, Capability::IfMatchMissingKey).silent);
+    assert!(report.safe_strategies.is_empty() && report.safe_expiry_clocks.is_empty());
+    assert_eq!(report.recommended_strategy, None);
+    assert!(!report.config_safe);
+    match report.gate(Strategy::EpochObjects, ExpiryClock::Observed) {
+        Gate::Closed(r) => assert_eq!(r.capability, Capability::IfNoneMatchExisting),
+        other => panic!("{other:?}"),
+    }
+    assert!(io.store.objects.is_empty(), "{:?}", io.store.objects.keys());
+}
+
+#[test]
+fn a_store_without_if_match_recommends_epoch_objects() {
+    let mut io = ModelIo::new(NOW);
+    io.store.if_match_unsupported = true;
+    let report = run(&mut io);
+    assert_eq!(
+        verdicts(&report),
+        all_pass_but(&[
+            (Capability::IfMatchPut, Verdict::Fail),
+            (Capability::IfMatchMissingKey, Verdict::Fail),
+            (Capability::IfMatchDelete, Verdict::Fail),
+        ])
+    );
+    assert_eq!(verdict(&report, Capability::IfMatchPut).status, Some(501));
+    assert!(report.results.iter().all(|r| !r.silent));
+    assert_eq!(report.safe_strategies, [Strategy::EpochObjects]);
+    assert_eq!(report.recommended_strategy, Some(Strategy::EpochObjects));
+    assert!(!report.config_safe, "the client is single-object");
+    assert!(!report.safe_expiry_clocks.contains(&ExpiryClock::Holder));
+    assert!(report
+        .notes
+        .iter()
+        .any(|n| n.contains("cannot renew or release")));
+    match report.gate(Strategy::SingleObject, ExpiryClock::Server) {
+        Gate::Closed(r) => assert_eq!(r.capability, Capability::IfMatchPut),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        report.gate(Strategy::EpochObjects, ExpiryClock::Server),
+        Gate::Open
+    );
+    // a is removed by a plain DELETE once the conditional one is refused.
+    assert!(io.store.objects.is_empty(), "{:?}", io.store.objects.keys());
+}
+
+fn has(request: &S3Request, name: &str) -> bool {
+    request.headers.iter().any(|(k, _)| k == name)
+}
+
+fn reply(status: u16, code: &str) -> S3Response {
+    let body = if code.is_empty() {
+        String::new()
+    } else {
+        format!("<Error><Code>{code}</Code><Message>m</Message></Error>")
+    };
+    S3Response {
+        status,
+        headers: vec![("date".into(), crate::testing::s3_model::http_date(NOW))],
+        body: body.into_bytes(),
+        body_too_large: None,
+    }
+}
+
+#[test]
+fn a_501_to_delete_if_match_alone_is_reported_and_leaves_both_strategies_safe() {
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |req, _| {
+        (req.method == Method::Delete && has(req, "if-match"))
+            .then(|| Ok(reply(501, "NotImplemented")))
+    });
+    let report = run(&mut io);
+    assert_eq!(
+        verdicts(&report),
+        all_pass_but(&[(Capability::IfMatchDelete, Verdict::Fail)])
+    );
+    let delete = verdict(&report, Capability::IfMatchDelete);
+    assert_eq!(
+        (delete.status, delete.code.as_str()),
+        (Some(501), "NotImplemented")
+    );
+    assert_eq!(report.safe_strategies.len(), 2);
+    assert!(io.io.store.objects.is_empty());
+}
+
+#[test]
+fn ignoring_delete_if_match_fails_the_store() {
+    // s3s-fs 0.14: DELETE deletes whatever If-Match says.
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |req, io| {
+        (req.method == Method::Delete).then(|| {
+            let mut plain = req.clone();
+            plain.headers.retain(|(k, _)| k != "if-match");
+            io.send(&plain)
+        })
+    });
+    let report = run(&mut io);
+    let delete = verdict(&report, Capability::IfMatchDelete);
+    assert!(
+        delete.silent && delete.verdict == Verdict::Fail,
+        "{delete:?}"
+    );
+    assert!(report.safe_strategies.is_empty());
+    assert!(io.io.store.objects.is_empty());
+}
+
+#[test]
+fn a_304_for_another_etag_is_a_silent_failure_and_no_304_a_costly_one() {
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |req, _| {
+        (req.method == Method::Get && has(req, "if-none-match")).then(|| Ok(reply(304, "")))
+    });
+    let report = run(&mut io);
+    let get = verdict(&report, Capability::ConditionalGet);
+    assert!(get.silent, "{get:?}");
+    assert!(report.safe_strategies.is_empty());
+    assert_eq!(
+        verdict(&report, Capability::ServerDates).verdict,
+        Verdict::Unknown
+    );
+
+    let mut io = ModelIo::new(NOW);
+    io.store.conditional_get = false;
+    let report = run(&mut io);
+    assert_eq!(
+        verdicts(&report),
+        all_pass_but(&[(Capability::ConditionalGet, Verdict::Fail)])
+    );
+    assert!(report.config_safe);
+}
+
+#[test]
+fn a_clock_minutes_off_rules_out_the_holder_clock_only() {
+    let mut io = ModelIo::new(NOW);
+    io.clock_offset_ms = 5 * 60 * 1000;
+    let report = run(&mut io);
+    assert_eq!(
+        verdicts(&report),
+        all_pass_but(&[(Capability::ClockOffset, Verdict::Fail)])
+    );
+    let offset = report.clock_offset.unwrap();
+    assert!(
+        (299_000..=301_000).contains(&offset.offset_ms),
+        "{offset:?}"
+    );
+    assert_eq!(
+        report.safe_expiry_clocks,
+        [ExpiryClock::Server, ExpiryClock::Observed]
+    );
+    assert!(verdict(&report, Capability::ClockOffset)
+        .detail
+        .contains("ahead of"));
+
+    io.clock_offset_ms = -40 * 60 * 1000;
+    let report = run(&mut io);
+    let clock = verdict(&report, Capability::ClockOffset);
+    assert!(
+        clock.detail.contains("behind") && clock.detail.contains("15 minutes"),
+        "{}",
+        clock.detail
+    );
+}
+
+#[test]
+fn replies_without_dates_rule_out_the_server_and_holder_clocks() {
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |req, io| {
+        let mut r = io.send(req);
+        if let Ok(r) = &mut r {
+            r.headers
+                .retain(|(k, _)| k != "date" && k != "last-modified");
+        }
+        Some(r)
+    });
+    let report = run(&mut io);
+    assert_eq!(
+        verdicts(&report),
+        all_pass_but(&[
+            (Capability::ServerDates, Verdict::Fail),
+            (Capability::ClockOffset, Verdict::Unknown),
+        ])
+    );
+    assert_eq!(report.safe_expiry_clocks, [ExpiryClock::Observed]);
+    assert_eq!(report.clock_offset, None);
+    match report.gate(Strategy::SingleObject, ExpiryClock::Server) {
+        Gate::Closed(r) => assert_eq!(r.capability, Capability::ServerDates),
+        other => panic!("{other:?}"),
+    }
+    match report.gate(Strategy::SingleObject, ExpiryClock::Holder) {
+        Gate::Undecided(r) => assert_eq!(r.capability, Capability::ClockOffset),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_last_modified_on_another_clock_fails_server_dates() {
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |req, io| {
+        let mut r = io.send(req);
+        if let Ok(r) = &mut r {
+            for (k, v) in &mut r.headers {
+                if k == "last-modified" {
+                    // Local time an hour east, labelled GMT.
+                    *v = crate::testing::s3_model::http_date(NOW + 3_600_000);
+                }
+            }
+        }
+        Some(r)
+    });
+    let report = run(&mut io);
+    let dates = verdict(&report, Capability::ServerDates);
+    assert_eq!(dates.verdict, Verdict::Fail, "{dates:?}");
+    assert!(
+        dates.detail.contains("not on the clock"),
+        "{}",
+        dates.detail
+    );
+}
+
+#[test]
+fn a_list_that_ignores_start_after_rules_out_epoch_objects() {
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |req, io| {
+        let mut plain = req.clone();
+        plain.query.retain(|(k, _)| k != "start-after");
+        Some(io.send(&plain))
+    });
+    let report = run(&mut io);
+    assert_eq!(
+        verdicts(&report),
+        all_pass_but(&[(Capability::ListStartAfter, Verdict::Fail)])
+    );
+    assert_eq!(report.safe_strategies, [Strategy::SingleObject]);
+    assert_eq!(report.recommended_strategy, Some(Strategy::SingleObject));
+
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |req, _| {
+        req.object_key.is_empty().then(|| {
+            let mut r = reply(200, "");
+            r.body = b"<html>maintenance</html>".to_vec();
+            Ok(r)
+        })
+    });
+    let report = run(&mut io);
+    let list = verdict(&report, Capability::ListStartAfter);
+    assert!(list.detail.contains("could not be read"), "{list:?}");
+}
+
+#[test]
+fn a_store_that_keeps_etags_or_loses_writes_fails_silently() {
+    // The ETag of a stays the same whatever is written.
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |req, io| {
+        let mut req = req.clone();
+        let real = io.store.object(&req.object_key).map(|o| o.etag.clone());
+        for (k, v) in &mut req.headers {
+            if k.starts_with("if-") && v == "\"constant\"" {
+                *v = real.clone().unwrap_or_default();
+            }
+        }
+        let mut r = io.send(&req);
+        if let Ok(r) = &mut r {
+            for (k, v) in &mut r.headers {
+                if k == "etag" && req.object_key.ends_with("/a") {
+                    *v = "\"constant\"".into();
+                }
+            }
+        }
+        Some(r)
+    });
+    let report = run(&mut io);
+    assert!(
+        verdict(&report, Capability::IfMatchPut).silent,
+        "{report:#?}"
+    );
+
+    // The right-ETag write is acknowledged but not stored.
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |req, _| {
+        let right = req.method == Method::Put
+            && req
+                .headers
+                .iter()
+                .any(|(k, v)| k == "if-match" && !v.contains("deadbeef"));
+        right.then(|| {
+            let mut r = reply(200, "");
+            r.headers.push(("etag".into(), "\"fresh\"".into()));
+            Ok(r)
+        })
+    });
+    let report = run(&mut io);
+    let put = verdict(&report, Capability::IfMatchPut);
+    assert!(put.silent && put.detail.contains("read back"), "{put:?}");
+}
+
+#[test]
+fn a_store_that_cannot_be_reached_is_an_error_not_a_report() {
+    let mut io = ModelIo::new(NOW);
+    io.scripted.push_back(reply(403, "InvalidAccessKeyId"));
+    let err = driver::run(
+        &mut io,
+        preflight(Strategy::SingleObject, ExpiryClock::Server),
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::AccessDenied(_)), "{err:?}");
+    assert_eq!(io.requests.len(), 1);
+
+    let mut io = ModelIo::new(NOW);
+    io.scripted.push_back(reply(404, "NoSuchBucket"));
+    let err = driver::run(
+        &mut io,
+        preflight(Strategy::SingleObject, ExpiryClock::Server),
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::NoSuchBucket(_)), "{err:?}");
+
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |_, _| {
+        Some(Err(Error::Transport("refused".into())))
+    });
+    let err = driver::run(
+        &mut io,
+        preflight(Strategy::SingleObject, ExpiryClock::Server),
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::Transport(_)), "{err:?}");
+}
+
+#[test]
+fn a_lost_reply_leaves_its_capability_unknown_and_its_object_deleted() {
+    let mut model = ModelIo::new(NOW);
+    let mut n = 0;
+    let mut io = Intercept::new(&mut model, |req, io| {
+        n += 1;
+        // The second request (PUT b) lands, and its reply is lost.
+        (n == 2).then(|| {
+            let _ = io.send(req);
+            Err(Error::Transport("reply lost".into()))
+        })
+    });
+    let report = run(&mut io);
+    let list = verdict(&report, Capability::ListStartAfter);
+    assert_eq!(list.verdict, Verdict::Unknown, "{list:?}");
+    assert_eq!(report.safe_strategies, [Strategy::SingleObject]);
+    match report.gate(Strategy::EpochObjects, ExpiryClock::Server) {
+        Gate::Undecided(r) => assert_eq!(r.capability, Capability::ListStartAfter),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        io.io.store.objects.is_empty(),
+        "{:?}",
+        io.io.store.objects.keys()
+    );
+}
+
+#[test]
+fn a_failed_cleanup_is_noted() {
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |req, _| {
+        (req.method == Method::Delete && !has(req, "if-match"))
+            .then(|| Ok(reply(403, "AccessDenied")))
+    });
+    let report = run(&mut io);
+    assert!(report.config_safe);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("could not delete the scratch object") && n.contains("/b")),
+        "{:?}",
+        report.notes
+    );
+}
+
+/// Replies no store should send, and some that stores do.
+fn odd_replies() -> Vec<Result<S3Response, Error>> {
+    let with = |status: u16, headers: &[(&str, &str)], body: &[u8]| {
+        Ok(S3Response {
+            status,
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            body: body.to_vec(),
+            body_too_large: None,
+        })
+    };
+    vec![
+        with(200, &[], b""),
+        with(
+            200,
+            &[
+                ("etag", ""),
+                ("date", "yesterday"),
+                ("last-modified", "Sun, 06 Foo 1994 08:49:37 GMT"),
+            ],
+            b"\xff\xfe",
+        ),
+        with(
+            200,
+            &[("date", "Thu, 01 Jan 1970 00:00:00 GMT"), ("etag", "\"e\"")],
+            b"<ListBucketResult><Contents><Key>x</Key>",
+        ),
+        with(304, &[], b""),
+        with(404, &[], b"<html>not here</html>"),
+        with(412, &[], b""),
+        with(409, &[("date", "Fri, 31 Dec 9999 23:59:59 GMT")], b""),
+        with(500, &[], b"<Error><Code>InternalError</Code></Error>"),
+        with(501, &[], b"<Error><Code>NotImplemented</Code></Error>"),
+        with(503, &[], b"<Error><Code>SlowDown</Code></Error>"),
+        with(400, &[], b"<Error><Code>InvalidRequest</Code></Error>"),
+        with(999, &[("etag", "\"\u{7f}\"")], &[0; 70_000]),
+        Ok(S3Response {
+            status: 200,
+            headers: vec![],
+            body: vec![],
+            body_too_large: Some(u64::MAX),
+        }),
+        Err(Error::Transport("connection reset".into())),
+    ]
+}
+
+#[test]
+fn odd_replies_at_any_step_never_panic_and_always_report_every_capability() {
+    for odd in odd_replies() {
+        for at in 1..=16 {
+            let mut model = ModelIo::new(NOW);
+            let mut n = 0;
+            let odd = odd.clone();
+            let mut io = Intercept::new(&mut model, |_, _| {
+                n += 1;
+                (n == at).then(|| odd.clone())
+            });
+            match driver::run(
+                &mut io,
+                preflight(Strategy::EpochObjects, ExpiryClock::Observed),
+            ) {
+                Ok(report) => {
+                    assert_eq!(report.results.len(), Capability::ALL.len());
+                    assert!(report.requests <= 16, "{at}: {}", report.requests);
+                }
+                Err(e) => assert_eq!(at, 1, "only the first request may end it: {e:?}"),
+            }
+        }
+        // And every reply odd.
+        let mut model = ModelIo::new(NOW);
+        let mut io = Intercept::new(&mut model, |_, _| Some(odd.clone()));
+        if let Ok(report) = driver::run(
+            &mut io,
+            preflight(Strategy::SingleObject, ExpiryClock::Holder),
+        ) {
+            assert!(
+                !report.config_safe || report.results.iter().all(|r| r.verdict == Verdict::Pass)
+            );
+            assert!(report.requests <= 16);
+        }
+    }
+}
