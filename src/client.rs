@@ -11,6 +11,7 @@ use crate::error::Error;
 use crate::expiry::{Judge, Observation};
 use crate::fenced::{self, Change, Fence, FencedGet, FencedObject, FencedWrite, Written};
 use crate::lock_object::LockState;
+use crate::preflight::{CapabilityResult, Gate, Preflight, Report};
 use crate::protocol::{object_key, AcquireOutcome, Grant, Inspect, Lease, RewriteOwn, TryAcquire};
 use crate::seal::{LockSeal, Sealer};
 use std::collections::HashMap;
@@ -34,6 +35,17 @@ pub struct ClientCore {
     /// below it.
     epoch_hints: HashMap<String, u64>,
     seen: HashMap<String, Seen>,
+    /// What the last preflight decided about the store, for this config.
+    store: StoreCheck,
+}
+
+/// The cached answer of the preflight: whether this client may grant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum StoreCheck {
+    /// Not run yet, or undecided (no reply, a 5xx): run it again.
+    Unchecked,
+    Safe,
+    Unsafe(Box<CapabilityResult>),
 }
 
 impl ClientCore {
@@ -43,6 +55,7 @@ impl ClientCore {
             config,
             epoch_hints: HashMap::new(),
             seen: HashMap::new(),
+            store: StoreCheck::Unchecked,
         }
     }
 
@@ -109,6 +122,44 @@ impl ClientCore {
         self.seen.get(key).map(|s| &s.state)
     }
 
+    /// Probes the store under a scratch prefix beside the locks (see
+    /// `preflight`) and remembers whether this client may grant on it.
+    pub fn preflight(&mut self, io: &mut impl Io) -> Result<Report, Error> {
+        let nonce = format!("{:016x}", io.random_u64());
+        let scratch = format!("{}.s3-lease-preflight/{nonce}/", self.config.key_prefix);
+        let op = Preflight::new(
+            scratch,
+            nonce,
+            self.config.strategy,
+            self.config.expiry_clock,
+        );
+        let report = driver::run(io, op)?;
+        self.store = match report.gate(self.config.strategy, self.config.expiry_clock) {
+            Gate::Open => StoreCheck::Safe,
+            Gate::Closed(failed) => StoreCheck::Unsafe(failed),
+            Gate::Undecided(_) => StoreCheck::Unchecked,
+        };
+        Ok(report)
+    }
+
+    /// With `preflight` configured: runs it once (again while undecided)
+    /// and refuses to grant on a store that fails it.
+    fn check_store(&mut self, io: &mut impl Io) -> Result<(), Error> {
+        if !self.config.preflight {
+            return Ok(());
+        }
+        match &self.store {
+            StoreCheck::Safe => return Ok(()),
+            StoreCheck::Unsafe(failed) => return Err(Error::StoreUnsafe(failed.clone())),
+            StoreCheck::Unchecked => {}
+        }
+        let report = self.preflight(io)?;
+        match report.gate(self.config.strategy, self.config.expiry_clock) {
+            Gate::Open => Ok(()),
+            Gate::Closed(failed) | Gate::Undecided(failed) => Err(Error::StoreUnsafe(failed)),
+        }
+    }
+
     /// One try-acquire with the configured strategy.
     pub fn try_acquire(
         &mut self,
@@ -117,6 +168,7 @@ impl ClientCore {
         grant: &Grant,
     ) -> Result<AcquireOutcome, Error> {
         let object_key = self.object_key(key)?;
+        self.check_store(io)?;
         let seal = self.lock_seal(&object_key);
         let judge = self.judge(key, io.monotonic_ms());
         let write_id = write_id(io);

@@ -45,6 +45,9 @@ pub struct RawConfig {
     pub request_timeout_ms: Option<u32>,
     pub strategy: Option<Strategy>,
     pub expiry_clock: Option<ExpiryClock>,
+    /// Run the store preflight before the first grant and refuse to grant
+    /// on a store that fails it. Default: false.
+    pub preflight: Option<bool>,
 }
 
 /// A configuration known to be usable.
@@ -61,6 +64,7 @@ pub struct ClientConfig {
     pub request_timeout_ms: u32,
     pub strategy: Strategy,
     pub expiry_clock: ExpiryClock,
+    pub preflight: bool,
 }
 
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u32 = 10_000;
@@ -112,6 +116,7 @@ impl ClientConfig {
             request_timeout_ms,
             strategy,
             expiry_clock,
+            preflight: raw.preflight.unwrap_or(false),
         })
     }
 }
@@ -269,6 +274,7 @@ mod tests {
             request_timeout_ms: None,
             strategy: None,
             expiry_clock: None,
+            preflight: None,
         }
     }
 

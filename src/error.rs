@@ -2,6 +2,7 @@
 //! component boundary is a plain field-by-field conversion.
 
 use crate::lock_object::LockState;
+use crate::preflight::{CapabilityResult, Verdict};
 use std::fmt;
 
 /// An error reply from S3 (or from whatever answered in its place).
@@ -46,6 +47,10 @@ pub enum Error {
         our_token: u64,
         stored_token: u64,
     },
+    /// The client was configured to preflight its store, and the store
+    /// lacks a capability its strategy or expiry clock needs (or it could
+    /// not be shown to have it): no lease is granted.
+    StoreUnsafe(Box<CapabilityResult>),
 }
 
 impl Error {
@@ -129,6 +134,22 @@ impl fmt::Display for Error {
                 f,
                 "write to {object_key:?} with token {our_token} refused: token {stored_token} already wrote"
             ),
+            Error::StoreUnsafe(r) => {
+                let verdict = match r.verdict {
+                    Verdict::Fail => "failed",
+                    Verdict::Unknown => "could not be shown",
+                    Verdict::Pass => "passed",
+                };
+                write!(f, "the store's preflight {verdict} {}", r.capability.name())?;
+                if let Some(status) = r.status {
+                    write!(f, " (HTTP {status}")?;
+                    if !r.code.is_empty() {
+                        write!(f, " {}", r.code)?;
+                    }
+                    write!(f, ")")?;
+                }
+                write!(f, ": {}; no lease is granted on it", r.detail)
+            }
         }
     }
 }

@@ -364,6 +364,7 @@ mod tests {
             request_timeout_ms: None,
             strategy: None,
             expiry_clock: None,
+            preflight: None,
         })
         .unwrap()
     }

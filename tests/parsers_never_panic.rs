@@ -1017,6 +1017,7 @@ proptest! {
             request_timeout_ms,
             strategy: epoch_objects.map(|e| if e { LockStrategy::EpochObjects } else { LockStrategy::SingleObject }),
             expiry_clock: None,
+            preflight: None,
         };
         match ClientConfig::validate(raw.clone()) {
             Ok(c) => {

@@ -176,3 +176,104 @@ fn the_holder_clock_is_refused_for_epoch_objects() {
         Err(Error::InvalidConfig { field, .. }) if field == "expiry-clock"
     ));
 }
+
+fn preflighted(strategy: Strategy, clock: ExpiryClock) -> ClientCore {
+    let mut raw = raw_config(strategy, clock);
+    raw.preflight = Some(true);
+    ClientCore::new(ClientConfig::validate(raw).unwrap())
+}
+
+#[test]
+fn a_preflighted_client_probes_once_then_grants() {
+    let mut c = preflighted(Strategy::SingleObject, ExpiryClock::Server);
+    let mut io = io();
+    granted(&mut c, &mut io, "a");
+    // 13 probes and their cleanup, then the grant's GET and PUT.
+    assert_eq!(io.take_requests().len(), 13 + 2);
+    assert!(io
+        .store
+        .objects
+        .keys()
+        .all(|k| !k.contains(".s3-lease-preflight/")));
+    let held = c.try_acquire(&mut io, "k", &grant("b")).unwrap();
+    assert!(matches!(held, AcquireOutcome::Held(Some(_))));
+    assert_eq!(io.take_requests().len(), 1, "the verdict is cached");
+}
+
+#[test]
+fn a_preflighted_client_refuses_to_grant_on_a_failing_store_naming_the_capability() {
+    let mut c = preflighted(Strategy::SingleObject, ExpiryClock::Server);
+    let mut io = io();
+    io.store.ignore_conditions = true;
+    for round in 0..2 {
+        match c.try_acquire(&mut io, "k", &grant("a")) {
+            Err(Error::StoreUnsafe(r)) => {
+                assert_eq!(
+                    r.capability,
+                    crate::preflight::Capability::IfNoneMatchExisting
+                );
+                assert!(r.silent, "{r:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let sent = io.take_requests();
+        let scratch = |v: &str| v.contains(".s3-lease-preflight/");
+        assert!(sent
+            .iter()
+            .all(|r| scratch(&r.object_key) || r.query.iter().any(|(_, v)| scratch(v))));
+        assert_eq!(
+            sent.is_empty(),
+            round == 1,
+            "probed once, then refused from the cache"
+        );
+    }
+    assert!(io.store.objects.is_empty(), "no lock object written");
+    let err = c.acquire(&mut io, "k", &grant("a"), 5_000).unwrap_err();
+    assert!(err.to_string().contains("if-none-match-existing"), "{err}");
+    assert!(io.take_requests().is_empty());
+
+    // A store without If-Match fails single-object only.
+    let mut io = self::io();
+    io.store.if_match_unsupported = true;
+    let mut single = preflighted(Strategy::SingleObject, ExpiryClock::Server);
+    let refused = single.try_acquire(&mut io, "k", &grant("a"));
+    assert!(
+        matches!(&refused, Err(Error::StoreUnsafe(r)) if r.capability == crate::preflight::Capability::IfMatchPut),
+        "{refused:?}"
+    );
+    let mut epoch = preflighted(Strategy::EpochObjects, ExpiryClock::Server);
+    granted(&mut epoch, &mut io, "a");
+}
+
+#[test]
+fn an_undecided_preflight_is_tried_again() {
+    let mut c = preflighted(Strategy::EpochObjects, ExpiryClock::Server);
+    let mut io = io();
+    let mut calls = 0;
+    let mut flaky = Intercept::new(&mut io, |req, _| {
+        calls += 1;
+        // The first preflight's LIST meets a busy store.
+        (calls < 14 && req.object_key.is_empty()).then(|| {
+            Ok(crate::s3::S3Response {
+                status: 503,
+                ..Default::default()
+            })
+        })
+    });
+    let first = c.try_acquire(&mut flaky, "k", &grant("a"));
+    assert!(
+        matches!(&first, Err(Error::StoreUnsafe(r)) if r.verdict == crate::preflight::Verdict::Unknown),
+        "{first:?}"
+    );
+    let second = c.try_acquire(&mut flaky, "k", &grant("a")).unwrap();
+    assert!(matches!(second, AcquireOutcome::Granted(_)), "{second:?}");
+}
+
+#[test]
+fn without_the_option_no_preflight_is_sent() {
+    let mut c = core(Strategy::SingleObject, ExpiryClock::Server);
+    let mut io = io();
+    io.store.ignore_conditions = true;
+    granted(&mut c, &mut io, "a");
+    assert_eq!(io.take_requests().len(), 2);
+}

@@ -36,5 +36,6 @@ pub fn raw_config(
         request_timeout_ms: None,
         strategy: Some(strategy),
         expiry_clock: Some(clock),
+        preflight: None,
     }
 }
