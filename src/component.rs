@@ -12,6 +12,7 @@ use crate::error::{Error, S3Error};
 use crate::expiry::ExpiryClock;
 use crate::fenced::Change;
 use crate::lock_object::LockState;
+use crate::preflight::{Capability, CapabilityResult, Report, Verdict};
 use crate::protocol::{AcquireOutcome, Grant, Lease};
 use crate::sigv4::Credentials;
 use crate::transport::{random_hex_id, random_u64, WasiIo};
@@ -74,6 +75,7 @@ impl GuestClient for Client {
                 wit::ExpiryClock::Server => ExpiryClock::Server,
                 wit::ExpiryClock::Observed => ExpiryClock::Observed,
             }),
+            preflight: config.preflight,
         };
         let config = ClientConfig::validate(raw).map_err(to_wit_error)?;
         Ok(Client {
@@ -175,6 +177,10 @@ impl GuestClient for Client {
                     token: o.token,
                 })
             })
+    }
+
+    fn preflight(&self) -> Result<wit::PreflightReport, wit::Error> {
+        self.run(|core, io| core.preflight(io)).map(to_wit_report)
     }
 
     fn elector(&self, config: wit::ElectorConfig) -> Result<wit_lease::Elector, wit::Error> {
@@ -306,6 +312,62 @@ fn to_wit_state(s: LockState) -> wit::LockState {
     }
 }
 
+fn to_wit_strategy(s: Strategy) -> wit::Strategy {
+    match s {
+        Strategy::SingleObject => wit::Strategy::SingleObject,
+        Strategy::EpochObjects => wit::Strategy::EpochObjects,
+    }
+}
+
+fn to_wit_clock(c: ExpiryClock) -> wit::ExpiryClock {
+    match c {
+        ExpiryClock::Holder => wit::ExpiryClock::Holder,
+        ExpiryClock::Server => wit::ExpiryClock::Server,
+        ExpiryClock::Observed => wit::ExpiryClock::Observed,
+    }
+}
+
+fn to_wit_result(r: CapabilityResult) -> wit::CapabilityResult {
+    wit::CapabilityResult {
+        capability: match r.capability {
+            Capability::IfNoneMatchExisting => wit::Capability::IfNoneMatchExisting,
+            Capability::IfMatchPut => wit::Capability::IfMatchPut,
+            Capability::IfMatchMissingKey => wit::Capability::IfMatchMissingKey,
+            Capability::IfMatchDelete => wit::Capability::IfMatchDelete,
+            Capability::ServerDates => wit::Capability::ServerDates,
+            Capability::ListStartAfter => wit::Capability::ListStartAfter,
+            Capability::ConditionalGet => wit::Capability::ConditionalGet,
+            Capability::PayloadHash => wit::Capability::PayloadHash,
+            Capability::ClockOffset => wit::Capability::ClockOffset,
+        },
+        verdict: match r.verdict {
+            Verdict::Pass => wit::Verdict::Pass,
+            Verdict::Fail => wit::Verdict::Fail,
+            Verdict::Unknown => wit::Verdict::Unknown,
+        },
+        status: r.status,
+        code: r.code,
+        detail: r.detail,
+        silent: r.silent,
+    }
+}
+
+fn to_wit_report(r: Report) -> wit::PreflightReport {
+    wit::PreflightReport {
+        results: r.results.into_iter().map(to_wit_result).collect(),
+        clock_offset: r.clock_offset.map(|o| wit::ClockOffset {
+            offset_ms: o.offset_ms,
+            uncertainty_ms: o.uncertainty_ms,
+        }),
+        safe_strategies: r.safe_strategies.into_iter().map(to_wit_strategy).collect(),
+        safe_expiry_clocks: r.safe_expiry_clocks.into_iter().map(to_wit_clock).collect(),
+        recommended_strategy: r.recommended_strategy.map(to_wit_strategy),
+        config_safe: r.config_safe,
+        notes: r.notes,
+        requests: r.requests,
+    }
+}
+
 fn to_wit_s3(e: S3Error) -> wit::S3Error {
     wit::S3Error {
         status: e.status,
@@ -357,6 +419,7 @@ fn to_wit_error(e: Error) -> wit::Error {
             our_token,
             stored_token,
         }),
+        Error::StoreUnsafe(r) => wit::Error::StoreUnsafe(to_wit_result(*r)),
     }
 }
 

@@ -7,7 +7,7 @@ wasmtime::component::bindgen!({
 });
 
 pub use exports::s3_lease::lease::types::{
-    AddressingStyle, Config, Credentials, ElectorConfig, ElectorEvent, Error, ExpiryClock,
-    FenceOptions, FencedObject, FencedWrite, Lease, LockState, Options, Role, StepResult,
-    StopReason, Strategy,
+    AddressingStyle, Capability, CapabilityResult, ClockOffset, Config, Credentials, ElectorConfig,
+    ElectorEvent, Error, ExpiryClock, FenceOptions, FencedObject, FencedWrite, Lease, LockState,
+    Options, PreflightReport, Role, StepResult, StopReason, Strategy, Verdict,
 };

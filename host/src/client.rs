@@ -3,7 +3,7 @@
 
 use crate::bindings::{
     ElectorConfig, Error as LeaseError, FenceOptions, FencedObject, FencedWrite, Lease, LockState,
-    Options,
+    Options, PreflightReport,
 };
 use crate::elector::Elector;
 use crate::guard::LeaseGuard;
@@ -117,6 +117,13 @@ impl Client {
 
     pub fn fenced_get(&self, object_key: &str) -> Result<Option<FencedObject>, Error> {
         self.call(|i| i.fenced_get(object_key))
+    }
+
+    /// Probes the store with real requests under a scratch prefix (deleted
+    /// afterwards): which capabilities a lock needs it has, and which
+    /// strategies and expiry clocks are safe on it.
+    pub fn preflight(&self) -> Result<PreflightReport, Error> {
+        self.call(|i| i.preflight())
     }
 
     /// Waits up to `wait` for the lock and holds it until the guard is

@@ -20,6 +20,9 @@ pub struct S3Config {
     pub request_timeout_ms: Option<u32>,
     pub strategy: Option<Strategy>,
     pub expiry_clock: Option<ExpiryClock>,
+    /// Run the store preflight before the first grant; refuse to grant on
+    /// a store that fails it. Default: false.
+    pub preflight: Option<bool>,
 }
 
 impl S3Config {
@@ -69,6 +72,7 @@ impl S3Config {
             request_timeout_ms: None,
             strategy: None,
             expiry_clock: None,
+            preflight: None,
         })
     }
 
@@ -88,6 +92,7 @@ impl S3Config {
             request_timeout_ms: self.request_timeout_ms,
             strategy: self.strategy,
             expiry_clock: self.expiry_clock,
+            preflight: self.preflight,
         }
     }
 }
@@ -106,6 +111,7 @@ impl fmt::Debug for S3Config {
             .field("request_timeout_ms", &self.request_timeout_ms)
             .field("strategy", &self.strategy)
             .field("expiry_clock", &self.expiry_clock)
+            .field("preflight", &self.preflight)
             .finish()
     }
 }

@@ -95,6 +95,26 @@ impl fmt::Display for Describe<'_> {
                 "fenced: {} was written under token {}, ours is {}",
                 x.object_key, x.stored_token, x.our_token
             ),
+            LeaseError::StoreUnsafe(r) => {
+                use crate::bindings::{Capability as C, Verdict};
+                let name = match r.capability {
+                    C::IfNoneMatchExisting => "if-none-match-existing",
+                    C::IfMatchPut => "if-match-put",
+                    C::IfMatchMissingKey => "if-match-missing-key",
+                    C::IfMatchDelete => "if-match-delete",
+                    C::ServerDates => "server-dates",
+                    C::ListStartAfter => "list-start-after",
+                    C::ConditionalGet => "conditional-get",
+                    C::PayloadHash => "payload-hash",
+                    C::ClockOffset => "clock-offset",
+                };
+                let verdict = if r.verdict == Verdict::Unknown { "could not show" } else { "failed" };
+                write!(f, "the store's preflight {verdict} {name}")?;
+                if let Some(status) = r.status {
+                    write!(f, " (HTTP {status} {})", r.code)?;
+                }
+                write!(f, ": {}; no lease is granted on it", r.detail)
+            }
         }
     }
 }

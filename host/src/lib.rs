@@ -32,6 +32,8 @@ pub mod raw;
 mod runtime;
 mod source;
 
+/// What [`Client::preflight`] reports.
+pub use bindings::{Capability, CapabilityResult, ClockOffset, PreflightReport, Verdict};
 pub use client::Client;
 pub use compile_cache::{CacheOutcome, CompileCache};
 pub use config::S3Config;

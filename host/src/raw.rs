@@ -7,7 +7,7 @@
 
 use crate::bindings::{
     Config, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject, FencedWrite, Lease,
-    LeaseApi, LockState, Options, StepResult,
+    LeaseApi, LockState, Options, PreflightReport, StepResult,
 };
 use crate::runtime::State;
 use anyhow::{Context, Result};
@@ -172,6 +172,16 @@ impl RawInstance {
             client,
             object_key,
         )?)
+    }
+
+    /// Probes the store (see the WIT's `preflight`).
+    pub fn preflight(&mut self) -> Result<Result<PreflightReport, LeaseError>> {
+        let client = self.client()?;
+        Ok(self
+            .host
+            .s3_lease_lease_lease()
+            .client()
+            .call_preflight(&mut self.store, client)?)
     }
 
     /// An elector on this instance's client (a resource handle).
