@@ -42,6 +42,11 @@ pub enum Fault {
     LoseReply,
 }
 
+/// A standing rule, applied to every request no one-shot fault took: it
+/// may rewrite the request (strip a header, say) or answer it with a fault.
+/// The simulated stores of `crate::simulated` are rules.
+pub type Rule = Arc<dyn Fn(&mut http::request::Parts) -> Option<Fault> + Send + Sync>;
+
 /// The hooks of one instance; requests that are not faulted go on to `next`
 /// (the runtime's pooled sender).
 #[derive(Clone)]
@@ -49,6 +54,8 @@ pub struct Hooks {
     pub log: Arc<Mutex<Vec<RequestRecord>>>,
     /// Applied to the next requests, one fault each, in order.
     pub faults: Arc<Mutex<VecDeque<Fault>>>,
+    /// Applied to every request, in order, after the one-shot faults.
+    pub rules: Arc<Mutex<Vec<Rule>>>,
     /// While set, every request is refused before it leaves: a network cut.
     pub cut: Arc<std::sync::atomic::AtomicBool>,
     next: HttpSender,
@@ -63,6 +70,7 @@ impl Hooks {
         Hooks {
             log: Arc::default(),
             faults: Arc::default(),
+            rules: Arc::default(),
             cut: Arc::default(),
             next,
         }
@@ -81,6 +89,14 @@ impl Hooks {
         lock(&self.faults).push_back(fault);
     }
 
+    /// Adds a standing rule (see [`Rule`]).
+    pub fn add_rule(
+        &self,
+        rule: impl Fn(&mut http::request::Parts) -> Option<Fault> + Send + Sync + 'static,
+    ) {
+        lock(&self.rules).push(Arc::new(rule));
+    }
+
     /// Cuts (or restores) this instance's network.
     pub fn set_cut(&self, cut: bool) {
         self.cut.store(cut, std::sync::atomic::Ordering::SeqCst);
@@ -96,6 +112,7 @@ impl WasiHttpHooks for Hooks {
     ) -> ResponseFuture {
         let log = self.log.clone();
         let next = self.next.clone();
+        let rules = lock(&self.rules).clone();
         let fault = if self.cut.load(std::sync::atomic::Ordering::SeqCst) {
             Some(Fault::Refuse)
         } else {
@@ -129,6 +146,15 @@ impl WasiHttpHooks for Hooks {
                 });
                 log.len() - 1
             };
+            // Recorded as the component sent it; the rules act after.
+            let mut parts = parts;
+            let mut fault = fault;
+            for rule in &rules {
+                if fault.is_some() {
+                    break;
+                }
+                fault = rule(&mut parts);
+            }
             let set_status = |status: u16| {
                 if let Some(r) = lock(&log).get_mut(index) {
                     r.status = Some(status);

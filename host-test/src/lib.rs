@@ -9,12 +9,15 @@
 //!   whatever the `AWS_*` environment variables name.
 //! - [`admin`]: raw S3 calls from the host (create a bucket, plant corrupt
 //!   objects), signed by the crate's own SigV4 code.
+//! - [`simulated`]: hook rules that make SeaweedFS behave like weaker
+//!   stores (conditions ignored, 501 to `If-Match`).
 
 pub mod admin;
 pub mod bindings;
 pub mod hooks;
 pub mod instance;
 pub mod server;
+pub mod simulated;
 
 pub use instance::{Harness, Instance};
 

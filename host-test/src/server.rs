@@ -59,6 +59,7 @@ impl Endpoint {
             request_timeout_ms: None,
             strategy: None,
             expiry_clock: None,
+            preflight: None,
         }
     }
 
@@ -77,6 +78,7 @@ impl Endpoint {
             request_timeout_ms: None,
             strategy: None,
             expiry_clock: None,
+            preflight: None,
         };
         Admin::new(ClientConfig::validate(raw).map_err(|e| anyhow::anyhow!("{e}"))?)
     }

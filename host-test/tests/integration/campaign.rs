@@ -206,6 +206,7 @@ fn error_kind(e: &LeaseError) -> &'static str {
         LeaseError::InvalidArgument(_) => "invalid-argument",
         LeaseError::Timeout(_) => "timeout",
         LeaseError::Fenced(_) => "fenced",
+        LeaseError::StoreUnsafe(_) => "store-unsafe",
     }
 }
 

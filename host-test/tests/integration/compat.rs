@@ -1,7 +1,8 @@
 //! The contract is versioned. 0.2.0 broke 0.1 on purpose: leases carry a
 //! seal, lock states their `expires-in-ms`, and errors a `clock-skewed`
 //! case. A host built against the 0.1.0 WIT must be refused when it binds,
-//! never run with records whose layout no longer matches.
+//! never run with records whose layout no longer matches. 0.3.0 broke 0.2
+//! likewise: the config gained `preflight` and errors `store-unsafe`.
 
 use super::*;
 
@@ -10,6 +11,23 @@ mod v0_1_0 {
         path: "tests/integration/compat/lease-0.1.0.wit",
         world: "s3-lease:lease/lease-api",
     });
+}
+
+mod v0_2_0 {
+    wasmtime::component::bindgen!({
+        path: "tests/integration/compat/lease-0.2.0.wit",
+        world: "s3-lease:lease/lease-api",
+    });
+}
+
+#[test]
+fn a_host_built_on_the_0_2_contract_is_refused_when_it_binds() {
+    let refused = v0_2_0::LeaseApiPre::new(harness().instance_pre().clone());
+    let message = format!(
+        "{:#}",
+        refused.err().expect("0.2 exports must not be found")
+    );
+    assert!(message.contains("0.2.0"), "{message}");
 }
 
 #[test]

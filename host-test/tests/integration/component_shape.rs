@@ -32,11 +32,11 @@ fn exports_the_lease_interface_and_imports_only_wasi() {
         "{imports:?}"
     );
     assert!(
-        exports.contains(&"s3-lease:lease/lease@0.2.0".to_string()),
+        exports.contains(&"s3-lease:lease/lease@0.3.0".to_string()),
         "{exports:?}"
     );
     assert!(
-        exports.contains(&"s3-lease:lease/types@0.2.0".to_string()),
+        exports.contains(&"s3-lease:lease/types@0.3.0".to_string()),
         "{exports:?}"
     );
     let size = std::fs::metadata(component_path())

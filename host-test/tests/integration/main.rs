@@ -15,6 +15,7 @@ mod interop;
 mod lifecycle;
 mod lost_replies;
 mod many_keys;
+mod preflight;
 mod request_counts;
 mod rng;
 

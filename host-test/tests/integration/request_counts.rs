@@ -73,3 +73,39 @@ fn every_request_carries_the_hash_of_the_body_it_sends() {
     assert_eq!(log.len(), 3);
     assert!(log.iter().all(|r| r.payload_hash_ok), "{log:?}");
 }
+
+#[test]
+fn the_preflight_costs_what_the_contract_says() {
+    let prefix = fresh_prefix("counts-preflight");
+    let mut a = opened(&prefix);
+    let report = a.preflight().unwrap().unwrap();
+    let log = a.hooks.take_requests();
+    assert_eq!(log.len(), report.requests as usize);
+    if !super::preflight::on_seaweedfs() {
+        return;
+    }
+    assert_eq!(
+        shape(&log),
+        [
+            s("PUT", 200),    // a, If-None-Match: *
+            s("PUT", 200),    // b, If-None-Match: *
+            s("PUT", 412),    // a again, If-None-Match: *
+            s("PUT", 412),    // a, If-Match: wrong
+            s("PUT", 200),    // a, If-Match: right
+            s("PUT", 412),    // missing key, If-Match (AWS: 404)
+            s("GET", 200),    // a, If-None-Match: other
+            s("GET", 304),    // a, If-None-Match: same
+            s("GET", 200),    // LIST start-after a
+            s("PUT", 200),    // wrong payload hash, stored (AWS: 400)
+            s("DELETE", 412), // a, If-Match: wrong
+            s("DELETE", 204), // a, If-Match: right
+            s("DELETE", 204), // b
+            s("DELETE", 204), // the wrongly hashed object
+        ],
+        "preflight on SeaweedFS"
+    );
+    // Only the probe that means to sends a wrong payload hash.
+    let wrong: Vec<_> = log.iter().filter(|r| !r.payload_hash_ok).collect();
+    assert_eq!(wrong.len(), 1, "{wrong:?}");
+    assert_eq!(wrong[0].method, "PUT");
+}
