@@ -9,6 +9,7 @@
 //!   whatever the `AWS_*` environment variables name.
 //! - [`admin`]: raw S3 calls from the host (create a bucket, plant corrupt
 //!   objects), signed by the crate's own SigV4 code.
+//! - [`s3s_fs`]: s3s-fs, a real store that must fail the preflight.
 //! - [`simulated`]: hook rules that make SeaweedFS behave like weaker
 //!   stores (conditions ignored, 501 to `If-Match`).
 
@@ -16,6 +17,7 @@ pub mod admin;
 pub mod bindings;
 pub mod hooks;
 pub mod instance;
+pub mod s3s_fs;
 pub mod server;
 pub mod simulated;
 

@@ -18,6 +18,7 @@ mod many_keys;
 mod preflight;
 mod request_counts;
 mod rng;
+mod s3s_fs;
 
 use host_test::bindings::{Error as LeaseError, Lease, Options};
 use host_test::server::{self, Endpoint};

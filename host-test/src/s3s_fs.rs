@@ -1,0 +1,90 @@
+//! s3s-fs, a real S3-compatible store that must fail the preflight: it
+//! ignores `If-Match` on DELETE (and its conditional PUTs are not atomic).
+//! `scripts/setup.sh` installs it into `.tools/bin`; `S3LEASE_S3S_FS`
+//! names another binary.
+
+use crate::server::Endpoint;
+use anyhow::{bail, Context, Result};
+use s3_lease::config::Addressing;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The `s3s-fs` binary: `S3LEASE_S3S_FS`, else `.tools/bin/s3s-fs` of the workspace.
+pub fn binary() -> PathBuf {
+    crate::env_or_workspace_path("S3LEASE_S3S_FS", ".tools/bin/s3s-fs")
+}
+
+/// A running s3s-fs on a free loopback port, stopped (and its directory
+/// removed) when dropped or when this process ends.
+pub struct S3sFs {
+    pub endpoint: Endpoint,
+    watchdog: Child,
+}
+
+impl Drop for S3sFs {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg(self.watchdog.id().to_string())
+            .status();
+        let _ = self.watchdog.wait();
+    }
+}
+
+impl S3sFs {
+    pub fn start() -> Result<S3sFs> {
+        let bin = binary();
+        if !bin.exists() {
+            bail!("s3s-fs not found at {}", bin.display());
+        }
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
+        let dir = std::env::temp_dir().join(format!("s3lease-s3s-{}-{stamp}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let endpoint = Endpoint {
+            url: format!("http://127.0.0.1:{port}"),
+            region: "us-east-1".into(),
+            access_key_id: "S3LEASES3SKEY".into(),
+            secret_access_key: format!("s3lease-s3s-secret-{stamp}"),
+            session_token: None,
+            bucket: "s3-lease-test".into(),
+            addressing: Addressing::Path,
+        };
+        // Stops s3s-fs when our process goes away or on TERM.
+        let script = r#"
+            bin="$1"; dir="$2"; shift 2
+            "$bin" "$@" "$dir" >"$dir.log" 2>&1 &
+            c=$!
+            stop() { kill "$c" 2>/dev/null; wait "$c" 2>/dev/null; rm -rf "$dir" "$dir.log"; exit 0; }
+            trap stop TERM INT
+            while kill -0 "$S3LEASE_PARENT" 2>/dev/null && kill -0 "$c" 2>/dev/null; do sleep 0.3; done
+            stop
+        "#;
+        let watchdog = Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .arg("watchdog")
+            .arg(&bin)
+            .arg(&dir)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--access-key", &endpoint.access_key_id])
+            .args(["--secret-key", &endpoint.secret_access_key])
+            .env("S3LEASE_PARENT", std::process::id().to_string())
+            .stdin(Stdio::null())
+            .spawn()
+            .context("starting s3s-fs")?;
+        let server = S3sFs { endpoint, watchdog };
+        let admin = server.endpoint.admin()?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match admin.create_bucket() {
+                Ok(()) => return Ok(server),
+                Err(e) if Instant::now() > deadline => {
+                    bail!("s3s-fs not ready after 30 s: {e:#}")
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    }
+}
