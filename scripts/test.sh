@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
+install_s3s_fs
 
 started=$(date +%s)
 # --nocapture: the suite prints what it measured (request counts, sizes).
