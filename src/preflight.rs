@@ -28,7 +28,6 @@ use crate::protocol::{Operation, Step};
 use crate::s3::{self, list_request, Method, S3Request, S3Response};
 use crate::sigv4;
 use offset::OffsetBounds;
-use std::collections::BTreeMap;
 
 /// What the preflight checks, in the order it reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -237,6 +236,26 @@ impl Seen {
     }
 }
 
+/// The replies seen, one per probe that ran, in order. (Twelve at most: a
+/// Vec keeps map code out of the component.)
+#[derive(Debug, Default)]
+struct Probes(Vec<(Phase, Seen)>);
+
+impl Probes {
+    fn get(&self, phase: &Phase) -> Option<&Seen> {
+        self.0.iter().find(|(p, _)| p == phase).map(|(_, s)| s)
+    }
+
+    fn insert(&mut self, phase: Phase, seen: Seen) {
+        self.0.retain(|(p, _)| *p != phase);
+        self.0.push((phase, seen));
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&Phase, &Seen)> {
+        self.0.iter().map(|(p, s)| (p, s))
+    }
+}
+
 /// Whether a scratch object may exist and so must be deleted at the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Left {
@@ -254,11 +273,11 @@ pub struct Preflight {
     phase: Option<Phase>,
     /// Every probe has run (or been skipped): only cleanup is left.
     probed: bool,
-    seen: BTreeMap<Phase, Seen>,
+    seen: Probes,
     /// a's ETag and body after the last write the store accepted.
     current: Option<(String, Vec<u8>)>,
     /// Scratch objects to delete at the end, and the one being deleted.
-    left: BTreeMap<String, Left>,
+    left: Vec<(String, Left)>,
     /// The probe awaiting its reply.
     in_flight: Option<S3Request>,
     deleting: Option<String>,
@@ -280,9 +299,9 @@ impl Preflight {
             clock,
             phase: None,
             probed: false,
-            seen: BTreeMap::new(),
+            seen: Probes::default(),
             current: None,
-            left: BTreeMap::new(),
+            left: Vec::new(),
             in_flight: None,
             deleting: None,
             cleanup_failures: Vec::new(),
@@ -310,6 +329,10 @@ impl Preflight {
 
     fn body(&self, what: &str) -> Vec<u8> {
         format!("s3-lease preflight {} {what}\n", self.nonce).into_bytes()
+    }
+
+    fn left_as(&self, key: &str) -> Option<Left> {
+        self.left.iter().find(|(k, _)| k == key).map(|(_, l)| *l)
     }
 
     fn current_etag(&self) -> Option<String> {
@@ -349,7 +372,7 @@ impl Preflight {
                 S3Request::new(Method::Get, &a, MAX_REPLY_BYTES).header("if-none-match", &etag)
             }
             // Only when b surely exists: a LIST without it would be misread.
-            Phase::ListAfter if a_exists && self.left.get(&self.key("b")) == Some(&Left::Yes) => {
+            Phase::ListAfter if a_exists && self.left_as(&self.key("b")) == Some(Left::Yes) => {
                 list_request(&self.scratch, Some(&a))
             }
             Phase::WrongHash => {
@@ -386,16 +409,15 @@ impl Preflight {
         };
         if request.method == Method::Delete {
             if seen.applied() {
-                self.left.remove(&key);
+                self.left.retain(|(k, _)| *k != key);
                 self.current = None;
             }
             return;
         }
-        if let Some(left) = landed {
-            let entry = self.left.entry(key.clone()).or_insert(left);
-            if left == Left::Yes {
-                *entry = Left::Yes;
-            }
+        match (landed, self.left.iter_mut().find(|(k, _)| *k == key)) {
+            (Some(Left::Yes), Some((_, known))) => *known = Left::Yes,
+            (Some(left), None) => self.left.push((key.clone(), left)),
+            _ => {}
         }
         if key == self.key("a") {
             match (seen.applied(), &seen.etag) {
@@ -472,8 +494,7 @@ impl Preflight {
         }
         self.phase = None;
         self.probed = true;
-        if let Some(key) = self.left.keys().next().cloned() {
-            self.left.remove(&key);
+        if let Some((key, _)) = self.left.pop() {
             self.deleting = Some(key.clone());
             self.requests += 1;
             // Plain DELETE: the store may not support a conditional one,

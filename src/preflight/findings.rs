@@ -2,8 +2,7 @@
 //! reply that decided it as evidence. Pure: the replies are all in `seen`.
 
 use super::offset::OffsetBounds;
-use super::{Capability, CapabilityResult, Phase, Seen, Verdict};
-use std::collections::BTreeMap;
+use super::{Capability, CapabilityResult, Phase, Probes, Seen, Verdict};
 
 /// Beyond this, this machine's clock is too far from the store's for the
 /// `holder` expiry clock, which compares wall clocks directly.
@@ -80,7 +79,7 @@ fn unclear(capability: Capability, seen: &Seen, what: &str) -> CapabilityResult 
 }
 
 /// Why probes on the scratch object `a` did not run.
-fn no_scratch_object(capability: Capability, seen: &BTreeMap<Phase, Seen>) -> CapabilityResult {
+fn no_scratch_object(capability: Capability, seen: &Probes) -> CapabilityResult {
     let why = match seen.get(&Phase::CreateFirst) {
         Some(s) if s.applied() && s.etag.is_none() => {
             "the store accepted the scratch object but its reply carried no ETag, so no condition could name it".to_string()
@@ -96,10 +95,7 @@ fn no_scratch_object(capability: Capability, seen: &BTreeMap<Phase, Seen>) -> Ca
     )
 }
 
-pub(super) fn results(
-    seen: &BTreeMap<Phase, Seen>,
-    offset: &OffsetBounds,
-) -> Vec<CapabilityResult> {
+pub(super) fn results(seen: &Probes, offset: &OffsetBounds) -> Vec<CapabilityResult> {
     Capability::ALL
         .iter()
         .map(|&c| match c {
@@ -116,7 +112,7 @@ pub(super) fn results(
         .collect()
 }
 
-fn if_none_match_existing(seen: &BTreeMap<Phase, Seen>) -> CapabilityResult {
+fn if_none_match_existing(seen: &Probes) -> CapabilityResult {
     let c = Capability::IfNoneMatchExisting;
     let Some(first) = seen.get(&Phase::CreateFirst) else {
         return no_scratch_object(c, seen);
@@ -148,7 +144,7 @@ fn if_none_match_existing(seen: &BTreeMap<Phase, Seen>) -> CapabilityResult {
     }
 }
 
-fn if_match_put(seen: &BTreeMap<Phase, Seen>) -> CapabilityResult {
+fn if_match_put(seen: &Probes) -> CapabilityResult {
     let c = Capability::IfMatchPut;
     let Some(wrong) = seen.get(&Phase::PutWrongEtag) else {
         return no_scratch_object(c, seen);
@@ -182,14 +178,14 @@ fn if_match_put(seen: &BTreeMap<Phase, Seen>) -> CapabilityResult {
 
 /// The object read back is the last write the store accepted, or else the
 /// failure: a refused write that landed anyway, or an accepted one lost.
-fn read_back(seen: &BTreeMap<Phase, Seen>) -> Option<CapabilityResult> {
+fn read_back(seen: &Probes) -> Option<CapabilityResult> {
     let get = seen.get(&Phase::GetOtherEtag)?;
     (get.body_matches == Some(false)).then(|| {
         silent(Capability::IfMatchPut, get, "the object read back is not the last write the store accepted: a refused write landed anyway, or an accepted one was lost")
     })
 }
 
-fn if_match_missing_key(seen: &BTreeMap<Phase, Seen>) -> CapabilityResult {
+fn if_match_missing_key(seen: &Probes) -> CapabilityResult {
     let c = Capability::IfMatchMissingKey;
     let Some(put) = seen.get(&Phase::PutMissingKey) else {
         return no_scratch_object(c, seen);
@@ -203,7 +199,7 @@ fn if_match_missing_key(seen: &BTreeMap<Phase, Seen>) -> CapabilityResult {
     }
 }
 
-fn if_match_delete(seen: &BTreeMap<Phase, Seen>) -> CapabilityResult {
+fn if_match_delete(seen: &Probes) -> CapabilityResult {
     let c = Capability::IfMatchDelete;
     let Some(wrong) = seen.get(&Phase::DeleteWrongEtag) else {
         return no_scratch_object(c, seen);
@@ -244,7 +240,7 @@ fn if_match_delete(seen: &BTreeMap<Phase, Seen>) -> CapabilityResult {
     }
 }
 
-fn server_dates(seen: &BTreeMap<Phase, Seen>) -> CapabilityResult {
+fn server_dates(seen: &Probes) -> CapabilityResult {
     let c = Capability::ServerDates;
     let without: Vec<String> = seen
         .iter()
@@ -310,7 +306,7 @@ fn server_dates(seen: &BTreeMap<Phase, Seen>) -> CapabilityResult {
     )
 }
 
-fn list_start_after(seen: &BTreeMap<Phase, Seen>) -> CapabilityResult {
+fn list_start_after(seen: &Probes) -> CapabilityResult {
     let c = Capability::ListStartAfter;
     let Some(list) = seen.get(&Phase::ListAfter) else {
         return result(
@@ -355,7 +351,7 @@ fn list_start_after(seen: &BTreeMap<Phase, Seen>) -> CapabilityResult {
     }
 }
 
-fn conditional_get(seen: &BTreeMap<Phase, Seen>) -> CapabilityResult {
+fn conditional_get(seen: &Probes) -> CapabilityResult {
     let c = Capability::ConditionalGet;
     let Some(other) = seen.get(&Phase::GetOtherEtag) else {
         return no_scratch_object(c, seen);
@@ -375,7 +371,7 @@ fn conditional_get(seen: &BTreeMap<Phase, Seen>) -> CapabilityResult {
     }
 }
 
-fn payload_hash(seen: &BTreeMap<Phase, Seen>) -> CapabilityResult {
+fn payload_hash(seen: &Probes) -> CapabilityResult {
     let c = Capability::PayloadHash;
     let Some(put) = seen.get(&Phase::WrongHash) else {
         return result(c, Verdict::Unknown, None, "not probed");
