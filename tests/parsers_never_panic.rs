@@ -25,6 +25,7 @@ use s3_lease::fenced::{
 };
 use s3_lease::http_date::parse_ms;
 use s3_lease::lock_object::LockRecord;
+use s3_lease::preflight::{Capability, Preflight};
 use s3_lease::protocol::{
     Grant, Inspect, Lease, Operation, RewriteOwn, Step, TryAcquire, MAX_TTL_MS,
 };
@@ -1315,6 +1316,70 @@ proptest! {
                 if let Ok(op) = FencedWrite::new(key(), fence, Change::Delete { nonce: hint }, wid()) {
                     drive(op, replies, now_ms, &steps)?;
                 }
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------- the store preflight
+
+proptest! {
+    #![proptest_config(config(CASES))]
+
+    /// Any replies: a report with every capability, or an error after the
+    /// first request; never more than 12 probes and 4 deletes; a safe
+    /// configuration only where everything it needs passed.
+    #[test]
+    fn the_preflight_never_panics_on_any_replies(
+        replies in vec(reply_seed(), 0..20),
+        now_ms in prop_oneof![4 => 1_700_000_000_000..1_800_000_000_000u64, 1 => any::<u64>()],
+        steps in vec(prop_oneof![4 => 0..2_000u64, 1 => any::<u64>()], 1..4),
+        epoch_objects in any::<bool>(),
+        clock_pick in 0..3u8,
+        lost in vec(any::<bool>(), 20),
+    ) {
+        let strategy = if epoch_objects { LockStrategy::EpochObjects } else { LockStrategy::SingleObject };
+        let clock = [ExpiryClock::Holder, ExpiryClock::Server, ExpiryClock::Observed][clock_pick as usize];
+        let mut op = Preflight::new(
+            "p/.s3-lease-preflight/0123456789abcdef/".into(),
+            "0123456789abcdef".into(),
+            strategy,
+            clock,
+        );
+        let mut now = now_ms;
+        let mut step = op.start(now);
+        let mut sent = 0;
+        let mut seeds = replies.into_iter();
+        let outcome = loop {
+            match step {
+                Step::Done(outcome) => break outcome,
+                Step::Send(request) => {
+                    sent += 1;
+                    prop_assert!(sent <= 16, "{sent} requests");
+                    now = now.saturating_add(steps[sent % steps.len()]);
+                    step = match seeds.next() {
+                        Some(_) if lost[sent % lost.len()] => {
+                            op.on_transport_error(Error::Transport("lost".into()), now)
+                        }
+                        Some(seed) => op.on_response(respond(&request, seed), now),
+                        // Out of replies: the store answers 503 from now on.
+                        None => op.on_response(S3Response { status: 503, ..S3Response::default() }, now),
+                    };
+                }
+            }
+        };
+        match outcome {
+            Ok(report) => {
+                prop_assert_eq!(report.results.len(), Capability::ALL.len());
+                prop_assert_eq!(report.requests as usize, sent);
+                if report.config_safe {
+                    prop_assert!(report.blocking(strategy, clock).is_none());
+                    prop_assert!(report.results.iter().all(|r| !r.silent));
+                }
+            }
+            Err(e) => {
+                prop_assert_eq!(sent, 1, "only the first request ends it: {:?}", e);
+                let _ = e.to_string();
             }
         }
     }
