@@ -457,7 +457,7 @@ impl Preflight {
                         Err("the LIST reply was too large to read".into())
                     } else {
                         s3::parse_list(&r.body).map(|page| {
-                            let named = |key: String| page.keys.iter().any(|k| *k == key);
+                            let named = |key: String| page.keys.contains(&key);
                             (named(self.key("a")), named(self.key("b")))
                         })
                     });
