@@ -86,7 +86,9 @@ fn with_preflight(prefix: &str, strategy: Strategy) -> Config {
 fn seaweedfs_passes_with_its_differences_reported() {
     let prefix = fresh_prefix("preflight-weed");
     let mut i = opened(&prefix);
+    let started = std::time::Instant::now();
     let report = preflight(&mut i);
+    println!("preflight of SeaweedFS took {:?}", started.elapsed());
     print("SeaweedFS", &report);
     assert_eq!(
         report.safe_strategies,
