@@ -142,6 +142,9 @@ struct ElectArgs {
     /// Print each change of leader (one line, or a JSON object) instead of campaigning.
     #[arg(long, conflicts_with = "command")]
     watch: bool,
+    /// With --watch: how often to read the lock.
+    #[arg(long, default_value = "1s", value_parser = duration::parse)]
+    every: Duration,
     #[arg(long, default_value = "10s", value_parser = duration::parse)]
     kill_after: Duration,
     #[arg(last = true, required_unless_present = "watch", value_name = "CMD")]
@@ -249,7 +252,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         Cmd::Elect(args) if args.watch => commands::watch(
             &client,
             &args.hold.key,
-            retry_period(args.hold.ttl),
+            args.every,
             cli.json,
             &catch_signals()?,
         ),

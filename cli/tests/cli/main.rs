@@ -1,0 +1,6 @@
+//! The `s3-lease` binary, run as a user would, against a real S3 server.
+
+mod failover;
+mod outputs;
+mod support;
+mod turns;
