@@ -232,6 +232,7 @@ pub fn watch(
         let now = summary(state.as_ref());
         if last.as_ref() != Some(&now) {
             let stamp = unix_seconds();
+            let clock = utc_time_of_day(stamp);
             if as_json {
                 let mut v = json::state(key, state.as_ref());
                 v["at_unix_s"] = json!(stamp);
@@ -239,13 +240,13 @@ pub fn watch(
             } else {
                 match &state {
                     Some(s) if s.live => println!(
-                        "{stamp:.3} {key}: leader {} (token {}, can expire in {})",
+                        "{clock} {key}: leader {} (token {}, can expire in {})",
                         s.holder_id,
                         s.token,
                         show(Duration::from_millis(s.expires_in_ms))
                     ),
-                    Some(s) => println!("{stamp:.3} {key}: no leader (last token {})", s.token),
-                    None => println!("{stamp:.3} {key}: no leader (never locked)"),
+                    Some(s) => println!("{clock} {key}: no leader (last token {})", s.token),
+                    None => println!("{clock} {key}: no leader (never locked)"),
                 }
             }
             let _ = std::io::stdout().flush();
@@ -270,4 +271,16 @@ fn unix_seconds() -> f64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
+}
+
+/// `19:10:15.380Z`: when a change was seen, for people (UTC).
+fn utc_time_of_day(unix_s: f64) -> String {
+    let millis = (unix_s * 1000.0) as u64 % 86_400_000;
+    let (h, m, s, ms) = (
+        millis / 3_600_000,
+        millis / 60_000 % 60,
+        millis / 1000 % 60,
+        millis % 1000,
+    );
+    format!("{h:02}:{m:02}:{s:02}.{ms:03}Z")
 }

@@ -4,10 +4,10 @@
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
+use s3_lease_host::http::{full, HttpSender, IoFuture, ResponseFuture};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use s3_lease_host::http::{full, HttpSender, IoFuture, ResponseFuture};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 /// One request as the component sent it, and what became of it.
