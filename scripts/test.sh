@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every test: native unit tests of the sans-IO core, the SigV4 cross-check
+# Every test: native unit tests of the sans-IO core, the SigV4 cross-check,
+# the host crate and the command line (the built binary), the demo,
 # against botocore, and the integration suite (the built component in
 # wasmtime against a real S3 server: SeaweedFS on 127.0.0.1, started by the
 # suite, or the endpoint named by AWS_ENDPOINT_URL).
@@ -9,5 +10,8 @@ source scripts/setup.sh
 
 started=$(date +%s)
 # --nocapture: the suite prints what it measured (request counts, sizes).
+echo "test.sh: cargo test --workspace (the first build compiles wasmtime: ~5 min on 2 cores)"
 cargo test --locked --workspace -- --nocapture
+echo "test.sh: the demo (scripts/demo.sh), which fails if any of its checks does"
+bash scripts/demo.sh
 echo "test.sh: all tests passed in $(( $(date +%s) - started )) s (after setup)"
