@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Every test: native unit tests of the sans-IO core, the SigV4 cross-check,
-# the host crate and the command line (the built binary), the demo,
-# against botocore, and the integration suite (the built component in
+# Every test: native unit tests of the sans-IO core, the SigV4 cross-check
+# against botocore, the host crate, the command line (the built binary), the
+# demo, and the integration suite (the built component in
 # wasmtime against a real S3 server: SeaweedFS on 127.0.0.1, started by the
 # suite, or the endpoint named by AWS_ENDPOINT_URL).
 set -euo pipefail
