@@ -30,9 +30,15 @@ fn a_holder_killed_with_sigkill_is_followed_within_the_ttl() {
         "-c",
         r#"echo $$ > "$SCENE/pid"; exec sleep 60"#,
     ]);
-    wait_for(Duration::from_secs(30), "the first holder", || {
-        token_of(&scene, "k").is_some()
-    });
+    let started = Instant::now();
+    while token_of(&scene, "k").is_none() {
+        if started.elapsed() > Duration::from_secs(30) || holder.try_wait().unwrap().is_some() {
+            let _ = holder.kill();
+            let out = holder.wait_with_output().unwrap();
+            panic!("no first holder ({}): {}", out.status, text(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let first = token_of(&scene, "k").unwrap();
     signal(&holder, 9);
     holder.wait().unwrap();
@@ -148,6 +154,8 @@ fn elect_runs_the_command_each_term_and_watch_reports_changes() {
         "terms {t:?}, intruder {intruder}"
     );
 
+    // Long enough for the watcher to see the second term too.
+    std::thread::sleep(Duration::from_millis(500));
     signal(&elect, 15);
     let out = elect.wait_with_output().unwrap();
     let stderr = text(&out.stderr);
