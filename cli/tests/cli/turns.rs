@@ -21,7 +21,7 @@ fn four_processes_take_turns_without_overlap_and_with_rising_tokens() {
                 for _ in 0..RUNS_EACH {
                     let holder = format!("worker-{p}");
                     let out = scene.run(&[
-                        "run", "turns", "--ttl", "2s", "--quiet", "--holder", &holder, "--", "sh",
+                        "run", "turns", "--ttl", "4s", "--quiet", "--holder", &holder, "--", "sh",
                         "-c", job,
                     ]);
                     assert_eq!(code(&out), 0, "worker {p}: {}", text(&out.stderr));
