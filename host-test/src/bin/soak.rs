@@ -35,7 +35,9 @@ fn parse_args() -> Result<SoakConfig> {
                 "holder-clock" => config.broken = Some(Break::HolderClock),
                 other => bail!("--break takes holder-clock, not {other:?}"),
             },
-            other => bail!("unknown argument {other:?} (see the doc comment of host-test/src/bin/soak.rs)"),
+            other => bail!(
+                "unknown argument {other:?} (see the doc comment of host-test/src/bin/soak.rs)"
+            ),
         }
     }
     if config.instances < 2 || config.keys == 0 {

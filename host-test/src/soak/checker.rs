@@ -99,7 +99,12 @@ fn check_tokens(history: &History, out: &mut Vec<Violation>) {
                 .collect();
             out.push(v(
                 "tokens unique per key",
-                format!("{}: token {token} granted {} times: {}", key_name(k), who.len(), names.join(", ")),
+                format!(
+                    "{}: token {token} granted {} times: {}",
+                    key_name(k),
+                    who.len(),
+                    names.join(", ")
+                ),
             ));
         }
         for (i, a) in grants.iter().enumerate() {
@@ -158,7 +163,10 @@ fn check_overlaps(history: &History, checked: &mut Checked) {
                         profile.name(),
                         describe_term(history.t0, a),
                         describe_term(history.t0, b),
-                        a.end.min(b.end).saturating_duration_since(b.start).as_millis()
+                        a.end
+                            .min(b.end)
+                            .saturating_duration_since(b.start)
+                            .as_millis()
                     ),
                 ));
             }
@@ -168,7 +176,11 @@ fn check_overlaps(history: &History, checked: &mut Checked) {
 
 fn describe_op(op: &FencedOp) -> String {
     let what = if op.delete { "delete" } else { "put" };
-    let zombie = if op.zombie { " (after a pause, unstepped)" } else { "" };
+    let zombie = if op.zombie {
+        " (after a pause, unstepped)"
+    } else {
+        ""
+    };
     format!(
         "{what} value {} t{} by process {}{zombie} -> {:?}",
         op.value, op.token, op.process, op.outcome
@@ -189,12 +201,10 @@ fn check_fenced_replies(object: &str, ops: &[&FencedOp], out: &mut Vec<Violation
                 "writes accepted in token order",
                 format!("{object}: {} replaced a higher token", describe_op(op)),
             )),
-            FencedOutcome::Fenced { stored_token, .. } if *stored_token <= op.token => {
-                out.push(v(
-                    "refusals name a higher token",
-                    format!("{object}: {}", describe_op(op)),
-                ))
-            }
+            FencedOutcome::Fenced { stored_token, .. } if *stored_token <= op.token => out.push(v(
+                "refusals name a higher token",
+                format!("{object}: {}", describe_op(op)),
+            )),
             _ => {}
         }
     }

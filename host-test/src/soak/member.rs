@@ -11,13 +11,13 @@
 //! counts from when that step began, which is no later, so the recorded
 //! belief never ends before the real one.
 
-use super::history::{
-    FencedOp, FencedOutcome, Grant, LeaderFault, MemberRecord, Term, Violation,
-};
+use super::history::{FencedOp, FencedOutcome, Grant, LeaderFault, MemberRecord, Term, Violation};
 use super::process::Process;
 use super::schedule::{instance_seed, FirstRequest, RequestFaults};
 use super::{key_name, Shared, NOBODY, RENEW_DEADLINE_MS, RETRY_MS, WRITE_EVERY_MS};
-use crate::bindings::{ElectorConfig, ElectorEvent, Error as LeaseError, Lease, Role, StepResult};
+use crate::bindings::{
+    ElectorConfig, ElectorEvent, Error as LeaseError, FencedWrite, Lease, Role, StepResult,
+};
 use crate::Instance;
 use s3_lease::testing::rng::Rng;
 use std::sync::atomic::Ordering;
@@ -282,7 +282,13 @@ impl<'a> Member<'a> {
 
     /// Believes from `start`, the end of the step (which began at
     /// `step_start`) that reported the grant.
-    fn open_term(&mut self, lease: Lease, step_start: Instant, start: Instant, renewed_from: Instant) {
+    fn open_term(
+        &mut self,
+        lease: Lease,
+        step_start: Instant,
+        start: Instant,
+        renewed_from: Instant,
+    ) {
         self.record.grants.push(Grant {
             key: self.k,
             process: self.p,
@@ -516,14 +522,19 @@ impl<'a> Member<'a> {
             return;
         };
         let start = Instant::now();
-        let result = if delete {
-            instance
-                .fenced_delete(&lease, &object)
-                .map(|r| r.map(|()| None))
+        // Ok(None): deleted.
+        let result: anyhow::Result<Result<Option<FencedWrite>, LeaseError>> = if delete {
+            match instance.fenced_delete(&lease, &object) {
+                Ok(Ok(())) => Ok(Ok(None)),
+                Ok(Err(e)) => Ok(Err(e)),
+                Err(trap) => Err(trap),
+            }
         } else {
-            instance
-                .fenced_put(&lease, &object, body.as_bytes(), "application/json")
-                .map(|r| r.map(Some))
+            match instance.fenced_put(&lease, &object, body.as_bytes(), "application/json") {
+                Ok(Ok(w)) => Ok(Ok(Some(w))),
+                Ok(Err(e)) => Ok(Err(e)),
+                Err(trap) => Err(trap),
+            }
         };
         let end = Instant::now();
         let died = self.died_during(end);

@@ -205,7 +205,9 @@ pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report
     let mut plan_rng = Rng::new(seed);
     let prefix = format!("soak/{seed}-{}/", clock_seed());
     let (n, keys) = (config.instances, config.keys);
-    let profiles: Vec<KeyProfile> = (0..keys).map(|k| KeyProfile::of(k, config.broken)).collect();
+    let profiles: Vec<KeyProfile> = (0..keys)
+        .map(|k| KeyProfile::of(k, config.broken))
+        .collect();
     let skews: Vec<i64> = (0..n)
         .map(|_| plan_rng.range(0, 2 * INITIAL_SKEW_MS) as i64 - INITIAL_SKEW_MS as i64)
         .collect();
@@ -314,12 +316,14 @@ fn read_finals(shared: &Shared, history: &History) -> Vec<FinalRead> {
     let mut objects: Vec<&str> = history.fenced.iter().map(|o| o.object.as_str()).collect();
     objects.sort_unstable();
     objects.dedup();
-    let instance = shared.harness.instance().and_then(|mut i| {
-        match i.open(&shared.client_configs[0])? {
-            Ok(()) => Ok(i),
-            Err(e) => Err(anyhow::anyhow!("opening the reader: {e:?}")),
-        }
-    });
+    let instance =
+        shared
+            .harness
+            .instance()
+            .and_then(|mut i| match i.open(&shared.client_configs[0])? {
+                Ok(()) => Ok(i),
+                Err(e) => Err(anyhow::anyhow!("opening the reader: {e:?}")),
+            });
     let mut instance = match instance {
         Ok(i) => i,
         Err(e) => {

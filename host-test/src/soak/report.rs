@@ -155,7 +155,11 @@ impl Report {
     }
 
     pub fn failover_all_ms(&self) -> Vec<u64> {
-        let mut all = [self.failover_crash_ms.clone(), self.failover_pause_ms.clone()].concat();
+        let mut all = [
+            self.failover_crash_ms.clone(),
+            self.failover_pause_ms.clone(),
+        ]
+        .concat();
         all.sort_unstable();
         all
     }
@@ -220,9 +224,18 @@ impl Report {
                 sample.last().copied().unwrap_or(0)
             )
         };
-        lines.push(describe("a leader's crash or pause", &self.failover_all_ms()));
-        lines.push(format!("  {}", describe("a crash", &self.failover_crash_ms)));
-        lines.push(format!("  {}", describe("a pause", &self.failover_pause_ms)));
+        lines.push(describe(
+            "a leader's crash or pause",
+            &self.failover_all_ms(),
+        ));
+        lines.push(format!(
+            "  {}",
+            describe("a crash", &self.failover_crash_ms)
+        ));
+        lines.push(format!(
+            "  {}",
+            describe("a pause", &self.failover_pause_ms)
+        ));
         if self.failover_unmeasured > 0 {
             lines.push(format!(
                 "  ({} leader faults had no successor before the end)",
@@ -260,6 +273,9 @@ impl Report {
         if self.checked.violations.len() > 50 {
             println!("soak: ... and {} more", self.checked.violations.len() - 50);
         }
-        println!("soak: FAILED; replay the plan with --seed {}", self.config.seed);
+        println!(
+            "soak: FAILED; replay the plan with --seed {}",
+            self.config.seed
+        );
     }
 }

@@ -2,9 +2,9 @@
 //! policy for the hooks (`host_test::hooks::FaultPolicy`); per process, a
 //! plan of crashes, pauses and clock jumps.
 
+use super::process::Process;
 use crate::hooks::{Fault, FaultPolicy, RequestRecord};
 use s3_lease::testing::rng::Rng;
-use super::process::Process;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -166,7 +166,10 @@ fn a_repeated_token_is_flagged() {
 #[test]
 fn a_token_lower_than_an_earlier_grant_is_flagged() {
     let v = healthy().term(3, 1, 10_000, 11_000).violations();
-    assert!(invariants(&v).contains(&"tokens rise in grant order"), "{v:#?}");
+    assert!(
+        invariants(&v).contains(&"tokens rise in grant order"),
+        "{v:#?}"
+    );
 }
 
 #[test]
@@ -176,7 +179,10 @@ fn concurrent_grants_need_distinct_tokens_only() {
         .term(1, 5, 0, 100)
         .term(2, 4, 5, 100)
         .violations();
-    assert!(!invariants(&v).contains(&"tokens rise in grant order"), "{v:#?}");
+    assert!(
+        !invariants(&v).contains(&"tokens rise in grant order"),
+        "{v:#?}"
+    );
 }
 
 #[test]
