@@ -281,7 +281,9 @@ pub fn draw(rng: &mut Rng, lease_ms: u64) -> PlanDraw {
     let want_leader = rng.chance(0.6);
     let pick = rng.next_u64();
     let down_ms = rng.range(300, 4_000);
-    let pause_ms = lease_ms + rng.range(500, 3_000);
+    // Up to well past a failover, so a paused leader often wakes to find
+    // its successor has written (and its own stale write is refused).
+    let pause_ms = lease_ms + rng.range(500, 8_000);
     let jump = rng.range(1_000, 30_000) as i64;
     let back = rng.chance(0.5);
     let mid_request = rng.chance(0.5);
