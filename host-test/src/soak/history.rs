@@ -19,9 +19,9 @@ pub struct Grant {
 /// A span in which one instance believed it led one key with one token:
 /// from the end of the step that reported `became-leader` to the first of
 /// the start of the step that no longer reported it leader, its renew
-/// deadline (counted from the start of the last step that granted or
-/// renewed the lease: the elector counts from when that write was sent,
-/// which is no earlier), its crash, or the end of the run.
+/// deadline (counted from the first request of the last step that granted
+/// or renewed the lease: the elector counts from that step's start, which
+/// is no later), its crash, or the end of the run.
 #[derive(Debug, Clone)]
 pub struct Term {
     pub key: usize,
