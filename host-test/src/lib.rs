@@ -15,6 +15,7 @@ pub mod bindings;
 pub mod hooks;
 pub mod instance;
 pub mod server;
+pub mod soak;
 
 pub use instance::{Harness, Instance};
 
