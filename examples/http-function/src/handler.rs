@@ -166,13 +166,22 @@ fn write_next(
 
 /// Any s3-lease error other than a lock timeout: the counter was not
 /// incremented. `fenced` (a newer holder wrote first) is a conflict; the
-/// rest are the storage's fault, hence 502. The library's errors carry no
-/// secrets, so they are passed on.
+/// rest are the storage's or the configuration's fault. The library's
+/// errors carry no secrets, so their details are passed on.
 fn s3_lease_error(e: &Error) -> Reply {
     let (status, code) = match e {
         Error::Fenced(_) => (409, "fenced"),
+        Error::Lost(_) => (409, "lost"),
         Error::InvalidConfig(_) => (500, "invalid-config"),
-        _ => (502, "storage"),
+        Error::InvalidArgument(_) => (500, "invalid-argument"),
+        Error::AccessDenied(_) => (502, "access-denied"),
+        Error::NoSuchBucket(_) => (502, "no-such-bucket"),
+        Error::ClockSkewed(_) => (502, "clock-skewed"),
+        Error::CorruptLockObject(_) => (502, "corrupt-lock-object"),
+        Error::Conflict(_) => (502, "conflict"),
+        Error::S3(_) => (502, "s3"),
+        Error::Transport(_) => (502, "transport"),
+        Error::Timeout(_) => (503, "lock-timeout"),
     };
     Reply::error(status, code, &format!("{e:?}"))
 }
@@ -186,10 +195,14 @@ struct Reply {
 
 impl Reply {
     fn json(status: u16, body: &serde_json::Value) -> Reply {
+        let body = body.to_string().into_bytes();
         Reply {
             status,
-            headers: vec![("content-type".into(), b"application/json".to_vec())],
-            body: body.to_string().into_bytes(),
+            headers: vec![
+                ("content-type".into(), b"application/json".to_vec()),
+                ("content-length".into(), body.len().to_string().into_bytes()),
+            ],
+            body,
         }
     }
 
