@@ -94,6 +94,19 @@ fn sixteen_threads_per_counter_lose_and_double_no_increment() {
     let _serial = serial();
     let prefix = fresh_prefix("load");
     let server = wasmtime_serve(&prefix);
+    let mut observer = observer(&prefix);
+    // The uncontended cost first: one client, one increment at a time.
+    let solo = load::run(
+        &[Lane {
+            server: server.addr,
+            counter: "solo".into(),
+        }],
+        50,
+    );
+    let tally = load::check_counter(&solo, "solo", &prefix, &mut observer);
+    assert_eq!(tally.unavailable, 0, "an uncontended increment was refused");
+    println!("wasmtime serve, 1 client thread: {}", load::summary(&solo));
+
     let lanes: Vec<Lane> = ["a", "b"]
         .iter()
         .flat_map(|counter| {
@@ -104,7 +117,6 @@ fn sixteen_threads_per_counter_lose_and_double_no_increment() {
         })
         .collect();
     let run = load::run(&lanes, INCREMENTS_PER_COUNTER / THREADS_PER_COUNTER);
-    let mut observer = observer(&prefix);
     for counter in ["a", "b"] {
         let tally = load::check_counter(&run, counter, &prefix, &mut observer);
         println!(
