@@ -64,7 +64,11 @@ fn parse(raw: &[u8]) -> Option<Reply> {
     let chunked = headers.iter().any(|(n, v)| {
         n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
     });
-    let body = if chunked { dechunk(body)? } else { body.to_vec() };
+    let body = if chunked {
+        dechunk(body)?
+    } else {
+        body.to_vec()
+    };
     Some(Reply {
         status,
         headers,
@@ -95,10 +99,14 @@ mod tests {
     fn parses_plain_and_chunked_replies() {
         let plain = parse(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nhi").unwrap();
         assert_eq!((plain.status, plain.body.as_slice()), (200, &b"hi"[..]));
-        let chunked =
-            parse(b"HTTP/1.1 503 x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n1\r\n!\r\n0\r\n\r\n")
-                .unwrap();
-        assert_eq!((chunked.status, chunked.body.as_slice()), (503, &b"hi!"[..]));
+        let chunked = parse(
+            b"HTTP/1.1 503 x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n1\r\n!\r\n0\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (chunked.status, chunked.body.as_slice()),
+            (503, &b"hi!"[..])
+        );
         assert!(parse(b"garbage").is_none());
     }
 }

@@ -49,12 +49,7 @@ impl Server {
 
     /// `jco serve`: jco transpiles the component to JavaScript and core
     /// wasm, and preview2-shim serves it from Node's HTTP server.
-    pub fn jco(
-        jco: &Path,
-        component: &Path,
-        env: &[(String, String)],
-        work_dir: &Path,
-    ) -> Server {
+    pub fn jco(jco: &Path, component: &Path, env: &[(String, String)], work_dir: &Path) -> Server {
         let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let mut command = Command::new(jco);
         command

@@ -15,7 +15,10 @@ fn the_composed_function_imports_only_wasi_and_exports_the_handler() {
     let imports: Vec<String> = ty.imports(&engine).map(|(n, _)| n.to_string()).collect();
     let exports: Vec<String> = ty.exports(&engine).map(|(n, _)| n.to_string()).collect();
     for name in &imports {
-        assert!(name.starts_with("wasi:"), "non-WASI import {name}: {imports:?}");
+        assert!(
+            name.starts_with("wasi:"),
+            "non-WASI import {name}: {imports:?}"
+        );
     }
     for needed in ["wasi:http/outgoing-handler@", "wasi:cli/environment@"] {
         assert!(imports.iter().any(|i| i.starts_with(needed)), "{imports:?}");

@@ -105,12 +105,19 @@ pub struct Tally {
 /// - the stored counter is n, written by the token of the n-th increment:
 ///   so no 503 incremented anything.
 pub fn check_counter(run: &Run, counter: &str, prefix: &str, observer: &mut Instance) -> Tally {
-    let samples: Vec<&Sample> = run.samples.iter().filter(|s| s.counter == counter).collect();
+    let samples: Vec<&Sample> = run
+        .samples
+        .iter()
+        .filter(|s| s.counter == counter)
+        .collect();
     let odd: Vec<&&Sample> = samples
         .iter()
         .filter(|s| s.status != 200 && s.status != 503)
         .collect();
-    assert!(odd.is_empty(), "{counter}: replies other than 200/503: {odd:#?}");
+    assert!(
+        odd.is_empty(),
+        "{counter}: replies other than 200/503: {odd:#?}"
+    );
     for s in samples.iter().filter(|s| s.status == 503) {
         assert!(s.body.contains("lock-timeout"), "{counter}: {s:?}");
     }
@@ -146,7 +153,10 @@ pub fn check_counter(run: &Run, counter: &str, prefix: &str, observer: &mut Inst
     );
     let last_token = tokens.last().copied().unwrap_or(0);
     assert_eq!(token, last_token, "{counter}: stored body's token");
-    assert_eq!(stored.token, last_token, "{counter}: the object's fencing token");
+    assert_eq!(
+        stored.token, last_token,
+        "{counter}: the object's fencing token"
+    );
     Tally {
         ok,
         unavailable: samples.len() - ok,

@@ -54,7 +54,9 @@ pub fn endpoint() -> &'static Endpoint {
 /// One test at a time in this binary.
 pub fn serial() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A key prefix no other test (or earlier run against the same bucket) uses.
@@ -85,7 +87,10 @@ pub fn function_env(prefix: &str, lock_timeout_ms: u64) -> Vec<(String, String)>
             .into(),
         ),
         ("S3LEASE_KEY_PREFIX".into(), prefix.into()),
-        ("COUNTER_LOCK_TIMEOUT_MS".into(), lock_timeout_ms.to_string()),
+        (
+            "COUNTER_LOCK_TIMEOUT_MS".into(),
+            lock_timeout_ms.to_string(),
+        ),
     ];
     if let Some(token) = &e.session_token {
         env.push(("AWS_SESSION_TOKEN".into(), token.clone()));

@@ -42,7 +42,10 @@ fn the_node_example_runs() {
         "released: live=false, token 1 kept for the next holder",
         "renewing a released lease fails with: lost",
     ] {
-        assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
     }
     println!("node example:\n{stdout}");
 }

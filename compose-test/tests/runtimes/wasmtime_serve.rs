@@ -49,7 +49,11 @@ fn bad_requests_are_refused_and_touch_nothing() {
     }
     let mut observer = observer(&prefix);
     for key in ["counters/a", "counters/a%2Fb"] {
-        assert!(observer.inspect(key).expect("no trap").expect("inspect").is_none());
+        assert!(observer
+            .inspect(key)
+            .expect("no trap")
+            .expect("inspect")
+            .is_none());
     }
 }
 
@@ -75,9 +79,16 @@ fn a_counter_whose_lock_stays_held_answers_503_and_is_not_incremented() {
     assert_eq!(reply.json()["error"], "lock-timeout", "{reply:?}");
     assert_eq!(reply.json()["holder"], "the-test", "{reply:?}");
     assert_eq!(reply.header("retry-after"), Some("1"));
-    assert!(waited.as_millis() >= u128::from(LOCK_TIMEOUT_MS), "{waited:?}");
+    assert!(
+        waited.as_millis() >= u128::from(LOCK_TIMEOUT_MS),
+        "{waited:?}"
+    );
     let object = format!("{prefix}counters/held.json");
-    assert!(holder.fenced_get(&object).expect("no trap").expect("get").is_none());
+    assert!(holder
+        .fenced_get(&object)
+        .expect("no trap")
+        .expect("get")
+        .is_none());
 
     holder.release(&lease).expect("no trap").expect("release");
     let reply = http::request(server.addr, "POST", "/counters/held/increment").expect("a reply");

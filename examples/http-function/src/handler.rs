@@ -61,9 +61,9 @@ fn settings() -> Result<Settings, Reply> {
     };
     let number = |name: &str, default: u64| match var(name) {
         None => Ok(default),
-        Some(v) => v.parse().map_err(|_| {
-            Reply::error(500, "not-configured", &format!("{name} is not a number"))
-        }),
+        Some(v) => v
+            .parse()
+            .map_err(|_| Reply::error(500, "not-configured", &format!("{name} is not a number"))),
     };
     let addressing = match var("S3LEASE_ADDRESSING").as_deref() {
         None | Some("virtual-hosted") => AddressingStyle::VirtualHosted,
@@ -111,7 +111,11 @@ fn try_increment(name: &str) -> Result<Reply, Reply> {
         holder_id: None,
         metadata: Some(format!("http-function: counter {name}")),
     };
-    let lease = match client.acquire(&format!("counters/{name}"), &options, settings.lock_timeout_ms) {
+    let lease = match client.acquire(
+        &format!("counters/{name}"),
+        &options,
+        settings.lock_timeout_ms,
+    ) {
         Ok(lease) => lease,
         Err(Error::Timeout(t)) => {
             let holder = t.holder.map(|h| h.holder_id);
@@ -146,20 +150,31 @@ fn write_next(
     );
     let current = match client.fenced_get(&object_key) {
         Ok(None) => 0,
-        Ok(Some(object)) => counter::parse(&object.body)
-            .map_err(|why| Reply::error(500, "corrupt-counter", &why))?
-            .value,
+        Ok(Some(object)) => {
+            counter::parse(&object.body)
+                .map_err(|why| Reply::error(500, "corrupt-counter", &why))?
+                .value
+        }
         Err(e) => return Err(s3_lease_error(&e)),
     };
     let Some(value) = current.checked_add(1) else {
-        return Err(Reply::error(409, "counter-full", "the counter is at its maximum"));
+        return Err(Reply::error(
+            409,
+            "counter-full",
+            "the counter is at its maximum",
+        ));
     };
     let next = Counter {
         value,
         token: lease.token,
     };
     client
-        .fenced_put(lease, &object_key, &counter::to_json(next), "application/json")
+        .fenced_put(
+            lease,
+            &object_key,
+            &counter::to_json(next),
+            "application/json",
+        )
         .map_err(|e| s3_lease_error(&e))?;
     Ok(next)
 }

@@ -75,7 +75,10 @@ mod tests {
 
     #[test]
     fn other_methods_are_refused_on_that_route_only() {
-        assert_eq!(route(false, "/counters/a/increment"), Route::MethodNotAllowed);
+        assert_eq!(
+            route(false, "/counters/a/increment"),
+            Route::MethodNotAllowed
+        );
         assert_eq!(route(false, "/nothing"), Route::NotFound);
     }
 

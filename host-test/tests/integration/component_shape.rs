@@ -137,5 +137,8 @@ fn runs_in_a_host_that_offers_only_the_proxy_world() {
         .call_release(&mut store, client, &lease)
         .expect("no trap")
         .expect("release");
-    println!("proxy-only host: acquired and released token {}", lease.token);
+    println!(
+        "proxy-only host: acquired and released token {}",
+        lease.token
+    );
 }
