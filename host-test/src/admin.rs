@@ -3,12 +3,12 @@
 //! component wrote. Signed by the crate's own `s3::prepare` (the same code the
 //! component runs) and sent with wasmtime-wasi-http's client.
 
-use s3_lease_host::http::full;
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use s3_lease::config::{ClientConfig, Scheme};
 use s3_lease::s3::{prepare, Method, S3Request, S3Response};
+use s3_lease_host::http::full;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub struct Admin {

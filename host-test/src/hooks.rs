@@ -4,10 +4,10 @@
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
+use s3_lease_host::http::{full, HttpSender, IoFuture, ResponseFuture};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use s3_lease_host::http::{full, HttpSender, IoFuture, ResponseFuture};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 /// One request as the component sent it, and what became of it.
@@ -40,12 +40,22 @@ pub enum Fault {
     /// Send normally, so the server applies the request, then drop the
     /// reply: the guest sees a timeout, as after a connection cut mid-reply.
     LoseReply,
+    /// Hold the request back: the guest waits out its request timeout
+    /// (`first-byte-timeout`) and sees a timeout, while the request still
+    /// reaches the server `arrives_after` after it was sent (a late
+    /// arrival, which the server applies), or never (`None`).
+    TimeOut { arrives_after: Option<Duration> },
 }
 
 /// A standing rule, applied to every request no one-shot fault took: it
 /// may rewrite the request (strip a header, say) or answer it with a fault.
 /// The simulated stores of `crate::simulated` are rules.
 pub type Rule = Arc<dyn Fn(&mut http::request::Parts) -> Option<Fault> + Send + Sync>;
+
+/// Decides the fault of each request that no queued fault (and no cut)
+/// decided: a seeded schedule, say. It sees the request as recorded, before
+/// any reply.
+pub type FaultPolicy = Box<dyn FnMut(&RequestRecord) -> Option<Fault> + Send>;
 
 /// The hooks of one instance; requests that are not faulted go on to `next`
 /// (the runtime's pooled sender).
@@ -58,6 +68,8 @@ pub struct Hooks {
     pub rules: Arc<Mutex<Vec<Rule>>>,
     /// While set, every request is refused before it leaves: a network cut.
     pub cut: Arc<std::sync::atomic::AtomicBool>,
+    /// Consulted for every request the queue and the cut leave alone.
+    pub policy: Arc<Mutex<Option<FaultPolicy>>>,
     next: HttpSender,
 }
 
@@ -72,6 +84,7 @@ impl Hooks {
             faults: Arc::default(),
             rules: Arc::default(),
             cut: Arc::default(),
+            policy: Arc::default(),
             next,
         }
     }
@@ -97,6 +110,11 @@ impl Hooks {
         lock(&self.rules).push(Arc::new(rule));
     }
 
+    /// Faults every later request as `policy` decides (after the queue).
+    pub fn set_policy(&self, policy: FaultPolicy) {
+        *lock(&self.policy) = Some(policy);
+    }
+
     /// Cuts (or restores) this instance's network.
     pub fn set_cut(&self, cut: bool) {
         self.cut.store(cut, std::sync::atomic::Ordering::SeqCst);
@@ -113,6 +131,7 @@ impl WasiHttpHooks for Hooks {
         let log = self.log.clone();
         let next = self.next.clone();
         let rules = lock(&self.rules).clone();
+        let policy = self.policy.clone();
         let fault = if self.cut.load(std::sync::atomic::Ordering::SeqCst) {
             Some(Fault::Refuse)
         } else {
@@ -130,20 +149,22 @@ impl WasiHttpHooks for Hooks {
             };
             let payload_hash_ok = header("x-amz-content-sha256").as_deref()
                 == Some(s3_lease::sigv4::sha256_hex(&body).as_str());
+            let record = RequestRecord {
+                method: parts.method.to_string(),
+                path_and_query: parts
+                    .uri
+                    .path_and_query()
+                    .map(|p| p.to_string())
+                    .unwrap_or_default(),
+                if_match: header("if-match"),
+                if_none_match: header("if-none-match"),
+                payload_hash_ok,
+                status: None,
+            };
+            let fault = fault.or_else(|| lock(&policy).as_mut().and_then(|p| p(&record)));
             let index = {
                 let mut log = lock(&log);
-                log.push(RequestRecord {
-                    method: parts.method.to_string(),
-                    path_and_query: parts
-                        .uri
-                        .path_and_query()
-                        .map(|p| p.to_string())
-                        .unwrap_or_default(),
-                    if_match: header("if-match"),
-                    if_none_match: header("if-none-match"),
-                    payload_hash_ok,
-                    status: None,
-                });
+                log.push(record);
                 log.len() - 1
             };
             // Recorded as the component sent it; the rules act after.
@@ -178,6 +199,17 @@ impl WasiHttpHooks for Hooks {
                     return Ok((response, io));
                 }
                 Some(Fault::Delay(d)) => tokio::time::sleep(d).await,
+                Some(Fault::TimeOut { arrives_after }) => {
+                    if let Some(after) = arrives_after {
+                        let late = http::Request::from_parts(parts, full(body));
+                        tokio::spawn(arrive_late(next, late, after));
+                    }
+                    let timeout = options
+                        .and_then(|o| o.first_byte_timeout)
+                        .unwrap_or(Duration::from_secs(600));
+                    tokio::time::sleep(timeout).await;
+                    return Err(HttpError::ConnectionReadTimeout);
+                }
                 Some(Fault::LoseReply) | None => {}
             }
 
@@ -192,5 +224,13 @@ impl WasiHttpHooks for Hooks {
             }
             Ok((response, io))
         })
+    }
+}
+
+/// Sends `request` after `after`, for nobody: the guest gave up on it.
+async fn arrive_late(next: HttpSender, request: http::Request<WasiBody>, after: Duration) {
+    tokio::time::sleep(after).await;
+    if let Ok((response, _io)) = Box::into_pin(next.send(request, None)).await {
+        let _ = response.into_body().collect().await;
     }
 }

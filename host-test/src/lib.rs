@@ -20,6 +20,7 @@ pub mod instance;
 pub mod s3s_fs;
 pub mod server;
 pub mod simulated;
+pub mod soak;
 
 pub use instance::{Harness, Instance};
 

@@ -11,3 +11,32 @@ pub use exports::s3_lease::lease::types::{
     ElectorEvent, Error, ExpiryClock, FenceOptions, FencedObject, FencedWrite, Lease, LockState,
     Options, PreflightReport, Role, StepResult, StopReason, Strategy, Verdict,
 };
+
+/// The contract's own (kebab-case) names, for messages, tables and JSON.
+macro_rules! wit_names {
+    ($($ty:ident { $($case:ident => $name:literal),* $(,)? })*) => {$(
+        impl $ty {
+            /// This case's name in the WIT.
+            pub fn wit_name(&self) -> &'static str {
+                match self { $($ty::$case => $name),* }
+            }
+        }
+    )*};
+}
+
+wit_names! {
+    Capability {
+        IfNoneMatchExisting => "if-none-match-existing",
+        IfMatchPut => "if-match-put",
+        IfMatchMissingKey => "if-match-missing-key",
+        IfMatchDelete => "if-match-delete",
+        ServerDates => "server-dates",
+        ListStartAfter => "list-start-after",
+        ConditionalGet => "conditional-get",
+        PayloadHash => "payload-hash",
+        ClockOffset => "clock-offset",
+    }
+    Verdict { Pass => "pass", Fail => "fail", Unknown => "unknown" }
+    Strategy { SingleObject => "single-object", EpochObjects => "epoch-objects" }
+    ExpiryClock { Server => "server", Holder => "holder", Observed => "observed" }
+}

@@ -98,7 +98,9 @@ fn compile(engine: &Engine, wasm: &[u8]) -> Result<Component> {
 
 fn file_name(engine: &Engine, wasm: &[u8]) -> String {
     let mut engine_hash = std::collections::hash_map::DefaultHasher::new();
-    engine.precompile_compatibility_hash().hash(&mut engine_hash);
+    engine
+        .precompile_compatibility_hash()
+        .hash(&mut engine_hash);
     let component = Sha256::digest(wasm);
     format!(
         "{}-{:016x}.cwasm",

@@ -33,7 +33,9 @@ impl S3Config {
     /// `virtual-hosted`; default path for a custom endpoint, virtual-hosted
     /// on AWS). Missing credentials are an `invalid-config` error naming the variable.
     pub fn from_env(bucket: &str) -> Result<Self, Error> {
-        Self::from_vars(bucket, |name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+        Self::from_vars(bucket, |name| {
+            std::env::var(name).ok().filter(|v| !v.is_empty())
+        })
     }
 
     /// [`S3Config::from_env`] over any source of variables (tests pass a map).
@@ -56,7 +58,10 @@ impl S3Config {
         };
         let required = |name: &str| {
             var(name).ok_or_else(|| {
-                Error::invalid_config(name, "is not set (the S3 credentials come from the usual AWS variables)")
+                Error::invalid_config(
+                    name,
+                    "is not set (the S3 credentials come from the usual AWS variables)",
+                )
             })
         };
         Ok(S3Config {
@@ -106,7 +111,10 @@ impl fmt::Debug for S3Config {
             .field("addressing", &self.addressing)
             .field("access_key_id", &self.access_key_id)
             .field("secret_access_key", &"<redacted>")
-            .field("session_token", &self.session_token.as_ref().map(|_| "<redacted>"))
+            .field(
+                "session_token",
+                &self.session_token.as_ref().map(|_| "<redacted>"),
+            )
             .field("key_prefix", &self.key_prefix)
             .field("request_timeout_ms", &self.request_timeout_ms)
             .field("strategy", &self.strategy)
@@ -122,8 +130,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         move |name| map.get(name).cloned()
     }
 
@@ -144,9 +154,16 @@ mod tests {
         assert_eq!(c.region, "eu-west-1");
         assert_eq!(c.addressing, AddressingStyle::Path);
         let debug = format!("{c:?}");
-        assert!(!debug.contains("s3cr3t") && !debug.contains("t0ken"), "{debug}");
+        assert!(
+            !debug.contains("s3cr3t") && !debug.contains("t0ken"),
+            "{debug}"
+        );
 
-        let aws = S3Config::from_vars("b", vars(&[("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "s")])).unwrap();
+        let aws = S3Config::from_vars(
+            "b",
+            vars(&[("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "s")]),
+        )
+        .unwrap();
         assert_eq!(aws.endpoint, "https://s3.us-east-1.amazonaws.com");
         assert_eq!(aws.addressing, AddressingStyle::VirtualHosted);
     }

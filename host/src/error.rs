@@ -60,7 +60,9 @@ struct Describe<'a>(&'a LeaseError);
 
 impl fmt::Display for Describe<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s3 = |f: &mut fmt::Formatter<'_>, what: &str, e: &crate::bindings::exports::s3_lease::lease::types::S3Error| {
+        let s3 = |f: &mut fmt::Formatter<'_>,
+                  what: &str,
+                  e: &crate::bindings::exports::s3_lease::lease::types::S3Error| {
             write!(f, "{what}: {} {}", e.status, e.code)?;
             if !e.message.is_empty() {
                 write!(f, ": {}", e.message)?;
@@ -77,14 +79,22 @@ impl fmt::Display for Describe<'_> {
             }
             LeaseError::Conflict(e) => s3(f, "the store kept answering 409 after re-reads", e),
             LeaseError::ClockSkewed(e) => s3(f, "the store refused this machine's clock", e),
-            LeaseError::AccessDenied(e) => s3(f, "access denied (check the credentials and policy)", e),
+            LeaseError::AccessDenied(e) => {
+                s3(f, "access denied (check the credentials and policy)", e)
+            }
             LeaseError::NoSuchBucket(e) => s3(f, "no such bucket", e),
             LeaseError::CorruptLockObject(c) => {
-                write!(f, "the lock object {} is not one of ours: {}", c.object_key, c.reason)
+                write!(
+                    f,
+                    "the lock object {} is not one of ours: {}",
+                    c.object_key, c.reason
+                )
             }
             LeaseError::S3(e) => s3(f, "S3 error", e),
             LeaseError::Transport(m) => write!(f, "the request did not complete: {m}"),
-            LeaseError::InvalidConfig(c) => write!(f, "invalid configuration, {}: {}", c.field, c.reason),
+            LeaseError::InvalidConfig(c) => {
+                write!(f, "invalid configuration, {}: {}", c.field, c.reason)
+            }
             LeaseError::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
             LeaseError::Timeout(t) => {
                 write!(f, "gave up on {} after {} ms", t.key, t.waited_ms)?;
@@ -96,18 +106,8 @@ impl fmt::Display for Describe<'_> {
                 x.object_key, x.stored_token, x.our_token
             ),
             LeaseError::StoreUnsafe(r) => {
-                use crate::bindings::{Capability as C, Verdict};
-                let name = match r.capability {
-                    C::IfNoneMatchExisting => "if-none-match-existing",
-                    C::IfMatchPut => "if-match-put",
-                    C::IfMatchMissingKey => "if-match-missing-key",
-                    C::IfMatchDelete => "if-match-delete",
-                    C::ServerDates => "server-dates",
-                    C::ListStartAfter => "list-start-after",
-                    C::ConditionalGet => "conditional-get",
-                    C::PayloadHash => "payload-hash",
-                    C::ClockOffset => "clock-offset",
-                };
+                use crate::bindings::Verdict;
+                let name = r.capability.wit_name();
                 let verdict = if r.verdict == Verdict::Unknown { "could not show" } else { "failed" };
                 write!(f, "the store's preflight {verdict} {name}")?;
                 if let Some(status) = r.status {

@@ -14,9 +14,9 @@ use hyper_util::rt::TokioExecutor;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-use wasmtime_wasi_http::{
-    default_send_request, Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks,
-};
+use wasmtime_wasi_http::default_send_request;
+/// The wasi-http types a host needs to write hooks of its own.
+pub use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 /// What a send returns to wasi:http: the response, and a future that ends
 /// when the connection's work for this request is done.
@@ -101,7 +101,11 @@ impl PooledHttp {
         })
     }
 
-    fn send(&self, request: http::Request<WasiBody>, options: Option<RequestOptions>) -> ResponseFuture {
+    fn send(
+        &self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+    ) -> ResponseFuture {
         let client = self.client.clone();
         let task = self.runtime.spawn(async move {
             let timeout = |pick: fn(&RequestOptions) -> Option<Duration>| {
@@ -114,12 +118,18 @@ impl PooledHttp {
             let body = body.collect().await?.to_bytes();
             let request = http::Request::from_parts(parts, Full::new(body));
             let headers_within = timeout(|o| o.connect_timeout) + timeout(|o| o.first_byte_timeout);
-            let response = match tokio::time::timeout(headers_within, client.request(request)).await {
+            let response = match tokio::time::timeout(headers_within, client.request(request)).await
+            {
                 Ok(result) => result.map_err(from_client_error)?,
                 Err(_) => return Err(HttpError::ConnectionReadTimeout),
             };
             let (parts, incoming) = response.into_parts();
-            let body = match tokio::time::timeout(timeout(|o| o.between_bytes_timeout), incoming.collect()).await {
+            let body = match tokio::time::timeout(
+                timeout(|o| o.between_bytes_timeout),
+                incoming.collect(),
+            )
+            .await
+            {
                 Ok(result) => result.map_err(HttpError::from)?.to_bytes(),
                 Err(_) => return Err(HttpError::ConnectionReadTimeout),
             };

@@ -40,5 +40,6 @@ pub use config::S3Config;
 pub use elector::{ElectionEvent, Elector};
 pub use error::Error;
 pub use guard::{LeaseGuard, LostReason};
+pub use raw::RawInstance;
 pub use runtime::{InstanceOptions, LoadReport, Runtime, RuntimeOptions, State};
 pub use source::ComponentSource;

@@ -15,17 +15,24 @@
 //!
 //! `S3LEASE_STRATEGY=epoch-objects` runs the same story on the other strategy.
 //!
-//! S3: `AWS_ENDPOINT_URL` and friends when set, else a local SeaweedFS that
-//! this program starts and stops.
+//! S3: the usual AWS variables (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, ...)
+//! and the bucket in `S3LEASE_BUCKET`; `scripts/demo.sh` starts a local
+//! SeaweedFS and sets them when `AWS_ENDPOINT_URL` is not set.
+//!
+//! It uses only the product host, `s3-lease-host`: the component embedded in
+//! the binary (or `S3LEASE_COMPONENT`), and HTTP hooks of its own to cut a
+//! node's network.
+
+mod network;
 
 use anyhow::{bail, ensure, Context, Result};
-use host_test::bindings::{
+use network::NetworkSwitch;
+use s3_lease_host::bindings::{
     Config, ElectorConfig, ElectorEvent, Error as LeaseError, Lease, LockState, Role, StopReason,
     Strategy,
 };
-use host_test::instance::component_path;
-use host_test::server::{Endpoint, SeaweedFs};
-use host_test::Harness;
+use s3_lease_host::raw::RawInstance;
+use s3_lease_host::{InstanceOptions, Runtime, S3Config};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -161,14 +168,18 @@ fn seen_of(role: &Role) -> Seen {
 /// One node: an instance of the component, its elector, and the timer loop
 /// that steps it.
 fn run_node(
-    harness: &Harness,
+    runtime: &Runtime,
     config: &Config,
     node: usize,
     commands: Receiver<Command>,
     board: &Mutex<Board>,
 ) -> Result<()> {
     let me = name(node);
-    let mut instance = harness.instance()?;
+    let network = NetworkSwitch::new(runtime.http().clone());
+    let mut instance = runtime.instantiate(InstanceOptions {
+        hooks: Some(Box::new(network.clone())),
+        ..InstanceOptions::default()
+    })?;
     instance
         .open(config)?
         .map_err(|e| anyhow::anyhow!("{me}: config refused: {e:?}"))?;
@@ -187,7 +198,7 @@ fn run_node(
         config.key_prefix.as_deref().unwrap_or_default()
     );
     let mut tick = 0u64;
-    let mut write_state = |instance: &mut host_test::Instance, lease: &Lease| {
+    let mut write_state = |instance: &mut RawInstance, lease: &Lease| {
         tick += 1;
         let body = format!(
             "{{\"leader\": \"{me}\", \"token\": {}, \"tick\": {tick}}}",
@@ -206,7 +217,7 @@ fn run_node(
         match commands.recv_timeout(sleep.min(MAX_SLEEP)) {
             Err(RecvTimeoutError::Timeout) => {}
             Ok(Command::Cut(cut)) => {
-                instance.hooks.set_cut(cut);
+                network.set_cut(cut);
                 let b = board.lock().unwrap();
                 if cut {
                     b.say(format!(
@@ -253,11 +264,11 @@ fn run_node(
 
         // The hooks log every request the component sends: whether this step
         // attempted anything (a step that is not due sends nothing).
-        instance.hooks.take_requests();
+        let sent_before = network.requests_sent();
         let before = Instant::now();
         let step = instance.step(elector)?;
         let now = Instant::now();
-        let attempted = !instance.hooks.take_requests().is_empty();
+        let attempted = network.requests_sent() > sent_before;
         let mut b = board.lock().unwrap();
         let mut wrote_first = false;
         let mut renewed = false;
@@ -520,31 +531,22 @@ fn story(board: &Mutex<Board>, nodes: &[Sender<Command>]) -> Result<()> {
 }
 
 fn main() -> Result<()> {
-    let (endpoint, _server) = match Endpoint::from_env() {
-        Some(env) => {
-            let e = env?;
-            println!("S3: {} bucket {}", e.url, e.bucket);
-            e.admin()?.create_bucket()?;
-            (e, None)
-        }
-        None => {
-            println!("S3: no AWS_ENDPOINT_URL; starting a local SeaweedFS");
-            let server = SeaweedFs::start()?;
-            println!("S3: SeaweedFS at {}", server.endpoint.url);
-            (server.endpoint.clone(), Some(server))
-        }
-    };
-    let loaded = Instant::now();
-    let harness = Harness::load(&component_path()).context("loading the component")?;
+    let bucket = std::env::var("S3LEASE_BUCKET").unwrap_or_else(|_| "s3-lease-demo".into());
+    let mut s3 = S3Config::from_env(&bucket).context("the S3 configuration")?;
+    println!("S3: {} bucket {}", s3.endpoint, s3.bucket);
+    let runtime = Runtime::new().context("loading the component")?;
+    let load = runtime.load_report();
     println!(
-        "component: {} loaded in {} ms",
-        component_path().display(),
-        loaded.elapsed().as_millis()
+        "component: {} bytes, ready in {} ms (compile cache: {:?})",
+        load.component_bytes,
+        load.elapsed.as_millis(),
+        load.cache
     );
 
     let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis();
     let prefix = format!("demo/{stamp}/");
-    let mut config = endpoint.config(&prefix);
+    s3.key_prefix = Some(prefix.clone());
+    let mut config = s3.to_wit();
     if std::env::var("S3LEASE_STRATEGY").as_deref() == Ok("epoch-objects") {
         config.strategy = Some(Strategy::EpochObjects);
     }
@@ -574,8 +576,8 @@ fn main() -> Result<()> {
         for node in 0..NODES {
             let (tx, rx) = channel();
             senders.push(tx);
-            let (harness, config, board) = (&harness, &config, &board);
-            workers.push(scope.spawn(move || run_node(harness, config, node, rx, board)));
+            let (runtime, config, board) = (&runtime, &config, &board);
+            workers.push(scope.spawn(move || run_node(runtime, config, node, rx, board)));
         }
         let told = story(&board, &senders);
         // Stop every node, whatever happened.
@@ -610,7 +612,7 @@ fn main() -> Result<()> {
     );
 
     // What S3 holds now, read by a fresh instance.
-    let mut reader = harness.instance()?;
+    let mut reader = runtime.instantiate(InstanceOptions::default())?;
     reader
         .open(&config)?
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;

@@ -11,6 +11,7 @@ mod elector;
 mod epoch_objects;
 mod fencing;
 mod fencing_history;
+mod host_api;
 mod interop;
 mod lifecycle;
 mod lost_replies;

@@ -1,0 +1,286 @@
+//! The short commands: `status`, `acquire`, `renew`, `release`, `fenced`,
+//! `elect --watch`.
+
+use crate::duration::show;
+use crate::exit::{Failure, HELD};
+use crate::json;
+use s3_lease_host::bindings::{LockState, Options};
+use s3_lease_host::Client;
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+pub fn status(client: &Client, keys: &[String], as_json: bool) -> Result<i32, Failure> {
+    let mut rows = Vec::new();
+    for key in keys {
+        rows.push((key.clone(), client.inspect(key)?));
+    }
+    if as_json {
+        let all: Vec<Value> = rows
+            .iter()
+            .map(|(k, s)| json::state(k, s.as_ref()))
+            .collect();
+        println!("{}", Value::Array(all));
+        return Ok(0);
+    }
+    let mut table = vec![[
+        "KEY".to_string(),
+        "HOLDER".into(),
+        "TOKEN".into(),
+        "LIVE".into(),
+        "EXPIRES IN".into(),
+    ]];
+    for (key, state) in &rows {
+        table.push(match state {
+            None => [key.clone(), "-".into(), "-".into(), "no".into(), "-".into()],
+            Some(s) => [
+                key.clone(),
+                if s.holder_id.is_empty() {
+                    "-".into()
+                } else {
+                    s.holder_id.clone()
+                },
+                s.token.to_string(),
+                if s.live { "yes" } else { "no" }.into(),
+                if s.live {
+                    show(Duration::from_millis(s.expires_in_ms))
+                } else {
+                    "-".into()
+                },
+            ],
+        });
+    }
+    print_table(&table);
+    Ok(0)
+}
+
+pub fn print_table<const N: usize>(rows: &[[String; N]]) {
+    let widths: Vec<usize> = (0..N)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        println!("{}", cells.join("  ").trim_end());
+    }
+}
+
+/// Prints the lease as JSON (always: scripts keep it for renew and release).
+pub fn acquire(
+    client: &Client,
+    key: &str,
+    options: &Options,
+    wait: Duration,
+) -> Result<i32, Failure> {
+    let lease = if wait.is_zero() {
+        match client.try_acquire(key, options)? {
+            Some(lease) => lease,
+            None => return Err(held_now(client, key)),
+        }
+    } else {
+        client.acquire(key, options, wait)?
+    };
+    println!("{}", json::lease(&lease));
+    Ok(0)
+}
+
+fn held_now(client: &Client, key: &str) -> Failure {
+    let who = match client.inspect(key) {
+        Ok(Some(s)) => format!(
+            "held by {} with token {}, can expire in {}",
+            s.holder_id,
+            s.token,
+            show(Duration::from_millis(s.expires_in_ms))
+        ),
+        _ => "held".into(),
+    };
+    Failure::new(HELD, format!("{key} is {who}"))
+}
+
+/// The lease from `--lease FILE`, `-` or no flag meaning stdin.
+pub fn read_lease(source: Option<&str>) -> Result<s3_lease_host::bindings::Lease, Failure> {
+    let text = match source {
+        None | Some("-") => {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text).map_err(|e| {
+                Failure::new(
+                    crate::exit::USAGE,
+                    format!("reading the lease from stdin: {e}"),
+                )
+            })?;
+            text
+        }
+        Some(path) => std::fs::read_to_string(path).map_err(|e| {
+            Failure::new(
+                crate::exit::USAGE,
+                format!("reading the lease from {path}: {e}"),
+            )
+        })?,
+    };
+    json::parse_lease(&text)
+}
+
+pub fn renew(client: &Client, source: Option<&str>) -> Result<i32, Failure> {
+    let lease = client.renew(&read_lease(source)?)?;
+    println!("{}", json::lease(&lease));
+    Ok(0)
+}
+
+pub fn release(client: &Client, source: Option<&str>, as_json: bool) -> Result<i32, Failure> {
+    let lease = read_lease(source)?;
+    client.release(&lease)?;
+    if as_json {
+        println!("{}", json!({"released": lease.key, "token": lease.token}));
+    }
+    Ok(0)
+}
+
+/// The lease for a fenced write: `--lease FILE` (or `-`), else the one
+/// `s3-lease run` hands its command in `S3LEASE_LEASE`.
+pub fn fence_lease(source: Option<&str>) -> Result<s3_lease_host::bindings::Lease, Failure> {
+    match (source, std::env::var("S3LEASE_LEASE")) {
+        (None, Ok(text)) => json::parse_lease(&text),
+        (source, _) => read_lease(source),
+    }
+}
+
+pub fn fenced_put(
+    client: &Client,
+    lease_source: Option<&str>,
+    object: &str,
+    body_file: Option<&str>,
+    content_type: &str,
+    as_json: bool,
+) -> Result<i32, Failure> {
+    let lease = fence_lease(lease_source)?;
+    let body = match body_file {
+        None | Some("-") => {
+            let mut body = Vec::new();
+            std::io::stdin().read_to_end(&mut body).map_err(|e| {
+                Failure::new(
+                    crate::exit::USAGE,
+                    format!("reading the body from stdin: {e}"),
+                )
+            })?;
+            body
+        }
+        Some(path) => std::fs::read(path)
+            .map_err(|e| Failure::new(crate::exit::USAGE, format!("reading {path}: {e}")))?,
+    };
+    let written = client.fenced_put(&lease, object, &body, content_type)?;
+    if as_json {
+        println!(
+            "{}",
+            json!({"object_key": written.object_key, "etag": written.etag, "token": written.token,
+                   "previous_token": written.previous_token})
+        );
+    }
+    Ok(0)
+}
+
+pub fn fenced_get(client: &Client, object: &str, as_json: bool) -> Result<i32, Failure> {
+    let Some(found) = client.fenced_get(object)? else {
+        if as_json {
+            println!("null");
+        }
+        return Err(Failure::new(
+            crate::exit::NOT_FOUND,
+            format!("{object} does not exist"),
+        ));
+    };
+    if as_json {
+        let mut out = json!({"object_key": found.object_key, "token": found.token, "etag": found.etag,
+                             "content_type": found.content_type, "bytes": found.body.len()});
+        if let Ok(text) = std::str::from_utf8(&found.body) {
+            out["body"] = Value::String(text.to_string());
+        }
+        println!("{out}");
+    } else {
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(&found.body)
+            .and_then(|()| stdout.flush())
+            .map_err(|e| Failure::new(crate::exit::USAGE, format!("writing stdout: {e}")))?;
+    }
+    Ok(0)
+}
+
+pub fn fenced_delete(
+    client: &Client,
+    lease_source: Option<&str>,
+    object: &str,
+) -> Result<i32, Failure> {
+    client.fenced_delete(&fence_lease(lease_source)?, object)?;
+    Ok(0)
+}
+
+/// One line (or JSON object) per change of who leads, until SIGINT/SIGTERM.
+pub fn watch(
+    client: &Client,
+    key: &str,
+    every: Duration,
+    as_json: bool,
+    signals: &Receiver<i32>,
+) -> Result<i32, Failure> {
+    let mut last: Option<(bool, String, u64)> = None;
+    loop {
+        let state = client.inspect(key)?;
+        let now = summary(state.as_ref());
+        if last.as_ref() != Some(&now) {
+            let stamp = unix_seconds();
+            let clock = utc_time_of_day(stamp);
+            if as_json {
+                let mut v = json::state(key, state.as_ref());
+                v["at_unix_s"] = json!(stamp);
+                println!("{v}");
+            } else {
+                match &state {
+                    Some(s) if s.live => println!(
+                        "{clock} {key}: leader {} (token {}, can expire in {})",
+                        s.holder_id,
+                        s.token,
+                        show(Duration::from_millis(s.expires_in_ms))
+                    ),
+                    Some(s) => println!("{clock} {key}: no leader (last token {})", s.token),
+                    None => println!("{clock} {key}: no leader (never locked)"),
+                }
+            }
+            let _ = std::io::stdout().flush();
+            last = Some(now);
+        }
+        if signals.recv_timeout(every).is_ok() {
+            return Ok(0);
+        }
+    }
+}
+
+fn summary(state: Option<&LockState>) -> (bool, String, u64) {
+    match state {
+        Some(s) if s.live => (true, s.holder_id.clone(), s.token),
+        Some(s) => (false, String::new(), s.token),
+        None => (false, String::new(), 0),
+    }
+}
+
+fn unix_seconds() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// `19:10:15.380Z`: when a change was seen, for people (UTC).
+fn utc_time_of_day(unix_s: f64) -> String {
+    let millis = (unix_s * 1000.0) as u64 % 86_400_000;
+    let (h, m, s, ms) = (
+        millis / 3_600_000,
+        millis / 60_000 % 60,
+        millis / 1000 % 60,
+        millis % 1000,
+    );
+    format!("{h:02}:{m:02}:{s:02}.{ms:03}Z")
+}

@@ -1,0 +1,392 @@
+//! `s3-lease`: locks, leases and leader election on S3 conditional writes,
+//! for scripts, cron jobs and CI pipelines. `consul lock` and `flock(1)` are
+//! its models; the lock is the s3-lease component, run by the embedded
+//! wasmtime host (`s3-lease-host`).
+
+mod commands;
+mod duration;
+mod exit;
+mod json;
+mod preflight;
+mod signals;
+mod supervise;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use exit::Failure;
+use s3_lease_host::bindings::{ElectorConfig, ExpiryClock, Options, Strategy};
+use s3_lease_host::{Client, Runtime, S3Config};
+use std::time::Duration;
+use supervise::{Mode, Supervision};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0    success; `run` and `elect` exit with the command's own status
+       (128+N when signal N ended it)
+  64   bad flags or arguments          65  a lease that is not valid or was altered
+  66   `fenced get`: no such object    69  the store failed (S3 error, network, 409s)
+  70   internal error (a bug)          75  held by someone else past --wait
+  77   access denied                   78  configuration (credentials, bucket, endpoint)
+  79   the lock was lost while held    80  fenced: a newer token already wrote
+  81   the store is not safe for this configuration (`preflight`, --check-store)
+  126/127  the command could not be started / was not found
+
+S3 comes from the usual AWS variables: AWS_ENDPOINT_URL, AWS_REGION,
+AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN.";
+
+#[derive(Parser)]
+#[command(
+    name = "s3-lease",
+    version,
+    about = "Locks, leases and leader election on S3 conditional writes",
+    after_help = EXIT_CODES
+)]
+struct Cli {
+    /// The bucket that holds the locks.
+    #[arg(long, env = "S3LEASE_BUCKET", global = true)]
+    bucket: Option<String>,
+    /// Prefix of every lock object (e.g. `locks/`).
+    #[arg(long, env = "S3LEASE_PREFIX", global = true)]
+    prefix: Option<String>,
+    /// S3 endpoint (default: AWS_ENDPOINT_URL, else AWS S3 in the region).
+    #[arg(long, global = true)]
+    endpoint: Option<String>,
+    /// Region (default: AWS_REGION, AWS_DEFAULT_REGION, us-east-1).
+    #[arg(long, global = true)]
+    region: Option<String>,
+    /// Lock strategy; all users of a key must agree.
+    #[arg(long, value_enum, env = "S3LEASE_STRATEGY", global = true)]
+    strategy: Option<StrategyArg>,
+    /// How expiry is judged (default: server); all users of a key must agree.
+    #[arg(long, value_enum, env = "S3LEASE_EXPIRY_CLOCK", global = true)]
+    expiry_clock: Option<ExpiryClockArg>,
+    /// Run the store preflight before the first grant, and refuse to take a
+    /// lock (exit 81) on a store that would not keep it safe.
+    #[arg(long, env = "S3LEASE_CHECK_STORE", global = true)]
+    check_store: bool,
+    /// Machine-readable output (JSON).
+    #[arg(long, global = true)]
+    json: bool,
+    /// No progress lines on stderr (errors are still printed).
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum StrategyArg {
+    SingleObject,
+    EpochObjects,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ExpiryClockArg {
+    Server,
+    Holder,
+    Observed,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Hold KEY while CMD runs: wait for it, renew it, stop CMD if it is lost.
+    Run(RunArgs),
+    /// Run CMD only while leading KEY, campaigning again after losing; or `--watch`.
+    Elect(ElectArgs),
+    /// Holder, token, liveness and time left of each KEY.
+    Status {
+        #[arg(required = true)]
+        keys: Vec<String>,
+    },
+    /// Take KEY and print the lease as JSON (keep it for renew and release).
+    Acquire {
+        #[command(flatten)]
+        hold: Hold,
+        /// How long to wait for a holder to let go (0: one attempt).
+        #[arg(long, default_value = "0s", value_parser = duration::parse)]
+        wait: Duration,
+    },
+    /// Renew the lease read from stdin (or --lease) and print the new one.
+    Renew {
+        #[arg(long)]
+        lease: Option<String>,
+    },
+    /// Release the lease read from stdin (or --lease).
+    Release {
+        #[arg(long)]
+        lease: Option<String>,
+    },
+    /// Writes that S3 refuses once a newer token has written.
+    Fenced {
+        #[command(subcommand)]
+        op: FencedCmd,
+    },
+    /// Probe the store (scratch objects, removed after): does it honour what
+    /// a lock needs? Exits 81 when this configuration is not safe on it.
+    Preflight,
+}
+
+#[derive(Args)]
+struct Hold {
+    key: String,
+    /// The lease's time to live; renewed every ttl/6 while held.
+    #[arg(long, default_value = "30s", value_parser = duration::parse)]
+    ttl: Duration,
+    /// Who holds it, as `status` shows (default: HOSTNAME/PID).
+    #[arg(long)]
+    holder: Option<String>,
+    /// Free text stored with the lock (an address, a version).
+    #[arg(long)]
+    metadata: Option<String>,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    hold: Hold,
+    /// Give up after this long (exit 75); default: wait as long as it takes.
+    #[arg(long, value_parser = duration::parse)]
+    wait: Option<Duration>,
+    /// After SIGTERM on loss, SIGKILL the command this much later.
+    #[arg(long, default_value = "10s", value_parser = duration::parse)]
+    kill_after: Duration,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+#[derive(Args)]
+struct ElectArgs {
+    #[command(flatten)]
+    hold: Hold,
+    /// Print each change of leader (one line, or a JSON object) instead of campaigning.
+    #[arg(long, conflicts_with = "command")]
+    watch: bool,
+    /// With --watch: how often to read the lock.
+    #[arg(long, default_value = "1s", value_parser = duration::parse)]
+    every: Duration,
+    #[arg(long, default_value = "10s", value_parser = duration::parse)]
+    kill_after: Duration,
+    #[arg(last = true, required_unless_present = "watch", value_name = "CMD")]
+    command: Vec<String>,
+}
+
+#[derive(Subcommand)]
+enum FencedCmd {
+    /// Write OBJECT (body from stdin or --file) with the lease's token.
+    Put {
+        object: String,
+        #[arg(long)]
+        file: Option<String>,
+        #[arg(long, default_value = "application/octet-stream")]
+        content_type: String,
+        /// The lease (JSON file, or `-`); default: S3LEASE_LEASE, set by `run`.
+        #[arg(long)]
+        lease: Option<String>,
+    },
+    /// Print OBJECT's body (with --json: its token and etag too).
+    Get { object: String },
+    /// Delete OBJECT with the lease's token.
+    Delete {
+        object: String,
+        #[arg(long)]
+        lease: Option<String>,
+    },
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { exit::USAGE } else { 0 };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let json = cli.json;
+    let code = match run(cli) {
+        Ok(code) => code,
+        Err(failure) => {
+            if json {
+                eprintln!(
+                    "{}",
+                    serde_json::json!({"error": failure.message, "exit_code": failure.code})
+                );
+            } else {
+                eprintln!("s3-lease: {}", failure.message);
+            }
+            failure.code
+        }
+    };
+    std::process::exit(code);
+}
+
+fn run(cli: Cli) -> Result<i32, Failure> {
+    let config = s3_config(&cli)?;
+    let runtime = Runtime::new().map_err(|e| Failure::new(exit::INTERNAL, format!("{e:#}")))?;
+    let client = Client::connect(&runtime, &config)?;
+    let options = |hold: &Hold| Options {
+        ttl_ms: millis(hold.ttl),
+        holder_id: Some(hold.holder.clone().unwrap_or_else(default_holder)),
+        metadata: hold.metadata.clone(),
+    };
+    let strategy = config.strategy.unwrap_or(Strategy::SingleObject);
+    let campaigns = matches!(&cli.command, Cmd::Run(_))
+        || matches!(&cli.command, Cmd::Elect(args) if !args.watch);
+    if cli.check_store && campaigns {
+        preflight::require_safe_store(&client, strategy)?;
+    }
+    match cli.command {
+        Cmd::Preflight => preflight::preflight(&client, strategy, cli.json),
+        Cmd::Status { keys } => commands::status(&client, &keys, cli.json),
+        Cmd::Acquire { hold, wait } => commands::acquire(&client, &hold.key, &options(&hold), wait),
+        Cmd::Renew { lease } => commands::renew(&client, lease.as_deref()),
+        Cmd::Release { lease } => commands::release(&client, lease.as_deref(), cli.json),
+        Cmd::Fenced { op } => match op {
+            FencedCmd::Put {
+                object,
+                file,
+                content_type,
+                lease,
+            } => commands::fenced_put(
+                &client,
+                lease.as_deref(),
+                &object,
+                file.as_deref(),
+                &content_type,
+                cli.json,
+            ),
+            FencedCmd::Get { object } => commands::fenced_get(&client, &object, cli.json),
+            FencedCmd::Delete { object, lease } => {
+                commands::fenced_delete(&client, lease.as_deref(), &object)
+            }
+        },
+        Cmd::Run(args) => {
+            let elector = client.elect(&elector_config(&args.hold)?)?;
+            let supervision = Supervision {
+                key: args.hold.key.clone(),
+                command: args.command,
+                env: child_env(&config),
+                kill_after: args.kill_after,
+                wait: args.wait,
+                retry_period: retry_period(args.hold.ttl),
+                quiet: cli.quiet,
+                mode: Mode::Once,
+                signals: catch_signals()?,
+            };
+            supervise::supervise(elector, supervision)
+        }
+        Cmd::Elect(args) if args.watch => commands::watch(
+            &client,
+            &args.hold.key,
+            args.every,
+            cli.json,
+            &catch_signals()?,
+        ),
+        Cmd::Elect(args) => {
+            let elector = client.elect(&elector_config(&args.hold)?)?;
+            let supervision = Supervision {
+                key: args.hold.key.clone(),
+                command: args.command,
+                env: child_env(&config),
+                kill_after: args.kill_after,
+                wait: None,
+                retry_period: retry_period(args.hold.ttl),
+                quiet: cli.quiet,
+                mode: Mode::EveryTerm,
+                signals: catch_signals()?,
+            };
+            supervise::supervise(elector, supervision)
+        }
+    }
+}
+
+fn s3_config(cli: &Cli) -> Result<S3Config, Failure> {
+    let bucket = cli.bucket.as_deref().ok_or_else(|| {
+        Failure::new(
+            exit::CONFIG,
+            "no bucket: pass --bucket or set S3LEASE_BUCKET",
+        )
+    })?;
+    let mut config = S3Config::from_vars(bucket, |name| {
+        let flag = match name {
+            "AWS_ENDPOINT_URL" => cli.endpoint.clone(),
+            "AWS_REGION" => cli.region.clone(),
+            _ => None,
+        };
+        flag.or_else(|| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    })?;
+    config.key_prefix = cli.prefix.clone();
+    config.strategy = cli.strategy.map(|s| match s {
+        StrategyArg::SingleObject => Strategy::SingleObject,
+        StrategyArg::EpochObjects => Strategy::EpochObjects,
+    });
+    config.expiry_clock = cli.expiry_clock.map(|c| match c {
+        ExpiryClockArg::Server => ExpiryClock::Server,
+        ExpiryClockArg::Holder => ExpiryClock::Holder,
+        ExpiryClockArg::Observed => ExpiryClock::Observed,
+    });
+    config.preflight = cli.check_store.then_some(true);
+    Ok(config)
+}
+
+/// What a nested `s3-lease` in the command needs to find the same locks.
+fn child_env(config: &S3Config) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("S3LEASE_BUCKET".to_string(), config.bucket.clone()),
+        ("AWS_ENDPOINT_URL".to_string(), config.endpoint.clone()),
+        ("AWS_REGION".to_string(), config.region.clone()),
+    ];
+    if let Some(prefix) = &config.key_prefix {
+        env.push(("S3LEASE_PREFIX".into(), prefix.clone()));
+    }
+    // A lease's seal covers the strategy: a nested `fenced put` must use
+    // the same one, and judge expiry the same way.
+    if let Some(strategy) = config.strategy {
+        env.push(("S3LEASE_STRATEGY".into(), strategy.wit_name().into()));
+    }
+    if let Some(clock) = config.expiry_clock {
+        env.push(("S3LEASE_EXPIRY_CLOCK".into(), clock.wit_name().into()));
+    }
+    env
+}
+
+/// client-go's three durations from one ttl: the leader renews every ttl/6
+/// and steps down at ttl/2 without a successful renew, leaving the other
+/// half of the ttl to stop the command before anyone else can be granted it.
+fn elector_config(hold: &Hold) -> Result<ElectorConfig, Failure> {
+    if hold.ttl < Duration::from_secs(1) {
+        return Err(Failure::new(exit::USAGE, "--ttl must be at least 1s"));
+    }
+    let ttl = millis(hold.ttl);
+    Ok(ElectorConfig {
+        key: hold.key.clone(),
+        lease_duration_ms: ttl,
+        renew_deadline_ms: ttl / 2,
+        retry_period_ms: ttl / 6,
+        holder_id: Some(hold.holder.clone().unwrap_or_else(default_holder)),
+        metadata: hold.metadata.clone(),
+    })
+}
+
+fn retry_period(ttl: Duration) -> Duration {
+    ttl / 6
+}
+
+fn catch_signals() -> Result<std::sync::mpsc::Receiver<i32>, Failure> {
+    signals::catch().map_err(|e| Failure::new(exit::INTERNAL, format!("cannot catch signals: {e}")))
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `HOSTNAME/PID`: who holds a lock, for people reading `status`.
+fn default_holder() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{host}/{}", std::process::id())
+}

@@ -1,0 +1,151 @@
+//! `s3-lease preflight`: the store preflight as a table or JSON. Exits 0 when
+//! the configured strategy and expiry clock are safe on the store, and
+//! `STORE_UNSAFE` when they are not (naming what failed, and what would be
+//! safe instead), so a deploy script can refuse a store before relying on it.
+
+use crate::exit::{Failure, STORE_UNSAFE};
+use s3_lease_host::bindings::{Strategy, Verdict};
+use s3_lease_host::{Client, PreflightReport};
+use serde_json::{json, Value};
+
+pub fn preflight(client: &Client, strategy: Strategy, as_json: bool) -> Result<i32, Failure> {
+    let report = client.preflight()?;
+    if as_json {
+        println!("{}", report_json(&report));
+    } else {
+        print_report(&report);
+    }
+    if report.config_safe {
+        Ok(0)
+    } else {
+        Err(Failure::new(STORE_UNSAFE, unsafe_summary(&report, strategy)))
+    }
+}
+
+/// For `run` and `elect` with `--check-store`: the elector would only
+/// retry a refused grant, so the verdict is taken before campaigning (the
+/// client keeps it, and gates every grant by it).
+pub fn require_safe_store(client: &Client, strategy: Strategy) -> Result<(), Failure> {
+    let report = client.preflight()?;
+    if report.config_safe {
+        Ok(())
+    } else {
+        Err(Failure::new(STORE_UNSAFE, unsafe_summary(&report, strategy)))
+    }
+}
+
+fn print_report(report: &PreflightReport) {
+    let mut rows = vec![[
+        "CAPABILITY".to_string(),
+        "VERDICT".into(),
+        "STATUS".into(),
+        "CODE".into(),
+        "DETAIL".into(),
+    ]];
+    for r in &report.results {
+        let verdict = match (r.verdict, r.silent) {
+            (Verdict::Fail, true) => "FAIL (silent)".to_string(),
+            (Verdict::Fail, false) => "FAIL".to_string(),
+            (v, _) => v.wit_name().to_string(),
+        };
+        rows.push([
+            r.capability.wit_name().to_string(),
+            verdict,
+            r.status.map_or("-".into(), |s| s.to_string()),
+            if r.code.is_empty() {
+                "-".into()
+            } else {
+                r.code.clone()
+            },
+            r.detail.clone(),
+        ]);
+    }
+    crate::commands::print_table(&rows);
+    println!();
+    if let Some(offset) = &report.clock_offset {
+        println!(
+            "clock offset:        {:+.1} s (± {:.1} s; positive: this machine is ahead)",
+            offset.offset_ms as f64 / 1000.0,
+            offset.uncertainty_ms as f64 / 1000.0
+        );
+    }
+    let names = |list: Vec<&'static str>| {
+        if list.is_empty() {
+            "none".to_string()
+        } else {
+            list.join(", ")
+        }
+    };
+    println!(
+        "safe strategies:     {}",
+        names(report.safe_strategies.iter().map(|s| s.wit_name()).collect())
+    );
+    println!(
+        "safe expiry clocks:  {}",
+        names(report.safe_expiry_clocks.iter().map(|c| c.wit_name()).collect())
+    );
+    println!(
+        "recommended:         {}",
+        report
+            .recommended_strategy
+            .map_or("none: no strategy is safe on this store", |s| s.wit_name())
+    );
+    println!(
+        "this configuration:  {}",
+        if report.config_safe { "safe" } else { "NOT safe" }
+    );
+    println!("requests sent:       {}", report.requests);
+    for note in &report.notes {
+        println!("note: {note}");
+    }
+}
+
+/// Why the configured strategy is refused, in one line.
+fn unsafe_summary(report: &PreflightReport, strategy: Strategy) -> String {
+    let failed: Vec<String> = report
+        .results
+        .iter()
+        .filter(|r| r.verdict != Verdict::Pass)
+        .map(|r| format!("{} {}", r.capability.wit_name(), r.verdict.wit_name()))
+        .collect();
+    let instead = match report.recommended_strategy {
+        Some(s) if s != strategy => format!("; {} is safe here", s.wit_name()),
+        Some(_) => "; another expiry clock is safe here".into(),
+        None => "; no strategy is safe here".into(),
+    };
+    format!(
+        "the store is not safe for {} with this configuration ({}){instead}",
+        strategy.wit_name(),
+        failed.join(", ")
+    )
+}
+
+fn report_json(report: &PreflightReport) -> Value {
+    let results: Vec<Value> = report
+        .results
+        .iter()
+        .map(|r| {
+            json!({
+                "capability": r.capability.wit_name(),
+                "verdict": r.verdict.wit_name(),
+                "status": r.status,
+                "code": r.code,
+                "detail": r.detail,
+                "silent": r.silent,
+            })
+        })
+        .collect();
+    json!({
+        "config_safe": report.config_safe,
+        "results": results,
+        "clock_offset": report.clock_offset.as_ref().map(|o| json!({
+            "offset_ms": o.offset_ms,
+            "uncertainty_ms": o.uncertainty_ms,
+        })),
+        "safe_strategies": report.safe_strategies.iter().map(|s| s.wit_name()).collect::<Vec<_>>(),
+        "safe_expiry_clocks": report.safe_expiry_clocks.iter().map(|c| c.wit_name()).collect::<Vec<_>>(),
+        "recommended_strategy": report.recommended_strategy.map(|s| s.wit_name()),
+        "notes": report.notes,
+        "requests": report.requests,
+    })
+}

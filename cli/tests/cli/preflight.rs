@@ -1,0 +1,112 @@
+//! `s3-lease preflight` and `--check-store`: SeaweedFS passes; s3s-fs (which
+//! ignores DELETE `If-Match`) fails with exit 81, and no lock is taken on it.
+
+use crate::support::{code, text, Scene};
+use host_test::s3s_fs::{self, S3sFs};
+use serde_json::Value;
+
+const CAPABILITIES: [&str; 9] = [
+    "if-none-match-existing",
+    "if-match-put",
+    "if-match-missing-key",
+    "if-match-delete",
+    "server-dates",
+    "list-start-after",
+    "conditional-get",
+    "payload-hash",
+    "clock-offset",
+];
+
+fn verdict<'a>(report: &'a Value, capability: &str) -> &'a str {
+    report["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|r| r["capability"] == capability)
+        .unwrap_or_else(|| panic!("no {capability} in {report}"))["verdict"]
+        .as_str()
+        .expect("verdict")
+}
+
+#[test]
+fn seaweedfs_passes_the_preflight_as_a_table_and_as_json() {
+    let scene = Scene::new("preflight-ok");
+    let out = scene.run(&["--json", "preflight"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["config_safe"], true, "{report}");
+    let names: Vec<&str> = report["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["capability"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, CAPABILITIES, "{report}");
+    for needed in ["if-none-match-existing", "if-match-put", "if-match-missing-key"] {
+        assert_eq!(verdict(&report, needed), "pass", "{report}");
+    }
+    assert!(report["requests"].as_u64().unwrap_or(0) >= 13, "{report}");
+    assert!(
+        report["safe_strategies"]
+            .as_array()
+            .is_some_and(|s| s.contains(&Value::from("single-object"))),
+        "{report}"
+    );
+
+    let out = scene.run(&["preflight"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    println!("s3-lease preflight on SeaweedFS:\n{table}");
+    assert!(table.starts_with("CAPABILITY"), "{table}");
+    assert!(table.contains("this configuration:  safe"), "{table}");
+
+    // A safe store changes nothing for --check-store.
+    let out = scene.run(&["--check-store", "run", "k", "--", "true"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+}
+
+#[test]
+fn s3s_fs_fails_the_preflight_and_check_store_takes_no_lock_on_it() {
+    let bin = s3s_fs::binary();
+    if !bin.exists() {
+        let why = format!("s3s-fs is not installed at {}", bin.display());
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "{why}; under CI=true it must run"
+        );
+        eprintln!("\n!!!!!!!! SKIPPED the s3s-fs command-line test: {why} !!!!!!!!\n");
+        return;
+    }
+    let server = S3sFs::start().unwrap_or_else(|e| panic!("{e:#}"));
+    let scene = Scene::on(server.endpoint.clone(), "preflight-s3s");
+
+    let out = scene.run(&["--json", "preflight"]);
+    assert_eq!(code(&out), 81, "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["config_safe"], false, "{report}");
+    assert_eq!(verdict(&report, "if-match-delete"), "fail", "{report}");
+    let error: Value = serde_json::from_slice(&out.stderr).expect("JSON error");
+    assert_eq!(error["exit_code"], 81, "{error}");
+
+    let out = scene.run(&["preflight"]);
+    assert_eq!(code(&out), 81, "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    println!("s3-lease preflight on s3s-fs:\n{}{stderr}", text(&out.stdout));
+    assert!(stderr.contains("if-match-delete fail"), "{stderr}");
+
+    // --check-store: the command never starts, and nothing is locked.
+    let ran = scene.path("ran");
+    let touch = format!("touch {}", ran.display());
+    let out = scene.run(&["--check-store", "run", "k", "--", "sh", "-c", &touch]);
+    assert_eq!(code(&out), 81, "{}", text(&out.stderr));
+    assert!(!ran.exists(), "the command ran on an unsafe store");
+    let out = scene.run(&["--check-store", "acquire", "k"]);
+    assert_eq!(code(&out), 81, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("the store's preflight failed"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(scene.status("k")["live"], false);
+}

@@ -1,0 +1,173 @@
+//! Running the built `s3-lease` binary as a user would, against the suite's
+//! SeaweedFS (or the endpoint the AWS variables name).
+
+use host_test::server::{shared, Endpoint};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_s3-lease");
+
+/// One test's corner of the bucket, and a scratch directory.
+pub struct Scene {
+    pub endpoint: Endpoint,
+    pub prefix: String,
+    pub dir: PathBuf,
+}
+
+impl Scene {
+    pub fn new(name: &str) -> Scene {
+        Scene::on(shared().clone(), name)
+    }
+
+    /// A scene on another store (s3s-fs, say).
+    pub fn on(endpoint: Endpoint, name: &str) -> Scene {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let stamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        let n = N.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("s3lease-cli-{name}-{stamp}-{n}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let scene = Scene {
+            endpoint,
+            prefix: format!("cli/{name}/{stamp}-{n}/"),
+            dir,
+        };
+        // The first run compiles the component into the shared cache;
+        // once, so parallel tests do not all compile it at the same time.
+        static WARM: std::sync::Once = std::sync::Once::new();
+        WARM.call_once(|| {
+            let out = scene.run(&["status", "warm-up"]);
+            assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+        });
+        scene
+    }
+
+    /// `s3-lease ARGS` with the scene's S3 settings and nothing else from
+    /// our environment that could change its behaviour.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        // Commands under `run` call `s3-lease` by name, as users' scripts do.
+        let bin_dir = std::path::Path::new(BIN).parent().unwrap();
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs = vec![bin_dir.to_path_buf()];
+        dirs.extend(std::env::split_paths(&path));
+        c.args(args)
+            .env_remove("S3LEASE_LEASE")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env("AWS_ENDPOINT_URL", &self.endpoint.url)
+            .env("AWS_REGION", &self.endpoint.region)
+            .env("AWS_ACCESS_KEY_ID", &self.endpoint.access_key_id)
+            .env("AWS_SECRET_ACCESS_KEY", &self.endpoint.secret_access_key)
+            .env("S3LEASE_BUCKET", &self.endpoint.bucket)
+            .env("S3LEASE_PREFIX", &self.prefix)
+            .env("S3LEASE_CACHE_DIR", cache_dir())
+            .env("SCENE", &self.dir)
+            .env("PATH", std::env::join_paths(dirs).unwrap());
+        if let Some(token) = &self.endpoint.session_token {
+            c.env("AWS_SESSION_TOKEN", token);
+        }
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    /// Runs with `stdin` as input.
+    pub fn run_with_input(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// The key's state as `status --json` prints it.
+    pub fn status(&self, key: &str) -> Value {
+        let out = self.run(&["--json", "status", key]);
+        assert_eq!(code(&out), 0, "status: {}", text(&out.stderr));
+        let all: Value = serde_json::from_slice(&out.stdout).unwrap();
+        all[0].clone()
+    }
+}
+
+/// One compile cache for the whole run: the first process compiles.
+fn cache_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("s3lease-cli-cache-{}", std::process::id()))
+}
+
+pub fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Polls `ready` until it holds or `limit` passes.
+pub fn wait_for(limit: Duration, what: &str, mut ready: impl FnMut() -> bool) -> Duration {
+    let started = Instant::now();
+    while !ready() {
+        assert!(
+            started.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    started.elapsed()
+}
+
+pub fn signal(child: &Child, signal: i32) {
+    let status = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Rewrites the key's lock object behind its holder's back, as another
+/// client that took it over would: another holder, the next token, a
+/// write id of its own. Returns that token.
+pub fn take_behind_its_back(scene: &Scene, key: &str) -> u64 {
+    let admin = scene.endpoint.admin().unwrap();
+    let object = format!("{}{key}", scene.prefix);
+    let (body, _etag) = admin.get(&object).unwrap().expect("the lock object");
+    let mut record: Value = serde_json::from_slice(&body).unwrap();
+    let token = record["token"]
+        .as_u64()
+        .expect("a token in the lock object")
+        + 1;
+    record["token"] = token.into();
+    record["holder"] = "intruder".into();
+    record["write"] = "intruder-write".into();
+    admin.put(&object, record.to_string().as_bytes()).unwrap();
+    token
+}

@@ -1,0 +1,50 @@
+//! Where the tools and built components are. `scripts/setup.sh` installs
+//! and builds all of them; each can be overridden by an environment variable.
+
+use std::path::{Path, PathBuf};
+
+pub fn workspace_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
+/// The path in `var`, else `relative` to the workspace root; it must exist.
+fn existing(var: &str, relative: &str, what: &str) -> PathBuf {
+    let path = std::env::var_os(var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join(relative));
+    assert!(
+        path.exists(),
+        "{what} not found at {} (set {var}, or run scripts/setup.sh, which installs and builds it)",
+        path.display()
+    );
+    path
+}
+
+/// wac-cli, installed by setup.sh into the project's `.tools/`.
+pub fn wac() -> PathBuf {
+    existing("S3LEASE_WAC", ".tools/bin/wac", "wac (wac-cli)")
+}
+
+/// The example function, built by setup.sh like the s3-lease component.
+pub fn http_function() -> PathBuf {
+    existing(
+        "S3LEASE_HTTP_FUNCTION",
+        "target/wasm32-wasip2/release/http_function.wasm",
+        "the http-function component",
+    )
+}
+
+/// The Node example's directory.
+pub fn node_example() -> PathBuf {
+    workspace_root().join("examples/node")
+}
+
+/// jco, from the Node example's pinned `node_modules` (npm ci, by setup.sh).
+pub fn jco() -> PathBuf {
+    existing(
+        "S3LEASE_JCO",
+        "examples/node/node_modules/.bin/jco",
+        "jco (examples/node/node_modules)",
+    )
+}

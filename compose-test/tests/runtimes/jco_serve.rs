@@ -1,0 +1,53 @@
+//! The same composed component in Node (jco transpiles it, preview2-shim
+//! supplies WASI), beside `wasmtime serve` on one counter: two runtimes,
+//! one lock, no increment lost or doubled. The component does not depend
+//! on its host.
+
+use super::load::{self, Lane};
+use super::{composed, fresh_prefix, function_env, observer, serial};
+use compose_test::{http, serve::Server, tools};
+use std::path::Path;
+
+#[test]
+fn jco_serve_and_wasmtime_serve_share_a_counter() {
+    let _serial = serial();
+    let composed = composed();
+    let prefix = fresh_prefix("two-runtimes");
+    let env = function_env(&prefix, 5_000);
+    let wasmtime = Server::wasmtime(
+        Path::new(env!("CARGO_BIN_EXE_wasmtime-serve")),
+        &composed.path,
+        &env,
+        &composed.work_dir,
+    );
+    let node = Server::jco(&tools::jco(), &composed.path, &env, &composed.work_dir);
+    let reply = http::request(node.addr, "GET", "/counters/x/increment").expect("a reply");
+    assert_eq!(reply.status, 405, "{reply:?}");
+
+    let lanes: Vec<Lane> = [&wasmtime, &node]
+        .iter()
+        .flat_map(|server| {
+            (0..8).map(|_| Lane {
+                server: server.addr,
+                counter: "shared".into(),
+            })
+        })
+        .collect();
+    let run = load::run(&lanes, 25);
+    let tally = load::check_counter(&run, "shared", &prefix, &mut observer(&prefix));
+    for server in [&wasmtime, &node] {
+        let ok = run
+            .samples
+            .iter()
+            .filter(|s| s.server == server.addr && s.status == 200)
+            .count();
+        assert!(ok > 0, "{} made no increment", server.name);
+        println!("{}: {ok} increments", server.name);
+    }
+    println!(
+        "wasmtime serve + jco serve, 8 threads each on one counter: {} increments, {} answered 503; {}",
+        tally.ok,
+        tally.unavailable,
+        load::summary(&run)
+    );
+}

@@ -1,0 +1,113 @@
+//! The HTTP function composed with s3-lease by `wac plug`, served by real
+//! runtimes against a real S3 server (SeaweedFS, or the `AWS_*` endpoint):
+//! `wasmtime serve` under load, the same composed component in Node through
+//! `jco serve`, and the Node example. One test binary, so one server; the
+//! tests take turns (`serial`) so the load measurements are undisturbed.
+
+mod composed;
+mod jco_serve;
+mod load;
+mod node_example;
+mod wasmtime_serve;
+
+use compose_test::{compose, tools};
+use host_test::server::{self, Endpoint};
+use host_test::{instance::component_path, Harness, Instance};
+use s3_lease::config::Addressing;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The composed component, built once per run.
+pub struct Composed {
+    pub path: PathBuf,
+    pub bytes: u64,
+    /// Where logs and jco's output go.
+    pub work_dir: PathBuf,
+}
+
+pub fn composed() -> &'static Composed {
+    static COMPOSED: OnceLock<Composed> = OnceLock::new();
+    COMPOSED.get_or_init(|| {
+        let work_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("compose-test-{}", std::process::id()));
+        std::fs::create_dir_all(&work_dir).expect("work dir");
+        let path = work_dir.join("counter-composed.wasm");
+        let bytes = compose::plug(
+            &tools::wac(),
+            &tools::http_function(),
+            &component_path(),
+            &path,
+        );
+        Composed {
+            path,
+            bytes,
+            work_dir,
+        }
+    })
+}
+
+pub fn endpoint() -> &'static Endpoint {
+    server::shared()
+}
+
+/// One test at a time in this binary.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A key prefix no other test (or earlier run against the same bucket) uses.
+pub fn fresh_prefix(test: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("compose/{test}-{nanos}/")
+}
+
+/// The function's environment: the endpoint, its keys, the key prefix and
+/// how long an increment waits for its counter's lock.
+pub fn function_env(prefix: &str, lock_timeout_ms: u64) -> Vec<(String, String)> {
+    let e = endpoint();
+    let mut env = vec![
+        ("AWS_ENDPOINT_URL".to_string(), e.url.clone()),
+        ("AWS_REGION".into(), e.region.clone()),
+        ("AWS_ACCESS_KEY_ID".into(), e.access_key_id.clone()),
+        ("AWS_SECRET_ACCESS_KEY".into(), e.secret_access_key.clone()),
+        ("S3LEASE_BUCKET".into(), e.bucket.clone()),
+        (
+            "S3LEASE_ADDRESSING".into(),
+            match e.addressing {
+                Addressing::Path => "path",
+                Addressing::VirtualHosted => "virtual-hosted",
+            }
+            .into(),
+        ),
+        ("S3LEASE_KEY_PREFIX".into(), prefix.into()),
+        (
+            "COUNTER_LOCK_TIMEOUT_MS".into(),
+            lock_timeout_ms.to_string(),
+        ),
+    ];
+    if let Some(token) = &e.session_token {
+        env.push(("AWS_SESSION_TOKEN".into(), token.clone()));
+    }
+    env
+}
+
+/// An s3-lease instance in this process, on the function's bucket and
+/// prefix: to hold a counter's lock, and to read what the function stored.
+pub fn observer(prefix: &str) -> Instance {
+    static HARNESS: OnceLock<Harness> = OnceLock::new();
+    let harness = HARNESS
+        .get_or_init(|| Harness::load(&component_path()).unwrap_or_else(|e| panic!("{e:#}")));
+    let mut instance = harness.instance().expect("instantiate");
+    instance
+        .open(&endpoint().config(prefix))
+        .expect("no trap")
+        .expect("valid config");
+    instance
+}

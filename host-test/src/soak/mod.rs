@@ -1,0 +1,471 @@
+//! The soak: many processes campaign for several keys with electors and
+//! make fenced writes, token in the body, to shared objects, while a seeded
+//! schedule faults their requests (500, 503 SlowDown, 409, refused
+//! connections, timeouts with and without late arrival, lost replies) and
+//! the processes themselves (crashes between calls and mid-request, pauses
+//! past the lease, wall clocks skewed and stepping). The recorded history
+//! is then checked ([`checker`]) and summarised ([`report`]).
+//!
+//! A process is `keys` instances of the component (one client each, as
+//! the keys use different strategies and expiry clocks), each stepping one
+//! elector in its own thread ([`member`]); crashes, pauses and clock steps
+//! hit all of a process's instances at once ([`process`]).
+//!
+//! Only the plan replays from the seed (which requests fail how, which
+//! process is hit when and how): thread timing does not.
+
+pub mod checker;
+pub mod history;
+mod member;
+pub mod process;
+pub mod report;
+pub mod schedule;
+
+use crate::bindings::{Config, ExpiryClock, Strategy};
+use crate::server::Endpoint;
+use crate::Harness;
+use history::{FinalRead, FoundObject, History, MemberRecord, Violation};
+use process::Process;
+use s3_lease::testing::rng::Rng;
+use schedule::{FaultCounts, FaultKind, ProcessFault};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Client-go's durations, as the campaign and the demo use them.
+pub const LEASE_MS: u64 = 3_000;
+pub const RENEW_DEADLINE_MS: u64 = 2_000;
+pub const RETRY_MS: u64 = 500;
+/// A leader writes its fenced object at most this often.
+pub const WRITE_EVERY_MS: u64 = 300;
+/// Each key's fenced object is a new one every this long, so each object's
+/// history stays small enough for the linearizability search.
+pub const ROUND_MS: u64 = 15_000;
+/// At most this many fenced calls per object (the checker takes 128).
+pub const MAX_OPS_PER_OBJECT: usize = 110;
+/// Initial wall-clock skews are within ± this; jumps keep them within ± `MAX_SKEW_MS`.
+pub const INITIAL_SKEW_MS: u64 = 8_000;
+pub const MAX_SKEW_MS: i64 = 60_000;
+
+/// A protocol setting broken on purpose, to see the checker fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Break {
+    /// Every key on the `holder` expiry clock (the single-object design's
+    /// rule, which needs clocks in sync) while clocks are skewed and jump,
+    /// with its overlaps counted as violations.
+    HolderClock,
+}
+
+#[derive(Debug, Clone)]
+pub struct SoakConfig {
+    pub duration: Duration,
+    pub instances: usize,
+    pub keys: usize,
+    pub seed: u64,
+    /// The chance that any one request is faulted.
+    pub request_fault_rate: f64,
+    /// Print the process-level plan as it is applied.
+    pub verbose: bool,
+    pub broken: Option<Break>,
+}
+
+impl SoakConfig {
+    pub fn new(duration: Duration, instances: usize, keys: usize, seed: u64) -> Self {
+        SoakConfig {
+            duration,
+            instances,
+            keys,
+            seed,
+            request_fault_rate: 0.05,
+            verbose: false,
+            broken: None,
+        }
+    }
+}
+
+/// A seed from the clock, for runs that were given none.
+pub fn clock_seed() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
+}
+
+/// How a key is locked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyProfile {
+    pub strategy: Strategy,
+    pub clock: ExpiryClock,
+    /// Whether believed leadership must never overlap: the `holder` clock
+    /// assumes clocks in sync, which the soak breaks on purpose.
+    pub overlap_checked: bool,
+}
+
+impl KeyProfile {
+    /// Key `k`'s profile: the first four keys cover both strategies under
+    /// `server` and `observed`; a fifth adds `holder`.
+    pub fn of(k: usize, broken: Option<Break>) -> Self {
+        if broken == Some(Break::HolderClock) {
+            return KeyProfile {
+                strategy: Strategy::SingleObject,
+                clock: ExpiryClock::Holder,
+                overlap_checked: true,
+            };
+        }
+        let (strategy, clock) = [
+            (Strategy::SingleObject, ExpiryClock::Server),
+            (Strategy::EpochObjects, ExpiryClock::Observed),
+            (Strategy::SingleObject, ExpiryClock::Observed),
+            (Strategy::EpochObjects, ExpiryClock::Server),
+            (Strategy::SingleObject, ExpiryClock::Holder),
+        ][k % 5];
+        KeyProfile {
+            strategy,
+            clock,
+            overlap_checked: clock != ExpiryClock::Holder,
+        }
+    }
+
+    pub fn name(&self) -> String {
+        let strategy = match self.strategy {
+            Strategy::SingleObject => "single-object",
+            Strategy::EpochObjects => "epoch-objects",
+        };
+        let clock = match self.clock {
+            ExpiryClock::Holder => "holder",
+            ExpiryClock::Server => "server",
+            ExpiryClock::Observed => "observed",
+        };
+        format!("{strategy}/{clock}")
+    }
+}
+
+pub fn key_name(k: usize) -> String {
+    format!("k{k}")
+}
+
+/// What every thread of the run shares.
+pub struct Shared<'a> {
+    pub harness: &'a Harness,
+    pub config: SoakConfig,
+    /// Per key: the component config (strategy, clock, timeout).
+    pub client_configs: Vec<Config>,
+    pub prefix: String,
+    pub t0: Instant,
+    pub t_end: Instant,
+    pub counts: Arc<FaultCounts>,
+    /// Per key: the process that believes it leads, or `NOBODY`.
+    pub leaders: Vec<AtomicUsize>,
+    next_value: AtomicU64,
+    ops_per_object: Mutex<HashMap<String, usize>>,
+}
+
+pub const NOBODY: usize = usize::MAX;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared<'_> {
+    pub fn next_value(&self) -> u64 {
+        self.next_value.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The object key `k` writes at `now`.
+    pub fn object(&self, k: usize, now: Instant) -> String {
+        let round = now.saturating_duration_since(self.t0).as_millis() as u64 / ROUND_MS;
+        format!("{}data/{}/round-{round:04}", self.prefix, key_name(k))
+    }
+
+    /// Claims a place in `object`'s history; false once it is full.
+    pub fn reserve(&self, object: &str) -> bool {
+        let mut m = lock(&self.ops_per_object);
+        let n = m.entry(object.to_string()).or_default();
+        if *n >= MAX_OPS_PER_OBJECT {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+}
+
+/// The config of key `k`'s clients.
+fn client_config(endpoint: &Endpoint, prefix: &str, profile: KeyProfile) -> Config {
+    let mut c = endpoint.config(prefix);
+    c.strategy = Some(profile.strategy);
+    c.expiry_clock = Some(profile.clock);
+    c.request_timeout_ms = Some(schedule::REQUEST_TIMEOUT_MS as u32);
+    c
+}
+
+/// Runs a soak against `endpoint`: the run, then the checks over its history.
+pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report::Report {
+    let seed = config.seed;
+    let mut plan_rng = Rng::new(seed);
+    let prefix = format!("soak/{seed}-{}/", clock_seed());
+    let (n, keys) = (config.instances, config.keys);
+    let profiles: Vec<KeyProfile> = (0..keys)
+        .map(|k| KeyProfile::of(k, config.broken))
+        .collect();
+    let skews: Vec<i64> = (0..n)
+        .map(|_| plan_rng.range(0, 2 * INITIAL_SKEW_MS) as i64 - INITIAL_SKEW_MS as i64)
+        .collect();
+    let processes: Vec<Arc<Process>> = skews
+        .iter()
+        .map(|&s| Arc::new(Process::with_offset(s)))
+        .collect();
+    let start_barrier = Barrier::new(n * keys + 1);
+    // Instances are made before t0, so the run starts with all of them.
+    let t0 = Instant::now() + Duration::from_secs(2);
+    let shared = Shared {
+        harness,
+        client_configs: profiles
+            .iter()
+            .map(|&p| client_config(endpoint, &prefix, p))
+            .collect(),
+        prefix: prefix.clone(),
+        t0,
+        t_end: t0 + config.duration,
+        counts: Arc::new(FaultCounts::default()),
+        leaders: (0..keys).map(|_| AtomicUsize::new(NOBODY)).collect(),
+        next_value: AtomicU64::new(1),
+        ops_per_object: Mutex::new(HashMap::new()),
+        config,
+    };
+    println!(
+        "soak: seed {seed}, {n} processes x {keys} keys, {} s, request fault rate {}, prefix {prefix}",
+        shared.config.duration.as_secs(),
+        shared.config.request_fault_rate
+    );
+    for (k, p) in profiles.iter().enumerate() {
+        println!("soak:   {} {}", key_name(k), p.name());
+    }
+    println!("soak: initial wall-clock skews (ms) {skews:?}");
+
+    let (records, plan) = std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for (p, process) in processes.iter().enumerate() {
+            for k in 0..keys {
+                let (shared, start_barrier) = (&shared, &start_barrier);
+                let process = process.clone();
+                handles.push(s.spawn(move || {
+                    member::Member::start(shared, process, p, k, start_barrier).run()
+                }));
+            }
+        }
+        start_barrier.wait();
+        let plan = apply_plan(&shared, &processes, &mut plan_rng);
+        let records: Vec<MemberRecord> = handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| MemberRecord {
+                    violations: vec![Violation {
+                        invariant: "nothing traps",
+                        detail: "a member thread panicked".into(),
+                    }],
+                    ..MemberRecord::default()
+                })
+            })
+            .collect();
+        (records, plan)
+    });
+
+    // Let every held request arrive before reading what they left.
+    std::thread::sleep(Duration::from_millis(schedule::MAX_LATE_MS + 1_500));
+    let mut history = History {
+        t0: shared.t0,
+        t_end: shared.t_end,
+        keys: profiles,
+        grants: Vec::new(),
+        terms: Vec::new(),
+        fenced: Vec::new(),
+        leader_faults: Vec::new(),
+        finals: Vec::new(),
+        violations: Vec::new(),
+    };
+    let mut stats = report::Stats {
+        plan_applied: plan.applied,
+        plan_skipped: plan.skipped,
+        ..report::Stats::default()
+    };
+    for r in records {
+        stats.steps += r.steps;
+        stats.requests += r.requests;
+        stats.writes_skipped += r.writes_skipped;
+        for (k, v) in r.step_errors {
+            *stats.step_errors.entry(k).or_default() += v;
+        }
+        history.grants.extend(r.grants);
+        history.terms.extend(r.terms);
+        history.fenced.extend(r.fenced);
+        history.leader_faults.extend(r.leader_faults);
+        history.violations.extend(r.violations);
+    }
+    history.finals = read_finals(&shared, &history);
+    for kind in FaultKind::ALL {
+        stats.faults.push((kind, shared.counts.get(kind)));
+    }
+    let checked = checker::check(&history);
+    report::Report::new(shared.config.clone(), &history, checked, stats)
+}
+
+/// Reads every fenced object once the run is over, with a client no fault
+/// touches.
+fn read_finals(shared: &Shared, history: &History) -> Vec<FinalRead> {
+    let mut objects: Vec<&str> = history.fenced.iter().map(|o| o.object.as_str()).collect();
+    objects.sort_unstable();
+    objects.dedup();
+    let instance =
+        shared
+            .harness
+            .instance()
+            .and_then(|mut i| match i.open(&shared.client_configs[0])? {
+                Ok(()) => Ok(i),
+                Err(e) => Err(anyhow::anyhow!("opening the reader: {e:?}")),
+            });
+    let mut instance = match instance {
+        Ok(i) => i,
+        Err(e) => {
+            return objects
+                .iter()
+                .map(|o| FinalRead {
+                    object: o.to_string(),
+                    found: Err(format!("{e:#}")),
+                })
+                .collect()
+        }
+    };
+    objects
+        .iter()
+        .map(|o| FinalRead {
+            object: o.to_string(),
+            found: match instance.fenced_get(o) {
+                Ok(Ok(found)) => Ok(found.map(|f| FoundObject {
+                    body: f.body,
+                    etag: f.etag,
+                    token: f.token,
+                })),
+                other => Err(format!("{other:?}")),
+            },
+        })
+        .collect()
+}
+
+/// How much of the process-level plan was applied.
+struct PlanOutcome {
+    applied: u64,
+    /// Draws with no target: too many processes down or busy.
+    skipped: u64,
+}
+
+/// The process-level plan: crashes, pauses and clock jumps until a little
+/// before the end. Every draw happens whatever the run-time state, so a
+/// seed replays the same plan; only "the leader" and whether a process is
+/// free are resolved at run time.
+fn apply_plan(shared: &Shared, processes: &[Arc<Process>], rng: &mut Rng) -> PlanOutcome {
+    let n = processes.len();
+    let verbose = shared.config.verbose;
+    // Keep a majority up, so someone can always lead.
+    let max_down = (n.saturating_sub(1) / 2).max(1);
+    let mut busy_until = vec![shared.t0; n];
+    // A kill armed for "the next request" that no request took by then
+    // happens between calls instead.
+    let mut armed_kills: Vec<(Instant, usize)> = Vec::new();
+    let mut outcome = PlanOutcome {
+        applied: 0,
+        skipped: 0,
+    };
+    let stop = shared
+        .t_end
+        .checked_sub(Duration::from_millis(LEASE_MS + 3_000))
+        .unwrap_or(shared.t0);
+    std::thread::sleep(shared.t0.saturating_duration_since(Instant::now()));
+    loop {
+        let d = schedule::draw(rng, LEASE_MS);
+        std::thread::sleep(Duration::from_millis(d.gap_ms));
+        let now = Instant::now();
+        armed_kills.retain(|&(by, p)| {
+            if by > now {
+                return true;
+            }
+            if let Some(down_ms) = processes[p].take_kill() {
+                processes[p].crash_now(down_ms);
+                shared.counts.add(FaultKind::Crash);
+            }
+            false
+        });
+        if now >= stop {
+            break;
+        }
+        let free: Vec<usize> = (0..n).filter(|&p| busy_until[p] <= now).collect();
+        let leading: Vec<usize> = free
+            .iter()
+            .copied()
+            .filter(|&p| shared.leaders.iter().any(|l| l.load(Ordering::SeqCst) == p))
+            .collect();
+        let pool = if d.want_leader && !leading.is_empty() {
+            &leading
+        } else {
+            &free
+        };
+        let down = n - free.len();
+        let Some(&target) = pool.get((d.pick % pool.len().max(1) as u64) as usize) else {
+            outcome.skipped += 1;
+            continue;
+        };
+        let process = &processes[target];
+        let wait = Duration::from_millis(3_000);
+        let what = match d.fault {
+            ProcessFault::Crash { .. } | ProcessFault::Pause { .. } if down >= max_down => {
+                outcome.skipped += 1;
+                continue;
+            }
+            ProcessFault::Crash {
+                down_ms,
+                mid_request,
+            } => {
+                busy_until[target] = now + wait + Duration::from_millis(down_ms + 1_000);
+                if mid_request {
+                    process.arm_kill(down_ms);
+                    armed_kills.push((now + wait, target));
+                    format!("crash at its next request, down {down_ms} ms")
+                } else {
+                    process.crash_now(down_ms);
+                    shared.counts.add(FaultKind::Crash);
+                    format!("crash, down {down_ms} ms")
+                }
+            }
+            ProcessFault::Pause { ms, mid_request } => {
+                busy_until[target] = now + wait + Duration::from_millis(ms + 500);
+                if mid_request {
+                    process.arm_stall(ms);
+                    format!("stall its next request {ms} ms")
+                } else {
+                    process.pause(ms);
+                    shared.counts.add(FaultKind::Pause);
+                    format!("pause {ms} ms")
+                }
+            }
+            ProcessFault::ClockJump { ms } => {
+                let old = process.clock_offset_ms.load(Ordering::SeqCst);
+                let new = (old + ms).clamp(-MAX_SKEW_MS, MAX_SKEW_MS);
+                process.clock_offset_ms.store(new, Ordering::SeqCst);
+                shared.counts.add(FaultKind::ClockJump);
+                format!("wall clock {ms:+} ms (offset {old} -> {new} ms)")
+            }
+        };
+        outcome.applied += 1;
+        if verbose {
+            println!(
+                "soak: {:>8.3}s process {target}: {what}",
+                now.saturating_duration_since(shared.t0).as_secs_f64()
+            );
+        }
+    }
+    // What no request took by the end is not applied (and not counted).
+    for p in processes {
+        p.disarm();
+    }
+    outcome
+}

@@ -1,0 +1,281 @@
+//! What a soak prints: operations, faults by kind, violations, the share
+//! of time a leader existed, and failover times.
+
+use super::checker::Checked;
+use super::history::{FencedOutcome, History, Violation};
+use super::schedule::FaultKind;
+use super::{key_name, SoakConfig};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Counts gathered from the members and the plan.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub steps: u64,
+    pub requests: u64,
+    /// Fenced writes not made because their object's history was full.
+    pub writes_skipped: u64,
+    /// `last-error` of steps, by kind.
+    pub step_errors: BTreeMap<&'static str, u64>,
+    pub faults: Vec<(FaultKind, u64)>,
+    pub plan_applied: u64,
+    pub plan_skipped: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct FencedCounts {
+    pub written: u64,
+    pub deleted: u64,
+    pub fenced: u64,
+    pub unknown: u64,
+    /// Writes with a lease from before a pause past it, made without stepping.
+    pub zombie: u64,
+    pub zombie_refused: u64,
+}
+
+#[derive(Debug)]
+pub struct Report {
+    pub config: SoakConfig,
+    pub stats: Stats,
+    pub checked: Checked,
+    pub grants: usize,
+    pub fenced: FencedCounts,
+    /// Per key: the share of the run in which some member believed it led.
+    pub availability: Vec<f64>,
+    /// From a crash or pause of a leader to the next grant on its key, ms.
+    pub failover_crash_ms: Vec<u64>,
+    pub failover_pause_ms: Vec<u64>,
+    /// Leader faults with no later grant before the end of the run.
+    pub failover_unmeasured: usize,
+}
+
+/// The `q` quantile of `sorted` (nearest rank), 0 when empty.
+pub fn quantile(sorted: &[u64], q: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The share of `[t0, t_end]` covered by the union of `spans`.
+fn covered(mut spans: Vec<(Instant, Instant)>, t0: Instant, t_end: Instant) -> f64 {
+    spans.sort();
+    let mut total = Duration::ZERO;
+    let mut reach = t0;
+    for (start, end) in spans {
+        let (start, end) = (start.max(reach), end.min(t_end));
+        if end > start {
+            total += end - start;
+            reach = end;
+        }
+    }
+    let run = t_end.saturating_duration_since(t0).as_secs_f64();
+    if run > 0.0 {
+        total.as_secs_f64() / run
+    } else {
+        0.0
+    }
+}
+
+impl Report {
+    pub fn new(config: SoakConfig, history: &History, checked: Checked, stats: Stats) -> Self {
+        let mut fenced = FencedCounts::default();
+        for op in &history.fenced {
+            match op.outcome {
+                FencedOutcome::Written { .. } => fenced.written += 1,
+                FencedOutcome::Deleted => fenced.deleted += 1,
+                FencedOutcome::Fenced { .. } => fenced.fenced += 1,
+                FencedOutcome::Unknown(_) => fenced.unknown += 1,
+            }
+            if op.zombie {
+                fenced.zombie += 1;
+                if matches!(op.outcome, FencedOutcome::Fenced { .. }) {
+                    fenced.zombie_refused += 1;
+                }
+            }
+        }
+        let availability = (0..history.keys.len())
+            .map(|k| {
+                let spans = history
+                    .terms
+                    .iter()
+                    .filter(|t| t.key == k)
+                    .map(|t| (t.start, t.end))
+                    .collect();
+                covered(spans, history.t0, history.t_end)
+            })
+            .collect();
+        let (mut crash, mut pause, mut unmeasured) = (Vec::new(), Vec::new(), 0);
+        for f in &history.leader_faults {
+            let next = history
+                .terms
+                .iter()
+                .filter(|t| t.key == f.key && t.start >= f.at)
+                .map(|t| t.start)
+                .min();
+            match next {
+                Some(at) => {
+                    let ms = at.saturating_duration_since(f.at).as_millis() as u64;
+                    if f.crash {
+                        crash.push(ms)
+                    } else {
+                        pause.push(ms)
+                    }
+                }
+                None => unmeasured += 1,
+            }
+        }
+        crash.sort_unstable();
+        pause.sort_unstable();
+        Report {
+            config,
+            stats,
+            checked,
+            grants: history.grants.len(),
+            fenced,
+            availability,
+            failover_crash_ms: crash,
+            failover_pause_ms: pause,
+            failover_unmeasured: unmeasured,
+        }
+    }
+
+    pub fn violations(&self) -> &[Violation] {
+        &self.checked.violations
+    }
+
+    pub fn passed(&self) -> bool {
+        self.checked.violations.is_empty()
+    }
+
+    pub fn fenced_calls(&self) -> u64 {
+        let f = &self.fenced;
+        f.written + f.deleted + f.fenced + f.unknown
+    }
+
+    pub fn failover_all_ms(&self) -> Vec<u64> {
+        let mut all = [
+            self.failover_crash_ms.clone(),
+            self.failover_pause_ms.clone(),
+        ]
+        .concat();
+        all.sort_unstable();
+        all
+    }
+
+    /// The summary, one fact per line.
+    pub fn summary(&self) -> Vec<String> {
+        let c = &self.config;
+        let s = &self.stats;
+        let f = &self.fenced;
+        let mut lines = vec![
+            format!(
+                "seed {}: {} processes x {} keys for {} s, request fault rate {}",
+                c.seed,
+                c.instances,
+                c.keys,
+                c.duration.as_secs(),
+                c.request_fault_rate
+            ),
+            format!(
+                "operations: {} elector steps, {} fenced calls ({} written, {} deleted, {} fenced, {} unknown), {} S3 requests, {} grants",
+                s.steps,
+                self.fenced_calls(),
+                f.written,
+                f.deleted,
+                f.fenced,
+                f.unknown,
+                s.requests,
+                self.grants
+            ),
+            format!(
+                "writes after a pause with the old lease: {} ({} refused by the fence)",
+                f.zombie, f.zombie_refused
+            ),
+        ];
+        let total: u64 = s.faults.iter().map(|(_, n)| n).sum();
+        lines.push(format!("faults injected: {total}"));
+        for (kind, n) in &s.faults {
+            lines.push(format!("  {:<38} {n}", kind.name()));
+        }
+        lines.push(format!(
+            "step errors (retried by the elector): {:?}",
+            s.step_errors
+        ));
+        let avail: Vec<String> = self
+            .availability
+            .iter()
+            .enumerate()
+            .map(|(k, a)| format!("{} {:.1}%", key_name(k), 100.0 * a))
+            .collect();
+        let mean = self.availability.iter().sum::<f64>() / self.availability.len().max(1) as f64;
+        lines.push(format!(
+            "a leader existed {:.1}% of the time ({})",
+            100.0 * mean,
+            avail.join(", ")
+        ));
+        let describe = |name: &str, sample: &[u64]| {
+            format!(
+                "failover after {name}: n={} p50={} ms p99={} ms max={} ms",
+                sample.len(),
+                quantile(sample, 0.5),
+                quantile(sample, 0.99),
+                sample.last().copied().unwrap_or(0)
+            )
+        };
+        lines.push(describe(
+            "a leader's crash or pause",
+            &self.failover_all_ms(),
+        ));
+        lines.push(format!(
+            "  {}",
+            describe("a crash", &self.failover_crash_ms)
+        ));
+        lines.push(format!(
+            "  {}",
+            describe("a pause", &self.failover_pause_ms)
+        ));
+        if self.failover_unmeasured > 0 {
+            lines.push(format!(
+                "  ({} leader faults had no successor before the end)",
+                self.failover_unmeasured
+            ));
+        }
+        lines.push(format!(
+            "checked: {} fenced objects ({} calls) linearizable; {} overlaps tolerated on holder-clock keys",
+            self.checked.objects, self.checked.object_ops, self.checked.tolerated_overlaps
+        ));
+        let mut by_invariant: BTreeMap<&str, usize> = BTreeMap::new();
+        for v in &self.checked.violations {
+            *by_invariant.entry(v.invariant).or_default() += 1;
+        }
+        lines.push(format!(
+            "violations: {} {:?}",
+            self.checked.violations.len(),
+            by_invariant
+        ));
+        lines
+    }
+
+    /// Prints the summary; on failure, the violations (the first 50) and
+    /// how to replay.
+    pub fn print(&self) {
+        for line in self.summary() {
+            println!("soak: {line}");
+        }
+        if self.passed() {
+            return;
+        }
+        for v in self.checked.violations.iter().take(50) {
+            println!("soak: VIOLATION {v}");
+        }
+        if self.checked.violations.len() > 50 {
+            println!("soak: ... and {} more", self.checked.violations.len() - 50);
+        }
+        println!(
+            "soak: FAILED; replay the plan with --seed {}",
+            self.config.seed
+        );
+    }
+}

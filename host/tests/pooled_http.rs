@@ -1,0 +1,115 @@
+//! Pooled HTTP keeps one connection for many requests; wasmtime's default
+//! opens one per request. Counted on a loopback server that answers every
+//! request like S3 does for a missing key, and counts the connections it
+//! accepts.
+
+use s3_lease_host::{Client, CompileCache, ComponentSource, Runtime, RuntimeOptions, S3Config};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+const REQUESTS: usize = 20;
+
+struct Counts {
+    connections: AtomicUsize,
+    requests: AtomicUsize,
+}
+
+/// A keep-alive HTTP/1.1 server: 404 NoSuchKey to everything.
+fn serve() -> (String, Arc<Counts>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let counts = Arc::new(Counts {
+        connections: AtomicUsize::new(0),
+        requests: AtomicUsize::new(0),
+    });
+    let c = counts.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            c.connections.fetch_add(1, Ordering::SeqCst);
+            let c = c.clone();
+            std::thread::spawn(move || answer_all(stream, &c));
+        }
+    });
+    (url, counts)
+}
+
+fn answer_all(stream: TcpStream, counts: &Counts) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    loop {
+        let mut length = 0usize;
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        counts.requests.fetch_add(1, Ordering::SeqCst);
+        let xml = "<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Message>none</Message><RequestId>r1</RequestId></Error>";
+        let reply = format!(
+            "HTTP/1.1 404 Not Found\r\nContent-Type: application/xml\r\nDate: Sun, 22 Nov 2026 12:00:00 GMT\r\nContent-Length: {}\r\n\r\n{xml}",
+            xml.len()
+        );
+        if writer.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+fn connections_for(pooled_http: bool) -> (usize, usize) {
+    let (url, counts) = serve();
+    let runtime = Runtime::with_options(RuntimeOptions {
+        source: ComponentSource::from_env(),
+        cache: CompileCache::from_env(),
+        pooled_http,
+    })
+    .unwrap();
+    let config = S3Config::from_vars("bucket", |name| match name {
+        "AWS_ENDPOINT_URL" => Some(url.clone()),
+        "AWS_ACCESS_KEY_ID" => Some("AKIDTEST".into()),
+        "AWS_SECRET_ACCESS_KEY" => Some("secret-for-the-test".into()),
+        _ => None,
+    })
+    .unwrap();
+    let client = Client::connect(&runtime, &config).unwrap();
+    for i in 0..REQUESTS {
+        // Distinct keys: nothing cached, one GET each.
+        assert_eq!(client.inspect(&format!("key-{i}")).unwrap(), None);
+    }
+    (
+        counts.connections.load(Ordering::SeqCst),
+        counts.requests.load(Ordering::SeqCst),
+    )
+}
+
+#[test]
+fn pooled_http_reuses_one_connection_where_the_default_opens_one_per_request() {
+    let (pooled, pooled_requests) = connections_for(true);
+    let (per_request, requests) = connections_for(false);
+    println!(
+        "{REQUESTS} inspects: pooled {pooled} connection(s) for {pooled_requests} requests; \
+         default {per_request} for {requests}"
+    );
+    assert_eq!((pooled_requests, requests), (REQUESTS, REQUESTS));
+    assert_eq!(pooled, 1, "pooled: one keep-alive connection");
+    assert_eq!(per_request, REQUESTS, "default: one connection per request");
+}
