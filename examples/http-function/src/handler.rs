@@ -197,6 +197,7 @@ fn s3_lease_error(e: &Error) -> Reply {
         Error::Conflict(_) => (502, "conflict"),
         Error::S3(_) => (502, "s3"),
         Error::Transport(_) => (502, "transport"),
+        Error::StoreUnsafe(_) => (502, "store-unsafe"),
         Error::Timeout(_) => (503, "lock-timeout"),
     };
     Reply::error(status, code, &format!("{e:?}"))
