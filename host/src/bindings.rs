@@ -40,3 +40,24 @@ wit_names! {
     Strategy { SingleObject => "single-object", EpochObjects => "epoch-objects" }
     ExpiryClock { Server => "server", Holder => "holder", Observed => "observed" }
 }
+
+impl Error {
+    /// The case's name in the WIT (`lost`, `s3`, `store-unsafe`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Lost(_) => "lost",
+            Error::Conflict(_) => "conflict",
+            Error::ClockSkewed(_) => "clock-skewed",
+            Error::AccessDenied(_) => "access-denied",
+            Error::NoSuchBucket(_) => "no-such-bucket",
+            Error::CorruptLockObject(_) => "corrupt-lock-object",
+            Error::S3(_) => "s3",
+            Error::Transport(_) => "transport",
+            Error::InvalidConfig(_) => "invalid-config",
+            Error::InvalidArgument(_) => "invalid-argument",
+            Error::Timeout(_) => "timeout",
+            Error::Fenced(_) => "fenced",
+            Error::StoreUnsafe(_) => "store-unsafe",
+        }
+    }
+}

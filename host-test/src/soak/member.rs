@@ -80,23 +80,6 @@ fn step_error_expected(e: &LeaseError) -> bool {
     )
 }
 
-pub fn error_kind(e: &LeaseError) -> &'static str {
-    match e {
-        LeaseError::Lost(_) => "lost",
-        LeaseError::Conflict(_) => "conflict",
-        LeaseError::ClockSkewed(_) => "clock-skewed",
-        LeaseError::AccessDenied(_) => "access-denied",
-        LeaseError::NoSuchBucket(_) => "no-such-bucket",
-        LeaseError::CorruptLockObject(_) => "corrupt-lock-object",
-        LeaseError::S3(_) => "s3",
-        LeaseError::Transport(_) => "transport",
-        LeaseError::InvalidConfig(_) => "invalid-config",
-        LeaseError::InvalidArgument(_) => "invalid-argument",
-        LeaseError::Timeout(_) => "timeout",
-        LeaseError::Fenced(_) => "fenced",
-    }
-}
-
 fn describe(r: &StepResult) -> String {
     let role = match &r.role {
         Role::Leader(l) => format!("leader(t{})", l.token),
@@ -117,7 +100,7 @@ fn describe(r: &StepResult) -> String {
     let error = r
         .last_error
         .as_ref()
-        .map(|e| format!(" error {}", error_kind(e)))
+        .map(|e| format!(" error {}", e.kind()))
         .unwrap_or_default();
     format!("{role} [{}]{error}", events.join(", "))
 }
@@ -421,7 +404,7 @@ impl<'a> Member<'a> {
         };
         self.next_step = end + Duration::from_millis(r.next_step_in_ms.min(RETRY_MS));
         if let Some(e) = &r.last_error {
-            *self.record.step_errors.entry(error_kind(e)).or_default() += 1;
+            *self.record.step_errors.entry(e.kind()).or_default() += 1;
             if !step_error_expected(e) {
                 let detail = format!("step failed unexpectedly: {e:?}");
                 self.violation("no unexpected errors", detail);
@@ -577,7 +560,7 @@ impl<'a> Member<'a> {
                     let detail = format!("fenced call failed unexpectedly: {e:?}");
                     self.violation("no unexpected errors", detail);
                 }
-                FencedOutcome::Unknown(error_kind(&e).into())
+                FencedOutcome::Unknown(e.kind().into())
             }
         };
         self.record.fenced.push(FencedOp {

@@ -192,24 +192,6 @@ struct Report {
     resigns_not_leading: u64,
 }
 
-fn error_kind(e: &LeaseError) -> &'static str {
-    match e {
-        LeaseError::Lost(_) => "lost",
-        LeaseError::Conflict(_) => "conflict",
-        LeaseError::ClockSkewed(_) => "clock-skewed",
-        LeaseError::AccessDenied(_) => "access-denied",
-        LeaseError::NoSuchBucket(_) => "no-such-bucket",
-        LeaseError::CorruptLockObject(_) => "corrupt-lock-object",
-        LeaseError::S3(_) => "s3",
-        LeaseError::Transport(_) => "transport",
-        LeaseError::InvalidConfig(_) => "invalid-config",
-        LeaseError::InvalidArgument(_) => "invalid-argument",
-        LeaseError::Timeout(_) => "timeout",
-        LeaseError::Fenced(_) => "fenced",
-        LeaseError::StoreUnsafe(_) => "store-unsafe",
-    }
-}
-
 /// Errors a step may report under these faults: the elector retries them.
 fn error_expected(e: &LeaseError) -> bool {
     matches!(
@@ -399,7 +381,7 @@ impl<'a> Member<'a> {
             summary: describe_step(&r),
         });
         if let Some(e) = &r.last_error {
-            *self.report.errors.entry(error_kind(e)).or_default() += 1;
+            *self.report.errors.entry(e.kind()).or_default() += 1;
             if !error_expected(e) {
                 self.problem(format!("step failed unexpectedly: {e:?}"));
             }
