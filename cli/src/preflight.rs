@@ -124,11 +124,23 @@ fn print_report(report: &PreflightReport) {
 
 /// Why the configured strategy is refused, in one line.
 fn unsafe_summary(report: &PreflightReport, strategy: Strategy) -> String {
+    // A silent failure (a condition ignored) is the reason nothing is safe;
+    // without one, what failed or stayed unknown is.
+    let silent = report.results.iter().any(|r| r.silent);
     let failed: Vec<String> = report
         .results
         .iter()
-        .filter(|r| r.verdict != Verdict::Pass)
-        .map(|r| format!("{} {}", r.capability.wit_name(), r.verdict.wit_name()))
+        .filter(|r| {
+            if silent {
+                r.silent
+            } else {
+                r.verdict != Verdict::Pass
+            }
+        })
+        .map(|r| {
+            let how = if r.silent { " (silent)" } else { "" };
+            format!("{} {}{how}", r.capability.wit_name(), r.verdict.wit_name())
+        })
         .collect();
     let instead = match report.recommended_strategy {
         Some(s) if s != strategy => format!("; {} is safe here", s.wit_name()),
