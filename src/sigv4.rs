@@ -143,12 +143,12 @@ fn canonical_headers(headers: &mut [(String, String)]) -> (String, String) {
         lines.push_str(&value);
         lines.push('\n');
     }
-    (lines, names.join(";"))
+    (lines, crate::text::join(names, ";"))
 }
 
 fn fold_spaces(value: &str) -> String {
     // SigV4 "trimall": trim, and fold every inner run of whitespace to one space.
-    value.split_whitespace().collect::<Vec<_>>().join(" ")
+    crate::text::join(value.split_whitespace(), " ")
 }
 
 /// Query pairs encoded with the strict set and sorted by key, then value.
@@ -158,8 +158,8 @@ pub fn canonical_query(query: &[(String, String)]) -> String {
         .map(|(k, v)| (uri_encode(k, true), uri_encode(v, true)))
         .collect();
     insertion_sort_by(&mut pairs, |a, b| a > b);
-    let parts: Vec<String> = pairs.into_iter().map(|(k, v)| format!("{k}={v}")).collect();
-    parts.join("&")
+    let parts = pairs.iter().map(|(k, v)| format!("{k}={v}"));
+    crate::text::join(parts, "&")
 }
 
 /// A stable sort for the handful of headers and query pairs a request has.
