@@ -18,7 +18,10 @@ pub fn preflight(client: &Client, strategy: Strategy, as_json: bool) -> Result<i
     if report.config_safe {
         Ok(0)
     } else {
-        Err(Failure::new(STORE_UNSAFE, unsafe_summary(&report, strategy)))
+        Err(Failure::new(
+            STORE_UNSAFE,
+            unsafe_summary(&report, strategy),
+        ))
     }
 }
 
@@ -30,7 +33,10 @@ pub fn require_safe_store(client: &Client, strategy: Strategy) -> Result<(), Fai
     if report.config_safe {
         Ok(())
     } else {
-        Err(Failure::new(STORE_UNSAFE, unsafe_summary(&report, strategy)))
+        Err(Failure::new(
+            STORE_UNSAFE,
+            unsafe_summary(&report, strategy),
+        ))
     }
 }
 
@@ -78,11 +84,23 @@ fn print_report(report: &PreflightReport) {
     };
     println!(
         "safe strategies:     {}",
-        names(report.safe_strategies.iter().map(|s| s.wit_name()).collect())
+        names(
+            report
+                .safe_strategies
+                .iter()
+                .map(|s| s.wit_name())
+                .collect()
+        )
     );
     println!(
         "safe expiry clocks:  {}",
-        names(report.safe_expiry_clocks.iter().map(|c| c.wit_name()).collect())
+        names(
+            report
+                .safe_expiry_clocks
+                .iter()
+                .map(|c| c.wit_name())
+                .collect()
+        )
     );
     println!(
         "recommended:         {}",
@@ -92,7 +110,11 @@ fn print_report(report: &PreflightReport) {
     );
     println!(
         "this configuration:  {}",
-        if report.config_safe { "safe" } else { "NOT safe" }
+        if report.config_safe {
+            "safe"
+        } else {
+            "NOT safe"
+        }
     );
     println!("requests sent:       {}", report.requests);
     for note in &report.notes {

@@ -108,7 +108,11 @@ impl fmt::Display for Describe<'_> {
             LeaseError::StoreUnsafe(r) => {
                 use crate::bindings::Verdict;
                 let name = r.capability.wit_name();
-                let verdict = if r.verdict == Verdict::Unknown { "could not show" } else { "failed" };
+                let verdict = if r.verdict == Verdict::Unknown {
+                    "could not show"
+                } else {
+                    "failed"
+                };
                 write!(f, "the store's preflight {verdict} {name}")?;
                 if let Some(status) = r.status {
                     write!(f, " (HTTP {status} {})", r.code)?;

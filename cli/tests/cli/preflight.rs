@@ -42,7 +42,11 @@ fn seaweedfs_passes_the_preflight_as_a_table_and_as_json() {
         .map(|r| r["capability"].as_str().expect("name"))
         .collect();
     assert_eq!(names, CAPABILITIES, "{report}");
-    for needed in ["if-none-match-existing", "if-match-put", "if-match-missing-key"] {
+    for needed in [
+        "if-none-match-existing",
+        "if-match-put",
+        "if-match-missing-key",
+    ] {
         assert_eq!(verdict(&report, needed), "pass", "{report}");
     }
     assert!(report["requests"].as_u64().unwrap_or(0) >= 13, "{report}");
@@ -92,7 +96,10 @@ fn s3s_fs_fails_the_preflight_and_check_store_takes_no_lock_on_it() {
     let out = scene.run(&["preflight"]);
     assert_eq!(code(&out), 81, "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
-    println!("s3-lease preflight on s3s-fs:\n{}{stderr}", text(&out.stdout));
+    println!(
+        "s3-lease preflight on s3s-fs:\n{}{stderr}",
+        text(&out.stdout)
+    );
     assert!(stderr.contains("if-match-delete fail"), "{stderr}");
 
     // --check-store: the command never starts, and nothing is locked.
