@@ -14,14 +14,50 @@ use crate::lock_object::LockState;
 use crate::preflight::{CapabilityResult, Gate, Preflight, Report};
 use crate::protocol::{object_key, AcquireOutcome, Grant, Inspect, Lease, RewriteOwn, TryAcquire};
 use crate::seal::{LockSeal, Sealer};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, DefaultHasher};
 
-/// A map keyed by lock key, hashed with fixed keys: std's default
-/// `RandomState` seeds itself from `wasi:random/insecure-seed`, an import
-/// outside the `wasi:http/proxy` world. The keys are the caller's own lock
-/// names and the map is capped, so randomized hashing buys nothing here.
-type KeyMap<V> = HashMap<String, V, BuildHasherDefault<DefaultHasher>>;
+/// A map keyed by lock key: pairs searched in order. Not a `HashMap`: std's
+/// default `RandomState` seeds itself from `wasi:random/insecure-seed`, an
+/// import outside the `wasi:http/proxy` world, and hashing (SipHash,
+/// hashbrown) cost the component about 10 KB (a `BTreeMap` costs more).
+/// The map is capped at `MAX_REMEMBERED_KEYS`, and each lookup sits next to
+/// an S3 request, so a linear search is cheap enough.
+#[derive(Debug, Clone)]
+struct KeyMap<V>(Vec<(String, V)>);
+
+impl<V> KeyMap<V> {
+    fn new() -> Self {
+        KeyMap(Vec::new())
+    }
+
+    fn position(&self, key: &str) -> Option<usize> {
+        self.0.iter().position(|(k, _)| k == key)
+    }
+
+    fn get(&self, key: &str) -> Option<&V> {
+        self.position(key)
+            .and_then(|i| self.0.get(i))
+            .map(|(_, v)| v)
+    }
+
+    /// Sets `key` to `value`; a new key first empties a full map.
+    fn insert(&mut self, key: &str, value: V) {
+        match self.position(key).and_then(|i| self.0.get_mut(i)) {
+            Some((_, v)) => *v = value,
+            None => {
+                if self.0.len() >= MAX_REMEMBERED_KEYS {
+                    self.0.clear();
+                }
+                self.0.push((key.to_string(), value));
+            }
+        }
+    }
+
+    fn remove(&mut self, key: &str) {
+        if let Some(i) = self.position(key) {
+            self.0.swap_remove(i);
+        }
+    }
+}
 
 /// Keys remembered at most; past this the memory starts over (it is only
 /// an optimisation, and for `observed` a wait of one more ttl).
@@ -60,8 +96,8 @@ impl ClientCore {
         ClientCore {
             sealer: Sealer::new(&config.credentials.secret_access_key, &config.bucket),
             config,
-            epoch_hints: KeyMap::default(),
-            seen: KeyMap::default(),
+            epoch_hints: KeyMap::new(),
+            seen: KeyMap::new(),
             store: StoreCheck::Unchecked,
         }
     }
@@ -84,11 +120,8 @@ impl ClientCore {
         if self.config.strategy != Strategy::EpochObjects {
             return;
         }
-        if self.epoch_hints.len() >= MAX_REMEMBERED_KEYS && !self.epoch_hints.contains_key(key) {
-            self.epoch_hints.clear();
-        }
-        let seen = self.epoch_hints.entry(key.to_string()).or_insert(0);
-        *seen = (*seen).max(epoch);
+        let highest = self.hint(key).max(epoch);
+        self.epoch_hints.insert(key, highest);
     }
 
     /// How this client judges `key`'s expiry now.
@@ -112,11 +145,8 @@ impl ClientCore {
             Some(s) if s.state.etag == state.etag => s.since_ms,
             _ => now_mono,
         };
-        if self.seen.len() >= MAX_REMEMBERED_KEYS && !self.seen.contains_key(key) {
-            self.seen.clear();
-        }
         self.seen.insert(
-            key.to_string(),
+            key,
             Seen {
                 state: state.clone(),
                 since_ms,

@@ -607,20 +607,31 @@ impl EpochTryAcquire {
 
     /// Old epochs to delete once `epoch` is granted, oldest first.
     fn cleanup(&self, epoch: u64) -> Vec<String> {
-        let mut old: Vec<u64> = self
-            .lister
-            .epochs
+        let old = oldest_distinct(&self.lister.epochs, |e| {
+            e.saturating_add(KEEP_EPOCHS) <= epoch
+        });
+        old.into_iter().map(|e| epoch_key(&self.dir, e)).collect()
+    }
+}
+
+/// The smallest distinct `epochs` that pass `wanted`, ascending, at most
+/// `MAX_CLEANUP_PER_GRANT`: picked one by one rather than sorted (a sort
+/// instantiation costs the component kilobytes).
+fn oldest_distinct(epochs: &[u64], wanted: impl Fn(u64) -> bool) -> Vec<u64> {
+    let mut old: Vec<u64> = Vec::new();
+    while old.len() < MAX_CLEANUP_PER_GRANT {
+        let above = old.last().copied();
+        let next = epochs
             .iter()
             .copied()
-            .filter(|e| e.saturating_add(KEEP_EPOCHS) <= epoch)
-            .collect();
-        old.sort_unstable();
-        old.dedup();
-        old.into_iter()
-            .take(MAX_CLEANUP_PER_GRANT)
-            .map(|e| epoch_key(&self.dir, e))
-            .collect()
+            .filter(|&e| wanted(e) && above.is_none_or(|a| e > a))
+            .min();
+        match next {
+            Some(e) => old.push(e),
+            None => break,
+        }
     }
+    old
 }
 
 impl Operation for EpochTryAcquire {

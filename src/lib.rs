@@ -20,6 +20,7 @@ pub mod protocol;
 pub mod s3;
 pub mod seal;
 pub mod sigv4;
+mod text;
 
 /// Test support shared by the unit tests, the simulation and host-test: the
 /// in-memory S3 model and the linearizability checker. Not in the component.

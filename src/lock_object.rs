@@ -138,7 +138,9 @@ pub(crate) fn epoch_ms(field: &str, v: &Value) -> Result<u64, String> {
     // 1e11 s, at the ceiling: a record we accept must read back once written.
     let ms = (seconds * 1000.0).round();
     if !(0.0..MAX_EPOCH_SECONDS).contains(&seconds) || ms >= MAX_EPOCH_SECONDS * 1000.0 {
-        return Err(format!("{field:?} is out of range: {seconds}"));
+        // `{v}`: the number as the JSON had it, printed by serde_json
+        // (`{seconds}` would link core's float printer, about 20 KB).
+        return Err(format!("{field:?} is out of range: {v}"));
     }
     Ok(ms as u64)
 }

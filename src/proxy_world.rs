@@ -17,7 +17,7 @@
 //! `host-test/tests/integration/component_shape.rs` fails by name.
 //!
 //! (The third, `wasi:random/insecure-seed`, was std's `HashMap` seeding:
-//! `client.rs` hashes with fixed keys instead.)
+//! `client.rs` keeps no hash map.)
 
 /// `wasi:cli/environment.get-environment`: an empty list (pointer, length).
 #[no_mangle]

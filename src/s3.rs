@@ -335,7 +335,7 @@ fn decode_entities(text: &str) -> String {
 }
 
 fn snippet(body: &str) -> String {
-    let flat: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = crate::text::join(body.split_whitespace(), " ");
     let mut cut: String = flat.chars().take(200).collect();
     if cut.len() < flat.len() {
         cut.push('…');

@@ -127,7 +127,7 @@ pub fn sign(
 /// repeated names joined with `,`) and the `;`-joined signed header list.
 fn canonical_headers(headers: &mut [(String, String)]) -> (String, String) {
     // Stable sort keeps repeated headers in the order given, as AWS requires.
-    headers.sort_by(|a, b| a.0.cmp(&b.0));
+    insertion_sort_by(headers, |a, b| a.0 > b.0);
     let mut lines = String::new();
     let mut names: Vec<&str> = Vec::new();
     for (name, value) in headers.iter() {
@@ -143,12 +143,12 @@ fn canonical_headers(headers: &mut [(String, String)]) -> (String, String) {
         lines.push_str(&value);
         lines.push('\n');
     }
-    (lines, names.join(";"))
+    (lines, crate::text::join(names, ";"))
 }
 
 fn fold_spaces(value: &str) -> String {
     // SigV4 "trimall": trim, and fold every inner run of whitespace to one space.
-    value.split_whitespace().collect::<Vec<_>>().join(" ")
+    crate::text::join(value.split_whitespace(), " ")
 }
 
 /// Query pairs encoded with the strict set and sorted by key, then value.
@@ -157,9 +157,22 @@ pub fn canonical_query(query: &[(String, String)]) -> String {
         .iter()
         .map(|(k, v)| (uri_encode(k, true), uri_encode(v, true)))
         .collect();
-    pairs.sort();
-    let parts: Vec<String> = pairs.into_iter().map(|(k, v)| format!("{k}={v}")).collect();
-    parts.join("&")
+    insertion_sort_by(&mut pairs, |a, b| a > b);
+    let parts = pairs.iter().map(|(k, v)| format!("{k}={v}"));
+    crate::text::join(parts, "&")
+}
+
+/// A stable sort for the handful of headers and query pairs a request has.
+/// std's sorts are built for large inputs; their instantiations cost the
+/// component about 12 KB.
+fn insertion_sort_by<T>(items: &mut [T], greater: impl Fn(&T, &T) -> bool) {
+    for i in 1..items.len() {
+        let mut j = i;
+        while j > 0 && greater(&items[j - 1], &items[j]) {
+            items.swap(j - 1, j);
+            j -= 1;
+        }
+    }
 }
 
 /// RFC 3986 percent-encoding as SigV4 defines it: everything but

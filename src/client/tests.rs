@@ -277,3 +277,28 @@ fn without_the_option_no_preflight_is_sent() {
     granted(&mut c, &mut io, "a");
     assert_eq!(io.take_requests().len(), 2);
 }
+
+#[test]
+fn the_key_memory_replaces_values_forgets_keys_and_starts_over_when_full() {
+    let mut map = KeyMap::new();
+    map.insert("a", 1);
+    map.insert("b", 2);
+    map.insert("a", 3);
+    assert_eq!(
+        (map.get("a"), map.get("b"), map.0.len()),
+        (Some(&3), Some(&2), 2)
+    );
+    map.remove("a");
+    assert_eq!((map.get("a"), map.get("b")), (None, Some(&2)));
+    for i in 1..MAX_REMEMBERED_KEYS {
+        map.insert(&i.to_string(), 0);
+    }
+    assert_eq!(map.0.len(), MAX_REMEMBERED_KEYS);
+    map.insert("b", 5); // known: replaced, nothing forgotten
+    assert_eq!(map.0.len(), MAX_REMEMBERED_KEYS);
+    map.insert("new", 6); // unknown and full: starts over
+    assert_eq!(
+        (map.0.len(), map.get("new"), map.get("b")),
+        (1, Some(&6), None)
+    );
+}

@@ -429,3 +429,23 @@ fn replies_without_server_time_or_with_garbage_listings_are_typed_errors() {
 }
 
 mod regressions;
+
+#[test]
+fn cleanup_picks_the_oldest_distinct_epochs_as_a_sort_would() {
+    let mut state = 7u64;
+    for round in 0..300 {
+        let len = round % 40;
+        let epochs: Vec<u64> = (0..len)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                (state >> 33) % 50
+            })
+            .collect();
+        let wanted = |e: u64| e.saturating_add(KEEP_EPOCHS) <= 30;
+        let mut sorted: Vec<u64> = epochs.iter().copied().filter(|&e| wanted(e)).collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        sorted.truncate(MAX_CLEANUP_PER_GRANT);
+        assert_eq!(oldest_distinct(&epochs, wanted), sorted, "{epochs:?}");
+    }
+}

@@ -276,7 +276,7 @@ fn server_dates(seen: &Probes) -> CapabilityResult {
             Some(get),
             format!(
                 "replies without a readable Date header: {}; the server expiry clock needs it",
-                without.join(", ")
+                crate::text::join(&without, ", ")
             ),
         );
     }
