@@ -12,7 +12,9 @@ use crate::expiry::{Judge, Observation};
 use crate::fenced::{self, Change, Fence, FencedGet, FencedObject, FencedWrite, Written};
 use crate::lock_object::LockState;
 use crate::preflight::{CapabilityResult, Gate, Preflight, Report};
-use crate::protocol::{object_key, AcquireOutcome, Grant, Inspect, Lease, RewriteOwn, TryAcquire};
+use crate::protocol::{
+    object_key, released_state, AcquireOutcome, Grant, Inspect, Lease, RewriteOwn, TryAcquire,
+};
 use crate::seal::{LockSeal, Sealer};
 
 /// A map keyed by lock key: pairs searched in order. Not a `HashMap`: std's
@@ -282,7 +284,12 @@ impl ClientCore {
                 driver::run(io, RewriteOwn::renew(lease, object_key, seal, write_id))
             }
             (Strategy::SingleObject, true) => {
-                driver::run(io, RewriteOwn::release(lease, object_key, seal, write_id))
+                let released =
+                    driver::run(io, RewriteOwn::release(lease, object_key, seal, write_id))?;
+                // Remembered, so taking the key again is one conditional PUT.
+                let now_mono = io.monotonic_ms();
+                self.observe(&released.key, Some(&released_state(&released)), now_mono);
+                Ok(released)
             }
             (Strategy::EpochObjects, false) => {
                 let dir = epoch::epoch_dir(&object_key);

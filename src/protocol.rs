@@ -284,6 +284,10 @@ pub struct TryAcquire {
     /// A write of ours went out without a clear answer: it may still land,
     /// so a later failed condition may be our own doing.
     ambiguous: bool,
+    /// Our first write was sent without a read, on the strength of a
+    /// released object this client knows (its ETag): a failed condition
+    /// then means only that it changed since, not that we lost a race.
+    speculative: bool,
 }
 
 impl TryAcquire {
@@ -305,7 +309,20 @@ impl TryAcquire {
             rereads: 0,
             phase: Phase::Reading,
             ambiguous: false,
+            speculative: false,
         }
+    }
+
+    /// A released object this client read or wrote itself: released is
+    /// released on every clock, so it can be taken with `If-Match` on its
+    /// ETag at once, and the condition makes that safe (the write lands only
+    /// if the object is still exactly that record, whose token ours tops).
+    fn known_released(&self) -> Option<LockState> {
+        self.judge
+            .observation
+            .as_ref()
+            .filter(|o| o.state.record.expires_at_ms == 0)
+            .map(|o| o.state.clone())
     }
 
     fn decide(&mut self, seen: Option<LockState>, now_ms: u64) -> Step<AcquireOutcome> {
@@ -343,6 +360,7 @@ impl TryAcquire {
     /// Reads the object again: after a 409 or a vanished object, or to
     /// recognise a write whose reply was lost.
     fn reread(&mut self, error: Error, recognise: bool) -> Step<AcquireOutcome> {
+        self.speculative = false;
         if self.rereads >= MAX_REREADS {
             return Step::Done(Err(match error {
                 Error::S3(e) if !recognise => Error::Conflict(e),
@@ -386,8 +404,15 @@ impl TryAcquire {
 impl Operation for TryAcquire {
     type Output = AcquireOutcome;
 
-    fn start(&mut self, _now_ms: u64) -> Step<Self::Output> {
-        Step::Send(get(&self.object_key, &self.judge))
+    fn start(&mut self, now_ms: u64) -> Step<Self::Output> {
+        match self.known_released() {
+            // One request instead of two: no read.
+            Some(released) => {
+                self.speculative = true;
+                self.decide(Some(released), now_ms)
+            }
+            None => Step::Send(get(&self.object_key, &self.judge)),
+        }
     }
 
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Self::Output> {
@@ -409,6 +434,8 @@ impl Operation for TryAcquire {
                 // Lost the race, unless an earlier write of ours landed
                 // late and made our own condition fail.
                 412 if self.ambiguous => self.reread(r.into_error(), true),
+                // What we knew is stale: read what is there now.
+                412 if self.speculative => self.reread(r.into_error(), false),
                 412 => Step::Done(Ok(AcquireOutcome::Held(None))),
                 // The object changed (or vanished) between our read and our write.
                 _ if r.status == 409 || r.is_missing_object() => self.reread(r.into_error(), false),
@@ -433,6 +460,27 @@ impl Operation for TryAcquire {
 }
 
 // ------------------------------------------------------- renew / release
+
+/// The lock object a release wrote, as a read would show it (its write id
+/// aside, which only the write's own recognition needs).
+pub(crate) fn released_state(lease: &Lease) -> LockState {
+    LockState {
+        key: lease.key.clone(),
+        record: LockRecord {
+            expires_at_ms: 0,
+            token: lease.token,
+            holder_id: lease.holder_id.clone(),
+            acquired_at_ms: lease.acquired_at_ms,
+            metadata: lease.metadata.clone(),
+            ttl_ms: lease.ttl_ms,
+            write_id: String::new(),
+        },
+        etag: lease.etag.clone(),
+        live: false,
+        expires_in_ms: 0,
+        last_modified_ms: None,
+    }
+}
 
 /// Rewrites our own lock object with `If-Match` on the lease's etag. On a
 /// failed condition it reads the object: if it is still exactly ours (a 409

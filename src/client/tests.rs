@@ -8,6 +8,7 @@ use crate::s3::Method;
 use crate::testing::intercept::Intercept;
 use crate::testing::model_io::ModelIo;
 use crate::testing::raw_config;
+use crate::testing::s3_model::MissingIfMatch;
 
 const START_MS: u64 = 1_700_000_000_000;
 
@@ -301,4 +302,108 @@ fn the_key_memory_replaces_values_forgets_keys_and_starts_over_when_full() {
         (map.0.len(), map.get("new"), map.get("b")),
         (1, Some(&6), None)
     );
+}
+
+fn single() -> ClientCore {
+    core(Strategy::SingleObject, ExpiryClock::Server)
+}
+
+/// Method and `If-Match` of each request.
+fn shape(io: &mut ModelIo) -> Vec<(Method, Option<String>)> {
+    io.take_requests()
+        .into_iter()
+        .map(|r| {
+            let if_match = r
+                .headers
+                .iter()
+                .find(|(k, _)| k == "if-match")
+                .map(|(_, v)| v.clone());
+            (r.method, if_match)
+        })
+        .collect()
+}
+
+#[test]
+fn a_client_takes_back_a_key_it_released_with_one_conditional_put() {
+    let mut c = single();
+    let mut io = io();
+    let first = granted(&mut c, &mut io, "a");
+    let released = c.rewrite(&mut io, first, true).unwrap();
+    io.take_requests();
+    let again = granted(&mut c, &mut io, "a");
+    assert_eq!(
+        shape(&mut io),
+        [(Method::Put, Some(released.etag.clone()))],
+        "one PUT, conditional on the released object"
+    );
+    assert_eq!(again.token, released.token + 1);
+    // And it is a real grant: renewable, and others see it held.
+    let again = c.rewrite(&mut io, again, false).unwrap();
+    let held = single().try_acquire(&mut io, "k", &grant("b")).unwrap();
+    assert!(matches!(held, AcquireOutcome::Held(Some(_))), "{held:?}");
+    c.rewrite(&mut io, again, true).unwrap();
+}
+
+#[test]
+fn a_stale_released_etag_costs_a_read_and_never_a_second_holder() {
+    let mut c = single();
+    let mut io = io();
+    let first = granted(&mut c, &mut io, "a");
+    let released = c.rewrite(&mut io, first, true).unwrap();
+    // Someone else takes it meanwhile.
+    let mut other = single();
+    let theirs = granted(&mut other, &mut io, "b");
+    io.take_requests();
+    let outcome = c.try_acquire(&mut io, "k", &grant("a")).unwrap();
+    match &outcome {
+        AcquireOutcome::Held(Some(s)) => assert_eq!(s.record.token, theirs.token),
+        other => panic!("expected held by b, got {other:?}"),
+    }
+    let requests = shape(&mut io);
+    assert_eq!(
+        requests,
+        [
+            (Method::Put, Some(released.etag.clone())),
+            (Method::Get, None)
+        ],
+        "the stale PUT is refused (412), then one read"
+    );
+    // Released again by them: taken after a read, with the next token.
+    other.rewrite(&mut io, theirs, true).unwrap();
+    let ours = granted(&mut c, &mut io, "a");
+    assert_eq!(ours.token, released.token + 2);
+}
+
+#[test]
+fn a_released_object_that_vanished_is_created_again_on_either_stores_answer() {
+    for missing in [MissingIfMatch::NotFound, MissingIfMatch::PreconditionFailed] {
+        let mut c = single();
+        let mut io = io();
+        io.store.missing_if_match = missing;
+        let first = granted(&mut c, &mut io, "a");
+        c.rewrite(&mut io, first, true).unwrap();
+        io.store.objects.clear();
+        io.take_requests();
+        let lease = granted(&mut c, &mut io, "a");
+        let methods: Vec<Method> = shape(&mut io).into_iter().map(|(m, _)| m).collect();
+        assert_eq!(
+            methods,
+            [Method::Put, Method::Get, Method::Put],
+            "{missing:?}"
+        );
+        assert_eq!(lease.token, 1, "{missing:?}");
+    }
+}
+
+#[test]
+fn a_retake_whose_reply_was_lost_is_recognised() {
+    let mut c = single();
+    let mut io = io();
+    let first = granted(&mut c, &mut io, "a");
+    let released = c.rewrite(&mut io, first, true).unwrap();
+    io.lose_put_replies = 1;
+    let again = granted(&mut c, &mut io, "a");
+    assert_eq!(again.token, released.token + 1);
+    let held = single().try_acquire(&mut io, "k", &grant("b")).unwrap();
+    assert!(matches!(held, AcquireOutcome::Held(Some(_))), "{held:?}");
 }

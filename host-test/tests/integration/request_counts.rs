@@ -49,6 +49,21 @@ fn each_operation_costs_what_the_contract_says() {
     assert_eq!(shape(&log), [s("PUT", 200)], "release");
     assert_eq!(log[0].if_match.as_deref(), Some(lease.etag.as_str()));
 
+    // The releaser takes it back on what it knows: one conditional PUT.
+    let again = try_acquire(&mut a, "k", &options(30_000)).unwrap();
+    let log = a.hooks.take_requests();
+    assert_eq!(
+        shape(&log),
+        [s("PUT", 200)],
+        "try-acquire of a key we released"
+    );
+    // On the released object's ETag (not the lease's, which the release replaced).
+    assert!(log[0].if_match.is_some());
+    assert_ne!(log[0].if_match.as_deref(), Some(lease.etag.as_str()));
+    assert_eq!(again.token, lease.token + 1);
+    a.release(&again).unwrap().unwrap();
+    a.hooks.take_requests();
+
     try_acquire(&mut b, "k", &options(30_000)).unwrap();
     let log = b.hooks.take_requests();
     assert_eq!(

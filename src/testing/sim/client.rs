@@ -9,7 +9,9 @@ use crate::error::Error;
 use crate::expiry::{ExpiryClock, Judge, Observation};
 use crate::fenced::{self, Change, Fence, FencedWrite, Written};
 use crate::lock_object::LockState;
-use crate::protocol::{AcquireOutcome, Grant, Lease, Operation, RewriteOwn, Step, TryAcquire};
+use crate::protocol::{
+    released_state, AcquireOutcome, Grant, Lease, Operation, RewriteOwn, Step, TryAcquire,
+};
 use crate::s3::{S3Request, S3Response};
 use crate::seal::{LockSeal, Sealer};
 use crate::testing::linearizability::{FencedCall, FencedResult};
@@ -639,6 +641,11 @@ impl Client {
                         if release {
                             report.releases += 1;
                             self.released.push(sent_lease);
+                            // As `ClientCore` does: the next grant of the
+                            // key is one PUT conditional on this release.
+                            if self.kind == Kind::Single {
+                                self.observe(&key, Some(&released_state(&lease)), now);
+                            }
                         } else {
                             report.renewals += 1;
                             let end = self.sim_time_of(lease.expires_at_ms);
