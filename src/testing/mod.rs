@@ -7,6 +7,7 @@ pub mod linearizability;
 pub mod model_io;
 pub mod rng;
 pub mod s3_model;
+pub mod sigv4_cases;
 pub mod sim;
 
 /// A write id no other call in this process gets: tests that reuse one id

@@ -1,0 +1,351 @@
+//! The host's figures, side by side in one run against one S3 endpoint (a
+//! local SeaweedFS unless AWS_ENDPOINT_URL is set):
+//!
+//! - start-to-lock: `s3-lease acquire` as a new process, from exec to the
+//!   lease on stdout, with no compile cache (cold) and with it (warm);
+//!   and the same inside one process (load + instantiate + first acquire);
+//! - per-operation latency (p50, p99) and client CPU time per operation,
+//!   for the component through pooled keep-alive HTTP, through wasmtime's
+//!   default connection per request, and for a plain boto3 client of the
+//!   single-object design (`scripts/design_bench.py`), with the ratios;
+//! - SigV4 signing of the same requests: inside a component (a wasm command
+//!   in wasmtime), the same code native, and the `aws-sigv4` crate.
+//!
+//!     ./scripts/bench.sh [ROUNDS]     (builds what it needs, then runs this)
+//!
+//! Numbers, not pass/fail. It prints the machine, the commit and the build
+//! profile it ran on: a debug build of wasmtime runs several times slower.
+
+mod boto3;
+mod sigv4;
+
+use anyhow::{bail, Context, Result};
+use host_test::server::{Endpoint, SeaweedFs};
+use s3_lease_host::bindings::Options;
+use s3_lease_host::{CompileCache, ComponentSource, Runtime, RuntimeOptions, S3Config};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+fn percentile(samples: &mut [Duration], p: f64) -> f64 {
+    samples.sort();
+    let i = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples
+        .get(i)
+        .map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0)
+}
+
+fn s3_config(e: &Endpoint, prefix: &str) -> S3Config {
+    let mut c = S3Config::from_vars(&e.bucket, |name| match name {
+        "AWS_ENDPOINT_URL" => Some(e.url.clone()),
+        "AWS_REGION" => Some(e.region.clone()),
+        "AWS_ACCESS_KEY_ID" => Some(e.access_key_id.clone()),
+        "AWS_SECRET_ACCESS_KEY" => Some(e.secret_access_key.clone()),
+        "AWS_SESSION_TOKEN" => e.session_token.clone(),
+        _ => None,
+    })
+    .expect("a complete configuration");
+    c.key_prefix = Some(prefix.to_string());
+    c
+}
+
+/// The `s3-lease` binary built next to this one.
+fn cli_path() -> Result<PathBuf> {
+    let me = std::env::current_exe()?;
+    let path = me.with_file_name("s3-lease");
+    if !path.exists() {
+        bail!(
+            "{} is missing: build it in the same profile (cargo build [--release] -p s3-lease-cli)",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// Exec to lease, for one new process.
+fn cli_start_to_lock(e: &Endpoint, prefix: &str, key: &str, cache: &str) -> Result<Duration> {
+    let started = Instant::now();
+    let mut cmd = Command::new(cli_path()?);
+    cmd.args(["acquire", key, "--ttl", "60s"])
+        .env("AWS_ENDPOINT_URL", &e.url)
+        .env("AWS_REGION", &e.region)
+        .env("AWS_ACCESS_KEY_ID", &e.access_key_id)
+        .env("AWS_SECRET_ACCESS_KEY", &e.secret_access_key)
+        .env("S3LEASE_BUCKET", &e.bucket)
+        .env("S3LEASE_PREFIX", prefix)
+        .env("S3LEASE_CACHE_DIR", cache);
+    let out = cmd.output()?;
+    let took = started.elapsed();
+    if !out.status.success() {
+        bail!("s3-lease acquire: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(took)
+}
+
+/// Load + instantiate + first acquire, in this process.
+fn in_process_start_to_lock(
+    e: &Endpoint,
+    prefix: &str,
+    key: &str,
+    cache: CompileCache,
+) -> Result<Duration> {
+    let started = Instant::now();
+    let runtime = Runtime::with_options(RuntimeOptions {
+        source: ComponentSource::from_env(),
+        cache,
+        pooled_http: true,
+    })?;
+    let client = s3_lease_host::Client::connect(&runtime, &s3_config(e, prefix))?;
+    client
+        .try_acquire(key, &options())?
+        .context("the key was free")?;
+    Ok(started.elapsed())
+}
+
+fn options() -> Options {
+    Options {
+        ttl_ms: 60_000,
+        holder_id: None,
+        metadata: None,
+    }
+}
+
+/// This process's CPU time (user + system, all threads), in ms.
+fn process_cpu_ms() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which `t` is.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 * 1000.0 + t.tv_nsec as f64 / 1e6
+}
+
+/// try-acquire, renew, release and inspect through one host: p50, p99 and
+/// this process's CPU per operation (the host's HTTP threads included;
+/// the S3 server runs in another process).
+fn per_operation(
+    e: &Endpoint,
+    prefix: &str,
+    pooled_http: bool,
+    rounds: usize,
+) -> Result<[boto3::Figures; 4]> {
+    let runtime = Runtime::with_options(RuntimeOptions {
+        source: ComponentSource::from_env(),
+        cache: CompileCache::from_env(),
+        pooled_http,
+    })?;
+    let client = s3_lease_host::Client::connect(&runtime, &s3_config(e, prefix))?;
+    let mut samples: [Vec<Duration>; 4] = Default::default();
+    let mut cpu = [0.0f64; 4];
+    let mut timed = |op: usize, call: &mut dyn FnMut() -> Result<()>| -> Result<()> {
+        let (t, c) = (Instant::now(), process_cpu_ms());
+        call()?;
+        cpu[op] += process_cpu_ms() - c;
+        samples[op].push(t.elapsed());
+        Ok(())
+    };
+    for round in 0..rounds {
+        let key = format!("op-{}", round % 8);
+        let mut lease = None;
+        timed(0, &mut || {
+            lease = Some(client.try_acquire(&key, &options())?.context("free")?);
+            Ok(())
+        })?;
+        let mut held = lease.context("granted")?;
+        timed(1, &mut || {
+            held = client.renew(&held)?;
+            Ok(())
+        })?;
+        timed(2, &mut || Ok(client.release(&held)?))?;
+        timed(3, &mut || {
+            client.inspect(&key)?;
+            Ok(())
+        })?;
+    }
+    let mut figures = [boto3::Figures {
+        p50: 0.0,
+        p99: 0.0,
+        cpu: 0.0,
+    }; 4];
+    for (i, f) in figures.iter_mut().enumerate() {
+        *f = boto3::Figures {
+            p50: percentile(&mut samples[i], 0.5),
+            p99: percentile(&mut samples[i], 0.99),
+            cpu: cpu[i] / rounds.max(1) as f64,
+        };
+    }
+    Ok(figures)
+}
+
+/// Which machine, commit and component these figures came from.
+fn provenance() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let commit = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or("unknown".into(), |o| {
+            String::from_utf8_lossy(&o.stdout).trim().to_string()
+        });
+    let component = match ComponentSource::from_env() {
+        ComponentSource::Path(p) => std::fs::metadata(&p).map_or("?".into(), |m| {
+            format!("{} ({} bytes)", p.display(), m.len())
+        }),
+        _ => "embedded".into(),
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!(
+        "{cpu}, {} logical CPUs, load {}; commit {commit}; unix time {now}; component {component}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|l| l.split_whitespace().next().map(str::to_string))
+            .unwrap_or_else(|| "?".into()),
+    )
+}
+
+fn main() -> Result<()> {
+    let rounds: usize = std::env::args().nth(1).map_or(Ok(200), |r| r.parse())?;
+    let (endpoint, _server) = match Endpoint::from_env() {
+        Some(e) => (e?, None),
+        None => {
+            let server = SeaweedFs::start()?;
+            (server.endpoint.clone(), Some(server))
+        }
+    };
+    let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis();
+    let prefix = format!("bench/{stamp}/");
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    println!(
+        "s3-lease benchmark: {profile} build of the host, S3 at {}, {rounds} rounds\n  {}",
+        endpoint.url,
+        provenance()
+    );
+
+    println!("\nstart-to-lock (ms)                  cold (no cache)   warm (cached)");
+    let cache = std::env::temp_dir().join(format!("s3lease-bench-cache-{stamp}"));
+    let cache_str = cache.display().to_string();
+    match cli_path() {
+        Ok(_) => {
+            let cold = cli_start_to_lock(&endpoint, &prefix, "cli-cold", &cache_str)?;
+            let mut warm: Vec<Duration> = (0..5)
+                .map(|i| {
+                    cli_start_to_lock(&endpoint, &prefix, &format!("cli-warm-{i}"), &cache_str)
+                })
+                .collect::<Result<_>>()?;
+            println!(
+                "  s3-lease acquire (new process)    {:>15.1}   {:>13.1}",
+                cold.as_secs_f64() * 1000.0,
+                percentile(&mut warm, 0.5)
+            );
+        }
+        Err(e) => println!("  s3-lease acquire: skipped ({e})"),
+    }
+    let cold = in_process_start_to_lock(&endpoint, &prefix, "in-cold", CompileCache::Off)?;
+    let mut warm: Vec<Duration> = (0..5)
+        .map(|i| {
+            in_process_start_to_lock(
+                &endpoint,
+                &prefix,
+                &format!("in-warm-{i}"),
+                CompileCache::Dir(cache.clone()),
+            )
+        })
+        .collect::<Result<_>>()?;
+    println!(
+        "  load+instantiate+acquire          {:>15.1}   {:>13.1}",
+        cold.as_secs_f64() * 1000.0,
+        percentile(&mut warm, 0.5)
+    );
+    let _ = std::fs::remove_dir_all(&cache);
+
+    let pooled = per_operation(&endpoint, &format!("{prefix}pooled/"), true, rounds)?;
+    let default = per_operation(&endpoint, &format!("{prefix}default/"), false, rounds)?;
+    let design = boto3::run(&endpoint, rounds);
+    println!(
+        "\nper operation (ms; cpu: this client's CPU per operation)\n\
+         {:<14} {:>27} {:>27} {:>27} {:>17}",
+        "",
+        "component, pooled HTTP",
+        "component, per-request",
+        "boto3 (design client)",
+        "pooled / boto3"
+    );
+    println!(
+        "{:<14} {:>9}{:>9}{:>9} {:>9}{:>9}{:>9} {:>9}{:>9}{:>9} {:>8}{:>9}",
+        "operation", "p50", "p99", "cpu", "p50", "p99", "cpu", "p50", "p99", "cpu", "p50", "cpu"
+    );
+    for (i, name) in boto3::OPERATIONS.iter().enumerate() {
+        let (p, d) = (pooled[i], default[i]);
+        let b = design.as_ref().ok().map(|b| b[i]);
+        let cell = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+        println!(
+            "{name:<14} {:>9.2}{:>9.2}{:>9.3} {:>9.2}{:>9.2}{:>9.3} {:>9}{:>9}{:>9} {:>8}{:>9}",
+            p.p50,
+            p.p99,
+            p.cpu,
+            d.p50,
+            d.p99,
+            d.cpu,
+            cell(b.map(|b| b.p50)),
+            cell(b.map(|b| b.p99)),
+            b.map_or("-".into(), |b| format!("{:.3}", b.cpu)),
+            cell(b.map(|b| p.p50 / b.p50)),
+            cell(b.map(|b| p.cpu / b.cpu)),
+        );
+    }
+    if let Err(e) = &design {
+        println!("  boto3 client: skipped ({e:#})");
+    }
+    println!(
+        "  (try-acquire here is of a key this client released a round before: 1 request for \
+         the component, GET + PUT for the design client)"
+    );
+
+    let signing = sigv4::time(&sigv4_wasm(), 20_000)?;
+    println!("\nSigV4, the same 3 requests (GET, conditional PUT, LIST), ns per signature");
+    match signing.in_component {
+        Some(ns) => println!("  s3-lease, inside a component (wasmtime)  {ns:>9.0}"),
+        None => println!(
+            "  s3-lease, inside a component: skipped ({} not built)",
+            sigv4_wasm().display()
+        ),
+    }
+    println!(
+        "  s3-lease, native                        {:>9.0}",
+        signing.native
+    );
+    println!(
+        "  aws-sigv4 {AWS_SIGV4_VERSION}, native                  {:>9.0}",
+        signing.aws_sigv4
+    );
+    Ok(())
+}
+
+/// The aws-sigv4 version pinned in host-test/Cargo.toml, for the report.
+const AWS_SIGV4_VERSION: &str = "1.6.4";
+
+/// `benches/sigv4_timing.rs` built for wasm32-wasip2 (scripts/bench.sh builds it).
+fn sigv4_wasm() -> PathBuf {
+    host_test::env_or_workspace_path(
+        "S3LEASE_SIGV4_TIMING",
+        "target/wasm32-wasip2/release/examples/sigv4-timing.wasm",
+    )
+}
