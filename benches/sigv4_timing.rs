@@ -4,7 +4,7 @@
 //! signature, then a checksum that keeps the work from being optimized away.
 //!
 //!     cargo build -p s3-lease --example sigv4-timing --features testing \
-//!         --target wasm32-wasip2 --release
+//!         --target wasm32-wasip2 --release --target-dir target/sigv4-timing
 
 use s3_lease::testing::sigv4_cases::{cases, credentials, sign};
 use std::time::Instant;

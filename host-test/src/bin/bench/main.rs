@@ -346,6 +346,6 @@ const AWS_SIGV4_VERSION: &str = "1.6.4";
 fn sigv4_wasm() -> PathBuf {
     host_test::env_or_workspace_path(
         "S3LEASE_SIGV4_TIMING",
-        "target/wasm32-wasip2/release/examples/sigv4-timing.wasm",
+        "target/sigv4-timing/wasm32-wasip2/release/examples/sigv4-timing.wasm",
     )
 }

@@ -14,6 +14,7 @@ use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, Store};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 /// Nanoseconds per signature, over `rounds` signatures.
 pub struct Timing {
@@ -72,6 +73,20 @@ fn per_signature(rounds: usize, mut sign_one: impl FnMut(usize) -> usize) -> f64
 struct Wasi {
     ctx: WasiCtx,
     table: ResourceTable,
+    http: WasiHttpCtx,
+    /// wasmtime's default hooks (the command sends no request).
+    hooks: [(); 0],
+}
+
+/// The command links s3-lease's library, whose component imports wasi:http.
+impl WasiHttpView for Wasi {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.hooks,
+        }
+    }
 }
 
 impl WasiView for Wasi {
@@ -90,6 +105,8 @@ fn in_component(wasm: &Path, rounds: usize) -> Result<f64> {
     let component = Component::from_file(&engine, wasm).map_err(anyhow::Error::from)?;
     let mut linker: Linker<Wasi> = Linker::new(&engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(anyhow::Error::from)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)
+        .map_err(anyhow::Error::from)?;
     let stdout = MemoryOutputPipe::new(4096);
     let ctx = WasiCtxBuilder::new()
         .args(&["sigv4-timing", &rounds.to_string()])
@@ -100,6 +117,8 @@ fn in_component(wasm: &Path, rounds: usize) -> Result<f64> {
         Wasi {
             ctx,
             table: ResourceTable::new(),
+            http: WasiHttpCtx::new(),
+            hooks: [],
         },
     );
     let command =
