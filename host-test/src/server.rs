@@ -39,6 +39,22 @@ impl std::fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
+    /// The host crate's config for this endpoint, from the same variables a
+    /// user's program reads.
+    pub fn host_config(&self, key_prefix: &str) -> Result<s3_lease_host::S3Config> {
+        let mut c = s3_lease_host::S3Config::from_vars(&self.bucket, |name| match name {
+            "AWS_ENDPOINT_URL" => Some(self.url.clone()),
+            "AWS_REGION" => Some(self.region.clone()),
+            "AWS_ACCESS_KEY_ID" => Some(self.access_key_id.clone()),
+            "AWS_SECRET_ACCESS_KEY" => Some(self.secret_access_key.clone()),
+            "AWS_SESSION_TOKEN" => self.session_token.clone(),
+            _ => None,
+        })
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        c.key_prefix = Some(key_prefix.to_string());
+        Ok(c)
+    }
+
     /// The component's config for this endpoint, with a key prefix that
     /// keeps each test's keys apart.
     pub fn config(&self, key_prefix: &str) -> Config {

@@ -9,18 +9,7 @@ use s3_lease_host::{Client, ElectionEvent, Error, LostReason, S3Config};
 use std::time::Duration;
 
 fn s3_config(prefix: &str) -> S3Config {
-    let e = endpoint();
-    let mut c = S3Config::from_vars(&e.bucket, |name| match name {
-        "AWS_ENDPOINT_URL" => Some(e.url.clone()),
-        "AWS_REGION" => Some(e.region.clone()),
-        "AWS_ACCESS_KEY_ID" => Some(e.access_key_id.clone()),
-        "AWS_SECRET_ACCESS_KEY" => Some(e.secret_access_key.clone()),
-        "AWS_SESSION_TOKEN" => e.session_token.clone(),
-        _ => None,
-    })
-    .unwrap();
-    c.key_prefix = Some(prefix.to_string());
-    c
+    endpoint().host_config(prefix).unwrap()
 }
 
 fn client(prefix: &str) -> Client {

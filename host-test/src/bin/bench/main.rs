@@ -22,7 +22,7 @@ mod sigv4;
 use anyhow::{bail, Context, Result};
 use host_test::server::{Endpoint, SeaweedFs};
 use s3_lease_host::bindings::Options;
-use s3_lease_host::{CompileCache, ComponentSource, Runtime, RuntimeOptions, S3Config};
+use s3_lease_host::{CompileCache, ComponentSource, Runtime, RuntimeOptions};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -33,20 +33,6 @@ fn percentile(samples: &mut [Duration], p: f64) -> f64 {
     samples
         .get(i)
         .map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0)
-}
-
-fn s3_config(e: &Endpoint, prefix: &str) -> S3Config {
-    let mut c = S3Config::from_vars(&e.bucket, |name| match name {
-        "AWS_ENDPOINT_URL" => Some(e.url.clone()),
-        "AWS_REGION" => Some(e.region.clone()),
-        "AWS_ACCESS_KEY_ID" => Some(e.access_key_id.clone()),
-        "AWS_SECRET_ACCESS_KEY" => Some(e.secret_access_key.clone()),
-        "AWS_SESSION_TOKEN" => e.session_token.clone(),
-        _ => None,
-    })
-    .expect("a complete configuration");
-    c.key_prefix = Some(prefix.to_string());
-    c
 }
 
 /// The `s3-lease` binary built next to this one.
@@ -95,7 +81,7 @@ fn in_process_start_to_lock(
         cache,
         pooled_http: true,
     })?;
-    let client = s3_lease_host::Client::connect(&runtime, &s3_config(e, prefix))?;
+    let client = s3_lease_host::Client::connect(&runtime, &e.host_config(prefix)?)?;
     client
         .try_acquire(key, &options())?
         .context("the key was free")?;
@@ -135,7 +121,7 @@ fn per_operation(
         cache: CompileCache::from_env(),
         pooled_http,
     })?;
-    let client = s3_lease_host::Client::connect(&runtime, &s3_config(e, prefix))?;
+    let client = s3_lease_host::Client::connect(&runtime, &e.host_config(prefix)?)?;
     let mut samples: [Vec<Duration>; 4] = Default::default();
     let mut cpu = [0.0f64; 4];
     let mut timed = |op: usize, call: &mut dyn FnMut() -> Result<()>| -> Result<()> {
