@@ -101,27 +101,31 @@ fn held_now(client: &Client, key: &str) -> Failure {
     Failure::new(HELD, format!("{key} is {who}"))
 }
 
+/// The bytes of `FILE`, or of stdin for `-` or no flag; `what` names them
+/// in the error.
+fn read_input(source: Option<&str>, what: &str) -> Result<Vec<u8>, Failure> {
+    let (read, from) = match source {
+        None | Some("-") => {
+            let mut bytes = Vec::new();
+            (
+                std::io::stdin().read_to_end(&mut bytes).map(|_| bytes),
+                "stdin",
+            )
+        }
+        Some(path) => (std::fs::read(path), path),
+    };
+    read.map_err(|e| {
+        Failure::new(
+            crate::exit::USAGE,
+            format!("reading {what} from {from}: {e}"),
+        )
+    })
+}
+
 /// The lease from `--lease FILE`, `-` or no flag meaning stdin.
 pub fn read_lease(source: Option<&str>) -> Result<s3_lease_host::bindings::Lease, Failure> {
-    let text = match source {
-        None | Some("-") => {
-            let mut text = String::new();
-            std::io::stdin().read_to_string(&mut text).map_err(|e| {
-                Failure::new(
-                    crate::exit::USAGE,
-                    format!("reading the lease from stdin: {e}"),
-                )
-            })?;
-            text
-        }
-        Some(path) => std::fs::read_to_string(path).map_err(|e| {
-            Failure::new(
-                crate::exit::USAGE,
-                format!("reading the lease from {path}: {e}"),
-            )
-        })?,
-    };
-    json::parse_lease(&text)
+    let bytes = read_input(source, "the lease")?;
+    json::parse_lease(&String::from_utf8_lossy(&bytes))
 }
 
 pub fn renew(client: &Client, source: Option<&str>) -> Result<i32, Failure> {
@@ -157,20 +161,7 @@ pub fn fenced_put(
     as_json: bool,
 ) -> Result<i32, Failure> {
     let lease = fence_lease(lease_source)?;
-    let body = match body_file {
-        None | Some("-") => {
-            let mut body = Vec::new();
-            std::io::stdin().read_to_end(&mut body).map_err(|e| {
-                Failure::new(
-                    crate::exit::USAGE,
-                    format!("reading the body from stdin: {e}"),
-                )
-            })?;
-            body
-        }
-        Some(path) => std::fs::read(path)
-            .map_err(|e| Failure::new(crate::exit::USAGE, format!("reading {path}: {e}")))?,
-    };
+    let body = read_input(body_file, "the body")?;
     let written = client.fenced_put(&lease, object, &body, content_type)?;
     if as_json {
         println!(

@@ -261,19 +261,13 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             }
         },
         Cmd::Run(args) => {
-            let elector = client.elect(&elector_config(&args.hold)?)?;
-            let supervision = Supervision {
-                key: args.hold.key.clone(),
+            let hold = Holding {
                 command: args.command,
-                env: child_env(&config),
                 kill_after: args.kill_after,
                 wait: args.wait,
-                retry_period: retry_period(args.hold.ttl),
-                quiet: cli.quiet,
                 mode: Mode::Once,
-                signals: catch_signals()?,
             };
-            supervise::supervise(elector, supervision)
+            hold_while_running(&client, &config, &args.hold, hold, cli.quiet)
         }
         Cmd::Elect(args) if args.watch => commands::watch(
             &client,
@@ -283,21 +277,47 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             &catch_signals()?,
         ),
         Cmd::Elect(args) => {
-            let elector = client.elect(&elector_config(&args.hold)?)?;
-            let supervision = Supervision {
-                key: args.hold.key.clone(),
+            let hold = Holding {
                 command: args.command,
-                env: child_env(&config),
                 kill_after: args.kill_after,
                 wait: None,
-                retry_period: retry_period(args.hold.ttl),
-                quiet: cli.quiet,
                 mode: Mode::EveryTerm,
-                signals: catch_signals()?,
             };
-            supervise::supervise(elector, supervision)
+            hold_while_running(&client, &config, &args.hold, hold, cli.quiet)
         }
     }
+}
+
+/// What differs between `run` and `elect -- CMD`.
+struct Holding {
+    command: Vec<String>,
+    kill_after: Duration,
+    wait: Option<Duration>,
+    mode: Mode,
+}
+
+/// Campaigns for `hold.key` through an elector and runs the command while
+/// leading (`run`: once; `elect`: every term).
+fn hold_while_running(
+    client: &Client,
+    config: &S3Config,
+    hold: &Hold,
+    how: Holding,
+    quiet: bool,
+) -> Result<i32, Failure> {
+    let elector = client.elect(&elector_config(hold)?)?;
+    let supervision = Supervision {
+        key: hold.key.clone(),
+        command: how.command,
+        env: child_env(config),
+        kill_after: how.kill_after,
+        wait: how.wait,
+        retry_period: retry_period(hold.ttl),
+        quiet,
+        mode: how.mode,
+        signals: catch_signals()?,
+    };
+    supervise::supervise(elector, supervision)
 }
 
 fn s3_config(cli: &Cli) -> Result<S3Config, Failure> {
