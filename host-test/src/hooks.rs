@@ -234,3 +234,13 @@ async fn arrive_late(next: HttpSender, request: http::Request<WasiBody>, after: 
         let _ = response.into_body().collect().await;
     }
 }
+
+/// The errors injected request faults make an elector step report (and
+/// retry): anything else under faults is a surprise worth failing on.
+pub fn is_fault_error(e: &crate::bindings::Error) -> bool {
+    use crate::bindings::Error as E;
+    matches!(
+        e,
+        E::Transport(_) | E::Conflict(_) | E::S3(_) | E::Timeout(_)
+    )
+}

@@ -132,6 +132,23 @@ pub struct History {
     pub violations: Vec<Violation>,
 }
 
+impl History {
+    /// An empty history of a run over `keys` from `t0` to `t_end`.
+    pub fn new(t0: Instant, t_end: Instant, keys: Vec<super::KeyProfile>) -> Self {
+        History {
+            t0,
+            t_end,
+            keys,
+            grants: Vec::new(),
+            terms: Vec::new(),
+            fenced: Vec::new(),
+            leader_faults: Vec::new(),
+            finals: Vec::new(),
+            violations: Vec::new(),
+        }
+    }
+}
+
 /// An invariant broken, and what was seen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {

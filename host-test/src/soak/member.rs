@@ -69,17 +69,6 @@ pub struct Member<'a> {
     record: MemberRecord,
 }
 
-/// Step errors the elector retries, as the faults make them.
-fn step_error_expected(e: &LeaseError) -> bool {
-    matches!(
-        e,
-        LeaseError::Transport(_)
-            | LeaseError::Conflict(_)
-            | LeaseError::S3(_)
-            | LeaseError::Timeout(_)
-    )
-}
-
 fn describe(r: &StepResult) -> String {
     let role = match &r.role {
         Role::Leader(l) => format!("leader(t{})", l.token),
@@ -405,7 +394,7 @@ impl<'a> Member<'a> {
         self.next_step = end + Duration::from_millis(r.next_step_in_ms.min(RETRY_MS));
         if let Some(e) = &r.last_error {
             *self.record.step_errors.entry(e.kind()).or_default() += 1;
-            if !step_error_expected(e) {
+            if !crate::hooks::is_fault_error(e) {
                 let detail = format!("step failed unexpectedly: {e:?}");
                 self.violation("no unexpected errors", detail);
             }
@@ -556,7 +545,7 @@ impl<'a> Member<'a> {
                 }
             }
             Ok(Err(e)) => {
-                if !step_error_expected(&e) {
+                if !crate::hooks::is_fault_error(&e) {
                     let detail = format!("fenced call failed unexpectedly: {e:?}");
                     self.violation("no unexpected errors", detail);
                 }

@@ -273,17 +273,7 @@ pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report
 
     // Let every held request arrive before reading what they left.
     std::thread::sleep(Duration::from_millis(schedule::MAX_LATE_MS + 1_500));
-    let mut history = History {
-        t0: shared.t0,
-        t_end: shared.t_end,
-        keys: profiles,
-        grants: Vec::new(),
-        terms: Vec::new(),
-        fenced: Vec::new(),
-        leader_faults: Vec::new(),
-        finals: Vec::new(),
-        violations: Vec::new(),
-    };
+    let mut history = History::new(shared.t0, shared.t_end, profiles);
     let mut stats = report::Stats {
         plan_applied: plan.applied,
         plan_skipped: plan.skipped,

@@ -24,8 +24,7 @@
 use super::rng::Rng;
 use super::*;
 use host_test::bindings::{
-    Config, ElectorConfig, ElectorEvent, Error as LeaseError, ExpiryClock, Role, StepResult,
-    StopReason,
+    Config, ElectorConfig, ElectorEvent, ExpiryClock, Role, StepResult, StopReason,
 };
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -190,17 +189,6 @@ struct Report {
     /// Violations and surprises, in words.
     problems: Vec<String>,
     resigns_not_leading: u64,
-}
-
-/// Errors a step may report under these faults: the elector retries them.
-fn error_expected(e: &LeaseError) -> bool {
-    matches!(
-        e,
-        LeaseError::Transport(_)
-            | LeaseError::Conflict(_)
-            | LeaseError::S3(_)
-            | LeaseError::Timeout(_)
-    )
 }
 
 /// The tail of a holder id (the random part), for the logs.
@@ -382,7 +370,7 @@ impl<'a> Member<'a> {
         });
         if let Some(e) = &r.last_error {
             *self.report.errors.entry(e.kind()).or_default() += 1;
-            if !error_expected(e) {
+            if !host_test::hooks::is_fault_error(e) {
                 self.problem(format!("step failed unexpectedly: {e:?}"));
             }
         }

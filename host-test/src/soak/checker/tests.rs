@@ -20,17 +20,11 @@ impl Builder {
         let t0 = Instant::now();
         Builder {
             t0,
-            history: History {
+            history: History::new(
                 t0,
-                t_end: t0 + Duration::from_secs(60),
-                keys: vec![KeyProfile::of(0, None)],
-                grants: Vec::new(),
-                terms: Vec::new(),
-                fenced: Vec::new(),
-                leader_faults: Vec::new(),
-                finals: Vec::new(),
-                violations: Vec::new(),
-            },
+                t0 + Duration::from_secs(60),
+                vec![KeyProfile::of(0, None)],
+            ),
         }
     }
 
