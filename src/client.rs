@@ -4,6 +4,8 @@
 //! `observed` expiry clock and conditional GETs). The component wraps it;
 //! native tests drive it over the S3 model.
 
+use crate::prelude::*;
+
 use crate::config::{ClientConfig, Strategy};
 use crate::driver::{self, Io};
 use crate::epoch::{self, Cleanup, EpochInspect, EpochRewrite, EpochTryAcquire};

@@ -1,6 +1,8 @@
 //! The WIT exports: converts between the generated types and the crate's own,
 //! and runs protocol operations over `WasiIo`. No protocol logic lives here.
 
+use crate::prelude::*;
+
 use crate::bindings::exports::s3_lease::lease::lease::{
     self as wit_lease, Guest, GuestClient, GuestElector,
 };
@@ -16,7 +18,7 @@ use crate::preflight::{Capability, CapabilityResult, Report, Verdict};
 use crate::protocol::{AcquireOutcome, Grant, Lease};
 use crate::sigv4::Credentials;
 use crate::transport::{random_hex_id, random_u64, WasiIo};
-use std::cell::{Cell, RefCell};
+use core::cell::{Cell, RefCell};
 
 struct Component;
 

@@ -1,6 +1,8 @@
 //! Client configuration, validated once at construction so every later request
 //! can be built without failing.
 
+use crate::prelude::*;
+
 use crate::error::Error;
 use crate::expiry::ExpiryClock;
 use crate::sigv4::Credentials;

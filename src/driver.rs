@@ -2,6 +2,8 @@
 //! clocks, sleeps and randomness. The component supplies a wasi `Io`; tests
 //! supply an in-memory store with a fake clock.
 
+use crate::prelude::*;
+
 use crate::error::Error;
 use crate::protocol::{AcquireOutcome, Lease, Operation, Step};
 use crate::s3::{S3Request, S3Response};

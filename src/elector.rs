@@ -15,6 +15,8 @@
 //! before any contender can judge its lease expired, provided the clocks
 //! run at nearly the same rate (they need not agree).
 
+use crate::prelude::*;
+
 use crate::client::ClientCore;
 use crate::driver::Io;
 use crate::error::Error;
@@ -197,7 +199,7 @@ impl Elector {
         }
         Status {
             role: self.role(),
-            events: std::mem::take(&mut self.events),
+            events: core::mem::take(&mut self.events),
             next_step_in_ms: next,
             last_error,
         }

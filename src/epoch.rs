@@ -19,6 +19,8 @@
 //!   the previous write; the server then cannot have judged it expired.
 //! - release: rewrite our own epoch object as `"expired": true`.
 
+use crate::prelude::*;
+
 use crate::error::{Error, S3Error};
 use crate::expiry::{server_time, ExpiryClock, Judge, SERVER_SLACK_MS};
 use crate::lock_object::{epoch_ms, kind, optional_string, seconds_value, LockRecord, LockState};
@@ -642,7 +644,7 @@ impl Operation for EpochTryAcquire {
     }
 
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<EpochOutcome> {
-        match std::mem::replace(&mut self.phase, Phase::Listing) {
+        match core::mem::replace(&mut self.phase, Phase::Listing) {
             Phase::Listing => match self.lister.on_page(r) {
                 Ok(Some(next)) => Step::Send(next),
                 Ok(None) => self.decide_after_listing(now_ms),
@@ -729,7 +731,7 @@ impl Operation for EpochTryAcquire {
     }
 
     fn on_transport_error(&mut self, error: Error, _now_ms: u64) -> Step<EpochOutcome> {
-        match std::mem::replace(&mut self.phase, Phase::Listing) {
+        match core::mem::replace(&mut self.phase, Phase::Listing) {
             Phase::Creating(lease) => self.recognise(lease, error),
             Phase::Recognising(lease, _) => self.recognise(lease, error),
             Phase::Verifying(lease, _) if self.rereads < MAX_REREADS => {
@@ -1037,7 +1039,7 @@ impl Operation for EpochRewrite {
     }
 
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Lease> {
-        match std::mem::replace(&mut self.phase, RewritePhase::Writing) {
+        match core::mem::replace(&mut self.phase, RewritePhase::Writing) {
             RewritePhase::Writing => self.on_written(r, now_ms),
             RewritePhase::Recognising(error) => self.on_recognising(r, error, now_ms),
             RewritePhase::Inspecting(mut op) => {
@@ -1070,7 +1072,7 @@ impl Operation for EpochRewrite {
     }
 
     fn on_transport_error(&mut self, error: Error, now_ms: u64) -> Step<Lease> {
-        match std::mem::replace(&mut self.phase, RewritePhase::Writing) {
+        match core::mem::replace(&mut self.phase, RewritePhase::Writing) {
             RewritePhase::Writing | RewritePhase::Recognising(_) => self.recognise(error),
             RewritePhase::Verifying(etag, _) if self.attempts < MAX_REREADS => {
                 self.attempts += 1;

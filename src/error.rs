@@ -1,9 +1,11 @@
 //! One error enum for the whole crate, mirroring the WIT `error` variant so the
 //! component boundary is a plain field-by-field conversion.
 
+use crate::prelude::*;
+
 use crate::lock_object::LockState;
 use crate::preflight::{CapabilityResult, Verdict};
-use std::fmt;
+use core::fmt;
 
 /// An error reply from S3 (or from whatever answered in its place).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -154,4 +156,4 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl core::error::Error for Error {}

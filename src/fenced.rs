@@ -15,6 +15,8 @@
 //! S3 etag is the MD5 of the bytes, and tombstones with equal bytes would
 //! share an etag, letting a stale `If-Match` pass (see the README's limits).
 
+use crate::prelude::*;
+
 use crate::error::{Error, S3Error};
 use crate::protocol::{object_key, Lease, Operation, Step};
 use crate::s3::{Method, S3Request, S3Response};

@@ -5,6 +5,21 @@
 //! only, the component glue: `component` (the WIT exports) and `transport`
 //! (wasi:http).
 
+// The component links no std: its runtime (panic printing, stderr, env) and
+// wasi-libc's malloc cost more bytes than the whole lock protocol (see
+// docs/size.md). Native builds (tests, `testing`) keep std.
+#![cfg_attr(not(any(test, feature = "testing")), no_std)]
+
+#[macro_use]
+extern crate alloc;
+
+/// What std's prelude gives other crates: every module `use`s it.
+mod prelude {
+    pub use alloc::boxed::Box;
+    pub use alloc::string::{String, ToString};
+    pub use alloc::vec::Vec;
+}
+
 pub mod client;
 pub mod config;
 pub mod driver;
@@ -43,3 +58,55 @@ mod bindings {
         pub_export_macro: true,
     });
 }
+
+/// A panic in a component traps the instance whatever this does; `abort`
+/// (the release profile) already printed nothing.
+#[cfg(all(target_family = "wasm", not(any(test, feature = "testing"))))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    core::arch::wasm32::unreachable()
+}
+
+#[cfg(all(target_family = "wasm", not(any(test, feature = "testing"))))]
+#[global_allocator]
+static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+
+/// The canonical ABI's allocator export, which the host calls to pass
+/// strings and lists in. With std, wasi-libc exports one over its malloc;
+/// wit-bindgen only supplies it on wasip1, so here it goes to ours.
+#[cfg(all(target_family = "wasm", not(any(test, feature = "testing"))))]
+#[unsafe(export_name = "cabi_realloc")]
+unsafe extern "C" fn cabi_realloc(
+    old_ptr: *mut u8,
+    old_len: usize,
+    align: usize,
+    new_len: usize,
+) -> *mut u8 {
+    use alloc::alloc::{alloc, realloc, Layout};
+    // SAFETY: the canonical ABI passes a power-of-two `align` and, with a
+    // non-zero `old_len`, a block this allocator gave out with that layout.
+    let ptr = unsafe {
+        if old_len == 0 {
+            if new_len == 0 {
+                return align as *mut u8;
+            }
+            alloc(Layout::from_size_align_unchecked(new_len, align))
+        } else {
+            realloc(
+                old_ptr,
+                Layout::from_size_align_unchecked(old_len, align),
+                new_len,
+            )
+        }
+    };
+    if ptr.is_null() {
+        core::arch::wasm32::unreachable();
+    }
+    ptr
+}
+
+// `memcpy`, `memcmp` and friends: std would link wasi-libc for them; without
+// it they come from the same static library (only the functions used).
+#[cfg(all(target_family = "wasm", not(any(test, feature = "testing"))))]
+#[link(name = "c")]
+unsafe extern "C" {}

@@ -6,6 +6,8 @@
 //! `holder`, `acquired_at` and `metadata` sit beside them and are optional on
 //! read: such a client does not write them.
 
+use crate::prelude::*;
+
 use serde_json::{Map, Value};
 
 /// Lock objects are a few hundred bytes; anything far larger is not ours and
@@ -136,13 +138,30 @@ pub(crate) fn epoch_ms(field: &str, v: &Value) -> Result<u64, String> {
     // The range is checked after rounding too: 99999999999.9999 s is below
     // the ceiling but rounds to 1e14 ms, which `seconds_value` writes back as
     // 1e11 s, at the ceiling: a record we accept must read back once written.
-    let ms = (seconds * 1000.0).round();
-    if !(0.0..MAX_EPOCH_SECONDS).contains(&seconds) || ms >= MAX_EPOCH_SECONDS * 1000.0 {
+    let in_range = (0.0..MAX_EPOCH_SECONDS).contains(&seconds);
+    let ms = if in_range {
+        round_to_u64(seconds * 1000.0)
+    } else {
+        0
+    };
+    if !in_range || ms as f64 >= MAX_EPOCH_SECONDS * 1000.0 {
         // `{v}`: the number as the JSON had it, printed by serde_json
         // (`{seconds}` would link core's float printer, about 20 KB).
         return Err(format!("{field:?} is out of range: {v}"));
     }
-    Ok(ms as u64)
+    Ok(ms)
+}
+
+/// `x.round() as u64` for `0 <= x < 2^53`, where `f64::round` (std only,
+/// and this crate is `no_std` in the component) would give the same: the
+/// integer part and the fraction are exact in that range.
+fn round_to_u64(x: f64) -> u64 {
+    let whole = x as u64;
+    if x - whole as f64 >= 0.5 {
+        whole + 1
+    } else {
+        whole
+    }
 }
 
 pub(crate) fn optional_string(map: &Map<String, Value>, field: &str) -> Result<String, String> {
@@ -228,6 +247,32 @@ mod tests {
         let r = LockRecord::from_json(br#"{"token":0,"expires_at":99999999999.999}"#).unwrap();
         assert_eq!(r.expires_at_ms, 99_999_999_999_999);
         assert_eq!(LockRecord::from_json(&r.to_json()), Ok(r));
+    }
+
+    #[test]
+    fn rounding_without_std_matches_f64_round() {
+        // The component has no `f64::round`; `round_to_u64` stands in for it
+        // over the whole range `epoch_ms` passes it (below 1e14).
+        let mut cases = vec![
+            0.0,
+            0.49999999999999994,
+            0.5,
+            1.5,
+            2.5,
+            1_740_151_473_206.25,
+            1_740_151_473_206.5,
+            1_740_151_473_206.75,
+            99_999_999_999_999.5,
+            99_999_999_999_999.99,
+        ];
+        let mut x = 0.1_f64;
+        while x < 1e14 {
+            cases.extend([x, x + 0.5, x * 1.000_000_1]);
+            x *= 1.37;
+        }
+        for x in cases {
+            assert_eq!(round_to_u64(x), x.round() as u64, "{x}");
+        }
     }
 
     #[test]

@@ -11,6 +11,8 @@
 //! deleted at the end. Reading the replies into verdicts is `findings`;
 //! deciding what is safe is `verdict`.
 
+use crate::prelude::*;
+
 mod findings;
 mod offset;
 mod verdict;

@@ -16,6 +16,8 @@
 //! on an `If-Match` PUT mean the object changed under us: re-read and decide
 //! again, a bounded number of times.
 
+use crate::prelude::*;
+
 use crate::error::Error;
 use crate::expiry::{server_time, Judge};
 use crate::lock_object::{too_large, LockRecord, LockState, MAX_LOCK_OBJECT_BYTES, MAX_TIME_MS};
@@ -416,7 +418,7 @@ impl Operation for TryAcquire {
     }
 
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Self::Output> {
-        match std::mem::replace(&mut self.phase, Phase::Reading) {
+        match core::mem::replace(&mut self.phase, Phase::Reading) {
             Phase::Reading | Phase::Recognising => {
                 match read_lock(&self.key, &self.object_key, r, now_ms, &self.judge) {
                     // Our write landed after all (its reply was lost, or it

@@ -2,6 +2,8 @@
 //! `prepare` turns one into a signed `HttpRequest`, a transport sends it and
 //! hands back an `S3Response`. Nothing here does I/O.
 
+use crate::prelude::*;
+
 use crate::config::{Addressing, ClientConfig, Scheme};
 use crate::error::{Error, S3Error};
 use crate::sigv4::{self, Scope, SigningRequest};
@@ -264,7 +266,7 @@ pub struct ListPage {
 /// Reads a ListObjectsV2 reply body: the keys of its `<Contents>` entries.
 /// The error is a reason: what was wrong, never the whole body.
 pub fn parse_list(body: &[u8]) -> Result<ListPage, String> {
-    let body = std::str::from_utf8(body).map_err(|_| "the LIST reply is not UTF-8".to_string())?;
+    let body = core::str::from_utf8(body).map_err(|_| "the LIST reply is not UTF-8".to_string())?;
     if !body.contains("<ListBucketResult") {
         return Err(format!("not a ListBucketResult: {}", snippet(body)));
     }

@@ -17,10 +17,12 @@
 //! refused, and its holder acquires again (its holder id takes over its own
 //! live lease with a new token).
 
+use crate::prelude::*;
+
 use crate::error::Error;
 use crate::protocol::Lease;
 use crate::sigv4::{hex, hmac};
-use std::fmt;
+use core::fmt;
 
 /// Bytes of the HMAC kept in a seal: 128 bits.
 const SEAL_BYTES: usize = 16;

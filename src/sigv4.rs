@@ -9,9 +9,11 @@
 //! encoded once, `/` kept, no normalization). Query pairs are given raw and
 //! encoded here with the strict RFC 3986 set.
 
+use crate::prelude::*;
+
+use core::fmt;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
-use std::fmt;
 
 type HmacSha256 = Hmac<Sha256>;
 

@@ -1,5 +1,7 @@
 //! Text helpers that keep large formatting machinery out of the component.
 
+use crate::prelude::*;
+
 /// `items` joined by `sep`, as `[..].join(sep)` does: one small loop in
 /// place of std's specialized joins (a few KB for their instantiations).
 pub fn join<S: AsRef<str>>(items: impl IntoIterator<Item = S>, sep: &str) -> String {

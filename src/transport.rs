@@ -1,6 +1,8 @@
 //! The one module that does I/O: signed requests go out through the imported
 //! `wasi:http/outgoing-handler`; clocks, sleeps and randomness come from WASI.
 
+use crate::prelude::*;
+
 use crate::bindings::wasi::clocks::{monotonic_clock, wall_clock};
 use crate::bindings::wasi::http::outgoing_handler;
 use crate::bindings::wasi::http::types::{
@@ -13,7 +15,7 @@ use crate::config::{ClientConfig, Scheme};
 use crate::driver::Io;
 use crate::error::Error;
 use crate::s3::{self, HttpRequest, Method, S3Request, S3Response};
-use std::cell::Cell;
+use core::cell::Cell;
 
 /// WASI streams take at most this much per blocking write.
 const WRITE_CHUNK: usize = 4096;
@@ -71,7 +73,7 @@ pub fn random_u64() -> u64 {
     random::get_random_u64()
 }
 
-fn transport(what: &str, detail: impl std::fmt::Debug) -> Error {
+fn transport(what: &str, detail: impl core::fmt::Debug) -> Error {
     Error::Transport(format!("{what}: {detail:?}"))
 }
 

@@ -1,6 +1,8 @@
 //! Reads the probes' replies into one verdict per capability, with the
 //! reply that decided it as evidence. Pure: the replies are all in `seen`.
 
+use crate::prelude::*;
+
 use super::offset::OffsetBounds;
 use super::{Capability, CapabilityResult, Phase, Probes, Seen, Verdict};
 

@@ -9,6 +9,8 @@
 //! cannot be trusted with any, since the lock rests on every condition it
 //! sends being honoured.
 
+use crate::prelude::*;
+
 use super::{Capability, CapabilityResult, ClockOffset, Report, Verdict};
 use crate::config::Strategy;
 use crate::expiry::ExpiryClock;
