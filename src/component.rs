@@ -34,6 +34,9 @@ pub struct Client {
     /// Added to the wall clock when signing, once a server refused our time
     /// as skewed (see `driver::run`).
     signing_offset_ms: Cell<i64>,
+    /// The error of the call in progress, for `error_relay` to return
+    /// through `release`'s export wrapper.
+    kept_error: Cell<Option<wit::Error>>,
 }
 
 impl Client {
@@ -48,6 +51,28 @@ impl Client {
             signing_offset_ms: &self.signing_offset_ms,
         };
         f(&mut core, &mut io).map_err(to_wit_error)
+    }
+
+    /// `f`'s value, or `blank` once its error is kept for `error_relay`.
+    /// Methods return it as `Ok` and are inlined into their export
+    /// wrappers, so the wrapper's own error lowering is dead code.
+    #[inline(never)]
+    fn keep_error<T>(
+        &self,
+        f: impl FnOnce() -> Result<T, wit::Error>,
+        blank: impl FnOnce() -> T,
+    ) -> T {
+        f().unwrap_or_else(|e| {
+            self.kept_error.set(Some(e));
+            blank()
+        })
+    }
+
+    pub(crate) fn has_kept_error(&self) -> bool {
+        let kept = self.kept_error.take();
+        let has = kept.is_some();
+        self.kept_error.set(kept);
+        has
     }
 }
 
@@ -83,48 +108,78 @@ impl GuestClient for Client {
         Ok(Client {
             core: RefCell::new(ClientCore::new(config)),
             signing_offset_ms: Cell::new(0),
+            kept_error: Cell::new(None),
         })
     }
 
+    #[inline(always)]
     fn try_acquire(
         &self,
         key: String,
         options: wit::Options,
     ) -> Result<Option<wit::Lease>, wit::Error> {
-        let grant = grant(options).map_err(to_wit_error)?;
-        self.run(|core, io| core.try_acquire(io, &key, &grant))
-            .map(|outcome| match outcome {
-                AcquireOutcome::Granted(lease) => Some(to_wit_lease(lease)),
-                AcquireOutcome::Held(_) => None,
-            })
+        Ok(self.keep_error(
+            || {
+                let grant = grant(options).map_err(to_wit_error)?;
+                self.run(|core, io| core.try_acquire(io, &key, &grant))
+                    .map(|outcome| match outcome {
+                        AcquireOutcome::Granted(lease) => Some(to_wit_lease(lease)),
+                        AcquireOutcome::Held(_) => None,
+                    })
+            },
+            || None,
+        ))
     }
 
+    #[inline(always)]
     fn acquire(
         &self,
         key: String,
         options: wit::Options,
         timeout_ms: u64,
     ) -> Result<wit::Lease, wit::Error> {
-        let grant = grant(options).map_err(to_wit_error)?;
-        self.run(|core, io| core.acquire(io, &key, &grant, timeout_ms))
-            .map(to_wit_lease)
+        Ok(self.keep_error(
+            || {
+                let grant = grant(options).map_err(to_wit_error)?;
+                self.run(|core, io| core.acquire(io, &key, &grant, timeout_ms))
+                    .map(to_wit_lease)
+            },
+            blank_lease,
+        ))
     }
 
+    #[inline(always)]
     fn renew(&self, lease: wit::Lease) -> Result<wit::Lease, wit::Error> {
-        self.run(|core, io| core.rewrite(io, from_wit_lease(lease), false))
-            .map(to_wit_lease)
+        Ok(self.keep_error(
+            || {
+                self.run(|core, io| core.rewrite(io, from_wit_lease(lease), false))
+                    .map(to_wit_lease)
+            },
+            blank_lease,
+        ))
     }
 
+    /// Also returns another method's kept error: see `error_relay`.
     fn release(&self, lease: wit::Lease) -> Result<(), wit::Error> {
+        if let Some(e) = self.kept_error.take() {
+            return Err(e);
+        }
         self.run(|core, io| core.rewrite(io, from_wit_lease(lease), true))
             .map(|_| ())
     }
 
+    #[inline(always)]
     fn inspect(&self, key: String) -> Result<Option<wit::LockState>, wit::Error> {
-        self.run(|core, io| core.inspect(io, &key))
-            .map(|s| s.map(to_wit_state))
+        Ok(self.keep_error(
+            || {
+                self.run(|core, io| core.inspect(io, &key))
+                    .map(|s| s.map(to_wit_state))
+            },
+            || None,
+        ))
     }
 
+    #[inline(always)]
     fn fenced_put(
         &self,
         lease: wit::Lease,
@@ -138,6 +193,7 @@ impl GuestClient for Client {
         self.fenced_put_with(lease, object_key, body, content_type, options)
     }
 
+    #[inline(always)]
     fn fenced_put_with(
         &self,
         lease: wit::Lease,
@@ -146,43 +202,65 @@ impl GuestClient for Client {
         content_type: String,
         options: wit::FenceOptions,
     ) -> Result<wit::FencedWrite, wit::Error> {
-        let change = Change::Put { body, content_type };
-        let lease = from_wit_lease(lease);
-        self.run(|core, io| {
-            core.fenced_write(io, &lease, &object_key, change, options.reject_equal_token)
-        })
-        .map(|w| wit::FencedWrite {
-            object_key: w.object_key,
-            etag: w.etag,
-            token: w.token,
-            previous_token: w.previous_token,
-        })
-    }
-
-    fn fenced_delete(&self, lease: wit::Lease, object_key: String) -> Result<(), wit::Error> {
-        let change = Change::Delete {
-            nonce: random_u64(),
-        };
-        let lease = from_wit_lease(lease);
-        self.run(|core, io| core.fenced_write(io, &lease, &object_key, change, false))
-            .map(|_| ())
-    }
-
-    fn fenced_get(&self, object_key: String) -> Result<Option<wit::FencedObject>, wit::Error> {
-        self.run(|core, io| core.fenced_get(io, &object_key))
-            .map(|found| {
-                found.map(|o| wit::FencedObject {
-                    object_key: o.object_key,
-                    body: o.body,
-                    content_type: o.content_type,
-                    etag: o.etag,
-                    token: o.token,
+        Ok(self.keep_error(
+            || {
+                let change = Change::Put { body, content_type };
+                let lease = from_wit_lease(lease);
+                self.run(|core, io| {
+                    core.fenced_write(io, &lease, &object_key, change, options.reject_equal_token)
                 })
-            })
+                .map(|w| wit::FencedWrite {
+                    object_key: w.object_key,
+                    etag: w.etag,
+                    token: w.token,
+                    previous_token: w.previous_token,
+                })
+            },
+            blank_fenced_write,
+        ))
     }
 
+    #[inline(always)]
+    fn fenced_delete(&self, lease: wit::Lease, object_key: String) -> Result<(), wit::Error> {
+        self.keep_error(
+            || {
+                let change = Change::Delete {
+                    nonce: random_u64(),
+                };
+                let lease = from_wit_lease(lease);
+                self.run(|core, io| core.fenced_write(io, &lease, &object_key, change, false))
+                    .map(|_| ())
+            },
+            || (),
+        );
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn fenced_get(&self, object_key: String) -> Result<Option<wit::FencedObject>, wit::Error> {
+        Ok(self.keep_error(
+            || {
+                self.run(|core, io| core.fenced_get(io, &object_key))
+                    .map(|found| {
+                        found.map(|o| wit::FencedObject {
+                            object_key: o.object_key,
+                            body: o.body,
+                            content_type: o.content_type,
+                            etag: o.etag,
+                            token: o.token,
+                        })
+                    })
+            },
+            || None,
+        ))
+    }
+
+    #[inline(always)]
     fn preflight(&self) -> Result<wit::PreflightReport, wit::Error> {
-        self.run(|core, io| core.preflight(io)).map(to_wit_report)
+        Ok(self.keep_error(
+            || self.run(|core, io| core.preflight(io)).map(to_wit_report),
+            blank_report,
+        ))
     }
 
     fn elector(&self, config: wit::ElectorConfig) -> Result<wit_lease::Elector, wit::Error> {
@@ -258,6 +336,44 @@ fn to_wit_event(event: Event) -> wit::ElectorEvent {
             StopReason::Resigned => wit::StopReason::Resigned,
         }),
         Event::LeaderChanged(state) => wit::ElectorEvent::LeaderChanged(state.map(to_wit_state)),
+    }
+}
+
+/// What a method whose error `error_relay` relays returns to its export
+/// wrapper instead: empty, so lowering it allocates nothing.
+fn blank_lease() -> wit::Lease {
+    wit::Lease {
+        key: String::new(),
+        token: 0,
+        holder_id: String::new(),
+        etag: String::new(),
+        expires_at_ms: 0,
+        acquired_at_ms: 0,
+        ttl_ms: 0,
+        metadata: String::new(),
+        seal: String::new(),
+    }
+}
+
+fn blank_fenced_write() -> wit::FencedWrite {
+    wit::FencedWrite {
+        object_key: String::new(),
+        etag: String::new(),
+        token: 0,
+        previous_token: None,
+    }
+}
+
+fn blank_report() -> wit::PreflightReport {
+    wit::PreflightReport {
+        results: Vec::new(),
+        clock_offset: None,
+        safe_strategies: Vec::new(),
+        safe_expiry_clocks: Vec::new(),
+        recommended_strategy: None,
+        config_safe: false,
+        notes: Vec::new(),
+        requests: 0,
     }
 }
 
@@ -425,4 +541,5 @@ fn to_wit_error(e: Error) -> wit::Error {
     }
 }
 
-crate::bindings::export!(Component with_types_in crate::bindings);
+// Through `error_relay`, which wraps nine of the generated export wrappers.
+crate::bindings::export!(Component with_types_in crate::error_relay);

@@ -45,6 +45,8 @@ pub mod testing;
 #[cfg(target_family = "wasm")]
 mod component;
 #[cfg(target_family = "wasm")]
+mod error_relay;
+#[cfg(target_family = "wasm")]
 mod proxy_world;
 #[cfg(target_family = "wasm")]
 mod transport;
