@@ -9,6 +9,7 @@ mod component_shape;
 mod contention;
 mod elector;
 mod epoch_objects;
+mod error_paths;
 mod fencing;
 mod fencing_history;
 mod host_api;
