@@ -6,8 +6,8 @@ use crate::prelude::*;
 use crate::bindings::wasi::clocks::{monotonic_clock, wall_clock};
 use crate::bindings::wasi::http::outgoing_handler;
 use crate::bindings::wasi::http::types::{
-    ErrorCode, Fields, IncomingBody, Method as HttpMethod, OutgoingBody, OutgoingRequest,
-    RequestOptions, Scheme as HttpScheme,
+    ErrorCode, Fields, HeaderError, IncomingBody, Method as HttpMethod, OutgoingBody,
+    OutgoingRequest, RequestOptions, Scheme as HttpScheme,
 };
 use crate::bindings::wasi::io::streams::StreamError;
 use crate::bindings::wasi::random::random;
@@ -73,8 +73,8 @@ pub fn random_u64() -> u64 {
     random::get_random_u64()
 }
 
-fn transport(what: &str, detail: impl core::fmt::Debug) -> Error {
-    Error::Transport(format!("{what}: {detail:?}"))
+fn transport(what: &str, detail: &str) -> Error {
+    Error::Transport(format!("{what}: {detail}"))
 }
 
 fn send(req: &HttpRequest) -> Result<S3Response, Error> {
@@ -83,8 +83,14 @@ fn send(req: &HttpRequest) -> Result<S3Response, Error> {
         .iter()
         .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
         .collect();
-    let headers =
-        Fields::from_list(&entries).map_err(|e| transport("header refused by the host", e))?;
+    let headers = Fields::from_list(&entries).map_err(|e| {
+        let why = match e {
+            HeaderError::InvalidSyntax => "invalid syntax",
+            HeaderError::Forbidden => "forbidden",
+            HeaderError::Immutable => "immutable",
+        };
+        transport("header refused by the host", why)
+    })?;
     let outgoing = OutgoingRequest::new(headers);
     let method = match req.method {
         Method::Get => HttpMethod::Get,
@@ -120,9 +126,10 @@ fn send(req: &HttpRequest) -> Result<S3Response, Error> {
     // Hand the request to the host before writing the body, so a body larger
     // than the host's buffer streams instead of blocking.
     let future = outgoing_handler::handle(outgoing, Some(options))
-        .map_err(|e| transport("request not sent", e))?;
+        .map_err(|e| transport("request not sent", &error_code_text(&e)))?;
     write_body(&body, &req.body)?;
-    OutgoingBody::finish(body, None).map_err(|e| transport("request body", e))?;
+    OutgoingBody::finish(body, None)
+        .map_err(|e| transport("request body", &error_code_text(&e)))?;
 
     future.subscribe().block();
     let response = match future.get() {
@@ -183,7 +190,7 @@ fn write_body(body: &OutgoingBody, bytes: &[u8]) -> Result<(), Error> {
     for chunk in bytes.chunks(WRITE_CHUNK) {
         stream
             .blocking_write_and_flush(chunk)
-            .map_err(|e| transport("writing request body", stream_error(e)))?;
+            .map_err(|e| transport("writing request body", &stream_error(e)))?;
     }
     Ok(())
 }
@@ -203,7 +210,7 @@ fn read_body(incoming: &IncomingBody, limit: u64) -> Result<(Vec<u8>, bool), Err
                 }
             }
             Err(StreamError::Closed) => return Ok((body, false)),
-            Err(e) => return Err(transport("reading response body", stream_error(e))),
+            Err(e) => return Err(transport("reading response body", &stream_error(e))),
         }
     }
 }
@@ -216,12 +223,58 @@ fn stream_error(e: StreamError) -> String {
 }
 
 fn transport_error(code: ErrorCode) -> Error {
-    Error::Transport(match code {
-        ErrorCode::ConnectionRefused => "connection refused".into(),
-        ErrorCode::ConnectionTimeout => "connection timed out".into(),
-        ErrorCode::ConnectionReadTimeout => "timed out waiting for the reply".into(),
-        ErrorCode::DnsError(e) => format!("DNS error: {:?}", e.rcode),
-        ErrorCode::TlsCertificateError => "TLS certificate refused".into(),
-        other => format!("{other:?}"),
-    })
+    Error::Transport(error_code_text(&code))
+}
+
+/// The WIT case's name, with its text where it carries one. By hand:
+/// wit-bindgen's `Debug` for `error-code` and its payload records cost
+/// about 7 KB of component; the sizes some cases carry are dropped.
+fn error_code_text(code: &ErrorCode) -> String {
+    use ErrorCode as C;
+    let detail = |name: &str, text: &Option<String>| match text {
+        Some(t) => format!("{name}: {t}"),
+        None => name.to_string(),
+    };
+    let name = match code {
+        C::ConnectionRefused => "connection refused",
+        C::ConnectionTimeout => "connection timed out",
+        C::ConnectionReadTimeout => "timed out waiting for the reply",
+        C::TlsCertificateError => "TLS certificate refused",
+        C::DnsError(e) => return detail("DNS error", &e.rcode),
+        C::TlsAlertReceived(e) => return detail("TLS alert received", &e.alert_message),
+        C::HttpResponseTransferCoding(t) => return detail("HTTP-response-transfer-coding", t),
+        C::HttpResponseContentCoding(t) => return detail("HTTP-response-content-coding", t),
+        C::InternalError(t) => return detail("internal-error", t),
+        C::DnsTimeout => "DNS-timeout",
+        C::DestinationNotFound => "destination-not-found",
+        C::DestinationUnavailable => "destination-unavailable",
+        C::DestinationIpProhibited => "destination-IP-prohibited",
+        C::DestinationIpUnroutable => "destination-IP-unroutable",
+        C::ConnectionTerminated => "connection-terminated",
+        C::ConnectionWriteTimeout => "connection-write-timeout",
+        C::ConnectionLimitReached => "connection-limit-reached",
+        C::TlsProtocolError => "TLS-protocol-error",
+        C::HttpRequestDenied => "HTTP-request-denied",
+        C::HttpRequestLengthRequired => "HTTP-request-length-required",
+        C::HttpRequestBodySize(_) => "HTTP-request-body-size",
+        C::HttpRequestMethodInvalid => "HTTP-request-method-invalid",
+        C::HttpRequestUriInvalid => "HTTP-request-URI-invalid",
+        C::HttpRequestUriTooLong => "HTTP-request-URI-too-long",
+        C::HttpRequestHeaderSectionSize(_) => "HTTP-request-header-section-size",
+        C::HttpRequestHeaderSize(_) => "HTTP-request-header-size",
+        C::HttpRequestTrailerSectionSize(_) => "HTTP-request-trailer-section-size",
+        C::HttpRequestTrailerSize(_) => "HTTP-request-trailer-size",
+        C::HttpResponseIncomplete => "HTTP-response-incomplete",
+        C::HttpResponseHeaderSectionSize(_) => "HTTP-response-header-section-size",
+        C::HttpResponseHeaderSize(_) => "HTTP-response-header-size",
+        C::HttpResponseBodySize(_) => "HTTP-response-body-size",
+        C::HttpResponseTrailerSectionSize(_) => "HTTP-response-trailer-section-size",
+        C::HttpResponseTrailerSize(_) => "HTTP-response-trailer-size",
+        C::HttpResponseTimeout => "HTTP-response-timeout",
+        C::HttpUpgradeFailed => "HTTP-upgrade-failed",
+        C::HttpProtocolError => "HTTP-protocol-error",
+        C::LoopDetected => "loop-detected",
+        C::ConfigurationError => "configuration-error",
+    };
+    name.to_string()
 }
