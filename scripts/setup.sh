@@ -4,7 +4,7 @@
 # test S3 server), botocore (the reference SigV4 signer) and boto3 (the
 # independent client of the single-object design in the interop test); wac
 # (composes the example HTTP function with the component) into .tools/; and
-# jco for examples/node (npm). `wasmtime serve` needs no install: the
+# jco for examples/node and binaryen's wasm-opt (npm). `wasmtime serve` needs no install: the
 # compose-test crate builds it from wasmtime-cli's library. For test.sh only,
 # `install_s3s_fs` puts s3s-fs in .tools (a store the preflight must refuse).
 # Sourced by scripts/test.sh and scripts/demo.sh.
@@ -56,9 +56,15 @@ install_s3s_fs() {
 export S3LEASE_WEED="$PWD/.venv/bin/weed"
 export S3LEASE_PYTHON="$PWD/.venv/bin/python"
 
-echo "setup: building the component (wasm32-wasip2, release)"
+if [ "$(.tools/node_modules/.bin/wasm-opt --version 2>/dev/null)" != "wasm-opt version 132 (version_132)" ]; then
+    echo "setup: installing binaryen 132 (wasm-opt) into .tools (npm)"
+    npm install --prefix .tools --no-save --no-audit --no-fund binaryen@132.0.0
+fi
+
+echo "setup: building the component (wasm32-wasip2, release), then wasm-opt on its core module"
 cargo build --locked -p s3-lease --lib --target wasm32-wasip2 --release
 export S3LEASE_COMPONENT="${CARGO_TARGET_DIR:-$PWD/target}/wasm32-wasip2/release/s3_lease.wasm"
+python3 scripts/optimize_component.py "$S3LEASE_COMPONENT" .tools/node_modules/.bin/wasm-opt
 echo "setup: component $S3LEASE_COMPONENT ($(wc -c < "$S3LEASE_COMPONENT") bytes)"
 
 echo "setup: building examples/http-function (wasm32-wasip2, release)"
