@@ -77,207 +77,62 @@ pub mod exports {
                     unsafe { core::ptr::with_exposed_provenance_mut(*args.cast::<u32>() as usize) }
                 }
 
-                pub unsafe fn _export_method_client_try_acquire_cabi<T>(
-                    a0: *mut u8,
-                    a1: *mut u8,
-                    a2: usize,
-                    a3: i64,
-                    a4: i32,
-                    a5: *mut u8,
-                    a6: usize,
-                    a7: i32,
-                    a8: *mut u8,
-                    a9: usize,
-                ) -> *mut u8 {
-                    unsafe {
-                        let ret = generated::_export_method_client_try_acquire_cabi::<ClientImpl>(
-                            a0, a1, a2, a3, a4, a5, a6, a7, a8, a9,
-                        );
-                        relay(a0, ret)
-                    }
+                /// The generated wrapper, then `relay`; and the post-return
+                /// that matches. `args` passes the arguments in memory, the
+                /// client's handle first; `flat` passes them as values,
+                /// the handle being `a0`.
+                macro_rules! relayed {
+                    (args: $cabi:ident, $post:ident) => {
+                        pub unsafe fn $cabi<T>(args: *mut u8) -> *mut u8 {
+                            unsafe {
+                                let handle = handle_in(args);
+                                relay(handle, generated::$cabi::<ClientImpl>(args))
+                            }
+                        }
+                        relayed!(post: $post);
+                    };
+                    (flat: $cabi:ident, $post:ident, $($a:ident: $t:ty),*) => {
+                        pub unsafe fn $cabi<T>(a0: *mut u8, $($a: $t),*) -> *mut u8 {
+                            unsafe { relay(a0, generated::$cabi::<ClientImpl>(a0, $($a),*)) }
+                        }
+                        relayed!(post: $post);
+                    };
+                    (post: none) => {};
+                    (post: $post:ident) => {
+                        pub unsafe fn $post<T>(ret: *mut u8) {
+                            unsafe { post_return(ret, generated::$post::<ClientImpl>) }
+                        }
+                    };
                 }
 
-                pub unsafe fn __post_return_method_client_try_acquire<T>(ret: *mut u8) {
-                    unsafe {
-                        post_return(
-                            ret,
-                            generated::__post_return_method_client_try_acquire::<ClientImpl>,
-                        )
-                    }
-                }
-
-                pub unsafe fn _export_method_client_acquire_cabi<T>(
-                    a0: *mut u8,
-                    a1: *mut u8,
-                    a2: usize,
-                    a3: i64,
-                    a4: i32,
-                    a5: *mut u8,
-                    a6: usize,
-                    a7: i32,
-                    a8: *mut u8,
-                    a9: usize,
-                    a10: i64,
-                ) -> *mut u8 {
-                    unsafe {
-                        let ret = generated::_export_method_client_acquire_cabi::<ClientImpl>(
-                            a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10,
-                        );
-                        relay(a0, ret)
-                    }
-                }
-
-                pub unsafe fn __post_return_method_client_acquire<T>(ret: *mut u8) {
-                    unsafe {
-                        post_return(
-                            ret,
-                            generated::__post_return_method_client_acquire::<ClientImpl>,
-                        )
-                    }
-                }
-
-                pub unsafe fn _export_method_client_renew_cabi<T>(
-                    a0: *mut u8,
-                    a1: *mut u8,
-                    a2: usize,
-                    a3: i64,
-                    a4: *mut u8,
-                    a5: usize,
-                    a6: *mut u8,
-                    a7: usize,
-                    a8: i64,
-                    a9: i64,
-                    a10: i64,
-                    a11: *mut u8,
-                    a12: usize,
-                    a13: *mut u8,
-                    a14: usize,
-                ) -> *mut u8 {
-                    unsafe {
-                        let ret = generated::_export_method_client_renew_cabi::<ClientImpl>(
-                            a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14,
-                        );
-                        relay(a0, ret)
-                    }
-                }
-
-                pub unsafe fn __post_return_method_client_renew<T>(ret: *mut u8) {
-                    unsafe {
-                        post_return(
-                            ret,
-                            generated::__post_return_method_client_renew::<ClientImpl>,
-                        )
-                    }
-                }
-
-                pub unsafe fn _export_method_client_inspect_cabi<T>(
-                    a0: *mut u8,
-                    a1: *mut u8,
-                    a2: usize,
-                ) -> *mut u8 {
-                    unsafe {
-                        let ret =
-                            generated::_export_method_client_inspect_cabi::<ClientImpl>(a0, a1, a2);
-                        relay(a0, ret)
-                    }
-                }
-
-                pub unsafe fn __post_return_method_client_inspect<T>(ret: *mut u8) {
-                    unsafe {
-                        post_return(
-                            ret,
-                            generated::__post_return_method_client_inspect::<ClientImpl>,
-                        )
-                    }
-                }
-
-                pub unsafe fn _export_method_client_fenced_put_cabi<T>(args: *mut u8) -> *mut u8 {
-                    unsafe {
-                        let handle = handle_in(args);
-                        let ret =
-                            generated::_export_method_client_fenced_put_cabi::<ClientImpl>(args);
-                        relay(handle, ret)
-                    }
-                }
-
-                pub unsafe fn __post_return_method_client_fenced_put<T>(ret: *mut u8) {
-                    unsafe {
-                        post_return(
-                            ret,
-                            generated::__post_return_method_client_fenced_put::<ClientImpl>,
-                        )
-                    }
-                }
-
-                pub unsafe fn _export_method_client_fenced_put_with_cabi<T>(
-                    args: *mut u8,
-                ) -> *mut u8 {
-                    unsafe {
-                        let handle = handle_in(args);
-                        let ret = generated::_export_method_client_fenced_put_with_cabi::<ClientImpl>(
-                            args,
-                        );
-                        relay(handle, ret)
-                    }
-                }
-
-                pub unsafe fn __post_return_method_client_fenced_put_with<T>(ret: *mut u8) {
-                    unsafe {
-                        post_return(
-                            ret,
-                            generated::__post_return_method_client_fenced_put_with::<ClientImpl>,
-                        )
-                    }
-                }
-
-                pub unsafe fn _export_method_client_fenced_delete_cabi<T>(
-                    args: *mut u8,
-                ) -> *mut u8 {
-                    unsafe {
-                        let handle = handle_in(args);
-                        let ret =
-                            generated::_export_method_client_fenced_delete_cabi::<ClientImpl>(args);
-                        relay(handle, ret)
-                    }
-                }
-
-                pub unsafe fn _export_method_client_fenced_get_cabi<T>(
-                    a0: *mut u8,
-                    a1: *mut u8,
-                    a2: usize,
-                ) -> *mut u8 {
-                    unsafe {
-                        let ret = generated::_export_method_client_fenced_get_cabi::<ClientImpl>(
-                            a0, a1, a2,
-                        );
-                        relay(a0, ret)
-                    }
-                }
-
-                pub unsafe fn __post_return_method_client_fenced_get<T>(ret: *mut u8) {
-                    unsafe {
-                        post_return(
-                            ret,
-                            generated::__post_return_method_client_fenced_get::<ClientImpl>,
-                        )
-                    }
-                }
-
-                pub unsafe fn _export_method_client_preflight_cabi<T>(a0: *mut u8) -> *mut u8 {
-                    unsafe {
-                        let ret = generated::_export_method_client_preflight_cabi::<ClientImpl>(a0);
-                        relay(a0, ret)
-                    }
-                }
-
-                pub unsafe fn __post_return_method_client_preflight<T>(ret: *mut u8) {
-                    unsafe {
-                        post_return(
-                            ret,
-                            generated::__post_return_method_client_preflight::<ClientImpl>,
-                        )
-                    }
-                }
+                relayed!(flat: _export_method_client_try_acquire_cabi,
+                    __post_return_method_client_try_acquire,
+                    a1: *mut u8, a2: usize, a3: i64, a4: i32, a5: *mut u8, a6: usize,
+                    a7: i32, a8: *mut u8, a9: usize);
+                relayed!(flat: _export_method_client_acquire_cabi,
+                    __post_return_method_client_acquire,
+                    a1: *mut u8, a2: usize, a3: i64, a4: i32, a5: *mut u8, a6: usize,
+                    a7: i32, a8: *mut u8, a9: usize, a10: i64);
+                relayed!(flat: _export_method_client_renew_cabi,
+                    __post_return_method_client_renew,
+                    a1: *mut u8, a2: usize, a3: i64, a4: *mut u8, a5: usize, a6: *mut u8,
+                    a7: usize, a8: i64, a9: i64, a10: i64, a11: *mut u8, a12: usize,
+                    a13: *mut u8, a14: usize);
+                relayed!(flat: _export_method_client_inspect_cabi,
+                    __post_return_method_client_inspect,
+                    a1: *mut u8, a2: usize);
+                relayed!(args: _export_method_client_fenced_put_cabi,
+                    __post_return_method_client_fenced_put);
+                relayed!(args: _export_method_client_fenced_put_with_cabi,
+                    __post_return_method_client_fenced_put_with);
+                // Its generated post-return already frees an error as
+                // `release`'s does (the `Ok` side owns nothing).
+                relayed!(args: _export_method_client_fenced_delete_cabi, none);
+                relayed!(flat: _export_method_client_fenced_get_cabi,
+                    __post_return_method_client_fenced_get,
+                    a1: *mut u8, a2: usize);
+                relayed!(flat: _export_method_client_preflight_cabi,
+                    __post_return_method_client_preflight,);
             }
         }
     }
