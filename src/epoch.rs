@@ -23,7 +23,8 @@ use crate::prelude::*;
 
 use crate::error::{Error, S3Error};
 use crate::expiry::{server_time, ExpiryClock, Judge, SERVER_SLACK_MS};
-use crate::lock_object::{epoch_ms, kind, optional_string, seconds_value, LockRecord, LockState};
+use crate::json_out::JsonObject;
+use crate::lock_object::{describe, epoch_ms, kind, optional_string, LockRecord, LockState};
 use crate::lock_object::{too_large, MAX_LOCK_OBJECT_BYTES};
 use crate::protocol::{
     check_writable_time, is_ambiguous, AcquireOutcome, Grant, Lease, Operation, Step,
@@ -31,7 +32,7 @@ use crate::protocol::{
 use crate::protocol::{MAX_REREADS, MAX_TTL_MS};
 use crate::s3::{list_request, parse_list, Method, S3Request, S3Response};
 use crate::seal::LockSeal;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Epochs kept by cleanup: the new one and the one it replaced.
 pub const KEEP_EPOCHS: u64 = 2;
@@ -80,16 +81,17 @@ pub struct EpochRecord {
 }
 
 impl EpochRecord {
+    /// The fields in sorted order: see `json_out`.
     pub fn to_json(&self) -> Vec<u8> {
-        let mut map = Map::new();
-        map.insert("expired".into(), Value::from(self.expired));
-        map.insert("validity_ms".into(), Value::from(self.validity_ms));
-        map.insert("token".into(), Value::from(self.token));
-        map.insert("holder".into(), Value::from(self.holder_id.as_str()));
-        map.insert("acquired_at".into(), seconds_value(self.acquired_at_ms));
-        map.insert("metadata".into(), Value::from(self.metadata.as_str()));
-        map.insert("write".into(), Value::from(self.write_id.as_str()));
-        Value::Object(map).to_string().into_bytes()
+        let mut o = JsonObject::default();
+        o.seconds("acquired_at", self.acquired_at_ms);
+        o.bool("expired", self.expired);
+        o.str("holder", &self.holder_id);
+        o.str("metadata", &self.metadata);
+        o.u64("token", self.token);
+        o.u64("validity_ms", self.validity_ms);
+        o.str("write", &self.write_id);
+        o.finish()
     }
 
     /// Parses the body of epoch object `epoch`. `expired` and `validity_ms`
@@ -118,7 +120,12 @@ impl EpochRecord {
         match map.get("token") {
             None | Some(Value::Null) => {}
             Some(v) if v.as_u64() == Some(epoch) => {}
-            Some(v) => return Err(format!("\"token\" is {v}, but the key names epoch {epoch}")),
+            Some(v) => {
+                return Err(format!(
+                    "\"token\" is {}, but the key names epoch {epoch}",
+                    describe(v)
+                ))
+            }
         }
         Ok(EpochRecord {
             expired,

@@ -30,6 +30,7 @@ pub mod error;
 pub mod expiry;
 pub mod fenced;
 pub mod http_date;
+pub mod json_out;
 pub mod lock_object;
 pub mod preflight;
 pub mod protocol;

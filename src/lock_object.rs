@@ -8,6 +8,7 @@
 
 use crate::prelude::*;
 
+use crate::json_out::JsonObject;
 use serde_json::{Map, Value};
 
 /// Lock objects are a few hundred bytes; anything far larger is not ours and
@@ -61,16 +62,17 @@ impl LockRecord {
         self.expires_at_ms != 0 && now_ms <= self.expires_at_ms
     }
 
+    /// The fields in sorted order: see `json_out`.
     pub fn to_json(&self) -> Vec<u8> {
-        let mut map = Map::new();
-        map.insert("expires_at".into(), seconds_value(self.expires_at_ms));
-        map.insert("token".into(), Value::from(self.token));
-        map.insert("holder".into(), Value::from(self.holder_id.as_str()));
-        map.insert("acquired_at".into(), seconds_value(self.acquired_at_ms));
-        map.insert("metadata".into(), Value::from(self.metadata.as_str()));
-        map.insert("ttl_ms".into(), Value::from(self.ttl_ms));
-        map.insert("write".into(), Value::from(self.write_id.as_str()));
-        Value::Object(map).to_string().into_bytes()
+        let mut o = JsonObject::default();
+        o.seconds("acquired_at", self.acquired_at_ms);
+        o.seconds("expires_at", self.expires_at_ms);
+        o.str("holder", &self.holder_id);
+        o.str("metadata", &self.metadata);
+        o.u64("token", self.token);
+        o.u64("ttl_ms", self.ttl_ms);
+        o.str("write", &self.write_id);
+        o.finish()
     }
 
     /// Parses a lock object body. The error is a reason for
@@ -126,17 +128,12 @@ pub fn too_large(len: u64) -> String {
     format!("object is {len} bytes; lock objects are at most {MAX_LOCK_OBJECT_BYTES}")
 }
 
-pub(crate) fn seconds_value(ms: u64) -> Value {
-    // Whole milliseconds as a float of seconds: 1740151473206 -> 1740151473.206.
-    Value::from(ms as f64 / 1000.0)
-}
-
 pub(crate) fn epoch_ms(field: &str, v: &Value) -> Result<u64, String> {
     let seconds = v
         .as_f64()
         .ok_or_else(|| format!("{field:?} must be a number of seconds, found {}", kind(v)))?;
     // The range is checked after rounding too: 99999999999.9999 s is below
-    // the ceiling but rounds to 1e14 ms, which `seconds_value` writes back as
+    // the ceiling but rounds to 1e14 ms, which `to_json` would write back as
     // 1e11 s, at the ceiling: a record we accept must read back once written.
     let in_range = (0.0..MAX_EPOCH_SECONDS).contains(&seconds);
     let ms = if in_range {
@@ -145,9 +142,10 @@ pub(crate) fn epoch_ms(field: &str, v: &Value) -> Result<u64, String> {
         0
     };
     if !in_range || ms as f64 >= MAX_EPOCH_SECONDS * 1000.0 {
-        // `{v}`: the number as the JSON had it, printed by serde_json
-        // (`{seconds}` would link core's float printer, about 20 KB).
-        return Err(format!("{field:?} is out of range: {v}"));
+        return Err(format!(
+            "{field:?} is out of range (0 ..= 1e11 seconds): {}",
+            describe(v)
+        ));
     }
     Ok(ms)
 }
@@ -169,6 +167,16 @@ pub(crate) fn optional_string(map: &Map<String, Value>, field: &str) -> Result<S
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
         Some(other) => Err(format!("{field:?} must be a string, found {}", kind(other))),
+    }
+}
+
+/// An integer as itself, anything else by its kind. Never a float's digits:
+/// printing those links a float printer (docs/size.md).
+pub(crate) fn describe(v: &Value) -> String {
+    match (v.as_u64(), v.as_i64()) {
+        (Some(n), _) => n.to_string(),
+        (None, Some(n)) => n.to_string(),
+        (None, None) => kind(v).into(),
     }
 }
 
@@ -299,7 +307,10 @@ mod tests {
                 br#"{"expires_at": 5, "token": 1.5}"#,
                 "found a fractional number",
             ),
-            (br#"{"expires_at": -3, "token": 1}"#, "out of range"),
+            (
+                br#"{"expires_at": -3, "token": 1}"#,
+                "\"expires_at\" is out of range (0 ..= 1e11 seconds): -3",
+            ),
             (br#"{"expires_at": 1e300, "token": 1}"#, "out of range"),
             (
                 br#"{"expires_at": 5, "token": 1, "holder": 3}"#,

@@ -368,7 +368,11 @@ fn epoch_records_refuse_each_kind_of_corruption() {
         (br#"{"expired": false, "validity_ms": -1}"#, "validity_ms"),
         (
             br#"{"expired": false, "validity_ms": 5, "token": 8}"#,
-            "names epoch 7",
+            "\"token\" is 8, but the key names epoch 7",
+        ),
+        (
+            br#"{"expired": false, "validity_ms": 5, "token": "7"}"#,
+            "\"token\" is a string, but the key names epoch 7",
         ),
         (
             br#"{"expired": false, "validity_ms": 5, "holder": []}"#,
