@@ -8,9 +8,10 @@ use crate::bindings::exports::s3_lease::lease::lease::{
 };
 use crate::bindings::exports::s3_lease::lease::types as wit;
 use crate::client::ClientCore;
-use crate::config::{Addressing, ClientConfig, RawConfig, Strategy};
+use crate::config::{Addressing, ClientConfig, RawConfig, Scheme, Strategy};
 use crate::elector::{Elector, ElectorConfig, Event, Role, StopReason};
 use crate::error::{Error, S3Error};
+use crate::error_relay;
 use crate::expiry::ExpiryClock;
 use crate::fenced::Change;
 use crate::lock_object::LockState;
@@ -34,9 +35,6 @@ pub struct Client {
     /// Added to the wall clock when signing, once a server refused our time
     /// as skewed (see `driver::run`).
     signing_offset_ms: Cell<i64>,
-    /// The error of the call in progress, for `error_relay` to return
-    /// through `release`'s export wrapper.
-    kept_error: Cell<Option<wit::Error>>,
 }
 
 impl Client {
@@ -62,18 +60,47 @@ impl Client {
         f: impl FnOnce() -> Result<T, wit::Error>,
         blank: impl FnOnce() -> T,
     ) -> T {
-        f().unwrap_or_else(|e| {
-            self.kept_error.set(Some(e));
-            blank()
+        keep_error(f(), blank)
+    }
+
+    /// A client that is never used for a request: what the constructor
+    /// returns beside a kept error (`error_relay` drops it at once), and
+    /// what `error_relay` passes to `release`'s wrapper when the failed
+    /// call had no client of its own.
+    pub(crate) fn placeholder() -> Self {
+        Self::from_config(ClientConfig {
+            scheme: Scheme::Https,
+            endpoint_authority: String::new(),
+            region: String::new(),
+            bucket: String::new(),
+            addressing: Addressing::Path,
+            credentials: Credentials {
+                access_key_id: String::new(),
+                secret_access_key: String::new(),
+                session_token: None,
+            },
+            key_prefix: String::new(),
+            request_timeout_ms: 0,
+            strategy: Strategy::SingleObject,
+            expiry_clock: ExpiryClock::Holder,
+            preflight: false,
         })
     }
 
-    pub(crate) fn has_kept_error(&self) -> bool {
-        let kept = self.kept_error.take();
-        let has = kept.is_some();
-        self.kept_error.set(kept);
-        has
+    fn from_config(config: ClientConfig) -> Self {
+        Client {
+            core: RefCell::new(ClientCore::new(config)),
+            signing_offset_ms: Cell::new(0),
+        }
     }
+}
+
+/// `result`'s value, or `blank` once its error is kept for `error_relay`.
+fn keep_error<T>(result: Result<T, wit::Error>, blank: impl FnOnce() -> T) -> T {
+    result.unwrap_or_else(|e| {
+        error_relay::keep(e);
+        blank()
+    })
 }
 
 impl GuestClient for Client {
@@ -104,12 +131,13 @@ impl GuestClient for Client {
             }),
             preflight: config.preflight,
         };
-        let config = ClientConfig::validate(raw).map_err(to_wit_error)?;
-        Ok(Client {
-            core: RefCell::new(ClientCore::new(config)),
-            signing_offset_ms: Cell::new(0),
-            kept_error: Cell::new(None),
-        })
+        // `error_relay` returns the kept error and drops the placeholder.
+        Ok(keep_error(
+            ClientConfig::validate(raw)
+                .map(Client::from_config)
+                .map_err(to_wit_error),
+            Client::placeholder,
+        ))
     }
 
     #[inline(always)]
@@ -161,7 +189,7 @@ impl GuestClient for Client {
 
     /// Also returns another method's kept error: see `error_relay`.
     fn release(&self, lease: wit::Lease) -> Result<(), wit::Error> {
-        if let Some(e) = self.kept_error.take() {
+        if let Some(e) = error_relay::take_kept() {
             return Err(e);
         }
         self.run(|core, io| core.rewrite(io, from_wit_lease(lease), true))
@@ -263,6 +291,8 @@ impl GuestClient for Client {
         ))
     }
 
+    /// Its error goes through `error_relay` as the other methods' do.
+    #[inline(always)]
     fn elector(&self, config: wit::ElectorConfig) -> Result<wit_lease::Elector, wit::Error> {
         let config = ElectorConfig {
             key: config.key,
@@ -277,7 +307,9 @@ impl GuestClient for Client {
         // The elector has a client of its own (same config and memory so
         // far): a resource cannot keep a borrow of another.
         let core = self.core.borrow().clone();
-        let elector = Elector::new(core, config).map_err(to_wit_error)?;
+        let elector = keep_error(Elector::new(core, config).map_err(to_wit_error), || {
+            Elector::placeholder(self.core.borrow().clone())
+        });
         Ok(wit_lease::Elector::new(ElectorResource {
             elector: RefCell::new(elector),
             signing_offset_ms: Cell::new(self.signing_offset_ms.get()),
@@ -314,8 +346,10 @@ impl GuestElector for ElectorResource {
         }
     }
 
+    /// Its error goes through `error_relay` as the client methods' do.
     fn resign(&self) -> Result<(), wit::Error> {
-        self.run(|e, io| e.resign(io)).map_err(to_wit_error)
+        keep_error(self.run(|e, io| e.resign(io)).map_err(to_wit_error), || ());
+        Ok(())
     }
 }
 

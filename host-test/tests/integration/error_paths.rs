@@ -1,11 +1,13 @@
 //! Every method that can fail returns its own error, whole, and nothing of it
-//! outlives the call. Nine of the client's methods hand their error to one
+//! outlives the call. Eleven exports hand their error to one
 //! shared lowering path (`src/error_relay.rs`): this is the test that fails
 //! if that glue mixes up a layout, loses a field, or leaves an error behind
 //! for the next call.
 
 use super::*;
-use host_test::bindings::{Error as E, FenceOptions};
+use host_test::bindings::{
+    ElectorConfig, ElectorEvent, Error as E, FenceOptions, Role, StopReason,
+};
 use host_test::hooks::Fault;
 
 /// An S3 error reply whose status, message and request id name the call
@@ -142,4 +144,38 @@ fn each_method_returns_its_own_error_and_the_next_call_is_clean() {
     i.release(&lease).unwrap().unwrap();
     i.release(&other).unwrap().unwrap();
     assert!(i.inspect("k").unwrap().unwrap().is_some_and(|s| !s.live));
+}
+
+/// `elector.resign` has no client of its own: a placeholder stands in for
+/// it on the shared path. Its error is still its own, whole.
+#[test]
+fn resign_returns_its_own_error_and_the_next_call_is_clean() {
+    let prefix = fresh_prefix("error-paths-resign");
+    let mut i = opened(&prefix);
+    let config = ElectorConfig {
+        key: "e".into(),
+        lease_duration_ms: 60_000,
+        renew_deadline_ms: 40_000,
+        retry_period_ms: 10_000,
+        holder_id: Some("a".into()),
+        metadata: None,
+    };
+    let elector = i.elector(&config).unwrap().unwrap();
+    let first = i.step(elector).unwrap();
+    assert!(matches!(first.role, Role::Leader(_)), "{first:?}");
+
+    deny(&i, "resign", 421);
+    assert_denied(i.resign(elector), &i, "resign", 421);
+    // It stopped leading all the same (its lease runs out by itself), and
+    // what follows is clean.
+    i.resign(elector).unwrap().unwrap();
+    let next = i.step(elector).unwrap();
+    assert!(
+        next.events
+            .contains(&ElectorEvent::StoppedLeading(StopReason::Resigned)),
+        "{next:?}"
+    );
+    assert_eq!(next.last_error, None);
+    assert!(i.inspect("e").unwrap().unwrap().is_some_and(|s| s.live));
+    i.drop_elector(elector).unwrap();
 }
