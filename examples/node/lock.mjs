@@ -11,7 +11,7 @@ const env = (name, fallback) => {
   return v;
 };
 
-const client = new lease.Client({
+const config = {
   endpoint: env("AWS_ENDPOINT_URL"),
   region: env("AWS_REGION", "us-east-1"),
   bucket: env("S3LEASE_BUCKET", "s3-lease-test"),
@@ -22,7 +22,19 @@ const client = new lease.Client({
     sessionToken: process.env.AWS_SESSION_TOKEN,
   },
   keyPrefix: `node-example/${Date.now()}/`,
-});
+};
+// Bad input is an error to catch, never a crash of the component.
+try {
+  new lease.Client({ ...config, bucket: "" });
+} catch (e) {
+  console.log(`a bad config fails with: ${e.payload.tag} (${e.payload.val.field})`);
+}
+const client = new lease.Client(config);
+try {
+  client.elector({ key: "leader", leaseDurationMs: 0n, renewDeadlineMs: 0n, retryPeriodMs: 0n });
+} catch (e) {
+  console.log(`a bad elector config fails with: ${e.payload.tag}`);
+}
 
 const options = { ttlMs: 10_000n, holderId: `node-${process.pid}`, metadata: "from Node.js" };
 const held = client.tryAcquire("leader", options);

@@ -36,6 +36,8 @@ fn the_node_example_runs() {
         output.status
     );
     for expected in [
+        "a bad config fails with: invalid-config (bucket)",
+        "a bad elector config fails with: invalid-argument",
         "leading with fencing token 1 ",
         "renewed: token 1,",
         "now carries token 1; read back {\"leader\":",
