@@ -210,6 +210,23 @@ mod tests {
     }
 
     #[test]
+    fn writes_what_a_serde_json_value_wrote_byte_for_byte() {
+        // Earlier versions serialized a `Value` (sorted keys); the bytes,
+        // and so the ETag of an unchanged record, stay the same.
+        let r = record();
+        let value = serde_json::json!({
+            "expires_at": r.expires_at_ms as f64 / 1000.0,
+            "token": r.token,
+            "holder": r.holder_id,
+            "acquired_at": r.acquired_at_ms as f64 / 1000.0,
+            "metadata": r.metadata,
+            "ttl_ms": r.ttl_ms,
+            "write": r.write_id,
+        });
+        assert_eq!(r.to_json(), value.to_string().into_bytes());
+    }
+
+    #[test]
     fn round_trips() {
         let r = record();
         assert_eq!(LockRecord::from_json(&r.to_json()).unwrap(), r);

@@ -359,6 +359,30 @@ fn foreign_keys_under_the_prefix_are_ignored_and_corrupt_epochs_are_typed() {
 }
 
 #[test]
+fn epoch_records_are_written_as_a_serde_json_value_wrote_them() {
+    // Earlier versions serialized a `Value` (sorted keys): same bytes.
+    let r = EpochRecord {
+        expired: false,
+        validity_ms: 60_000,
+        token: 7,
+        holder_id: "node \"a\"".into(),
+        acquired_at_ms: 1_740_151_413_020,
+        metadata: "10.0.0.1:8080".into(),
+        write_id: "w1".into(),
+    };
+    let value = serde_json::json!({
+        "expired": r.expired,
+        "validity_ms": r.validity_ms,
+        "token": r.token,
+        "holder": r.holder_id,
+        "acquired_at": r.acquired_at_ms as f64 / 1000.0,
+        "metadata": r.metadata,
+        "write": r.write_id,
+    });
+    assert_eq!(r.to_json(), value.to_string().into_bytes());
+}
+
+#[test]
 fn epoch_records_refuse_each_kind_of_corruption() {
     let cases: &[(&[u8], &str)] = &[
         (b"nope", "not JSON"),
