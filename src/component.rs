@@ -342,6 +342,7 @@ impl GuestElector for ElectorResource {
             role: to_wit_role(status.role),
             events: status.events.into_iter().map(to_wit_event).collect(),
             next_step_in_ms: status.next_step_in_ms,
+            leading_until_ms: status.leading_until_ms,
             last_error: status.last_error.map(to_wit_error),
         }
     }

@@ -22,6 +22,48 @@ pub trait Io {
     fn correct_signing_clock(&mut self, _server_ms: u64) {}
 }
 
+/// An `Io` whose requests must all end by `until_ms` on the monotonic
+/// clock: each goes out bounded by the time left (`S3Request::within_ms`),
+/// and none goes out once it has passed. An elector's leader sends through
+/// one bounded by its renew deadline, as client-go bounds a renew by
+/// RenewDeadline, so a step never outlives its leadership on a host that
+/// honours request timeouts. (Hosts that do not are covered by the caller's
+/// own watchdog: see `elector::Status::leading_until_ms`.)
+pub struct Within<'a, I: Io> {
+    pub io: &'a mut I,
+    pub until_ms: u64,
+}
+
+impl<I: Io> Io for Within<'_, I> {
+    fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
+        let left = self.until_ms.saturating_sub(self.io.monotonic_ms());
+        if left == 0 {
+            return Err(Error::Transport(
+                "not sent: the renew deadline had passed".into(),
+            ));
+        }
+        let left = u32::try_from(left).unwrap_or(u32::MAX);
+        let mut bounded = request.clone();
+        bounded.within_ms = Some(request.within_ms.map_or(left, |w| w.min(left)));
+        self.io.send(&bounded)
+    }
+    fn now_ms(&mut self) -> u64 {
+        self.io.now_ms()
+    }
+    fn monotonic_ms(&mut self) -> u64 {
+        self.io.monotonic_ms()
+    }
+    fn sleep_ms(&mut self, ms: u64) {
+        self.io.sleep_ms(ms);
+    }
+    fn random_u64(&mut self) -> u64 {
+        self.io.random_u64()
+    }
+    fn correct_signing_clock(&mut self, server_ms: u64) {
+        self.io.correct_signing_clock(server_ms);
+    }
+}
+
 pub fn run<O: Operation>(io: &mut impl Io, mut op: O) -> Result<O::Output, Error> {
     let now = io.now_ms();
     let mut step = op.start(now);

@@ -14,11 +14,18 @@
 //! Since `renew_deadline < lease_duration`, a leader has stepped down
 //! before any contender can judge its lease expired, provided the clocks
 //! run at nearly the same rate (they need not agree).
+//!
+//! Requests take time, and a step is synchronous: so every request of a
+//! step is bounded by the renew deadline (`driver::Within`), a reply that
+//! comes after the deadline never extends leadership, and `Status` says
+//! until when leadership holds (`leading_until_ms`), so a caller's own
+//! watchdog can stop acting as leader at that instant even while a step
+//! is still blocked on a host that ignores request timeouts.
 
 use crate::prelude::*;
 
 use crate::client::ClientCore;
-use crate::driver::Io;
+use crate::driver::{Io, Within};
 use crate::error::Error;
 use crate::lock_object::LockState;
 use crate::protocol::{AcquireOutcome, Grant, Lease, MAX_TTL_MS, MIN_TTL_MS};
@@ -102,6 +109,10 @@ pub struct Status {
     pub events: Vec<Event>,
     /// When to step next, from now.
     pub next_step_in_ms: u64,
+    /// While leading: the monotonic instant (ms, the `Io`'s clock) at which
+    /// leadership ends unless a later step renews it. A caller must stop
+    /// acting as leader then, whether or not a later step has returned.
+    pub leading_until_ms: Option<u64>,
     /// The error of this step's attempt, if it failed (it keeps trying).
     pub last_error: Option<Error>,
 }
@@ -173,8 +184,16 @@ impl Elector {
         if now >= self.next_due_ms {
             let sent = now;
             let result = match self.lease.clone() {
-                Some(lease) => self.renew(io, lease, sent),
-                None => self.campaign(io, sent),
+                Some(lease) => {
+                    let until_ms = self.leading_until();
+                    self.renew(&mut Within { io, until_ms }, lease, sent)
+                }
+                // A grant whose reply comes after the renew deadline it
+                // would start is useless: bound the campaign the same way.
+                None => {
+                    let until_ms = sent.saturating_add(self.config.renew_deadline_ms);
+                    self.campaign(&mut Within { io, until_ms }, sent)
+                }
             };
             last_error = result.err();
             // Whatever happened, the next attempt is a retry period after
@@ -188,16 +207,22 @@ impl Elector {
 
     /// Releases the lease if it leads, and goes back to following.
     pub fn resign(&mut self, io: &mut impl Io) -> Result<(), Error> {
+        let now = io.monotonic_ms();
+        self.check_deadline(now);
+        let until_ms = self.leading_until();
         let Some(lease) = self.lease.take() else {
             return Ok(());
         };
         self.events
             .push(Event::StoppedLeading(StopReason::Resigned));
         // Do not take it straight back: let the others in first.
-        self.next_due_ms = io
-            .monotonic_ms()
-            .saturating_add(self.config.retry_period_ms);
-        match self.client.rewrite(io, lease, true) {
+        self.next_due_ms = now.saturating_add(self.config.retry_period_ms);
+        // Bounded like a renew: a release still in flight after the
+        // deadline would be a leader's request outliving its leadership.
+        match self
+            .client
+            .rewrite(&mut Within { io, until_ms }, lease, true)
+        {
             Ok(_) | Err(Error::Lost { .. }) => Ok(()),
             Err(e) => Err(e),
         }
@@ -214,27 +239,30 @@ impl Elector {
 
     fn status(&mut self, now: u64, last_error: Option<Error>) -> Status {
         let mut next = self.next_due_ms.saturating_sub(now);
-        if self.lease.is_some() {
+        let leading_until_ms = self.lease.is_some().then(|| self.leading_until());
+        if let Some(until) = leading_until_ms {
             // Wake at the deadline too, to step down on time.
-            let deadline = self
-                .last_ok_sent_ms
-                .saturating_add(self.config.renew_deadline_ms);
-            next = next.min(deadline.saturating_sub(now));
+            next = next.min(until.saturating_sub(now));
         }
         Status {
             role: self.role(),
             events: core::mem::take(&mut self.events),
             next_step_in_ms: next,
+            leading_until_ms,
             last_error,
         }
+    }
+
+    /// The renew deadline: when leadership ends unless renewed first.
+    fn leading_until(&self) -> u64 {
+        self.last_ok_sent_ms
+            .saturating_add(self.config.renew_deadline_ms)
     }
 
     /// Steps down once the renew deadline passed since the last successful
     /// renew was sent: from then on a contender may take over.
     fn check_deadline(&mut self, now: u64) {
-        if self.lease.is_some()
-            && now.saturating_sub(self.last_ok_sent_ms) >= self.config.renew_deadline_ms
-        {
+        if self.lease.is_some() && now >= self.leading_until() {
             self.lease = None;
             self.events
                 .push(Event::StoppedLeading(StopReason::RenewDeadline));
@@ -266,9 +294,13 @@ impl Elector {
     fn renew(&mut self, io: &mut impl Io, lease: Lease, sent: u64) -> Result<(), Error> {
         match self.client.rewrite(io, lease, false) {
             Ok(renewed) => {
-                // Only while still leading: a reply after the deadline does
-                // not bring leadership back.
-                if self.lease.is_some() {
+                // A reply after the deadline does not bring leadership
+                // back: the caller's watchdog has already ended it (a host
+                // that ignores request timeouts can deliver one that late).
+                // The renewed lease lapses unused.
+                if io.monotonic_ms() >= self.leading_until() {
+                    self.check_deadline(u64::MAX);
+                } else if self.lease.is_some() {
                     self.last_ok_sent_ms = sent;
                     self.lease = Some(renewed);
                 }

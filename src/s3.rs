@@ -39,6 +39,10 @@ pub struct S3Request {
     pub body: Vec<u8>,
     /// Bodies longer than this are not read (see `S3Response::body_too_large`).
     pub max_response_bytes: usize,
+    /// A bound on this request tighter than the configured request
+    /// timeout: an elector's leader sets it to the time left before its
+    /// renew deadline (`driver::Within`), so no request outlives it.
+    pub within_ms: Option<u32>,
 }
 
 impl S3Request {
@@ -50,6 +54,7 @@ impl S3Request {
             headers: Vec::new(),
             body: Vec::new(),
             max_response_bytes,
+            within_ms: None,
         }
     }
 
@@ -232,7 +237,9 @@ pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> Htt
         path_and_query,
         headers,
         body: req.body.clone(),
-        timeout_ms: config.request_timeout_ms,
+        timeout_ms: req.within_ms.map_or(config.request_timeout_ms, |w| {
+            w.min(config.request_timeout_ms)
+        }),
         max_response_bytes: req.max_response_bytes,
     }
 }

@@ -359,3 +359,135 @@ fn losing_a_race_says_nothing_until_the_winner_is_seen() {
         "{next:?}"
     );
 }
+
+/// A peer whose requests take `delay_ms` each: it honours each request's
+/// bound (`within_ms`) as a host's timeout does, failing at the bound with
+/// the request maybe applied, unless `ignores_timeouts` (a host that does
+/// not support them): then every request takes its whole delay.
+fn slow(
+    delay_ms: u64,
+    ignores_timeouts: bool,
+) -> impl FnMut(&S3Request, &mut Peer) -> Option<Result<S3Response, Error>> {
+    move |request, peer| {
+        let bound = request.within_ms.map(u64::from);
+        let takes = match bound {
+            Some(b) if !ignores_timeouts && b < delay_ms => b,
+            _ => delay_ms,
+        };
+        peer.requests.push(request.clone());
+        let reply = peer.store.borrow_mut().handle(request);
+        peer.store.borrow_mut().advance(takes);
+        Some(if takes < delay_ms {
+            Err(Error::Transport("timed out".into()))
+        } else {
+            Ok(reply)
+        })
+    }
+}
+
+#[test]
+fn a_leader_says_until_when_it_leads_and_bounds_each_request_by_it() {
+    let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
+    let c = client(Strategy::SingleObject, ExpiryClock::Server);
+    let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), Peer::new(&store, 1));
+    let first = e.step(&mut io);
+    assert!(is_leader(&first));
+    // Granted by a write sent at monotonic 0: leads until 0 + renew deadline.
+    assert_eq!(first.leading_until_ms, Some(7_000));
+    assert!(
+        io.requests.iter().all(|r| r.within_ms == Some(7_000)),
+        "the campaign is bounded by the deadline it would start: {:?}",
+        io.requests
+    );
+    io.requests.clear();
+    store.borrow_mut().advance(2_500);
+    let renewed = e.step(&mut io);
+    assert_eq!(renewed.leading_until_ms, Some(9_500));
+    assert_eq!(io.requests.len(), 1);
+    assert_eq!(
+        io.requests[0].within_ms,
+        Some(4_500),
+        "a renew sent at 2.5 s may take only what is left of the deadline (7 s)"
+    );
+    let follower = Elector::new(
+        client(Strategy::SingleObject, ExpiryClock::Server),
+        config("b"),
+    )
+    .unwrap()
+    .step(&mut Peer::new(&store, 2));
+    assert_eq!(follower.leading_until_ms, None);
+}
+
+#[test]
+fn a_renew_that_hangs_ends_at_the_deadline_and_its_late_reply_does_not_lead() {
+    for ignores_timeouts in [false, true] {
+        let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
+        let c = client(Strategy::SingleObject, ExpiryClock::Server);
+        let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), Peer::new(&store, 1));
+        assert!(is_leader(&e.step(&mut io)));
+        store.borrow_mut().advance(2_000);
+        // The renew, sent at 2 s (deadline 7 s), hangs for 30 s.
+        let hung = e.step(&mut Intercept::new(&mut io, slow(30_000, ignores_timeouts)));
+        let ended = store.borrow().now_ms - START_MS;
+        if ignores_timeouts {
+            assert_eq!(ended, 32_000);
+        } else {
+            assert_eq!(ended, 7_000, "the step returns at the deadline");
+        }
+        assert!(!is_leader(&hung), "{hung:?}");
+        assert_eq!(hung.leading_until_ms, None);
+        assert!(
+            hung.events
+                .contains(&Event::StoppedLeading(StopReason::RenewDeadline)),
+            "{hung:?}"
+        );
+        // And nothing more goes out as leader: a resign now sends nothing.
+        io.requests.clear();
+        e.resign(&mut io).unwrap();
+        assert!(io.requests.is_empty(), "{:?}", io.requests);
+    }
+}
+
+#[test]
+fn a_late_grant_is_not_leadership() {
+    let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
+    let c = client(Strategy::SingleObject, ExpiryClock::Server);
+    let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), Peer::new(&store, 1));
+    // Each of the campaign's requests (GET, PUT) takes 4 s on a host that
+    // ignores timeouts: the grant's reply comes 8 s after it was sent.
+    let late = e.step(&mut Intercept::new(&mut io, slow(4_000, true)));
+    assert!(!is_leader(&late), "{late:?}");
+    assert_eq!(late.leading_until_ms, None);
+}
+
+#[test]
+fn a_resign_is_bounded_by_the_deadline_too() {
+    let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
+    let c = client(Strategy::SingleObject, ExpiryClock::Server);
+    let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), Peer::new(&store, 1));
+    assert!(is_leader(&e.step(&mut io)));
+    store.borrow_mut().advance(5_000);
+    io.requests.clear();
+    e.resign(&mut io).unwrap();
+    assert_eq!(io.requests.len(), 1);
+    assert_eq!(io.requests[0].within_ms, Some(2_000));
+}
+
+#[test]
+fn a_renew_reply_after_the_old_deadline_does_not_bring_leadership_back() {
+    let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
+    let c = client(Strategy::SingleObject, ExpiryClock::Server);
+    let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), Peer::new(&store, 1));
+    assert!(is_leader(&e.step(&mut io)));
+    // A renew sent at 6 s (deadline 7 s) whose reply comes at 8 s, on a
+    // host that ignores the bound: the watchdog ended leadership at 7 s,
+    // so the renewed lease (good until 6 + 7 = 13 s) must not revive it.
+    store.borrow_mut().advance(6_000);
+    let late = e.step(&mut Intercept::new(&mut io, slow(2_000, true)));
+    assert_eq!(store.borrow().now_ms - START_MS, 8_000);
+    assert!(!is_leader(&late), "{late:?}");
+    assert_eq!(
+        late.events,
+        vec![Event::StoppedLeading(StopReason::RenewDeadline)]
+    );
+}
