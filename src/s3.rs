@@ -7,6 +7,7 @@ use crate::prelude::*;
 use crate::config::{Addressing, ClientConfig, Scheme};
 use crate::error::{Error, S3Error};
 use crate::sigv4::{self, Scope, SigningRequest};
+use core::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
@@ -64,8 +65,10 @@ impl S3Request {
     }
 }
 
-/// A signed request ready for any HTTP client.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A signed request ready for any HTTP client. `Debug` shows every header
+/// name but never the value of one that carries a credential (see
+/// `is_secret_header`): requests end up in logs and panic messages.
+#[derive(Clone, PartialEq, Eq)]
 pub struct HttpRequest {
     pub method: Method,
     pub scheme: Scheme,
@@ -76,6 +79,42 @@ pub struct HttpRequest {
     pub body: Vec<u8>,
     pub timeout_ms: u32,
     pub max_response_bytes: usize,
+}
+
+/// Headers whose values are credentials: the signature (which, with the
+/// request, is a replayable credential for up to 15 minutes) and the
+/// session token. Names compared in any case.
+pub fn is_secret_header(name: &str) -> bool {
+    [
+        "authorization",
+        "proxy-authorization",
+        "x-amz-security-token",
+    ]
+    .iter()
+    .any(|secret| name.eq_ignore_ascii_case(secret))
+}
+
+impl fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                let shown = if is_secret_header(k) { "<redacted>" } else { v };
+                (k.as_str(), shown)
+            })
+            .collect();
+        f.debug_struct("HttpRequest")
+            .field("method", &self.method)
+            .field("scheme", &self.scheme)
+            .field("authority", &self.authority)
+            .field("path_and_query", &self.path_and_query)
+            .field("headers", &headers)
+            .field("body", &self.body)
+            .field("timeout_ms", &self.timeout_ms)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .finish()
+    }
 }
 
 /// A reply, headers lowercased.
@@ -422,6 +461,41 @@ mod tests {
         assert!(auth.contains(
             "SignedHeaders=content-type;host;if-none-match;x-amz-content-sha256;x-amz-date;x-amz-security-token,"
         ));
+    }
+
+    #[test]
+    fn debug_of_a_signed_request_never_shows_its_credentials() {
+        let req = S3Request::new(Method::Put, "k", 100)
+            .header("if-none-match", "*")
+            .body("application/json", b"{}".to_vec());
+        let http = prepare(
+            &config(Addressing::Path, Some("SESSION-TOKEN-xyz")),
+            &req,
+            0,
+        );
+        let auth = header(&http, "authorization").unwrap().to_string();
+        let signature = auth.rsplit("Signature=").next().unwrap().to_string();
+        assert_eq!(signature.len(), 64, "{auth}");
+        let shown = format!("{http:?}");
+        for secret in [
+            auth.as_str(),
+            signature.as_str(),
+            "SESSION-TOKEN-xyz",
+            "secret",
+        ] {
+            assert!(!shown.contains(secret), "{secret:?} in {shown}");
+        }
+        // What was sent stays visible: the names, and the other values.
+        for visible in [
+            "\"authorization\"",
+            "\"x-amz-security-token\"",
+            "if-none-match",
+        ] {
+            assert!(shown.contains(visible), "{visible} missing from {shown}");
+        }
+        assert!(shown.contains(&sigv4::sha256_hex(b"{}")), "{shown}");
+        // Pretty-printing takes the same path.
+        assert!(!format!("{http:#?}").contains(&signature));
     }
 
     #[test]
