@@ -179,7 +179,8 @@ fn read_epoch(
                 server_time_required(&r, "date")?;
             }
             match judge.unchanged(&r, now_ms) {
-                Some(state) if state.record.token == epoch => Ok(Some(state)),
+                Some(Ok(state)) if state.record.token == epoch => Ok(Some(state)),
+                Some(Err(e)) => Err(e),
                 // We asked about another epoch, or about none.
                 _ => Err(r.into_error()),
             }
@@ -215,7 +216,7 @@ fn read_epoch(
                 ttl_ms: record.validity_ms.max(1),
                 write_id: record.write_id,
             };
-            let (live, expires_in_ms) = judge.judge(&record, &etag, &r, now_ms);
+            let (live, expires_in_ms) = judge.judge(&record, &etag, &r, now_ms)?;
             Ok(Some(LockState {
                 key: key.to_string(),
                 live,
