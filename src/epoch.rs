@@ -30,7 +30,7 @@ use crate::protocol::{
     check_writable_time, is_ambiguous, AcquireOutcome, Grant, Lease, Operation, Step,
 };
 use crate::protocol::{MAX_REREADS, MAX_TTL_MS};
-use crate::s3::{list_request, parse_list, Method, S3Request, S3Response};
+use crate::s3::{list_continue, list_request, parse_list, ListPage, Method, S3Request, S3Response};
 use crate::seal::LockSeal;
 use serde_json::Value;
 
@@ -258,6 +258,10 @@ pub const MAX_LIST_REQUESTS: u32 = 160;
 /// gallops ahead by doubling steps with `start-after` and bisects back, so a
 /// fresh instance finds the highest of a million epochs in about 40 LISTs.
 /// If a hinted listing finds nothing, it lists from the start once.
+///
+/// S3 may answer a page with fewer keys than asked, or none, and still say
+/// it is truncated: a truncated page without an epoch is read on with its
+/// continuation token (see `continue_after`), never taken as the end.
 struct Lister {
     dir: String,
     hint: u64,
@@ -301,6 +305,16 @@ impl Lister {
         list_request(&listing_prefix(&self.dir), start_after)
     }
 
+    /// The page after `page`, which was truncated.
+    fn continue_after(&mut self, page: &ListPage, r: &S3Response) -> Result<S3Request, Error> {
+        if self.requests >= MAX_LIST_REQUESTS {
+            return Err(self.did_not_converge());
+        }
+        let token = continuation(page, r, &self.dir)?;
+        self.requests += 1;
+        Ok(list_continue(&listing_prefix(&self.dir), token))
+    }
+
     fn did_not_converge(&self) -> Error {
         Error::S3(S3Error {
             status: 200,
@@ -323,7 +337,7 @@ impl Lister {
 
     /// The next request, or `None` once the highest epoch is known.
     fn on_page(&mut self, r: S3Response) -> Result<Option<S3Request>, Error> {
-        let page = read_page(r)?;
+        let page = read_page(&r)?;
         let found: Vec<u64> = page
             .keys
             .iter()
@@ -333,16 +347,12 @@ impl Lister {
         let probe = self.probe.take();
         if page.truncated {
             if found.is_empty() {
-                // Only foreign keys on this page: read on past them, still
-                // answering the same probe.
-                let Some(last) = page.keys.last().cloned() else {
-                    return self.finish();
-                };
-                if self.requests >= MAX_LIST_REQUESTS {
-                    return Err(self.did_not_converge());
-                }
+                // Only foreign keys on this page, or no keys at all: read
+                // on, still answering the same probe. Taking it as the end
+                // would miss every epoch beyond it.
+                let next = self.continue_after(&page, &r)?;
                 self.probe = probe;
-                return Ok(Some(self.request(Some(&last))));
+                return Ok(Some(next));
             }
             // More beyond this page: gallop, or bisect below a ceiling.
             let low = self.highest().unwrap_or(0);
@@ -389,7 +399,10 @@ impl Lister {
 
 /// Looks for any epoch above `mine`, following pages past foreign keys:
 /// after a create, and after every renew or release, a higher epoch means
-/// ours is superseded.
+/// ours is superseded. It fails closed: "nothing higher" only from a page
+/// that is not truncated; a truncated page (short, empty, or all foreign
+/// keys) is followed with its continuation token, and one without a token,
+/// or more than `MAX_LIST_REQUESTS` pages, is an error, never a grant.
 struct HigherCheck {
     dir: String,
     pages: u32,
@@ -412,7 +425,7 @@ impl HigherCheck {
     }
 
     fn on_page(&mut self, r: S3Response) -> Result<Higher, Error> {
-        let page = read_page(r)?;
+        let page = read_page(&r)?;
         // Every key of the page sorts after ours, so any epoch on it is higher.
         if page
             .keys
@@ -423,17 +436,18 @@ impl HigherCheck {
         {
             return Ok(Higher::Found);
         }
-        match page.keys.last() {
-            Some(last) if page.truncated && self.pages < MAX_LIST_REQUESTS => {
-                self.pages += 1;
-                Ok(Higher::Next(list_request(
-                    &listing_prefix(&self.dir),
-                    Some(last),
-                )))
-            }
-            Some(_) if page.truncated => Err(reply_lacks_list(&self.dir)),
-            _ => Ok(Higher::None),
+        if !page.truncated {
+            return Ok(Higher::None);
         }
+        if self.pages >= MAX_LIST_REQUESTS {
+            return Err(reply_lacks_list(&self.dir));
+        }
+        let token = continuation(&page, &r, &self.dir)?;
+        self.pages += 1;
+        Ok(Higher::Next(list_continue(
+            &listing_prefix(&self.dir),
+            token,
+        )))
     }
 }
 
@@ -441,25 +455,39 @@ fn reply_lacks_list(dir: &str) -> Error {
     Error::S3(S3Error {
         status: 200,
         message: format!(
-            "more than {MAX_LIST_REQUESTS} pages of foreign keys under {:?}",
+            "more than {MAX_LIST_REQUESTS} LIST pages without an epoch under {:?}",
             listing_prefix(dir)
         ),
         ..S3Error::default()
     })
 }
 
-fn read_page(r: S3Response) -> Result<crate::s3::ListPage, Error> {
+/// The token that continues truncated `page`. Without one the rest of the
+/// listing cannot be read, and what it holds cannot be known: an error.
+fn continuation<'a>(page: &'a ListPage, r: &S3Response, dir: &str) -> Result<&'a str, Error> {
+    page.next_token.as_deref().ok_or_else(|| {
+        reply_lacks(
+            r,
+            &format!(
+                "a truncated LIST page under {:?} has no NextContinuationToken to read on from",
+                listing_prefix(dir)
+            ),
+        )
+    })
+}
+
+fn read_page(r: &S3Response) -> Result<ListPage, Error> {
     if r.status != 200 {
-        return Err(r.into_error());
+        return Err(r.clone().into_error());
     }
     if let Some(len) = r.body_too_large {
         return Err(reply_lacks(
-            &r,
+            r,
             &format!("the LIST reply is {len} bytes, more than this client reads"),
         ));
     }
     parse_list(&r.body)
-        .map_err(|reason| reply_lacks(&r, &format!("unreadable ListObjectsV2 reply: {reason}")))
+        .map_err(|reason| reply_lacks(r, &format!("unreadable ListObjectsV2 reply: {reason}")))
 }
 
 // ------------------------------------------------------------ try-acquire

@@ -295,11 +295,23 @@ pub fn list_request(prefix: &str, start_after: Option<&str>) -> S3Request {
     req
 }
 
+/// The next page of a listing under `prefix`: `token` is the previous
+/// page's `NextContinuationToken` (S3 then ignores any start-after).
+pub fn list_continue(prefix: &str, token: &str) -> S3Request {
+    let mut req = list_request(prefix, None);
+    req.query.push(("continuation-token".into(), token.into()));
+    req
+}
+
 /// One page of a ListObjectsV2 reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListPage {
     pub keys: Vec<String>,
     pub truncated: bool,
+    /// `NextContinuationToken`, when the reply has a non-empty one. A
+    /// truncated page may hold fewer keys than asked, or none: only this
+    /// token continues it for sure.
+    pub next_token: Option<String>,
 }
 
 /// Reads a ListObjectsV2 reply body: the keys of its `<Contents>` entries.
@@ -321,7 +333,13 @@ pub fn parse_list(body: &[u8]) -> Result<ListPage, String> {
         rest = &entry[end..];
     }
     let truncated = xml_text(body, "IsTruncated").is_some_and(|t| t.trim() == "true");
-    Ok(ListPage { keys, truncated })
+    // The keys are escaped, so the tag cannot occur inside one.
+    let next_token = xml_text(body, "NextContinuationToken").filter(|t| !t.is_empty());
+    Ok(ListPage {
+        keys,
+        truncated,
+        next_token,
+    })
 }
 
 /// The text of the first `<tag>…</tag>`, XML entities decoded. S3 error
@@ -560,18 +578,26 @@ mod tests {
             <IsTruncated>true</IsTruncated>\
             <Contents><Key>k/epoch-1.json</Key><ETag>&#34;ab&#34;</ETag></Contents>\
             <Contents><Key>a &amp; b&#x2F;&#233;&bogus;</Key></Contents>\
-            <KeyCount>2</KeyCount></ListBucketResult>";
+            <KeyCount>2</KeyCount><NextContinuationToken>1/a+&amp;=</NextContinuationToken>\
+            </ListBucketResult>";
         let page = parse_list(body.as_bytes()).unwrap();
         assert_eq!(page.keys, ["k/epoch-1.json", "a & b/é&bogus;"]);
         assert!(page.truncated);
+        assert_eq!(page.next_token.as_deref(), Some("1/a+&="));
         let empty = "<ListBucketResult><IsTruncated>false</IsTruncated><KeyCount>0</KeyCount></ListBucketResult>";
         assert_eq!(
             parse_list(empty.as_bytes()).unwrap(),
             ListPage {
                 keys: vec![],
-                truncated: false
+                truncated: false,
+                next_token: None,
             }
         );
+        // An empty token continues nothing.
+        let blank = "<ListBucketResult><IsTruncated>true</IsTruncated>\
+            <NextContinuationToken></NextContinuationToken></ListBucketResult>";
+        let page = parse_list(blank.as_bytes()).unwrap();
+        assert_eq!((page.truncated, page.next_token), (true, None));
         for bad in [
             &b"<html>busy</html>"[..],
             b"\xff\xfe",
@@ -593,6 +619,16 @@ mod tests {
         assert_eq!(
             http.path_and_query,
             "/locks?list-type=2&max-keys=200&prefix=p%2Fk%2Fepoch-&start-after=p%2Fk%2Fepoch-7"
+        );
+    }
+
+    #[test]
+    fn continuations_carry_the_token_and_no_start_after() {
+        let req = list_continue("p/k/epoch-", "opaque/+=");
+        let http = prepare(&config(Addressing::Path, None), &req, 0);
+        assert_eq!(
+            http.path_and_query,
+            "/locks?continuation-token=opaque%2F%2B%3D&list-type=2&max-keys=200&prefix=p%2Fk%2Fepoch-"
         );
     }
 
