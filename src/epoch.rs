@@ -338,6 +338,11 @@ impl Lister {
     /// The next request, or `None` once the highest epoch is known.
     fn on_page(&mut self, r: S3Response) -> Result<Option<S3Request>, Error> {
         let page = read_page(&r)?;
+        self.on_listed(&page, &r)
+    }
+
+    /// `on_page` once the reply `r` is read as `page`.
+    fn on_listed(&mut self, page: &ListPage, r: &S3Response) -> Result<Option<S3Request>, Error> {
         let found: Vec<u64> = page
             .keys
             .iter()
@@ -350,37 +355,48 @@ impl Lister {
                 // Only foreign keys on this page, or no keys at all: read
                 // on, still answering the same probe. Taking it as the end
                 // would miss every epoch beyond it.
-                let next = self.continue_after(&page, &r)?;
+                let next = self.continue_after(page, r)?;
                 self.probe = probe;
                 return Ok(Some(next));
             }
             // More beyond this page: gallop, or bisect below a ceiling.
-            let low = self.highest().unwrap_or(0);
-            let next = match self.ceiling {
-                Some(ceiling) => low + (ceiling.saturating_sub(low)) / 2,
-                None => {
-                    self.step = self.step.saturating_mul(2);
-                    low.saturating_add(self.step)
-                }
-            };
-            if next <= low {
-                return self.finish();
-            }
-            return self.probe_after(next);
+            return self.search();
         }
         match probe {
-            // Nothing above the probe: the highest lies between it and below.
+            // Nothing above the probe: the highest is at most the probe.
             Some(p) if found.is_empty() => {
                 self.ceiling = Some(p);
-                let low = self.highest().unwrap_or(0);
-                let next = low + (p.saturating_sub(low)) / 2;
-                if next <= low {
-                    return self.finish();
-                }
-                self.probe_after(next)
+                self.search()
             }
             // A last page (after a probe or not): everything above is known.
             _ => self.finish(),
+        }
+    }
+
+    /// The next probe once the last page left the highest epoch open.
+    ///
+    /// Invariant: `low` (the highest epoch seen, 0 for none) exists, and no
+    /// epoch is above `ceiling` (a probe after it found none), so the
+    /// highest lies in `low ..= ceiling`; a probe after `m` is a LIST with
+    /// `start-after` epoch `m`, which lists epochs above `m` only. Probing
+    /// after `m` with `low <= m < ceiling` either finds an epoch above `m`
+    /// (`low` rises past `m`) or none (`ceiling` falls to `m`): the range
+    /// shrinks every time, and the search ends exactly when `ceiling ==
+    /// low`, the highest then known. Stopping at `ceiling == low + 1` (as
+    /// it once did) never asked whether epoch `ceiling` itself exists: with
+    /// dense epochs 1..201 it found 200.
+    fn search(&mut self) -> Result<Option<S3Request>, Error> {
+        let low = self.highest().unwrap_or(0);
+        match self.ceiling {
+            Some(ceiling) if ceiling <= low => self.finish(),
+            Some(ceiling) => self.probe_after(low + (ceiling - low) / 2),
+            // No ceiling yet: gallop by doubling steps. Nothing can be
+            // above `u64::MAX`.
+            None if low == u64::MAX => self.finish(),
+            None => {
+                self.step = self.step.saturating_mul(2);
+                self.probe_after(low.saturating_add(self.step))
+            }
         }
     }
 

@@ -456,6 +456,7 @@ fn replies_without_server_time_or_with_garbage_listings_are_typed_errors() {
     }
 }
 
+mod lister;
 mod regressions;
 mod short_pages;
 
