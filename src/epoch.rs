@@ -30,7 +30,7 @@ use crate::protocol::{
     check_writable_time, is_ambiguous, AcquireOutcome, Grant, Lease, Operation, Step,
 };
 use crate::protocol::{MAX_REREADS, MAX_TTL_MS};
-use crate::s3::{list_request, parse_list, Method, S3Request, S3Response};
+use crate::s3::{list_continue, list_request, parse_list, ListPage, Method, S3Request, S3Response};
 use crate::seal::LockSeal;
 use serde_json::Value;
 
@@ -179,7 +179,8 @@ fn read_epoch(
                 server_time_required(&r, "date")?;
             }
             match judge.unchanged(&r, now_ms) {
-                Some(state) if state.record.token == epoch => Ok(Some(state)),
+                Some(Ok(state)) if state.record.token == epoch => Ok(Some(state)),
+                Some(Err(e)) => Err(e),
                 // We asked about another epoch, or about none.
                 _ => Err(r.into_error()),
             }
@@ -215,7 +216,7 @@ fn read_epoch(
                 ttl_ms: record.validity_ms.max(1),
                 write_id: record.write_id,
             };
-            let (live, expires_in_ms) = judge.judge(&record, &etag, &r, now_ms);
+            let (live, expires_in_ms) = judge.judge(&record, &etag, &r, now_ms)?;
             Ok(Some(LockState {
                 key: key.to_string(),
                 live,
@@ -257,6 +258,10 @@ pub const MAX_LIST_REQUESTS: u32 = 160;
 /// gallops ahead by doubling steps with `start-after` and bisects back, so a
 /// fresh instance finds the highest of a million epochs in about 40 LISTs.
 /// If a hinted listing finds nothing, it lists from the start once.
+///
+/// S3 may answer a page with fewer keys than asked, or none, and still say
+/// it is truncated: a truncated page without an epoch is read on with its
+/// continuation token (see `continue_after`), never taken as the end.
 struct Lister {
     dir: String,
     hint: u64,
@@ -300,6 +305,16 @@ impl Lister {
         list_request(&listing_prefix(&self.dir), start_after)
     }
 
+    /// The page after `page`, which was truncated.
+    fn continue_after(&mut self, page: &ListPage, r: &S3Response) -> Result<S3Request, Error> {
+        if self.requests >= MAX_LIST_REQUESTS {
+            return Err(self.did_not_converge());
+        }
+        let token = continuation(page, r, &self.dir)?;
+        self.requests += 1;
+        Ok(list_continue(&listing_prefix(&self.dir), token))
+    }
+
     fn did_not_converge(&self) -> Error {
         Error::S3(S3Error {
             status: 200,
@@ -322,7 +337,12 @@ impl Lister {
 
     /// The next request, or `None` once the highest epoch is known.
     fn on_page(&mut self, r: S3Response) -> Result<Option<S3Request>, Error> {
-        let page = read_page(r)?;
+        let page = read_page(&r)?;
+        self.on_listed(&page, &r)
+    }
+
+    /// `on_page` once the reply `r` is read as `page`.
+    fn on_listed(&mut self, page: &ListPage, r: &S3Response) -> Result<Option<S3Request>, Error> {
         let found: Vec<u64> = page
             .keys
             .iter()
@@ -332,44 +352,51 @@ impl Lister {
         let probe = self.probe.take();
         if page.truncated {
             if found.is_empty() {
-                // Only foreign keys on this page: read on past them, still
-                // answering the same probe.
-                let Some(last) = page.keys.last().cloned() else {
-                    return self.finish();
-                };
-                if self.requests >= MAX_LIST_REQUESTS {
-                    return Err(self.did_not_converge());
-                }
+                // Only foreign keys on this page, or no keys at all: read
+                // on, still answering the same probe. Taking it as the end
+                // would miss every epoch beyond it.
+                let next = self.continue_after(page, r)?;
                 self.probe = probe;
-                return Ok(Some(self.request(Some(&last))));
+                return Ok(Some(next));
             }
             // More beyond this page: gallop, or bisect below a ceiling.
-            let low = self.highest().unwrap_or(0);
-            let next = match self.ceiling {
-                Some(ceiling) => low + (ceiling.saturating_sub(low)) / 2,
-                None => {
-                    self.step = self.step.saturating_mul(2);
-                    low.saturating_add(self.step)
-                }
-            };
-            if next <= low {
-                return self.finish();
-            }
-            return self.probe_after(next);
+            return self.search();
         }
         match probe {
-            // Nothing above the probe: the highest lies between it and below.
+            // Nothing above the probe: the highest is at most the probe.
             Some(p) if found.is_empty() => {
                 self.ceiling = Some(p);
-                let low = self.highest().unwrap_or(0);
-                let next = low + (p.saturating_sub(low)) / 2;
-                if next <= low {
-                    return self.finish();
-                }
-                self.probe_after(next)
+                self.search()
             }
             // A last page (after a probe or not): everything above is known.
             _ => self.finish(),
+        }
+    }
+
+    /// The next probe once the last page left the highest epoch open.
+    ///
+    /// Invariant: `low` (the highest epoch seen, 0 for none) exists, and no
+    /// epoch is above `ceiling` (a probe after it found none), so the
+    /// highest lies in `low ..= ceiling`; a probe after `m` is a LIST with
+    /// `start-after` epoch `m`, which lists epochs above `m` only. Probing
+    /// after `m` with `low <= m < ceiling` either finds an epoch above `m`
+    /// (`low` rises past `m`) or none (`ceiling` falls to `m`): the range
+    /// shrinks every time, and the search ends exactly when `ceiling ==
+    /// low`, the highest then known. Stopping at `ceiling == low + 1` (as
+    /// it once did) never asked whether epoch `ceiling` itself exists: with
+    /// dense epochs 1..201 it found 200.
+    fn search(&mut self) -> Result<Option<S3Request>, Error> {
+        let low = self.highest().unwrap_or(0);
+        match self.ceiling {
+            Some(ceiling) if ceiling <= low => self.finish(),
+            Some(ceiling) => self.probe_after(low + (ceiling - low) / 2),
+            // No ceiling yet: gallop by doubling steps. Nothing can be
+            // above `u64::MAX`.
+            None if low == u64::MAX => self.finish(),
+            None => {
+                self.step = self.step.saturating_mul(2);
+                self.probe_after(low.saturating_add(self.step))
+            }
         }
     }
 
@@ -388,7 +415,10 @@ impl Lister {
 
 /// Looks for any epoch above `mine`, following pages past foreign keys:
 /// after a create, and after every renew or release, a higher epoch means
-/// ours is superseded.
+/// ours is superseded. It fails closed: "nothing higher" only from a page
+/// that is not truncated; a truncated page (short, empty, or all foreign
+/// keys) is followed with its continuation token, and one without a token,
+/// or more than `MAX_LIST_REQUESTS` pages, is an error, never a grant.
 struct HigherCheck {
     dir: String,
     pages: u32,
@@ -411,7 +441,7 @@ impl HigherCheck {
     }
 
     fn on_page(&mut self, r: S3Response) -> Result<Higher, Error> {
-        let page = read_page(r)?;
+        let page = read_page(&r)?;
         // Every key of the page sorts after ours, so any epoch on it is higher.
         if page
             .keys
@@ -422,17 +452,18 @@ impl HigherCheck {
         {
             return Ok(Higher::Found);
         }
-        match page.keys.last() {
-            Some(last) if page.truncated && self.pages < MAX_LIST_REQUESTS => {
-                self.pages += 1;
-                Ok(Higher::Next(list_request(
-                    &listing_prefix(&self.dir),
-                    Some(last),
-                )))
-            }
-            Some(_) if page.truncated => Err(reply_lacks_list(&self.dir)),
-            _ => Ok(Higher::None),
+        if !page.truncated {
+            return Ok(Higher::None);
         }
+        if self.pages >= MAX_LIST_REQUESTS {
+            return Err(reply_lacks_list(&self.dir));
+        }
+        let token = continuation(&page, &r, &self.dir)?;
+        self.pages += 1;
+        Ok(Higher::Next(list_continue(
+            &listing_prefix(&self.dir),
+            token,
+        )))
     }
 }
 
@@ -440,25 +471,39 @@ fn reply_lacks_list(dir: &str) -> Error {
     Error::S3(S3Error {
         status: 200,
         message: format!(
-            "more than {MAX_LIST_REQUESTS} pages of foreign keys under {:?}",
+            "more than {MAX_LIST_REQUESTS} LIST pages without an epoch under {:?}",
             listing_prefix(dir)
         ),
         ..S3Error::default()
     })
 }
 
-fn read_page(r: S3Response) -> Result<crate::s3::ListPage, Error> {
+/// The token that continues truncated `page`. Without one the rest of the
+/// listing cannot be read, and what it holds cannot be known: an error.
+fn continuation<'a>(page: &'a ListPage, r: &S3Response, dir: &str) -> Result<&'a str, Error> {
+    page.next_token.as_deref().ok_or_else(|| {
+        reply_lacks(
+            r,
+            &format!(
+                "a truncated LIST page under {:?} has no NextContinuationToken to read on from",
+                listing_prefix(dir)
+            ),
+        )
+    })
+}
+
+fn read_page(r: &S3Response) -> Result<ListPage, Error> {
     if r.status != 200 {
-        return Err(r.into_error());
+        return Err(r.clone().into_error());
     }
     if let Some(len) = r.body_too_large {
         return Err(reply_lacks(
-            &r,
+            r,
             &format!("the LIST reply is {len} bytes, more than this client reads"),
         ));
     }
     parse_list(&r.body)
-        .map_err(|reason| reply_lacks(&r, &format!("unreadable ListObjectsV2 reply: {reason}")))
+        .map_err(|reason| reply_lacks(r, &format!("unreadable ListObjectsV2 reply: {reason}")))
 }
 
 // ------------------------------------------------------------ try-acquire

@@ -7,7 +7,8 @@
 //!   synchronized clocks.
 //! - `server`: the object's `Last-Modified` plus its ttl plus
 //!   `SERVER_SLACK_MS`, against the `Date` of the same reply. Only the S3
-//!   server's clock enters.
+//!   server's clock enters: a reply without either time is refused, never
+//!   judged by the reader's clock instead.
 //! - `observed` (client-go's rule): the reader has seen the same ETag,
 //!   unchanged, for the ttl plus `observed_slack_ms` on its own monotonic
 //!   clock. No clock is compared with another; a reader that has never
@@ -18,6 +19,7 @@
 //! rules assume is that clocks run at nearly the same rate, never that they
 //! agree.
 
+use crate::error::{Error, S3Error};
 use crate::lock_object::{LockRecord, LockState};
 use crate::s3::S3Response;
 
@@ -74,27 +76,30 @@ impl Judge {
 
     /// A 304 reply: the state observed before, judged again now. `None`
     /// when nothing was observed (then the 304 makes no sense).
-    pub fn unchanged(&self, r: &S3Response, now_ms: u64) -> Option<LockState> {
+    pub fn unchanged(&self, r: &S3Response, now_ms: u64) -> Option<Result<LockState, Error>> {
         let o = self.observation.as_ref()?;
-        let (live, expires_in_ms) = self.judge(&o.state.record, &o.state.etag, r, now_ms);
-        Some(LockState {
-            live,
-            expires_in_ms,
-            ..o.state.clone()
-        })
+        Some(
+            self.judge(&o.state.record, &o.state.etag, r, now_ms)
+                .map(|(live, expires_in_ms)| LockState {
+                    live,
+                    expires_in_ms,
+                    ..o.state.clone()
+                }),
+        )
     }
 
     /// Liveness and time left for `record` with `etag`, read at `now_ms`
-    /// (reader's wall clock) from reply `r`. Returns `(live, expires_in_ms)`.
+    /// (reader's wall clock) from reply `r`. Returns `(live, expires_in_ms)`,
+    /// or, under `server`, an error when the reply lacks the server's times.
     pub fn judge(
         &self,
         record: &LockRecord,
         etag: &str,
         r: &S3Response,
         now_ms: u64,
-    ) -> (bool, u64) {
+    ) -> Result<(bool, u64), Error> {
         if record.expires_at_ms == 0 {
-            return (false, 0);
+            return Ok((false, 0));
         }
         // A record without a ttl (a plain design client) can only be
         // judged by the rule it was written for.
@@ -103,7 +108,7 @@ impl Judge {
         } else {
             self.clock
         };
-        match clock {
+        Ok(match clock {
             ExpiryClock::Holder => holder_rule(record.expires_at_ms, now_ms),
             ExpiryClock::Server => {
                 let modified = server_time(r, "last-modified").or_else(|| {
@@ -112,17 +117,17 @@ impl Judge {
                         .filter(|o| o.state.etag == etag)
                         .and_then(|o| o.state.last_modified_ms)
                 });
-                match (modified, server_time(r, "date")) {
-                    (Some(modified), Some(date)) => server_rule(
-                        modified
-                            .saturating_add(record.ttl_ms)
-                            .saturating_add(SERVER_SLACK_MS),
-                        date,
-                    ),
-                    // A store that sends no dates: the holder rule, as the
-                    // design does.
-                    _ => holder_rule(record.expires_at_ms, now_ms),
-                }
+                // No times, no judgement: the holder's clock is what this
+                // configuration chose not to trust, so falling back to it
+                // could grant a live lease away. Epoch-objects refuses too.
+                let date = server_time(r, "date").ok_or_else(|| lacks(r, "date"))?;
+                let modified = modified.ok_or_else(|| lacks(r, "last-modified"))?;
+                server_rule(
+                    modified
+                        .saturating_add(record.ttl_ms)
+                        .saturating_add(SERVER_SLACK_MS),
+                    date,
+                )
             }
             ExpiryClock::Observed => {
                 let needed = record
@@ -139,8 +144,20 @@ impl Judge {
                     (true, needed - seen)
                 }
             }
-        }
+        })
     }
+}
+
+/// The error for a reply the `server` clock cannot judge: the same case
+/// (`Error::S3`, the reply's status and request id) and wording as
+/// epoch-objects' `server_time_required`.
+fn lacks(r: &S3Response, header: &str) -> Error {
+    Error::S3(S3Error {
+        message: format!(
+            "the reply has no valid {header} header, which the server expiry clock needs"
+        ),
+        ..r.s3_error()
+    })
 }
 
 /// Live while `now <= expires_at`: expired from `expires_at + 1` on.

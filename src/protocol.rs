@@ -194,7 +194,7 @@ pub(crate) fn read_lock(
     match r.status {
         404 if r.is_missing_object() => Ok(None),
         304 => match judge.unchanged(&r, now_ms) {
-            Some(state) => Ok(Some(state)),
+            Some(state) => state.map(Some),
             // We sent no If-None-Match: a store that answers 304 anyway.
             None => Err(r.into_error()),
         },
@@ -205,7 +205,7 @@ pub(crate) fn read_lock(
             let etag = r.read_etag(object_key)?;
             let record = LockRecord::from_json(&r.body)
                 .map_err(|reason| Error::corrupt(object_key, reason))?;
-            let (live, expires_in_ms) = judge.judge(&record, &etag, &r, now_ms);
+            let (live, expires_in_ms) = judge.judge(&record, &etag, &r, now_ms)?;
             Ok(Some(LockState {
                 key: key.to_string(),
                 record,

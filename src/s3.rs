@@ -7,6 +7,7 @@ use crate::prelude::*;
 use crate::config::{Addressing, ClientConfig, Scheme};
 use crate::error::{Error, S3Error};
 use crate::sigv4::{self, Scope, SigningRequest};
+use core::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
@@ -69,8 +70,10 @@ impl S3Request {
     }
 }
 
-/// A signed request ready for any HTTP client.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A signed request ready for any HTTP client. `Debug` shows every header
+/// name but never the value of one that carries a credential (see
+/// `is_secret_header`): requests end up in logs and panic messages.
+#[derive(Clone, PartialEq, Eq)]
 pub struct HttpRequest {
     pub method: Method,
     pub scheme: Scheme,
@@ -81,6 +84,42 @@ pub struct HttpRequest {
     pub body: Vec<u8>,
     pub timeout_ms: u32,
     pub max_response_bytes: usize,
+}
+
+/// Headers whose values are credentials: the signature (which, with the
+/// request, is a replayable credential for up to 15 minutes) and the
+/// session token. Names compared in any case.
+pub fn is_secret_header(name: &str) -> bool {
+    [
+        "authorization",
+        "proxy-authorization",
+        "x-amz-security-token",
+    ]
+    .iter()
+    .any(|secret| name.eq_ignore_ascii_case(secret))
+}
+
+impl fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                let shown = if is_secret_header(k) { "<redacted>" } else { v };
+                (k.as_str(), shown)
+            })
+            .collect();
+        f.debug_struct("HttpRequest")
+            .field("method", &self.method)
+            .field("scheme", &self.scheme)
+            .field("authority", &self.authority)
+            .field("path_and_query", &self.path_and_query)
+            .field("headers", &headers)
+            .field("body", &self.body)
+            .field("timeout_ms", &self.timeout_ms)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .finish()
+    }
 }
 
 /// A reply, headers lowercased.
@@ -263,11 +302,23 @@ pub fn list_request(prefix: &str, start_after: Option<&str>) -> S3Request {
     req
 }
 
+/// The next page of a listing under `prefix`: `token` is the previous
+/// page's `NextContinuationToken` (S3 then ignores any start-after).
+pub fn list_continue(prefix: &str, token: &str) -> S3Request {
+    let mut req = list_request(prefix, None);
+    req.query.push(("continuation-token".into(), token.into()));
+    req
+}
+
 /// One page of a ListObjectsV2 reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListPage {
     pub keys: Vec<String>,
     pub truncated: bool,
+    /// `NextContinuationToken`, when the reply has a non-empty one. A
+    /// truncated page may hold fewer keys than asked, or none: only this
+    /// token continues it for sure.
+    pub next_token: Option<String>,
 }
 
 /// Reads a ListObjectsV2 reply body: the keys of its `<Contents>` entries.
@@ -289,7 +340,13 @@ pub fn parse_list(body: &[u8]) -> Result<ListPage, String> {
         rest = &entry[end..];
     }
     let truncated = xml_text(body, "IsTruncated").is_some_and(|t| t.trim() == "true");
-    Ok(ListPage { keys, truncated })
+    // The keys are escaped, so the tag cannot occur inside one.
+    let next_token = xml_text(body, "NextContinuationToken").filter(|t| !t.is_empty());
+    Ok(ListPage {
+        keys,
+        truncated,
+        next_token,
+    })
 }
 
 /// The text of the first `<tag>…</tag>`, XML entities decoded. S3 error
@@ -432,6 +489,41 @@ mod tests {
     }
 
     #[test]
+    fn debug_of_a_signed_request_never_shows_its_credentials() {
+        let req = S3Request::new(Method::Put, "k", 100)
+            .header("if-none-match", "*")
+            .body("application/json", b"{}".to_vec());
+        let http = prepare(
+            &config(Addressing::Path, Some("SESSION-TOKEN-xyz")),
+            &req,
+            0,
+        );
+        let auth = header(&http, "authorization").unwrap().to_string();
+        let signature = auth.rsplit("Signature=").next().unwrap().to_string();
+        assert_eq!(signature.len(), 64, "{auth}");
+        let shown = format!("{http:?}");
+        for secret in [
+            auth.as_str(),
+            signature.as_str(),
+            "SESSION-TOKEN-xyz",
+            "secret",
+        ] {
+            assert!(!shown.contains(secret), "{secret:?} in {shown}");
+        }
+        // What was sent stays visible: the names, and the other values.
+        for visible in [
+            "\"authorization\"",
+            "\"x-amz-security-token\"",
+            "if-none-match",
+        ] {
+            assert!(shown.contains(visible), "{visible} missing from {shown}");
+        }
+        assert!(shown.contains(&sigv4::sha256_hex(b"{}")), "{shown}");
+        // Pretty-printing takes the same path.
+        assert!(!format!("{http:#?}").contains(&signature));
+    }
+
+    #[test]
     fn a_declared_payload_hash_is_signed_in_place_of_the_real_one() {
         let wrong = sigv4::sha256_hex(b"other bytes");
         let req = S3Request::new(Method::Put, "k", 100)
@@ -493,18 +585,26 @@ mod tests {
             <IsTruncated>true</IsTruncated>\
             <Contents><Key>k/epoch-1.json</Key><ETag>&#34;ab&#34;</ETag></Contents>\
             <Contents><Key>a &amp; b&#x2F;&#233;&bogus;</Key></Contents>\
-            <KeyCount>2</KeyCount></ListBucketResult>";
+            <KeyCount>2</KeyCount><NextContinuationToken>1/a+&amp;=</NextContinuationToken>\
+            </ListBucketResult>";
         let page = parse_list(body.as_bytes()).unwrap();
         assert_eq!(page.keys, ["k/epoch-1.json", "a & b/é&bogus;"]);
         assert!(page.truncated);
+        assert_eq!(page.next_token.as_deref(), Some("1/a+&="));
         let empty = "<ListBucketResult><IsTruncated>false</IsTruncated><KeyCount>0</KeyCount></ListBucketResult>";
         assert_eq!(
             parse_list(empty.as_bytes()).unwrap(),
             ListPage {
                 keys: vec![],
-                truncated: false
+                truncated: false,
+                next_token: None,
             }
         );
+        // An empty token continues nothing.
+        let blank = "<ListBucketResult><IsTruncated>true</IsTruncated>\
+            <NextContinuationToken></NextContinuationToken></ListBucketResult>";
+        let page = parse_list(blank.as_bytes()).unwrap();
+        assert_eq!((page.truncated, page.next_token), (true, None));
         for bad in [
             &b"<html>busy</html>"[..],
             b"\xff\xfe",
@@ -526,6 +626,16 @@ mod tests {
         assert_eq!(
             http.path_and_query,
             "/locks?list-type=2&max-keys=200&prefix=p%2Fk%2Fepoch-&start-after=p%2Fk%2Fepoch-7"
+        );
+    }
+
+    #[test]
+    fn continuations_carry_the_token_and_no_start_after() {
+        let req = list_continue("p/k/epoch-", "opaque/+=");
+        let http = prepare(&config(Addressing::Path, None), &req, 0);
+        assert_eq!(
+            http.path_and_query,
+            "/locks?continuation-token=opaque%2F%2B%3D&list-type=2&max-keys=200&prefix=p%2Fk%2Fepoch-"
         );
     }
 

@@ -344,8 +344,14 @@ fn xml_text() -> impl Strategy<Value = (String, String)> {
     })
 }
 
-/// A ListObjectsV2 reply with these (escaped) keys, the way S3 writes one.
-fn list_body(escaped_keys: &[(String, bool)], truncated: bool, prefix: &str) -> String {
+/// A ListObjectsV2 reply with these (escaped) keys, the way S3 writes one,
+/// with `token` (escaped) as its `NextContinuationToken`.
+fn list_body(
+    escaped_keys: &[(String, bool)],
+    truncated: bool,
+    prefix: &str,
+    token: Option<&str>,
+) -> String {
     let mut body = String::from(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
          <ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">",
@@ -364,6 +370,11 @@ fn list_body(escaped_keys: &[(String, bool)], truncated: bool, prefix: &str) -> 
         } else {
             body.push_str(&format!("<Contents>{rest}<Key>{key}</Key></Contents>"));
         }
+    }
+    if let Some(token) = token {
+        body.push_str(&format!(
+            "<NextContinuationToken>{token}</NextContinuationToken>"
+        ));
     }
     body.push_str("</ListBucketResult>");
     body
@@ -581,14 +592,19 @@ proptest! {
         keys in vec((xml_text(), any::<bool>()), 0..12),
         truncated in any::<bool>(),
         (_, prefix) in xml_text(),
+        token in option::of(xml_text()),
     ) {
         let escaped: Vec<(String, bool)> =
             keys.iter().map(|((_, e), first)| (e.clone(), *first)).collect();
-        let page = parse_list(list_body(&escaped, truncated, &prefix).as_bytes());
+        let escaped_token = token.as_ref().map(|(_, e)| e.as_str());
+        let page = parse_list(list_body(&escaped, truncated, &prefix, escaped_token).as_bytes());
         let page = page.map_err(TestCaseError::fail)?;
         let want: Vec<String> = keys.into_iter().map(|((k, _), _)| k).collect();
         prop_assert_eq!(page.keys, want);
         prop_assert_eq!(page.truncated, truncated);
+        // An empty token is no token.
+        let want_token = token.map(|(t, _)| t).filter(|t| !t.is_empty());
+        prop_assert_eq!(page.next_token, want_token);
     }
 }
 
@@ -1070,13 +1086,14 @@ fn any_body() -> BoxedStrategy<Vec<u8>> {
             r.holder_id = h;
             r.to_json()
         }),
-        2 => (vec((epoch_number(), any::<bool>()), 0..5), any::<bool>()).prop_map(
-            |(epochs, truncated)| {
+        2 => (vec((epoch_number(), any::<bool>()), 0..5), any::<bool>(), any::<bool>()).prop_map(
+            |(epochs, truncated, token)| {
                 let keys: Vec<(String, bool)> = epochs
                     .iter()
                     .map(|&(e, first)| (epoch_key(DIR, e), first))
                     .collect();
-                list_body(&keys, truncated, "p/k/epoch-").into_bytes()
+                let token = token.then_some("t");
+                list_body(&keys, truncated, "p/k/epoch-", token).into_bytes()
             }
         ),
         1 => select(
@@ -1188,7 +1205,9 @@ fn respond(request: &S3Request, seed: ReplySeed) -> S3Response {
             .iter()
             .map(|&(e, first)| (epoch_key(DIR, e), first))
             .collect();
-        list_body(&keys, seed.truncated, "p/k/epoch-").into_bytes()
+        // Half the truncated pages carry a token, half cannot be continued.
+        let token = keys.len().is_multiple_of(2).then_some("t");
+        list_body(&keys, seed.truncated, "p/k/epoch-", token).into_bytes()
     } else if request.method == Method::Get {
         match parse_epoch_key(DIR, &request.object_key) {
             Some(epoch) => EpochRecord {

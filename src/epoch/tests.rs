@@ -456,7 +456,9 @@ fn replies_without_server_time_or_with_garbage_listings_are_typed_errors() {
     }
 }
 
+mod lister;
 mod regressions;
+mod short_pages;
 
 #[test]
 fn cleanup_picks_the_oldest_distinct_epochs_as_a_sort_would() {

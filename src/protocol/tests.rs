@@ -490,3 +490,4 @@ fn a_lease_without_an_etag_is_refused_before_any_request() {
 }
 
 mod regressions;
+mod server_clock;

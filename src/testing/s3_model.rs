@@ -103,6 +103,16 @@ pub struct S3Model {
     /// A PUT whose declared `x-amz-content-sha256` is not the hash of its
     /// body answers 400, as AWS does (SeaweedFS stores it).
     pub checks_payload_hash: bool,
+    /// At most this many keys on a LIST page, whatever `max-keys` asks: S3
+    /// may return fewer keys than asked, with `IsTruncated` and a token.
+    /// `None`: as many as asked.
+    pub list_page_keys: Option<usize>,
+    /// The next this-many LIST replies come back empty but truncated, their
+    /// token resuming where they started, as S3 may answer (a page of
+    /// deleted keys). A listing from the very start under an empty or
+    /// one-character prefix has no position a token could name: answered
+    /// as usual, and not counted.
+    pub empty_list_pages: u32,
     pub next_request_id: u64,
 }
 
@@ -217,6 +227,8 @@ impl S3Model {
             ignore_conditions: false,
             conditional_get: true,
             checks_payload_hash: true,
+            list_page_keys: None,
+            empty_list_pages: 0,
             next_request_id: 1,
         }
     }
@@ -280,14 +292,21 @@ impl S3Model {
         reply
     }
 
-    fn on_bucket(&self, req: &S3Request) -> Result<S3Response, Refusal> {
+    fn on_bucket(&mut self, req: &S3Request) -> Result<S3Response, Refusal> {
         if req.method != Method::Get {
             return Err(Refusal::bad_request(
                 "InvalidRequest",
                 "only ListObjectsV2 is modelled on the bucket",
             ));
         }
-        let xml = list::list(&self.objects, &req.query)?;
+        let paging = list::Paging {
+            page_keys: self.list_page_keys,
+            empty: self.empty_list_pages > 0,
+        };
+        let (xml, emptied) = list::list(&self.objects, &req.query, paging)?;
+        if emptied {
+            self.empty_list_pages -= 1;
+        }
         Ok(S3Response {
             status: 200,
             headers: vec![("content-type".into(), "application/xml".into())],

@@ -47,15 +47,48 @@ fn read_query(q: &[(String, String)]) -> Result<ListQuery<'_>, Refusal> {
     })
 }
 
-/// The ListBucketResult body for `q` (the request's query), or why not.
+/// The short and empty pages the model is told to serve (see `S3Model`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Paging {
+    /// At most this many keys per page.
+    pub page_keys: Option<usize>,
+    /// Answer with an empty, truncated page if a token can resume it.
+    pub empty: bool,
+}
+
+/// A token naming the position `after`: keys above it come next. Any
+/// string below the prefix means "from the prefix on" (see `lower` below),
+/// and a token must not be empty; `None` when nothing can name it.
+fn token_for(after: &str, prefix: &str) -> Option<String> {
+    if !after.is_empty() {
+        return Some(after.to_string());
+    }
+    let mut below = prefix.to_string();
+    below.pop();
+    (!below.is_empty()).then_some(below)
+}
+
+/// The ListBucketResult body for `q` (the request's query), or why not,
+/// and whether it is an empty page served because `paging.empty` said so.
 pub(super) fn list(
     objects: &BTreeMap<String, Object>,
     q: &[(String, String)],
-) -> Result<String, Refusal> {
+    paging: Paging,
+) -> Result<(String, bool), Refusal> {
     let q = read_query(q)?;
     // Our tokens are the last key of the previous page; S3 ignores
     // start-after once a token is given.
     let after = q.continuation_token.unwrap_or(q.start_after);
+    let empty_token = match q.max_keys {
+        0 => None,
+        _ if paging.empty => token_for(after, q.prefix),
+        _ => None,
+    };
+    let max_keys = match (empty_token.is_some(), paging.page_keys) {
+        (true, _) => 0,
+        (false, Some(limit)) => q.max_keys.min(limit.max(1)),
+        (false, None) => q.max_keys,
+    };
     // Keys under a prefix are contiguous in byte order: start at whichever
     // of the prefix and `after` comes later, stop at the first key outside.
     let lower = if after >= q.prefix {
@@ -66,10 +99,16 @@ pub(super) fn list(
     let mut matching = objects
         .range::<str, _>((lower, Bound::Unbounded))
         .take_while(|(key, _)| key.starts_with(q.prefix));
-    let page: Vec<(&String, &Object)> = matching.by_ref().take(q.max_keys).collect();
+    let page: Vec<(&String, &Object)> = matching.by_ref().take(max_keys).collect();
     // With max-keys 0 there is no last key to continue from: say not
-    // truncated, or a client following IsTruncated would never stop.
-    let truncated = !page.is_empty() && matching.next().is_some();
+    // truncated, or a client following IsTruncated would never stop. An
+    // injected empty page is truncated, with a token that resumes it.
+    let next_token = match (&empty_token, page.last()) {
+        (Some(token), _) => Some(token.clone()),
+        (None, Some((last, _))) if matching.next().is_some() => Some(last.to_string()),
+        _ => None,
+    };
+    let truncated = next_token.is_some();
 
     let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     xml.push_str("<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
@@ -102,12 +141,12 @@ pub(super) fn list(
             object.body.len()
         ));
     }
-    if let (true, Some((last, _))) = (truncated, page.last()) {
+    if let Some(token) = &next_token {
         xml.push_str(&format!(
             "<NextContinuationToken>{}</NextContinuationToken>",
-            escape_xml(last)
+            escape_xml(token)
         ));
     }
     xml.push_str("</ListBucketResult>");
-    Ok(xml)
+    Ok((xml, empty_token.is_some()))
 }

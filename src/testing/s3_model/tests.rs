@@ -492,3 +492,78 @@ fn http_dates_name_the_right_weekday_and_round_trip() {
     // Far past year 9999 it still answers (parse_ms refuses those years).
     assert!(http_date(u64::MAX).ends_with(" GMT"));
 }
+
+/// Every key under `prefix`, following `NextContinuationToken` as a client
+/// must, and the keys seen on each page.
+fn follow_tokens(s: &mut S3Model, prefix: &str, after: Option<&str>) -> Vec<Vec<String>> {
+    let mut pages = Vec::new();
+    let mut req = list_request(prefix, after);
+    loop {
+        let page = parse_list(&s.handle(&req).body).unwrap();
+        pages.push(page.keys.clone());
+        if !page.truncated {
+            return pages;
+        }
+        req = crate::s3::list_continue(prefix, &page.next_token.expect("a token"));
+    }
+}
+
+#[test]
+fn list_pages_can_be_short_or_empty_and_their_tokens_resume_them() {
+    let mut s = S3Model::new(NOW);
+    for key in ["p/a", "p/b", "p/c", "p/d", "p/e", "q"] {
+        s.put_object(key, b"x");
+    }
+    let all: Vec<String> = ["p/a", "p/b", "p/c", "p/d", "p/e"]
+        .map(String::from)
+        .to_vec();
+    // By default one page holds everything.
+    assert_eq!(
+        follow_tokens(&mut s, "p/", None),
+        std::slice::from_ref(&all)
+    );
+    // At most two keys a page.
+    s.list_page_keys = Some(2);
+    let pages = follow_tokens(&mut s, "p/", None);
+    assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [2, 2, 1]);
+    assert_eq!(pages.concat(), all);
+    // Three empty truncated pages, from the start, after a start-after, and
+    // after a token: none loses or repeats a key.
+    s.empty_list_pages = 3;
+    let pages = follow_tokens(&mut s, "p/", None);
+    assert_eq!(s.empty_list_pages, 0);
+    assert_eq!(
+        pages.iter().map(Vec::len).collect::<Vec<_>>(),
+        [0, 0, 0, 2, 2, 1]
+    );
+    assert_eq!(pages.concat(), all);
+    s.empty_list_pages = 1;
+    let pages = follow_tokens(&mut s, "p/", Some("p/b"));
+    assert_eq!(
+        pages,
+        [
+            vec![],
+            vec!["p/c".to_string(), "p/d".into()],
+            vec!["p/e".into()]
+        ]
+    );
+    s.list_page_keys = None;
+    let mut second = list_request("p/", None);
+    second
+        .query
+        .push(("continuation-token".into(), "p/a".into()));
+    s.empty_list_pages = 1;
+    let page = parse_list(&s.handle(&second).body).unwrap();
+    assert_eq!((page.keys.len(), page.truncated), (0, true));
+    assert_eq!(page.next_token.as_deref(), Some("p/a"));
+    // Nothing left at all: still an empty truncated page, then the end.
+    s.empty_list_pages = 1;
+    assert_eq!(
+        follow_tokens(&mut s, "p/", Some("p/e")),
+        [vec![], vec![]] as [Vec<String>; 2]
+    );
+    // A one-character prefix from the start has no position to name.
+    s.empty_list_pages = 1;
+    assert_eq!(follow_tokens(&mut s, "q", None), [vec!["q".to_string()]]);
+    assert_eq!(s.empty_list_pages, 1);
+}

@@ -9,7 +9,8 @@
 //! of single-object keys share the true clock (its rule, `holder`, needs
 //! that). Some clients alter their leases before using them; some take
 //! their own key again under the same holder id and keep the superseded
-//! lease to try it later.
+//! lease to try it later. Some seeds' store returns LIST pages of one to
+//! three keys, and any LIST may come back empty but truncated, as S3 may.
 //!
 //! The invariants (see `checks`): per key, granted tokens are unique and
 //! rise in the order grants are acknowledged; no two grants are believed
@@ -55,6 +56,10 @@ pub struct Report {
     pub refused_connections: u64,
     pub conflicts_injected: u64,
     pub clock_jumps: u64,
+    /// Seeds whose store returns at most a few keys per LIST page.
+    pub seeds_with_short_lists: u64,
+    /// LIST replies served empty but truncated.
+    pub empty_list_pages: u64,
 }
 
 impl std::ops::AddAssign<&Report> for Report {
@@ -74,6 +79,8 @@ impl std::ops::AddAssign<&Report> for Report {
         self.refused_connections += o.refused_connections;
         self.conflicts_injected += o.conflicts_injected;
         self.clock_jumps += o.clock_jumps;
+        self.seeds_with_short_lists += o.seeds_with_short_lists;
+        self.empty_list_pages += o.empty_list_pages;
     }
 }
 
@@ -120,6 +127,10 @@ impl Sim {
             MissingIfMatch::PreconditionFailed
         };
         let epoch_without_if_match = rng.chance(0.25);
+        let short_lists = rng.chance(0.3);
+        if short_lists {
+            store.list_page_keys = Some(1 + rng.below(3) as usize);
+        }
         let mut clients = Vec::new();
         for i in 0..CLIENTS_PER_STRATEGY * 2 {
             let kind = if i % 2 == 0 {
@@ -139,6 +150,7 @@ impl Sim {
             history: History::default(),
             report: Report {
                 seeds_without_if_match: u64::from(epoch_without_if_match),
+                seeds_with_short_lists: u64::from(short_lists),
                 ..Report::default()
             },
             epoch_without_if_match,
@@ -205,6 +217,10 @@ impl Sim {
             self.store.conflicts = 1;
             self.report.conflicts_injected += 1;
         }
+        let empty_page = request.object_key.is_empty() && self.rng.chance(0.05);
+        if empty_page {
+            self.store.empty_list_pages = 1;
+        }
         let refuses_if_match = self.epoch_without_if_match
             && EPOCH_KEYS.iter().any(|k| request.object_key.starts_with(k))
             && request.headers.iter().any(|(k, _)| k == "if-match");
@@ -217,6 +233,12 @@ impl Sim {
             self.store.handle(&request)
         };
         self.store.conflicts = 0;
+        // Served (the model counts it down), or not servable: never left
+        // over for the next LIST.
+        if request.object_key.is_empty() && self.store.empty_list_pages == 0 && empty_page {
+            self.report.empty_list_pages += 1;
+        }
+        self.store.empty_list_pages = 0;
         let reply = if self.rng.chance(0.03) {
             self.report.lost_replies += 1;
             None

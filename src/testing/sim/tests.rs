@@ -40,6 +40,7 @@ fn the_core_keeps_its_invariants_under_faults_skew_and_forgery() {
             assert!(report.conflicts_injected > 100 && report.clock_jumps > 10);
             assert!(report.forgeries_refused > 100 && report.superseded_refused > 10);
             assert!(report.fenced_accepted > 100 && report.fenced_refused > 10);
+            assert!(report.seeds_with_short_lists > 3 && report.empty_list_pages > 100);
         }
         Err((seed, v)) => panic!("seed {seed} (replay: S3LEASE_SIM_SEED={seed}): {v}"),
     }
