@@ -130,6 +130,8 @@ pub struct Report {
     pub resigns: u64,
     pub crashes: u64,
     pub clock_jumps: u64,
+    /// Stretches in which one elector's network was bad (see `Plan::Degrade`).
+    pub degraded: u64,
     pub requests: u64,
     /// Requests that would take far longer than any bound.
     pub hung: u64,
@@ -160,6 +162,7 @@ impl std::ops::AddAssign<&Report> for Report {
         self.resigns += o.resigns;
         self.crashes += o.crashes;
         self.clock_jumps += o.clock_jumps;
+        self.degraded += o.degraded;
         self.requests += o.requests;
         self.hung += o.hung;
         self.timeouts_honoured += o.timeouts_honoured;
@@ -187,6 +190,12 @@ enum Plan {
     Crash,
     Restart,
     Jump,
+    /// One elector's network goes bad for a while: every request takes
+    /// anything up to two lease durations; a third never arrive, a third
+    /// lose their reply.
+    /// Faults come in runs, as they do: a slow renew followed by failing
+    /// ones is what a lease counted from the wrong instant needs to show.
+    Degrade,
 }
 
 pub struct World {
@@ -238,6 +247,7 @@ impl World {
             },
             ignores_timeouts: self.rng.chance(self.setup.ignores_timeouts),
             dead: false,
+            degraded_until: 0,
             wake_at: Some(self.now + delay),
         };
         self.nodes.push(node);
@@ -272,7 +282,9 @@ impl World {
         let clock = self.nodes[id].clock;
         let start = self.now;
         let bound_at = clock.true_at(clock.mono(start) + u64::from(bound));
+        let degraded = self.nodes[id].degraded_until > start;
         let takes = match self.rng.below(100) {
+            _ if degraded => self.rng.range(1, 2 * self.setup.lease_duration_ms),
             0..=1 => {
                 r.hung += 1;
                 self.rng.range(20_000, 120_000)
@@ -284,7 +296,11 @@ impl World {
         let outlives = natural_end > bound_at;
         let timed_out = outlives && !self.nodes[id].ignores_timeouts;
         let end = if timed_out { bound_at } else { natural_end };
-        let fate = self.rng.below(100);
+        let fate = if degraded {
+            self.rng.range(0, 9)
+        } else {
+            self.rng.below(100)
+        };
         // 3%: never reaches the store; 3%: applied, but the reply is lost.
         let (applied, reply_lost) = (fate >= 3, (3..6).contains(&fate));
         let apply_at = start + self.rng.range(0, takes);
@@ -370,6 +386,13 @@ impl World {
             Plan::Restart => {
                 let delay = self.rng.below(self.setup.retry_period_ms);
                 Some(self.add_node(delay))
+            }
+            Plan::Degrade => {
+                let id = self.alive()?;
+                let lease = self.setup.lease_duration_ms;
+                self.nodes[id].degraded_until = self.now + self.rng.range(lease / 2, 3 * lease);
+                self.report.degraded += 1;
+                None
             }
             Plan::Jump => {
                 let id = self.alive()?;
@@ -457,6 +480,10 @@ pub fn run_seed(seed: u64, caller: Caller) -> (Report, Result<(), Violation>) {
     for _ in 0..world.rng.below(4) {
         let at = world.rng.below(duration);
         world.plan(at, Plan::Crash);
+    }
+    for _ in 0..world.rng.range(2, 8) {
+        let at = world.rng.below(duration);
+        world.plan(at, Plan::Degrade);
     }
     if world.setup.jumps {
         for _ in 0..world.rng.range(1, 8) {
