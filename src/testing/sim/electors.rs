@@ -190,11 +190,12 @@ enum Plan {
     Crash,
     Restart,
     Jump,
-    /// One elector's network goes bad for a while: every request takes
-    /// anything up to two lease durations; a third never arrive, a third
-    /// lose their reply.
-    /// Faults come in runs, as they do: a slow renew followed by failing
-    /// ones is what a lease counted from the wrong instant needs to show.
+    /// One elector's network goes bad for a while, as congested links do:
+    /// first slow (requests take a quarter to a whole lease duration, and
+    /// mostly succeed), then silent (one to four lease durations; a third
+    /// never arrive, a third lose their reply). Faults in runs: a slow renew
+    /// followed by failing ones is what a lease counted from the wrong
+    /// instant needs to show.
     Degrade,
 }
 
@@ -247,7 +248,8 @@ impl World {
             },
             ignores_timeouts: self.rng.chance(self.setup.ignores_timeouts),
             dead: false,
-            degraded_until: 0,
+            slow_until: 0,
+            silent_until: 0,
             wake_at: Some(self.now + delay),
         };
         self.nodes.push(node);
@@ -282,9 +284,12 @@ impl World {
         let clock = self.nodes[id].clock;
         let start = self.now;
         let bound_at = clock.true_at(clock.mono(start) + u64::from(bound));
-        let degraded = self.nodes[id].degraded_until > start;
+        let lease = self.setup.lease_duration_ms;
+        let slow = start < self.nodes[id].slow_until;
+        let silent = !slow && start < self.nodes[id].silent_until;
         let takes = match self.rng.below(100) {
-            _ if degraded => self.rng.range(1, 2 * self.setup.lease_duration_ms),
+            _ if slow => self.rng.range(lease / 4, lease),
+            _ if silent => self.rng.range(lease, 4 * lease),
             0..=1 => {
                 r.hung += 1;
                 self.rng.range(20_000, 120_000)
@@ -296,7 +301,7 @@ impl World {
         let outlives = natural_end > bound_at;
         let timed_out = outlives && !self.nodes[id].ignores_timeouts;
         let end = if timed_out { bound_at } else { natural_end };
-        let fate = if degraded {
+        let fate = if silent {
             self.rng.range(0, 9)
         } else {
             self.rng.below(100)
@@ -390,7 +395,9 @@ impl World {
             Plan::Degrade => {
                 let id = self.alive()?;
                 let lease = self.setup.lease_duration_ms;
-                self.nodes[id].degraded_until = self.now + self.rng.range(lease / 2, 3 * lease);
+                let node = &mut self.nodes[id];
+                node.slow_until = self.now + self.rng.range(0, 2 * lease);
+                node.silent_until = node.slow_until + self.rng.range(lease / 2, 3 * lease);
                 self.report.degraded += 1;
                 None
             }

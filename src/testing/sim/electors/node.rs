@@ -58,8 +58,10 @@ pub struct Node {
     pub clock: Clock,
     /// This host lets a request run its whole course, whatever its bound.
     pub ignores_timeouts: bool,
-    /// Its network is bad until this true instant (`Plan::Degrade`).
-    pub degraded_until: u64,
+    /// Its network is slow, then silent, until these true instants
+    /// (`Plan::Degrade`).
+    pub slow_until: u64,
+    pub silent_until: u64,
     /// Crashed: it never gets the turn again.
     pub dead: bool,
     /// The true instant its thread waits for; `None` while it runs.
