@@ -59,6 +59,10 @@ impl Acting {
         }
     }
 
+    pub fn caller(&self) -> Caller {
+        self.caller
+    }
+
     /// A step of `elector` returned `status` at true time `now`;
     /// `until` is its `leading_until_ms` as a true instant.
     pub fn stepped(

@@ -7,7 +7,7 @@
 //! deterministic as a single-threaded one, and while one elector's request
 //! hangs, the others step at exactly their own times.
 
-use super::{lock, Shared, World};
+use super::{lock, Caller, Shared, World};
 use crate::driver::Io;
 use crate::elector::{Elector, Role, Status};
 use crate::error::Error;
@@ -140,6 +140,13 @@ impl SimIo {
                 w.rng.below(2 * w.setup.retry_period_ms)
             } else {
                 w.rng.below(10)
+            };
+            // Without a watchdog, a paused caller would count as leading
+            // through its pause: keep it prompt, so the overlaps it shows
+            // are the network's alone (the same draws are made).
+            let late = match w.acting.caller() {
+                Caller::Watchdog => late,
+                Caller::LastStep => late.min(9),
             };
             let clock = w.nodes[id].clock;
             let due = clock.mono(w.now) + status.next_step_in_ms.max(1) + late;
