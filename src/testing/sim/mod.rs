@@ -23,6 +23,7 @@
 
 mod checks;
 mod client;
+pub mod electors;
 
 use crate::testing::rng::Rng;
 use checks::History;
