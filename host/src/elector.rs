@@ -1,6 +1,17 @@
-//! A thread that steps the component's elector and reports what changed.
+//! A thread that steps the component's elector and reports what changed,
+//! and a watchdog that ends leadership on time.
+//!
+//! A step is synchronous and can block for as long as its requests take.
+//! The component bounds them by the renew deadline, but a host or a network
+//! may not honour that, so leadership is judged here, on this process's
+//! monotonic clock, from the instant the last step said it holds until
+//! (`leading-until-ms`), never from whichever step returned last: at that
+//! instant the watchdog reports `StoppedLeading(RenewDeadline)` and `role`
+//! stops saying `Leader`, whether or not the step has returned.
 
-use crate::bindings::{ElectorConfig, ElectorEvent, Lease, LockState, Role, StopReason};
+use crate::bindings::{
+    ElectorConfig, ElectorEvent, Lease, LockState, Role, StepResult, StopReason,
+};
 use crate::{Client, Error};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -33,8 +44,41 @@ struct Shared {
 
 struct State {
     role: Role,
+    /// While we lead: when leadership ends unless a step renews it first.
+    /// `None` exactly when this host has reported that it does not lead.
+    leading_until: Option<Instant>,
     last_error: Option<String>,
     stop: Option<Stop>,
+    events: Sender<ElectionEvent>,
+}
+
+impl State {
+    /// A receiver that went away just stops listening.
+    fn report(&self, event: ElectionEvent) {
+        let _ = self.events.send(event);
+    }
+
+    /// Leadership ended (if it had not already): say so once.
+    fn stop_leading(&mut self, reason: StopReason) {
+        if self.leading_until.take().is_some() {
+            self.report(ElectionEvent::StoppedLeading(reason));
+        }
+        if matches!(self.role, Role::Leader(_)) {
+            self.role = Role::Candidate;
+        }
+    }
+
+    /// Ends leadership if its deadline has passed; true while still leading.
+    fn check_deadline(&mut self, now: Instant) -> bool {
+        match self.leading_until {
+            Some(until) if now >= until => {
+                self.stop_leading(StopReason::RenewDeadline);
+                false
+            }
+            Some(_) => true,
+            None => false,
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -53,20 +97,36 @@ impl Shared {
 impl Elector {
     pub(crate) fn start(client: Client, config: &ElectorConfig) -> Result<Self, Error> {
         let handle = client.call(|i| i.elector(config))?;
+        let (tx, events) = channel();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 role: Role::Candidate,
+                leading_until: None,
                 last_error: None,
                 stop: None,
+                events: tx,
             }),
             wake: Condvar::new(),
         });
-        let (tx, events) = channel();
+        let watchdog = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("s3-lease-watchdog".into())
+                .spawn(move || watch_deadline(&shared))
+                .map_err(|e| Error::Host(e.into()))?
+        };
         let stepper = {
             let shared = shared.clone();
             std::thread::Builder::new()
                 .name("s3-lease-elector".into())
-                .spawn(move || step_until_stopped(client, handle, shared, tx))
+                .spawn(move || {
+                    let result = step_until_stopped(client, handle, &shared);
+                    // The stepper is done: so is the watchdog.
+                    shared.lock().stop.get_or_insert(Stop::Abandon);
+                    shared.wake.notify_all();
+                    let _ = watchdog.join();
+                    result
+                })
                 .map_err(|e| Error::Host(e.into()))?
         };
         Ok(Elector {
@@ -81,9 +141,20 @@ impl Elector {
         &self.events
     }
 
-    /// The role as of the last step.
+    /// The role now: as of the last step, except that leadership ends at
+    /// its deadline even while a step is still under way.
     pub fn role(&self) -> Role {
-        self.shared.lock().role.clone()
+        let mut state = self.shared.lock();
+        state.check_deadline(Instant::now());
+        state.role.clone()
+    }
+
+    /// While leading: the instant leadership ends unless renewed first.
+    /// Stop acting as leader then, whatever else you have heard.
+    pub fn leading_until(&self) -> Option<Instant> {
+        let mut state = self.shared.lock();
+        state.check_deadline(Instant::now());
+        state.leading_until
     }
 
     /// The lease while leading.
@@ -126,33 +197,42 @@ impl Drop for Elector {
     }
 }
 
-fn step_until_stopped(
-    client: Client,
-    handle: ResourceAny,
-    shared: Arc<Shared>,
-    events: Sender<ElectionEvent>,
-) -> Result<(), Error> {
+/// Ends leadership at its deadline, whatever the stepper is doing.
+fn watch_deadline(shared: &Shared) {
+    let mut state = shared.lock();
+    while state.stop.is_none() {
+        let now = Instant::now();
+        let leading = state.check_deadline(now);
+        let wait = match state.leading_until {
+            Some(until) if leading => until - now,
+            // Not leading: woken when a step makes us leader.
+            _ => Duration::from_secs(3600),
+        };
+        state = shared
+            .wake
+            .wait_timeout(state, wait)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+}
+
+fn step_until_stopped(client: Client, handle: ResourceAny, shared: &Shared) -> Result<(), Error> {
     loop {
         let step = match client.call(|i| i.step(handle).map(Ok)) {
             Ok(step) => step,
             Err(e) => {
-                shared.lock().role = Role::Candidate;
-                let _ = events.send(ElectionEvent::Failed(e.to_string()));
+                let mut state = shared.lock();
+                state.stop_leading(StopReason::RenewDeadline);
+                state.role = Role::Candidate;
+                state.report(ElectionEvent::Failed(e.to_string()));
                 return Err(e);
             }
         };
-        let next = Instant::now() + Duration::from_millis(step.next_step_in_ms);
+        let now = Instant::now();
+        let next = now + Duration::from_millis(step.next_step_in_ms);
         let mut state = shared.lock();
-        state.role = step.role;
-        state.last_error = step.last_error.map(|e| Error::from(e).to_string());
-        for event in step.events {
-            // A receiver that went away just stops listening.
-            let _ = events.send(match event {
-                ElectorEvent::BecameLeader(lease) => ElectionEvent::BecameLeader(lease),
-                ElectorEvent::StoppedLeading(reason) => ElectionEvent::StoppedLeading(reason),
-                ElectorEvent::LeaderChanged(state) => ElectionEvent::LeaderChanged(state),
-            });
-        }
+        apply(&mut state, step, now);
+        shared.wake.notify_all();
         while state.stop.is_none() && Instant::now() < next {
             let wait = next.saturating_duration_since(Instant::now());
             state = shared
@@ -162,7 +242,7 @@ fn step_until_stopped(
                 .0;
         }
         if let Some(how) = state.stop {
-            let was_leading = matches!(state.role, Role::Leader(_));
+            let was_leading = state.leading_until.take().is_some();
             state.role = Role::Candidate;
             drop(state);
             let resigned = match how {
@@ -170,10 +250,177 @@ fn step_until_stopped(
                 Stop::Abandon => Ok(()),
             };
             if was_leading {
-                let _ = events.send(ElectionEvent::StoppedLeading(StopReason::Resigned));
+                shared
+                    .lock()
+                    .report(ElectionEvent::StoppedLeading(StopReason::Resigned));
             }
             let _ = client.call(|i| i.drop_elector(handle).map(Ok));
             return resigned;
         }
+    }
+}
+
+/// Takes in what a step returned, judged against the host's clock: the
+/// component's events in order, except that leadership is reported only
+/// while its deadline is ahead, and ended once (by the step or by the
+/// watchdog, whichever saw it first).
+fn apply(state: &mut State, step: StepResult, now: Instant) {
+    let until = step
+        .leading_until_ms
+        .map(crate::monotonic::instant_of_ms)
+        .filter(|&until| until > now);
+    state.last_error = step.last_error.map(|e| Error::from(e).to_string());
+    for event in step.events {
+        match event {
+            ElectorEvent::BecameLeader(lease) => {
+                if state.leading_until.is_none() && until.is_some() {
+                    state.leading_until = until;
+                    state.report(ElectionEvent::BecameLeader(lease));
+                }
+            }
+            ElectorEvent::StoppedLeading(reason) => state.stop_leading(reason),
+            ElectorEvent::LeaderChanged(seen) => state.report(ElectionEvent::LeaderChanged(seen)),
+        }
+    }
+    match (&step.role, until) {
+        (Role::Leader(lease), Some(until)) => {
+            if state.leading_until.is_none() {
+                // The watchdog ended this term, then a renew sent before
+                // the deadline was confirmed: a new term, said as one.
+                state.report(ElectionEvent::BecameLeader(lease.clone()));
+            }
+            state.leading_until = Some(until);
+        }
+        // The step returned after its own deadline (or not as leader).
+        _ => state.stop_leading(StopReason::RenewDeadline),
+    }
+    state.role = match step.role {
+        Role::Leader(_) if state.leading_until.is_none() => Role::Candidate,
+        role => role,
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::Receiver;
+
+    fn lease(token: u64) -> Lease {
+        Lease {
+            key: "k".into(),
+            token,
+            holder_id: "me".into(),
+            etag: "\"e\"".into(),
+            expires_at_ms: 0,
+            acquired_at_ms: 0,
+            ttl_ms: 10_000,
+            metadata: String::new(),
+            seal: "v1.".into(),
+        }
+    }
+
+    fn state() -> (State, Receiver<ElectionEvent>) {
+        // The clock's origin is set on first use: before any `now` here.
+        crate::monotonic::instant_of_ms(0);
+        let (tx, rx) = channel();
+        let state = State {
+            role: Role::Candidate,
+            leading_until: None,
+            last_error: None,
+            stop: None,
+            events: tx,
+        };
+        (state, rx)
+    }
+
+    /// A step result whose leadership ends at `until`, on the component's
+    /// clock as the host maps it.
+    fn step(role: Role, events: Vec<ElectorEvent>, until: Option<Instant>) -> StepResult {
+        let origin = crate::monotonic::instant_of_ms(0);
+        StepResult {
+            role,
+            events,
+            next_step_in_ms: 100,
+            leading_until_ms: until.map(|u| u.duration_since(origin).as_millis() as u64),
+            last_error: None,
+        }
+    }
+
+    fn drain(rx: &Receiver<ElectionEvent>) -> Vec<ElectionEvent> {
+        rx.try_iter().collect()
+    }
+
+    #[test]
+    fn leadership_is_reported_until_its_deadline_and_ended_once() {
+        let (mut s, rx) = state();
+        let now = Instant::now();
+        let until = now + Duration::from_secs(5);
+        let won = step(
+            Role::Leader(lease(1)),
+            vec![ElectorEvent::BecameLeader(lease(1))],
+            Some(until),
+        );
+        apply(&mut s, won, now);
+        assert_eq!(drain(&rx), vec![ElectionEvent::BecameLeader(lease(1))]);
+        assert!(s.check_deadline(now));
+        // The watchdog, at the deadline, while the next step is blocked.
+        assert!(!s.check_deadline(until + Duration::from_millis(1)));
+        assert_eq!(
+            drain(&rx),
+            vec![ElectionEvent::StoppedLeading(StopReason::RenewDeadline)]
+        );
+        assert_eq!(s.role, Role::Candidate);
+        // The blocked step returns: the component steps down too; not said twice.
+        let late = step(
+            Role::Candidate,
+            vec![ElectorEvent::StoppedLeading(StopReason::RenewDeadline)],
+            None,
+        );
+        apply(&mut s, late, until + Duration::from_secs(20));
+        assert_eq!(drain(&rx), vec![]);
+    }
+
+    #[test]
+    fn a_step_that_returns_after_its_own_deadline_is_not_leadership() {
+        let (mut s, rx) = state();
+        let now = Instant::now();
+        let won = step(
+            Role::Leader(lease(1)),
+            vec![ElectorEvent::BecameLeader(lease(1))],
+            Some(now),
+        );
+        apply(&mut s, won, now + Duration::from_millis(1));
+        assert_eq!(drain(&rx), vec![]);
+        assert_eq!(s.role, Role::Candidate);
+        assert_eq!(s.leading_until, None);
+    }
+
+    #[test]
+    fn a_renew_confirmed_after_the_watchdog_fired_is_a_new_term() {
+        let (mut s, rx) = state();
+        let now = Instant::now();
+        let first = now + Duration::from_millis(50);
+        let won = step(
+            Role::Leader(lease(1)),
+            vec![ElectorEvent::BecameLeader(lease(1))],
+            Some(first),
+        );
+        apply(&mut s, won, now);
+        s.check_deadline(first + Duration::from_millis(1));
+        let renewed = step(
+            Role::Leader(lease(1)),
+            vec![],
+            Some(now + Duration::from_secs(9)),
+        );
+        apply(&mut s, renewed, first + Duration::from_millis(2));
+        assert_eq!(
+            drain(&rx),
+            vec![
+                ElectionEvent::BecameLeader(lease(1)),
+                ElectionEvent::StoppedLeading(StopReason::RenewDeadline),
+                ElectionEvent::BecameLeader(lease(1)),
+            ]
+        );
+        assert!(matches!(s.role, Role::Leader(_)));
     }
 }

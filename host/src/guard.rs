@@ -101,19 +101,21 @@ impl LeaseGuard {
         })
     }
 
-    /// Blocks until the lock is lost or `timeout` passes.
+    /// Blocks until the lock is lost or `timeout` passes. The lock is lost
+    /// at its safe margin even while a renew is still under way.
     pub fn wait_lost(&self, timeout: Duration) -> Option<LostReason> {
         let until = Instant::now() + timeout;
         let mut state = self.shared.lock();
         while state.lost.is_none() {
             let now = Instant::now();
-            if now >= until {
+            let stop = until.min(state.valid_until);
+            if now >= stop {
                 break;
             }
             state = self
                 .shared
                 .changed
-                .wait_timeout(state, until - now)
+                .wait_timeout(state, stop - now)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
@@ -194,6 +196,14 @@ fn renew_until_stopped(client: Client, shared: Arc<Shared>, ttl: Duration) {
         let result = client.renew(&lease);
         let mut state = shared.lock();
         match result {
+            // Too late: the guard stopped claiming the lock at its margin,
+            // and a reply after that does not bring it back (the renewed
+            // lease lapses unused).
+            Ok(_) if Instant::now() >= state.valid_until => {
+                state.lost = Some(LostReason::Expired(
+                    "the renew's reply came after the lease's safe margin".into(),
+                ));
+            }
             Ok(renewed) => {
                 state.lease = renewed;
                 state.valid_until = sent + ttl - margin;

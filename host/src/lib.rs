@@ -28,6 +28,7 @@ mod elector;
 mod error;
 mod guard;
 pub mod http;
+pub mod monotonic;
 pub mod raw;
 mod runtime;
 mod source;

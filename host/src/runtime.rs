@@ -158,6 +158,7 @@ impl Runtime {
     /// A store of its own, with WASI and wasi:http.
     pub fn store(&self, options: InstanceOptions) -> Store<State> {
         let mut wasi = WasiCtx::builder();
+        wasi.monotonic_clock(crate::monotonic::ProcessMonotonicClock);
         if let Some(clock) = options.wall_clock {
             wasi.wall_clock(SharedClock(clock));
         }
