@@ -131,7 +131,7 @@ struct Hold {
     /// The lease's time to live; renewed every ttl/6 while held.
     #[arg(long, default_value = "30s", value_parser = duration::parse)]
     ttl: Duration,
-    /// Who holds it, as `status` shows (default: HOSTNAME/PID).
+    /// Who holds it, as `status` shows (default: HOSTNAME/PID/RANDOM, unique).
     #[arg(long)]
     holder: Option<String>,
     /// Free text stored with the lock (an address, a version).
@@ -146,9 +146,11 @@ struct RunArgs {
     /// Give up after this long (exit 75); default: wait as long as it takes.
     #[arg(long, value_parser = duration::parse)]
     wait: Option<Duration>,
-    /// After SIGTERM on loss, SIGKILL the command this much later.
-    #[arg(long, default_value = "10s", value_parser = duration::parse)]
-    kill_after: Duration,
+    /// After SIGTERM on loss, SIGKILL the command this much later
+    /// (default: 10s or ttl/4, whichever is shorter, so the command is
+    /// gone before its lease can run out).
+    #[arg(long, value_parser = duration::parse)]
+    kill_after: Option<Duration>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
@@ -164,8 +166,10 @@ struct ElectArgs {
     /// With --watch: how often to read the lock.
     #[arg(long, default_value = "1s", value_parser = duration::parse)]
     every: Duration,
-    #[arg(long, default_value = "10s", value_parser = duration::parse)]
-    kill_after: Duration,
+    /// After SIGTERM on loss, SIGKILL the command this much later
+    /// (default: 10s or ttl/4, whichever is shorter).
+    #[arg(long, value_parser = duration::parse)]
+    kill_after: Option<Duration>,
     #[arg(last = true, required_unless_present = "watch", value_name = "CMD")]
     command: Vec<String>,
 }
@@ -291,7 +295,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
 /// What differs between `run` and `elect -- CMD`.
 struct Holding {
     command: Vec<String>,
-    kill_after: Duration,
+    kill_after: Option<Duration>,
     wait: Option<Duration>,
     mode: Mode,
 }
@@ -306,11 +310,23 @@ fn hold_while_running(
     quiet: bool,
 ) -> Result<i32, Failure> {
     let elector = client.elect(&elector_config(hold)?)?;
+    // Leadership ends at ttl/2 without a renew; the lease lives the other
+    // half. A command still running past that may overlap the next holder's.
+    let kill_after = how
+        .kill_after
+        .unwrap_or_else(|| (hold.ttl / 4).min(Duration::from_secs(10)));
+    if kill_after >= hold.ttl / 2 && !quiet {
+        eprintln!(
+            "s3-lease: warning: --kill-after {} is not below half the ttl ({}): a command that ignores SIGTERM may still run when the next holder starts",
+            duration::show(kill_after),
+            duration::show(hold.ttl / 2)
+        );
+    }
     let supervision = Supervision {
         key: hold.key.clone(),
         command: how.command,
         env: child_env(config),
-        kill_after: how.kill_after,
+        kill_after,
         wait: how.wait,
         retry_period: retry_period(hold.ttl),
         quiet,
@@ -400,7 +416,12 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// `HOSTNAME/PID`: who holds a lock, for people reading `status`.
+/// `HOSTNAME/PID/RANDOM`: who holds a lock, readable in `status`, and
+/// unique: two containers share a hostname and a PID easily (each process
+/// PID 2 under its own init), and a holder id that finds its own live
+/// lease takes it over (a restarted holder reclaiming its lock). So the
+/// default adds 64 random bits; an id given with --holder is the caller's
+/// promise that only one live process uses it.
 fn default_holder() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
@@ -408,5 +429,25 @@ fn default_holder() -> String {
         .filter(|h| !h.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_else(|| "localhost".into());
-    format!("{host}/{}", std::process::id())
+    format!("{host}/{}/{}", std::process::id(), random_hex())
+}
+
+/// 16 hex digits from the OS's random source; the clock and a fresh
+/// `RandomState` (itself OS-seeded) if that source fails.
+fn random_hex() -> String {
+    let mut bytes = [0u8; 8];
+    let random = match getrandom::getrandom(&mut bytes) {
+        Ok(()) => u64::from_le_bytes(bytes),
+        Err(_) => {
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos()),
+            );
+            h.finish()
+        }
+    };
+    format!("{random:016x}")
 }

@@ -1,11 +1,14 @@
 //! `run` and `elect`: hold the lock (through the elector, which renews it)
 //! while a command runs, and stop the command when the lock is lost.
 //!
-//! The order on loss is the point: the elector steps down at its renew
-//! deadline, half the ttl after its last successful renew was sent, so the
-//! command gets SIGTERM (and SIGKILL `--kill-after` later) while the lease
-//! still has the other half of its ttl to run, before anyone else can be
-//! granted the key. Whatever a command that outlives that writes is still
+//! The order on loss is the point: leadership ends at the renew deadline,
+//! half the ttl after the last successful renew was sent, so the command
+//! gets SIGTERM (and SIGKILL `--kill-after` later) while the lease still
+//! has the other half of its ttl to run, before anyone else can be granted
+//! the key. The deadline is judged on this process's monotonic clock by the
+//! host elector's watchdog (`Elector::leading_until`), never by whether a
+//! step has returned: a renew that hangs on a silent network cannot keep
+//! the command running past it. Whatever a command that outlives that writes is still
 //! refused by fenced writes: its token is lower than the next holder's.
 
 use crate::duration::show;
@@ -95,6 +98,15 @@ pub fn supervise(elector: Elector, s: Supervision) -> Result<i32, Failure> {
                 }
             },
         };
+        // Leadership may have ended between the win and now (a stalled
+        // process): never start the command outside it.
+        if elector.as_ref().and_then(Elector::leading_until).is_none() {
+            s.say(format!(
+                "leadership of {} ended before the command could start; campaigning again",
+                s.key
+            ));
+            continue;
+        }
         s.say(format!(
             "acquired {} with fencing token {} (holder {})",
             s.key, lease.token, lease.holder_id
@@ -265,6 +277,11 @@ fn watch(child: &mut Child, elector: &mut Option<Elector>, s: &Supervision) -> T
             signals::send(child.id(), signal);
             forwarded = Some(signal);
         }
+        // Read before the events: once leadership has ended, the event
+        // that says why is already queued.
+        let ended = elector
+            .as_ref()
+            .is_some_and(|e| e.leading_until().is_none_or(|until| Instant::now() >= until));
         let event = match elector.as_ref().map(|e| e.events().try_recv()) {
             Some(Ok(event)) => Some(event),
             Some(Err(TryRecvError::Disconnected)) if lost.is_none() => {
@@ -279,6 +296,12 @@ fn watch(child: &mut Child, elector: &mut Option<Elector>, s: &Supervision) -> T
             }
             Some(ElectionEvent::Failed(why)) if lost.is_none() => {
                 lost = Some((why, Instant::now()))
+            }
+            _ if ended && lost.is_none() => {
+                lost = Some((
+                    stop_reason(StopReason::RenewDeadline).into(),
+                    Instant::now(),
+                ))
             }
             _ => {}
         }
