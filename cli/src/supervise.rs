@@ -316,10 +316,10 @@ fn watch(child: &mut Child, elector: &mut Option<Elector>, s: &Supervision) -> T
                 ));
                 signals::send(child.id(), libc::SIGTERM);
                 forwarded = Some(libc::SIGTERM);
-                if s.mode == Mode::Once {
-                    // Stop campaigning: `run` is over once the command ends.
-                    resign(elector);
-                }
+                // No release here, even for `run`: a release that landed
+                // now would let the next holder start while this command
+                // is still stopping. The elector is resigned once the
+                // command has exited (when `supervise` drops it).
             }
             if !killed && at.elapsed() >= s.kill_after {
                 s.say("the command outlived --kill-after: SIGKILL");

@@ -15,6 +15,7 @@
 
 pub mod admin;
 pub mod bindings;
+pub mod fault_proxy;
 pub mod hooks;
 pub mod instance;
 pub mod s3s_fs;

@@ -117,7 +117,12 @@ impl PooledHttp {
             // connection can send them again.
             let body = body.collect().await?.to_bytes();
             let request = http::Request::from_parts(parts, Full::new(body));
-            let headers_within = timeout(|o| o.connect_timeout) + timeout(|o| o.first_byte_timeout);
+            // The whole exchange up to the reply's headers within the larger
+            // of the two, not their sum: the component sets each to what it
+            // can wait in all (an elector's leader, the time left to its
+            // renew deadline), and a pooled connection rarely connects.
+            let headers_within =
+                timeout(|o| o.connect_timeout).max(timeout(|o| o.first_byte_timeout));
             let response = match tokio::time::timeout(headers_within, client.request(request)).await
             {
                 Ok(result) => result.map_err(from_client_error)?,

@@ -10,6 +10,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_s3-lease");
 
+/// The binary under test: this build's, or `S3LEASE_CLI_BIN` (how the fault
+/// tests were run against an older build, to measure what they fix).
+pub fn bin() -> PathBuf {
+    std::env::var_os("S3LEASE_CLI_BIN").map_or_else(|| BIN.into(), PathBuf::from)
+}
+
 /// One test's corner of the bucket, and a scratch directory.
 pub struct Scene {
     pub endpoint: Endpoint,
@@ -50,7 +56,7 @@ impl Scene {
     /// `s3-lease ARGS` with the scene's S3 settings and nothing else from
     /// our environment that could change its behaviour.
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
+        let mut c = Command::new(bin());
         // Commands under `run` call `s3-lease` by name, as users' scripts do.
         let bin_dir = std::path::Path::new(BIN).parent().unwrap();
         let path = std::env::var_os("PATH").unwrap_or_default();

@@ -21,6 +21,7 @@ mod preflight;
 mod request_counts;
 mod rng;
 mod s3s_fs;
+mod silent_network;
 
 use host_test::bindings::{Error as LeaseError, Lease, Options};
 use host_test::server::{self, Endpoint};
