@@ -10,13 +10,20 @@
 //! `--fault-rate F` (per request, default 0.05), `--verbose` (print the
 //! process-level plan as it is applied), `--break holder-clock` (every key
 //! on the holder clock under skewed clocks, overlaps counted: the soak
-//! must fail).
+//! must fail), `--no-watchdog` (members believe the last step they got
+//! back instead of the host elector's `leading_until`, as a caller without
+//! a watchdog: the soak must fail).
 
 use anyhow::{bail, Context, Result};
 use host_test::instance::component_path;
 use host_test::soak::{self, Break, SoakConfig};
 use host_test::{server, Harness};
 use std::time::Duration;
+
+const HELP: &str = "soak [--minutes M | --seconds S] [--instances N] [--keys K] [--seed S] [--fault-rate F] [--verbose] [--break holder-clock] [--no-watchdog]
+  defaults: 60 s, 8 processes, 4 keys, seed S3LEASE_SEED or the clock, fault rate 0.05
+  --break holder-clock: every key on the holder clock under skew (must fail)
+  --no-watchdog: members believe the last step, ignoring leading-until (must fail)";
 
 fn parse_args() -> Result<SoakConfig> {
     let mut config = SoakConfig::new(Duration::from_secs(60), 8, 4, seed_from_env()?);
@@ -31,6 +38,11 @@ fn parse_args() -> Result<SoakConfig> {
             "--seed" => config.seed = value(&arg)?.parse()?,
             "--fault-rate" => config.request_fault_rate = value(&arg)?.parse()?,
             "--verbose" => config.verbose = true,
+            "--no-watchdog" => config.no_watchdog = true,
+            "--help" | "-h" => {
+                println!("{HELP}");
+                std::process::exit(0);
+            }
             "--break" => match value(&arg)?.as_str() {
                 "holder-clock" => config.broken = Some(Break::HolderClock),
                 other => bail!("--break takes holder-clock, not {other:?}"),

@@ -4,24 +4,25 @@
 
 use std::time::Instant;
 
-/// A `became-leader` as its instance saw it.
+/// A grant as its member first saw it leading with the token.
 #[derive(Debug, Clone)]
 pub struct Grant {
     pub key: usize,
     pub process: usize,
     pub generation: u32,
     pub token: u64,
-    /// The step that reported it: it was granted between these.
+    /// It was granted between these: no earlier than the start of the step
+    /// that granted it (its `leading-until` less the renew deadline), no
+    /// later than the member first saw it.
     pub step_start: Instant,
     pub step_end: Instant,
 }
 
-/// A span in which one instance believed it led one key with one token:
-/// from the end of the step that reported `became-leader` to the first of
-/// the start of the step that no longer reported it leader, its renew
-/// deadline (counted from the first request of the last step that granted
-/// or renewed the lease: the elector counts from that step's start, which
-/// is no later), its crash, or the end of the run.
+/// A span in which one member believed it led one key with one token, as
+/// the host elector reported it: from the first observation that it led
+/// to the first of the last `leading-until` it observed (the product's
+/// promise), the observation that it stopped leading, its process's
+/// crash, or the end of the run.
 #[derive(Debug, Clone)]
 pub struct Term {
     pub key: usize,
@@ -106,14 +107,15 @@ pub struct MemberRecord {
     pub terms: Vec<Term>,
     pub fenced: Vec<FencedOp>,
     pub leader_faults: Vec<LeaderFault>,
-    pub steps: u64,
+    /// Events the elector reported.
+    pub events: u64,
     pub requests: u64,
     /// Fenced writes not made because their object was full.
     pub writes_skipped: u64,
-    /// `last-error` of steps, by kind.
+    /// Errors the elector reported (`last_error`, sampled), by kind.
     pub step_errors: std::collections::BTreeMap<&'static str, u64>,
     /// Violations seen on the spot (a trap, an error that should not
-    /// happen, leader reported past its deadline).
+    /// happen, events out of order).
     pub violations: Vec<Violation>,
 }
 

@@ -1,56 +1,201 @@
-//! One member of the soak: one process's elector on one key, stepped by its
-//! own thread, writing the key's fenced object while it leads, and living
-//! through what the plan does to its process (crash, pause, clock steps).
+//! One member of the soak: one process's campaign for one key, run by the
+//! product's host [`Elector`] over a [`Client`] of its own (built with the
+//! test hooks, so the soak's request faults apply, and with a wall clock
+//! that follows the process's skew); the member's thread watches it, writes
+//! the key's fenced object while it leads, and lives through what the plan
+//! does to its process (crash, pause, clock steps).
 //!
-//! It records what it believed and what its calls returned. Belief is the
-//! elector's contract, seen from the host: a member believes it leads from
-//! the end of the step that reported `became-leader` until the first of the
-//! start of the step that no longer reports it, its renew deadline, its
-//! crash, or the end of the run. The deadline counts from when the step
-//! that granted or renewed the lease sent its first request: the elector
-//! counts from when that step began, which is no later, so the recorded
-//! belief never ends before the real one.
+//! Belief is what the product reports, nothing of the soak's own: the
+//! member leads while `Elector::leading_until()` is `Some(until)` with
+//! `until` ahead, sampled every [`TICK`]. A term is recorded from the first
+//! observation that it leads to the first of: the last `leading_until` it
+//! observed (the product's promise: a caller may act as leader until then
+//! without looking again), the observation that it stopped (a sample, or a
+//! `StoppedLeading` event), its process's crash, or the end of the run.
+//!
+//! With `--no-watchdog` the elector is [`Unwatched`] instead: a caller that
+//! believes the last step it got back, ignoring the deadline; its belief
+//! has no promised end, so it lasts until a step says otherwise.
 
 use super::history::{FencedOp, FencedOutcome, Grant, LeaderFault, MemberRecord, Term, Violation};
 use super::process::Process;
-use super::schedule::{instance_seed, FirstRequest, RequestFaults};
+use super::schedule::{instance_seed, RequestFaults};
+use super::unwatched::Unwatched;
 use super::{key_name, Shared, NOBODY, RENEW_DEADLINE_MS, RETRY_MS, WRITE_EVERY_MS};
-use crate::bindings::{
-    ElectorConfig, ElectorEvent, Error as LeaseError, FencedWrite, Lease, Role, StepResult,
-};
-use crate::Instance;
+use crate::bindings::{ElectorConfig, Error as LeaseError, FencedWrite, Lease};
+use crate::hooks::Hooks;
+use crate::instance::SkewedClock;
 use s3_lease::testing::rng::Rng;
+use s3_lease_host::raw::RawInstance;
+use s3_lease_host::{Client, ElectionEvent, Elector};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use wasmtime::component::ResourceAny;
 
-/// The longest a member sleeps before it looks at its process again.
+/// How often a member looks at its elector.
+const TICK: Duration = Duration::from_millis(5);
+/// The longest a member with no elector sleeps before it looks again.
 const POLL: Duration = Duration::from_millis(50);
-/// A step may report `leader` this long past the recorded deadline before
-/// it counts as a violation: the host's clock is read after the call
-/// returns, and with dozens of threads on two cores a thread can be
-/// descheduled for tens of milliseconds in between.
-const DEADLINE_TOLERANCE: Duration = Duration::from_millis(100);
 /// The share of leaders' writes that are fenced deletes (tombstones).
 const DELETE_CHANCE: f64 = 0.03;
 /// The chance that a leader, back from a pause past its lease, writes with
-/// its old lease before it steps (the case fencing exists for).
+/// its old lease before it looks at its elector (the case fencing exists for).
 const ZOMBIE_CHANCE: f64 = 0.5;
+/// "Leads until further notice": the promise of a caller without a watchdog.
+const UNTIL_TOLD: Duration = Duration::from_secs(24 * 3600);
+
+/// What the member knows it leads with, from one look at its elector.
+struct Leading {
+    lease: Lease,
+    /// Leadership ends at this instant unless renewed first.
+    until: Instant,
+    /// No later than the grant of `lease.token`.
+    granted_after: Instant,
+}
+
+/// The campaign of one process for the member's key.
+enum Campaign {
+    Product(Elector),
+    Unwatched(Unwatched),
+}
+
+impl Campaign {
+    fn leading(&self) -> Option<Leading> {
+        match self {
+            Campaign::Product(e) => {
+                let until = e.leading_until()?;
+                let lease = e.leader_lease()?;
+                Some(Leading {
+                    lease,
+                    until,
+                    // `leading-until-ms` is when the step that granted or
+                    // last renewed began, plus the renew deadline: when the
+                    // lease is first seen, its grant's step (or, if the
+                    // member overslept a renew, a later one: the grant is
+                    // no later than that renew's start either way when
+                    // nothing else went wrong).
+                    granted_after: until
+                        .checked_sub(Duration::from_millis(RENEW_DEADLINE_MS))
+                        .unwrap_or(until),
+                })
+            }
+            Campaign::Unwatched(u) => {
+                let (lease, since) = u.leading()?;
+                Some(Leading {
+                    lease,
+                    until: Instant::now() + UNTIL_TOLD,
+                    granted_after: since,
+                })
+            }
+        }
+    }
+
+    fn next_event(&self) -> Option<ElectionEvent> {
+        match self {
+            Campaign::Product(e) => e.events().try_recv().ok(),
+            Campaign::Unwatched(u) => u.events().try_recv().ok(),
+        }
+    }
+
+    fn last_error(&self) -> Option<String> {
+        match self {
+            Campaign::Product(e) => e.last_error(),
+            Campaign::Unwatched(u) => u.last_error(),
+        }
+    }
+
+    /// Stops without resigning; may wait for a step under way.
+    fn abandon(self) {
+        match self {
+            Campaign::Product(e) => e.abandon(),
+            Campaign::Unwatched(u) => u.abandon(),
+        }
+    }
+}
+
+/// The process's fenced calls: on the elector's client (calls take turns
+/// with its steps, as in a program that shares one client).
+#[derive(Clone)]
+enum Calls {
+    Client(Client),
+    Raw(Arc<Mutex<RawInstance>>),
+}
+
+/// `Err`: a trap. `Ok(None)`: deleted.
+type CallResult = Result<Result<Option<FencedWrite>, LeaseError>, String>;
+
+impl Calls {
+    fn fenced(&self, lease: &Lease, object: &str, body: Option<&[u8]>) -> CallResult {
+        match self {
+            Calls::Client(c) => {
+                let result = match body {
+                    Some(body) => c
+                        .fenced_put(lease, object, body, "application/json")
+                        .map(Some),
+                    None => c.fenced_delete(lease, object).map(|()| None),
+                };
+                match result {
+                    Ok(w) => Ok(Ok(w)),
+                    Err(s3_lease_host::Error::Lease(e)) => Ok(Err(*e)),
+                    Err(other) => Err(other.to_string()),
+                }
+            }
+            Calls::Raw(raw) => {
+                let mut raw = raw.lock().unwrap_or_else(|p| p.into_inner());
+                let result = match body {
+                    Some(body) => match raw.fenced_put(lease, object, body, "application/json") {
+                        Ok(Ok(w)) => Ok(Ok(Some(w))),
+                        Ok(Err(e)) => Ok(Err(e)),
+                        Err(trap) => Err(trap),
+                    },
+                    None => match raw.fenced_delete(lease, object) {
+                        Ok(Ok(())) => Ok(Ok(None)),
+                        Ok(Err(e)) => Ok(Err(e)),
+                        Err(trap) => Err(trap),
+                    },
+                };
+                result.map_err(|trap| format!("{trap:#}"))
+            }
+        }
+    }
+}
+
+/// One generation of the process, as far as this key goes.
+struct Life {
+    campaign: Campaign,
+    calls: Calls,
+    hooks: Hooks,
+}
 
 struct OpenTerm {
     token: u64,
     lease: Lease,
     start: Instant,
-    /// An upper bound on when the last successful grant or renew was sent.
-    renewed_from: Instant,
+    /// The latest `leading_until` observed: belief never runs past it.
+    promised: Instant,
+    /// Its `BecameLeader` has been read from the events, so the next
+    /// `StoppedLeading` there ends it.
+    announced: bool,
 }
 
-impl OpenTerm {
-    fn deadline(&self) -> Instant {
-        self.renewed_from + Duration::from_millis(RENEW_DEADLINE_MS)
-    }
+/// A fenced call made on a thread of its own, so the member keeps watching
+/// its elector while the call waits for the client (a step holds it).
+struct WriteJob {
+    calls: Calls,
+    process: Arc<Process>,
+    p: usize,
+    k: usize,
+    generation: u32,
+    lease: Lease,
+    object: String,
+    value: u64,
+    body: String,
+    delete: bool,
+    zombie: bool,
 }
+
+type WriteDone = (FencedOp, Vec<Violation>);
 
 pub struct Member<'a> {
     shared: &'a Shared<'a>,
@@ -58,44 +203,49 @@ pub struct Member<'a> {
     p: usize,
     k: usize,
     generation: u32,
-    instance: Option<Instance>,
-    elector: Option<ResourceAny>,
-    first: FirstRequest,
+    life: Option<Life>,
     rng: Rng,
     term: Option<OpenTerm>,
+    /// The last token recorded as a grant in this generation.
+    granted: Option<u64>,
+    /// What the events read so far say: the token led, or none.
+    event_leading: Option<u64>,
+    event_token: u64,
+    last_error: Option<String>,
     pause_seen: u64,
-    next_step: Instant,
     next_write: Instant,
+    /// The write under way while leading (at most one).
+    writing: Option<JoinHandle<WriteDone>>,
+    /// Other writes (zombies), and writes of dead generations.
+    background: Vec<JoinHandle<WriteDone>>,
+    /// Electors being abandoned.
+    abandoning: Vec<JoinHandle<()>>,
     record: MemberRecord,
 }
 
-fn describe(r: &StepResult) -> String {
-    let role = match &r.role {
-        Role::Leader(l) => format!("leader(t{})", l.token),
-        Role::Follower(Some(s)) => format!("follower(of t{} live={})", s.token, s.live),
-        Role::Follower(None) => "follower(?)".into(),
-        Role::Candidate => "candidate".into(),
-    };
-    let events: Vec<String> = r
-        .events
-        .iter()
-        .map(|e| match e {
-            ElectorEvent::BecameLeader(l) => format!("became-leader(t{})", l.token),
-            ElectorEvent::StoppedLeading(s) => format!("stopped-leading({s:?})"),
-            ElectorEvent::LeaderChanged(Some(s)) => format!("leader-changed(t{})", s.token),
-            ElectorEvent::LeaderChanged(None) => "leader-changed(none)".into(),
-        })
-        .collect();
-    let error = r
-        .last_error
-        .as_ref()
-        .map(|e| format!(" error {}", e.kind()))
-        .unwrap_or_default();
-    format!("{role} [{}]{error}", events.join(", "))
+fn violation(p: usize, generation: u32, k: usize, invariant: &'static str, d: String) -> Violation {
+    Violation {
+        invariant,
+        detail: format!("process {p} gen {generation} {}: {d}", key_name(k)),
+    }
+}
+
+/// The kind of an error an elector reported, by its message (the host
+/// elector reports it as text); `None` for one no injected fault explains.
+fn error_kind(message: &str) -> Option<&'static str> {
+    [
+        ("the request did not complete", "transport"),
+        ("the store kept answering 409", "conflict"),
+        ("S3 error:", "s3"),
+        ("gave up on", "timeout"),
+    ]
+    .into_iter()
+    .find(|(prefix, _)| message.starts_with(prefix))
+    .map(|(_, kind)| kind)
 }
 
 impl<'a> Member<'a> {
-    /// Creates the member's first instance, then waits for every other.
+    /// Starts the member's first process, then waits for every other.
     pub fn start(
         shared: &'a Shared<'a>,
         process: Arc<Process>,
@@ -110,60 +260,56 @@ impl<'a> Member<'a> {
             p,
             k,
             generation,
-            instance: None,
-            elector: None,
-            first: FirstRequest::default(),
+            life: None,
             rng: Rng::new(instance_seed(shared.config.seed, p, k, generation) ^ 0x5eed),
             term: None,
+            granted: None,
+            event_leading: None,
+            event_token: 0,
+            last_error: None,
             pause_seen: 0,
-            next_step: shared.t0,
             next_write: shared.t0,
+            writing: None,
+            background: Vec::new(),
+            abandoning: Vec::new(),
             record: MemberRecord::default(),
         };
-        m.spawn_instance();
+        m.spawn_life();
         barrier.wait();
         m
     }
 
     fn violation(&mut self, invariant: &'static str, detail: String) {
-        self.record.violations.push(Violation {
-            invariant,
-            detail: format!(
-                "process {} gen {} {}: {detail}",
-                self.p,
-                self.generation,
-                key_name(self.k)
-            ),
-        });
+        let v = violation(self.p, self.generation, self.k, invariant, detail);
+        self.record.violations.push(v);
     }
 
-    /// A fresh process's instance: new store, client, elector and holder id.
-    fn spawn_instance(&mut self) {
+    /// A fresh process: new client, elector and holder id.
+    fn spawn_life(&mut self) {
         self.generation = self.process.generation();
         self.pause_seen = self.process.latest_pause().map_or(0, |(n, _)| n);
         self.rng = Rng::new(
             instance_seed(self.shared.config.seed, self.p, self.k, self.generation) ^ 0x5eed,
         );
-        let made = self.shared.harness.instance().map_err(|e| format!("{e:#}"));
-        let mut instance = match made {
-            Ok(i) => i,
-            Err(e) => return self.violation("setup", format!("instantiate: {e}")),
-        };
-        instance.hooks.set_policy(
+        self.granted = None;
+        self.event_leading = None;
+        self.event_token = 0;
+        self.last_error = None;
+        let harness = self.shared.harness;
+        let (mut options, hooks, _) = harness.test_options();
+        // The process's clock: a jump moves every instance of it at once.
+        options.wall_clock = Some(Arc::new(SkewedClock {
+            offset_ms: self.process.clock_offset_ms.clone(),
+        }));
+        hooks.set_policy(
             RequestFaults::new(
                 instance_seed(self.shared.config.seed, self.p, self.k, self.generation),
                 self.shared.config.request_fault_rate,
                 self.shared.counts.clone(),
                 self.process.clone(),
-                self.first.clone(),
             )
             .into_policy(),
         );
-        instance.skew_clock_ms(self.process.clock_offset_ms.load(Ordering::SeqCst));
-        match instance.open(&self.shared.client_configs[self.k]) {
-            Ok(Ok(())) => {}
-            other => return self.violation("setup", format!("open: {other:?}")),
-        }
         let config = ElectorConfig {
             key: key_name(self.k),
             lease_duration_ms: super::LEASE_MS,
@@ -173,14 +319,44 @@ impl<'a> Member<'a> {
             holder_id: None,
             metadata: Some(format!("process {} generation {}", self.p, self.generation)),
         };
-        match instance.elector(&config) {
-            Ok(Ok(e)) => self.elector = Some(e),
-            other => return self.violation("setup", format!("elector: {other:?}")),
+        let made = if self.shared.config.no_watchdog {
+            harness
+                .runtime()
+                .instantiate(options)
+                .map_err(|e| format!("instantiate: {e:#}"))
+                .and_then(
+                    |mut raw| match raw.open(&self.shared.client_configs[self.k]) {
+                        Ok(Ok(())) => Ok(raw),
+                        other => Err(format!("open: {other:?}")),
+                    },
+                )
+                .and_then(|raw| Unwatched::start(raw, &config))
+                .map(|u| {
+                    let calls = Calls::Raw(u.instance.clone());
+                    (Campaign::Unwatched(u), calls)
+                })
+        } else {
+            let host_config = &self.shared.host_configs[self.k];
+            Client::connect_with(harness.runtime(), host_config, options)
+                .map_err(|e| format!("connect: {e}"))
+                .and_then(|client| match client.elect(&config) {
+                    Ok(e) => Ok((Campaign::Product(e), Calls::Client(client))),
+                    Err(e) => Err(format!("elect: {e}")),
+                })
+        };
+        match made {
+            Ok((campaign, calls)) => {
+                self.life = Some(Life {
+                    campaign,
+                    calls,
+                    hooks,
+                })
+            }
+            Err(e) => self.violation("setup", e),
         }
-        self.instance = Some(instance);
     }
 
-    /// Steps and writes until the end of the run.
+    /// Watches and writes until the end of the run.
     pub fn run(mut self) -> MemberRecord {
         let t_end = self.shared.t_end;
         std::thread::sleep(self.shared.t0.saturating_duration_since(Instant::now()));
@@ -200,45 +376,132 @@ impl<'a> Member<'a> {
                     continue;
                 }
             }
-            if self.elector.is_none() {
+            self.reap_writes();
+            if self.life.is_none() {
                 std::thread::sleep(POLL.min(t_end - now));
                 continue;
             }
-            if now >= self.next_step {
-                self.step();
-                continue;
-            }
-            let leading = self.term.as_ref().is_some_and(|t| now < t.deadline());
-            if leading && now >= self.next_write {
+            self.observe();
+            let now = Instant::now();
+            if self.term.is_some() && self.writing.is_none() && now >= self.next_write {
                 if let Some(lease) = self.term.as_ref().map(|t| t.lease.clone()) {
                     self.write(lease, false);
                 }
-                continue;
             }
-            let mut wake = self.next_step.min(t_end);
-            if leading {
-                wake = wake.min(self.next_write);
-            }
-            std::thread::sleep(wake.saturating_duration_since(now).min(POLL));
+            std::thread::sleep(TICK.min(t_end.saturating_duration_since(now)));
         }
         self.close_term(t_end, "end of run");
-        // Stop stepping, as a process that exits without resigning.
-        self.instance = None;
+        // Exits without resigning.
+        self.end_life();
+        for handle in self
+            .writing
+            .take()
+            .into_iter()
+            .chain(self.background.drain(..))
+        {
+            Self::merge(&mut self.record, handle);
+        }
+        for handle in self.abandoning.drain(..) {
+            let _ = handle.join();
+        }
         self.record
     }
 
-    /// After a call that ended at `end`: true when the process had died
-    /// before, so nobody saw what the call returned.
-    fn died_during(&self, end: Instant) -> bool {
-        self.process.generation() != self.generation
-            && self.process.last_crash().is_none_or(|c| c.at <= end)
-    }
-
-    fn take_requests(&mut self) {
-        let Some(instance) = &self.instance else {
+    /// One look at the elector: its events in order, then whether it leads.
+    fn observe(&mut self) {
+        let Some(life) = self.life.as_ref() else {
             return;
         };
-        let taken = instance.hooks.take_requests();
+        let mut events = Vec::new();
+        while let Some(event) = life.campaign.next_event() {
+            events.push(event);
+        }
+        let error = life.campaign.last_error();
+        let sampled = life.campaign.leading();
+        let requests = life.hooks.take_requests();
+        let now = Instant::now();
+        self.count_requests(requests);
+        for event in events {
+            self.judge_event(event, now);
+        }
+        if error != self.last_error {
+            if let Some(e) = &error {
+                match error_kind(e) {
+                    Some(kind) => *self.record.step_errors.entry(kind).or_default() += 1,
+                    None => {
+                        let detail = format!("the elector failed unexpectedly: {e}");
+                        self.violation("no unexpected errors", detail);
+                    }
+                }
+            }
+            self.last_error = error;
+        }
+        let leading = sampled.filter(|l| l.until > now);
+        match (self.term.as_mut(), leading) {
+            (Some(t), Some(l)) if t.token == l.lease.token => {
+                t.promised = t.promised.max(l.until);
+                t.lease = l.lease;
+            }
+            (Some(_), leading) => {
+                let why = if leading.is_some() {
+                    "leads with another token"
+                } else {
+                    "no longer leads"
+                };
+                self.close_term(now, why);
+                if let Some(l) = leading {
+                    self.open_term(l, now);
+                }
+            }
+            (None, Some(l)) => self.open_term(l, now),
+            (None, None) => {}
+        }
+    }
+
+    /// Checks the events' order (leader only after `BecameLeader`, tokens
+    /// rising, `StoppedLeading` only while leading) and ends the term at a
+    /// `StoppedLeading` that follows its `BecameLeader`.
+    fn judge_event(&mut self, event: ElectionEvent, now: Instant) {
+        self.record.events += 1;
+        match event {
+            ElectionEvent::BecameLeader(lease) => {
+                if let Some(led) = self.event_leading {
+                    let detail =
+                        format!("became leader with t{} while leading t{led}", lease.token);
+                    self.violation("elector contract", detail);
+                }
+                if lease.token < self.event_token {
+                    let detail = format!(
+                        "became leader with t{} after t{}",
+                        lease.token, self.event_token
+                    );
+                    self.violation("elector contract", detail);
+                }
+                self.event_token = self.event_token.max(lease.token);
+                self.event_leading = Some(lease.token);
+                if let Some(t) = self.term.as_mut().filter(|t| t.token == lease.token) {
+                    t.announced = true;
+                }
+            }
+            ElectionEvent::StoppedLeading(reason) => {
+                if self.event_leading.take().is_none() {
+                    let detail = format!("stopped leading ({reason:?}) while not leading");
+                    self.violation("elector contract", detail);
+                }
+                if self.term.as_ref().is_some_and(|t| t.announced) {
+                    self.close_term(now, &format!("stopped leading ({reason:?})"));
+                }
+            }
+            ElectionEvent::LeaderChanged(_) => {}
+            ElectionEvent::Failed(message) => {
+                self.violation("nothing traps", format!("the elector failed: {message}"));
+                self.event_leading = None;
+                self.close_term(now, "the elector failed");
+            }
+        }
+    }
+
+    fn count_requests(&mut self, taken: Vec<crate::hooks::RequestRecord>) {
         self.record.requests += taken.len() as u64;
         if let Some(bad) = taken.iter().find(|r| !r.payload_hash_ok) {
             let detail = format!("payload hash mismatch on {bad:?}");
@@ -246,47 +509,42 @@ impl<'a> Member<'a> {
         }
     }
 
-    fn sync_clock(&self) {
-        if let Some(i) = &self.instance {
-            i.skew_clock_ms(self.process.clock_offset_ms.load(Ordering::SeqCst));
+    /// Believes from `now`, its first observation of `l`.
+    fn open_term(&mut self, l: Leading, now: Instant) {
+        let token = l.lease.token;
+        if self.granted != Some(token) {
+            self.granted = Some(token);
+            self.record.grants.push(Grant {
+                key: self.k,
+                process: self.p,
+                generation: self.generation,
+                token,
+                step_start: l.granted_after.min(now),
+                step_end: now,
+            });
         }
-    }
-
-    /// Believes from `start`, the end of the step (which began at
-    /// `step_start`) that reported the grant.
-    fn open_term(
-        &mut self,
-        lease: Lease,
-        step_start: Instant,
-        start: Instant,
-        renewed_from: Instant,
-    ) {
-        self.record.grants.push(Grant {
-            key: self.k,
-            process: self.p,
-            generation: self.generation,
-            token: lease.token,
-            step_start,
-            step_end: start,
-        });
         self.term = Some(OpenTerm {
-            token: lease.token,
-            lease,
-            start,
-            renewed_from,
+            token,
+            lease: l.lease,
+            start: now,
+            promised: l.until,
+            announced: self.event_leading == Some(token),
         });
         self.shared.leaders[self.k].store(self.p, Ordering::SeqCst);
-        self.next_write = start;
+        self.next_write = now;
     }
 
-    /// Ends the belief at `at`, or at its deadline if that came first.
-    fn close_term(&mut self, at: Instant, why: &str) -> Option<Instant> {
-        let t = self.term.take()?;
-        let end = at.min(t.deadline()).max(t.start);
-        let ended_by = if at <= t.deadline() {
+    /// Ends the belief at `at`, or at the last promised instant if that
+    /// came first.
+    fn close_term(&mut self, at: Instant, why: &str) {
+        let Some(t) = self.term.take() else {
+            return;
+        };
+        let end = at.min(t.promised).max(t.start);
+        let ended_by = if at <= t.promised {
             why.to_string()
         } else {
-            format!("renew deadline (then {why})")
+            format!("its leading-until (then {why})")
         };
         self.record.terms.push(Term {
             key: self.k,
@@ -303,15 +561,32 @@ impl<'a> Member<'a> {
             Ordering::SeqCst,
             Ordering::SeqCst,
         );
-        Some(end)
     }
 
-    /// The process died: its store is dropped without another call into
-    /// it (nothing released), and it restarts as a fresh process.
+    /// Drops the process's elector without resigning, on a thread of its
+    /// own: `abandon` waits for a step under way, and a dead process does
+    /// not wait for anything.
+    fn end_life(&mut self) {
+        let Some(life) = self.life.take() else {
+            return;
+        };
+        let taken = life.hooks.take_requests();
+        self.count_requests(taken);
+        let campaign = life.campaign;
+        self.abandoning
+            .push(std::thread::spawn(move || campaign.abandon()));
+        // Its write, if any, finishes (or not) in the background.
+        if let Some(w) = self.writing.take() {
+            self.background.push(w);
+        }
+    }
+
+    /// The process died: its elector stops without releasing anything,
+    /// and it restarts as a fresh process.
     fn crashed(&mut self) {
         let crash = self.process.last_crash();
         let at = crash.map_or_else(Instant::now, |c| c.at);
-        if self.term.as_ref().is_some_and(|t| at < t.deadline()) {
+        if self.term.as_ref().is_some_and(|t| at < t.promised) {
             self.record.leader_faults.push(LeaderFault {
                 key: self.k,
                 process: self.p,
@@ -320,9 +595,7 @@ impl<'a> Member<'a> {
             });
         }
         self.close_term(at, "crash");
-        self.take_requests();
-        self.elector = None;
-        self.instance = None;
+        self.end_life();
         let restart = crash.map_or_else(Instant::now, |c| c.restart_at);
         std::thread::sleep(
             restart
@@ -330,21 +603,28 @@ impl<'a> Member<'a> {
                 .saturating_duration_since(Instant::now()),
         );
         if Instant::now() < self.shared.t_end {
-            self.spawn_instance();
-            self.next_step = Instant::now();
+            self.spawn_life();
         } else {
             self.generation = self.process.generation();
         }
     }
 
-    /// The process stops for `ms`; a leader may then write with the lease
-    /// it held before, without stepping first.
+    /// The process stops for `ms`. What that models: the process's own
+    /// thread (this member) stops, and every request the process sends is
+    /// held by the request policy until the pause ends (so a renew under
+    /// way or due then waits too); the host elector's threads cannot be
+    /// frozen and run on, so its watchdog ends leadership on time, as a
+    /// real process's would at once on resuming (its monotonic clock ran
+    /// on). The member records nothing meanwhile: its term ends at the last
+    /// promise it saw. Back from the pause, a leader may write with the
+    /// lease it held before, without looking at its elector first: the
+    /// zombie write the fence must refuse once a successor has written.
     fn pause(&mut self, ms: u64) {
         let at = Instant::now();
         let held = self
             .term
             .as_ref()
-            .filter(|t| at < t.deadline())
+            .filter(|t| at < t.promised)
             .map(|t| t.lease.clone());
         if held.is_some() {
             self.record.leader_faults.push(LeaderFault {
@@ -364,123 +644,44 @@ impl<'a> Member<'a> {
                 self.write(lease, true);
             }
         }
-        self.next_step = Instant::now();
     }
 
-    fn step(&mut self) {
-        let (Some(elector), Some(instance)) = (self.elector, self.instance.as_mut()) else {
-            return;
-        };
-        self.first.reset();
-        instance.skew_clock_ms(self.process.clock_offset_ms.load(Ordering::SeqCst));
-        let start = Instant::now();
-        let result = instance.step(elector);
-        let end = Instant::now();
-        if self.died_during(end) {
-            return;
-        }
-        self.take_requests();
-        self.record.steps += 1;
-        let r = match result {
-            Ok(r) => r,
-            Err(trap) => {
-                self.violation("nothing traps", format!("step trapped: {trap:#}"));
-                self.close_term(start, "trap");
-                self.elector = None;
-                self.instance = None;
-                return;
-            }
-        };
-        self.next_step = end + Duration::from_millis(r.next_step_in_ms.min(RETRY_MS));
-        if let Some(e) = &r.last_error {
-            *self.record.step_errors.entry(e.kind()).or_default() += 1;
-            if !crate::hooks::is_fault_error(e) {
-                let detail = format!("step failed unexpectedly: {e:?}");
-                self.violation("no unexpected errors", detail);
+    /// Collects the writes that are done.
+    fn reap_writes(&mut self) {
+        if self.writing.as_ref().is_some_and(JoinHandle::is_finished) {
+            if let Some(handle) = self.writing.take() {
+                Self::merge(&mut self.record, handle);
             }
         }
-        let sent_by = self.first.get().unwrap_or(end).min(end);
-        self.judge_step(&r, start, end, sent_by);
+        let (done, running): (Vec<_>, Vec<_>) =
+            self.background.drain(..).partition(JoinHandle::is_finished);
+        self.background = running;
+        for handle in done {
+            Self::merge(&mut self.record, handle);
+        }
     }
 
-    /// Updates belief from one step's result, and checks the elector's
-    /// contract: leader only after `became-leader`, never past the deadline,
-    /// `stopped-leading` whenever it stops.
-    fn judge_step(&mut self, r: &StepResult, start: Instant, end: Instant, sent_by: Instant) {
-        let became = r.events.iter().find_map(|e| match e {
-            ElectorEvent::BecameLeader(l) => Some(l.token),
-            _ => None,
-        });
-        let stopped = r
-            .events
-            .iter()
-            .any(|e| matches!(e, ElectorEvent::StoppedLeading(_)));
-        let leading = match &r.role {
-            Role::Leader(l) => Some(l.clone()),
-            _ => None,
-        };
-        let open = self.term.as_ref().map(|t| (t.token, t.lease.clone()));
-        match (open, leading) {
-            (Some((token, lease)), Some(now)) if now.token == token && became.is_none() => {
-                if stopped {
-                    let detail = format!("stopped leading but still leads: {}", describe(r));
-                    self.violation("elector contract", detail);
-                }
-                if let Some(t) = self.term.as_mut() {
-                    if now != lease {
-                        // Renewed in this step.
-                        t.renewed_from = sent_by;
-                        t.lease = now;
-                    }
-                    if end > t.deadline() + DEADLINE_TOLERANCE {
-                        let late = end.saturating_duration_since(t.deadline()).as_millis();
-                        let detail = format!(
-                            "reports leader (t{token}) {late} ms past its renew deadline: {}",
-                            describe(r)
-                        );
-                        self.violation("elector contract", detail);
-                    }
-                }
+    fn merge(record: &mut MemberRecord, handle: JoinHandle<WriteDone>) {
+        match handle.join() {
+            Ok((op, violations)) => {
+                record.fenced.push(op);
+                record.violations.extend(violations);
             }
-            (Some((token, _)), Some(now)) => {
-                self.close_term(start, "re-elected within a step");
-                if now.token <= token || became != Some(now.token) || !stopped {
-                    let detail = format!("led with t{token}, then a step reports {}", describe(r));
-                    self.violation("elector contract", detail);
-                }
-                self.open_term(now, start, end, sent_by);
-            }
-            (Some((token, _)), None) => {
-                self.close_term(start, "stopped leading");
-                if !stopped {
-                    let detail = format!(
-                        "led with t{token}; no longer leader without stopped-leading: {}",
-                        describe(r)
-                    );
-                    self.violation("elector contract", detail);
-                }
-            }
-            (None, Some(now)) => {
-                if became != Some(now.token) {
-                    let detail = format!("leader without became-leader: {}", describe(r));
-                    self.violation("elector contract", detail);
-                }
-                self.open_term(now, start, end, sent_by);
-            }
-            (None, None) => {
-                if became.is_some() {
-                    let detail = format!("became leader and stopped in one step: {}", describe(r));
-                    self.violation("elector contract", detail);
-                }
-            }
+            Err(_) => record.violations.push(Violation {
+                invariant: "nothing traps",
+                detail: "a fenced write's thread panicked".into(),
+            }),
         }
     }
 
     /// One fenced write (or, rarely, delete) to the key's current object
-    /// with `lease`'s token inside the body.
+    /// with `lease`'s token inside the body, on a thread of its own.
     fn write(&mut self, lease: Lease, zombie: bool) {
         let now = Instant::now();
         self.next_write = now + Duration::from_millis(WRITE_EVERY_MS);
+        let Some(life) = self.life.as_ref() else {
+            return;
+        };
         let object = self.shared.object(self.k, now);
         if !self.shared.reserve(&object) {
             self.record.writes_skipped += 1;
@@ -488,82 +689,96 @@ impl<'a> Member<'a> {
         }
         let value = self.shared.next_value();
         let delete = !zombie && self.rng.chance(DELETE_CHANCE);
-        let body = super::history::body(self.p, self.generation, lease.token, value);
-        self.sync_clock();
-        let Some(instance) = self.instance.as_mut() else {
-            return;
-        };
-        let start = Instant::now();
-        // Ok(None): deleted.
-        let result: anyhow::Result<Result<Option<FencedWrite>, LeaseError>> = if delete {
-            match instance.fenced_delete(&lease, &object) {
-                Ok(Ok(())) => Ok(Ok(None)),
-                Ok(Err(e)) => Ok(Err(e)),
-                Err(trap) => Err(trap),
-            }
-        } else {
-            match instance.fenced_put(&lease, &object, body.as_bytes(), "application/json") {
-                Ok(Ok(w)) => Ok(Ok(Some(w))),
-                Ok(Err(e)) => Ok(Err(e)),
-                Err(trap) => Err(trap),
-            }
-        };
-        let end = Instant::now();
-        let died = self.died_during(end);
-        if !died {
-            self.take_requests();
-        }
-        let outcome = match result {
-            _ if died => FencedOutcome::Unknown("the process died during the call".into()),
-            Err(trap) => {
-                self.violation("nothing traps", format!("fenced call trapped: {trap:#}"));
-                self.close_term(start, "trap");
-                self.elector = None;
-                self.instance = None;
-                FencedOutcome::Unknown("trap".into())
-            }
-            Ok(Ok(Some(w))) => {
-                if w.token != lease.token || w.object_key != object {
-                    let detail = format!("wrote {object} with t{} and got {w:?}", lease.token);
-                    self.violation("fenced replies", detail);
-                }
-                FencedOutcome::Written {
-                    token: w.token,
-                    etag: w.etag,
-                    previous_token: w.previous_token,
-                }
-            }
-            Ok(Ok(None)) => FencedOutcome::Deleted,
-            Ok(Err(LeaseError::Fenced(f))) => {
-                if f.our_token != lease.token || f.object_key != object {
-                    let detail = format!("wrote {object} with t{} and got {f:?}", lease.token);
-                    self.violation("fenced replies", detail);
-                }
-                FencedOutcome::Fenced {
-                    our_token: f.our_token,
-                    stored_token: f.stored_token,
-                }
-            }
-            Ok(Err(e)) => {
-                if !crate::hooks::is_fault_error(&e) {
-                    let detail = format!("fenced call failed unexpectedly: {e:?}");
-                    self.violation("no unexpected errors", detail);
-                }
-                FencedOutcome::Unknown(e.kind().into())
-            }
-        };
-        self.record.fenced.push(FencedOp {
-            key: self.k,
-            object,
-            process: self.p,
+        let job = WriteJob {
+            calls: life.calls.clone(),
+            process: self.process.clone(),
+            p: self.p,
+            k: self.k,
             generation: self.generation,
-            token: lease.token,
+            body: super::history::body(self.p, self.generation, lease.token, value),
+            lease,
+            object,
             value,
             delete,
             zombie,
-            start,
-            end,
-            outcome,
-        });
+        };
+        let handle = std::thread::spawn(move || write(job));
+        if zombie {
+            self.background.push(handle);
+        } else {
+            self.writing = Some(handle);
+        }
     }
+}
+
+/// Makes one fenced call and judges its reply.
+fn write(job: WriteJob) -> WriteDone {
+    let mut violations = Vec::new();
+    let mut flag = |invariant, detail| {
+        violations.push(violation(job.p, job.generation, job.k, invariant, detail));
+    };
+    let body = (!job.delete).then_some(job.body.as_bytes());
+    let start = Instant::now();
+    let result = job.calls.fenced(&job.lease, &job.object, body);
+    let end = Instant::now();
+    // The process died before the call returned: nobody saw the reply.
+    let died = job.process.generation() != job.generation
+        && job.process.last_crash().is_none_or(|c| c.at <= end);
+    let (object, token) = (&job.object, job.lease.token);
+    let outcome = match result {
+        _ if died => FencedOutcome::Unknown("the process died during the call".into()),
+        Err(trap) => {
+            flag("nothing traps", format!("fenced call trapped: {trap}"));
+            FencedOutcome::Unknown("trap".into())
+        }
+        Ok(Ok(Some(w))) => {
+            if w.token != token || &w.object_key != object {
+                flag(
+                    "fenced replies",
+                    format!("wrote {object} with t{token} and got {w:?}"),
+                );
+            }
+            FencedOutcome::Written {
+                token: w.token,
+                etag: w.etag,
+                previous_token: w.previous_token,
+            }
+        }
+        Ok(Ok(None)) => FencedOutcome::Deleted,
+        Ok(Err(LeaseError::Fenced(f))) => {
+            if f.our_token != token || &f.object_key != object {
+                flag(
+                    "fenced replies",
+                    format!("wrote {object} with t{token} and got {f:?}"),
+                );
+            }
+            FencedOutcome::Fenced {
+                our_token: f.our_token,
+                stored_token: f.stored_token,
+            }
+        }
+        Ok(Err(e)) => {
+            if !crate::hooks::is_fault_error(&e) {
+                flag(
+                    "no unexpected errors",
+                    format!("fenced call failed unexpectedly: {e:?}"),
+                );
+            }
+            FencedOutcome::Unknown(e.kind().into())
+        }
+    };
+    let op = FencedOp {
+        key: job.k,
+        object: job.object,
+        process: job.p,
+        generation: job.generation,
+        token,
+        value: job.value,
+        delete: job.delete,
+        zombie: job.zombie,
+        start,
+        end,
+        outcome,
+    };
+    (op, violations)
 }

@@ -6,10 +6,12 @@
 //! past the lease, wall clocks skewed and stepping). The recorded history
 //! is then checked ([`checker`]) and summarised ([`report`]).
 //!
-//! A process is `keys` instances of the component (one client each, as
-//! the keys use different strategies and expiry clocks), each stepping one
-//! elector in its own thread ([`member`]); crashes, pauses and clock steps
-//! hit all of a process's instances at once ([`process`]).
+//! A process is `keys` clients of the product host (`s3_lease_host::Client`,
+//! one per key, as the keys use different strategies and expiry clocks),
+//! each running the product's host `Elector` for its key, watched by a
+//! member thread that believes what the elector reports ([`member`]);
+//! crashes, pauses and clock steps hit all of a process's clients at once
+//! ([`process`]).
 //!
 //! Only the plan replays from the seed (which requests fail how, which
 //! process is hit when and how): thread timing does not.
@@ -20,6 +22,7 @@ mod member;
 pub mod process;
 pub mod report;
 pub mod schedule;
+mod unwatched;
 
 use crate::bindings::{Config, ExpiryClock, Strategy};
 use crate::server::Endpoint;
@@ -68,6 +71,9 @@ pub struct SoakConfig {
     /// Print the process-level plan as it is applied.
     pub verbose: bool,
     pub broken: Option<Break>,
+    /// Members believe the last step they got back, with no watchdog (a
+    /// broken caller, for `--no-watchdog`): the soak must fail.
+    pub no_watchdog: bool,
 }
 
 impl SoakConfig {
@@ -80,6 +86,7 @@ impl SoakConfig {
             request_fault_rate: 0.05,
             verbose: false,
             broken: None,
+            no_watchdog: false,
         }
     }
 }
@@ -151,6 +158,8 @@ pub struct Shared<'a> {
     pub config: SoakConfig,
     /// Per key: the component config (strategy, clock, timeout).
     pub client_configs: Vec<Config>,
+    /// The same, as the host crate takes it.
+    pub host_configs: Vec<s3_lease_host::S3Config>,
     pub prefix: String,
     pub t0: Instant,
     pub t_end: Instant,
@@ -199,6 +208,24 @@ fn client_config(endpoint: &Endpoint, prefix: &str, profile: KeyProfile) -> Conf
     c
 }
 
+/// The host crate's config with the same contents as `c`.
+fn host_config(c: &Config) -> s3_lease_host::S3Config {
+    s3_lease_host::S3Config {
+        endpoint: c.endpoint.clone(),
+        region: c.region.clone(),
+        bucket: c.bucket.clone(),
+        addressing: c.addressing,
+        access_key_id: c.credentials.access_key_id.clone(),
+        secret_access_key: c.credentials.secret_access_key.clone(),
+        session_token: c.credentials.session_token.clone(),
+        key_prefix: c.key_prefix.clone(),
+        request_timeout_ms: c.request_timeout_ms,
+        strategy: c.strategy,
+        expiry_clock: c.expiry_clock,
+        preflight: c.preflight,
+    }
+}
+
 /// Runs a soak against `endpoint`: the run, then the checks over its history.
 pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report::Report {
     let seed = config.seed;
@@ -218,12 +245,14 @@ pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report
     let start_barrier = Barrier::new(n * keys + 1);
     // Instances are made before t0, so the run starts with all of them.
     let t0 = Instant::now() + Duration::from_secs(2);
+    let client_configs: Vec<Config> = profiles
+        .iter()
+        .map(|&p| client_config(endpoint, &prefix, p))
+        .collect();
     let shared = Shared {
         harness,
-        client_configs: profiles
-            .iter()
-            .map(|&p| client_config(endpoint, &prefix, p))
-            .collect(),
+        host_configs: client_configs.iter().map(host_config).collect(),
+        client_configs,
         prefix: prefix.clone(),
         t0,
         t_end: t0 + config.duration,
@@ -242,6 +271,9 @@ pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report
         println!("soak:   {} {}", key_name(k), p.name());
     }
     println!("soak: initial wall-clock skews (ms) {skews:?}");
+    if shared.config.no_watchdog {
+        println!("soak: --no-watchdog: members believe the last step, not the host elector's leading-until (must fail)");
+    }
 
     let (records, plan) = std::thread::scope(|s| {
         let mut handles = Vec::new();
@@ -280,7 +312,7 @@ pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report
         ..report::Stats::default()
     };
     for r in records {
-        stats.steps += r.steps;
+        stats.events += r.events;
         stats.requests += r.requests;
         stats.writes_skipped += r.writes_skipped;
         for (k, v) in r.step_errors {

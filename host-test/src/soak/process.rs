@@ -1,12 +1,19 @@
 //! One simulated process: what the plan does to it (crash, pause, clock
 //! step) and how its member threads and request policies learn of it.
 //!
-//! A process is one instance of the component per key; a crash, a pause or
-//! a clock step hits all of them at once. Shared through an `Arc`, as the
-//! request policies that see every request live in the hooks.
+//! A process is one client (instance of the component) and host elector
+//! per key; a crash, a pause or a clock step hits all of them at once.
+//! Shared through an `Arc`, as the request policies that see every request
+//! live in the hooks, and the wall clocks of its instances read its offset.
+//!
+//! A pause stops the process's own threads (the member's) and holds every
+//! request the process sends until it ends ([`Process::paused_for`], read
+//! by the request policy); it cannot freeze the threads the host
+//! `Elector` runs, whose watchdog goes on ending leadership on time, as a
+//! resumed process's would at once (its monotonic clock ran on).
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy)]
@@ -26,10 +33,13 @@ pub struct Process {
     kill_down_ms: AtomicU64,
     /// (pause number, ms) of the latest pause between calls.
     pause: Mutex<Option<(u64, u64)>>,
+    /// When the latest pause ends: until then the process sends nothing.
+    paused_until: Mutex<Option<Instant>>,
     /// Armed by the plan: the next request stalls this long before it leaves.
     stall_armed_ms: AtomicU64,
-    /// The wall-clock offset of every instance of the process.
-    pub clock_offset_ms: AtomicI64,
+    /// The wall-clock offset of every instance of the process (their
+    /// clocks read it, so a step hits them at once, mid-call too).
+    pub clock_offset_ms: Arc<AtomicI64>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -77,10 +87,18 @@ impl Process {
             .then(|| self.kill_down_ms.load(Ordering::SeqCst))
     }
 
+    /// Stops the process for `ms`: its member sleeps, its requests wait.
     pub fn pause(&self, ms: u64) {
+        *lock(&self.paused_until) = Some(Instant::now() + Duration::from_millis(ms));
         let mut p = lock(&self.pause);
         let n = p.map_or(1, |(n, _)| n + 1);
         *p = Some((n, ms));
+    }
+
+    /// While paused: how long until the pause ends.
+    pub fn paused_for(&self) -> Option<Duration> {
+        let until = (*lock(&self.paused_until))?;
+        Some(until.saturating_duration_since(Instant::now())).filter(|d| !d.is_zero())
     }
 
     pub fn latest_pause(&self) -> Option<(u64, u64)> {

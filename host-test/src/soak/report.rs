@@ -11,11 +11,12 @@ use std::time::{Duration, Instant};
 /// Counts gathered from the members and the plan.
 #[derive(Debug, Default)]
 pub struct Stats {
-    pub steps: u64,
+    /// Events the members' electors reported.
+    pub events: u64,
     pub requests: u64,
     /// Fenced writes not made because their object's history was full.
     pub writes_skipped: u64,
-    /// `last-error` of steps, by kind.
+    /// Errors the electors reported (sampled), by kind.
     pub step_errors: BTreeMap<&'static str, u64>,
     pub faults: Vec<(FaultKind, u64)>,
     pub plan_applied: u64,
@@ -39,6 +40,8 @@ pub struct Report {
     pub stats: Stats,
     pub checked: Checked,
     pub grants: usize,
+    /// Believed terms of leadership, all keys.
+    pub terms: usize,
     pub fenced: FencedCounts,
     /// Per key: the share of the run in which some member believed it led.
     pub availability: Vec<f64>,
@@ -133,6 +136,7 @@ impl Report {
             stats,
             checked,
             grants: history.grants.len(),
+            terms: history.terms.len(),
             fenced,
             availability,
             failover_crash_ms: crash,
@@ -171,23 +175,29 @@ impl Report {
         let f = &self.fenced;
         let mut lines = vec![
             format!(
-                "seed {}: {} processes x {} keys for {} s, request fault rate {}",
+                "seed {}: {} processes x {} keys for {} s, request fault rate {}{}",
                 c.seed,
                 c.instances,
                 c.keys,
                 c.duration.as_secs(),
-                c.request_fault_rate
+                c.request_fault_rate,
+                if c.no_watchdog {
+                    ", --no-watchdog (members ignore leading-until)"
+                } else {
+                    ""
+                }
             ),
             format!(
-                "operations: {} elector steps, {} fenced calls ({} written, {} deleted, {} fenced, {} unknown), {} S3 requests, {} grants",
-                s.steps,
+                "operations: {} terms ({} grants), {} elector events, {} fenced calls ({} written, {} deleted, {} fenced, {} unknown), {} S3 requests",
+                self.terms,
+                self.grants,
+                s.events,
                 self.fenced_calls(),
                 f.written,
                 f.deleted,
                 f.fenced,
                 f.unknown,
-                s.requests,
-                self.grants
+                s.requests
             ),
             format!(
                 "writes after a pause with the old lease: {} ({} refused by the fence)",
@@ -200,7 +210,7 @@ impl Report {
             lines.push(format!("  {:<38} {n}", kind.name()));
         }
         lines.push(format!(
-            "step errors (retried by the elector): {:?}",
+            "elector errors (retried by the elector): {:?}",
             s.step_errors
         ));
         let avail: Vec<String> = self

@@ -6,8 +6,8 @@ use super::process::Process;
 use crate::hooks::{Fault, FaultPolicy, RequestRecord};
 use s3_lease::testing::rng::Rng;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Every kind of fault, in report order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,7 +31,9 @@ pub enum FaultKind {
     /// The process was killed as a request left: that request was lost,
     /// arrived late or never left; nothing after it did.
     CrashMidRequest,
-    /// The process stopped between calls for longer than the lease.
+    /// The process stopped for longer than the lease: its member thread
+    /// sleeps and every request it sends waits for the end of the pause
+    /// (the host elector's threads run on: see `process`).
     Pause,
     /// A request stalled in the process for longer than the lease before
     /// it left (a pause between building a request and sending it).
@@ -102,30 +104,6 @@ pub const REQUEST_TIMEOUT_MS: u64 = 700;
 /// How late a held request may arrive after it was sent.
 pub const MAX_LATE_MS: u64 = REQUEST_TIMEOUT_MS + 2_500;
 
-/// When an instance's first request since [`FirstRequest::reset`] left:
-/// an upper bound on when the elector's step began its write, which its
-/// renew deadline counts from.
-#[derive(Clone, Default)]
-pub struct FirstRequest(Arc<Mutex<Option<Instant>>>);
-
-impl FirstRequest {
-    pub fn reset(&self) {
-        *lock(&self.0) = None;
-    }
-
-    pub fn get(&self) -> Option<Instant> {
-        *lock(&self.0)
-    }
-
-    fn saw_one(&self) {
-        lock(&self.0).get_or_insert_with(Instant::now);
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// The per-request schedule of one instance (one key of one process, in
 /// one generation): seeded, so the n-th request of that instance gets the
 /// same fault in every replay; only thread timing differs.
@@ -136,24 +114,16 @@ pub struct RequestFaults {
     counts: Arc<FaultCounts>,
     process: Arc<Process>,
     generation: u32,
-    first: FirstRequest,
 }
 
 impl RequestFaults {
-    pub fn new(
-        seed: u64,
-        rate: f64,
-        counts: Arc<FaultCounts>,
-        process: Arc<Process>,
-        first: FirstRequest,
-    ) -> Self {
+    pub fn new(seed: u64, rate: f64, counts: Arc<FaultCounts>, process: Arc<Process>) -> Self {
         RequestFaults {
             rng: Rng::new(seed),
             rate,
             counts,
             generation: process.generation(),
             process,
-            first,
         }
     }
 
@@ -162,7 +132,6 @@ impl RequestFaults {
     }
 
     fn decide(&mut self, r: &RequestRecord) -> Option<Fault> {
-        self.first.saw_one();
         // Every draw is made whatever happens, so the schedule replays.
         let faulted = self.rng.chance(self.rate);
         let roll = self.rng.below(7);
@@ -183,6 +152,10 @@ impl RequestFaults {
                 },
                 _ => Fault::Refuse,
             });
+        }
+        if let Some(left) = self.process.paused_for() {
+            // A paused process sends nothing until it resumes.
+            return Some(Fault::Delay(left));
         }
         if let Some(ms) = self.process.take_stall() {
             self.counts.add(FaultKind::PauseMidRequest);
@@ -258,8 +231,10 @@ pub enum ProcessFault {
     /// `down_ms`. `mid_request`: as its next request leaves, so that
     /// request is in flight (the plan waits up to a second for one).
     Crash { down_ms: u64, mid_request: bool },
-    /// Stops for `ms` (longer than the lease). `mid_request`: the next
-    /// request of one instance stalls that long before it leaves.
+    /// Stops for `ms` (longer than the lease): the member thread sleeps
+    /// and the process's requests are held until it resumes.
+    /// `mid_request`: instead, the next request of one instance stalls that
+    /// long before it leaves.
     Pause { ms: u64, mid_request: bool },
     /// The wall clock steps by `ms` (negative: back).
     ClockJump { ms: i64 },
