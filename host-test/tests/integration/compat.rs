@@ -2,7 +2,9 @@
 //! seal, lock states their `expires-in-ms`, and errors a `clock-skewed`
 //! case. A host built against the 0.1.0 WIT must be refused when it binds,
 //! never run with records whose layout no longer matches. 0.3.0 broke 0.2
-//! likewise: the config gained `preflight` and errors `store-unsafe`.
+//! likewise: the config gained `preflight` and errors `store-unsafe`. And
+//! 0.4.0 broke 0.3: step results gained `leading-until-ms`, which a caller
+//! must act on.
 
 use super::*;
 
@@ -18,6 +20,23 @@ mod v0_2_0 {
         path: "tests/integration/compat/lease-0.2.0.wit",
         world: "s3-lease:lease/lease-api",
     });
+}
+
+mod v0_3_0 {
+    wasmtime::component::bindgen!({
+        path: "tests/integration/compat/lease-0.3.0.wit",
+        world: "s3-lease:lease/lease-api",
+    });
+}
+
+#[test]
+fn a_host_built_on_the_0_3_contract_is_refused_when_it_binds() {
+    let refused = v0_3_0::LeaseApiPre::new(harness().instance_pre().clone());
+    let message = format!(
+        "{:#}",
+        refused.err().expect("0.3 exports must not be found")
+    );
+    assert!(message.contains("0.3.0"), "{message}");
 }
 
 #[test]
