@@ -279,9 +279,10 @@ fn watch(child: &mut Child, elector: &mut Option<Elector>, s: &Supervision) -> T
         }
         // Read before the events: once leadership has ended, the event
         // that says why is already queued.
-        let ended = elector
-            .as_ref()
-            .is_some_and(|e| e.leading_until().is_none_or(|until| Instant::now() >= until));
+        let ended = elector.as_ref().is_some_and(|e| {
+            e.leading_until()
+                .is_none_or(|until| Instant::now() >= until)
+        });
         let event = match elector.as_ref().map(|e| e.events().try_recv()) {
             Some(Ok(event)) => Some(event),
             Some(Err(TryRecvError::Disconnected)) if lost.is_none() => {
