@@ -17,6 +17,7 @@ use crate::fenced::Change;
 use crate::lock_object::LockState;
 use crate::preflight::{Capability, CapabilityResult, Report, Verdict};
 use crate::protocol::{AcquireOutcome, Grant, Lease};
+use crate::seal::SealKey;
 use crate::sigv4::Credentials;
 use crate::transport::{random_hex_id, random_u64, WasiIo};
 use core::cell::{Cell, RefCell};
@@ -84,6 +85,7 @@ impl Client {
             strategy: Strategy::SingleObject,
             expiry_clock: ExpiryClock::Holder,
             preflight: false,
+            seal_key: None,
         })
     }
 
@@ -130,6 +132,7 @@ impl GuestClient for Client {
                 wit::ExpiryClock::Observed => ExpiryClock::Observed,
             }),
             preflight: config.preflight,
+            seal_key: config.seal_key.map(SealKey::new),
         };
         // `error_relay` returns the kept error and drops the placeholder.
         Ok(keep_error(
@@ -138,6 +141,26 @@ impl GuestClient for Client {
                 .map_err(to_wit_error),
             Client::placeholder,
         ))
+    }
+
+    /// Its error goes through `error_relay` as the other methods' do.
+    #[inline(always)]
+    fn set_credentials(&self, credentials: wit::Credentials) -> Result<(), wit::Error> {
+        self.keep_error(
+            || {
+                let credentials = Credentials {
+                    access_key_id: credentials.access_key_id,
+                    secret_access_key: credentials.secret_access_key,
+                    session_token: credentials.session_token,
+                };
+                self.core
+                    .borrow_mut()
+                    .set_credentials(credentials)
+                    .map_err(to_wit_error)
+            },
+            || (),
+        );
+        Ok(())
     }
 
     #[inline(always)]
@@ -576,5 +599,5 @@ fn to_wit_error(e: Error) -> wit::Error {
     }
 }
 
-// Through `error_relay`, which wraps nine of the generated export wrappers.
+// Through `error_relay`, which wraps thirteen of the generated export wrappers.
 crate::bindings::export!(Component with_types_in crate::error_relay);
