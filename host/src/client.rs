@@ -67,12 +67,12 @@ impl Client {
     }
 
     /// Replaces the credentials, for a host that refreshes temporary ones
-    /// (STS, instance roles): the next request signs with them. Call it a
-    /// few minutes before the old ones expire. Leases stay valid (their
-    /// seal takes nothing from credentials), and so do guards, which renew
-    /// through this client. An [`Elector`] started earlier keeps the
-    /// credentials it started with. Credentials the constructor would
-    /// refuse are an `invalid-config` error, and the old ones stay.
+    /// (STS, instance roles): the next request signs with them, and so do
+    /// the electors of [`Client::elect`], started before or after. Call it
+    /// a few minutes before the old ones expire. Leases stay valid (their
+    /// seal takes nothing from credentials), and so do guards. Credentials
+    /// the constructor would refuse are an `invalid-config` error, and the
+    /// old ones stay.
     pub fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error> {
         self.call(|i| i.set_credentials(credentials))
     }
