@@ -6,7 +6,7 @@
 
 use crate::prelude::*;
 
-use crate::config::{ClientConfig, Strategy};
+use crate::config::{check_credentials, ClientConfig, Strategy};
 use crate::driver::{self, Io};
 use crate::epoch::{self, Cleanup, EpochInspect, EpochRewrite, EpochTryAcquire};
 use crate::error::Error;
@@ -18,6 +18,7 @@ use crate::protocol::{
     object_key, released_state, AcquireOutcome, Grant, Inspect, Lease, RewriteOwn, TryAcquire,
 };
 use crate::seal::{LockSeal, Sealer};
+use crate::sigv4::Credentials;
 
 /// A map keyed by lock key: pairs searched in order. Not a `HashMap`: std's
 /// default `RandomState` seeds itself from `wasi:random/insecure-seed`, an
@@ -98,12 +99,23 @@ enum StoreCheck {
 impl ClientCore {
     pub fn new(config: ClientConfig) -> Self {
         ClientCore {
-            sealer: Sealer::new(&config.credentials.secret_access_key, &config.bucket),
+            sealer: Sealer::new(&config.bucket, config.seal_key.as_ref()),
             config,
             epoch_hints: KeyMap::new(),
             seen: KeyMap::new(),
             store: StoreCheck::Unchecked,
         }
+    }
+
+    /// Replaces the credentials (a host refreshing temporary ones): the
+    /// next request signs with them. Nothing else changes: the seal key
+    /// takes nothing from credentials, so leases stay valid, and what the
+    /// client remembers stays. Refused like the constructor's, with
+    /// `invalid-config`, leaving the old ones in place.
+    pub fn set_credentials(&mut self, credentials: Credentials) -> Result<(), Error> {
+        check_credentials(&credentials)?;
+        self.config.credentials = credentials;
+        Ok(())
     }
 
     pub fn object_key(&self, key: &str) -> Result<String, Error> {

@@ -17,8 +17,10 @@ use crate::fenced::Change;
 use crate::lock_object::LockState;
 use crate::preflight::{Capability, CapabilityResult, Report, Verdict};
 use crate::protocol::{AcquireOutcome, Grant, Lease};
+use crate::seal::SealKey;
 use crate::sigv4::Credentials;
 use crate::transport::{random_hex_id, random_u64, WasiIo};
+use alloc::rc::Rc;
 use core::cell::{Cell, RefCell};
 
 struct Component;
@@ -35,6 +37,9 @@ pub struct Client {
     /// Added to the wall clock when signing, once a server refused our time
     /// as skewed (see `driver::run`).
     signing_offset_ms: Cell<i64>,
+    /// The credentials of the latest `set-credentials`, shared with the
+    /// electors made from this client: they sign with them too.
+    credentials: Rc<RefCell<Credentials>>,
 }
 
 impl Client {
@@ -84,11 +89,13 @@ impl Client {
             strategy: Strategy::SingleObject,
             expiry_clock: ExpiryClock::Holder,
             preflight: false,
+            seal_key: None,
         })
     }
 
     fn from_config(config: ClientConfig) -> Self {
         Client {
+            credentials: Rc::new(RefCell::new(config.credentials.clone())),
             core: RefCell::new(ClientCore::new(config)),
             signing_offset_ms: Cell::new(0),
         }
@@ -130,6 +137,7 @@ impl GuestClient for Client {
                 wit::ExpiryClock::Observed => ExpiryClock::Observed,
             }),
             preflight: config.preflight,
+            seal_key: config.seal_key.map(SealKey::new),
         };
         // `error_relay` returns the kept error and drops the placeholder.
         Ok(keep_error(
@@ -138,6 +146,26 @@ impl GuestClient for Client {
                 .map_err(to_wit_error),
             Client::placeholder,
         ))
+    }
+
+    /// Its error goes through `error_relay` as the other methods' do.
+    #[inline(always)]
+    fn set_credentials(&self, credentials: wit::Credentials) -> Result<(), wit::Error> {
+        self.keep_error(
+            || {
+                let credentials = Credentials {
+                    access_key_id: credentials.access_key_id,
+                    secret_access_key: credentials.secret_access_key,
+                    session_token: credentials.session_token,
+                };
+                let mut core = self.core.borrow_mut();
+                core.set_credentials(credentials).map_err(to_wit_error)?;
+                *self.credentials.borrow_mut() = core.config.credentials.clone();
+                Ok(())
+            },
+            || (),
+        );
+        Ok(())
     }
 
     #[inline(always)]
@@ -313,6 +341,7 @@ impl GuestClient for Client {
         Ok(wit_lease::Elector::new(ElectorResource {
             elector: RefCell::new(elector),
             signing_offset_ms: Cell::new(self.signing_offset_ms.get()),
+            credentials: Rc::clone(&self.credentials),
         }))
     }
 }
@@ -321,12 +350,17 @@ impl GuestClient for Client {
 pub struct ElectorResource {
     elector: RefCell<Elector>,
     signing_offset_ms: Cell<i64>,
+    /// Its client's credentials, as `set-credentials` last set them.
+    credentials: Rc<RefCell<Credentials>>,
 }
 
 impl ElectorResource {
     fn run<T>(&self, f: impl FnOnce(&mut Elector, &mut WasiIo<'_>) -> T) -> T {
         let mut elector = self.elector.borrow_mut();
-        let config = elector.client_config().clone();
+        let mut config = elector.client_config().clone();
+        // Requests sign with its client's latest credentials; nothing else
+        // in the elector's copy of the config depends on them.
+        config.credentials = self.credentials.borrow().clone();
         let mut io = WasiIo {
             config: &config,
             signing_offset_ms: &self.signing_offset_ms,
@@ -576,5 +610,5 @@ fn to_wit_error(e: Error) -> wit::Error {
     }
 }
 
-// Through `error_relay`, which wraps nine of the generated export wrappers.
+// Through `error_relay`, which wraps thirteen of the generated export wrappers.
 crate::bindings::export!(Component with_types_in crate::error_relay);

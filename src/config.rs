@@ -5,6 +5,7 @@ use crate::prelude::*;
 
 use crate::error::Error;
 use crate::expiry::ExpiryClock;
+use crate::seal::{SealKey, MAX_SEAL_KEY_BYTES};
 use crate::sigv4::Credentials;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +51,10 @@ pub struct RawConfig {
     /// Run the store preflight before the first grant and refuse to grant
     /// on a store that fails it. Default: false.
     pub preflight: Option<bool>,
+    /// A secret the lease seal's key also derives from: only clients with
+    /// the same seal key accept each other's leases. Default: none (the
+    /// key derives from the bucket alone). See `seal`.
+    pub seal_key: Option<SealKey>,
 }
 
 /// A configuration known to be usable.
@@ -67,6 +72,7 @@ pub struct ClientConfig {
     pub strategy: Strategy,
     pub expiry_clock: ExpiryClock,
     pub preflight: bool,
+    pub seal_key: Option<SealKey>,
 }
 
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u32 = 10_000;
@@ -91,6 +97,9 @@ impl ClientConfig {
                 "key-prefix",
                 "contains control characters",
             ));
+        }
+        if let Some(key) = &raw.seal_key {
+            check_seal_key(key)?;
         }
         let request_timeout_ms = raw.request_timeout_ms.unwrap_or(DEFAULT_REQUEST_TIMEOUT_MS);
         if !(1..=MAX_REQUEST_TIMEOUT_MS).contains(&request_timeout_ms) {
@@ -119,6 +128,7 @@ impl ClientConfig {
             strategy,
             expiry_clock,
             preflight: raw.preflight.unwrap_or(false),
+            seal_key: raw.seal_key,
         })
     }
 }
@@ -231,7 +241,20 @@ fn check_bucket(bucket: &str, addressing: Addressing) -> Result<(), Error> {
     }
 }
 
-fn check_credentials(c: &Credentials) -> Result<(), Error> {
+fn check_seal_key(key: &SealKey) -> Result<(), Error> {
+    // Reasons never repeat the key.
+    let len = key.as_str().len();
+    if len == 0 || len > MAX_SEAL_KEY_BYTES {
+        return Err(Error::invalid_config(
+            "seal-key",
+            format!("{len} bytes; must be 1 to {MAX_SEAL_KEY_BYTES} when set"),
+        ));
+    }
+    Ok(())
+}
+
+/// Also checks the credentials of `set-credentials`.
+pub fn check_credentials(c: &Credentials) -> Result<(), Error> {
     // Reasons never repeat a secret value.
     let printable = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_graphic());
     if !printable(&c.access_key_id) {
@@ -277,6 +300,7 @@ mod tests {
             strategy: None,
             expiry_clock: None,
             preflight: None,
+            seal_key: None,
         }
     }
 
@@ -356,5 +380,29 @@ mod tests {
         assert!(!format!("{err} {err:?}").contains("has space secret"));
         let ok = ClientConfig::validate(raw("http://h")).unwrap();
         assert!(!format!("{ok:?}").contains("very-secret-value"));
+    }
+
+    #[test]
+    fn a_seal_key_is_checked_and_never_shown() {
+        let mut r = raw("http://h");
+        r.seal_key = Some(SealKey::new("seal-key-secret-value"));
+        assert!(!format!("{r:?}").contains("seal-key-secret-value"));
+        let ok = ClientConfig::validate(r).unwrap();
+        let shown = format!("{ok:?}");
+        assert!(
+            !shown.contains("seal-key-secret-value") && shown.contains("<redacted>"),
+            "{shown}"
+        );
+        for bad in [String::new(), "x".repeat(MAX_SEAL_KEY_BYTES + 1)] {
+            let mut r = raw("http://h");
+            r.seal_key = Some(SealKey::new(bad.clone()));
+            let err = ClientConfig::validate(r);
+            let shown = format!("{err:?}");
+            assert_eq!(field_of(err), "seal-key");
+            assert!(bad.is_empty() || !shown.contains(&bad));
+        }
+        let mut r = raw("http://h");
+        r.seal_key = Some(SealKey::new("k".repeat(MAX_SEAL_KEY_BYTES)));
+        ClientConfig::validate(r).unwrap();
     }
 }

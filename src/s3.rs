@@ -431,6 +431,7 @@ mod tests {
             strategy: None,
             expiry_clock: None,
             preflight: None,
+            seal_key: None,
         })
         .unwrap()
     }

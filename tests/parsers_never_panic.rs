@@ -1035,6 +1035,7 @@ proptest! {
             strategy: epoch_objects.map(|e| if e { LockStrategy::EpochObjects } else { LockStrategy::SingleObject }),
             expiry_clock: None,
             preflight: None,
+            seal_key: None,
         };
         match ClientConfig::validate(raw.clone()) {
             Ok(c) => {
@@ -1303,7 +1304,7 @@ proptest! {
         let grant = Grant::new(ttl_ms, holder.into(), "meta".into()).expect("a valid grant");
         let lease = Lease { expires_at_ms: now_ms.saturating_add(lease.expires_at_ms), ..lease };
         // Sealed, so the operations go past the seal check to the replies.
-        let sealer = Sealer::new("secret", "bucket");
+        let sealer = Sealer::new("bucket", None);
         let single = || sealer.for_lock("single-object:k".into());
         let epoch = || sealer.for_lock(format!("epoch-objects:{DIR}"));
         let single_lease = single().seal(lease.clone());

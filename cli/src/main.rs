@@ -31,7 +31,15 @@ Exit codes:
   126/127  the command could not be started / was not found
 
 S3 comes from the usual AWS variables: AWS_ENDPOINT_URL, AWS_REGION,
-AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN.";
+AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN.
+
+Leases are sealed against edits and against use on another lock. The seal
+takes nothing from the credentials: a lease stored by `acquire` renews in a
+later run with rotated keys. S3LEASE_SEAL_KEY (optional, 1-1024 bytes, an
+environment variable only, never a flag) is a secret the seal also derives
+from: then only runs with the same seal key accept each other's leases.
+Leases sealed by an older s3-lease (a `v1.` seal) are refused (exit 65):
+acquire again once after upgrading.";
 
 #[derive(Parser)]
 #[command(

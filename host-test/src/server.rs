@@ -76,6 +76,7 @@ impl Endpoint {
             strategy: None,
             expiry_clock: None,
             preflight: None,
+            seal_key: None,
         }
     }
 
@@ -95,6 +96,7 @@ impl Endpoint {
             strategy: None,
             expiry_clock: None,
             preflight: None,
+            seal_key: None,
         };
         Admin::new(ClientConfig::validate(raw).map_err(|e| anyhow::anyhow!("{e}"))?)
     }

@@ -2,8 +2,8 @@
 //! shareable across threads (calls on one client take turns).
 
 use crate::bindings::{
-    ElectorConfig, Error as LeaseError, FenceOptions, FencedObject, FencedWrite, Lease, LockState,
-    Options, PreflightReport,
+    Credentials, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject, FencedWrite,
+    Lease, LockState, Options, PreflightReport,
 };
 use crate::elector::Elector;
 use crate::guard::LeaseGuard;
@@ -64,6 +64,17 @@ impl Client {
                 Err(Error::Trap(message))
             }
         }
+    }
+
+    /// Replaces the credentials, for a host that refreshes temporary ones
+    /// (STS, instance roles): the next request signs with them, and so do
+    /// the electors of [`Client::elect`], started before or after. Call it
+    /// a few minutes before the old ones expire. Leases stay valid (their
+    /// seal takes nothing from credentials), and so do guards. Credentials
+    /// the constructor would refuse are an `invalid-config` error, and the
+    /// old ones stay.
+    pub fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error> {
+        self.call(|i| i.set_credentials(credentials))
     }
 
     /// One attempt; `None` while someone else holds a live lease.

@@ -5,7 +5,7 @@ use crate::Error;
 use std::fmt;
 
 /// Where the locks live and how to reach them. `Debug` never shows the
-/// secret key or the session token.
+/// secret key, the session token or the seal key.
 #[derive(Clone, PartialEq, Eq)]
 pub struct S3Config {
     /// `https://s3.<region>.amazonaws.com`, or any S3-compatible endpoint.
@@ -23,6 +23,11 @@ pub struct S3Config {
     /// Run the store preflight before the first grant; refuse to grant on
     /// a store that fails it. Default: false.
     pub preflight: Option<bool>,
+    /// A secret the seal of every lease also derives from: only clients
+    /// with the same seal key accept each other's leases (the WIT config's
+    /// `seal-key`). Default: none; any client of the bucket accepts its
+    /// leases, whatever its credentials.
+    pub seal_key: Option<String>,
 }
 
 impl S3Config {
@@ -31,7 +36,8 @@ impl S3Config {
     /// `us-east-1`), `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
     /// `AWS_SESSION_TOKEN`; and `S3LEASE_ADDRESSING` (`path` or
     /// `virtual-hosted`; default path for a custom endpoint, virtual-hosted
-    /// on AWS). Missing credentials are an `invalid-config` error naming the variable.
+    /// on AWS), and `S3LEASE_SEAL_KEY` (the optional seal key). Missing
+    /// credentials are an `invalid-config` error naming the variable.
     pub fn from_env(bucket: &str) -> Result<Self, Error> {
         Self::from_vars(bucket, |name| {
             std::env::var(name).ok().filter(|v| !v.is_empty())
@@ -78,6 +84,7 @@ impl S3Config {
             strategy: None,
             expiry_clock: None,
             preflight: None,
+            seal_key: var("S3LEASE_SEAL_KEY"),
         })
     }
 
@@ -98,6 +105,7 @@ impl S3Config {
             strategy: self.strategy,
             expiry_clock: self.expiry_clock,
             preflight: self.preflight,
+            seal_key: self.seal_key.clone(),
         }
     }
 }
@@ -120,6 +128,7 @@ impl fmt::Debug for S3Config {
             .field("strategy", &self.strategy)
             .field("expiry_clock", &self.expiry_clock)
             .field("preflight", &self.preflight)
+            .field("seal_key", &self.seal_key.as_ref().map(|_| "<redacted>"))
             .finish()
     }
 }
@@ -147,15 +156,18 @@ mod tests {
                 ("AWS_ACCESS_KEY_ID", "AKID"),
                 ("AWS_SECRET_ACCESS_KEY", "s3cr3t-value"),
                 ("AWS_SESSION_TOKEN", "t0ken-value"),
+                ("S3LEASE_SEAL_KEY", "se4l-key-value"),
             ]),
         )
         .unwrap();
         assert_eq!(c.endpoint, "http://127.0.0.1:9000");
         assert_eq!(c.region, "eu-west-1");
         assert_eq!(c.addressing, AddressingStyle::Path);
+        assert_eq!(c.seal_key.as_deref(), Some("se4l-key-value"));
+        assert_eq!(c.to_wit().seal_key.as_deref(), Some("se4l-key-value"));
         let debug = format!("{c:?}");
         assert!(
-            !debug.contains("s3cr3t") && !debug.contains("t0ken"),
+            !debug.contains("s3cr3t") && !debug.contains("t0ken") && !debug.contains("se4l"),
             "{debug}"
         );
 
@@ -166,6 +178,7 @@ mod tests {
         .unwrap();
         assert_eq!(aws.endpoint, "https://s3.us-east-1.amazonaws.com");
         assert_eq!(aws.addressing, AddressingStyle::VirtualHosted);
+        assert_eq!(aws.seal_key, None);
     }
 
     #[test]

@@ -315,7 +315,7 @@ mod tests {
             acquired_at_ms: 0,
             ttl_ms: 10_000,
             metadata: String::new(),
-            seal: "v1.".into(),
+            seal: "v2.".into(),
         }
     }
 

@@ -6,8 +6,8 @@
 //! folds both into [`crate::Error`]; tests use this layer to tell them apart.
 
 use crate::bindings::{
-    Config, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject, FencedWrite, Lease,
-    LeaseApi, LockState, Options, PreflightReport, StepResult,
+    Config, Credentials, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject,
+    FencedWrite, Lease, LeaseApi, LockState, Options, PreflightReport, StepResult,
 };
 use crate::runtime::State;
 use anyhow::{Context, Result};
@@ -48,6 +48,16 @@ impl RawInstance {
 
     fn client(&self) -> Result<ResourceAny> {
         self.client.context("open() the client first")
+    }
+
+    /// Replaces the client's credentials; the next request signs with them.
+    pub fn set_credentials(&mut self, credentials: &Credentials) -> Result<Result<(), LeaseError>> {
+        let client = self.client()?;
+        Ok(self
+            .host
+            .s3_lease_lease_lease()
+            .client()
+            .call_set_credentials(&mut self.store, client, credentials)?)
     }
 
     pub fn try_acquire(

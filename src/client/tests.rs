@@ -407,3 +407,111 @@ fn a_retake_whose_reply_was_lost_is_recognised() {
     let held = single().try_acquire(&mut io, "k", &grant("b")).unwrap();
     assert!(matches!(held, AcquireOutcome::Held(Some(_))), "{held:?}");
 }
+
+fn credentials(access_key_id: &str, secret: &str) -> Credentials {
+    Credentials {
+        access_key_id: access_key_id.into(),
+        secret_access_key: secret.into(),
+        session_token: Some(format!("token-of-{access_key_id}")),
+    }
+}
+
+/// A client of the model whose config differs from `core`'s by `change`.
+fn core_with(strategy: Strategy, change: impl FnOnce(&mut crate::config::RawConfig)) -> ClientCore {
+    let mut raw = raw_config(strategy, ExpiryClock::Server);
+    change(&mut raw);
+    ClientCore::new(ClientConfig::validate(raw).unwrap())
+}
+
+/// The access key id the request is signed with, as the component signs
+/// it: `s3::prepare` with the client's config at the time of the call.
+fn signing_key_id(c: &ClientCore, request: &crate::s3::S3Request) -> String {
+    let signed = crate::s3::prepare(&c.config, request, START_MS / 1000);
+    let (_, auth) = signed
+        .headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+        .expect("signed");
+    let credential = auth.split("Credential=").nth(1).expect("credential");
+    credential.split('/').next().unwrap().to_string()
+}
+
+#[test]
+fn a_lease_sealed_under_some_credentials_is_renewed_and_released_under_others() {
+    for strategy in [Strategy::SingleObject, Strategy::EpochObjects] {
+        let mut io = io();
+        let mut a = core_with(strategy, |r| {
+            r.credentials = credentials("AKIDA", "secret-a")
+        });
+        let mut b = core_with(strategy, |r| {
+            r.credentials = credentials("AKIDB", "secret-b")
+        });
+        let lease = granted(&mut a, &mut io, "a");
+        io.advance(1_000);
+        let renewed = b.rewrite(&mut io, lease, false).unwrap();
+        let renewed = a.rewrite(&mut io, renewed, false).unwrap();
+        b.rewrite(&mut io, renewed, true).unwrap();
+    }
+}
+
+#[test]
+fn a_lease_is_refused_by_a_client_of_another_bucket_or_seal_key() {
+    for strategy in [Strategy::SingleObject, Strategy::EpochObjects] {
+        let mut io = io();
+        let key = |k: &str| Some(crate::seal::SealKey::new(k));
+        let mut keyed = core_with(strategy, |r| r.seal_key = key("shared"));
+        let lease = granted(&mut keyed, &mut io, "a");
+        let others = [
+            core_with(strategy, |r| r.bucket = "other-bucket".into()),
+            core_with(strategy, |r| r.seal_key = key("another")),
+            core_with(strategy, |_| {}),
+        ];
+        for mut other in others {
+            io.take_requests();
+            let err = other.rewrite(&mut io, lease.clone(), false).unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+            assert!(io.take_requests().is_empty(), "refused before any request");
+        }
+        // The same seal key under other credentials accepts it.
+        let mut same = core_with(strategy, |r| {
+            r.seal_key = key("shared");
+            r.credentials = credentials("AKIDB", "secret-b");
+        });
+        same.rewrite(&mut io, lease, true).unwrap();
+    }
+}
+
+#[test]
+fn set_credentials_signs_the_next_request_with_them_and_keeps_leases() {
+    for mut c in both() {
+        let mut io = io();
+        let lease = granted(&mut c, &mut io, "a");
+        let before = io.take_requests();
+        assert_eq!(signing_key_id(&c, before.last().unwrap()), "AKID");
+        c.set_credentials(credentials("AKID2", "rotated-secret"))
+            .unwrap();
+        // The lease stays valid, and so does what the client remembers.
+        let renewed = c.rewrite(&mut io, lease, false).unwrap();
+        let after = io.take_requests();
+        assert!(!after.is_empty());
+        for request in &after {
+            assert_eq!(signing_key_id(&c, request), "AKID2");
+        }
+        let signed = crate::s3::prepare(&c.config, &after[0], START_MS / 1000);
+        let token = signed
+            .headers
+            .iter()
+            .find(|(name, _)| name == "x-amz-security-token")
+            .map(|(_, v)| v.as_str());
+        assert_eq!(token, Some("token-of-AKID2"));
+        // Invalid credentials are refused as the constructor refuses them,
+        // and the client keeps the ones it had.
+        let err = c.set_credentials(credentials("", "s")).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidConfig { field, .. } if field == "credentials.access-key-id"),
+            "{err:?}"
+        );
+        assert_eq!(c.config.credentials.access_key_id, "AKID2");
+        c.rewrite(&mut io, renewed, true).unwrap();
+    }
+}

@@ -51,9 +51,9 @@ fn record(s: &ModelIo, epoch: u64) -> EpochRecord {
     EpochRecord::from_json(&s.store.objects[&epoch_key(DIR, epoch)].body, epoch).unwrap()
 }
 
-/// The seal of this file's one lock, as a client with these credentials makes it.
+/// The seal of this file's one lock, as any client of the bucket makes it.
 fn seal() -> crate::seal::LockSeal {
-    crate::seal::Sealer::new("secret", "bucket").for_lock("epoch-objects:locks/k".into())
+    crate::seal::Sealer::new("bucket", None).for_lock("epoch-objects:locks/k".into())
 }
 
 /// The server's clock, the strategy's default.

@@ -26,9 +26,9 @@ fn record(s: &ModelIo, key: &str) -> LockRecord {
     LockRecord::from_json(&s.store.objects[key].body).unwrap()
 }
 
-/// The seal of this file's one lock, as a client with these credentials makes it.
+/// The seal of this file's one lock, as any client of the bucket makes it.
 fn seal() -> crate::seal::LockSeal {
-    crate::seal::Sealer::new("secret", "bucket").for_lock("single-object:locks/k".into())
+    crate::seal::Sealer::new("bucket", None).for_lock("single-object:locks/k".into())
 }
 
 /// The design's rule, which these tests were written for.

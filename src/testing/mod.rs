@@ -38,5 +38,6 @@ pub fn raw_config(
         strategy: Some(strategy),
         expiry_clock: Some(clock),
         preflight: None,
+        seal_key: None,
     }
 }

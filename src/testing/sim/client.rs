@@ -138,8 +138,8 @@ impl Client {
             kind,
             holder: format!("client-{id}"),
             clock_offset_ms,
-            // One set of credentials: every client accepts every lease.
-            sealer: Sealer::new("sim-secret", "sim-bucket"),
+            // One bucket and no seal key: every client accepts every lease.
+            sealer: Sealer::new("sim-bucket", None),
             hints: BTreeMap::new(),
             holding: BTreeMap::new(),
             old: Vec::new(),
