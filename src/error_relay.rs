@@ -1,9 +1,9 @@
-//! Lowers the WIT `error` once for fourteen exports instead of in each.
+//! Lowers the WIT `error` once for thirteen exports instead of in each.
 //! (`elector.step` still lowers its own: there it is a record's field.)
 //!
 //! wit-bindgen's export wrapper for each `func(..) -> result<T, error>`
 //! lowers the whole `error` variant inline: 15 cases, ~25 strings, 2-3 KB
-//! per function. Here thirteen of them never return `Err` to their wrappers:
+//! per function. Here twelve of them never return `Err` to their wrappers:
 //! `component` keeps the error (`keep`) and returns a blank `T`, which is
 //! cheap to lower and allocates nothing. Our wrapper around the generated
 //! one then finds the kept error and calls `release`'s generated wrapper,
@@ -161,11 +161,11 @@ pub mod exports {
                         }
                         relayed!(post: $($post)+);
                     };
-                    (flat: $cabi:ident, $post:ident $(as $release:ident)?, $($a:ident: $t:ty),*) => {
+                    (flat: $cabi:ident, $post:ident, $($a:ident: $t:ty),*) => {
                         pub unsafe fn $cabi<T>(a0: *mut u8, $($a: $t),*) -> *mut u8 {
                             unsafe { relay(a0, generated::$cabi::<ClientImpl>(a0, $($a),*)) }
                         }
-                        relayed!(post: $post $(as $release)?);
+                        relayed!(post: $post);
                     };
                     // An `Ok` that owns nothing: `release`'s post-return
                     // does it all (and the generated one is not linked).
@@ -183,10 +183,6 @@ pub mod exports {
                     };
                 }
 
-                relayed!(flat: _export_method_client_set_credentials_cabi,
-                    __post_return_method_client_set_credentials as release,
-                    a1: *mut u8, a2: usize, a3: *mut u8, a4: usize, a5: i32, a6: *mut u8,
-                    a7: usize);
                 relayed!(flat: _export_method_client_try_acquire_cabi,
                     __post_return_method_client_try_acquire,
                     a1: *mut u8, a2: usize, a3: i64, a4: i32, a5: *mut u8, a6: usize,

@@ -118,3 +118,47 @@ fn errors_are_typed_and_keep_the_secret_out() {
     assert!(!shown.contains("not-the-secret-s3lease"), "{shown}");
     assert!(e.to_string().contains("403"), "{e}");
 }
+
+/// `set-credentials` on a live client, through wasmtime: wrong keys make
+/// the next request (and an elector of that client) fail with the store's
+/// refusal; the right keys again make it, and the lease held all along
+/// still renews, since the seal no longer follows the credentials.
+#[test]
+fn set_credentials_swaps_a_live_clients_keys_and_keeps_its_leases() {
+    use host_test::bindings::Credentials;
+    let prefix = fresh_prefix("set-credentials");
+    let a = client(&prefix);
+    let lease = a.try_acquire("k", &options(30_000)).unwrap().expect("free");
+    let e = endpoint();
+    let right = Credentials {
+        access_key_id: e.access_key_id.clone(),
+        secret_access_key: e.secret_access_key.clone(),
+        session_token: e.session_token.clone(),
+    };
+    let wrong = Credentials {
+        access_key_id: "NOT-A-KEY-OF-THIS-STORE".into(),
+        secret_access_key: "wrong-secret-wrong-secret".into(),
+        session_token: None,
+    };
+    a.set_credentials(&wrong).unwrap();
+    let refused = a.renew(&lease).unwrap_err();
+    assert!(
+        matches!(&refused, Error::Lease(e) if matches!(**e, LeaseError::AccessDenied(_) | LeaseError::S3(_))),
+        "{refused:?}"
+    );
+    assert!(!format!("{refused:?} {refused}").contains("wrong-secret"));
+    let empty = Credentials {
+        access_key_id: String::new(),
+        ..right.clone()
+    };
+    assert!(
+        matches!(a.set_credentials(&empty), Err(Error::Lease(e)) if matches!(*e, LeaseError::InvalidConfig(_))),
+        "empty keys refused, the old ones kept"
+    );
+    a.set_credentials(&right).unwrap();
+    let renewed = a
+        .renew(&lease)
+        .expect("the same lease, under the keys set again");
+    assert_eq!(renewed.token, lease.token);
+    a.release(&renewed).unwrap();
+}
