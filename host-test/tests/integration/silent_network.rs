@@ -5,11 +5,17 @@
 //! time: `role()` stops saying `Leader` and `leading_until()` stops
 //! promising no later than the renew deadline after its last successful
 //! renew was sent, and the other elector leads only after that.
+//!
+//! Twice: on a host that honours the request timeouts the component sets
+//! (bounded by the time left to the deadline, so the step itself returns
+//! then), and on one that ignores them (the step stays blocked: only the
+//! watchdog can end leadership on time).
 
 use super::{endpoint, fresh_prefix, harness};
 use host_test::bindings::{ElectorConfig, Role, Strategy};
 use host_test::fault_proxy::{Fault, FaultProxy};
-use s3_lease_host::{Client, Elector};
+use s3_lease_host::http::{HttpSender, IoFuture, RequestOptions, ResponseFuture, WasiBody};
+use s3_lease_host::{Client, Elector, InstanceOptions};
 use std::time::{Duration, Instant};
 
 const LEASE_MS: u64 = 4_000;
@@ -20,12 +26,35 @@ const SLACK: Duration = Duration::from_millis(200);
 /// Far past the deadline: a request that hangs is not cut short by it.
 const REQUEST_TIMEOUT_MS: u32 = 30_000;
 
-fn client(prefix: &str, proxy: &FaultProxy, strategy: Strategy) -> Client {
+/// A host that does not support request timeouts: the guest's are dropped
+/// (the pooled sender then waits up to its own 600 s).
+struct IgnoresTimeouts(HttpSender);
+
+impl s3_lease_host::http::WasiHttpHooks for IgnoresTimeouts {
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        _options: Option<RequestOptions>,
+        _fut: IoFuture,
+    ) -> ResponseFuture {
+        self.0.send(request, None)
+    }
+}
+
+fn client(prefix: &str, proxy: &FaultProxy, strategy: Strategy, ignores_timeouts: bool) -> Client {
     let mut config = endpoint().host_config(prefix).unwrap();
     config.endpoint = proxy.url();
     config.request_timeout_ms = Some(REQUEST_TIMEOUT_MS);
     config.strategy = Some(strategy);
-    Client::connect(harness().runtime(), &config).unwrap()
+    let runtime = harness().runtime();
+    let options = InstanceOptions {
+        hooks: ignores_timeouts.then(|| {
+            Box::new(IgnoresTimeouts(runtime.http().clone()))
+                as Box<dyn s3_lease_host::http::WasiHttpHooks>
+        }),
+        wall_clock: None,
+    };
+    Client::connect_with(runtime, &config, options).unwrap()
 }
 
 fn elector(client: &Client, holder: &str) -> Elector {
@@ -53,7 +82,7 @@ fn wait_for(limit: Duration, what: &str, mut ready: impl FnMut() -> bool) {
     }
 }
 
-fn a_silent_leader_stops_leading_by_its_deadline(strategy: Strategy) {
+fn a_silent_leader_stops_leading_by_its_deadline(strategy: Strategy, ignores_timeouts: bool) {
     let url = &endpoint().url;
     if !url.starts_with("http://") {
         println!("skipped: the fault proxy needs an http:// endpoint, not {url}");
@@ -64,9 +93,9 @@ fn a_silent_leader_stops_leading_by_its_deadline(strategy: Strategy) {
         FaultProxy::in_front_of(url).unwrap(),
         FaultProxy::in_front_of(url).unwrap(),
     );
-    let a = elector(&client(&prefix, &proxy_a, strategy), "a");
+    let a = elector(&client(&prefix, &proxy_a, strategy, ignores_timeouts), "a");
     wait_for(Duration::from_secs(20), "a to lead", || leads(&a));
-    let b = elector(&client(&prefix, &proxy_b, strategy), "b");
+    let b = elector(&client(&prefix, &proxy_b, strategy, false), "b");
     wait_for(
         Duration::from_secs(20),
         "b to follow a",
@@ -146,12 +175,23 @@ fn a_silent_leader_stops_leading_by_its_deadline(strategy: Strategy) {
         ms(deadline, a_stopped)
     );
     assert!(b_led > a_stopped, "b led before a stopped");
-    // What this test is about: the deadline ended it, not a step that
-    // returned (a's requests were still waiting for a reply).
-    assert!(
-        a_step_returned.is_none_or(|t| t > a_stopped),
-        "a's step returned before a stopped leading: not the blocked case"
-    );
+    if ignores_timeouts {
+        // The case the watchdog is for: the deadline ended it, not a step
+        // that returned (a's requests were still waiting for a reply).
+        assert!(
+            a_step_returned.is_none_or(|t| t > a_stopped + Duration::from_millis(500)),
+            "a's step returned by the time a stopped leading: not the blocked case"
+        );
+    } else {
+        // The component bounded the renew by the deadline: the step
+        // itself ends then, not a request timeout (30 s) later.
+        let returned = a_step_returned.expect("a's bounded step returned");
+        assert!(
+            returned <= deadline + SLACK,
+            "a's step returned {} ms after the deadline",
+            ms(deadline, returned)
+        );
+    }
 
     // Passing again, a's resign (on drop) can finish.
     proxy_a.set(Fault::Pass);
@@ -161,10 +201,20 @@ fn a_silent_leader_stops_leading_by_its_deadline(strategy: Strategy) {
 
 #[test]
 fn a_silent_single_object_leader_stops_leading_by_its_deadline() {
-    a_silent_leader_stops_leading_by_its_deadline(Strategy::SingleObject);
+    a_silent_leader_stops_leading_by_its_deadline(Strategy::SingleObject, false);
 }
 
 #[test]
 fn a_silent_epoch_objects_leader_stops_leading_by_its_deadline() {
-    a_silent_leader_stops_leading_by_its_deadline(Strategy::EpochObjects);
+    a_silent_leader_stops_leading_by_its_deadline(Strategy::EpochObjects, false);
+}
+
+#[test]
+fn on_a_host_that_ignores_timeouts_a_silent_single_object_leader_stops_by_its_deadline() {
+    a_silent_leader_stops_leading_by_its_deadline(Strategy::SingleObject, true);
+}
+
+#[test]
+fn on_a_host_that_ignores_timeouts_a_silent_epoch_objects_leader_stops_by_its_deadline() {
+    a_silent_leader_stops_leading_by_its_deadline(Strategy::EpochObjects, true);
 }
