@@ -221,8 +221,9 @@ fn step_until_stopped(client: Client, handle: ResourceAny, shared: &Shared) -> R
         let step = match client.call(|i| i.step(handle).map(Ok)) {
             Ok(step) => step,
             Err(e) => {
+                // `Failed` says it all: if it was leading, it no longer is.
                 let mut state = shared.lock();
-                state.stop_leading(StopReason::RenewDeadline);
+                state.leading_until = None;
                 state.role = Role::Candidate;
                 state.report(ElectionEvent::Failed(e.to_string()));
                 return Err(e);
