@@ -8,8 +8,9 @@
 //! the key. The deadline is judged on this process's monotonic clock by the
 //! host elector's watchdog (`Elector::leading_until`), never by whether a
 //! step has returned: a renew that hangs on a silent network cannot keep
-//! the command running past it. Whatever a command that outlives that writes is still
-//! refused by fenced writes: its token is lower than the next holder's.
+//! the command running past it. Whatever a command that outlives that
+//! writes is still refused by fenced writes: its token is lower than the
+//! next holder's.
 
 use crate::duration::show;
 use crate::exit::{Failure, HELD, INTERNAL, LOST};
