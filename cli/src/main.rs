@@ -30,8 +30,13 @@ Exit codes:
   81   the store is not safe for this configuration (`preflight`, --check-store)
   126/127  the command could not be started / was not found
 
-S3 comes from the usual AWS variables: AWS_ENDPOINT_URL, AWS_REGION,
-AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN.
+S3 is configured as for the AWS CLI: AWS_ENDPOINT_URL (or --endpoint),
+AWS_REGION (or --region), and credentials from the AWS chain, in order:
+AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN; the AWS_PROFILE
+profile in ~/.aws/config and ~/.aws/credentials (keys, credential_process,
+role_arn, SSO); web identity (AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN);
+ECS/EKS container credentials; EC2 instance metadata. Temporary credentials
+are refreshed before they expire, and once more if S3 calls them expired.
 
 Leases are sealed against edits and against use on another lock. The seal
 takes nothing from the credentials: a lease stored by `acquire` renews in a
@@ -351,7 +356,9 @@ fn s3_config(cli: &Cli) -> Result<S3Config, Failure> {
             "no bucket: pass --bucket or set S3LEASE_BUCKET",
         )
     })?;
-    let mut config = S3Config::from_vars(bucket, |name| {
+    // Credentials and region from the AWS chain (as the AWS CLI finds
+    // them), refreshed while we run; --endpoint and --region win.
+    let mut config = S3Config::from_aws(bucket, |name| {
         let flag = match name {
             "AWS_ENDPOINT_URL" => cli.endpoint.clone(),
             "AWS_REGION" => cli.region.clone(),

@@ -14,6 +14,7 @@
 //!   stores (conditions ignored, 501 to `If-Match`).
 
 pub mod admin;
+pub mod aws_fakes;
 pub mod bindings;
 pub mod fault_proxy;
 pub mod hooks;

@@ -5,18 +5,22 @@ use crate::bindings::{
     Credentials, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject, FencedWrite,
     Lease, LockState, Options, PreflightReport,
 };
+use crate::credentials::refresh::Refresher;
+use crate::credentials::refused_credentials;
 use crate::elector::Elector;
 use crate::guard::LeaseGuard;
 use crate::raw::RawInstance;
 use crate::{Error, InstanceOptions, Runtime, S3Config};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 /// A client of one bucket: an instance of the component of its own.
 /// Clones share the instance.
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Mutex<Slot>>,
+    /// With a credentials source: keeps the instance's credentials fresh.
+    refresher: Option<Arc<Refresher>>,
 }
 
 /// The instance, or why it is gone.
@@ -27,7 +31,14 @@ enum Slot {
 
 impl Client {
     /// A new instance of the component with this configuration (validated
-    /// by the component; no request is sent).
+    /// by the component; no request is sent to the store).
+    ///
+    /// With `config.credentials_source` (as [`S3Config::from_env`] sets it),
+    /// the client takes its credentials from there and keeps them fresh: a
+    /// thread fetches new ones ahead of expiry (five minutes, or a quarter
+    /// of a short lifetime) and hands them to the live instance, and a call
+    /// the store refuses as `ExpiredToken`, `InvalidToken` or
+    /// `InvalidAccessKeyId` fetches once and is sent once more.
     pub fn connect(runtime: &Runtime, config: &S3Config) -> Result<Self, Error> {
         Self::connect_with(runtime, config, InstanceOptions::default())
     }
@@ -38,16 +49,71 @@ impl Client {
         config: &S3Config,
         options: InstanceOptions,
     ) -> Result<Self, Error> {
+        let mut wit = config.to_wit();
+        let first = match &config.credentials_source {
+            Some(source) => {
+                let fetched = source.latest()?;
+                wit.credentials = fetched.credentials.clone();
+                Some((source.clone(), fetched))
+            }
+            None => None,
+        };
         let mut raw = runtime.instantiate(options).map_err(Error::Host)?;
-        flatten(raw.open(&config.to_wit()))?;
-        Ok(Client {
-            inner: Arc::new(Mutex::new(Slot::Live(Box::new(raw)))),
-        })
+        flatten(raw.open(&wit))?;
+        let inner = Arc::new(Mutex::new(Slot::Live(Box::new(raw))));
+        let refresher = match first {
+            Some((source, fetched)) => {
+                let slot = Arc::downgrade(&inner);
+                let install = Box::new(move |c: &Credentials| install(&slot, c));
+                Some(Arc::new(Refresher::start(source, fetched, install)?))
+            }
+            None => None,
+        };
+        Ok(Client { inner, refresher })
+    }
+
+    /// Runs one call; if the store refused its credentials and the client
+    /// has a source that gives other ones, runs it once more with those.
+    /// (The store applied nothing it refused, so the retry is safe; every
+    /// call bounds itself as usual, and an elector's steps by the renew
+    /// deadline.)
+    pub(crate) fn call<T>(
+        &self,
+        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, LeaseError>>,
+    ) -> Result<T, Error> {
+        let generation = self.credentials_generation();
+        match self.call_once(&f) {
+            Err(Error::Lease(e))
+                if refused_credentials(&e) && self.renew_credentials(generation) =>
+            {
+                self.call_once(&f)
+            }
+            other => other,
+        }
+    }
+
+    /// Which credentials are in (see [`Client::renew_credentials`]).
+    pub(crate) fn credentials_generation(&self) -> u64 {
+        self.refresher.as_ref().map_or(0, |r| r.generation())
+    }
+
+    /// The store refused the credentials of `generation`: fetch new ones
+    /// unless that already happened. True if the next call carries others.
+    pub(crate) fn renew_credentials(&self, generation: u64) -> bool {
+        self.refresher
+            .as_ref()
+            .is_some_and(|r| r.after_refusal(generation))
+    }
+
+    /// Why the last refresh of the credentials failed, while it has not
+    /// succeeded since (the old ones stay in until then).
+    pub fn credentials_error(&self) -> Option<String> {
+        self.refresher.as_ref().and_then(|r| r.last_error())
     }
 
     /// Runs one call on the instance. A trap discards the instance: wasmtime
     /// refuses to enter it again, and a half-run call may have broken its state.
-    pub(crate) fn call<T>(
+    fn call_once<T>(
         &self,
         f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, LeaseError>>,
     ) -> Result<T, Error> {
@@ -84,7 +150,9 @@ impl Client {
 
     /// Waits up to `wait` for the lock, then fails with a timeout naming the holder.
     pub fn acquire(&self, key: &str, options: &Options, wait: Duration) -> Result<Lease, Error> {
-        self.call(|i| i.acquire(key, options, millis(wait)))
+        // A retry after refused credentials waits only what is left.
+        let start = Instant::now();
+        self.call(|i| i.acquire(key, options, millis(wait.saturating_sub(start.elapsed()))))
     }
 
     /// Extends the lease; keep the returned one, the old one is spent.
@@ -155,6 +223,18 @@ impl Client {
     /// returned [`Elector`] is resigned or dropped.
     pub fn elect(&self, config: &ElectorConfig) -> Result<Elector, Error> {
         Elector::start(self.clone(), config)
+    }
+}
+
+/// Puts credentials into a client's instance, while the client lives.
+fn install(slot: &Weak<Mutex<Slot>>, credentials: &Credentials) -> Result<(), Error> {
+    let Some(slot) = slot.upgrade() else {
+        return Err(Error::Trap("the client is gone".into()));
+    };
+    let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+    match &mut *slot {
+        Slot::Live(raw) => flatten(raw.set_credentials(credentials)),
+        Slot::Trapped(message) => Err(Error::Trap(message.clone())),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The client configuration, from code or from the usual AWS variables.
 
 use crate::bindings::{AddressingStyle, Config, Credentials, ExpiryClock, Strategy};
+use crate::credentials::{AwsChain, SharedSource};
 use crate::Error;
 use std::fmt;
 
@@ -28,28 +29,77 @@ pub struct S3Config {
     /// `seal-key`). Default: none; any client of the bucket accepts its
     /// leases, whatever its credentials.
     pub seal_key: Option<String>,
+    /// Where a client takes its credentials from and refreshes them (the
+    /// three fields above are then only the first ones fetched). Set by
+    /// [`S3Config::from_env`]; `None`: the fields above, fixed.
+    pub credentials_source: Option<SharedSource>,
 }
 
 impl S3Config {
-    /// From the environment, as the AWS CLI reads it: `AWS_ENDPOINT_URL`
-    /// (default AWS itself), `AWS_REGION` or `AWS_DEFAULT_REGION` (default
-    /// `us-east-1`), `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
-    /// `AWS_SESSION_TOKEN`; and `S3LEASE_ADDRESSING` (`path` or
-    /// `virtual-hosted`; default path for a custom endpoint, virtual-hosted
-    /// on AWS), and `S3LEASE_SEAL_KEY` (the optional seal key). Missing
-    /// credentials are an `invalid-config` error naming the variable.
+    /// From the environment and the AWS configuration files, as the AWS
+    /// SDKs read them: credentials and region from the AWS chain
+    /// ([`AwsChain`]: environment, profile files, web identity, container
+    /// credentials, instance metadata), refreshed on a live client; the
+    /// rest as [`S3Config::from_vars`] reads it. Credentials are fetched
+    /// once here; with none anywhere, an `invalid-config` error lists where
+    /// it looked.
     pub fn from_env(bucket: &str) -> Result<Self, Error> {
-        Self::from_vars(bucket, |name| {
+        Self::from_aws(bucket, |name| {
             std::env::var(name).ok().filter(|v| !v.is_empty())
         })
     }
 
-    /// [`S3Config::from_env`] over any source of variables (tests pass a map).
+    /// [`S3Config::from_env`] with the settings other than credentials from
+    /// `var` (the command line passes its flags through it). The region is
+    /// `var`'s `AWS_REGION` or `AWS_DEFAULT_REGION`, else the profile's,
+    /// else (on AWS's own endpoint) instance metadata's, else `us-east-1`.
+    pub fn from_aws(bucket: &str, var: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let given_region = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION"));
+        let on_aws = custom_endpoint(&var).is_none();
+        let chain = AwsChain::load(given_region, on_aws)?;
+        let region = chain.region().unwrap_or_else(|| "us-east-1".to_string());
+        let source = SharedSource::new(chain);
+        let first = source.fetch()?;
+        let mut config = Self::settings(bucket, &var, region, first.credentials)?;
+        config.credentials_source = Some(source);
+        Ok(config)
+    }
+
+    /// Static keys only, from `var`: `AWS_ENDPOINT_URL_S3` or
+    /// `AWS_ENDPOINT_URL` (default AWS itself), `AWS_REGION` or
+    /// `AWS_DEFAULT_REGION` (default `us-east-1`), `AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`; `S3LEASE_ADDRESSING`
+    /// (`path` or `virtual-hosted`; default path for a custom endpoint,
+    /// virtual-hosted on AWS) and `S3LEASE_SEAL_KEY` (the optional seal
+    /// key). Missing keys are an `invalid-config` error naming the
+    /// variable. Tests pass a map.
     pub fn from_vars(bucket: &str, var: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         let region = var("AWS_REGION")
             .or_else(|| var("AWS_DEFAULT_REGION"))
             .unwrap_or_else(|| "us-east-1".to_string());
-        let custom_endpoint = var("AWS_ENDPOINT_URL_S3").or_else(|| var("AWS_ENDPOINT_URL"));
+        let required = |name: &str| {
+            var(name).ok_or_else(|| {
+                Error::invalid_config(
+                    name,
+                    "is not set (the S3 credentials come from the usual AWS variables)",
+                )
+            })
+        };
+        let credentials = Credentials {
+            access_key_id: required("AWS_ACCESS_KEY_ID")?,
+            secret_access_key: required("AWS_SECRET_ACCESS_KEY")?,
+            session_token: var("AWS_SESSION_TOKEN"),
+        };
+        Self::settings(bucket, &var, region, credentials)
+    }
+
+    fn settings(
+        bucket: &str,
+        var: &impl Fn(&str) -> Option<String>,
+        region: String,
+        credentials: Credentials,
+    ) -> Result<Self, Error> {
+        let custom_endpoint = custom_endpoint(var);
         let addressing = match var("S3LEASE_ADDRESSING").as_deref() {
             Some("path") => AddressingStyle::Path,
             Some("virtual-hosted") => AddressingStyle::VirtualHosted,
@@ -62,29 +112,22 @@ impl S3Config {
             None if custom_endpoint.is_some() => AddressingStyle::Path,
             None => AddressingStyle::VirtualHosted,
         };
-        let required = |name: &str| {
-            var(name).ok_or_else(|| {
-                Error::invalid_config(
-                    name,
-                    "is not set (the S3 credentials come from the usual AWS variables)",
-                )
-            })
-        };
         Ok(S3Config {
             endpoint: custom_endpoint
                 .unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com")),
             region,
             bucket: bucket.to_string(),
             addressing,
-            access_key_id: required("AWS_ACCESS_KEY_ID")?,
-            secret_access_key: required("AWS_SECRET_ACCESS_KEY")?,
-            session_token: var("AWS_SESSION_TOKEN"),
+            access_key_id: credentials.access_key_id,
+            secret_access_key: credentials.secret_access_key,
+            session_token: credentials.session_token,
             key_prefix: None,
             request_timeout_ms: None,
             strategy: None,
             expiry_clock: None,
             preflight: None,
             seal_key: var("S3LEASE_SEAL_KEY"),
+            credentials_source: None,
         })
     }
 
@@ -110,6 +153,10 @@ impl S3Config {
     }
 }
 
+fn custom_endpoint(var: &impl Fn(&str) -> Option<String>) -> Option<String> {
+    var("AWS_ENDPOINT_URL_S3").or_else(|| var("AWS_ENDPOINT_URL"))
+}
+
 impl fmt::Debug for S3Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("S3Config")
@@ -129,6 +176,7 @@ impl fmt::Debug for S3Config {
             .field("expiry_clock", &self.expiry_clock)
             .field("preflight", &self.preflight)
             .field("seal_key", &self.seal_key.as_ref().map(|_| "<redacted>"))
+            .field("credentials_source", &self.credentials_source)
             .finish()
     }
 }

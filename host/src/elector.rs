@@ -218,6 +218,7 @@ fn watch_deadline(shared: &Shared) {
 
 fn step_until_stopped(client: Client, handle: ResourceAny, shared: &Shared) -> Result<(), Error> {
     loop {
+        let generation = client.credentials_generation();
         let step = match client.call(|i| i.step(handle).map(Ok)) {
             Ok(step) => step,
             Err(e) => {
@@ -229,8 +230,20 @@ fn step_until_stopped(client: Client, handle: ResourceAny, shared: &Shared) -> R
                 return Err(e);
             }
         };
+        // The store refused our credentials (a renew under expired ones):
+        // with new ones in, step again now rather than a retry period on,
+        // still within the renew deadline the step bounds itself by.
+        let refused = step
+            .last_error
+            .as_ref()
+            .is_some_and(crate::credentials::refused_credentials);
+        let again_now = refused && client.renew_credentials(generation);
         let now = Instant::now();
-        let next = now + Duration::from_millis(step.next_step_in_ms);
+        let next = if again_now {
+            now
+        } else {
+            now + Duration::from_millis(step.next_step_in_ms)
+        };
         let mut state = shared.lock();
         apply(&mut state, step, now);
         shared.wake.notify_all();

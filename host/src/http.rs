@@ -32,14 +32,16 @@ const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(15);
 /// Sends requests: pooled keep-alive connections, or one connection per request.
 #[derive(Clone)]
 pub enum HttpSender {
-    Pooled(PooledHttp),
+    /// Boxed: hyper-util's client with the proxy support aws-config turns
+    /// on is large.
+    Pooled(Box<PooledHttp>),
     /// wasmtime's default: a new connection (and TLS handshake) per request.
     PerRequest,
 }
 
 impl HttpSender {
     pub fn pooled() -> Result<Self> {
-        Ok(HttpSender::Pooled(PooledHttp::new()?))
+        Ok(HttpSender::Pooled(Box::new(PooledHttp::new()?)))
     }
 
     pub fn send(

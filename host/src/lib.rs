@@ -24,6 +24,7 @@ pub mod bindings;
 mod client;
 mod compile_cache;
 mod config;
+pub mod credentials;
 mod elector;
 mod error;
 mod guard;
@@ -38,6 +39,7 @@ pub use bindings::{Capability, CapabilityResult, ClockOffset, PreflightReport, V
 pub use client::Client;
 pub use compile_cache::{CacheOutcome, CompileCache};
 pub use config::S3Config;
+pub use credentials::{AwsChain, CredentialsSource, FetchedCredentials, SharedSource};
 pub use elector::{ElectionEvent, Elector};
 pub use error::Error;
 pub use guard::{LeaseGuard, LostReason};

@@ -224,6 +224,7 @@ fn host_config(c: &Config) -> s3_lease_host::S3Config {
         expiry_clock: c.expiry_clock,
         preflight: c.preflight,
         seal_key: c.seal_key.clone(),
+        credentials_source: None,
     }
 }
 
