@@ -42,6 +42,8 @@ pub struct TokenGate {
 struct Shared {
     upstream: Endpoint,
     issued: Mutex<HashMap<String, Issued>>,
+    /// Revoked credentials, kept for leak checks.
+    revoked: Mutex<Vec<Issued>>,
     /// Access keys that signed a request the gate passed on, in order.
     used: Mutex<Vec<String>>,
     refusals: Mutex<Vec<String>>,
@@ -55,6 +57,7 @@ impl TokenGate {
         let shared = Arc::new(Shared {
             upstream: upstream.clone(),
             issued: Mutex::default(),
+            revoked: Mutex::default(),
             used: Mutex::default(),
             refusals: Mutex::default(),
             passed: AtomicUsize::new(0),
@@ -90,11 +93,21 @@ impl TokenGate {
         issued
     }
 
+    /// Revokes credentials before their expiry (a role's session revoked):
+    /// the gate refuses them as unknown from now on.
+    pub fn revoke(&self, access_key_id: &str) {
+        if let Some(gone) = self.shared.issued.lock().unwrap().remove(access_key_id) {
+            self.shared.revoked.lock().unwrap().push(gone);
+        }
+    }
+
     /// Every secret and token it issued (to check none leaks into output).
     pub fn secrets(&self) -> Vec<String> {
         let issued = self.shared.issued.lock().unwrap();
+        let revoked = self.shared.revoked.lock().unwrap();
         issued
             .values()
+            .chain(revoked.iter())
             .flat_map(|i| [i.secret_access_key.clone(), i.session_token.clone()])
             .collect()
     }

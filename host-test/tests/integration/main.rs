@@ -7,6 +7,7 @@ mod campaign;
 mod compat;
 mod component_shape;
 mod contention;
+mod credentials;
 mod elector;
 mod epoch_objects;
 mod error_paths;

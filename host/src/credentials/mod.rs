@@ -74,8 +74,13 @@ pub struct SharedSource {
 
 impl SharedSource {
     pub fn new(source: impl CredentialsSource) -> Self {
+        Self::from_arc(Arc::new(source))
+    }
+
+    /// A source the caller keeps a handle on too.
+    pub fn from_arc(source: Arc<dyn CredentialsSource>) -> Self {
         SharedSource {
-            source: Arc::new(source),
+            source,
             last: Arc::default(),
         }
     }
