@@ -322,6 +322,11 @@ fn hold_while_running(
     how: Holding,
     quiet: bool,
 ) -> Result<i32, Failure> {
+    if !quiet {
+        if let Some(line) = credentials_line(config) {
+            eprintln!("s3-lease: {line}");
+        }
+    }
     let elector = client.elect(&elector_config(hold)?)?;
     // Leadership ends at ttl/2 without a renew; the lease lives the other
     // half. A command still running past that may overlap the next holder's.
@@ -346,7 +351,29 @@ fn hold_while_running(
         mode: how.mode,
         signals: catch_signals()?,
     };
-    supervise::supervise(elector, supervision)
+    let outcome = supervise::supervise(elector, supervision);
+    let refreshes = client.credentials_refreshes();
+    if refreshes > 0 && !quiet {
+        eprintln!("s3-lease: the credentials were refreshed {refreshes} times meanwhile");
+    }
+    outcome
+}
+
+/// Where the credentials came from, for `run` and `elect`'s first line.
+fn credentials_line(config: &S3Config) -> Option<String> {
+    let (source, expires) = config.credentials_source.as_ref()?.last_source()?;
+    Some(match expires {
+        Some(at) => {
+            let left = at
+                .duration_since(std::time::SystemTime::now())
+                .unwrap_or_default();
+            format!(
+                "credentials from {source}, temporary (expire in {}); refreshed before they do",
+                duration::show(Duration::from_secs(left.as_secs()))
+            )
+        }
+        None => format!("credentials from {source}"),
+    })
 }
 
 fn s3_config(cli: &Cli) -> Result<S3Config, Failure> {

@@ -105,6 +105,12 @@ impl Client {
             .is_some_and(|r| r.after_refusal(generation))
     }
 
+    /// How many times new credentials went into this client from its
+    /// source (0 without one).
+    pub fn credentials_refreshes(&self) -> u64 {
+        self.credentials_generation()
+    }
+
     /// Why the last refresh of the credentials failed, while it has not
     /// succeeded since (the old ones stay in until then).
     pub fn credentials_error(&self) -> Option<String> {

@@ -336,7 +336,56 @@ fn run_holds_one_lease_across_three_rotations_of_instance_credentials() {
     );
     let keys = f.gate.keys_used();
     assert!(keys.len() >= 4, "fewer than three rotations: {keys:?}");
+    assert!(
+        stderr.contains("credentials from Ec2InstanceMetadata, temporary"),
+        "{stderr}"
+    );
+    let refreshed = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("s3-lease: the credentials were refreshed "))
+        .and_then(|l| l.split(' ').next()?.parse::<u32>().ok());
+    assert!(refreshed.is_some_and(|n| n >= 3), "{stderr}");
+    eprintln!("transcript (instance metadata):\n{stderr}");
     let mut secrets = f.gate.secrets();
     secrets.extend(f.aws.imds_tokens());
     assert_no_secrets(&out, &secrets);
+}
+
+#[test]
+fn run_on_a_profile_says_where_its_credentials_came_from() {
+    let f = fakes();
+    let scene = Scene::new("chain-profile-run");
+    let config = write(
+        &scene,
+        "config",
+        &format!(
+            "[profile deploy]\nregion = eu-west-1\ncredential_process = curl -sf {}/process\n",
+            f.aws.url
+        ),
+    );
+    let out = bare(
+        &scene,
+        &f.gate.url,
+        &[
+            ("AWS_PROFILE", "deploy".into()),
+            ("AWS_CONFIG_FILE", config),
+        ],
+        &[
+            "run",
+            "nightly",
+            "--ttl",
+            "10s",
+            "--",
+            "echo",
+            "report written",
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 0, "{stderr}");
+    assert!(
+        stderr.contains("credentials from Profile, temporary"),
+        "{stderr}"
+    );
+    eprintln!("transcript (profile):\n{}{stderr}", text(&out.stdout));
+    assert_no_secrets(&out, &f.gate.secrets());
 }

@@ -93,6 +93,13 @@ impl SharedSource {
         Ok(fetched)
     }
 
+    /// Which source gave the last credentials fetched, and when they
+    /// expire (nothing secret).
+    pub fn last_source(&self) -> Option<(String, Option<SystemTime>)> {
+        let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        last.as_ref().map(|(_, f)| (f.source.clone(), f.expires))
+    }
+
     /// The last credentials fetched, unless they are due for a refresh
     /// (or there are none yet): then a fetch.
     pub fn latest(&self) -> Result<FetchedCredentials, Error> {
@@ -150,5 +157,70 @@ impl CredentialsSource for StaticCredentials {
             expires: None,
             source: "Static".into(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_no_secret() {
+        let fetched = FetchedCredentials {
+            credentials: Credentials {
+                access_key_id: "ASIAVISIBLE".into(),
+                secret_access_key: "s3cr3t-value".into(),
+                session_token: Some("t0ken-value".into()),
+            },
+            expires: None,
+            source: "Ec2InstanceMetadata".into(),
+        };
+        let source = SharedSource::new(StaticCredentials(fetched.credentials.clone()));
+        let mut config = crate::S3Config::from_vars("b", |n| match n {
+            "AWS_ACCESS_KEY_ID" => Some("ASIAVISIBLE".into()),
+            "AWS_SECRET_ACCESS_KEY" => Some("s3cr3t-value".into()),
+            "AWS_SESSION_TOKEN" => Some("t0ken-value".into()),
+            _ => None,
+        })
+        .unwrap();
+        source.fetch().unwrap();
+        config.credentials_source = Some(source.clone());
+        let text = format!(
+            "{fetched:?} {config:?} {source:?} {:?}",
+            source.last_source()
+        );
+        assert!(text.contains("ASIAVISIBLE"), "{text}");
+        assert!(
+            !text.contains("s3cr3t") && !text.contains("t0ken"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn only_refusals_of_the_credentials_call_for_new_ones() {
+        use crate::bindings::exports::s3_lease::lease::types::S3Error;
+        let e = |status, code: &str| S3Error {
+            status,
+            code: code.into(),
+            message: String::new(),
+            request_id: String::new(),
+        };
+        assert!(refused_credentials(&LeaseError::S3(e(400, "ExpiredToken"))));
+        assert!(refused_credentials(&LeaseError::AccessDenied(e(
+            403,
+            "InvalidAccessKeyId"
+        ))));
+        assert!(!refused_credentials(&LeaseError::AccessDenied(e(
+            403,
+            "AccessDenied"
+        ))));
+        assert!(!refused_credentials(&LeaseError::AccessDenied(e(
+            403,
+            "SignatureDoesNotMatch"
+        ))));
+        assert!(!refused_credentials(&LeaseError::S3(e(
+            500,
+            "InternalError"
+        ))));
     }
 }
