@@ -8,10 +8,9 @@ use crate::bindings::exports::s3_lease::lease::lease::{
 };
 use crate::bindings::exports::s3_lease::lease::types as wit;
 use crate::client::ClientCore;
-use crate::config::{Addressing, ClientConfig, RawConfig, Scheme, Strategy};
+use crate::config::{Addressing, ClientConfig, RawConfig, Strategy};
 use crate::elector::{Elector, ElectorConfig, Event, Role, StopReason};
 use crate::error::{Error, S3Error};
-use crate::error_relay;
 use crate::expiry::ExpiryClock;
 use crate::fenced::Change;
 use crate::lock_object::LockState;
@@ -56,43 +55,6 @@ impl Client {
         f(&mut core, &mut io).map_err(to_wit_error)
     }
 
-    /// `f`'s value, or `blank` once its error is kept for `error_relay`.
-    /// Methods return it as `Ok` and are inlined into their export
-    /// wrappers, so the wrapper's own error lowering is dead code.
-    #[inline(never)]
-    fn keep_error<T>(
-        &self,
-        f: impl FnOnce() -> Result<T, wit::Error>,
-        blank: impl FnOnce() -> T,
-    ) -> T {
-        keep_error(f(), blank)
-    }
-
-    /// A client that is never used for a request: what the constructor
-    /// returns beside a kept error (`error_relay` drops it at once), and
-    /// what `error_relay` passes to `release`'s wrapper when the failed
-    /// call had no client of its own.
-    pub(crate) fn placeholder() -> Self {
-        Self::from_config(ClientConfig {
-            scheme: Scheme::Https,
-            endpoint_authority: String::new(),
-            region: String::new(),
-            bucket: String::new(),
-            addressing: Addressing::Path,
-            credentials: Credentials {
-                access_key_id: String::new(),
-                secret_access_key: String::new(),
-                session_token: None,
-            },
-            key_prefix: String::new(),
-            request_timeout_ms: 0,
-            strategy: Strategy::SingleObject,
-            expiry_clock: ExpiryClock::Holder,
-            preflight: false,
-            seal_key: None,
-        })
-    }
-
     fn from_config(config: ClientConfig) -> Self {
         Client {
             credentials: Rc::new(RefCell::new(config.credentials.clone())),
@@ -100,14 +62,6 @@ impl Client {
             signing_offset_ms: Cell::new(0),
         }
     }
-}
-
-/// `result`'s value, or `blank` once its error is kept for `error_relay`.
-fn keep_error<T>(result: Result<T, wit::Error>, blank: impl FnOnce() -> T) -> T {
-    result.unwrap_or_else(|e| {
-        error_relay::keep(e);
-        blank()
-    })
 }
 
 impl GuestClient for Client {
@@ -139,18 +93,11 @@ impl GuestClient for Client {
             preflight: config.preflight,
             seal_key: config.seal_key.map(SealKey::new),
         };
-        // `error_relay` returns the kept error and drops the placeholder.
-        Ok(keep_error(
-            ClientConfig::validate(raw)
-                .map(Client::from_config)
-                .map_err(to_wit_error),
-            Client::placeholder,
-        ))
+        ClientConfig::validate(raw)
+            .map(Client::from_config)
+            .map_err(to_wit_error)
     }
 
-    /// Not through `error_relay`: its generated lowering costs a few KB,
-    /// and no new hand-written canonical-ABI glue is worth that (issue 23
-    /// removes the relay).
     fn set_credentials(&self, credentials: wit::Credentials) -> Result<(), wit::Error> {
         let credentials = Credentials {
             access_key_id: credentials.access_key_id,
@@ -163,74 +110,45 @@ impl GuestClient for Client {
         Ok(())
     }
 
-    #[inline(always)]
     fn try_acquire(
         &self,
         key: String,
         options: wit::Options,
     ) -> Result<Option<wit::Lease>, wit::Error> {
-        Ok(self.keep_error(
-            || {
-                let grant = grant(options).map_err(to_wit_error)?;
-                self.run(|core, io| core.try_acquire(io, &key, &grant))
-                    .map(|outcome| match outcome {
-                        AcquireOutcome::Granted(lease) => Some(to_wit_lease(lease)),
-                        AcquireOutcome::Held(_) => None,
-                    })
-            },
-            || None,
-        ))
+        let grant = grant(options).map_err(to_wit_error)?;
+        self.run(|core, io| core.try_acquire(io, &key, &grant))
+            .map(|outcome| match outcome {
+                AcquireOutcome::Granted(lease) => Some(to_wit_lease(lease)),
+                AcquireOutcome::Held(_) => None,
+            })
     }
 
-    #[inline(always)]
     fn acquire(
         &self,
         key: String,
         options: wit::Options,
         timeout_ms: u64,
     ) -> Result<wit::Lease, wit::Error> {
-        Ok(self.keep_error(
-            || {
-                let grant = grant(options).map_err(to_wit_error)?;
-                self.run(|core, io| core.acquire(io, &key, &grant, timeout_ms))
-                    .map(to_wit_lease)
-            },
-            blank_lease,
-        ))
+        let grant = grant(options).map_err(to_wit_error)?;
+        self.run(|core, io| core.acquire(io, &key, &grant, timeout_ms))
+            .map(to_wit_lease)
     }
 
-    #[inline(always)]
     fn renew(&self, lease: wit::Lease) -> Result<wit::Lease, wit::Error> {
-        Ok(self.keep_error(
-            || {
-                self.run(|core, io| core.rewrite(io, from_wit_lease(lease), false))
-                    .map(to_wit_lease)
-            },
-            blank_lease,
-        ))
+        self.run(|core, io| core.rewrite(io, from_wit_lease(lease), false))
+            .map(to_wit_lease)
     }
 
-    /// Also returns another method's kept error: see `error_relay`.
     fn release(&self, lease: wit::Lease) -> Result<(), wit::Error> {
-        if let Some(e) = error_relay::take_kept() {
-            return Err(e);
-        }
         self.run(|core, io| core.rewrite(io, from_wit_lease(lease), true))
             .map(|_| ())
     }
 
-    #[inline(always)]
     fn inspect(&self, key: String) -> Result<Option<wit::LockState>, wit::Error> {
-        Ok(self.keep_error(
-            || {
-                self.run(|core, io| core.inspect(io, &key))
-                    .map(|s| s.map(to_wit_state))
-            },
-            || None,
-        ))
+        self.run(|core, io| core.inspect(io, &key))
+            .map(|s| s.map(to_wit_state))
     }
 
-    #[inline(always)]
     fn fenced_put(
         &self,
         lease: wit::Lease,
@@ -244,7 +162,6 @@ impl GuestClient for Client {
         self.fenced_put_with(lease, object_key, body, content_type, options)
     }
 
-    #[inline(always)]
     fn fenced_put_with(
         &self,
         lease: wit::Lease,
@@ -253,69 +170,45 @@ impl GuestClient for Client {
         content_type: String,
         options: wit::FenceOptions,
     ) -> Result<wit::FencedWrite, wit::Error> {
-        Ok(self.keep_error(
-            || {
-                let change = Change::Put { body, content_type };
-                let lease = from_wit_lease(lease);
-                self.run(|core, io| {
-                    core.fenced_write(io, &lease, &object_key, change, options.reject_equal_token)
-                })
-                .map(|w| wit::FencedWrite {
-                    object_key: w.object_key,
-                    etag: w.etag,
-                    token: w.token,
-                    previous_token: w.previous_token,
-                })
-            },
-            blank_fenced_write,
-        ))
+        let change = Change::Put { body, content_type };
+        let lease = from_wit_lease(lease);
+        self.run(|core, io| {
+            core.fenced_write(io, &lease, &object_key, change, options.reject_equal_token)
+        })
+        .map(|w| wit::FencedWrite {
+            object_key: w.object_key,
+            etag: w.etag,
+            token: w.token,
+            previous_token: w.previous_token,
+        })
     }
 
-    #[inline(always)]
     fn fenced_delete(&self, lease: wit::Lease, object_key: String) -> Result<(), wit::Error> {
-        self.keep_error(
-            || {
-                let change = Change::Delete {
-                    nonce: random_u64(),
-                };
-                let lease = from_wit_lease(lease);
-                self.run(|core, io| core.fenced_write(io, &lease, &object_key, change, false))
-                    .map(|_| ())
-            },
-            || (),
-        );
-        Ok(())
+        let change = Change::Delete {
+            nonce: random_u64(),
+        };
+        let lease = from_wit_lease(lease);
+        self.run(|core, io| core.fenced_write(io, &lease, &object_key, change, false))
+            .map(|_| ())
     }
 
-    #[inline(always)]
     fn fenced_get(&self, object_key: String) -> Result<Option<wit::FencedObject>, wit::Error> {
-        Ok(self.keep_error(
-            || {
-                self.run(|core, io| core.fenced_get(io, &object_key))
-                    .map(|found| {
-                        found.map(|o| wit::FencedObject {
-                            object_key: o.object_key,
-                            body: o.body,
-                            content_type: o.content_type,
-                            etag: o.etag,
-                            token: o.token,
-                        })
-                    })
-            },
-            || None,
-        ))
+        self.run(|core, io| core.fenced_get(io, &object_key))
+            .map(|found| {
+                found.map(|o| wit::FencedObject {
+                    object_key: o.object_key,
+                    body: o.body,
+                    content_type: o.content_type,
+                    etag: o.etag,
+                    token: o.token,
+                })
+            })
     }
 
-    #[inline(always)]
     fn preflight(&self) -> Result<wit::PreflightReport, wit::Error> {
-        Ok(self.keep_error(
-            || self.run(|core, io| core.preflight(io)).map(to_wit_report),
-            blank_report,
-        ))
+        self.run(|core, io| core.preflight(io)).map(to_wit_report)
     }
 
-    /// Its error goes through `error_relay` as the other methods' do.
-    #[inline(always)]
     fn elector(&self, config: wit::ElectorConfig) -> Result<wit_lease::Elector, wit::Error> {
         let config = ElectorConfig {
             key: config.key,
@@ -330,9 +223,7 @@ impl GuestClient for Client {
         // The elector has a client of its own (same config and memory so
         // far): a resource cannot keep a borrow of another.
         let core = self.core.borrow().clone();
-        let elector = keep_error(Elector::new(core, config).map_err(to_wit_error), || {
-            Elector::placeholder(self.core.borrow().clone())
-        });
+        let elector = Elector::new(core, config).map_err(to_wit_error)?;
         Ok(wit_lease::Elector::new(ElectorResource {
             elector: RefCell::new(elector),
             signing_offset_ms: Cell::new(self.signing_offset_ms.get()),
@@ -376,10 +267,8 @@ impl GuestElector for ElectorResource {
         }
     }
 
-    /// Its error goes through `error_relay` as the client methods' do.
     fn resign(&self) -> Result<(), wit::Error> {
-        keep_error(self.run(|e, io| e.resign(io)).map_err(to_wit_error), || ());
-        Ok(())
+        self.run(|e, io| e.resign(io)).map_err(to_wit_error)
     }
 }
 
@@ -400,44 +289,6 @@ fn to_wit_event(event: Event) -> wit::ElectorEvent {
             StopReason::Resigned => wit::StopReason::Resigned,
         }),
         Event::LeaderChanged(state) => wit::ElectorEvent::LeaderChanged(state.map(to_wit_state)),
-    }
-}
-
-/// What a method whose error `error_relay` relays returns to its export
-/// wrapper instead: empty, so lowering it allocates nothing.
-fn blank_lease() -> wit::Lease {
-    wit::Lease {
-        key: String::new(),
-        token: 0,
-        holder_id: String::new(),
-        etag: String::new(),
-        expires_at_ms: 0,
-        acquired_at_ms: 0,
-        ttl_ms: 0,
-        metadata: String::new(),
-        seal: String::new(),
-    }
-}
-
-fn blank_fenced_write() -> wit::FencedWrite {
-    wit::FencedWrite {
-        object_key: String::new(),
-        etag: String::new(),
-        token: 0,
-        previous_token: None,
-    }
-}
-
-fn blank_report() -> wit::PreflightReport {
-    wit::PreflightReport {
-        results: Vec::new(),
-        clock_offset: None,
-        safe_strategies: Vec::new(),
-        safe_expiry_clocks: Vec::new(),
-        recommended_strategy: None,
-        config_safe: false,
-        notes: Vec::new(),
-        requests: 0,
     }
 }
 
@@ -605,5 +456,4 @@ fn to_wit_error(e: Error) -> wit::Error {
     }
 }
 
-// Through `error_relay`, which wraps twelve of the generated export wrappers.
-crate::bindings::export!(Component with_types_in crate::error_relay);
+crate::bindings::export!(Component with_types_in crate::bindings);

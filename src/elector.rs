@@ -138,26 +138,6 @@ impl Elector {
         Ok(Self::with(client, config, grant))
     }
 
-    /// An elector that is never stepped: what the component returns beside
-    /// an error it relays (`error_relay`), which drops it at once.
-    #[cfg(target_family = "wasm")]
-    pub(crate) fn placeholder(client: ClientCore) -> Self {
-        let grant = Grant {
-            ttl_ms: 0,
-            holder_id: String::new(),
-            metadata: String::new(),
-        };
-        let config = ElectorConfig {
-            key: String::new(),
-            lease_duration_ms: 0,
-            renew_deadline_ms: 0,
-            retry_period_ms: 0,
-            holder_id: String::new(),
-            metadata: String::new(),
-        };
-        Self::with(client, config, grant)
-    }
-
     fn with(client: ClientCore, config: ElectorConfig, grant: Grant) -> Self {
         Elector {
             config,

@@ -47,8 +47,6 @@ pub mod testing;
 #[cfg(target_family = "wasm")]
 mod component;
 #[cfg(target_family = "wasm")]
-mod error_relay;
-#[cfg(target_family = "wasm")]
 mod transport;
 
 #[cfg(target_family = "wasm")]

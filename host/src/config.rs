@@ -29,8 +29,9 @@ pub struct S3Config {
     /// `seal-key`). Default: none; any client of the bucket accepts its
     /// leases, whatever its credentials.
     pub seal_key: Option<String>,
-    /// Where a client takes its credentials from and refreshes them (the
-    /// three fields above are then only the first ones fetched). Set by
+    /// Where a client takes its credentials from and refreshes them
+    /// (`access_key_id`, `secret_access_key` and `session_token` are then
+    /// only the first ones fetched). Set by
     /// [`S3Config::from_env`]; `None`: the fields above, fixed.
     pub credentials_source: Option<SharedSource>,
 }

@@ -1,8 +1,8 @@
 //! Every method that can fail returns its own error, whole, and nothing of it
-//! outlives the call. Eleven exports hand their error to one
-//! shared lowering path (`src/error_relay.rs`): this is the test that fails
-//! if that glue mixes up a layout, loses a field, or leaves an error behind
-//! for the next call.
+//! outlives the call. (Each export lowers its error through wit-bindgen's
+//! generated code; this test was written against the hand-written relay
+//! that once shared one lowering, and stays as the check that no method
+//! loses a field or leaves an error behind for the next call.)
 
 use super::*;
 use host_test::bindings::{
