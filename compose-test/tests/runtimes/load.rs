@@ -163,7 +163,7 @@ pub fn check_counter(run: &Run, counter: &str, prefix: &str, observer: &mut Inst
     }
 }
 
-/// Requests per second and latency percentiles, for the README.
+/// Requests per second and latency percentiles, for docs/measured.md.
 pub fn summary(run: &Run) -> String {
     let mut latencies: Vec<Duration> = run.samples.iter().map(|s| s.latency).collect();
     latencies.sort();

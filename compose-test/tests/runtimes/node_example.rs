@@ -1,4 +1,4 @@
-//! examples/node, as its README section runs it (`npm start`: jco
+//! examples/node, as docs/embedding.md runs it (`npm start`: jco
 //! transpiles the s3-lease component, Node runs lock.mjs), against the
 //! suite's S3 server.
 

@@ -1,4 +1,4 @@
-//! Measures what the README quotes: component size, load and instantiate
+//! Measures what docs/measured.md quotes: component size, load and instantiate
 //! times, and per-operation latency and request counts against the S3
 //! endpoint (a local SeaweedFS unless AWS_ENDPOINT_URL is set).
 //!

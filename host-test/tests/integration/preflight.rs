@@ -32,7 +32,7 @@ pub fn failing(report: &PreflightReport) -> Vec<Capability> {
         .collect()
 }
 
-/// The report as a table, for the log (and the README's table).
+/// The report as a table, for the log (and the table in docs/stores.md).
 pub fn print(store: &str, report: &PreflightReport) {
     println!("preflight of {store}: {} requests", report.requests);
     for r in &report.results {
