@@ -9,6 +9,7 @@ use aws_credential_types::provider::error::CredentialsError;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use aws_smithy_http_client::tls;
 use std::future::Future;
+use std::sync::OnceLock;
 
 /// The chain `aws-config`'s `DefaultCredentialsChain` tries, in its order:
 /// environment variables; the shared `config` and `credentials` files
@@ -21,9 +22,20 @@ use std::future::Future;
 /// Kept apart from the SDK's own chain type so that a fetch can say which
 /// source answered, and a failure where it looked and what each said.
 pub struct AwsChain {
-    sources: Vec<(&'static str, SharedCredentialsProvider)>,
+    environment: SharedCredentialsProvider,
+    rest: OnceLock<Vec<(&'static str, SharedCredentialsProvider)>>,
     region: Option<Region>,
     runtime: tokio::runtime::Runtime,
+}
+
+/// The SDK's provider configuration with an HTTPS client on ring.
+fn with_https() -> ProviderConfig {
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(
+            tls::rustls_provider::CryptoMode::Ring,
+        ))
+        .build_https();
+    ProviderConfig::default().with_http_client(http)
 }
 
 /// Where each source looks, for the error when none answers.
@@ -61,60 +73,61 @@ impl AwsChain {
             .enable_all()
             .build()
             .map_err(|e| Error::Host(e.into()))?;
-        let http = aws_smithy_http_client::Builder::new()
-            .tls_provider(tls::Provider::Rustls(
-                tls::rustls_provider::CryptoMode::Ring,
-            ))
-            .build_https();
-        let base = ProviderConfig::default().with_http_client(http);
         let region = match region {
             Some(r) => Some(Region::new(r)),
-            None => on_own_thread(&runtime, find_region(base.clone(), imds_region)),
+            None => on_own_thread(&runtime, find_region(imds_region)),
         };
-        let conf = base.with_region(region.clone());
-        use aws_config::{
-            ecs::EcsCredentialsProvider, environment::EnvironmentVariableCredentialsProvider,
-            imds::credentials::ImdsCredentialsProvider, profile::ProfileFileCredentialsProvider,
-            web_identity_token::WebIdentityTokenCredentialsProvider,
-        };
-        let sources = vec![
-            (
-                "Environment",
-                SharedCredentialsProvider::new(EnvironmentVariableCredentialsProvider::new()),
-            ),
-            (
-                "Profile",
-                SharedCredentialsProvider::new(
-                    ProfileFileCredentialsProvider::builder()
-                        .configure(&conf)
-                        .build(),
-                ),
-            ),
-            (
-                "WebIdentityToken",
-                SharedCredentialsProvider::new(
-                    WebIdentityTokenCredentialsProvider::builder()
-                        .configure(&conf)
-                        .build(),
-                ),
-            ),
-            (
-                "EcsContainer",
-                SharedCredentialsProvider::new(
-                    EcsCredentialsProvider::builder().configure(&conf).build(),
-                ),
-            ),
-            (
-                "Ec2InstanceMetadata",
-                SharedCredentialsProvider::new(
-                    ImdsCredentialsProvider::builder().configure(&conf).build(),
-                ),
-            ),
-        ];
         Ok(AwsChain {
-            sources,
+            environment: SharedCredentialsProvider::new(
+                aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
+            ),
+            rest: OnceLock::new(),
             region,
             runtime,
+        })
+    }
+
+    /// The sources after the environment, built when first needed: they
+    /// need an HTTPS client, and loading its trust roots costs a process
+    /// that has its keys in the environment about 10 ms (measured).
+    fn rest(&self) -> &[(&'static str, SharedCredentialsProvider)] {
+        self.rest.get_or_init(|| {
+            use aws_config::{
+                ecs::EcsCredentialsProvider, imds::credentials::ImdsCredentialsProvider,
+                profile::ProfileFileCredentialsProvider,
+                web_identity_token::WebIdentityTokenCredentialsProvider,
+            };
+            let conf = with_https().with_region(self.region.clone());
+            vec![
+                (
+                    "Profile",
+                    SharedCredentialsProvider::new(
+                        ProfileFileCredentialsProvider::builder()
+                            .configure(&conf)
+                            .build(),
+                    ),
+                ),
+                (
+                    "WebIdentityToken",
+                    SharedCredentialsProvider::new(
+                        WebIdentityTokenCredentialsProvider::builder()
+                            .configure(&conf)
+                            .build(),
+                    ),
+                ),
+                (
+                    "EcsContainer",
+                    SharedCredentialsProvider::new(
+                        EcsCredentialsProvider::builder().configure(&conf).build(),
+                    ),
+                ),
+                (
+                    "Ec2InstanceMetadata",
+                    SharedCredentialsProvider::new(
+                        ImdsCredentialsProvider::builder().configure(&conf).build(),
+                    ),
+                ),
+            ]
         })
     }
 
@@ -126,7 +139,7 @@ impl AwsChain {
     }
 }
 
-async fn find_region(conf: ProviderConfig, imds_region: bool) -> Option<Region> {
+async fn find_region(imds_region: bool) -> Option<Region> {
     use aws_config::environment::region::EnvironmentVariableRegionProvider;
     use aws_config::imds::region::ImdsRegionProvider;
     use aws_config::meta::region::ProvideRegion;
@@ -134,8 +147,9 @@ async fn find_region(conf: ProviderConfig, imds_region: bool) -> Option<Region> 
     if let Some(r) = EnvironmentVariableRegionProvider::new().region().await {
         return Some(r);
     }
+    // Reading the profile needs no HTTP client.
     if let Some(r) = ProfileFileRegionProvider::builder()
-        .configure(&conf)
+        .configure(&ProviderConfig::default())
         .build()
         .region()
         .await
@@ -144,7 +158,7 @@ async fn find_region(conf: ProviderConfig, imds_region: bool) -> Option<Region> 
     }
     if imds_region {
         return ImdsRegionProvider::builder()
-            .configure(&conf)
+            .configure(&with_https())
             .build()
             .region()
             .await;
@@ -155,40 +169,13 @@ async fn find_region(conf: ProviderConfig, imds_region: bool) -> Option<Region> 
 impl CredentialsSource for AwsChain {
     fn fetch(&self) -> Result<FetchedCredentials, Error> {
         let mut looked = Vec::new();
-        for (name, provider) in &self.sources {
-            let result = on_own_thread(&self.runtime, provider.provide_credentials());
-            let where_ = WHERE.iter().find(|(n, _)| n == name).map_or("", |w| w.1);
-            match result {
-                Ok(c) => {
-                    return Ok(FetchedCredentials {
-                        credentials: Credentials {
-                            access_key_id: c.access_key_id().to_string(),
-                            secret_access_key: c.secret_access_key().to_string(),
-                            // An empty token is no token, as with the variables.
-                            session_token: c
-                                .session_token()
-                                .filter(|t| !t.is_empty())
-                                .map(str::to_string),
-                        },
-                        expires: c.expiry(),
-                        source: (*name).to_string(),
-                    });
-                }
-                // Not configured here: the next source, as the SDK's chain does.
-                Err(e @ CredentialsError::CredentialsNotLoaded(_)) => {
-                    looked.push(format!("- {name}, {where_}: {}", causes(&e)));
-                }
-                // Configured but failing: the SDK's chain stops here too.
-                Err(e) => {
-                    looked.push(format!("- {name}, {where_}: FAILED: {}", causes(&e)));
-                    return Err(Error::invalid_config(
-                        "credentials",
-                        format!(
-                            "the {name} credential source failed; looked in, in order:\n{}",
-                            looked.join("\n")
-                        ),
-                    ));
-                }
+        // The environment first; the rest are built only if it has no keys.
+        if let Some(answer) = self.try_source("Environment", &self.environment, &mut looked) {
+            return answer;
+        }
+        for (name, provider) in self.rest() {
+            if let Some(answer) = self.try_source(name, provider, &mut looked) {
+                return answer;
             }
         }
         Err(Error::invalid_config(
@@ -198,6 +185,49 @@ impl CredentialsSource for AwsChain {
                 looked.join("\n")
             ),
         ))
+    }
+}
+
+impl AwsChain {
+    /// One source's answer: `None` when it is not configured (the next
+    /// one is tried, as in the SDK's chain), else its credentials or its
+    /// failure (the SDK's chain stops there too).
+    fn try_source(
+        &self,
+        name: &str,
+        provider: &SharedCredentialsProvider,
+        looked: &mut Vec<String>,
+    ) -> Option<Result<FetchedCredentials, Error>> {
+        let where_ = WHERE.iter().find(|(n, _)| *n == name).map_or("", |w| w.1);
+        match on_own_thread(&self.runtime, provider.provide_credentials()) {
+            Ok(c) => Some(Ok(FetchedCredentials {
+                credentials: Credentials {
+                    access_key_id: c.access_key_id().to_string(),
+                    secret_access_key: c.secret_access_key().to_string(),
+                    // An empty token is no token, as with the variables.
+                    session_token: c
+                        .session_token()
+                        .filter(|t| !t.is_empty())
+                        .map(str::to_string),
+                },
+                expires: c.expiry(),
+                source: name.to_string(),
+            })),
+            Err(e @ CredentialsError::CredentialsNotLoaded(_)) => {
+                looked.push(format!("- {name}, {where_}: {}", causes(&e)));
+                None
+            }
+            Err(e) => {
+                looked.push(format!("- {name}, {where_}: FAILED: {}", causes(&e)));
+                Some(Err(Error::invalid_config(
+                    "credentials",
+                    format!(
+                        "the {name} credential source failed; looked in, in order:\n{}",
+                        looked.join("\n")
+                    ),
+                )))
+            }
+        }
     }
 }
 
