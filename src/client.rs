@@ -12,11 +12,10 @@ use crate::epoch::{self, Cleanup, EpochInspect, EpochRewrite, EpochTryAcquire};
 use crate::error::Error;
 use crate::expiry::{Judge, Observation};
 use crate::fenced::{self, Change, Fence, FencedGet, FencedObject, FencedWrite, Written};
+use crate::lease::{object_key, Grant, Lease};
 use crate::lock_object::LockState;
 use crate::preflight::{CapabilityResult, Gate, Preflight, Report};
-use crate::protocol::{
-    object_key, released_state, AcquireOutcome, Grant, Inspect, Lease, RewriteOwn, TryAcquire,
-};
+use crate::protocol::{released_state, AcquireOutcome, Inspect, RewriteOwn, TryAcquire};
 use crate::seal::{LockSeal, Sealer};
 use crate::sigv4::Credentials;
 

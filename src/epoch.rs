@@ -24,12 +24,11 @@ use crate::prelude::*;
 use crate::error::{Error, S3Error};
 use crate::expiry::{server_time, ExpiryClock, Judge, SERVER_SLACK_MS};
 use crate::json_out::JsonObject;
+use crate::lease::{check_writable_time, Grant, Lease};
+use crate::limits::{MAX_REREADS, MAX_TTL_MS};
 use crate::lock_object::{describe, epoch_ms, kind, optional_string, LockRecord, LockState};
 use crate::lock_object::{too_large, MAX_LOCK_OBJECT_BYTES};
-use crate::protocol::{
-    check_writable_time, is_ambiguous, AcquireOutcome, Grant, Lease, Operation, Step,
-};
-use crate::protocol::{MAX_REREADS, MAX_TTL_MS};
+use crate::protocol::{is_ambiguous, AcquireOutcome, Operation, Step};
 use crate::s3::{list_continue, list_request, parse_list, ListPage, Method, S3Request, S3Response};
 use crate::seal::LockSeal;
 use serde_json::Value;

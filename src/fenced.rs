@@ -18,7 +18,8 @@
 use crate::prelude::*;
 
 use crate::error::{Error, S3Error};
-use crate::protocol::{object_key, Lease, Operation, Step};
+use crate::lease::{object_key, Lease};
+use crate::protocol::{Operation, Step};
 use crate::s3::{Method, S3Request, S3Response};
 use crate::seal::LockSeal;
 

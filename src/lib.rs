@@ -31,6 +31,8 @@ pub mod expiry;
 pub mod fenced;
 pub mod http_date;
 pub mod json_out;
+pub mod lease;
+pub mod limits;
 pub mod lock_object;
 pub mod preflight;
 pub mod protocol;

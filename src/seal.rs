@@ -43,7 +43,7 @@
 use crate::prelude::*;
 
 use crate::error::Error;
-use crate::protocol::Lease;
+use crate::lease::Lease;
 use crate::sigv4::{hex, hmac};
 use core::fmt;
 

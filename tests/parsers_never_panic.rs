@@ -24,11 +24,11 @@ use s3_lease::fenced::{
     Change, Fence, FencedGet, FencedWrite, META_LOCK, META_TOKEN, META_TOMBSTONE,
 };
 use s3_lease::http_date::parse_ms;
+use s3_lease::lease::{Grant, Lease};
+use s3_lease::limits::MAX_TTL_MS;
 use s3_lease::lock_object::LockRecord;
 use s3_lease::preflight::{Capability, Preflight};
-use s3_lease::protocol::{
-    Grant, Inspect, Lease, Operation, RewriteOwn, Step, TryAcquire, MAX_TTL_MS,
-};
+use s3_lease::protocol::{Inspect, Operation, RewriteOwn, Step, TryAcquire};
 use s3_lease::s3::{parse_list, prepare, Method, S3Request, S3Response};
 use s3_lease::seal::Sealer;
 use s3_lease::sigv4::{self, Credentials, Scope, SigningRequest};

@@ -8,10 +8,9 @@ use crate::epoch::{self, Cleanup, EpochRewrite, EpochTryAcquire};
 use crate::error::Error;
 use crate::expiry::{ExpiryClock, Judge, Observation};
 use crate::fenced::{self, Change, Fence, FencedWrite, Written};
+use crate::lease::{Grant, Lease};
 use crate::lock_object::LockState;
-use crate::protocol::{
-    released_state, AcquireOutcome, Grant, Lease, Operation, RewriteOwn, Step, TryAcquire,
-};
+use crate::protocol::{released_state, AcquireOutcome, Operation, RewriteOwn, Step, TryAcquire};
 use crate::s3::{S3Request, S3Response};
 use crate::seal::{LockSeal, Sealer};
 use crate::testing::linearizability::{FencedCall, FencedResult};
