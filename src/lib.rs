@@ -21,6 +21,7 @@ mod prelude {
     pub use alloc::vec::Vec;
 }
 
+pub mod capability;
 pub mod client;
 pub mod config;
 pub mod driver;
