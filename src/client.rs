@@ -15,9 +15,10 @@ use crate::fenced::{self, Change, Fence, FencedGet, FencedObject, FencedWrite, W
 use crate::lease::{object_key, Grant, Lease};
 use crate::lock_object::LockState;
 use crate::preflight::{CapabilityResult, Gate, Preflight, Report};
-use crate::protocol::{released_state, AcquireOutcome, Inspect, RewriteOwn, TryAcquire};
+use crate::protocol::AcquireOutcome;
 use crate::seal::{LockSeal, Sealer};
 use crate::sigv4::Credentials;
+use crate::strategy::single_object::{released_state, Inspect, RewriteOwn, TryAcquire};
 
 /// A map keyed by lock key: pairs searched in order. Not a `HashMap`: std's
 /// default `RandomState` seeds itself from `wasi:random/insecure-seed`, an

@@ -40,6 +40,7 @@ pub mod protocol;
 pub mod s3;
 pub mod seal;
 pub mod sigv4;
+pub mod strategy;
 mod text;
 
 /// Test support shared by the unit tests, the simulation and host-test: the

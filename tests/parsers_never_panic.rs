@@ -28,10 +28,11 @@ use s3_lease::lease::{Grant, Lease};
 use s3_lease::limits::MAX_TTL_MS;
 use s3_lease::lock_object::LockRecord;
 use s3_lease::preflight::{Capability, Preflight};
-use s3_lease::protocol::{Inspect, Operation, RewriteOwn, Step, TryAcquire};
+use s3_lease::protocol::{Operation, Step};
 use s3_lease::s3::{parse_list, prepare, Method, S3Request, S3Response};
 use s3_lease::seal::Sealer;
 use s3_lease::sigv4::{self, Credentials, Scope, SigningRequest};
+use s3_lease::strategy::single_object::{Inspect, RewriteOwn, TryAcquire};
 
 /// Cases per property: enough to matter, the whole file well under 5 s in
 /// debug. `PROPTEST_CASES` overrides it for a longer run.

@@ -1,7 +1,7 @@
-//! The protocol against the in-memory S3 model (AWS's answers: 404 to
-//! If-Match on a missing key, MD5 ETags) with a fake clock. Fast and
-//! exhaustive about branches; the same behaviour is checked against a real
-//! S3 server by host-test.
+//! The single-object strategy against the in-memory S3 model (AWS's
+//! answers: 404 to If-Match on a missing key, MD5 ETags) with a fake clock.
+//! Fast and exhaustive about branches; the same behaviour is checked against
+//! a real S3 server by host-test.
 
 use super::*;
 use crate::driver::{self, Io};
