@@ -5,6 +5,12 @@
 
 use super::*;
 use crate::driver::{self, Io};
+use crate::error::Error;
+use crate::lease::{Grant, Lease};
+use crate::limits::MAX_REREADS;
+use crate::lock_object::LockRecord;
+use crate::protocol::{AcquireOutcome, Operation, Step};
+use crate::s3::{Method, S3Response};
 use crate::testing::model_io::ModelIo;
 use crate::testing::s3_model::MissingIfMatch;
 
