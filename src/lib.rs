@@ -26,7 +26,6 @@ pub mod client;
 pub mod config;
 pub mod driver;
 pub mod elector;
-pub mod epoch;
 pub mod error;
 pub mod expiry;
 pub mod fenced;

@@ -15,9 +15,6 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::Config;
 use s3_lease::config::{Addressing, ClientConfig, RawConfig, Strategy as LockStrategy};
-use s3_lease::epoch::{
-    epoch_key, parse_epoch_key, Cleanup, EpochInspect, EpochRecord, EpochRewrite, EpochTryAcquire,
-};
 use s3_lease::error::Error;
 use s3_lease::expiry::{ExpiryClock, Judge};
 use s3_lease::fenced::{
@@ -32,6 +29,9 @@ use s3_lease::protocol::{Operation, Step};
 use s3_lease::s3::{parse_list, prepare, Method, S3Request, S3Response};
 use s3_lease::seal::Sealer;
 use s3_lease::sigv4::{self, Credentials, Scope, SigningRequest};
+use s3_lease::strategy::epoch::{
+    epoch_key, parse_epoch_key, Cleanup, EpochInspect, EpochRecord, EpochRewrite, EpochTryAcquire,
+};
 use s3_lease::strategy::single_object::{Inspect, RewriteOwn, TryAcquire};
 
 /// Cases per property: enough to matter, the whole file well under 5 s in

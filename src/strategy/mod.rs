@@ -6,4 +6,5 @@
 //! - `single_object`: one JSON object per key, rewritten with `If-Match`.
 //! - `epoch`: one object per leader epoch, created with `If-None-Match`.
 
+pub mod epoch;
 pub mod single_object;

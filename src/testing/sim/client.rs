@@ -4,7 +4,6 @@
 use super::checks::{violation, History, Violation};
 use super::{Report, EPOCH_KEYS, SINGLE_KEYS, START_MS};
 use crate::config::Strategy;
-use crate::epoch::{self, Cleanup, EpochRewrite, EpochTryAcquire};
 use crate::error::Error;
 use crate::expiry::{ExpiryClock, Judge, Observation};
 use crate::fenced::{self, Change, Fence, FencedWrite, Written};
@@ -13,6 +12,7 @@ use crate::lock_object::LockState;
 use crate::protocol::{AcquireOutcome, Operation, Step};
 use crate::s3::{S3Request, S3Response};
 use crate::seal::{LockSeal, Sealer};
+use crate::strategy::epoch::{self, Cleanup, EpochRewrite, EpochTryAcquire};
 use crate::strategy::single_object::{released_state, RewriteOwn, TryAcquire};
 use crate::testing::linearizability::{FencedCall, FencedResult};
 use crate::testing::rng::Rng;
