@@ -4,7 +4,7 @@
 //! N-1, lost every create race on N, and `inspect` named the wrong holder.
 
 use super::*;
-use crate::driver;
+use crate::driver::{self, Io};
 use crate::strategy::epoch::tests::{granted, held, judge, store, DIR, START_MS};
 use crate::strategy::epoch::{EpochInspect, EpochRecord};
 use crate::testing::s3_model::S3Model;

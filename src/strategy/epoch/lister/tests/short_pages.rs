@@ -5,7 +5,6 @@
 //! epoch granted, a superseded one renewed) or "no epochs at all".
 
 use super::*;
-use crate::driver::Io;
 use crate::lease::Lease;
 use crate::strategy::epoch::tests::{before_put, grant, seal, wid};
 use crate::strategy::epoch::{EpochRewrite, EpochTryAcquire};
