@@ -8,17 +8,17 @@ use crate::prelude::*;
 
 use crate::config::{check_credentials, ClientConfig, Strategy};
 use crate::driver::{self, Io};
-use crate::epoch::{self, Cleanup, EpochInspect, EpochRewrite, EpochTryAcquire};
 use crate::error::Error;
 use crate::expiry::{Judge, Observation};
 use crate::fenced::{self, Change, Fence, FencedGet, FencedObject, FencedWrite, Written};
+use crate::lease::{object_key, Grant, Lease};
 use crate::lock_object::LockState;
 use crate::preflight::{CapabilityResult, Gate, Preflight, Report};
-use crate::protocol::{
-    object_key, released_state, AcquireOutcome, Grant, Inspect, Lease, RewriteOwn, TryAcquire,
-};
+use crate::protocol::AcquireOutcome;
 use crate::seal::{LockSeal, Sealer};
 use crate::sigv4::Credentials;
+use crate::strategy::epoch::{self, Cleanup, EpochInspect, EpochRewrite, EpochTryAcquire};
+use crate::strategy::single_object::{released_state, Inspect, RewriteOwn, TryAcquire};
 
 /// A map keyed by lock key: pairs searched in order. Not a `HashMap`: std's
 /// default `RandomState` seeds itself from `wasi:random/insecure-seed`, an

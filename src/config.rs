@@ -4,9 +4,8 @@
 use crate::prelude::*;
 
 use crate::error::Error;
-use crate::expiry::ExpiryClock;
-use crate::seal::{SealKey, MAX_SEAL_KEY_BYTES};
 use crate::sigv4::Credentials;
+use core::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Addressing {
@@ -27,6 +26,39 @@ impl Strategy {
             Strategy::SingleObject => "single-object",
             Strategy::EpochObjects => "epoch-objects",
         }
+    }
+}
+
+/// Which rule judges whether an unreleased lease has expired: see `expiry`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExpiryClock {
+    Holder,
+    #[default]
+    Server,
+    Observed,
+}
+
+/// The longest `seal-key` accepted, in bytes.
+pub const MAX_SEAL_KEY_BYTES: usize = 1024;
+
+/// The configured `seal-key`: a secret shared by the clients that may
+/// accept each other's leases (see `seal`). `Debug` never prints it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SealKey(String);
+
+impl SealKey {
+    pub fn new(key: impl Into<String>) -> Self {
+        SealKey(key.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SealKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SealKey(<redacted>)")
     }
 }
 

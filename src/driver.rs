@@ -5,7 +5,8 @@
 use crate::prelude::*;
 
 use crate::error::Error;
-use crate::protocol::{AcquireOutcome, Lease, Operation, Step};
+use crate::lease::Lease;
+use crate::protocol::{AcquireOutcome, Operation, Step};
 use crate::s3::{S3Request, S3Response};
 
 pub trait Io {

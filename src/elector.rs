@@ -27,8 +27,10 @@ use crate::prelude::*;
 use crate::client::ClientCore;
 use crate::driver::{Io, Within};
 use crate::error::Error;
+use crate::lease::{Grant, Lease};
+use crate::limits::{MAX_TTL_MS, MIN_TTL_MS};
 use crate::lock_object::LockState;
-use crate::protocol::{AcquireOutcome, Grant, Lease, MAX_TTL_MS, MIN_TTL_MS};
+use crate::protocol::AcquireOutcome;
 
 /// The elector's parameters (client-go's three, plus who we are).
 #[derive(Debug, Clone, PartialEq, Eq)]

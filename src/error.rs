@@ -3,8 +3,8 @@
 
 use crate::prelude::*;
 
+use crate::capability::{CapabilityResult, Verdict};
 use crate::lock_object::LockState;
-use crate::preflight::{CapabilityResult, Verdict};
 use core::fmt;
 
 /// An error reply from S3 (or from whatever answered in its place).

@@ -19,6 +19,9 @@
 //! rules assume is that clocks run at nearly the same rate, never that they
 //! agree.
 
+/// The config's choice of rule; defined with the rest of the config, below
+/// `s3`, which this module reads replies of.
+pub use crate::config::ExpiryClock;
 use crate::error::{Error, S3Error};
 use crate::lock_object::{LockRecord, LockState};
 use crate::s3::S3Response;
@@ -32,14 +35,6 @@ pub const SERVER_SLACK_MS: u64 = 2_000;
 /// slightly different rates (1% of the ttl), plus 100 ms for scheduling.
 pub fn observed_slack_ms(ttl_ms: u64) -> u64 {
     100 + ttl_ms / 100
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ExpiryClock {
-    Holder,
-    #[default]
-    Server,
-    Observed,
 }
 
 /// What this client last read of a key, and for how long (monotonic) it

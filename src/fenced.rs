@@ -13,12 +13,13 @@
 //! A delete writes a tombstone that keeps the token, so an older holder can
 //! never create the object again. Tombstone bodies carry a random nonce: an
 //! S3 etag is the MD5 of the bytes, and tombstones with equal bytes would
-//! share an etag, letting a stale `If-Match` pass (see the README's limits).
+//! share an etag, letting a stale `If-Match` pass (see the limits in docs/protocol.md).
 
 use crate::prelude::*;
 
 use crate::error::{Error, S3Error};
-use crate::protocol::{object_key, Lease, Operation, Step};
+use crate::lease::{object_key, Lease};
+use crate::protocol::{Operation, Step};
 use crate::s3::{Method, S3Request, S3Response};
 use crate::seal::LockSeal;
 

@@ -1,9 +1,10 @@
 //! s3-lease: leases, locks and leader election on Amazon S3 conditional writes.
 //!
-//! The crate is a sans-IO core (`protocol`, `s3`, `sigv4`, `lock_object`,
-//! `config`, `driver`) that builds and tests natively, plus, on wasm targets
-//! only, the component glue: `component` (the WIT exports) and `transport`
-//! (wasi:http).
+//! The crate is a sans-IO core (the two strategies' state machines in
+//! `strategy`, over `protocol`, `lease`, `s3`, `sigv4`, `config` and the
+//! rest, run by `driver` for `client` and `elector`) that builds and tests
+//! natively, plus, on wasm targets only, the component glue: `component`
+//! (the WIT exports) and `transport` (wasi:http).
 
 // The component links no std: its runtime (panic printing, stderr, env) and
 // wasi-libc's malloc cost 38 KB of component (docs/size.md), and without it
@@ -21,22 +22,35 @@ mod prelude {
     pub use alloc::vec::Vec;
 }
 
+// The layers, bottom to top: a module uses lower layers and those named before it in its own.
+//  1. leaves: limits, text, http_date, json_out, sigv4 (signing), capability (preflight findings)
+//  2. lock_object: the record a lock object stores, and its state as read
+//  3. error: the crate's one error enum, over what its cases carry (layers 1 and 2)
+//  4. config: the validated configuration, with its strategy, expiry clock and seal key
+//  5. s3: requests, replies, LIST pages; lease: Lease, Grant, where a key's object lives
+//  6. expiry: when an unreleased lease has expired; seal: leases a caller cannot alter
+//  7. protocol: the Operation/Step trait of every state machine, and AcquireOutcome
+//  8. strategy::{single_object, epoch}, fenced, preflight: operations; driver: runs them
+//  9. client (an operation per call, per strategy), elector; wasm only: transport, component
+pub mod capability;
 pub mod client;
 pub mod config;
 pub mod driver;
 pub mod elector;
-pub mod epoch;
 pub mod error;
 pub mod expiry;
 pub mod fenced;
 pub mod http_date;
 pub mod json_out;
+pub mod lease;
+pub mod limits;
 pub mod lock_object;
 pub mod preflight;
 pub mod protocol;
 pub mod s3;
 pub mod seal;
 pub mod sigv4;
+pub mod strategy;
 mod text;
 
 /// Test support shared by the unit tests, the simulation and host-test: the
@@ -109,4 +123,4 @@ unsafe extern "C" fn cabi_realloc(
 // it they come from the same static library (only the functions used).
 #[cfg(all(target_family = "wasm", not(any(test, feature = "testing"))))]
 #[link(name = "c")]
-unsafe extern "C" {}
+extern "C" {}

@@ -119,8 +119,8 @@ pub(crate) fn optional_ttl(map: &Map<String, Value>, field: &str) -> Result<u64,
         None | Some(Value::Null) => Ok(0),
         Some(v) => v
             .as_u64()
-            .filter(|ms| *ms <= crate::protocol::MAX_TTL_MS)
-            .ok_or_else(|| format!("{field:?} must be 0 ..= {}", crate::protocol::MAX_TTL_MS)),
+            .filter(|ms| *ms <= crate::limits::MAX_TTL_MS)
+            .ok_or_else(|| format!("{field:?} must be 0 ..= {}", crate::limits::MAX_TTL_MS)),
     }
 }
 

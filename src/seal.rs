@@ -42,8 +42,10 @@
 
 use crate::prelude::*;
 
+/// The configured secret, defined with the rest of the config.
+pub use crate::config::SealKey;
 use crate::error::Error;
-use crate::protocol::Lease;
+use crate::lease::Lease;
 use crate::sigv4::{hex, hmac};
 use core::fmt;
 
@@ -52,30 +54,6 @@ const SEAL_BYTES: usize = 16;
 const SEAL_VERSION: &str = "v2.";
 /// The prefix of the seals of s3-lease before 0.4's credential-free key.
 const OLD_SEAL_VERSION: &str = "v1.";
-/// The longest `seal-key` accepted, in bytes.
-pub const MAX_SEAL_KEY_BYTES: usize = 1024;
-
-/// The configured `seal-key`: a secret shared by the clients that may
-/// accept each other's leases. `Debug` never prints it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SealKey(String);
-
-impl SealKey {
-    pub fn new(key: impl Into<String>) -> Self {
-        SealKey(key.into())
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for SealKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SealKey(<redacted>)")
-    }
-}
-
 /// The sealing key of one client. `Debug` never prints it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Sealer {

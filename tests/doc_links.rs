@@ -309,7 +309,7 @@ fn check(doc: &Path, target: &str, cache: &mut HashMap<PathBuf, Vec<String>>) ->
         anchors(&text)
     });
     let anchor = percent_decode(anchor).to_lowercase();
-    if known.iter().any(|a| *a == anchor) {
+    if known.contains(&anchor) {
         None
     } else {
         Some(format!(

@@ -15,23 +15,24 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::Config;
 use s3_lease::config::{Addressing, ClientConfig, RawConfig, Strategy as LockStrategy};
-use s3_lease::epoch::{
-    epoch_key, parse_epoch_key, Cleanup, EpochInspect, EpochRecord, EpochRewrite, EpochTryAcquire,
-};
 use s3_lease::error::Error;
 use s3_lease::expiry::{ExpiryClock, Judge};
 use s3_lease::fenced::{
     Change, Fence, FencedGet, FencedWrite, META_LOCK, META_TOKEN, META_TOMBSTONE,
 };
 use s3_lease::http_date::parse_ms;
+use s3_lease::lease::{Grant, Lease};
+use s3_lease::limits::MAX_TTL_MS;
 use s3_lease::lock_object::LockRecord;
 use s3_lease::preflight::{Capability, Preflight};
-use s3_lease::protocol::{
-    Grant, Inspect, Lease, Operation, RewriteOwn, Step, TryAcquire, MAX_TTL_MS,
-};
+use s3_lease::protocol::{Operation, Step};
 use s3_lease::s3::{parse_list, prepare, Method, S3Request, S3Response};
 use s3_lease::seal::Sealer;
 use s3_lease::sigv4::{self, Credentials, Scope, SigningRequest};
+use s3_lease::strategy::epoch::{
+    epoch_key, parse_epoch_key, Cleanup, EpochInspect, EpochRecord, EpochRewrite, EpochTryAcquire,
+};
+use s3_lease::strategy::single_object::{Inspect, RewriteOwn, TryAcquire};
 
 /// Cases per property: enough to matter, the whole file well under 5 s in
 /// debug. `PROPTEST_CASES` overrides it for a longer run.

@@ -315,7 +315,7 @@ fn lock_identity_fits_in_a_header() {
 
 #[test]
 fn equal_bytes_under_a_newer_token_let_a_pending_older_write_through_as_documented() {
-    // The README's "equal bytes, equal etags" limit, shown on the model as on
+    // docs/protocol.md's "equal bytes, equal etags" limit, shown on the model as on
     // S3: token 6 writes exactly the bytes token 5 read, so token 5's
     // If-Match still passes and its write lands over token 6's.
     let mut s = Client::new();

@@ -4,16 +4,16 @@
 use super::checks::{violation, History, Violation};
 use super::{Report, EPOCH_KEYS, SINGLE_KEYS, START_MS};
 use crate::config::Strategy;
-use crate::epoch::{self, Cleanup, EpochRewrite, EpochTryAcquire};
 use crate::error::Error;
 use crate::expiry::{ExpiryClock, Judge, Observation};
 use crate::fenced::{self, Change, Fence, FencedWrite, Written};
+use crate::lease::{Grant, Lease};
 use crate::lock_object::LockState;
-use crate::protocol::{
-    released_state, AcquireOutcome, Grant, Lease, Operation, RewriteOwn, Step, TryAcquire,
-};
+use crate::protocol::{AcquireOutcome, Operation, Step};
 use crate::s3::{S3Request, S3Response};
 use crate::seal::{LockSeal, Sealer};
+use crate::strategy::epoch::{self, Cleanup, EpochRewrite, EpochTryAcquire};
+use crate::strategy::single_object::{released_state, RewriteOwn, TryAcquire};
 use crate::testing::linearizability::{FencedCall, FencedResult};
 use crate::testing::rng::Rng;
 use std::collections::BTreeMap;
@@ -209,7 +209,7 @@ impl Client {
 
     /// epoch-objects clients' clocks jump: forward at any time (a lease then
     /// looks shorter, which is safe), backward only while they hold nothing
-    /// (a holder's clock must not step back; see the README).
+    /// (a holder's clock must not step back; see docs/guarantees.md).
     pub fn maybe_jump_clock(&mut self, rng: &mut Rng) -> bool {
         if self.kind != Kind::Epoch || self.task.is_some() || !rng.chance(0.01) {
             return false;

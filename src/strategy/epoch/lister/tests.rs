@@ -4,6 +4,10 @@
 //! N-1, lost every create race on N, and `inspect` named the wrong holder.
 
 use super::*;
+use crate::driver::{self, Io};
+use crate::strategy::epoch::tests::{granted, held, judge, store, DIR, START_MS};
+use crate::strategy::epoch::{EpochInspect, EpochRecord};
+use crate::testing::s3_model::S3Model;
 
 /// The highest epoch a fresh lister with `hint` finds in `store`, and the
 /// LISTs it took.
@@ -189,3 +193,5 @@ fn a_fresh_instance_takes_the_key_after_201_expired_epochs() {
     assert_eq!(state.record.holder_id, "old201");
     assert_eq!(granted(&mut s, "fresh").token, 202);
 }
+
+mod short_pages;

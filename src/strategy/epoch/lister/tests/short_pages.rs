@@ -5,7 +5,11 @@
 //! epoch granted, a superseded one renewed) or "no epochs at all".
 
 use super::*;
+use crate::lease::Lease;
+use crate::strategy::epoch::tests::{before_put, grant, seal, wid};
+use crate::strategy::epoch::{EpochRewrite, EpochTryAcquire};
 use crate::testing::intercept::Intercept;
+use crate::testing::model_io::ModelIo;
 
 fn renew(s: &mut impl Io, lease: &Lease) -> Result<Lease, Error> {
     driver::run(

@@ -2,24 +2,30 @@
 //! is the server's: `Last-Modified` and `Date` in whole seconds, LIST with
 //! prefix, start-after and pages, MD5 ETags, as S3 and SeaweedFS answer them.
 
+use super::object::read_epoch;
 use super::*;
 use crate::driver::{self, Io};
+use crate::error::Error;
+use crate::lease::{Grant, Lease};
+use crate::lock_object::{LockState, MAX_LOCK_OBJECT_BYTES};
+use crate::protocol::{AcquireOutcome, Operation, Step};
+use crate::s3::{Method, S3Request, S3Response};
 use crate::testing::intercept::Intercept;
 use crate::testing::model_io::{ModelIo, StoreHook};
 use crate::testing::s3_model::S3Model;
 
-const DIR: &str = "locks/k/";
+pub(super) const DIR: &str = "locks/k/";
 /// 2023-11-14T22:13:20Z.
-const START_MS: u64 = 1_700_000_000_000;
+pub(super) const START_MS: u64 = 1_700_000_000_000;
 
-fn store() -> ModelIo {
+pub(super) fn store() -> ModelIo {
     ModelIo::new(START_MS)
 }
 
 /// A client whose `hook` runs just before its next PUT reaches the store,
 /// not before its next request: acquiring LISTs and GETs before it writes,
 /// and the tests below sneak in right before the write.
-fn before_put(
+pub(super) fn before_put(
     io: &mut ModelIo,
     hook: impl FnOnce(&mut S3Model) + 'static,
 ) -> Intercept<'_, ModelIo> {
@@ -52,20 +58,20 @@ fn record(s: &ModelIo, epoch: u64) -> EpochRecord {
 }
 
 /// The seal of this file's one lock, as any client of the bucket makes it.
-fn seal() -> crate::seal::LockSeal {
+pub(super) fn seal() -> crate::seal::LockSeal {
     crate::seal::Sealer::new("bucket", None).for_lock("epoch-objects:locks/k".into())
 }
 
 /// The server's clock, the strategy's default.
-fn judge() -> crate::expiry::Judge {
+pub(super) fn judge() -> crate::expiry::Judge {
     crate::expiry::Judge::new(crate::expiry::ExpiryClock::Server, None)
 }
 
-fn wid() -> String {
+pub(super) fn wid() -> String {
     crate::testing::write_id()
 }
 
-fn grant(holder: &str) -> Grant {
+pub(super) fn grant(holder: &str) -> Grant {
     Grant::new(10_000, holder.into(), "meta".into()).unwrap()
 }
 
@@ -84,14 +90,14 @@ fn attempt(s: &mut impl Io, holder: &str, hint: u64) -> EpochOutcome {
     (outcome, cleanup)
 }
 
-fn granted(s: &mut impl Io, holder: &str) -> Lease {
+pub(super) fn granted(s: &mut impl Io, holder: &str) -> Lease {
     match attempt(s, holder, 0).0 {
         AcquireOutcome::Granted(l) => l,
         other => panic!("expected a grant, got {other:?}"),
     }
 }
 
-fn held(s: &mut impl Io, holder: &str) -> Option<LockState> {
+pub(super) fn held(s: &mut impl Io, holder: &str) -> Option<LockState> {
     match attempt(s, holder, 0).0 {
         AcquireOutcome::Held(h) => h,
         other => panic!("expected held, got {other:?}"),
@@ -456,26 +462,4 @@ fn replies_without_server_time_or_with_garbage_listings_are_typed_errors() {
     }
 }
 
-mod lister;
 mod regressions;
-mod short_pages;
-
-#[test]
-fn cleanup_picks_the_oldest_distinct_epochs_as_a_sort_would() {
-    let mut state = 7u64;
-    for round in 0..300 {
-        let len = round % 40;
-        let epochs: Vec<u64> = (0..len)
-            .map(|_| {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
-                (state >> 33) % 50
-            })
-            .collect();
-        let wanted = |e: u64| e.saturating_add(KEEP_EPOCHS) <= 30;
-        let mut sorted: Vec<u64> = epochs.iter().copied().filter(|&e| wanted(e)).collect();
-        sorted.sort_unstable();
-        sorted.dedup();
-        sorted.truncate(MAX_CLEANUP_PER_GRANT);
-        assert_eq!(oldest_distinct(&epochs, wanted), sorted, "{epochs:?}");
-    }
-}

@@ -1,0 +1,210 @@
+//! Renew and release, one state machine (`RewriteOwn`): both rewrite our
+//! own lock object with `If-Match` on the lease's etag and the same token;
+//! renew with a later expiry, release with `expires_at` 0 (never DELETE: the
+//! token counter must survive).
+
+use crate::prelude::*;
+
+use super::object::{get, put, read_lock};
+use crate::error::Error;
+use crate::expiry::Judge;
+use crate::lease::{check_writable_time, Lease};
+use crate::limits::MAX_REREADS;
+use crate::lock_object::{LockRecord, LockState};
+use crate::protocol::{is_ambiguous, Operation, Step};
+use crate::s3::S3Response;
+use crate::seal::LockSeal;
+
+/// The lock object a release wrote, as a read would show it (its write id
+/// aside, which only the write's own recognition needs).
+pub(crate) fn released_state(lease: &Lease) -> LockState {
+    LockState {
+        key: lease.key.clone(),
+        record: LockRecord {
+            expires_at_ms: 0,
+            token: lease.token,
+            holder_id: lease.holder_id.clone(),
+            acquired_at_ms: lease.acquired_at_ms,
+            metadata: lease.metadata.clone(),
+            ttl_ms: lease.ttl_ms,
+            write_id: String::new(),
+        },
+        etag: lease.etag.clone(),
+        live: false,
+        expires_in_ms: 0,
+        last_modified_ms: None,
+    }
+}
+
+/// Rewrites our own lock object with `If-Match` on the lease's etag. On a
+/// failed condition it reads the object: if it is still exactly ours (a 409
+/// on a busy key) it writes again, if it holds our own write (a reply that
+/// was lost) it is done, otherwise the lease is lost.
+pub struct RewriteOwn {
+    lease: Lease,
+    object_key: String,
+    seal: LockSeal,
+    release: bool,
+    write_id: String,
+    rereads: u32,
+    reading: bool,
+    /// The error that sent us reading, when the write's fate was unknown.
+    ambiguous: Option<Error>,
+    /// The expiry our last write carries; the lease's once it succeeds.
+    writing_expires_at_ms: u64,
+}
+
+impl RewriteOwn {
+    pub fn renew(lease: Lease, object_key: String, seal: LockSeal, write_id: String) -> Self {
+        Self::new(lease, object_key, seal, write_id, false)
+    }
+
+    pub fn release(lease: Lease, object_key: String, seal: LockSeal, write_id: String) -> Self {
+        Self::new(lease, object_key, seal, write_id, true)
+    }
+
+    fn new(
+        lease: Lease,
+        object_key: String,
+        seal: LockSeal,
+        write_id: String,
+        release: bool,
+    ) -> Self {
+        RewriteOwn {
+            lease,
+            object_key,
+            seal,
+            release,
+            write_id,
+            rereads: 0,
+            reading: false,
+            ambiguous: None,
+            writing_expires_at_ms: 0,
+        }
+    }
+
+    fn write(&mut self, now_ms: u64) -> Step<Lease> {
+        let l = &self.lease;
+        let expires_at_ms = if self.release {
+            0
+        } else {
+            now_ms.saturating_add(l.ttl_ms)
+        };
+        if let Err(e) = check_writable_time(expires_at_ms) {
+            return Step::Done(Err(e));
+        }
+        let record = LockRecord {
+            expires_at_ms,
+            token: l.token,
+            holder_id: l.holder_id.clone(),
+            acquired_at_ms: l.acquired_at_ms,
+            metadata: l.metadata.clone(),
+            ttl_ms: l.ttl_ms,
+            write_id: self.write_id.clone(),
+        };
+        let request = put(&self.object_key, ("if-match", &l.etag), &record);
+        self.writing_expires_at_ms = record.expires_at_ms;
+        self.reading = false;
+        Step::Send(request)
+    }
+
+    fn read(&mut self) -> Step<Lease> {
+        self.reading = true;
+        Step::Send(get(&self.object_key, &Judge::holder()))
+    }
+
+    fn lost(&self, current: Option<LockState>) -> Step<Lease> {
+        Step::Done(Err(Error::Lost {
+            key: self.lease.key.clone(),
+            token: self.lease.token,
+            current: current.map(Box::new),
+        }))
+    }
+
+    /// Our write stored `etag` and `expires_at_ms`.
+    fn done(&self, etag: String, expires_at_ms: u64) -> Step<Lease> {
+        Step::Done(Ok(self.seal.seal(Lease {
+            etag,
+            expires_at_ms,
+            ..self.lease.clone()
+        })))
+    }
+
+    fn ambiguous(&mut self, error: Error) -> Step<Lease> {
+        self.ambiguous = Some(error);
+        self.read()
+    }
+}
+
+impl Operation for RewriteOwn {
+    /// The lease as now stored (for release: with `expires_at_ms` 0).
+    type Output = Lease;
+
+    fn start(&mut self, now_ms: u64) -> Step<Lease> {
+        if let Err(e) = self
+            .seal
+            .check(&self.lease)
+            .and(self.lease.check_as_returned())
+        {
+            return Step::Done(Err(e));
+        }
+        self.write(now_ms)
+    }
+
+    fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Lease> {
+        if self.reading {
+            let ours =
+                |s: &LockState| !self.write_id.is_empty() && s.record.write_id == self.write_id;
+            return match read_lock(
+                &self.lease.key,
+                &self.object_key,
+                r,
+                now_ms,
+                &Judge::holder(),
+            ) {
+                // Our write landed; its reply was lost or came late. Which
+                // attempt landed, the record says (its expiry, not ours).
+                Ok(Some(s)) if ours(&s) => self.done(s.etag, s.record.expires_at_ms),
+                Ok(Some(s)) if s.etag == self.lease.etag && self.rereads < MAX_REREADS => {
+                    self.rereads += 1;
+                    self.write(now_ms)
+                }
+                Ok(Some(s)) if s.etag == self.lease.etag => {
+                    Step::Done(Err(match self.ambiguous.take() {
+                        Some(e) => e,
+                        None => Error::Conflict(crate::error::S3Error {
+                            status: 409,
+                            code: "ConditionalRequestConflict".into(),
+                            message: format!("still conflicting after {MAX_REREADS} attempts"),
+                            request_id: String::new(),
+                        }),
+                    }))
+                }
+                Ok(current) => self.lost(current),
+                // We know the lease is gone but not who has it now.
+                Err(Error::CorruptLockObject { .. }) => self.lost(None),
+                Err(e) => Step::Done(Err(e)),
+            };
+        }
+        match r.status {
+            200 => match r.written_etag(&self.object_key) {
+                Ok(etag) => self.done(etag, self.writing_expires_at_ms),
+                Err(e) => Step::Done(Err(e)),
+            },
+            // Lost the condition, or the object vanished (404 on AWS): read
+            // what is there to tell a busy key, or our own late write, from
+            // a lost lease.
+            _ if matches!(r.status, 409 | 412) || r.is_missing_object() => self.read(),
+            _ if is_ambiguous(&r) => self.ambiguous(r.into_error()),
+            _ => Step::Done(Err(r.into_error())),
+        }
+    }
+
+    fn on_transport_error(&mut self, error: Error, _now_ms: u64) -> Step<Lease> {
+        if self.reading || self.rereads >= MAX_REREADS {
+            return Step::Done(Err(error));
+        }
+        self.rereads += 1;
+        self.ambiguous(error)
+    }
+}
