@@ -8,7 +8,7 @@
 //! It answers any `S3Request` and never panics: what it does not model is a
 //! 400 with an S3 error body.
 
-mod dates;
+pub mod dates;
 mod list;
 
 #[cfg(test)]

@@ -409,30 +409,13 @@ fn a_lease_stored_by_one_run_renews_in_a_later_one_after_a_rotation() {
     // Past half the lifetime: the fake hands out new keys.
     std::thread::sleep(Duration::from_millis(2_500));
     let mut renew = bare_cmd(&scene, &f.gate.url, &vars, &["renew"]);
-    let out = with_input(&mut renew, &lease);
+    let out = output_with_input(&mut renew, &lease);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let renewed = text(&out.stdout);
     let mut release = bare_cmd(&scene, &f.gate.url, &vars, &["release"]);
-    let out = with_input(&mut release, &renewed);
+    let out = output_with_input(&mut release, &renewed);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let keys = f.gate.keys_used();
     assert!(keys.len() >= 2, "no rotation between the runs: {keys:?}");
     assert_eq!(f.gate.refusals(), Vec::<String>::new());
-}
-
-fn with_input(c: &mut Command, input: &str) -> Output {
-    use std::io::Write;
-    let mut child = c
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
 }

@@ -86,21 +86,7 @@ impl Scene {
 
     /// Runs with `stdin` as input.
     pub fn run_with_input(&self, args: &[&str], stdin: &str) -> Output {
-        use std::io::Write;
-        let mut child = self
-            .cmd(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
+        output_with_input(&mut self.cmd(args), stdin)
     }
 
     pub fn spawn(&self, args: &[&str]) -> Child {
@@ -122,6 +108,24 @@ impl Scene {
         let all: Value = serde_json::from_slice(&out.stdout).unwrap();
         all[0].clone()
     }
+}
+
+/// Runs `command` with `stdin` as input, capturing its output.
+pub fn output_with_input(command: &mut Command, stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
 }
 
 /// One compile cache for the whole run: the first process compiles.

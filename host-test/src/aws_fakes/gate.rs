@@ -377,26 +377,10 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// ISO 8601 UTC, whole seconds, as AWS writes `Expiration`.
+/// ISO 8601 UTC, as AWS writes `Expiration` (the S3 model's writer).
 pub fn iso8601(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // civil_from_days
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let ms = t.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis();
+    s3_lease::testing::s3_model::dates::iso8601(u64::try_from(ms).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]
@@ -407,7 +391,7 @@ mod tests {
     fn dates_round_trip() {
         let t = UNIX_EPOCH + Duration::from_secs(1_795_449_600 + 3_723);
         let iso = iso8601(t);
-        let amz: String = iso.replace(['-', ':'], "");
+        let amz: String = iso.replace(['-', ':'], "").replace(".000", "");
         assert_eq!(parse_amz_date(&amz), Some(1_795_449_600 + 3_723));
         assert_eq!(percent_decode("a%2Fb%3D"), "a/b=");
     }

@@ -82,6 +82,29 @@ fn current_key(source: &FromGate) -> String {
         .clone()
 }
 
+/// Elects `client` on "leader" (renew deadline half the lease, retry a
+/// sixth) and waits until it leads.
+fn lead(client: &Client, lease_ms: u64) -> (s3_lease_host::Elector, host_test::bindings::Lease) {
+    let elector = client
+        .elect(&ElectorConfig {
+            key: "leader".into(),
+            lease_duration_ms: lease_ms,
+            renew_deadline_ms: lease_ms / 2,
+            retry_period_ms: lease_ms / 6,
+            holder_id: Some("rotating".into()),
+            metadata: None,
+        })
+        .unwrap();
+    let won = elector
+        .events()
+        .recv_timeout(Duration::from_secs(10))
+        .unwrap();
+    let ElectionEvent::BecameLeader(lease) = won else {
+        panic!("{won:?}");
+    };
+    (elector, lease)
+}
+
 #[test]
 fn a_refused_key_is_fetched_again_once_and_the_call_sent_again() {
     let prefix = fresh_prefix("creds-refused");
@@ -131,21 +154,7 @@ fn a_leader_whose_key_is_revoked_renews_with_new_ones_before_its_deadline() {
     let prefix = fresh_prefix("creds-leader-revoked");
     let (gate, source, config) = through_gate(&prefix, false);
     let client = Client::connect(harness().runtime(), &config).unwrap();
-    let elector = client
-        .elect(&ElectorConfig {
-            key: "leader".into(),
-            lease_duration_ms: 6_000,
-            renew_deadline_ms: 3_000,
-            retry_period_ms: 1_000,
-            holder_id: Some("a".into()),
-            metadata: None,
-        })
-        .unwrap();
-    let won = elector
-        .events()
-        .recv_timeout(Duration::from_secs(10))
-        .unwrap();
-    assert!(matches!(won, ElectionEvent::BecameLeader(_)), "{won:?}");
+    let (elector, _) = lead(&client, 6_000);
     gate.revoke(&current_key(&source));
     std::thread::sleep(Duration::from_millis(4_000));
     assert!(
@@ -281,23 +290,7 @@ fn a_leader_keeps_its_lease_across_three_rotations_revoked_by_seaweedfs() {
         .unwrap();
     config.credentials_source = Some(SharedSource::from_arc(source.clone()));
     let client = Client::connect(harness().runtime(), &config).unwrap();
-    let elector = client
-        .elect(&ElectorConfig {
-            key: "leader".into(),
-            lease_duration_ms: 4_000,
-            renew_deadline_ms: 2_000,
-            retry_period_ms: 600,
-            holder_id: Some("rotating".into()),
-            metadata: None,
-        })
-        .unwrap();
-    let won = elector
-        .events()
-        .recv_timeout(Duration::from_secs(10))
-        .unwrap();
-    let ElectionEvent::BecameLeader(lease) = won else {
-        panic!("{won:?}");
-    };
+    let (elector, lease) = lead(&client, 4_000);
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(16) {
         std::thread::sleep(Duration::from_millis(200));
