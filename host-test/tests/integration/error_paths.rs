@@ -146,8 +146,8 @@ fn each_method_returns_its_own_error_and_the_next_call_is_clean() {
     assert!(i.inspect("k").unwrap().unwrap().is_some_and(|s| !s.live));
 }
 
-/// `elector.resign` has no client of its own: a placeholder stands in for
-/// it on the shared path. Its error is still its own, whole.
+/// `elector.resign` returns its own error, whole, through its own
+/// generated lowering (once the relay's hardest case: it has no client).
 #[test]
 fn resign_returns_its_own_error_and_the_next_call_is_clean() {
     let prefix = fresh_prefix("error-paths-resign");
