@@ -81,7 +81,7 @@ impl Client {
         &self,
         f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, LeaseError>>,
     ) -> Result<T, Error> {
-        let generation = self.credentials_generation();
+        let generation = self.credentials_refreshes();
         match self.call_once(&f) {
             Err(Error::Lease(e))
                 if refused_credentials(&e) && self.renew_credentials(generation) =>
@@ -90,11 +90,6 @@ impl Client {
             }
             other => other,
         }
-    }
-
-    /// Which credentials are in (see [`Client::renew_credentials`]).
-    pub(crate) fn credentials_generation(&self) -> u64 {
-        self.refresher.as_ref().map_or(0, |r| r.generation())
     }
 
     /// The store refused the credentials of `generation`: fetch new ones
@@ -106,9 +101,9 @@ impl Client {
     }
 
     /// How many times new credentials went into this client from its
-    /// source (0 without one).
+    /// source (0 without one): pass it to [`Client::renew_credentials`].
     pub fn credentials_refreshes(&self) -> u64 {
-        self.credentials_generation()
+        self.refresher.as_ref().map_or(0, |r| r.generation())
     }
 
     /// Why the last refresh of the credentials failed, while it has not

@@ -218,7 +218,7 @@ fn watch_deadline(shared: &Shared) {
 
 fn step_until_stopped(client: Client, handle: ResourceAny, shared: &Shared) -> Result<(), Error> {
     loop {
-        let generation = client.credentials_generation();
+        let generation = client.credentials_refreshes();
         let step = match client.call(|i| i.step(handle).map(Ok)) {
             Ok(step) => step,
             Err(e) => {
