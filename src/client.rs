@@ -12,12 +12,14 @@ use crate::error::Error;
 use crate::expiry::{Judge, Observation};
 use crate::fenced::{self, Change, Fence, FencedGet, FencedObject, FencedWrite, Written};
 use crate::lease::{object_key, Grant, Lease};
+use crate::lock_object::semaphore::MAX_LIMIT;
 use crate::lock_object::LockState;
 use crate::preflight::{CapabilityResult, Gate, Preflight, Report};
 use crate::protocol::AcquireOutcome;
 use crate::seal::{LockSeal, Sealer};
 use crate::sigv4::Credentials;
 use crate::strategy::epoch::{self, Cleanup, EpochInspect, EpochRewrite, EpochTryAcquire};
+use crate::strategy::single_object::semaphore::{SemaphoreOp, SlotOutcome, Wish};
 use crate::strategy::single_object::{released_state, Inspect, RewriteOwn, TryAcquire};
 
 /// A map keyed by lock key: pairs searched in order. Not a `HashMap`: std's
@@ -73,6 +75,8 @@ const MAX_REMEMBERED_KEYS: usize = 4096;
 struct Seen {
     state: LockState,
     since_ms: u64,
+    /// A semaphore's entries by write id, each since first seen.
+    entries_since_ms: Vec<(String, u64)>,
 }
 
 #[derive(Debug, Clone)]
@@ -83,6 +87,9 @@ pub struct ClientCore {
     /// below it.
     epoch_hints: KeyMap<u64>,
     seen: KeyMap<Seen>,
+    /// A semaphore as this client last wrote or read it: a renew or
+    /// release plans from it and skips its read while nobody wrote since.
+    latest: KeyMap<LockState>,
     /// What the last preflight decided about the store, for this config.
     store: StoreCheck,
 }
@@ -103,6 +110,7 @@ impl ClientCore {
             config,
             epoch_hints: KeyMap::new(),
             seen: KeyMap::new(),
+            latest: KeyMap::new(),
             store: StoreCheck::Unchecked,
         }
     }
@@ -145,6 +153,11 @@ impl ClientCore {
         let observation = self.seen.get(key).map(|s| Observation {
             state: s.state.clone(),
             seen_for_ms: now_mono.saturating_sub(s.since_ms),
+            entries_seen_for_ms: s
+                .entries_since_ms
+                .iter()
+                .map(|(id, since)| (id.clone(), now_mono.saturating_sub(*since)))
+                .collect(),
         });
         Judge::new(self.config.expiry_clock, observation)
     }
@@ -157,15 +170,29 @@ impl ClientCore {
             self.seen.remove(key);
             return;
         };
-        let since_ms = match self.seen.get(key) {
+        let before = self.seen.get(key);
+        let since_ms = match before {
             Some(s) if s.state.etag == state.etag => s.since_ms,
             _ => now_mono,
         };
+        // An entry keeps its first sighting while its write id stays.
+        let entries_since_ms = state
+            .semaphore
+            .iter()
+            .flat_map(|sem| sem.record.entries())
+            .map(|e| {
+                let since = before
+                    .and_then(|s| s.entries_since_ms.iter().find(|(id, _)| *id == e.write_id))
+                    .map_or(now_mono, |(_, since)| *since);
+                (e.write_id.clone(), since)
+            })
+            .collect();
         self.seen.insert(
             key,
             Seen {
                 state: state.clone(),
                 since_ms,
+                entries_since_ms,
             },
         );
     }
@@ -268,7 +295,154 @@ impl ClientCore {
             }
             AcquireOutcome::Held(None) => self.observe(key, None, now_mono),
         }
+        // A semaphore on the key: a lock is a semaphore of limit 1 to it.
+        if matches!(&outcome, AcquireOutcome::Held(Some(s)) if s.semaphore.is_some()) {
+            return Ok(match self.try_acquire_slot(io, key, grant, 1, false)? {
+                SlotOutcome::Granted(lease) => AcquireOutcome::Granted(lease),
+                SlotOutcome::Full(seen) => AcquireOutcome::Held(seen.map(|s| *s)),
+                SlotOutcome::Queued { state, .. } => AcquireOutcome::Held(Some(*state)),
+                SlotOutcome::Rewritten(_) | SlotOutcome::Left => AcquireOutcome::Held(None),
+            });
+        }
         Ok(outcome)
+    }
+
+    /// Seals and checks the leases of the slots of a semaphore at
+    /// `object_key`: a seal of their own, so a lease says by its seal alone
+    /// whether it is a slot's (renewed in the semaphore) or a lock's.
+    fn semaphore_seal(&self, object_key: &str) -> LockSeal {
+        self.sealer.for_lock(format!("semaphore:{object_key}"))
+    }
+
+    fn is_slot(&self, object_key: &str, lease: &Lease) -> bool {
+        self.config.strategy == Strategy::SingleObject
+            && self.semaphore_seal(object_key).check(lease).is_ok()
+    }
+
+    /// One attempt at a slot of a semaphore of `limit` (see `semaphore`);
+    /// `fair` joins (or keeps) a place in its queue when no slot is ours.
+    pub fn try_acquire_slot(
+        &mut self,
+        io: &mut impl Io,
+        key: &str,
+        grant: &Grant,
+        limit: u32,
+        fair: bool,
+    ) -> Result<SlotOutcome, Error> {
+        let object_key = self.object_key(key)?;
+        self.check_semaphore(limit)?;
+        self.check_store(io)?;
+        let wish = Wish::Acquire {
+            grant: grant.clone(),
+            limit,
+            fair,
+        };
+        self.run_semaphore(io, key, object_key, wish)
+    }
+
+    /// Gives up `holder_id`'s place in `key`'s queue, if it has one.
+    pub fn leave_queue(
+        &mut self,
+        io: &mut impl Io,
+        key: &str,
+        holder_id: &str,
+    ) -> Result<(), Error> {
+        let object_key = self.object_key(key)?;
+        let wish = Wish::Leave {
+            holder_id: holder_id.to_string(),
+        };
+        self.run_semaphore(io, key, object_key, wish).map(|_| ())
+    }
+
+    /// Attempts until a slot is granted or `timeout_ms` passed; a fair
+    /// waiter leaves the queue when it gives up (see `driver::acquire_slot`).
+    pub fn acquire_slot(
+        &mut self,
+        io: &mut impl Io,
+        key: &str,
+        grant: &Grant,
+        limit: u32,
+        fair: bool,
+        timeout_ms: u64,
+    ) -> Result<Lease, Error> {
+        self.object_key(key)?;
+        self.check_semaphore(limit)?;
+        let poll_ms = driver::fair_poll_ms(grant.ttl_ms);
+        let core = core::cell::RefCell::new(self);
+        driver::acquire_slot(
+            io,
+            key,
+            timeout_ms,
+            poll_ms,
+            |io| {
+                core.borrow_mut()
+                    .try_acquire_slot(io, key, grant, limit, fair)
+            },
+            |io| {
+                if fair {
+                    // Best effort: a place left behind expires after its ttl.
+                    let _ = core.borrow_mut().leave_queue(io, key, &grant.holder_id);
+                }
+            },
+        )
+    }
+
+    fn check_semaphore(&self, limit: u32) -> Result<(), Error> {
+        if self.config.strategy != Strategy::SingleObject {
+            return Err(Error::InvalidArgument(
+                "semaphores and fair waiting need the single-object strategy (one object \
+                 changed by compare-and-swap); epoch-objects offers neither"
+                    .into(),
+            ));
+        }
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(Error::InvalidArgument(format!(
+                "limit {limit} must be 1 ..= {MAX_LIMIT}"
+            )));
+        }
+        Ok(())
+    }
+
+    fn run_semaphore(
+        &mut self,
+        io: &mut impl Io,
+        key: &str,
+        object_key: String,
+        wish: Wish,
+    ) -> Result<SlotOutcome, Error> {
+        let cached = match wish {
+            Wish::Renew(_) | Wish::Release(_) => self.latest.get(key).cloned(),
+            _ => None,
+        };
+        let seal = self.semaphore_seal(&object_key);
+        let judge = self.judge(key, io.monotonic_ms());
+        let write_id = write_id(io);
+        let op = SemaphoreOp::new(
+            key.to_string(),
+            object_key,
+            wish,
+            seal,
+            judge,
+            write_id,
+            cached,
+        );
+        let result = driver::run(io, op);
+        let now_mono = io.monotonic_ms();
+        let finished = match result {
+            Ok(finished) => finished,
+            Err(e) => {
+                self.latest.remove(key);
+                return Err(e);
+            }
+        };
+        if let Some(read) = &finished.read {
+            self.observe(key, read.as_ref(), now_mono);
+        }
+        match finished.written.or(finished.read.flatten()) {
+            Some(state) if state.semaphore.is_some() => self.latest.insert(key, state),
+            _ => self.latest.remove(key),
+        }
+        Ok(finished.outcome)
     }
 
     /// Attempts until granted or `timeout_ms` passed (see `driver::acquire`).
@@ -291,6 +465,20 @@ impl ClientCore {
         release: bool,
     ) -> Result<Lease, Error> {
         let object_key = self.object_key(&lease.key)?;
+        if self.is_slot(&object_key, &lease) {
+            let key = lease.key.clone();
+            let wish = if release {
+                Wish::Release(lease)
+            } else {
+                Wish::Renew(lease)
+            };
+            return match self.run_semaphore(io, &key, object_key, wish)? {
+                SlotOutcome::Rewritten(lease) => Ok(lease),
+                _ => Err(Error::InvalidArgument(
+                    "a renew or release of a slot ended without rewriting it".into(),
+                )),
+            };
+        }
         let seal = self.lock_seal(&object_key);
         let write_id = write_id(io);
         match (self.config.strategy, release) {
@@ -349,7 +537,14 @@ impl ClientCore {
     ) -> Result<Written, Error> {
         let lock_object_key = self.object_key(&lease.key)?;
         let lock = fenced::lock_identity(self.config.strategy.name(), &lock_object_key);
-        let fence = Fence::for_lease(lease, &self.lock_seal(&lock_object_key), lock, reject_equal)?;
+        // A slot's token comes from the key's one counter: it fences the
+        // same objects as the key's lock tokens, in the same order.
+        let seal = if self.is_slot(&lock_object_key, lease) {
+            self.semaphore_seal(&lock_object_key)
+        } else {
+            self.lock_seal(&lock_object_key)
+        };
+        let fence = Fence::for_lease(lease, &seal, lock, reject_equal)?;
         let object_key = fenced::fenced_object_key(object_key)?;
         let write_id = write_id(io);
         driver::run(io, FencedWrite::new(object_key, fence, change, write_id)?)

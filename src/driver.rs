@@ -8,6 +8,7 @@ use crate::error::Error;
 use crate::lease::Lease;
 use crate::protocol::{AcquireOutcome, Operation, Step};
 use crate::s3::{S3Request, S3Response};
+use crate::strategy::single_object::semaphore::SlotOutcome;
 
 pub trait Io {
     /// Sends one request (signing it on the way) and reads the reply.
@@ -159,6 +160,73 @@ pub fn acquire<I: Io>(
         let random = io.random_u64();
         let pause = backoff_ms(attempt, random, until_expiry).min(timeout_ms - waited);
         io.sleep_ms(pause);
+        attempt = attempt.saturating_add(1);
+    }
+}
+
+/// How often a fair waiter looks at the queue: a tenth of its ttl, within
+/// 50 ms ..= 1 s. Each look is one conditional GET (a 304 while nothing
+/// changed); the handover to the head of the queue waits at most this
+/// long after a holder releases.
+pub fn fair_poll_ms(ttl_ms: u64) -> u64 {
+    (ttl_ms / 10).clamp(50, 1_000)
+}
+
+/// `acquire` for a semaphore's slot: attempts until granted or until
+/// `timeout_ms` passed. A waiter in the queue looks every `poll_ms`; one
+/// without a place backs off as `acquire` does. On giving up (deadline or
+/// a lasting error) it calls `leave`, so a place in the queue it holds
+/// blocks nobody for its ttl.
+pub fn acquire_slot<I: Io>(
+    io: &mut I,
+    key: &str,
+    timeout_ms: u64,
+    poll_ms: u64,
+    mut try_once: impl FnMut(&mut I) -> Result<SlotOutcome, Error>,
+    mut leave: impl FnMut(&mut I),
+) -> Result<Lease, Error> {
+    let started = io.monotonic_ms();
+    let mut holder = None;
+    let mut attempt: u32 = 0;
+    loop {
+        let mut last_error = None;
+        let mut until_expiry = None;
+        let mut queued = false;
+        match try_once(io) {
+            Ok(SlotOutcome::Granted(lease)) => return Ok(lease),
+            Ok(SlotOutcome::Queued { state, .. }) => {
+                queued = true;
+                holder = Some(state);
+            }
+            Ok(SlotOutcome::Full(seen)) => {
+                if let Some(s) = seen {
+                    until_expiry = Some(s.expires_in_ms);
+                    holder = Some(s);
+                }
+            }
+            Ok(SlotOutcome::Rewritten(_) | SlotOutcome::Left) => {}
+            Err(e) if e.is_transient() => last_error = Some(e),
+            Err(e) => {
+                leave(io);
+                return Err(e);
+            }
+        }
+        let waited = io.monotonic_ms().saturating_sub(started);
+        if waited >= timeout_ms {
+            leave(io);
+            return Err(last_error.unwrap_or(Error::Timeout {
+                key: key.to_string(),
+                waited_ms: waited,
+                holder,
+            }));
+        }
+        let random = io.random_u64();
+        let pause = if queued {
+            poll_ms
+        } else {
+            backoff_ms(attempt, random, until_expiry)
+        };
+        io.sleep_ms(pause.min(timeout_ms - waited));
         attempt = attempt.saturating_add(1);
     }
 }

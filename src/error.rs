@@ -53,6 +53,14 @@ pub enum Error {
     /// lacks a capability its strategy or expiry clock needs (or it could
     /// not be shown to have it): no lease is granted.
     StoreUnsafe(Box<CapabilityResult>),
+    /// The key is a semaphore (or lock) of another limit than the caller
+    /// asked for, and someone holds or waits for it; a plain lock counts
+    /// as limit 1. Nothing was written.
+    LimitMismatch {
+        key: String,
+        stored: u32,
+        requested: u32,
+    },
 }
 
 impl Error {
@@ -135,6 +143,16 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "write to {object_key:?} with token {our_token} refused: token {stored_token} already wrote"
+            ),
+            Error::LimitMismatch {
+                key,
+                stored,
+                requested,
+            } => write!(
+                f,
+                "{key:?} admits {stored} holder(s) at once, and this call asked for a limit of \
+                 {requested}: every contender must use the same limit (it can change once \
+                 nobody holds or waits for the key)"
             ),
             Error::StoreUnsafe(r) => {
                 let verdict = match r.verdict {

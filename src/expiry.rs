@@ -23,6 +23,7 @@
 /// `s3`, which this module reads replies of.
 pub use crate::config::ExpiryClock;
 use crate::error::{Error, S3Error};
+use crate::lock_object::semaphore::{Entry, Judged, SemaphoreRecord, SemaphoreState};
 use crate::lock_object::{LockRecord, LockState};
 use crate::s3::S3Response;
 
@@ -44,6 +45,10 @@ pub fn observed_slack_ms(ttl_ms: u64) -> u64 {
 pub struct Observation {
     pub state: LockState,
     pub seen_for_ms: u64,
+    /// A semaphore's entries, by write id: how long this client has seen
+    /// each unchanged (an entry outlives the object's ETag, which every
+    /// holder's renew changes).
+    pub entries_seen_for_ms: Vec<(String, u64)>,
 }
 
 /// How one reader judges expiry in one operation.
@@ -139,6 +144,85 @@ impl Judge {
                     (true, needed - seen)
                 }
             }
+        })
+    }
+}
+
+impl Judge {
+    /// Judges each entry of a semaphore read from reply `r`, whose object
+    /// was last modified at `modified_ms` (server clock, when known).
+    pub fn judge_semaphore(
+        &self,
+        record: SemaphoreRecord,
+        modified_ms: Option<u64>,
+        r: &S3Response,
+        now_ms: u64,
+    ) -> Result<SemaphoreState, Error> {
+        let judge_all = |entries: &[Entry]| -> Result<Vec<Judged>, Error> {
+            entries
+                .iter()
+                .map(|e| self.judge_entry(e, modified_ms, r, now_ms))
+                .collect()
+        };
+        Ok(SemaphoreState {
+            holders: judge_all(&record.holders)?,
+            queue: judge_all(&record.queue)?,
+            record,
+        })
+    }
+
+    /// One entry by the same rules as a whole lock: its own `expires_at`
+    /// (`holder`), its own last write's server time plus its ttl
+    /// (`server`), or how long this reader has seen it unchanged
+    /// (`observed`).
+    fn judge_entry(
+        &self,
+        e: &Entry,
+        modified_ms: Option<u64>,
+        r: &S3Response,
+        now_ms: u64,
+    ) -> Result<Judged, Error> {
+        let clock = if e.ttl_ms == 0 {
+            ExpiryClock::Holder
+        } else {
+            self.clock
+        };
+        let (live, expires_in_ms) = match clock {
+            ExpiryClock::Holder => holder_rule(e.expires_at_ms, now_ms),
+            ExpiryClock::Server => {
+                let date = server_time(r, "date").ok_or_else(|| lacks(r, "date"))?;
+                let written = e
+                    .written_at_ms
+                    .or(modified_ms)
+                    .ok_or_else(|| lacks(r, "last-modified"))?;
+                server_rule(
+                    written
+                        .saturating_add(e.ttl_ms)
+                        .saturating_add(SERVER_SLACK_MS),
+                    date,
+                )
+            }
+            ExpiryClock::Observed => {
+                let needed = e.ttl_ms.saturating_add(observed_slack_ms(e.ttl_ms));
+                let seen = self
+                    .observation
+                    .as_ref()
+                    .and_then(|o| {
+                        o.entries_seen_for_ms
+                            .iter()
+                            .find(|(id, _)| !id.is_empty() && *id == e.write_id)
+                    })
+                    .map_or(0, |(_, ms)| *ms);
+                if seen >= needed {
+                    (false, 0)
+                } else {
+                    (true, needed - seen)
+                }
+            }
+        };
+        Ok(Judged {
+            live,
+            expires_in_ms,
         })
     }
 }

@@ -46,6 +46,13 @@ impl JsonObject {
             .extend_from_slice(if value { b"true" } else { b"false" });
     }
 
+    /// A value already written as JSON (an array of objects this module
+    /// wrote).
+    pub fn raw(&mut self, name: &str, json: &[u8]) {
+        self.name(name);
+        self.out.extend_from_slice(json);
+    }
+
     /// Whole milliseconds as seconds with a fraction, as serde_json prints
     /// `ms as f64 / 1000.0`: 1740151473206 -> `1740151473.206`, 0 -> `0.0`.
     /// The same text, because below 2^53 ms the decimal has at most 16

@@ -8,6 +8,8 @@
 
 use crate::prelude::*;
 
+pub mod semaphore;
+
 use crate::json_out::JsonObject;
 use serde_json::{Map, Value};
 
@@ -40,7 +42,7 @@ pub struct LockRecord {
 }
 
 /// A lock object as read: its record, where it lives and what it means now.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LockState {
     pub key: String,
     pub record: LockRecord,
@@ -53,6 +55,10 @@ pub struct LockState {
     pub expires_in_ms: u64,
     /// The object's `Last-Modified` (server clock), when the reply had one.
     pub last_modified_ms: Option<u64>,
+    /// The key is a semaphore (its object has a `limit`): its holders and
+    /// queue, each judged. Then `live` means some holder is live, and
+    /// `expires_in_ms` is the time until the first live one can expire.
+    pub semaphore: Option<Box<semaphore::SemaphoreState>>,
 }
 
 impl LockRecord {

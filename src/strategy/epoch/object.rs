@@ -198,6 +198,7 @@ pub(super) fn read_epoch(
                 etag,
                 record,
                 last_modified_ms: modified,
+                semaphore: None,
             }))
         }
         _ => Err(r.into_error()),

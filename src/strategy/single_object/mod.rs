@@ -17,11 +17,13 @@
 //! again, a bounded number of times.
 //!
 //! One file per operation: `try_acquire`, `renew_or_release` (one state
-//! machine for both), `inspect`; `object` reads and writes the lock object.
+//! machine for both), `inspect`; `object` reads and writes the lock object;
+//! `semaphore` holds up to N holders (and a fair queue) in the same object.
 
 mod inspect;
 mod object;
 mod renew_or_release;
+pub mod semaphore;
 mod try_acquire;
 
 pub use inspect::Inspect;

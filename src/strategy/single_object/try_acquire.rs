@@ -83,6 +83,12 @@ impl TryAcquire {
     fn decide(&mut self, seen: Option<LockState>, now_ms: u64) -> Step<AcquireOutcome> {
         let (condition, previous_token) = match &seen {
             None => (("if-none-match", "*".to_string()), 0),
+            // A semaphore (or a fair lock): never overwritten as a lock,
+            // which would drop its holders and queue; the client acquires
+            // it as the semaphore it is.
+            Some(s) if s.semaphore.is_some() => {
+                return Step::Done(Ok(AcquireOutcome::Held(seen)));
+            }
             Some(s) if s.live && s.record.holder_id != self.grant.holder_id => {
                 return Step::Done(Ok(AcquireOutcome::Held(seen)));
             }

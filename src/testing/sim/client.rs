@@ -164,6 +164,7 @@ impl Client {
     /// the same clock (see `expiry_clock_of`).
     fn judge(&self, key: &str, now: u64) -> Judge {
         let observation = self.seen.get(key).map(|(state, since)| Observation {
+            entries_seen_for_ms: Vec::new(),
             state: state.clone(),
             seen_for_ms: now.saturating_sub(*since),
         });

@@ -89,6 +89,7 @@ fn a_304_without_date_is_refused_under_the_server_clock() {
     let judge = Judge::new(
         ExpiryClock::Server,
         Some(Observation {
+            entries_seen_for_ms: Vec::new(),
             state,
             seen_for_ms: 0,
         }),

@@ -1,0 +1,353 @@
+//! One state machine for every semaphore operation: read the object (or
+//! start from what this client last wrote), plan, write with `If-Match`;
+//! on a failed condition read again and plan again, a bounded number of
+//! times. Many holders write one object, so a 412 here usually means
+//! another holder renewed, not that we lost: the plan decides that.
+//!
+//! A write whose reply was lost is recognised on the re-read by the write
+//! id it stored in our entry.
+
+use crate::prelude::*;
+
+use super::super::object::{get, put_body, read_lock};
+use super::plan::{needs_full_read, plan, Answer, Context, Plan, Then, Wish};
+use crate::error::Error;
+use crate::expiry::Judge;
+use crate::lease::Lease;
+use crate::lock_object::semaphore::{Entry, SemaphoreState};
+use crate::lock_object::{LockRecord, LockState};
+use crate::protocol::{is_ambiguous, Operation, Step};
+use crate::s3::S3Response;
+use crate::seal::LockSeal;
+
+/// Writes one operation may try before giving up on a busy object: with
+/// many holders renewing, a few 412s in a row are normal.
+pub const MAX_SEMAPHORE_ATTEMPTS: u32 = 8;
+
+/// What a semaphore operation ended with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlotOutcome {
+    Granted(Lease),
+    /// In line, the `place`-th live waiter (1-based), as last read.
+    Queued {
+        place: u32,
+        state: Box<LockState>,
+    },
+    /// No slot for us now: the state read, when there was one (a plain
+    /// lock holds the key, or every slot is held or claimed by waiters).
+    Full(Option<Box<LockState>>),
+    /// Renewed or released: the lease as now stored.
+    Rewritten(Lease),
+    Left,
+}
+
+/// The outcome, and what the operation last read and last wrote (for the
+/// client's memory: reads feed the expiry clocks and conditional GETs,
+/// writes let the next renew skip its read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    pub outcome: SlotOutcome,
+    /// `Some(None)`: the read found no object; `None`: nothing was read.
+    pub read: Option<Option<LockState>>,
+    pub written: Option<LockState>,
+}
+
+enum Phase {
+    Reading,
+    Writing(Box<LockState>, Then),
+}
+
+pub struct SemaphoreOp {
+    key: String,
+    object_key: String,
+    wish: Wish,
+    seal: LockSeal,
+    judge: Judge,
+    write_id: String,
+    /// What this client last wrote of the key, to plan from without a read.
+    cached: Option<LockState>,
+    attempts: u32,
+    phase: Phase,
+    /// A write of ours went out without a clear answer.
+    ambiguous: bool,
+    read: Option<Option<LockState>>,
+}
+
+impl SemaphoreOp {
+    pub fn new(
+        key: String,
+        object_key: String,
+        wish: Wish,
+        seal: LockSeal,
+        judge: Judge,
+        write_id: String,
+        cached: Option<LockState>,
+    ) -> Self {
+        SemaphoreOp {
+            key,
+            object_key,
+            wish,
+            seal,
+            judge,
+            write_id,
+            cached,
+            attempts: 0,
+            phase: Phase::Reading,
+            ambiguous: false,
+            read: None,
+        }
+    }
+
+    fn finish(&mut self, outcome: Result<SlotOutcome, Error>) -> Step<Finished> {
+        Step::Done(outcome.map(|outcome| Finished {
+            outcome,
+            read: self.read.take(),
+            written: None,
+        }))
+    }
+
+    /// A full read (a 304 cannot show our write id, nor a Last-Modified).
+    fn read_again(&mut self, error: Error) -> Step<Finished> {
+        if self.attempts >= MAX_SEMAPHORE_ATTEMPTS {
+            return match (&self.wish, error) {
+                // A busy key is no error for an attempt to acquire: the
+                // caller tries again later, as after a lost race.
+                (Wish::Acquire { .. }, Error::S3(e) | Error::Conflict(e))
+                    if matches!(e.status, 409 | 412) =>
+                {
+                    let seen = self.read.clone().flatten().map(Box::new);
+                    self.finish(Ok(SlotOutcome::Full(seen)))
+                }
+                (_, Error::S3(e)) if matches!(e.status, 409 | 412) => {
+                    self.finish(Err(Error::Conflict(e)))
+                }
+                (_, error) => self.finish(Err(error)),
+            };
+        }
+        self.attempts += 1;
+        self.phase = Phase::Reading;
+        Step::Send(get(&self.object_key, &Judge::new(self.judge.clock, None)))
+    }
+
+    fn plan_from(
+        &mut self,
+        seen: Option<LockState>,
+        now_ms: u64,
+        from_cache: bool,
+    ) -> Step<Finished> {
+        let cx = Context {
+            key: &self.key,
+            write_id: &self.write_id,
+            now_ms,
+        };
+        match plan(&self.wish, seen.as_ref(), &cx) {
+            Ok(Plan::Write {
+                record,
+                condition,
+                then,
+            }) => {
+                let request = put_body(
+                    &self.object_key,
+                    (condition.0, &condition.1),
+                    record.to_json(),
+                );
+                let written = written_state(&self.key, *record);
+                self.phase = Phase::Writing(Box::new(written), then);
+                Step::Send(request)
+            }
+            Ok(Plan::Answer(answer)) => {
+                let state = seen.map(Box::new);
+                self.finish(Ok(match answer {
+                    Answer::Full => SlotOutcome::Full(state),
+                    Answer::Queued(place) => SlotOutcome::Queued {
+                        place,
+                        state: state.unwrap_or_default(),
+                    },
+                    Answer::Left => SlotOutcome::Left,
+                }))
+            }
+            // Planned from what we wrote, which lacks what a write needs,
+            // or lost the slot by what we wrote: read what is there now.
+            Err(e) if from_cache && (needs_full_read(&e) || matches!(e, Error::Lost { .. })) => {
+                self.read_again(e)
+            }
+            // Released with no clear answer, and the slot is gone: released.
+            Err(Error::Lost { .. }) if self.ambiguous && matches!(self.wish, Wish::Release(_)) => {
+                let outcome = self.released_lease().map(SlotOutcome::Rewritten);
+                self.finish(outcome)
+            }
+            Err(e) => self.finish(Err(e)),
+        }
+    }
+
+    /// The lease a release ends with: expiry 0, as a lock's release says.
+    fn released_lease(&self) -> Result<Lease, Error> {
+        match &self.wish {
+            Wish::Release(l) => Ok(self.seal.seal(Lease {
+                expires_at_ms: 0,
+                ..l.clone()
+            })),
+            _ => Err(Error::InvalidArgument(
+                "only a release ends released".into(),
+            )),
+        }
+    }
+
+    /// A read after an unclear write: is our write id in there?
+    fn recognised(&self, s: &LockState) -> Option<Then> {
+        let sem = s.semaphore.as_ref()?;
+        let ours = |e: &&Entry| !self.write_id.is_empty() && e.write_id == self.write_id;
+        if let Some(e) = sem.record.holders.iter().find(ours) {
+            return Some(match self.wish {
+                Wish::Renew(_) => Then::Renewed(e.clone()),
+                _ => Then::Granted(e.clone()),
+            });
+        }
+        let place = sem.live_queue().position(|e| ours(&e))?;
+        Some(Then::Queued(place as u32 + 1))
+    }
+
+    fn succeeded(&mut self, written: LockState, then: Then, now_ms: u64) -> Step<Finished> {
+        let outcome = match then {
+            Then::Granted(entry) => {
+                // A grant whose reply came after its own expiry is no lease.
+                if now_ms > entry.expires_at_ms {
+                    SlotOutcome::Full(None)
+                } else {
+                    SlotOutcome::Granted(self.lease_of(&entry, &written.etag))
+                }
+            }
+            Then::Renewed(entry) => SlotOutcome::Rewritten(self.lease_of(&entry, &written.etag)),
+            Then::Released => match self.released_lease() {
+                Ok(lease) => SlotOutcome::Rewritten(lease),
+                Err(e) => return self.finish(Err(e)),
+            },
+            Then::Queued(place) => SlotOutcome::Queued {
+                place,
+                state: Box::new(written.clone()),
+            },
+            Then::Left => SlotOutcome::Left,
+        };
+        Step::Done(Ok(Finished {
+            outcome,
+            read: self.read.take(),
+            written: Some(written),
+        }))
+    }
+
+    fn lease_of(&self, e: &Entry, etag: &str) -> Lease {
+        self.seal.seal(Lease {
+            key: self.key.clone(),
+            token: e.token,
+            holder_id: e.holder_id.clone(),
+            etag: etag.to_string(),
+            expires_at_ms: e.expires_at_ms,
+            acquired_at_ms: e.acquired_at_ms,
+            ttl_ms: e.ttl_ms,
+            metadata: e.metadata.clone(),
+            seal: String::new(),
+        })
+    }
+}
+
+/// The design fields of a semaphore record (see `lock_object::semaphore`).
+fn to_lock_record(record: &crate::lock_object::semaphore::SemaphoreRecord) -> LockRecord {
+    LockRecord {
+        expires_at_ms: record.expires_at_ms(),
+        token: record.token,
+        ttl_ms: record.ttl_ms(),
+        ..LockRecord::default()
+    }
+}
+
+/// The object as our write stored it, its etag filled in on success.
+fn written_state(key: &str, record: crate::lock_object::semaphore::SemaphoreRecord) -> LockState {
+    let live = |n: usize| {
+        vec![
+            crate::lock_object::semaphore::Judged {
+                live: true,
+                expires_in_ms: 0
+            };
+            n
+        ]
+    };
+    LockState {
+        key: key.to_string(),
+        record: to_lock_record(&record),
+        etag: String::new(),
+        live: !record.holders.is_empty(),
+        expires_in_ms: 0,
+        last_modified_ms: None,
+        semaphore: Some(Box::new(SemaphoreState {
+            holders: live(record.holders.len()),
+            queue: live(record.queue.len()),
+            record,
+        })),
+    }
+}
+
+impl Operation for SemaphoreOp {
+    type Output = Finished;
+
+    fn start(&mut self, now_ms: u64) -> Step<Finished> {
+        if let Wish::Renew(lease) | Wish::Release(lease) = &self.wish {
+            if let Err(e) = self.seal.check(lease).and(lease.check_as_returned()) {
+                return Step::Done(Err(e));
+            }
+            // One request instead of two when nobody wrote since we did.
+            if let Some(cached) = self.cached.take() {
+                return self.plan_from(Some(cached), now_ms, true);
+            }
+        }
+        Step::Send(get(&self.object_key, &self.judge))
+    }
+
+    fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Finished> {
+        match core::mem::replace(&mut self.phase, Phase::Reading) {
+            Phase::Reading => {
+                match read_lock(&self.key, &self.object_key, r, now_ms, &self.judge) {
+                    Ok(seen) => {
+                        self.read = Some(seen.clone());
+                        if self.ambiguous {
+                            if let Some(then) = seen.as_ref().and_then(|s| self.recognised(s)) {
+                                let state = seen.unwrap_or_default();
+                                return self.succeeded(state, then, now_ms);
+                            }
+                        }
+                        self.plan_from(seen, now_ms, false)
+                    }
+                    Err(e) => self.finish(Err(e)),
+                }
+            }
+            Phase::Writing(written, then) => match r.status {
+                200 => match r.written_etag(&self.object_key) {
+                    Ok(etag) => {
+                        let written = LockState { etag, ..*written };
+                        self.succeeded(written, then, now_ms)
+                    }
+                    Err(e) => self.finish(Err(e)),
+                },
+                // Another writer came first, or the object changed or
+                // vanished: read it and plan again.
+                _ if matches!(r.status, 409 | 412) || r.is_missing_object() => {
+                    self.read_again(r.into_error())
+                }
+                _ if is_ambiguous(&r) => {
+                    self.ambiguous = true;
+                    self.read_again(r.into_error())
+                }
+                _ => self.finish(Err(r.into_error())),
+            },
+        }
+    }
+
+    fn on_transport_error(&mut self, error: Error, _now_ms: u64) -> Step<Finished> {
+        match self.phase {
+            Phase::Writing(..) => {
+                self.ambiguous = true;
+                self.read_again(error)
+            }
+            Phase::Reading => self.finish(Err(error)),
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! What each semaphore operation writes, given what it read: pure
+//! functions of the object's state, the caller's wish and the time.
+//!
+//! The rules every writer keeps:
+//! - An entry a writer keeps is counted: a slot stays taken until some
+//!   writer judges it expired by its clock and drops it, and only then is
+//!   its place free. So a slot still present is one nobody has given away,
+//!   and renewing it is safe whatever the renewer's clock says.
+//! - Grants go to the queue's live waiters first, in queue order: the k-th
+//!   live waiter (from 0) may take a slot only while more than k are free;
+//!   a caller not in the queue (not fair, or new) only beyond all of them.
+//! - The counter only rises: every grant takes `token + 1`, slot or plain.
+
+use crate::prelude::*;
+
+use crate::error::Error;
+use crate::lease::{check_writable_time, Grant, Lease};
+use crate::lock_object::semaphore::{Entry, SemaphoreRecord, SemaphoreState};
+use crate::lock_object::{LockState, MAX_LOCK_OBJECT_BYTES};
+
+/// What an operation wants of a semaphore.
+#[derive(Debug, Clone)]
+pub enum Wish {
+    Acquire {
+        grant: Grant,
+        limit: u32,
+        /// Wait in the queue; otherwise only take a slot no waiter claims.
+        fair: bool,
+    },
+    Renew(Lease),
+    Release(Lease),
+    /// Give up a place in the queue (a fair acquire that stops waiting).
+    Leave {
+        holder_id: String,
+    },
+}
+
+/// What a successful write means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Then {
+    /// A slot with this entry (its token) is ours.
+    Granted(Entry),
+    /// We are the `place`-th live waiter (1-based).
+    Queued(u32),
+    /// Our slot now runs to this entry's expiry.
+    Renewed(Entry),
+    Released,
+    Left,
+}
+
+/// A plan: write this record under this condition, or answer at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    Write {
+        record: Box<SemaphoreRecord>,
+        /// `("if-none-match", "*")` or `("if-match", etag)`.
+        condition: (&'static str, String),
+        then: Then,
+    },
+    /// No write: no free slot for us (`Full`), or we wait in line and our
+    /// place needs no renewing yet (`Queued`), or there was nothing to leave.
+    Answer(Answer),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Full,
+    Queued(u32),
+    Left,
+}
+
+/// What the plan needs to know besides the state read.
+pub struct Context<'a> {
+    pub key: &'a str,
+    /// A fresh random id, stored in every entry this operation writes.
+    pub write_id: &'a str,
+    pub now_ms: u64,
+}
+
+/// Plans `wish` on `seen` (`None`: no object). `Err(None)` means the state
+/// lacks what a write needs (a `Last-Modified` to stamp others' entries
+/// with): read the object in full first.
+pub fn plan(wish: &Wish, seen: Option<&LockState>, cx: &Context) -> Result<Plan, Error> {
+    match wish {
+        Wish::Acquire { grant, limit, fair } => acquire(grant, *limit, *fair, seen, cx),
+        Wish::Renew(lease) => rewrite_own(lease, false, seen, cx),
+        Wish::Release(lease) => rewrite_own(lease, true, seen, cx),
+        Wish::Leave { holder_id } => leave(holder_id, seen, cx),
+    }
+}
+
+/// Why a plan could not be made from what was read: the object lacks a
+/// `Last-Modified` that the entries of others must be stamped with.
+pub fn needs_full_read(e: &Error) -> bool {
+    matches!(e, Error::S3(s) if s.code == NEEDS_READ)
+}
+
+const NEEDS_READ: &str = "s3-lease:needs-read";
+
+fn needs_read() -> Error {
+    Error::S3(crate::error::S3Error {
+        status: 0,
+        code: NEEDS_READ.into(),
+        message: "the semaphore's state lacks the Last-Modified its entries need".into(),
+        request_id: String::new(),
+    })
+}
+
+fn acquire(
+    grant: &Grant,
+    limit: u32,
+    fair: bool,
+    seen: Option<&LockState>,
+    cx: &Context,
+) -> Result<Plan, Error> {
+    let mismatch = |stored: u32| Error::LimitMismatch {
+        key: cx.key.to_string(),
+        stored,
+        requested: limit,
+    };
+    let empty = |token: u64| SemaphoreRecord {
+        limit,
+        token,
+        ..SemaphoreRecord::default()
+    };
+    let (mut base, condition, my_place_expiry) = match seen {
+        None => (empty(0), ("if-none-match", "*".to_string()), None),
+        Some(s) => {
+            let if_match = ("if-match", s.etag.clone());
+            match &s.semaphore {
+                // A plain lock: held, it is a lock of limit 1 to us; free,
+                // it becomes this semaphore, its counter carried on.
+                None if s.live && limit != 1 => return Err(mismatch(1)),
+                None if s.live => return Ok(Plan::Answer(Answer::Full)),
+                None => (empty(s.record.token), if_match, None),
+                Some(sem) if sem.record.limit != limit => {
+                    let anyone = sem.live_holders().chain(sem.live_queue()).next();
+                    if anyone.is_some() {
+                        return Err(mismatch(sem.record.limit));
+                    }
+                    (empty(sem.record.token), if_match, None)
+                }
+                Some(sem) => {
+                    let mine = sem
+                        .live_queue()
+                        .find(|e| e.holder_id == grant.holder_id)
+                        .map(|e| e.expires_at_ms);
+                    (live_entries(sem, s.last_modified_ms)?, if_match, mine)
+                }
+            }
+        }
+    };
+    // A holder id that finds its own live slot takes it over with a new
+    // token, as it does a lock (a restarted process reclaiming its place).
+    base.holders.retain(|e| e.holder_id != grant.holder_id);
+    let free = limit.saturating_sub(base.holders.len() as u32) as usize;
+    let my_place = base
+        .queue
+        .iter()
+        .position(|e| e.holder_id == grant.holder_id);
+    let ahead = match (fair, my_place) {
+        (true, Some(i)) => i,
+        _ => base.queue.len(),
+    };
+    let expires_at_ms = cx.now_ms.saturating_add(grant.ttl_ms);
+    check_writable_time(expires_at_ms)?;
+    let entry = |token: u64| Entry {
+        holder_id: grant.holder_id.clone(),
+        token,
+        expires_at_ms,
+        acquired_at_ms: cx.now_ms,
+        ttl_ms: grant.ttl_ms,
+        metadata: grant.metadata.clone(),
+        write_id: cx.write_id.to_string(),
+        written_at_ms: None,
+    };
+    if free > ahead {
+        let token = base
+            .token
+            .checked_add(1)
+            .ok_or_else(|| Error::corrupt(cx.key, "token is at its maximum and cannot rise"))?;
+        if let Some(i) = my_place {
+            base.queue.remove(i);
+        }
+        let granted = entry(token);
+        base.token = token;
+        base.holders.push(granted.clone());
+        return write(base, condition, Then::Granted(granted));
+    }
+    if !fair {
+        return Ok(Plan::Answer(Answer::Full));
+    }
+    let place = match my_place {
+        Some(i) => {
+            // A place is renewed every third of its ttl, judged on the
+            // waiter's own clock (it wrote the expiry): others drop it only
+            // a whole ttl after its last renewal.
+            let due = my_place_expiry
+                .is_none_or(|at| at.saturating_sub(cx.now_ms) < grant.ttl_ms.saturating_mul(2) / 3);
+            if !due {
+                return Ok(Plan::Answer(Answer::Queued(i as u32 + 1)));
+            }
+            let joined = base.queue[i].acquired_at_ms;
+            base.queue[i] = Entry {
+                acquired_at_ms: joined,
+                ..entry(0)
+            };
+            i
+        }
+        None => {
+            base.queue.push(entry(0));
+            base.queue.len() - 1
+        }
+    };
+    write(base, condition, Then::Queued(place as u32 + 1))
+}
+
+fn rewrite_own(
+    lease: &Lease,
+    release: bool,
+    seen: Option<&LockState>,
+    cx: &Context,
+) -> Result<Plan, Error> {
+    let lost = || Error::Lost {
+        key: lease.key.clone(),
+        token: lease.token,
+        current: seen.map(|s| Box::new(s.clone())),
+    };
+    let Some((s, sem)) = seen.and_then(|s| s.semaphore.as_ref().map(|sem| (s, sem))) else {
+        return Err(lost());
+    };
+    let ours = |e: &Entry| e.holder_id == lease.holder_id && e.token == lease.token;
+    if !sem.record.holders.iter().any(ours) {
+        return Err(lost());
+    }
+    // Nothing is dropped here: the entries of others are kept as they are.
+    let mut base = stamped(&sem.record, s.last_modified_ms, ours)?;
+    let condition = ("if-match", s.etag.clone());
+    let i = base.holders.iter().position(ours).ok_or_else(lost)?;
+    if release {
+        base.holders.remove(i);
+        return write(base, condition, Then::Released);
+    }
+    let expires_at_ms = cx.now_ms.saturating_add(lease.ttl_ms);
+    check_writable_time(expires_at_ms)?;
+    let renewed = Entry {
+        expires_at_ms,
+        write_id: cx.write_id.to_string(),
+        written_at_ms: None,
+        ..base.holders[i].clone()
+    };
+    base.holders[i] = renewed.clone();
+    write(base, condition, Then::Renewed(renewed))
+}
+
+fn leave(holder_id: &str, seen: Option<&LockState>, cx: &Context) -> Result<Plan, Error> {
+    let _ = cx;
+    let Some((s, sem)) = seen.and_then(|s| s.semaphore.as_ref().map(|sem| (s, sem))) else {
+        return Ok(Plan::Answer(Answer::Left));
+    };
+    let mine = |e: &Entry| e.holder_id == holder_id;
+    if !sem.record.queue.iter().any(mine) {
+        return Ok(Plan::Answer(Answer::Left));
+    }
+    let mut base = stamped(&sem.record, s.last_modified_ms, |e| mine(e) && e.token == 0)?;
+    base.queue.retain(|e| !mine(e));
+    write(base, ("if-match", s.etag.clone()), Then::Left)
+}
+
+/// The record with only its live entries, stamped: what a writer that
+/// judges the others keeps.
+fn live_entries(sem: &SemaphoreState, modified_ms: Option<u64>) -> Result<SemaphoreRecord, Error> {
+    let kept = SemaphoreRecord {
+        limit: sem.record.limit,
+        token: sem.record.token,
+        holders: sem.live_holders().cloned().collect(),
+        queue: sem.live_queue().cloned().collect(),
+    };
+    stamped(&kept, modified_ms, |_| false)
+}
+
+/// Fills in `written_at` of the entries the read record's own write
+/// stored (those without one), with that record's `Last-Modified`; the
+/// entries `replaced` picks are about to be rewritten and need none.
+fn stamped(
+    record: &SemaphoreRecord,
+    modified_ms: Option<u64>,
+    replaced: impl Fn(&Entry) -> bool,
+) -> Result<SemaphoreRecord, Error> {
+    let mut out = record.clone();
+    for e in out.holders.iter_mut().chain(out.queue.iter_mut()) {
+        if e.written_at_ms.is_none() && !replaced(e) {
+            e.written_at_ms = Some(modified_ms.ok_or_else(needs_read)?);
+        }
+    }
+    Ok(out)
+}
+
+fn write(
+    record: SemaphoreRecord,
+    condition: (&'static str, String),
+    then: Then,
+) -> Result<Plan, Error> {
+    let len = record.to_json().len();
+    if len > MAX_LOCK_OBJECT_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "the semaphore's object would be {len} bytes, over the {MAX_LOCK_OBJECT_BYTES} a \
+             lock object may be: fewer waiters or shorter holder ids and metadata"
+        )));
+    }
+    Ok(Plan::Write {
+        record: Box::new(record),
+        condition,
+        then,
+    })
+}

@@ -1,0 +1,344 @@
+//! Semaphores and fair queues over the S3 model, through the client: the
+//! limit, tokens from the key's one counter, the queue order, dead waiters,
+//! lost replies, a plain lock beside them, and what each call costs.
+
+use super::SlotOutcome;
+use crate::client::ClientCore;
+use crate::config::{ClientConfig, Strategy};
+use crate::error::Error;
+use crate::expiry::ExpiryClock;
+use crate::lease::{Grant, Lease};
+use crate::protocol::AcquireOutcome;
+use crate::s3::Method;
+use crate::testing::model_io::ModelIo;
+use crate::testing::raw_config;
+
+const START_MS: u64 = 1_700_000_000_000;
+const TTL: u64 = 10_000;
+
+fn client(clock: ExpiryClock) -> ClientCore {
+    ClientCore::new(ClientConfig::validate(raw_config(Strategy::SingleObject, clock)).unwrap())
+}
+
+fn grant(holder: &str) -> Grant {
+    Grant::new(TTL, holder.into(), String::new()).unwrap()
+}
+
+fn attempt(
+    c: &mut ClientCore,
+    io: &mut ModelIo,
+    holder: &str,
+    limit: u32,
+    fair: bool,
+) -> SlotOutcome {
+    c.try_acquire_slot(io, "k", &grant(holder), limit, fair)
+        .unwrap()
+}
+
+fn slot(c: &mut ClientCore, io: &mut ModelIo, holder: &str, limit: u32) -> Lease {
+    match attempt(c, io, holder, limit, false) {
+        SlotOutcome::Granted(l) => l,
+        other => panic!("{holder}: expected a slot, got {other:?}"),
+    }
+}
+
+fn place(outcome: &SlotOutcome) -> Option<u32> {
+    match outcome {
+        SlotOutcome::Queued { place, .. } => Some(*place),
+        _ => None,
+    }
+}
+
+const CLOCKS: [ExpiryClock; 3] = [
+    ExpiryClock::Holder,
+    ExpiryClock::Server,
+    ExpiryClock::Observed,
+];
+
+#[test]
+fn admits_up_to_the_limit_with_tokens_from_one_counter() {
+    for clock in CLOCKS {
+        let (mut c, mut io) = (client(clock), ModelIo::new(START_MS));
+        let tokens: Vec<u64> = ["a", "b", "c"]
+            .iter()
+            .map(|h| slot(&mut c, &mut io, h, 3).token)
+            .collect();
+        assert_eq!(tokens, [1, 2, 3], "{clock:?}");
+        assert!(matches!(
+            attempt(&mut c, &mut io, "d", 3, false),
+            SlotOutcome::Full(Some(_))
+        ));
+        let state = c.inspect(&mut io, "k").unwrap().unwrap();
+        let sem = state.semaphore.as_ref().unwrap();
+        assert_eq!(
+            (
+                sem.record.limit,
+                sem.live_holders().count(),
+                state.record.token
+            ),
+            (3, 3, 3)
+        );
+        assert!(state.live);
+    }
+}
+
+#[test]
+fn a_released_slot_is_taken_at_once_and_renewals_keep_theirs() {
+    let (mut c, mut io) = (client(ExpiryClock::Server), ModelIo::new(START_MS));
+    let a = slot(&mut c, &mut io, "a", 2);
+    let b = slot(&mut c, &mut io, "b", 2);
+    io.advance(3_000);
+    let a = c.rewrite(&mut io, a, false).unwrap();
+    let b = c.rewrite(&mut io, b, false).unwrap();
+    c.rewrite(&mut io, a, true).unwrap();
+    let d = slot(&mut c, &mut io, "d", 2);
+    assert_eq!(d.token, 3);
+    // b's renewal survived the others' writes.
+    c.rewrite(&mut io, b, false).unwrap();
+}
+
+#[test]
+fn an_expired_slot_is_dropped_and_its_holder_lost_it() {
+    for clock in CLOCKS {
+        let (mut c, mut io) = (client(clock), ModelIo::new(START_MS));
+        let a = slot(&mut c, &mut io, "a", 1);
+        let mut other = client(clock);
+        // Observed: the other must watch the slot unchanged for the ttl.
+        assert!(matches!(
+            attempt(&mut other, &mut io, "b", 1, false),
+            SlotOutcome::Full(_)
+        ));
+        io.advance(TTL + 4_000);
+        let b = slot(&mut other, &mut io, "b", 1);
+        assert_eq!(b.token, 2, "{clock:?}");
+        let err = c.rewrite(&mut io, a, false).unwrap_err();
+        assert!(
+            matches!(err, Error::Lost { token: 1, .. }),
+            "{clock:?}: {err:?}"
+        );
+    }
+}
+
+#[test]
+fn a_different_limit_is_refused_while_anyone_holds_and_accepted_once_free() {
+    let (mut c, mut io) = (client(ExpiryClock::Server), ModelIo::new(START_MS));
+    let a = slot(&mut c, &mut io, "a", 3);
+    let err = c
+        .try_acquire_slot(&mut io, "k", &grant("b"), 2, false)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::LimitMismatch {
+                stored: 3,
+                requested: 2,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("admits 3") && err.to_string().contains("limit of 2"));
+    // A plain lock is a limit of 1.
+    let err = c.try_acquire(&mut io, "k", &grant("b")).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::LimitMismatch {
+                stored: 3,
+                requested: 1,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    c.rewrite(&mut io, a, true).unwrap();
+    let b = slot(&mut c, &mut io, "b", 2);
+    assert_eq!(b.token, 2);
+}
+
+#[test]
+fn a_plain_lock_and_a_semaphore_share_the_counter_and_exclude_each_other() {
+    let (mut c, mut io) = (client(ExpiryClock::Server), ModelIo::new(START_MS));
+    let lock = match c.try_acquire(&mut io, "k", &grant("a")).unwrap() {
+        AcquireOutcome::Granted(l) => l,
+        other => panic!("{other:?}"),
+    };
+    let err = c
+        .try_acquire_slot(&mut io, "k", &grant("b"), 2, false)
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        Error::LimitMismatch {
+            stored: 1,
+            requested: 2,
+            ..
+        }
+    ));
+    // A fair waiter for a lock held as a plain lock waits, without a place.
+    assert!(matches!(
+        attempt(&mut c, &mut io, "b", 1, true),
+        SlotOutcome::Full(Some(_))
+    ));
+    c.rewrite(&mut io, lock, true).unwrap();
+    let b = slot(&mut c, &mut io, "b", 1);
+    assert_eq!(b.token, 2);
+    // Now a fair lock: a plain acquire joins it as limit 1, and waits.
+    let held = c.try_acquire(&mut io, "k", &grant("c")).unwrap();
+    assert!(matches!(held, AcquireOutcome::Held(Some(_))), "{held:?}");
+    c.rewrite(&mut io, b, true).unwrap();
+    let c3 = match c.try_acquire(&mut io, "k", &grant("c")).unwrap() {
+        AcquireOutcome::Granted(l) => l,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(c3.token, 3);
+    // Its lease is a slot's: it renews and releases as one.
+    let c3 = c.rewrite(&mut io, c3, false).unwrap();
+    c.rewrite(&mut io, c3, true).unwrap();
+}
+
+#[test]
+fn fair_waiters_are_served_in_the_order_they_joined() {
+    let (mut c, mut io) = (client(ExpiryClock::Server), ModelIo::new(START_MS));
+    let a = slot(&mut c, &mut io, "a", 1);
+    assert_eq!(place(&attempt(&mut c, &mut io, "w1", 1, true)), Some(1));
+    assert_eq!(place(&attempt(&mut c, &mut io, "w2", 1, true)), Some(2));
+    assert_eq!(place(&attempt(&mut c, &mut io, "w3", 1, true)), Some(3));
+    c.rewrite(&mut io, a, true).unwrap();
+    // The slot is free, but not for w3 or a newcomer, fair or not.
+    assert_eq!(place(&attempt(&mut c, &mut io, "w3", 1, true)), Some(3));
+    assert!(matches!(
+        attempt(&mut c, &mut io, "x", 1, false),
+        SlotOutcome::Full(_)
+    ));
+    let w1 = match attempt(&mut c, &mut io, "w1", 1, true) {
+        SlotOutcome::Granted(l) => l,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(w1.token, 2);
+    assert_eq!(place(&attempt(&mut c, &mut io, "w2", 1, true)), Some(1));
+    c.rewrite(&mut io, w1, true).unwrap();
+    let w2 = match attempt(&mut c, &mut io, "w2", 1, true) {
+        SlotOutcome::Granted(l) => l,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(w2.token, 3);
+}
+
+#[test]
+fn a_dead_waiter_loses_its_place_after_its_ttl_and_a_live_one_keeps_it() {
+    let (mut c, mut io) = (client(ExpiryClock::Server), ModelIo::new(START_MS));
+    let a = slot(&mut c, &mut io, "a", 1);
+    attempt(&mut c, &mut io, "dead", 1, true);
+    attempt(&mut c, &mut io, "alive", 1, true);
+    c.rewrite(&mut io, a, true).unwrap();
+    // "alive" keeps looking (and renewing its place); "dead" stopped.
+    for _ in 0..12 {
+        io.advance(1_000);
+        assert_eq!(place(&attempt(&mut c, &mut io, "alive", 1, true)), Some(2));
+    }
+    io.advance(2_000);
+    let granted = attempt(&mut c, &mut io, "alive", 1, true);
+    assert!(matches!(granted, SlotOutcome::Granted(_)), "{granted:?}");
+}
+
+#[test]
+fn a_waiter_that_gives_up_leaves_the_queue() {
+    let (mut c, mut io) = (client(ExpiryClock::Server), ModelIo::new(START_MS));
+    let a = slot(&mut c, &mut io, "a", 1);
+    attempt(&mut c, &mut io, "w1", 1, true);
+    attempt(&mut c, &mut io, "w2", 1, true);
+    let err = c
+        .acquire_slot(&mut io, "k", &grant("w1"), 1, true, 300)
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    assert_eq!(place(&attempt(&mut c, &mut io, "w2", 1, true)), Some(1));
+    c.rewrite(&mut io, a, true).unwrap();
+    assert!(matches!(
+        attempt(&mut c, &mut io, "w2", 1, true),
+        SlotOutcome::Granted(_)
+    ));
+}
+
+#[test]
+fn lost_replies_of_every_write_are_recognised() {
+    let (mut c, mut io) = (client(ExpiryClock::Server), ModelIo::new(START_MS));
+    io.lose_put_replies = 1;
+    let a = slot(&mut c, &mut io, "a", 2);
+    assert_eq!(a.token, 1);
+    io.lose_put_replies = 1;
+    let a = c.rewrite(&mut io, a, false).unwrap();
+    io.lose_put_replies = 1;
+    assert_eq!(
+        place(&attempt(&mut c, &mut io, "w", 2, true)),
+        None,
+        "a slot was free"
+    );
+    io.lose_put_replies = 1;
+    c.rewrite(&mut io, a, true).unwrap();
+    let state = c.inspect(&mut io, "k").unwrap().unwrap();
+    let sem = state.semaphore.unwrap();
+    assert_eq!(sem.record.holders.len(), 1, "{sem:?}");
+    assert_eq!(sem.record.holders[0].holder_id, "w");
+}
+
+#[test]
+fn a_slot_lease_is_sealed_as_a_slot_and_an_altered_one_is_refused() {
+    let (mut c, mut io) = (client(ExpiryClock::Server), ModelIo::new(START_MS));
+    let a = slot(&mut c, &mut io, "a", 2);
+    let raised = Lease {
+        token: 2,
+        ..a.clone()
+    };
+    io.take_requests();
+    let err = c.rewrite(&mut io, raised, false).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+    assert!(io.take_requests().is_empty(), "refused before any request");
+}
+
+/// The protocol's cost, in requests: the contract the WIT states.
+#[test]
+fn what_each_call_costs_in_requests() {
+    let (mut c, mut io) = (client(ExpiryClock::Server), ModelIo::new(START_MS));
+    let cost = |io: &mut ModelIo| {
+        let r = io.take_requests();
+        (
+            r.iter().filter(|r| r.method == Method::Get).count(),
+            r.iter().filter(|r| r.method == Method::Put).count(),
+        )
+    };
+    let a = slot(&mut c, &mut io, "a", 2);
+    assert_eq!(cost(&mut io), (1, 1), "a grant: GET, PUT");
+    let a = c.rewrite(&mut io, a, false).unwrap();
+    assert_eq!(cost(&mut io), (0, 1), "a renew after our own write: PUT");
+    let mut other = client(ExpiryClock::Server);
+    let b = slot(&mut other, &mut io, "b", 2);
+    cost(&mut io);
+    let a = c.rewrite(&mut io, a, false).unwrap();
+    assert_eq!(
+        cost(&mut io),
+        (1, 2),
+        "after another's write: PUT (412), GET, PUT"
+    );
+    let a = c.rewrite(&mut io, a, false).unwrap();
+    assert_eq!(cost(&mut io), (0, 1));
+    assert!(matches!(
+        attempt(&mut c, &mut io, "w", 2, true),
+        SlotOutcome::Queued { place: 1, .. }
+    ));
+    assert_eq!(cost(&mut io), (1, 1), "joining the queue: GET, PUT");
+    assert!(matches!(
+        attempt(&mut c, &mut io, "w", 2, true),
+        SlotOutcome::Queued { place: 1, .. }
+    ));
+    assert_eq!(
+        cost(&mut io),
+        (1, 0),
+        "looking while in line: one conditional GET"
+    );
+    c.rewrite(&mut io, a, true).unwrap();
+    cost(&mut io);
+    other.rewrite(&mut io, b, true).unwrap();
+    assert_eq!(cost(&mut io), (1, 2), "release after another's write");
+    c.inspect(&mut io, "k").unwrap();
+    assert_eq!(cost(&mut io), (1, 0));
+}
