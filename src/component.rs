@@ -14,11 +14,13 @@ use crate::error::{Error, S3Error};
 use crate::expiry::ExpiryClock;
 use crate::fenced::Change;
 use crate::lease::{Grant, Lease};
+use crate::lock_object::semaphore::{Entry, Judged};
 use crate::lock_object::LockState;
 use crate::preflight::{Capability, CapabilityResult, Report, Verdict};
 use crate::protocol::AcquireOutcome;
 use crate::seal::SealKey;
 use crate::sigv4::Credentials;
+use crate::strategy::single_object::semaphore::SlotOutcome;
 use crate::transport::{random_hex_id, random_u64, WasiIo};
 use alloc::rc::Rc;
 use core::cell::{Cell, RefCell};
@@ -133,6 +135,43 @@ impl GuestClient for Client {
         let grant = grant(options).map_err(to_wit_error)?;
         self.run(|core, io| core.acquire(io, &key, &grant, timeout_ms))
             .map(to_wit_lease)
+    }
+
+    fn try_acquire_slot(
+        &self,
+        key: String,
+        options: wit::Options,
+        slot: wit::SlotOptions,
+    ) -> Result<wit::SlotAttempt, wit::Error> {
+        let grant = grant(options).map_err(to_wit_error)?;
+        self.run(|core, io| core.try_acquire_slot(io, &key, &grant, slot.limit, slot.fair))
+            .map(|outcome| match outcome {
+                SlotOutcome::Granted(lease) => wit::SlotAttempt::Granted(to_wit_lease(lease)),
+                SlotOutcome::Queued { place, .. } => wit::SlotAttempt::Queued(place),
+                SlotOutcome::Full(seen) => wit::SlotAttempt::Full(seen.map(|s| to_wit_state(*s))),
+                SlotOutcome::Rewritten(_) | SlotOutcome::Left => wit::SlotAttempt::Full(None),
+            })
+    }
+
+    fn acquire_slot(
+        &self,
+        key: String,
+        options: wit::Options,
+        slot: wit::SlotOptions,
+        timeout_ms: u64,
+    ) -> Result<wit::Lease, wit::Error> {
+        let grant = grant(options).map_err(to_wit_error)?;
+        self.run(|core, io| core.acquire_slot(io, &key, &grant, slot.limit, slot.fair, timeout_ms))
+            .map(to_wit_lease)
+    }
+
+    fn inspect_slots(&self, key: String) -> Result<Option<wit::SemaphoreState>, wit::Error> {
+        self.run(|core, io| core.inspect(io, &key))
+            .map(|s| s.and_then(to_wit_semaphore))
+    }
+
+    fn leave_queue(&self, key: String, holder_id: String) -> Result<(), wit::Error> {
+        self.run(|core, io| core.leave_queue(io, &key, &holder_id))
     }
 
     fn renew(&self, lease: wit::Lease) -> Result<wit::Lease, wit::Error> {
@@ -346,6 +385,31 @@ fn to_wit_state(s: LockState) -> wit::LockState {
     }
 }
 
+fn to_wit_semaphore(mut s: LockState) -> Option<wit::SemaphoreState> {
+    let sem = *s.semaphore.take()?;
+    let slots = |entries: Vec<Entry>, judged: &[Judged]| -> Vec<wit::Slot> {
+        entries
+            .into_iter()
+            .zip(judged)
+            .map(|(e, j)| wit::Slot {
+                holder_id: e.holder_id,
+                token: e.token,
+                expires_at_ms: e.expires_at_ms,
+                acquired_at_ms: e.acquired_at_ms,
+                metadata: e.metadata,
+                live: j.live,
+                expires_in_ms: j.expires_in_ms,
+            })
+            .collect()
+    };
+    Some(wit::SemaphoreState {
+        lock: to_wit_state(s),
+        limit: sem.record.limit,
+        holders: slots(sem.record.holders, &sem.holders),
+        queue: slots(sem.record.queue, &sem.queue),
+    })
+}
+
 fn to_wit_strategy(s: Strategy) -> wit::Strategy {
     match s {
         Strategy::SingleObject => wit::Strategy::SingleObject,
@@ -454,6 +518,15 @@ fn to_wit_error(e: Error) -> wit::Error {
             stored_token,
         }),
         Error::StoreUnsafe(r) => wit::Error::StoreUnsafe(to_wit_result(*r)),
+        Error::LimitMismatch {
+            key,
+            stored,
+            requested,
+        } => wit::Error::LimitMismatch(wit::LimitMismatch {
+            key,
+            stored,
+            requested,
+        }),
     }
 }
 

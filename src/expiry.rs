@@ -19,6 +19,8 @@
 //! rules assume is that clocks run at nearly the same rate, never that they
 //! agree.
 
+use crate::prelude::*;
+
 /// The config's choice of rule; defined with the rest of the config, below
 /// `s3`, which this module reads replies of.
 pub use crate::config::ExpiryClock;

@@ -4,7 +4,7 @@
 use crate::duration::show;
 use crate::exit::{Failure, HELD};
 use crate::json;
-use s3_lease_host::bindings::{LockState, Options};
+use s3_lease_host::bindings::{LockState, Options, SemaphoreState, SlotAttempt, SlotOptions};
 use s3_lease_host::Client;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
@@ -14,12 +14,17 @@ use std::time::Duration;
 pub fn status(client: &Client, keys: &[String], as_json: bool) -> Result<i32, Failure> {
     let mut rows = Vec::new();
     for key in keys {
-        rows.push((key.clone(), client.inspect(key)?));
+        // A semaphore's read says it all; a lock's is read (a 304) again.
+        let (state, slots) = match client.inspect_slots(key)? {
+            Some(sem) => (Some(sem.lock.clone()), Some(sem)),
+            None => (client.inspect(key)?, None),
+        };
+        rows.push((key.clone(), state, slots));
     }
     if as_json {
         let all: Vec<Value> = rows
             .iter()
-            .map(|(k, s)| json::state(k, s.as_ref()))
+            .map(|(k, s, sem)| json::state(k, s.as_ref(), sem.as_ref()))
             .collect();
         println!("{}", Value::Array(all));
         return Ok(0);
@@ -31,7 +36,11 @@ pub fn status(client: &Client, keys: &[String], as_json: bool) -> Result<i32, Fa
         "LIVE".into(),
         "EXPIRES IN".into(),
     ]];
-    for (key, state) in &rows {
+    for (key, state, slots) in &rows {
+        if let Some(sem) = slots {
+            semaphore_rows(&mut table, key, sem);
+            continue;
+        }
         table.push(match state {
             None => [key.clone(), "-".into(), "-".into(), "no".into(), "-".into()],
             Some(s) => [
@@ -53,6 +62,49 @@ pub fn status(client: &Client, keys: &[String], as_json: bool) -> Result<i32, Fa
     }
     print_table(&table);
     Ok(0)
+}
+
+/// A semaphore: one line for the key, one per holder, one per waiter in
+/// queue order.
+fn semaphore_rows(table: &mut Vec<[String; 5]>, key: &str, sem: &SemaphoreState) {
+    let held = sem.holders.iter().filter(|h| h.live).count();
+    let waiting = sem.queue.iter().filter(|w| w.live).count();
+    let left = |live: bool, ms: u64| {
+        if live {
+            show(Duration::from_millis(ms))
+        } else {
+            "expired".into()
+        }
+    };
+    table.push([
+        key.to_string(),
+        format!("{held} of {} slots held, {waiting} waiting", sem.limit),
+        sem.lock.token.to_string(),
+        if sem.lock.live { "yes" } else { "no" }.into(),
+        if sem.lock.live {
+            show(Duration::from_millis(sem.lock.expires_in_ms))
+        } else {
+            "-".into()
+        },
+    ]);
+    for h in &sem.holders {
+        table.push([
+            "  slot".into(),
+            h.holder_id.clone(),
+            h.token.to_string(),
+            if h.live { "yes" } else { "no" }.into(),
+            left(h.live, h.expires_in_ms),
+        ]);
+    }
+    for (i, w) in sem.queue.iter().enumerate() {
+        table.push([
+            format!("  queue {}", i + 1),
+            w.holder_id.clone(),
+            "-".into(),
+            if w.live { "yes" } else { "no" }.into(),
+            left(w.live, w.expires_in_ms),
+        ]);
+    }
 }
 
 pub fn print_table<const N: usize>(rows: &[[String; N]]) {
@@ -83,6 +135,36 @@ pub fn acquire(
         }
     } else {
         client.acquire(key, options, wait)?
+    };
+    println!("{}", json::lease(&lease));
+    Ok(0)
+}
+
+/// `acquire --limit N` (and `--fair`): a slot of a semaphore.
+pub fn acquire_slot(
+    client: &Client,
+    key: &str,
+    options: &Options,
+    slot: SlotOptions,
+    wait: Duration,
+) -> Result<i32, Failure> {
+    let lease = if wait.is_zero() {
+        // One attempt: no place is kept in the queue past this process.
+        let once = SlotOptions {
+            fair: false,
+            ..slot
+        };
+        match client.try_acquire_slot(key, options, once)? {
+            SlotAttempt::Granted(lease) => lease,
+            _ => {
+                return Err(Failure::new(
+                    HELD,
+                    format!("{key} has no free slot (limit {})", slot.limit),
+                ))
+            }
+        }
+    } else {
+        client.acquire_slot(key, options, slot, wait)?
     };
     println!("{}", json::lease(&lease));
     Ok(0)
@@ -225,7 +307,7 @@ pub fn watch(
             let stamp = unix_seconds();
             let clock = utc_time_of_day(stamp);
             if as_json {
-                let mut v = json::state(key, state.as_ref());
+                let mut v = json::state(key, state.as_ref(), None);
                 v["at_unix_s"] = json!(stamp);
                 println!("{v}");
             } else {

@@ -62,6 +62,8 @@ pub fn code_of(e: &Error) -> i32 {
             LeaseError::AccessDenied(_) => ACCESS_DENIED,
             LeaseError::InvalidConfig(_) | LeaseError::NoSuchBucket(_) => CONFIG,
             LeaseError::InvalidArgument(_) => BAD_LEASE,
+            // A `--limit` the key's other contenders do not use: a bad flag.
+            LeaseError::LimitMismatch(_) => USAGE,
             LeaseError::StoreUnsafe(_) => STORE_UNSAFE,
             LeaseError::Conflict(_)
             | LeaseError::ClockSkewed(_)

@@ -2,7 +2,7 @@
 //! exactly (the component refuses an altered one: its seal covers every field).
 
 use crate::exit::{Failure, BAD_LEASE};
-use s3_lease_host::bindings::{Lease, LockState};
+use s3_lease_host::bindings::{Lease, LockState, SemaphoreState, Slot};
 use serde_json::{json, Map, Value};
 
 pub fn lease(l: &Lease) -> Value {
@@ -61,7 +61,39 @@ fn field<'a>(object: &'a Map<String, Value>, name: &str) -> Result<&'a Value, Fa
 }
 
 /// A key's state for `status` and `elect --watch`; `None`: never locked.
-pub fn state(key: &str, s: Option<&LockState>) -> Value {
+/// A semaphore's holders and queue (in queue order) under `semaphore`.
+pub fn state(key: &str, s: Option<&LockState>, sem: Option<&SemaphoreState>) -> Value {
+    let mut value = lock_state(key, s);
+    if let (Some(sem), Value::Object(map)) = (sem, &mut value) {
+        let slots = |slots: &[Slot]| -> Vec<Value> {
+            slots
+                .iter()
+                .map(|e| {
+                    json!({
+                        "holder_id": e.holder_id,
+                        "token": e.token,
+                        "live": e.live,
+                        "expires_in_ms": e.expires_in_ms,
+                        "expires_at_ms": e.expires_at_ms,
+                        "acquired_at_ms": e.acquired_at_ms,
+                        "metadata": e.metadata,
+                    })
+                })
+                .collect()
+        };
+        map.insert(
+            "semaphore".into(),
+            json!({
+                "limit": sem.limit,
+                "holders": slots(&sem.holders),
+                "queue": slots(&sem.queue),
+            }),
+        );
+    }
+    value
+}
+
+fn lock_state(key: &str, s: Option<&LockState>) -> Value {
     match s {
         None => json!({"key": key, "live": false, "holder_id": null, "token": null}),
         Some(s) => json!({

@@ -9,11 +9,12 @@ mod exit;
 mod json;
 mod preflight;
 mod signals;
+mod slots;
 mod supervise;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use exit::Failure;
-use s3_lease_host::bindings::{ElectorConfig, ExpiryClock, Options, Strategy};
+use s3_lease_host::bindings::{ElectorConfig, ExpiryClock, Options, SlotOptions, Strategy};
 use s3_lease_host::{Client, Runtime, S3Config};
 use std::time::Duration;
 use supervise::{Mode, Supervision};
@@ -114,6 +115,8 @@ enum Cmd {
     Acquire {
         #[command(flatten)]
         hold: Hold,
+        #[command(flatten)]
+        slots: Slots,
         /// How long to wait for a holder to let go (0: one attempt).
         #[arg(long, default_value = "0s", value_parser = duration::parse)]
         wait: Duration,
@@ -152,10 +155,34 @@ struct Hold {
     metadata: Option<String>,
 }
 
+/// A semaphore: how many may hold KEY at once, and whether to queue.
+#[derive(Args, Clone, Copy)]
+struct Slots {
+    /// Let up to N holders hold KEY at once (a semaphore; every contender
+    /// must pass the same N).
+    #[arg(long, value_name = "N")]
+    limit: Option<u32>,
+    /// Wait in KEY's queue: first come, first served among live waiters.
+    #[arg(long)]
+    fair: bool,
+}
+
+impl Slots {
+    /// `None` for a plain lock (no `--limit`, no `--fair`).
+    fn options(self) -> Option<SlotOptions> {
+        (self.limit.is_some() || self.fair).then(|| SlotOptions {
+            limit: self.limit.unwrap_or(1),
+            fair: self.fair,
+        })
+    }
+}
+
 #[derive(Args)]
 struct RunArgs {
     #[command(flatten)]
     hold: Hold,
+    #[command(flatten)]
+    slots: Slots,
     /// Give up after this long (exit 75); default: wait as long as it takes.
     #[arg(long, value_parser = duration::parse)]
     wait: Option<Duration>,
@@ -255,7 +282,10 @@ fn run(cli: Cli) -> Result<i32, Failure> {
     match cli.command {
         Cmd::Preflight => preflight::preflight(&client, strategy, cli.json),
         Cmd::Status { keys } => commands::status(&client, &keys, cli.json),
-        Cmd::Acquire { hold, wait } => commands::acquire(&client, &hold.key, &options(&hold), wait),
+        Cmd::Acquire { hold, slots, wait } => match slots.options() {
+            Some(slot) => commands::acquire_slot(&client, &hold.key, &options(&hold), slot, wait),
+            None => commands::acquire(&client, &hold.key, &options(&hold), wait),
+        },
         Cmd::Renew { lease } => commands::renew(&client, lease.as_deref()),
         Cmd::Release { lease } => commands::release(&client, lease.as_deref(), cli.json),
         Cmd::Fenced { op } => match op {
@@ -277,6 +307,31 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                 commands::fenced_delete(&client, lease.as_deref(), &object)
             }
         },
+        Cmd::Run(args) if args.slots.options().is_some() => {
+            let slot = args.slots.options().unwrap_or(SlotOptions {
+                limit: 1,
+                fair: false,
+            });
+            if !cli.quiet {
+                if let Some(line) = credentials_line(&config) {
+                    eprintln!("s3-lease: {line}");
+                }
+            }
+            let run = slots::SlotRun {
+                key: args.hold.key.clone(),
+                options: options(&args.hold),
+                slot,
+                command: args.command,
+                env: child_env(&config),
+                kill_after: args
+                    .kill_after
+                    .unwrap_or_else(|| (args.hold.ttl / 4).min(Duration::from_secs(10))),
+                wait: args.wait,
+                quiet: cli.quiet,
+                signals: catch_signals()?,
+            };
+            slots::run_in_slot(&client, run)
+        }
         Cmd::Run(args) => {
             let hold = Holding {
                 command: args.command,

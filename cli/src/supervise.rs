@@ -225,14 +225,23 @@ fn who_holds(elector: &Elector) -> String {
 }
 
 fn spawn(s: &Supervision, lease: &Lease) -> Result<Child, Failure> {
-    let (program, args) = s
-        .command
+    spawn_command(&s.command, &s.env, &s.key, lease)
+}
+
+/// Starts the command with the lease in its environment.
+pub fn spawn_command(
+    command: &[String],
+    env: &[(String, String)],
+    key: &str,
+    lease: &Lease,
+) -> Result<Child, Failure> {
+    let (program, args) = command
         .split_first()
         .ok_or_else(|| Failure::new(crate::exit::USAGE, "no command to run"))?;
     Command::new(program)
         .args(args)
-        .envs(s.env.iter().map(|(k, v)| (k, v)))
-        .env("S3LEASE_KEY", &s.key)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("S3LEASE_KEY", key)
         .env("S3LEASE_TOKEN", lease.token.to_string())
         .env("S3LEASE_HOLDER", &lease.holder_id)
         .env("S3LEASE_LEASE", json::lease(lease).to_string())
@@ -342,7 +351,7 @@ fn stop_reason(reason: StopReason) -> &'static str {
 }
 
 /// The command's status as a shell reports it: 128 + N after signal N.
-fn exit_code(status: ExitStatus) -> i32 {
+pub fn exit_code(status: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     status
         .code()

@@ -8,8 +8,9 @@ wasmtime::component::bindgen!({
 
 pub use exports::s3_lease::lease::types::{
     AddressingStyle, Capability, CapabilityResult, ClockOffset, Config, Credentials, ElectorConfig,
-    ElectorEvent, Error, ExpiryClock, FenceOptions, FencedObject, FencedWrite, Lease, LockState,
-    Options, PreflightReport, Role, StepResult, StopReason, Strategy, Verdict,
+    ElectorEvent, Error, ExpiryClock, FenceOptions, FencedObject, FencedWrite, Lease,
+    LimitMismatch, LockState, Options, PreflightReport, Role, SemaphoreState, Slot, SlotAttempt,
+    SlotOptions, StepResult, StopReason, Strategy, Verdict,
 };
 
 /// The contract's own (kebab-case) names, for messages, tables and JSON.
@@ -58,6 +59,7 @@ impl Error {
             Error::Timeout(_) => "timeout",
             Error::Fenced(_) => "fenced",
             Error::StoreUnsafe(_) => "store-unsafe",
+            Error::LimitMismatch(_) => "limit-mismatch",
         }
     }
 }

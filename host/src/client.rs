@@ -3,7 +3,7 @@
 
 use crate::bindings::{
     Credentials, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject, FencedWrite,
-    Lease, LockState, Options, PreflightReport,
+    Lease, LockState, Options, PreflightReport, SemaphoreState, SlotAttempt, SlotOptions,
 };
 use crate::credentials::refresh::Refresher;
 use crate::credentials::refused_credentials;
@@ -156,6 +156,66 @@ impl Client {
         self.call(|i| i.acquire(key, options, millis(wait.saturating_sub(start.elapsed()))))
     }
 
+    /// One attempt at one of `key`'s `slot.limit` slots (a semaphore);
+    /// with `slot.fair`, joins or keeps a place in its queue. A waiter that
+    /// stops trying should [`Client::leave_queue`].
+    pub fn try_acquire_slot(
+        &self,
+        key: &str,
+        options: &Options,
+        slot: SlotOptions,
+    ) -> Result<SlotAttempt, Error> {
+        self.call(|i| i.try_acquire_slot(key, options, slot))
+    }
+
+    /// Waits up to `wait` for a slot, then fails with a timeout (a fair
+    /// waiter leaves the queue first).
+    pub fn acquire_slot(
+        &self,
+        key: &str,
+        options: &Options,
+        slot: SlotOptions,
+        wait: Duration,
+    ) -> Result<Lease, Error> {
+        let start = Instant::now();
+        self.call(|i| {
+            let left = millis(wait.saturating_sub(start.elapsed()));
+            i.acquire_slot(key, options, slot, left)
+        })
+    }
+
+    /// A semaphore's holders and queue; `None` for a plain lock or no object.
+    pub fn inspect_slots(&self, key: &str) -> Result<Option<SemaphoreState>, Error> {
+        self.call(|i| i.inspect_slots(key))
+    }
+
+    /// Gives up `holder_id`'s place in `key`'s queue, if it has one.
+    pub fn leave_queue(&self, key: &str, holder_id: &str) -> Result<(), Error> {
+        self.call(|i| i.leave_queue(key, holder_id))
+    }
+
+    /// Waits up to `wait` for a slot and holds it until the guard is
+    /// dropped, renewing it in the background: [`Client::lock`] for a
+    /// semaphore. One guard per slot.
+    pub fn lock_slot(
+        &self,
+        key: &str,
+        options: &Options,
+        slot: SlotOptions,
+        wait: Duration,
+    ) -> Result<LeaseGuard, Error> {
+        let lease = self.acquire_slot(key, options, slot, wait)?;
+        Ok(LeaseGuard::start(self.clone(), lease))
+    }
+
+    /// Guards a lease this client's `try_acquire` or `try_acquire_slot`
+    /// granted, whose write was sent no earlier than `sent`: renewed in the
+    /// background, counted held for `deadline` after each renew is sent,
+    /// released on drop (see [`LeaseGuard::start_with`]).
+    pub fn guard(&self, lease: Lease, sent: Instant, deadline: Duration) -> LeaseGuard {
+        LeaseGuard::start_with(self.clone(), lease, sent, deadline)
+    }
+
     /// Extends the lease; keep the returned one, the old one is spent.
     pub fn renew(&self, lease: &Lease) -> Result<Lease, Error> {
         self.call(|i| i.renew(lease))
@@ -165,7 +225,8 @@ impl Client {
         self.call(|i| i.release(lease))
     }
 
-    /// The key's lock state; `None` if it was never locked.
+    /// The key's lock state; `None` if it was never locked. For a
+    /// semaphore, [`Client::inspect_slots`] lists its holders and queue.
     pub fn inspect(&self, key: &str) -> Result<Option<LockState>, Error> {
         self.call(|i| i.inspect(key))
     }

@@ -29,6 +29,16 @@ impl Error {
         ))
     }
 
+    /// Worth another attempt: the store or the network may recover
+    /// (transport errors, repeated 409s, 5xx and 429 replies).
+    pub fn is_transient(&self) -> bool {
+        match self.lease_error() {
+            Some(LeaseError::Transport(_) | LeaseError::Conflict(_)) => true,
+            Some(LeaseError::S3(e)) => e.status >= 500 || e.status == 429,
+            _ => false,
+        }
+    }
+
     /// The component's error, when this is one.
     pub fn lease_error(&self) -> Option<&LeaseError> {
         match self {
@@ -119,6 +129,12 @@ impl fmt::Display for Describe<'_> {
                 }
                 write!(f, ": {}; no lease is granted on it", r.detail)
             }
+            LeaseError::LimitMismatch(m) => write!(
+                f,
+                "{} admits {} holder(s) at once and this call asked for {}: every contender \
+                 must use the same limit (it can change once nobody holds or waits for the key)",
+                m.key, m.stored, m.requested
+            ),
         }
     }
 }

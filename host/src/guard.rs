@@ -53,9 +53,21 @@ impl LeaseGuard {
     /// lease was sent for no later than that).
     pub(crate) fn start(client: Client, lease: Lease) -> Self {
         let ttl = Duration::from_millis(lease.ttl_ms);
+        Self::start_with(client, lease, Instant::now(), ttl - ttl / 10)
+    }
+
+    /// Guards `lease`, whose granting write was sent no earlier than
+    /// `sent`, counting it held for `deadline` after each successful renew
+    /// was sent (and after `sent`). `deadline` is at most the ttl; a
+    /// supervisor that needs time to stop what it runs before the lease
+    /// lapses passes less (`s3-lease run` passes half the ttl, as its
+    /// elector's renew deadline). Renews every third of the deadline.
+    pub fn start_with(client: Client, lease: Lease, sent: Instant, deadline: Duration) -> Self {
+        let ttl = Duration::from_millis(lease.ttl_ms);
+        let deadline = deadline.min(ttl);
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                valid_until: Instant::now() + ttl - ttl / 10,
+                valid_until: sent + deadline,
                 lease,
                 lost: None,
                 stop: false,
@@ -66,7 +78,7 @@ impl LeaseGuard {
             let (client, shared) = (client.clone(), shared.clone());
             std::thread::Builder::new()
                 .name("s3-lease-renew".into())
-                .spawn(move || renew_until_stopped(client, shared, ttl))
+                .spawn(move || renew_until_stopped(client, shared, deadline))
                 .ok()
         };
         LeaseGuard {
@@ -169,12 +181,11 @@ impl Drop for LeaseGuard {
     }
 }
 
-/// Renews every third of the ttl; after a failed renew, retries sooner,
-/// until the lease is lost or surely expired.
-fn renew_until_stopped(client: Client, shared: Arc<Shared>, ttl: Duration) {
-    let every = (ttl / 3).max(Duration::from_millis(50));
+/// Renews every third of the deadline; after a failed renew, retries
+/// sooner, until the lease is lost or its deadline passed.
+fn renew_until_stopped(client: Client, shared: Arc<Shared>, deadline: Duration) {
+    let every = (deadline / 3).max(Duration::from_millis(50));
     let retry = (every / 3).min(Duration::from_secs(1));
-    let margin = ttl / 10;
     let mut next = Instant::now() + every;
     loop {
         let mut state = shared.lock();
@@ -206,7 +217,7 @@ fn renew_until_stopped(client: Client, shared: Arc<Shared>, ttl: Duration) {
             }
             Ok(renewed) => {
                 state.lease = renewed;
-                state.valid_until = sent + ttl - margin;
+                state.valid_until = sent + deadline;
                 next = sent + every;
             }
             Err(Error::Lease(e)) if matches!(*e, LeaseError::Lost(_)) => {

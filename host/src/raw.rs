@@ -7,7 +7,8 @@
 
 use crate::bindings::{
     Config, Credentials, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject,
-    FencedWrite, Lease, LeaseApi, LockState, Options, PreflightReport, StepResult,
+    FencedWrite, Lease, LeaseApi, LockState, Options, PreflightReport, SemaphoreState, SlotAttempt,
+    SlotOptions, StepResult,
 };
 use crate::runtime::State;
 use anyhow::{Context, Result};
@@ -87,6 +88,57 @@ impl RawInstance {
             key,
             options,
             timeout_ms,
+        )?)
+    }
+
+    pub fn try_acquire_slot(
+        &mut self,
+        key: &str,
+        options: &Options,
+        slot: SlotOptions,
+    ) -> Result<Result<SlotAttempt, LeaseError>> {
+        let client = self.client()?;
+        Ok(self
+            .host
+            .s3_lease_lease_lease()
+            .client()
+            .call_try_acquire_slot(&mut self.store, client, key, options, slot)?)
+    }
+
+    pub fn acquire_slot(
+        &mut self,
+        key: &str,
+        options: &Options,
+        slot: SlotOptions,
+        timeout_ms: u64,
+    ) -> Result<Result<Lease, LeaseError>> {
+        let client = self.client()?;
+        Ok(self
+            .host
+            .s3_lease_lease_lease()
+            .client()
+            .call_acquire_slot(&mut self.store, client, key, options, slot, timeout_ms)?)
+    }
+
+    pub fn inspect_slots(
+        &mut self,
+        key: &str,
+    ) -> Result<Result<Option<SemaphoreState>, LeaseError>> {
+        let client = self.client()?;
+        Ok(self
+            .host
+            .s3_lease_lease_lease()
+            .client()
+            .call_inspect_slots(&mut self.store, client, key)?)
+    }
+
+    pub fn leave_queue(&mut self, key: &str, holder_id: &str) -> Result<Result<(), LeaseError>> {
+        let client = self.client()?;
+        Ok(self.host.s3_lease_lease_lease().client().call_leave_queue(
+            &mut self.store,
+            client,
+            key,
+            holder_id,
         )?)
     }
 

@@ -5,5 +5,6 @@ mod failover;
 mod faults;
 mod outputs;
 mod preflight;
+mod semaphores;
 mod support;
 mod turns;

@@ -1,0 +1,209 @@
+//! `run KEY --limit N` and `--fair`: hold one of a semaphore's slots while
+//! a command runs.
+//!
+//! No elector here (an elector elects one leader): the process waits for a
+//! slot itself, saying its place in the queue, then holds the slot with a
+//! `LeaseGuard` whose deadline is half the ttl after each renew was sent,
+//! as `run`'s elector's renew deadline is. Past it the command gets SIGTERM,
+//! and SIGKILL `--kill-after` later, while the slot still has the other
+//! half of its ttl to run: before any other contender can judge it expired.
+
+use crate::duration::show;
+use crate::exit::{Failure, HELD, LOST};
+use crate::signals;
+use crate::supervise::{exit_code, spawn_command};
+use s3_lease_host::bindings::{Lease, Options, SlotAttempt, SlotOptions};
+use s3_lease_host::{Client, LostReason};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+/// How often we look at the command, the guard and the signals.
+const POLL: Duration = Duration::from_millis(25);
+/// How often a waiter says where it stands, at least.
+const WAIT_LINE_EVERY: Duration = Duration::from_secs(5);
+
+pub struct SlotRun {
+    pub key: String,
+    pub options: Options,
+    pub slot: SlotOptions,
+    pub command: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub kill_after: Duration,
+    /// `None`: wait as long as it takes.
+    pub wait: Option<Duration>,
+    pub quiet: bool,
+    pub signals: Receiver<i32>,
+}
+
+impl SlotRun {
+    fn say(&self, line: impl AsRef<str>) {
+        if !self.quiet {
+            eprintln!("s3-lease: {}", line.as_ref());
+        }
+    }
+
+    fn ttl(&self) -> Duration {
+        Duration::from_millis(self.options.ttl_ms)
+    }
+
+    /// A place left behind blocks the queue for its ttl: give it up.
+    fn leave(&self, client: &Client) {
+        if self.slot.fair {
+            if let Some(holder) = &self.options.holder_id {
+                let _ = client.leave_queue(&self.key, holder);
+            }
+        }
+    }
+}
+
+enum Waited {
+    Granted(Lease, Instant),
+    Signalled(i32),
+}
+
+/// Waits for a slot, runs the command in it, releases it.
+pub fn run_in_slot(client: &Client, r: SlotRun) -> Result<i32, Failure> {
+    let (lease, sent) = match wait_for_slot(client, &r)? {
+        Waited::Granted(lease, sent) => (lease, sent),
+        Waited::Signalled(signal) => {
+            r.say(format!(
+                "{} while waiting; giving up",
+                signals::name(signal)
+            ));
+            r.leave(client);
+            return Ok(128 + signal);
+        }
+    };
+    let guard = client.guard(lease.clone(), sent, r.ttl() / 2);
+    r.say(format!(
+        "acquired a slot of {} (limit {}) with fencing token {} (holder {})",
+        r.key, r.slot.limit, lease.token, lease.holder_id
+    ));
+    let mut child = spawn_command(&r.command, &r.env, &r.key, &lease)?;
+    let mut lost: Option<(String, Instant)> = None;
+    let mut forwarded = None;
+    let mut killed = false;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            if let Some((reason, _)) = lost {
+                return Err(Failure::new(
+                    LOST,
+                    format!(
+                        "lost the slot of {} (token {}): {reason}; the command was stopped",
+                        r.key, lease.token
+                    ),
+                ));
+            }
+            let released = guard.release();
+            match (forwarded, released) {
+                (Some(signal), _) => r.say(format!(
+                    "the command ended after {}; released the slot of {}",
+                    signals::name(signal),
+                    r.key
+                )),
+                (None, Ok(())) => r.say(format!(
+                    "released the slot of {} (token {})",
+                    r.key, lease.token
+                )),
+                (None, Err(e)) => r.say(format!("could not release (it will expire): {e}")),
+            }
+            return Ok(exit_code(status));
+        }
+        if let Ok(signal) = r.signals.try_recv() {
+            r.say(format!(
+                "forwarding {} to the command",
+                signals::name(signal)
+            ));
+            signals::send(child.id(), signal);
+            forwarded = Some(signal);
+        }
+        if lost.is_none() {
+            if let Some(why) = guard.lost() {
+                let reason = describe(&why);
+                r.say(format!(
+                    "lost the slot of {} ({reason}): sending SIGTERM to the command (pid {}), SIGKILL in {}",
+                    r.key,
+                    child.id(),
+                    show(r.kill_after)
+                ));
+                signals::send(child.id(), libc::SIGTERM);
+                lost = Some((reason, Instant::now()));
+            }
+        }
+        if let Some((_, at)) = &lost {
+            if !killed && at.elapsed() >= r.kill_after {
+                r.say("the command outlived --kill-after: SIGKILL");
+                signals::send(child.id(), libc::SIGKILL);
+                killed = true;
+            }
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+fn describe(why: &LostReason) -> String {
+    match why {
+        LostReason::Taken(_) => "a renew found it taken".into(),
+        LostReason::Expired(e) => format!("no renew succeeded before its deadline: {e}"),
+    }
+}
+
+fn wait_for_slot(client: &Client, r: &SlotRun) -> Result<Waited, Failure> {
+    let started = Instant::now();
+    let poll = (r.ttl() / 10).clamp(Duration::from_millis(50), Duration::from_secs(1));
+    let mut last_place = None;
+    let mut next_line = started + Duration::from_millis(500);
+    loop {
+        let sent = Instant::now();
+        let standing = match client.try_acquire_slot(&r.key, &r.options, r.slot) {
+            Ok(SlotAttempt::Granted(lease)) => return Ok(Waited::Granted(lease, sent)),
+            Ok(SlotAttempt::Queued(place)) => {
+                if last_place != Some(place) {
+                    r.say(format!("waiting for {}: place {place} in the queue", r.key));
+                    last_place = Some(place);
+                }
+                format!("place {place} in the queue")
+            }
+            Ok(SlotAttempt::Full(state)) => match state {
+                Some(s) if s.holder_id.is_empty() => format!(
+                    "all {} slots held; the first can expire in {}",
+                    r.slot.limit,
+                    show(Duration::from_millis(s.expires_in_ms))
+                ),
+                Some(s) => format!("held by {} as a plain lock", s.holder_id),
+                None => "all slots held".into(),
+            },
+            Err(e) if e.is_transient() => format!("the last attempt failed: {e}"),
+            Err(e) => {
+                r.leave(client);
+                return Err(e.into());
+            }
+        };
+        if let Ok(signal) = r.signals.try_recv() {
+            return Ok(Waited::Signalled(signal));
+        }
+        let now = Instant::now();
+        if r.wait.is_some_and(|w| now >= started + w) {
+            r.leave(client);
+            return Err(Failure::new(
+                HELD,
+                format!(
+                    "no slot of {} after {}: {standing}",
+                    r.key,
+                    show(started.elapsed())
+                ),
+            ));
+        }
+        if now >= next_line {
+            next_line = now + WAIT_LINE_EVERY;
+            r.say(format!(
+                "waiting for {} ({} so far): {standing}",
+                r.key,
+                show(started.elapsed())
+            ));
+        }
+        // Jitter, so waiters that started together do not look together.
+        let jitter = Duration::from_millis(u64::from(sent.elapsed().subsec_nanos() % 50));
+        std::thread::sleep(poll + jitter);
+    }
+}
