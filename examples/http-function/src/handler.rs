@@ -199,6 +199,9 @@ fn s3_lease_error(e: &Error) -> Reply {
         Error::S3(_) => (502, "s3"),
         Error::Transport(_) => (502, "transport"),
         Error::StoreUnsafe(_) => (502, "store-unsafe"),
+        // The counter key is a plain lock; a semaphore of the same name
+        // is a deployment mistake.
+        Error::LimitMismatch(_) => (500, "limit-mismatch"),
         Error::Timeout(_) => (503, "lock-timeout"),
     };
     Reply::error(status, code, &format!("{e:?}"))

@@ -22,6 +22,7 @@ mod preflight;
 mod request_counts;
 mod rng;
 mod s3s_fs;
+mod semaphores;
 mod silent_network;
 
 use host_test::bindings::{Error as LeaseError, Lease, Options};
