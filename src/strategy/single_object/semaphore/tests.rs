@@ -342,3 +342,49 @@ fn what_each_call_costs_in_requests() {
     c.inspect(&mut io, "k").unwrap();
     assert_eq!(cost(&mut io), (1, 0));
 }
+
+/// Every renew rewrites the one object: an abandoned slot must still
+/// expire by its own last write, not by the object's (`written_at` under
+/// `server`, its write id under `observed`, its `expires_at` under
+/// `holder`).
+#[test]
+fn an_abandoned_slot_expires_while_the_others_keep_renewing() {
+    for clock in CLOCKS {
+        let (mut c, mut io) = (client(clock), ModelIo::new(START_MS));
+        let _abandoned = slot(&mut c, &mut io, "a", 2);
+        let mut b = slot(&mut c, &mut io, "b", 2);
+        let mut other = client(clock);
+        let mut granted = None;
+        for _ in 0..12 {
+            io.advance(2_000);
+            b = c.rewrite(&mut io, b, false).unwrap();
+            if let SlotOutcome::Granted(l) = attempt(&mut other, &mut io, "c", 2, false) {
+                granted = Some(l);
+                break;
+            }
+        }
+        let granted = granted.unwrap_or_else(|| panic!("{clock:?}: a's slot never expired"));
+        assert_eq!(granted.token, 3, "{clock:?}");
+        c.rewrite(&mut io, b, false).unwrap();
+    }
+}
+
+/// Waiters judged live keep their order whatever a newcomer does, and a
+/// semaphore's limit counts only live holders.
+#[test]
+fn a_newcomer_never_jumps_a_live_queue() {
+    let (mut c, mut io) = (client(ExpiryClock::Server), ModelIo::new(START_MS));
+    let a = slot(&mut c, &mut io, "a", 2);
+    let b = slot(&mut c, &mut io, "b", 2);
+    assert_eq!(place(&attempt(&mut c, &mut io, "w1", 2, true)), Some(1));
+    assert_eq!(place(&attempt(&mut c, &mut io, "w2", 2, true)), Some(2));
+    c.rewrite(&mut io, a, true).unwrap();
+    // One slot free, two live waiters: w2 (second) and newcomers wait.
+    assert_eq!(place(&attempt(&mut c, &mut io, "w2", 2, true)), Some(2));
+    assert_eq!(place(&attempt(&mut c, &mut io, "n", 2, true)), Some(3));
+    assert!(matches!(attempt(&mut c, &mut io, "x", 2, false), SlotOutcome::Full(_)));
+    assert!(matches!(attempt(&mut c, &mut io, "w1", 2, true), SlotOutcome::Granted(_)));
+    c.rewrite(&mut io, b, true).unwrap();
+    assert!(matches!(attempt(&mut c, &mut io, "n", 2, true), SlotOutcome::Queued { place: 2, .. }));
+    assert!(matches!(attempt(&mut c, &mut io, "w2", 2, true), SlotOutcome::Granted(_)));
+}
