@@ -160,7 +160,7 @@ struct Hold {
 struct Slots {
     /// Let up to N holders hold KEY at once (a semaphore; every contender
     /// must pass the same N).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     limit: Option<u32>,
     /// Wait in KEY's queue: first come, first served among live waiters.
     #[arg(long)]
@@ -274,6 +274,17 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         metadata: hold.metadata.clone(),
     };
     let strategy = config.strategy.unwrap_or(Strategy::SingleObject);
+    let slots = match &cli.command {
+        Cmd::Run(args) => args.slots.options(),
+        Cmd::Acquire { slots, .. } => slots.options(),
+        _ => None,
+    };
+    if slots.is_some() && strategy == Strategy::EpochObjects {
+        return Err(Failure::new(
+            exit::USAGE,
+            "--limit and --fair need the single-object strategy (epoch-objects offers neither)",
+        ));
+    }
     let campaigns = matches!(&cli.command, Cmd::Run(_))
         || matches!(&cli.command, Cmd::Elect(args) if !args.watch);
     if cli.check_store && campaigns {

@@ -229,6 +229,9 @@ impl Drop for Slot {
 #[derive(Clone, Copy)]
 struct Scenario {
     verb: &'static str,
+    /// Flags after the key: `--limit 1 --fair` holds a semaphore's slot
+    /// (no elector) under the same faults.
+    slot_flags: &'static [&'static str],
     strategy: &'static str,
     clock: &'static str,
     fault: Fault,
@@ -237,8 +240,13 @@ struct Scenario {
 impl Scenario {
     fn name(&self) -> String {
         format!(
-            "{}-{}-{}-{}",
+            "{}{}-{}-{}-{}",
             self.verb,
+            if self.slot_flags.is_empty() {
+                ""
+            } else {
+                "-slot"
+            },
             self.strategy,
             self.clock,
             fault_name(self.fault)
@@ -248,9 +256,10 @@ impl Scenario {
     /// `s3-lease VERB k --ttl 4s -- sh -c JOB sh FILE 60` through `proxy`.
     fn member(&self, scene: &Scene, who: &str, proxy: &FaultProxy) -> Command {
         let record = scene.path(who).display().to_string();
-        let mut cmd = scene.cmd(&[
-            self.verb, "k", "--ttl", TTL, "--", "sh", "-c", JOB, "sh", &record, "60",
-        ]);
+        let mut args = vec![self.verb, "k"];
+        args.extend_from_slice(self.slot_flags);
+        args.extend_from_slice(&["--ttl", TTL, "--", "sh", "-c", JOB, "sh", &record, "60"]);
+        let mut cmd = scene.cmd(&args);
         cmd.env("AWS_ENDPOINT_URL", proxy.url())
             .env("S3LEASE_STRATEGY", self.strategy)
             .env("S3LEASE_EXPIRY_CLOCK", self.clock)
@@ -396,12 +405,15 @@ fn scenario(s: Scenario, row: &mut Row) -> Result<(), String> {
     Ok(())
 }
 
-fn matrix(verb: &'static str) {
+fn matrix(verb: &'static str, slot_flags: &'static [&'static str]) {
     let scenarios: Vec<Scenario> = CLOCKS
         .iter()
+        // Semaphores are single-object only.
+        .filter(|(strategy, _)| slot_flags.is_empty() || *strategy == "single-object")
         .flat_map(|&(strategy, clock)| {
             faults().into_iter().map(move |fault| Scenario {
                 verb,
+                slot_flags,
                 strategy,
                 clock,
                 fault,
@@ -420,7 +432,8 @@ fn matrix(verb: &'static str) {
         running.into_iter().map(|t| t.join().unwrap()).collect()
     });
     let mut table = format!(
-        "\n`s3-lease {verb}` under network faults of the leader, ttl {TTL} ({:?}):\n{HEADER}\n",
+        "\n`s3-lease {verb} {}` under network faults of the leader, ttl {TTL} ({:?}):\n{HEADER}\n",
+        slot_flags.join(" "),
         started.elapsed()
     );
     for row in &rows {
@@ -458,14 +471,22 @@ fn scene_endpoint_is_http() -> bool {
 /// `s3-lease run`: A's command is stopped (and A exits 79) before B's starts.
 #[test]
 fn run_commands_never_overlap_when_the_leaders_network_fails() {
-    matrix("run");
+    matrix("run", &[]);
+}
+
+/// `s3-lease run --limit 1 --fair`: the same, for a slot held by a
+/// `LeaseGuard` (no elector): A's command is stopped at half the ttl after
+/// its last renew was sent, before B can be granted the slot.
+#[test]
+fn slot_commands_never_overlap_when_the_holders_network_fails() {
+    matrix("run", &["--limit", "1", "--fair"]);
 }
 
 /// `s3-lease elect`: A's command is stopped and A campaigns again, in vain
 /// (its network is still failing); B's term starts after A's ended.
 #[test]
 fn elect_terms_never_overlap_when_the_leaders_network_fails() {
-    matrix("elect");
+    matrix("elect", &[]);
 }
 
 /// `unshare --pid --fork --mount-proc` with `sh -c 'echo $$'` prints 1:

@@ -382,9 +382,21 @@ fn a_newcomer_never_jumps_a_live_queue() {
     // One slot free, two live waiters: w2 (second) and newcomers wait.
     assert_eq!(place(&attempt(&mut c, &mut io, "w2", 2, true)), Some(2));
     assert_eq!(place(&attempt(&mut c, &mut io, "n", 2, true)), Some(3));
-    assert!(matches!(attempt(&mut c, &mut io, "x", 2, false), SlotOutcome::Full(_)));
-    assert!(matches!(attempt(&mut c, &mut io, "w1", 2, true), SlotOutcome::Granted(_)));
+    assert!(matches!(
+        attempt(&mut c, &mut io, "x", 2, false),
+        SlotOutcome::Full(_)
+    ));
+    assert!(matches!(
+        attempt(&mut c, &mut io, "w1", 2, true),
+        SlotOutcome::Granted(_)
+    ));
     c.rewrite(&mut io, b, true).unwrap();
-    assert!(matches!(attempt(&mut c, &mut io, "n", 2, true), SlotOutcome::Queued { place: 2, .. }));
-    assert!(matches!(attempt(&mut c, &mut io, "w2", 2, true), SlotOutcome::Granted(_)));
+    assert!(matches!(
+        attempt(&mut c, &mut io, "n", 2, true),
+        SlotOutcome::Queued { place: 2, .. }
+    ));
+    assert!(matches!(
+        attempt(&mut c, &mut io, "w2", 2, true),
+        SlotOutcome::Granted(_)
+    ));
 }
