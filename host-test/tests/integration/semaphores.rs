@@ -174,3 +174,67 @@ fn a_guard_per_slot_renews_and_releases_on_drop() {
         g.release().unwrap();
     }
 }
+
+/// A client of the product host crate whose requests the test counts.
+fn counted_client(prefix: &str) -> (Client, host_test::hooks::Hooks) {
+    let (options, hooks, _) = harness().test_options();
+    let config: S3Config = endpoint().host_config(prefix).unwrap();
+    let client = Client::connect_with(harness().runtime(), &config, options).unwrap();
+    (client, hooks)
+}
+
+/// What a holder and a fair waiter cost the store per second, measured
+/// over 6 s at a 3 s ttl: the holder renews as `s3-lease run` does (a
+/// guard with a deadline of half the ttl renews every ttl/6); the waiter
+/// looks every ttl/10 and renews its place every ttl/3.
+#[test]
+fn a_holder_and_a_waiter_cost_this_many_requests_per_second() {
+    let prefix = fresh_prefix("semaphore-rates");
+    let (holder, holder_hooks) = counted_client(&prefix);
+    let (waiter, waiter_hooks) = counted_client(&prefix);
+    let one = SlotOptions {
+        limit: 1,
+        fair: true,
+    };
+    let ttl = Duration::from_secs(3);
+    let sent = std::time::Instant::now();
+    let lease = match holder
+        .try_acquire_slot("k", &named(3_000, "h"), one)
+        .unwrap()
+    {
+        SlotAttempt::Granted(lease) => lease,
+        other => panic!("{other:?}"),
+    };
+    let guard = holder.guard(lease, sent, ttl / 2);
+    holder_hooks.take_requests();
+    let window = Duration::from_secs(6);
+    let waited = std::thread::scope(|s| {
+        let w = s.spawn(|| waiter.acquire_slot("k", &named(3_000, "w"), one, window));
+        std::thread::sleep(window);
+        w.join().unwrap()
+    });
+    assert!(waited.is_err(), "the holder kept its slot: {waited:?}");
+    assert!(guard.is_held(), "{:?}", guard.lost());
+    let per_s = |n: usize| n as f64 / window.as_secs_f64();
+    let held = holder_hooks.take_requests();
+    let looked = waiter_hooks.take_requests();
+    let (gets, puts) = (
+        looked.iter().filter(|r| r.method == "GET").count(),
+        looked.iter().filter(|r| r.method == "PUT").count(),
+    );
+    println!(
+        "at a 3 s ttl: a holder sends {:.2} requests/s ({} in 6 s), a fair waiter {:.2}/s ({gets} GETs, {puts} PUTs, \
+         leaving included)",
+        per_s(held.len()),
+        held.len(),
+        per_s(looked.len())
+    );
+    // Holder: a renew every 0.5 s, each 1 PUT (3 when the waiter wrote
+    // the place since): 12 to 36 in 6 s.
+    assert!((10..=40).contains(&held.len()), "holder: {held:?}");
+    // Waiter: a look every 300 ms (+ up to 50 ms), a place renewal every
+    // 1 s, joining and leaving: about 20 GETs and 8 PUTs in 6 s.
+    assert!((14..=26).contains(&gets), "waiter GETs: {gets}");
+    assert!((4..=12).contains(&puts), "waiter PUTs: {puts}");
+    guard.release().unwrap();
+}
