@@ -657,9 +657,12 @@ impl SemClient {
         history: &mut SemaphoreHistory,
         report: &mut Report,
     ) -> Result<Option<S3Request>, Violation> {
-        if release && spent == Spent::No {
-            // A releasing holder gives the slot up as it sends.
-            self.holding = None;
+        if release && matches!(spent, Spent::No | Spent::Lapsed) {
+            // A releasing holder gives the slot up as it sends (a lapsed
+            // one may still be believed: its process was only paused).
+            if spent == Spent::No {
+                self.holding = None;
+            }
             history.stop(self.key, held.lease.token, now);
         }
         let purpose = Purpose::Rewrite {
