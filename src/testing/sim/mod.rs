@@ -105,8 +105,9 @@ pub struct Report {
     pub lapsed_refused: u64,
     /// Grants on keys of limit > 1 acknowledged after a higher token's.
     pub slot_acks_out_of_order: u64,
-    /// The most slots of one key believed held at one instant, of any run.
-    pub max_slots_believed: u64,
+    /// The most slots believed held at one instant, per semaphore key (in
+    /// the order of `SEMAPHORE_KEYS`), of any run.
+    pub max_slots_believed: [u64; 3],
     pub max_slots_stored: u64,
     /// Expired entries of others dropped by a writer.
     pub slots_dropped_expired: u64,
@@ -161,7 +162,9 @@ impl std::ops::AddAssign<&Report> for Report {
         self.lapsed_rewritten += o.lapsed_rewritten;
         self.lapsed_refused += o.lapsed_refused;
         self.slot_acks_out_of_order += o.slot_acks_out_of_order;
-        self.max_slots_believed = self.max_slots_believed.max(o.max_slots_believed);
+        for (a, b) in self.max_slots_believed.iter_mut().zip(o.max_slots_believed) {
+            *a = (*a).max(b);
+        }
         self.max_slots_stored = self.max_slots_stored.max(o.max_slots_stored);
         self.slots_dropped_expired += o.slots_dropped_expired;
         self.places_dropped_expired += o.places_dropped_expired;

@@ -46,7 +46,7 @@
 //!   passed; it joins again at the back.
 
 use super::checks::{violation, Violation};
-use super::semaphores::SemKey;
+use super::semaphores::{SemKey, SEMAPHORE_KEYS};
 use super::Report;
 use crate::lock_object::semaphore::{Entry, SemaphoreRecord};
 use crate::lock_object::LockRecord;
@@ -203,7 +203,9 @@ impl SemaphoreHistory {
         let others: Vec<&Belief> = log.beliefs.iter().filter(|b| b.token != token).collect();
         let tokens: BTreeSet<u64> = others.iter().map(|b| b.token).collect();
         let held = tokens.len() as u64 + u64::from(start < end);
-        report.max_slots_believed = report.max_slots_believed.max(held);
+        if let Some(i) = SEMAPHORE_KEYS.iter().position(|k| k.name == key.name) {
+            report.max_slots_believed[i] = report.max_slots_believed[i].max(held);
+        }
         if held > u64::from(key.limit) {
             return Err(violation(
                 "never more than the limit of a key's slots believed held at once",

@@ -52,7 +52,8 @@ fn the_core_keeps_its_invariants_under_faults_skew_and_forgery() {
             assert!(report.semaphore_keys_by_clock.iter().all(|&n| n > 10));
             assert!(report.slot_grants > 1_000 && report.slot_renewals > 1_000);
             assert!(report.plain_grants_on_semaphore_keys > 10);
-            assert_eq!(report.max_slots_believed, 3, "{report:?}");
+            // Each key's limit reached (m0: 3, m1: 2, m2: 1), never passed.
+            assert_eq!(report.max_slots_believed, [3, 2, 1], "{report:?}");
             assert!(report.fair_grants_checked > 500 && report.fair_grants_from_queue > 200);
             assert!(report.fair_passes > 10 && report.places_dropped_expired > 100);
             assert!(report.slots_dropped_expired > 100 && report.places_left > 10);
