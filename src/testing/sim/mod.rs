@@ -12,11 +12,26 @@
 //! lease to try it later. Some seeds' store returns LIST pages of one to
 //! three keys, and any LIST may come back empty but truncated, as S3 may.
 //!
+//! Semaphore clients (see `semaphores`) share the store: a key of limit 3,
+//! a fair key of limit 2 and a fair key of limit 1 that a plain lock client
+//! shares, each judged per seed by one of the three expiry clocks. Their
+//! waiters poll the queue, give up and leave it, or crash and leave their
+//! place to expire; their holders renew, release, crash, take their key
+//! again, and try spent and altered leases.
+//!
 //! The invariants (see `checks`): per key, granted tokens are unique and
 //! rise in the order grants are acknowledged; no two grants are believed
 //! held at once; a superseded lease never renews or releases; an altered
 //! lease is refused before any request; each fenced object's history is
 //! linearizable (writes in token order only, no acknowledged write lost).
+//! Of semaphores (see `semaphore_checks`): never more than the limit of
+//! slots believed held at once; tokens unique (and, under a limit of 1,
+//! rising as acknowledged); every write the store applies keeps the
+//! semaphore's rules (a live entry of another is never dropped, others'
+//! entries kept and stamped, new slots from the counter, and the queue's
+//! order: a grant leaves a slot for every live waiter ahead of it); a
+//! superseded or released slot lease never renews; an altered one, or one
+//! shown as a lock's, is refused before any request.
 //!
 //! Everything comes from one seed: a failing run prints it, and
 //! `S3LEASE_SIM_SEED=<seed>` replays it.
@@ -24,13 +39,18 @@
 mod checks;
 mod client;
 pub mod electors;
+mod semaphore_checks;
+mod semaphores;
 
 use crate::testing::rng::Rng;
 use checks::History;
 pub use checks::Violation;
 use client::{Client, Kind};
+use semaphore_checks::SemaphoreHistory;
+use semaphores::{semaphore_key, SemClient, SEMAPHORE_KEYS};
 
-use crate::s3::{S3Request, S3Response};
+use crate::expiry::ExpiryClock;
+use crate::s3::{Method, S3Request, S3Response};
 use crate::testing::s3_model::{MissingIfMatch, S3Model};
 use std::collections::BTreeMap;
 
@@ -61,6 +81,43 @@ pub struct Report {
     pub seeds_with_short_lists: u64,
     /// LIST replies served empty but truncated.
     pub empty_list_pages: u64,
+    /// Semaphore keys run under each expiry clock: holder, server, observed.
+    pub semaphore_keys_by_clock: [u64; 3],
+    pub slot_grants: u64,
+    /// Plain locks granted on a semaphore key (before it became one).
+    pub plain_grants_on_semaphore_keys: u64,
+    pub slot_renewals: u64,
+    pub slot_releases: u64,
+    /// Renewals of held slots that found them gone.
+    pub slot_lost: u64,
+    pub slot_full: u64,
+    /// Fair waiters' attempts answered with a place in the queue.
+    pub slot_polls_queued: u64,
+    /// Places first taken (a waiter starting to wait).
+    pub places_taken: u64,
+    pub places_left: u64,
+    pub slot_crashes: u64,
+    pub slot_forgeries_refused: u64,
+    pub slot_superseded_refused: u64,
+    pub slot_released_refused: u64,
+    /// Lapsed leases renewed or released (their slot still stored) and refused.
+    pub lapsed_rewritten: u64,
+    pub lapsed_refused: u64,
+    /// Grants on keys of limit > 1 acknowledged after a higher token's.
+    pub slot_acks_out_of_order: u64,
+    /// The most slots believed held at one instant, per semaphore key (in
+    /// the order of `SEMAPHORE_KEYS`), of any run.
+    pub max_slots_believed: [u64; 3],
+    pub max_slots_stored: u64,
+    /// Expired entries of others dropped by a writer.
+    pub slots_dropped_expired: u64,
+    pub places_dropped_expired: u64,
+    /// Grants on fair keys checked against the queue, those to a waiter
+    /// with a place, and those while alive waiters were ahead (free slots
+    /// left for them).
+    pub fair_grants_checked: u64,
+    pub fair_grants_from_queue: u64,
+    pub fair_passes: u64,
 }
 
 impl std::ops::AddAssign<&Report> for Report {
@@ -82,13 +139,50 @@ impl std::ops::AddAssign<&Report> for Report {
         self.clock_jumps += o.clock_jumps;
         self.seeds_with_short_lists += o.seeds_with_short_lists;
         self.empty_list_pages += o.empty_list_pages;
+        for (a, b) in self
+            .semaphore_keys_by_clock
+            .iter_mut()
+            .zip(o.semaphore_keys_by_clock)
+        {
+            *a += b;
+        }
+        self.slot_grants += o.slot_grants;
+        self.plain_grants_on_semaphore_keys += o.plain_grants_on_semaphore_keys;
+        self.slot_renewals += o.slot_renewals;
+        self.slot_releases += o.slot_releases;
+        self.slot_lost += o.slot_lost;
+        self.slot_full += o.slot_full;
+        self.slot_polls_queued += o.slot_polls_queued;
+        self.places_taken += o.places_taken;
+        self.places_left += o.places_left;
+        self.slot_crashes += o.slot_crashes;
+        self.slot_forgeries_refused += o.slot_forgeries_refused;
+        self.slot_superseded_refused += o.slot_superseded_refused;
+        self.slot_released_refused += o.slot_released_refused;
+        self.lapsed_rewritten += o.lapsed_rewritten;
+        self.lapsed_refused += o.lapsed_refused;
+        self.slot_acks_out_of_order += o.slot_acks_out_of_order;
+        for (a, b) in self.max_slots_believed.iter_mut().zip(o.max_slots_believed) {
+            *a = (*a).max(b);
+        }
+        self.max_slots_stored = self.max_slots_stored.max(o.max_slots_stored);
+        self.slots_dropped_expired += o.slots_dropped_expired;
+        self.places_dropped_expired += o.places_dropped_expired;
+        self.fair_grants_checked += o.fair_grants_checked;
+        self.fair_grants_from_queue += o.fair_grants_from_queue;
+        self.fair_passes += o.fair_passes;
     }
 }
 
 /// What travels between clients and the store.
 enum Event {
-    /// A client's request reaches the store (or, refused, never does).
-    Arrive { client: usize, request: S3Request },
+    /// A client's request, sent at `sent`, reaches the store (or, refused,
+    /// never does).
+    Arrive {
+        client: usize,
+        request: S3Request,
+        sent: u64,
+    },
     /// The reply reaches the client; `None`: it was lost.
     Reply {
         client: usize,
@@ -102,14 +196,20 @@ pub struct Sim {
     rng: Rng,
     store: S3Model,
     clients: Vec<Client>,
+    /// Semaphore clients; their ids follow those of `clients`.
+    sems: Vec<SemClient>,
     events: BTreeMap<(u64, u64), Event>,
     seq: u64,
     now: u64,
     history: History,
+    sem_history: SemaphoreHistory,
     report: Report,
     /// A store without `If-Match` for the epoch-objects keys (the stores
     /// that strategy is for): 501, and nothing applied.
     epoch_without_if_match: bool,
+    /// `S3LEASE_SIM_TRACE=<key>`: print every request to that key, its
+    /// reply and the object it left, to read a failing seed.
+    trace: Option<String>,
 }
 
 /// Keys of each strategy; clients of a strategy use all its keys.
@@ -141,22 +241,43 @@ impl Sim {
             };
             clients.push(Client::new(i, kind, epoch_without_if_match, &mut rng));
         }
+        // Each semaphore key judges expiry by a clock of its own per seed.
+        let clocks = [
+            ExpiryClock::Holder,
+            ExpiryClock::Server,
+            ExpiryClock::Observed,
+        ];
+        let mut by_clock = [0; 3];
+        let mut sems = Vec::new();
+        for key in &SEMAPHORE_KEYS {
+            let c = rng.below(3) as usize;
+            by_clock[c] += 1;
+            for j in 0..key.slot_clients + key.plain_clients {
+                let id = clients.len() + sems.len();
+                let plain = j >= key.slot_clients;
+                sems.push(SemClient::new(id, key, plain, clocks[c], &mut rng));
+            }
+        }
         let mut sim = Sim {
             rng,
             store,
             clients,
+            sems,
             events: BTreeMap::new(),
             seq: 0,
             now: 0,
             history: History::default(),
+            sem_history: SemaphoreHistory::default(),
             report: Report {
+                semaphore_keys_by_clock: by_clock,
                 seeds_without_if_match: u64::from(epoch_without_if_match),
                 seeds_with_short_lists: u64::from(short_lists),
                 ..Report::default()
             },
             epoch_without_if_match,
+            trace: std::env::var("S3LEASE_SIM_TRACE").ok(),
         };
-        for client in 0..sim.clients.len() {
+        for client in 0..sim.clients.len() + sim.sems.len() {
             let at = sim.rng.below(500);
             sim.schedule(at, Event::Wake { client });
         }
@@ -188,7 +309,11 @@ impl Sim {
             self.store.now_ms = START_MS + at;
             self.report.steps += 1;
             match event {
-                Event::Arrive { client, request } => self.arrive(client, request),
+                Event::Arrive {
+                    client,
+                    request,
+                    sent,
+                } => self.arrive(client, request, sent)?,
                 Event::Reply { client, reply } => self.reply(client, reply)?,
                 Event::Wake { client } => self.wake(client)?,
             }
@@ -197,7 +322,7 @@ impl Sim {
         Ok(self.report)
     }
 
-    fn arrive(&mut self, client: usize, request: S3Request) {
+    fn arrive(&mut self, client: usize, request: S3Request, sent: u64) -> Result<(), Violation> {
         if self.rng.chance(0.02) {
             self.report.refused_connections += 1;
             let delay = self.delay();
@@ -208,8 +333,12 @@ impl Sim {
                     reply: None,
                 },
             );
-            return;
+            return Ok(());
         }
+        // A write to a semaphore key: the object as it was, to compare.
+        let semaphore = semaphore_key(&request.object_key)
+            .filter(|_| request.method == Method::Put)
+            .map(|key| (key, self.store.object(key.name).cloned()));
         let conditional = request
             .headers
             .iter()
@@ -234,6 +363,29 @@ impl Sim {
             self.store.handle(&request)
         };
         self.store.conflicts = 0;
+        if self.trace.as_deref() == Some(request.object_key.as_str()) {
+            self.print_trace(client, &request, &reply, sent);
+        }
+        if let Some((key, before)) = semaphore {
+            let after = self.store.object(key.name);
+            if let (200, Some(after), Some(sem)) = (
+                reply.status,
+                after,
+                client
+                    .checked_sub(self.clients.len())
+                    .and_then(|i| self.sems.get(i)),
+            ) {
+                self.sem_history.applied(
+                    key,
+                    sem.acting_for(),
+                    before.as_ref(),
+                    after,
+                    sent,
+                    self.now,
+                    &mut self.report,
+                )?;
+            }
+        }
         // Served (the model counts it down), or not servable: never left
         // over for the next LIST.
         if request.object_key.is_empty() && self.store.empty_list_pages == 0 && empty_page {
@@ -248,22 +400,73 @@ impl Sim {
         };
         let delay = self.delay();
         self.schedule(delay, Event::Reply { client, reply });
+        Ok(())
+    }
+
+    fn print_trace(&self, client: usize, request: &S3Request, reply: &S3Response, sent: u64) {
+        let who = match client.checked_sub(self.clients.len()) {
+            Some(i) => self.sems[i].describe(),
+            None => format!("client {client}"),
+        };
+        let conditions: Vec<String> = request
+            .headers
+            .iter()
+            .filter(|(k, _)| k.starts_with("if-"))
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        println!(
+            "{} ms (sent {sent}): {who}: {:?} {conditions:?} -> {}",
+            self.now, request.method, reply.status
+        );
+        if request.method == Method::Put && reply.status == 200 {
+            if let Some(o) = self.store.object(&request.object_key) {
+                println!(
+                    "    stored (etag {}, Last-Modified {}): {}",
+                    o.etag,
+                    o.last_modified_ms - START_MS,
+                    String::from_utf8_lossy(&o.body)
+                );
+            }
+        }
     }
 
     fn reply(&mut self, id: usize, reply: Option<S3Response>) -> Result<(), Violation> {
         let now = self.now;
-        let next = self.clients[id].on_reply(reply, now, &mut self.history, &mut self.report)?;
+        if let Some(i) = id.checked_sub(self.clients.len()) {
+            if self.trace.as_deref() == Some(self.sems[i].key_name()) {
+                let status = reply.as_ref().map(|r| r.status);
+                println!("{now} ms: {} gets {status:?}", self.sems[i].describe());
+            }
+        }
+        let next = match id.checked_sub(self.clients.len()) {
+            None => self.clients[id].on_reply(reply, now, &mut self.history, &mut self.report)?,
+            Some(i) => {
+                self.sems[i].on_reply(reply, now, &mut self.sem_history, &mut self.report)?
+            }
+        };
         self.after(id, next);
         Ok(())
     }
 
     fn wake(&mut self, id: usize) -> Result<(), Violation> {
         let now = self.now;
-        if self.clients[id].maybe_jump_clock(&mut self.rng) {
-            self.report.clock_jumps += 1;
-        }
-        let next =
-            self.clients[id].wake(now, &mut self.rng, &mut self.history, &mut self.report)?;
+        let (rng, history, report) = (&mut self.rng, &mut self.history, &mut self.report);
+        let next = match id.checked_sub(self.clients.len()) {
+            None => {
+                let client = &mut self.clients[id];
+                if client.maybe_jump_clock(rng) {
+                    report.clock_jumps += 1;
+                }
+                client.wake(now, rng, history, report)?
+            }
+            Some(i) => {
+                let client = &mut self.sems[i];
+                if client.maybe_jump_clock(rng) {
+                    report.clock_jumps += 1;
+                }
+                client.wake(now, rng, &mut self.sem_history, report)?
+            }
+        };
         self.after(id, next);
         Ok(())
     }
@@ -273,13 +476,21 @@ impl Sim {
         match next {
             Some(request) => {
                 let delay = self.delay();
-                self.schedule(delay, Event::Arrive { client, request });
+                let sent = self.now;
+                self.schedule(
+                    delay,
+                    Event::Arrive {
+                        client,
+                        request,
+                        sent,
+                    },
+                );
             }
             None => {
-                let pause = if self.rng.chance(0.1) {
-                    self.rng.below(8_000)
-                } else {
-                    self.rng.below(600)
+                let pause = match client.checked_sub(self.clients.len()) {
+                    Some(i) => self.sems[i].pause(self.now, &mut self.rng),
+                    None if self.rng.chance(0.1) => self.rng.below(8_000),
+                    None => self.rng.below(600),
                 };
                 self.schedule(pause, Event::Wake { client });
             }

@@ -4,8 +4,8 @@
 
 use super::*;
 
-const STEPS_PER_SEED: u64 = 4_000;
-const TOTAL_STEPS: u64 = 120_000;
+const STEPS_PER_SEED: u64 = 8_000;
+const TOTAL_STEPS: u64 = 240_000;
 
 #[test]
 fn the_core_keeps_its_invariants_under_faults_skew_and_forgery() {
@@ -25,8 +25,14 @@ fn the_core_keeps_its_invariants_under_faults_skew_and_forgery() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
+    // A longer hunt: `S3LEASE_SIM_TOTAL_STEPS=<n>` (the floors below stay).
+    let total = std::env::var("S3LEASE_SIM_TOTAL_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(TOTAL_STEPS)
+        .max(TOTAL_STEPS);
     let started = std::time::Instant::now();
-    match run_seeds(first, STEPS_PER_SEED, TOTAL_STEPS) {
+    match run_seeds(first, STEPS_PER_SEED, total) {
         Ok(report) => {
             println!(
                 "simulation: {} steps in {:.1} s: {report:?}",
@@ -41,6 +47,18 @@ fn the_core_keeps_its_invariants_under_faults_skew_and_forgery() {
             assert!(report.forgeries_refused > 100 && report.superseded_refused > 10);
             assert!(report.fenced_accepted > 100 && report.fenced_refused > 10);
             assert!(report.seeds_with_short_lists > 3 && report.empty_list_pages > 100);
+            // Semaphores and fair queues under every clock, with their
+            // adversaries: the limit reached, waiters served and passed.
+            assert!(report.semaphore_keys_by_clock.iter().all(|&n| n > 10));
+            assert!(report.slot_grants > 1_000 && report.slot_renewals > 1_000);
+            assert!(report.plain_grants_on_semaphore_keys > 10);
+            // Each key's limit reached (m0: 3, m1: 2, m2: 1), never passed.
+            assert_eq!(report.max_slots_believed, [3, 2, 1], "{report:?}");
+            assert!(report.fair_grants_checked > 500 && report.fair_grants_from_queue > 200);
+            assert!(report.fair_passes > 10 && report.places_dropped_expired > 100);
+            assert!(report.slots_dropped_expired > 100 && report.places_left > 10);
+            assert!(report.slot_forgeries_refused > 100 && report.slot_superseded_refused > 50);
+            assert!(report.slot_released_refused > 50 && report.lapsed_rewritten > 10);
         }
         Err((seed, v)) => panic!("seed {seed} (replay: S3LEASE_SIM_SEED={seed}): {v}"),
     }

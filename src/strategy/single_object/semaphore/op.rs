@@ -5,7 +5,11 @@
 //! another holder renewed, not that we lost: the plan decides that.
 //!
 //! A write whose reply was lost is recognised on the re-read by the write
-//! id it stored in our entry.
+//! id it stored in our entry. Each write of an operation stores a write id
+//! of its own: under `observed` an entry is the same while its write id
+//! is, so a second entry written under the id of a first one (dropped in
+//! between) would look to a reader that saw the first as old as the first,
+//! and be judged expired while its holder counts on it.
 
 use crate::prelude::*;
 
@@ -64,6 +68,9 @@ pub struct SemaphoreOp {
     seal: LockSeal,
     judge: Judge,
     write_id: String,
+    /// The write ids of the writes sent so far: the first is `write_id`,
+    /// each later one `write_id` and its number.
+    sent_ids: Vec<String>,
     /// What this client last wrote of the key, to plan from without a read.
     cached: Option<LockState>,
     attempts: u32,
@@ -90,6 +97,7 @@ impl SemaphoreOp {
             seal,
             judge,
             write_id,
+            sent_ids: Vec::new(),
             cached,
             attempts: 0,
             phase: Phase::Reading,
@@ -135,9 +143,13 @@ impl SemaphoreOp {
         now_ms: u64,
         from_cache: bool,
     ) -> Step<Finished> {
+        let write_id = match self.sent_ids.len() {
+            0 => self.write_id.clone(),
+            n => format!("{}.{n}", self.write_id),
+        };
         let cx = Context {
             key: &self.key,
-            write_id: &self.write_id,
+            write_id: &write_id,
             now_ms,
         };
         match plan(&self.wish, seen.as_ref(), &cx) {
@@ -152,6 +164,7 @@ impl SemaphoreOp {
                     record.to_json(),
                 );
                 let written = written_state(&self.key, *record);
+                self.sent_ids.push(write_id);
                 self.phase = Phase::Writing(Box::new(written), then);
                 Step::Send(request)
             }
@@ -196,7 +209,7 @@ impl SemaphoreOp {
     /// A read after an unclear write: is our write id in there?
     fn recognised(&self, s: &LockState) -> Option<Then> {
         let sem = s.semaphore.as_ref()?;
-        let ours = |e: &&Entry| !self.write_id.is_empty() && e.write_id == self.write_id;
+        let ours = |e: &&Entry| !e.write_id.is_empty() && self.sent_ids.contains(&e.write_id);
         if let Some(e) = sem.record.holders.iter().find(ours) {
             return Some(match self.wish {
                 Wish::Renew(_) => Then::Renewed(e.clone()),

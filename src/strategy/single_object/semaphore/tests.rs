@@ -281,6 +281,83 @@ fn lost_replies_of_every_write_are_recognised() {
     assert_eq!(sem.record.holders[0].holder_id, "w");
 }
 
+/// Under `observed` an entry is the same while its write id is. A grant
+/// whose reply was lost, re-read after its slot was dropped, writes again:
+/// that write must not reuse the first one's id, or a reader that saw the
+/// first slot counts the second as old as it and drops it while it is
+/// held. (Found by the simulation, seed 309.)
+#[test]
+fn a_write_after_a_lost_reply_takes_a_new_write_id() {
+    use super::{SemaphoreOp, Wish};
+    use crate::expiry::Judge;
+    use crate::protocol::{Operation, Step};
+    use crate::seal::Sealer;
+
+    let (mut b, mut io) = (client(ExpiryClock::Observed), ModelIo::new(START_MS));
+    let object_key = b.object_key("k").unwrap();
+    let mut a = SemaphoreOp::new(
+        "k".into(),
+        object_key.clone(),
+        Wish::Acquire {
+            grant: grant("a"),
+            limit: 1,
+            fair: false,
+        },
+        Sealer::new("b", None).for_lock(format!("semaphore:{object_key}")),
+        Judge::new(ExpiryClock::Observed, None),
+        "wa".into(),
+        None,
+    );
+    let send = |step: Step<_>| match step {
+        Step::Send(r) => r,
+        Step::Done(d) => panic!("expected a request, got {d:?}"),
+    };
+    // a's grant lands; its reply is lost, and its re-read is slow.
+    let read = send(a.start(io.store.now_ms));
+    let reply = io.store.handle(&read);
+    let write = send(a.on_response(reply, io.store.now_ms));
+    assert_eq!(io.store.handle(&write).status, 200);
+    let reread = send(a.on_transport_error(Error::Transport("lost".into()), io.store.now_ms));
+    // b watches a's slot unchanged for its ttl, takes it, gives it back.
+    assert!(matches!(
+        attempt(&mut b, &mut io, "b", 1, false),
+        SlotOutcome::Full(_)
+    ));
+    io.advance(TTL + 1_000);
+    let lease = slot(&mut b, &mut io, "b", 1);
+    b.rewrite(&mut io, lease, true).unwrap();
+    // a's re-read finds no slot of its own, and takes the free one.
+    let reply = io.store.handle(&reread);
+    let write = send(a.on_response(reply, io.store.now_ms));
+    assert_eq!(io.store.handle(&write).status, 200);
+    let granted = match a.on_response(
+        crate::s3::S3Response {
+            status: 200,
+            headers: vec![(
+                "etag".into(),
+                io.store.object(&object_key).unwrap().etag.clone(),
+            )],
+            ..Default::default()
+        },
+        io.store.now_ms,
+    ) {
+        Step::Done(Ok(f)) => f.outcome,
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        matches!(&granted, SlotOutcome::Granted(l) if l.token == 3),
+        "{granted:?}"
+    );
+    // b, which saw a's first slot long ago, must see this one as new.
+    assert!(
+        matches!(
+            attempt(&mut b, &mut io, "b", 1, false),
+            SlotOutcome::Full(_)
+        ),
+        "a's second slot was taken as its first"
+    );
+}
+
 #[test]
 fn a_slot_lease_is_sealed_as_a_slot_and_an_altered_one_is_refused() {
     let (mut c, mut io) = (client(ExpiryClock::Server), ModelIo::new(START_MS));

@@ -1,0 +1,437 @@
+//! What the simulation checks of semaphores and fair queues, on two sides.
+//!
+//! The clients' side (`believe`, `granted`): a holder believes it holds
+//! its slot from the acknowledgement of the write that granted or renewed
+//! it until that write's send time plus its ttl, on its own clock (the
+//! lease's `expires_at`), as the lock clients do; a release or a take-over
+//! by the same holder id ends it as it is sent. At no instant do more than
+//! `limit` tokens of a key stand believed. Tokens acknowledged on a key are
+//! unique; on a key of limit 1 they also rise in the order acknowledged.
+//! (Under a limit of N > 1 they cannot: N grants may be live at once, and
+//! their replies come back in any order. Those are counted, not refused.)
+//!
+//! The store's side (`applied`), on every write the store applies to a
+//! semaphore key, comparing the object before and after. An entry (a slot,
+//! a queue place, or a plain lock's record) is *alive* at an instant `T`
+//! while `T - sent <= ttl`, where `sent` is when the write that last
+//! (re)wrote it was sent: the lease rule itself, so an alive entry is one
+//! its owner may still count on. Every expiry clock keeps an alive entry
+//! live for any writer: `holder` compares the entry's `expires_at`
+//! (`sent + ttl` on the shared clock) with the writer's clock when it
+//! planned, before the write arrived; `server` needs the server's `Date`
+//! past the entry's `Last-Modified` (at most 1 s before its arrival, which
+//! is after it was sent) plus ttl plus 2 s; `observed` needs the writer to
+//! have seen the entry unchanged for ttl plus slack, and it can first have
+//! seen it only once it arrived. So the checks below hold with no margin
+//! for any correct writer, and any failure is a bug:
+//!
+//! - the limit is the key's, at most `limit` slots, each holder id once;
+//! - the counter never falls; a new slot belongs to the writer and takes
+//!   the counter as read plus one (so no token is ever stored twice, and a
+//!   slot once dropped never comes back: a superseded or expired slot
+//!   cannot be renewed);
+//! - an entry of another holder is dropped only once it is not alive;
+//! - entries of others are kept exactly, stamped (`written_at`) with the
+//!   `Last-Modified` of the write that stored them (what `server` judges
+//!   them by); an entry without a stamp is the writer's own;
+//! - fairness, the rule of the queue: a new slot for `X` leaves a slot for
+//!   every alive waiter ahead of `X` (all alive waiters if `X` has no
+//!   place): `limit - alive other holders > alive waiters ahead`. With a
+//!   limit of 1 that is strict queue order among alive waiters: nobody is
+//!   granted while an alive waiter is ahead. With a limit of N it is not:
+//!   the k-th waiter may take a slot before those ahead of it take theirs,
+//!   while more than k are free, since a slot stays for each of them
+//!   (counted as `fair_passes`). A waiter whose place was let expire (it
+//!   crashed, stopped polling, or its requests were too slow) may be
+//!   passed; it joins again at the back.
+
+use super::checks::{violation, Violation};
+use super::semaphores::{SemKey, SEMAPHORE_KEYS};
+use super::Report;
+use crate::lock_object::semaphore::{Entry, SemaphoreRecord};
+use crate::lock_object::LockRecord;
+use crate::testing::s3_model::Object;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A stretch of sim time in which a client believed it held a slot.
+#[derive(Debug, Clone, Copy)]
+#[allow(dead_code)] // `client` is read through `Debug`, in violations.
+struct Belief {
+    client: usize,
+    token: u64,
+    start: u64,
+    end: u64,
+}
+
+/// An entry's identity in the store: a slot by holder and token, a queue
+/// place by holder.
+type EntryId = (bool, String, u64);
+
+fn slot_id(e: &Entry) -> EntryId {
+    (false, e.holder_id.clone(), e.token)
+}
+
+fn place_id(e: &Entry) -> EntryId {
+    (true, e.holder_id.clone(), 0)
+}
+
+#[derive(Debug, Default)]
+struct KeyLog {
+    /// Tokens acknowledged as granted.
+    acked: BTreeSet<u64>,
+    /// The last acknowledgement: (time, token, client).
+    last_ack: Option<(u64, u64, usize)>,
+    beliefs: Vec<Belief>,
+    /// When the write that last rewrote each stored entry was sent.
+    sent: BTreeMap<EntryId, u64>,
+}
+
+#[derive(Debug, Default)]
+pub struct SemaphoreHistory {
+    keys: BTreeMap<&'static str, KeyLog>,
+}
+
+/// A lock object as the checks see it: a semaphore, or a plain lock as a
+/// semaphore of limit 1 whose one slot is its record (none once released).
+struct View {
+    limit: Option<u32>,
+    token: u64,
+    holders: Vec<Entry>,
+    queue: Vec<Entry>,
+}
+
+fn view(key: &str, o: &Object) -> Result<View, Violation> {
+    let bad = |reason: String| violation("semaphore objects parse", format!("{key}: {reason}"));
+    match SemaphoreRecord::from_json(&o.body) {
+        Some(Ok(r)) => Ok(View {
+            limit: Some(r.limit),
+            token: r.token,
+            holders: r.holders,
+            queue: r.queue,
+        }),
+        Some(Err(reason)) => Err(bad(reason)),
+        None => {
+            let r = LockRecord::from_json(&o.body).map_err(bad)?;
+            let holders = if r.expires_at_ms == 0 {
+                Vec::new()
+            } else {
+                vec![Entry {
+                    holder_id: r.holder_id,
+                    token: r.token,
+                    expires_at_ms: r.expires_at_ms,
+                    acquired_at_ms: r.acquired_at_ms,
+                    ttl_ms: r.ttl_ms,
+                    metadata: r.metadata,
+                    write_id: r.write_id,
+                    written_at_ms: None,
+                }]
+            };
+            Ok(View {
+                limit: None,
+                token: r.token,
+                holders,
+                queue: Vec::new(),
+            })
+        }
+    }
+}
+
+impl SemaphoreHistory {
+    /// A grant of `token` acknowledged at `at`, believed until `end`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn granted(
+        &mut self,
+        key: &SemKey,
+        client: usize,
+        token: u64,
+        at: u64,
+        end: u64,
+        report: &mut Report,
+    ) -> Result<(), Violation> {
+        let log = self.keys.entry(key.name).or_default();
+        if !log.acked.insert(token) {
+            return Err(violation(
+                "tokens unique per key",
+                format!(
+                    "{}: client {client} was granted token {token} at {at} ms, granted before",
+                    key.name
+                ),
+            ));
+        }
+        if let Some((when, last, by)) = log.last_ack {
+            if token < last {
+                if key.limit == 1 {
+                    return Err(violation(
+                        "tokens of a key of limit 1 rise in the order acknowledged",
+                        format!(
+                            "{}: client {client} was granted token {token} at {at} ms, after \
+                             client {by} was granted token {last} at {when} ms",
+                            key.name
+                        ),
+                    ));
+                }
+                report.slot_acks_out_of_order += 1;
+            }
+        }
+        if log.last_ack.is_none_or(|(_, last, _)| token > last) {
+            log.last_ack = Some((at, token, client));
+        }
+        self.believe(key, client, token, at, end, report)
+    }
+
+    /// `client` believes it holds `token` from `start` (now) to `end`.
+    pub fn believe(
+        &mut self,
+        key: &SemKey,
+        client: usize,
+        token: u64,
+        start: u64,
+        end: u64,
+        report: &mut Report,
+    ) -> Result<(), Violation> {
+        let log = self.keys.entry(key.name).or_default();
+        // Every belief starts when it is recorded, so none recorded later
+        // starts before `start`: one that ended by then overlaps nothing
+        // more, and the most held at once within the new one is at its start.
+        log.beliefs.retain(|b| b.end > start);
+        let new = Belief {
+            client,
+            token,
+            start,
+            end,
+        };
+        let others: Vec<&Belief> = log.beliefs.iter().filter(|b| b.token != token).collect();
+        let tokens: BTreeSet<u64> = others.iter().map(|b| b.token).collect();
+        let held = tokens.len() as u64 + u64::from(start < end);
+        if let Some(i) = SEMAPHORE_KEYS.iter().position(|k| k.name == key.name) {
+            report.max_slots_believed[i] = report.max_slots_believed[i].max(held);
+        }
+        if held > u64::from(key.limit) {
+            return Err(violation(
+                "never more than the limit of a key's slots believed held at once",
+                format!(
+                    "{} (limit {}): {new:?} while {others:?} (times in ms of sim time)",
+                    key.name, key.limit
+                ),
+            ));
+        }
+        log.beliefs.push(new);
+        Ok(())
+    }
+
+    /// The belief in `token` ends at `at` (released, or taken over).
+    pub fn stop(&mut self, key: &SemKey, token: u64, at: u64) {
+        if let Some(log) = self.keys.get_mut(key.name) {
+            for b in log.beliefs.iter_mut().filter(|b| b.token == token) {
+                b.end = b.end.min(at.max(b.start));
+            }
+        }
+    }
+
+    /// The store applied a write of `writer` (a holder id), sent at `sent`,
+    /// arriving at `at`, turning `before` into `after`: see the module
+    /// comment for what must hold.
+    #[allow(clippy::too_many_arguments)]
+    pub fn applied(
+        &mut self,
+        key: &SemKey,
+        writer: &str,
+        before: Option<&Object>,
+        after: &Object,
+        sent: u64,
+        at: u64,
+        report: &mut Report,
+    ) -> Result<(), Violation> {
+        let name = key.name;
+        let fail = |invariant: &'static str, detail: String| {
+            Err(violation(
+                invariant,
+                format!(
+                    "{name}: write of {writer} sent at {sent} ms, applied at {at} ms: {detail}"
+                ),
+            ))
+        };
+        let old = before.map(|o| view(name, o)).transpose()?;
+        let new = view(name, after)?;
+        let log = self.keys.entry(name).or_default();
+        let alive = |id: &EntryId, ttl: u64| -> Result<bool, Violation> {
+            let Some(&sent) = log.sent.get(id) else {
+                return Err(violation(
+                    "the simulation's own bookkeeping",
+                    format!("{name}: stored entry {id:?} of no write seen"),
+                ));
+            };
+            Ok(at.saturating_sub(sent) <= ttl)
+        };
+        if new.limit.is_some_and(|l| l != key.limit) {
+            return fail("a semaphore keeps its limit", format!("{:?}", new.limit));
+        }
+        if new.holders.len() > key.limit as usize {
+            return fail(
+                "at most the limit of slots stored",
+                format!("{:?}", new.holders),
+            );
+        }
+        let ids: BTreeSet<&str> = new.holders.iter().map(|e| e.holder_id.as_str()).collect();
+        let places: BTreeSet<&str> = new.queue.iter().map(|e| e.holder_id.as_str()).collect();
+        if ids.len() != new.holders.len() || places.len() != new.queue.len() {
+            return fail(
+                "a holder id holds one slot and one place at most",
+                format!("holders {:?}, queue {:?}", new.holders, new.queue),
+            );
+        }
+        let old_token = old.as_ref().map_or(0, |o| o.token);
+        if new.token < old_token {
+            return fail(
+                "a key's counter never falls",
+                format!("{old_token} -> {}", new.token),
+            );
+        }
+        let (old_holders, old_queue) = match &old {
+            Some(o) => (o.holders.as_slice(), o.queue.as_slice()),
+            None => (&[][..], &[][..]),
+        };
+        // New slots: the writer's, with the counter as read plus one.
+        let fresh: Vec<&Entry> = new
+            .holders
+            .iter()
+            .filter(|e| !old_holders.iter().any(|o| slot_id(o) == slot_id(e)))
+            .collect();
+        if fresh.len() > 1
+            || fresh
+                .iter()
+                .any(|e| e.holder_id != writer || e.token != old_token + 1 || new.token != e.token)
+        {
+            return fail(
+                "a new slot is the writer's and takes the counter as read plus one",
+                format!("counter {old_token} -> {}, new slots {fresh:?}", new.token),
+            );
+        }
+        if fresh.is_empty() && new.token != old_token {
+            return fail(
+                "the counter rises only with a grant",
+                format!("{old_token} -> {}", new.token),
+            );
+        }
+        // Entries of others dropped: only once not alive.
+        let gone = old_holders
+            .iter()
+            .map(|e| (slot_id(e), e))
+            .filter(|(id, _)| !new.holders.iter().any(|n| slot_id(n) == *id))
+            .chain(
+                old_queue
+                    .iter()
+                    .map(|e| (place_id(e), e))
+                    .filter(|(id, _)| !new.queue.iter().any(|n| place_id(n) == *id)),
+            );
+        for (id, e) in gone {
+            if e.holder_id == writer {
+                continue;
+            }
+            if alive(&id, e.ttl_ms)? {
+                return fail(
+                    "an entry of another holder is dropped only once it has expired",
+                    format!(
+                        "dropped {e:?}, last written by a write sent at {} ms (ttl {} ms)",
+                        log.sent[&id], e.ttl_ms
+                    ),
+                );
+            }
+            if id.0 {
+                report.places_dropped_expired += 1;
+            } else {
+                report.slots_dropped_expired += 1;
+            }
+        }
+        // Entries kept: exactly, stamped with the Last-Modified that
+        // stored them; unstamped ones (and a plain record) the writer's.
+        let old_modified = before.map(|o| o.last_modified_ms);
+        let all_old = old_holders
+            .iter()
+            .map(|e| (slot_id(e), e))
+            .chain(old_queue.iter().map(|e| (place_id(e), e)));
+        let all_new: Vec<(EntryId, &Entry)> = new
+            .holders
+            .iter()
+            .map(|e| (slot_id(e), e))
+            .chain(new.queue.iter().map(|e| (place_id(e), e)))
+            .collect();
+        let all_old: BTreeMap<EntryId, &Entry> = all_old.collect();
+        for (id, e) in &all_new {
+            match e.written_at_ms {
+                None if e.holder_id != writer => {
+                    return fail(
+                        "a writer rewrites only its own entries",
+                        format!("wrote {e:?}"),
+                    );
+                }
+                None => {}
+                Some(stamp) => {
+                    let kept = all_old.get(id).is_some_and(|o| {
+                        let want = o.written_at_ms.or(old_modified);
+                        Entry {
+                            written_at_ms: want,
+                            ..(*o).clone()
+                        } == **e
+                    });
+                    if !kept {
+                        return fail(
+                            "entries of others are kept exactly, stamped with the Last-Modified \
+                             of the write that stored them",
+                            format!(
+                                "stored {e:?} (stamp {stamp}), before {:?}, Last-Modified before \
+                                 {old_modified:?}",
+                                all_old.get(id)
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        // Fairness: a new slot leaves one for every alive waiter ahead.
+        if let Some(x) = fresh.first() {
+            let mut holders_alive = 0u32;
+            for e in old_holders.iter().filter(|e| e.holder_id != writer) {
+                holders_alive += u32::from(alive(&slot_id(e), e.ttl_ms)?);
+            }
+            let mine = old_queue.iter().position(|e| e.holder_id == x.holder_id);
+            let ahead = &old_queue[..mine.unwrap_or(old_queue.len())];
+            let mut waiting = Vec::new();
+            for e in ahead {
+                if alive(&place_id(e), e.ttl_ms)? {
+                    waiting.push(e);
+                }
+            }
+            let free = key.limit.saturating_sub(holders_alive);
+            if free as usize <= waiting.len() {
+                return fail(
+                    "a grant leaves a slot for every alive waiter ahead of it (the queue's order)",
+                    format!(
+                        "granted {x:?} with {holders_alive} other slots alive of {} and alive \
+                         waiters ahead {waiting:?}; queue before {old_queue:?}",
+                        key.limit
+                    ),
+                );
+            }
+            if key.fair {
+                report.fair_grants_checked += 1;
+                report.fair_grants_from_queue += u64::from(mine.is_some());
+                report.fair_passes += u64::from(!waiting.is_empty());
+            }
+        }
+        // Remember when each stored entry was last written.
+        let mut sent_now = BTreeMap::new();
+        for (id, e) in all_new {
+            let at = if e.written_at_ms.is_none() {
+                sent
+            } else {
+                log.sent[&id]
+            };
+            sent_now.insert(id, at);
+        }
+        log.sent = sent_now;
+        let live_slots = new.holders.len() as u64;
+        report.max_slots_stored = report.max_slots_stored.max(live_slots);
+        Ok(())
+    }
+}
