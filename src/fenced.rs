@@ -164,6 +164,9 @@ pub struct FencedWrite {
     /// A PUT of ours went out without a clear answer, replacing this
     /// token: the next HEAD may show it landed.
     unsure: Option<Option<u64>>,
+    /// Why that PUT's fate is unknown: the answer when a newer token has
+    /// written since, which hides whether ours landed before it.
+    unsure_error: Option<Error>,
 }
 
 impl FencedWrite {
@@ -197,6 +200,7 @@ impl FencedWrite {
             attempts: 0,
             writing: None,
             unsure: None,
+            unsure_error: None,
         })
     }
 
@@ -231,6 +235,12 @@ impl FencedWrite {
             let stale = found.token > self.fence.token
                 || (found.token == self.fence.token && self.fence.reject_equal);
             if stale {
+                // Our unanswered PUT may have landed before the newer
+                // write: "refused" would be a definite answer we do not
+                // have. The fate stays unknown, as the error that hid it.
+                if let Some(e) = self.unsure_error.take() {
+                    return Step::Done(Err(e));
+                }
                 return Step::Done(Err(Error::Fenced {
                     object_key: self.object_key.clone(),
                     our_token: self.fence.token,
@@ -356,6 +366,7 @@ impl FencedWrite {
         // Attempts share one write id; a HEAD that finds our id ends the
         // loop, so only the latest attempt can be the one that landed.
         self.unsure = Some(previous_token);
+        self.unsure_error = Some(error);
         self.head()
     }
 }

@@ -88,11 +88,13 @@ enum Done {
     Cleaned,
 }
 
-/// Feeds a reply (or its loss) to an operation.
+/// Feeds a reply (or its loss) to an operation; a lost reply goes to
+/// `on_transport_error`, as the driver sends it, so operations that write
+/// find out whether their write landed.
 fn feed<O: Operation>(op: &mut O, reply: Option<S3Response>, wall: u64) -> Step<O::Output> {
     match reply {
         Some(r) => op.on_response(r, wall),
-        None => Step::Done(Err(Error::Transport("reply lost".into()))),
+        None => op.on_transport_error(Error::Transport("reply lost".into()), wall),
     }
 }
 
