@@ -123,45 +123,22 @@ pub fn backoff_ms(attempt: u32, random: u64, until_expiry_ms: Option<u64>) -> u6
 /// Attempts until granted or until `timeout_ms` has passed on the monotonic
 /// clock. Transient failures (transport, 5xx, 409) are retried within the
 /// deadline; the last one is returned if the deadline passes on it.
-/// `try_once` is one try-acquire of the client's strategy.
+/// `try_once` is one try-acquire of the client's strategy. A lock is waited
+/// for as a slot of a semaphore is by a caller that is not fair
+/// (`acquire_slot`), with nothing to leave on giving up.
 pub fn acquire<I: Io>(
     io: &mut I,
     key: &str,
     timeout_ms: u64,
     mut try_once: impl FnMut(&mut I) -> Result<AcquireOutcome, Error>,
 ) -> Result<Lease, Error> {
-    let started = io.monotonic_ms();
-    let mut holder = None;
-    let mut attempt: u32 = 0;
-    loop {
-        let mut last_error = None;
-        let mut until_expiry = None;
-        match try_once(io) {
-            Ok(AcquireOutcome::Granted(lease)) => return Ok(lease),
-            Ok(AcquireOutcome::Held(seen)) => {
-                if let Some(s) = seen {
-                    // On the clock that judges the expiry (the server's, for
-                    // epoch-objects), never ours against theirs.
-                    until_expiry = Some(s.expires_in_ms);
-                    holder = Some(Box::new(s));
-                }
-            }
-            Err(e) if e.is_transient() => last_error = Some(e),
-            Err(e) => return Err(e),
-        }
-        let waited = io.monotonic_ms().saturating_sub(started);
-        if waited >= timeout_ms {
-            return Err(last_error.unwrap_or(Error::Timeout {
-                key: key.to_string(),
-                waited_ms: waited,
-                holder,
-            }));
-        }
-        let random = io.random_u64();
-        let pause = backoff_ms(attempt, random, until_expiry).min(timeout_ms - waited);
-        io.sleep_ms(pause);
-        attempt = attempt.saturating_add(1);
-    }
+    let as_slot = |io: &mut I| {
+        try_once(io).map(|outcome| match outcome {
+            AcquireOutcome::Granted(lease) => SlotOutcome::Granted(lease),
+            AcquireOutcome::Held(seen) => SlotOutcome::Full(seen.map(Box::new)),
+        })
+    };
+    acquire_slot(io, key, timeout_ms, 0, as_slot, |_| {})
 }
 
 /// How often a fair waiter looks at the queue: a tenth of its ttl, within
@@ -200,6 +177,8 @@ pub fn acquire_slot<I: Io>(
             }
             Ok(SlotOutcome::Full(seen)) => {
                 if let Some(s) = seen {
+                    // On the clock that judges the expiry (the server's, for
+                    // epoch-objects), never ours against theirs.
                     until_expiry = Some(s.expires_in_ms);
                     holder = Some(s);
                 }

@@ -4,14 +4,15 @@
 use super::*;
 use host_test::hooks::RequestRecord;
 
-fn shape(requests: &[RequestRecord]) -> Vec<(String, Option<u16>)> {
+/// Each request's method and reply status, in order.
+pub fn shape(requests: &[RequestRecord]) -> Vec<(String, Option<u16>)> {
     requests
         .iter()
         .map(|r| (r.method.clone(), r.status))
         .collect()
 }
 
-fn s(method: &str, status: u16) -> (String, Option<u16>) {
+pub fn s(method: &str, status: u16) -> (String, Option<u16>) {
     (method.to_string(), Some(status))
 }
 

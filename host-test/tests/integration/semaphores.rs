@@ -2,22 +2,11 @@
 //! costs in requests (counted at the host's wasi:http hook), and the host
 //! crate's guard per slot.
 
+use super::request_counts::{s, shape};
 use super::{endpoint, fresh_prefix, harness, named, opened};
 use host_test::bindings::{SlotAttempt, SlotOptions};
-use host_test::hooks::RequestRecord;
 use s3_lease_host::{Client, S3Config};
 use std::time::Duration;
-
-fn shape(requests: &[RequestRecord]) -> Vec<(String, Option<u16>)> {
-    requests
-        .iter()
-        .map(|r| (r.method.clone(), r.status))
-        .collect()
-}
-
-fn s(method: &str, status: u16) -> (String, Option<u16>) {
-    (method.to_string(), Some(status))
-}
 
 const TWO: SlotOptions = SlotOptions {
     limit: 2,
