@@ -14,7 +14,7 @@
 use crate::prelude::*;
 
 use super::super::object::{get, put_body, read_lock};
-use super::plan::{needs_full_read, plan, Answer, Context, Plan, Then, Wish};
+use super::plan::{plan, Answer, Context, Plan, Then, Wish};
 use crate::error::Error;
 use crate::expiry::Judge;
 use crate::lease::Lease;
@@ -179,11 +179,12 @@ impl SemaphoreOp {
                     Answer::Left => SlotOutcome::Left,
                 }))
             }
-            // Planned from what we wrote, which lacks what a write needs,
-            // or lost the slot by what we wrote: read what is there now.
-            Err(e) if from_cache && (needs_full_read(&e) || matches!(e, Error::Lost { .. })) => {
-                self.read_again(e)
-            }
+            // Planned from what we wrote, which lacks what a write needs
+            // (or no longer holds our slot): read what is there now.
+            Ok(Plan::ReadFirst) if from_cache => self.read_again(missing_last_modified()),
+            Err(e @ Error::Lost { .. }) if from_cache => self.read_again(e),
+            // A reply without the Last-Modified the entries need.
+            Ok(Plan::ReadFirst) => self.finish(Err(missing_last_modified())),
             // Released with no clear answer, and the slot is gone: released.
             Err(Error::Lost { .. }) if self.ambiguous && matches!(self.wish, Wish::Release(_)) => {
                 let outcome = self.released_lease().map(SlotOutcome::Rewritten);
@@ -261,6 +262,19 @@ impl SemaphoreOp {
             seal: String::new(),
         })
     }
+}
+
+/// A GET reply without `Last-Modified`: a semaphore cannot stamp the
+/// entries of others without it (the store preflight's `server-dates`
+/// checks that reads carry it).
+fn missing_last_modified() -> Error {
+    Error::S3(crate::error::S3Error {
+        status: 200,
+        code: String::new(),
+        message: "the reply has no valid last-modified header, which a semaphore's entries need"
+            .into(),
+        request_id: String::new(),
+    })
 }
 
 /// The design fields of a semaphore record (see `lock_object::semaphore`).

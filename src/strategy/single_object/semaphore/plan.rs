@@ -60,6 +60,10 @@ pub enum Plan {
     /// No write: no free slot for us (`Full`), or we wait in line and our
     /// place needs no renewing yet (`Queued`), or there was nothing to leave.
     Answer(Answer),
+    /// The state lacks the `Last-Modified` that the entries of others must
+    /// be stamped with (it is what this client wrote, whose own
+    /// `Last-Modified` it cannot know, or a reply without one): read first.
+    ReadFirst,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,33 +81,14 @@ pub struct Context<'a> {
     pub now_ms: u64,
 }
 
-/// Plans `wish` on `seen` (`None`: no object). `Err(None)` means the state
-/// lacks what a write needs (a `Last-Modified` to stamp others' entries
-/// with): read the object in full first.
+/// Plans `wish` on `seen` (`None`: no object).
 pub fn plan(wish: &Wish, seen: Option<&LockState>, cx: &Context) -> Result<Plan, Error> {
     match wish {
         Wish::Acquire { grant, limit, fair } => acquire(grant, *limit, *fair, seen, cx),
         Wish::Renew(lease) => rewrite_own(lease, false, seen, cx),
         Wish::Release(lease) => rewrite_own(lease, true, seen, cx),
-        Wish::Leave { holder_id } => leave(holder_id, seen, cx),
+        Wish::Leave { holder_id } => leave(holder_id, seen),
     }
-}
-
-/// Why a plan could not be made from what was read: the object lacks a
-/// `Last-Modified` that the entries of others must be stamped with.
-pub fn needs_full_read(e: &Error) -> bool {
-    matches!(e, Error::S3(s) if s.code == NEEDS_READ)
-}
-
-const NEEDS_READ: &str = "s3-lease:needs-read";
-
-fn needs_read() -> Error {
-    Error::S3(crate::error::S3Error {
-        status: 0,
-        code: NEEDS_READ.into(),
-        message: "the semaphore's state lacks the Last-Modified its entries need".into(),
-        request_id: String::new(),
-    })
 }
 
 fn acquire(
@@ -145,7 +130,10 @@ fn acquire(
                         .live_queue()
                         .find(|e| e.holder_id == grant.holder_id)
                         .map(|e| e.expires_at_ms);
-                    (live_entries(sem, s.last_modified_ms)?, if_match, mine)
+                    let Some(kept) = live_entries(sem, s.last_modified_ms) else {
+                        return Ok(Plan::ReadFirst);
+                    };
+                    (kept, if_match, mine)
                 }
             }
         }
@@ -234,7 +222,9 @@ fn rewrite_own(
         return Err(lost());
     }
     // Nothing is dropped here: the entries of others are kept as they are.
-    let mut base = stamped(&sem.record, s.last_modified_ms, ours)?;
+    let Some(mut base) = stamped(&sem.record, s.last_modified_ms, ours) else {
+        return Ok(Plan::ReadFirst);
+    };
     let condition = ("if-match", s.etag.clone());
     let i = base.holders.iter().position(ours).ok_or_else(lost)?;
     if release {
@@ -253,8 +243,7 @@ fn rewrite_own(
     write(base, condition, Then::Renewed(renewed))
 }
 
-fn leave(holder_id: &str, seen: Option<&LockState>, cx: &Context) -> Result<Plan, Error> {
-    let _ = cx;
+fn leave(holder_id: &str, seen: Option<&LockState>) -> Result<Plan, Error> {
     let Some((s, sem)) = seen.and_then(|s| s.semaphore.as_ref().map(|sem| (s, sem))) else {
         return Ok(Plan::Answer(Answer::Left));
     };
@@ -262,14 +251,17 @@ fn leave(holder_id: &str, seen: Option<&LockState>, cx: &Context) -> Result<Plan
     if !sem.record.queue.iter().any(mine) {
         return Ok(Plan::Answer(Answer::Left));
     }
-    let mut base = stamped(&sem.record, s.last_modified_ms, |e| mine(e) && e.token == 0)?;
+    let Some(mut base) = stamped(&sem.record, s.last_modified_ms, |e| mine(e) && e.token == 0)
+    else {
+        return Ok(Plan::ReadFirst);
+    };
     base.queue.retain(|e| !mine(e));
     write(base, ("if-match", s.etag.clone()), Then::Left)
 }
 
 /// The record with only its live entries, stamped: what a writer that
 /// judges the others keeps.
-fn live_entries(sem: &SemaphoreState, modified_ms: Option<u64>) -> Result<SemaphoreRecord, Error> {
+fn live_entries(sem: &SemaphoreState, modified_ms: Option<u64>) -> Option<SemaphoreRecord> {
     let kept = SemaphoreRecord {
         limit: sem.record.limit,
         token: sem.record.token,
@@ -282,18 +274,19 @@ fn live_entries(sem: &SemaphoreState, modified_ms: Option<u64>) -> Result<Semaph
 /// Fills in `written_at` of the entries the read record's own write
 /// stored (those without one), with that record's `Last-Modified`; the
 /// entries `replaced` picks are about to be rewritten and need none.
+/// `None` when some need it and `modified_ms` is unknown.
 fn stamped(
     record: &SemaphoreRecord,
     modified_ms: Option<u64>,
     replaced: impl Fn(&Entry) -> bool,
-) -> Result<SemaphoreRecord, Error> {
+) -> Option<SemaphoreRecord> {
     let mut out = record.clone();
     for e in out.holders.iter_mut().chain(out.queue.iter_mut()) {
         if e.written_at_ms.is_none() && !replaced(e) {
-            e.written_at_ms = Some(modified_ms.ok_or_else(needs_read)?);
+            e.written_at_ms = Some(modified_ms?);
         }
     }
-    Ok(out)
+    Some(out)
 }
 
 fn write(

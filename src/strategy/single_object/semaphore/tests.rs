@@ -477,3 +477,35 @@ fn a_newcomer_never_jumps_a_live_queue() {
         SlotOutcome::Granted(_)
     ));
 }
+
+/// A store whose GET replies lack `Last-Modified`: the entries of others
+/// cannot be stamped, so nothing is written and the error says why (under
+/// every clock: even `holder`, which needs no server time to judge, must
+/// not leave `written_at` wrong for a reader on `server`).
+#[test]
+fn a_reply_without_last_modified_writes_nothing_and_says_why() {
+    for clock in CLOCKS {
+        let (mut c, mut io) = (client(clock), ModelIo::new(START_MS));
+        slot(&mut c, &mut io, "a", 2);
+        let before = io.store.object("locks/k").map(|o| o.body.clone());
+        let mut other = client(clock);
+        let mut stripped =
+            crate::testing::intercept::Intercept::new(&mut io, |request, io: &mut ModelIo| {
+                (request.method == Method::Get).then(|| {
+                    crate::driver::Io::send(io, request).map(|mut r| {
+                        r.headers.retain(|(k, _)| k != "last-modified");
+                        r
+                    })
+                })
+            });
+        let err = other
+            .try_acquire_slot(&mut stripped, "k", &grant("b"), 2, false)
+            .unwrap_err();
+        drop(stripped);
+        assert!(
+            err.to_string().contains("last-modified"),
+            "{clock:?}: {err}"
+        );
+        assert_eq!(io.store.object("locks/k").map(|o| o.body.clone()), before);
+    }
+}
