@@ -116,4 +116,25 @@ fn s3s_fs_fails_the_preflight_and_check_store_takes_no_lock_on_it() {
         text(&out.stderr)
     );
     assert_eq!(scene.status("k")["live"], false);
+    // Nor a semaphore's slot, fair or not.
+    let out = scene.run(&[
+        "--check-store",
+        "run",
+        "s",
+        "--limit",
+        "2",
+        "--fair",
+        "--",
+        "sh",
+        "-c",
+        &touch,
+    ]);
+    assert_eq!(code(&out), 81, "{}", text(&out.stderr));
+    assert!(
+        !ran.exists(),
+        "the command ran in a slot on an unsafe store"
+    );
+    let out = scene.run(&["--check-store", "acquire", "s", "--limit", "2"]);
+    assert_eq!(code(&out), 81, "{}", text(&out.stderr));
+    assert_eq!(scene.status("s")["live"], false);
 }
