@@ -388,8 +388,12 @@ impl SemaphoreHistory {
                 }
             }
         }
-        // Fairness: a new slot leaves one for every alive waiter ahead.
-        if let Some(x) = fresh.first() {
+        // Fairness: a new slot leaves one for every alive waiter ahead;
+        // unless it replaces the writer's own slot (a holder id taking its
+        // own slot over, as after a grant whose reply was lost and not
+        // recognised), which adds no holder and so passes nobody.
+        let takes_over = old_holders.iter().any(|e| e.holder_id == writer);
+        if let Some(x) = fresh.first().filter(|_| !takes_over) {
             let mut holders_alive = 0u32;
             for e in old_holders.iter().filter(|e| e.holder_id != writer) {
                 holders_alive += u32::from(alive(&slot_id(e), e.ttl_ms)?);

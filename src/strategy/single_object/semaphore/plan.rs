@@ -139,7 +139,10 @@ fn acquire(
         }
     };
     // A holder id that finds its own live slot takes it over with a new
-    // token, as it does a lock (a restarted process reclaiming its place).
+    // token, as it does a lock (a restarted process reclaiming its place,
+    // or a grant whose reply was lost and not recognised): the slot is
+    // already its own, so no waiter is passed and no holder added.
+    let had_slot = base.holders.iter().any(|e| e.holder_id == grant.holder_id);
     base.holders.retain(|e| e.holder_id != grant.holder_id);
     let free = limit.saturating_sub(base.holders.len() as u32) as usize;
     let my_place = base
@@ -162,7 +165,7 @@ fn acquire(
         write_id: cx.write_id.to_string(),
         written_at_ms: None,
     };
-    if free > ahead {
+    if (had_slot && free > 0) || free > ahead {
         let token = base
             .token
             .checked_add(1)
@@ -182,9 +185,13 @@ fn acquire(
         Some(i) => {
             // A place is renewed every third of its ttl, judged on the
             // waiter's own clock (it wrote the expiry): others drop it only
-            // a whole ttl after its last renewal.
-            let due = my_place_expiry
-                .is_none_or(|at| at.saturating_sub(cx.now_ms) < grant.ttl_ms.saturating_mul(2) / 3);
+            // a whole ttl after its last renewal. An expiry more than a ttl
+            // ahead means that clock stepped back since: renew now, or the
+            // place would go unrenewed for as long as the step.
+            let due = my_place_expiry.is_none_or(|at| {
+                let left = at.saturating_sub(cx.now_ms);
+                left < grant.ttl_ms.saturating_mul(2) / 3 || left > grant.ttl_ms
+            });
             if !due {
                 return Ok(Plan::Answer(Answer::Queued(i as u32 + 1)));
             }

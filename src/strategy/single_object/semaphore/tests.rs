@@ -509,3 +509,78 @@ fn a_reply_without_last_modified_writes_nothing_and_says_why() {
         assert_eq!(io.store.object("locks/k").map(|o| o.body.clone()), before);
     }
 }
+
+/// A waiter whose wall clock steps back still renews its place every
+/// third of its ttl (found by the soak: it skipped renewals for as long as
+/// the step, others dropped its place, and it was served last).
+#[test]
+fn a_waiter_whose_clock_steps_back_keeps_its_place() {
+    for clock in [ExpiryClock::Server, ExpiryClock::Observed] {
+        let (mut c, mut io) = (client(clock), ModelIo::new(START_MS));
+        let mut a = slot(&mut c, &mut io, "a", 1);
+        let (mut w1, mut w2) = (client(clock), client(clock));
+        assert_eq!(place(&attempt(&mut w1, &mut io, "w1", 1, true)), Some(1));
+        assert_eq!(place(&attempt(&mut w2, &mut io, "w2", 1, true)), Some(2));
+        // 15 s of looks every 300 ms (longer than the ttl and its slack);
+        // w1's wall clock is 20 s behind from now on.
+        for look in 0..50 {
+            io.advance(300);
+            io.clock_offset_ms = -20_000;
+            let seen = attempt(&mut w1, &mut io, "w1", 1, true);
+            io.clock_offset_ms = 0;
+            assert_eq!(place(&seen), Some(1), "{clock:?}, look {look}: {seen:?}");
+            assert_eq!(place(&attempt(&mut w2, &mut io, "w2", 1, true)), Some(2));
+            if look % 3 == 0 {
+                a = c.rewrite(&mut io, a, false).unwrap();
+            }
+        }
+        c.rewrite(&mut io, a, true).unwrap();
+        assert_eq!(place(&attempt(&mut w2, &mut io, "w2", 1, true)), Some(2));
+        io.clock_offset_ms = -20_000;
+        let granted = attempt(&mut w1, &mut io, "w1", 1, true);
+        assert!(
+            matches!(granted, SlotOutcome::Granted(_)),
+            "{clock:?}: {granted:?}"
+        );
+    }
+}
+
+/// A grant whose reply was lost, and whose read-back failed too, leaves a
+/// slot its caller does not know it holds; the caller's next attempt takes
+/// that slot over at once, waiters or not (found by the soak: it went to
+/// the back of the queue and its slot to the next waiter).
+#[test]
+fn a_grant_lost_twice_is_taken_over_on_the_next_attempt_not_requeued() {
+    let (mut c, mut io) = (client(ExpiryClock::Server), ModelIo::new(START_MS));
+    slot(&mut c, &mut io, "h", 2);
+    let mut a = client(ExpiryClock::Server);
+    io.lose_put_replies = 1;
+    let mut sent = 0;
+    let mut refused_read_back =
+        crate::testing::intercept::Intercept::new(&mut io, |request, _io: &mut ModelIo| {
+            sent += 1;
+            // GET, PUT (applied, reply lost), then the read-back: refused.
+            (sent == 3 && request.method == Method::Get)
+                .then(|| Err(Error::Transport("connection refused".into())))
+        });
+    let lost = a.try_acquire_slot(&mut refused_read_back, "k", &grant("a"), 2, true);
+    drop(refused_read_back);
+    assert!(matches!(lost, Err(Error::Transport(_))), "{lost:?}");
+    assert_eq!(place(&attempt(&mut c, &mut io, "b", 2, true)), Some(1));
+    // a asks again, not knowing it holds a slot: it keeps one (a new
+    // token), and b keeps its place.
+    let again = attempt(&mut a, &mut io, "a", 2, true);
+    assert!(
+        matches!(&again, SlotOutcome::Granted(l) if l.token == 3),
+        "{again:?}"
+    );
+    assert_eq!(place(&attempt(&mut c, &mut io, "b", 2, true)), Some(1));
+    let sem = c.inspect(&mut io, "k").unwrap().unwrap().semaphore.unwrap();
+    let holders: Vec<&str> = sem
+        .record
+        .holders
+        .iter()
+        .map(|e| e.holder_id.as_str())
+        .collect();
+    assert_eq!(holders, ["h", "a"]);
+}
