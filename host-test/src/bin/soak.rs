@@ -5,12 +5,17 @@
 //!     cargo run --release -p host-test --bin soak -- --minutes 10 --instances 8 --keys 4 --seed S
 //!
 //! Options: `--minutes M` or `--seconds S` (default 60 s), `--instances N`
-//! (processes, default 8), `--keys K` (default 4), `--seed S` (default
+//! (processes, default 8), `--keys K` (default 4), `--slot-keys J`
+//! (semaphore keys beside them, default 3; 0 for none), `--seed S` (default
 //! `S3LEASE_SEED`, else the clock; printed, and replays the plan),
 //! `--fault-rate F` (per request, default 0.05), `--verbose` (print the
 //! process-level plan as it is applied), `--break holder-clock` (every key
 //! on the holder clock under skewed clocks, overlaps counted: the soak
-//! must fail), `--no-watchdog` (members believe the last step they got
+//! must fail), `--break slot-limit` (slot members ask for one slot more
+//! than the checked limit: must fail), `--break slot-guard` (slot members
+//! ignore their guard and believe until they give the slot back: must
+//! fail), `--break slot-queue` (fair waiters give up their place now and
+//! then while the checker counts from their first: must fail), `--no-watchdog` (members believe the last step they got
 //! back instead of the host elector's `leading_until`, as a caller without
 //! a watchdog: the soak must fail).
 
@@ -20,9 +25,12 @@ use host_test::soak::{self, Break, SoakConfig};
 use host_test::{server, Harness};
 use std::time::Duration;
 
-const HELP: &str = "soak [--minutes M | --seconds S] [--instances N] [--keys K] [--seed S] [--fault-rate F] [--verbose] [--break holder-clock] [--no-watchdog]
-  defaults: 60 s, 8 processes, 4 keys, seed S3LEASE_SEED or the clock, fault rate 0.05
+const HELP: &str = "soak [--minutes M | --seconds S] [--instances N] [--keys K] [--slot-keys J] [--seed S] [--fault-rate F] [--verbose] [--break holder-clock|slot-limit|slot-guard|slot-queue] [--no-watchdog]
+  defaults: 60 s, 8 processes, 4 keys, 3 semaphore keys, seed S3LEASE_SEED or the clock, fault rate 0.05
   --break holder-clock: every key on the holder clock under skew (must fail)
+  --break slot-limit: slot members ask for one slot more than the checked limit (must fail)
+  --break slot-guard: slot members ignore their guard (must fail)
+  --break slot-queue: fair waiters give up their place now and then (must fail)
   --no-watchdog: members believe the last step, ignoring leading-until (must fail)";
 
 fn parse_args() -> Result<SoakConfig> {
@@ -35,6 +43,7 @@ fn parse_args() -> Result<SoakConfig> {
             "--seconds" => config.duration = Duration::from_secs(value(&arg)?.parse()?),
             "--instances" => config.instances = value(&arg)?.parse()?,
             "--keys" => config.keys = value(&arg)?.parse()?,
+            "--slot-keys" => config.slot_keys = value(&arg)?.parse()?,
             "--seed" => config.seed = value(&arg)?.parse()?,
             "--fault-rate" => config.request_fault_rate = value(&arg)?.parse()?,
             "--verbose" => config.verbose = true,
@@ -43,10 +52,16 @@ fn parse_args() -> Result<SoakConfig> {
                 println!("{HELP}");
                 std::process::exit(0);
             }
-            "--break" => match value(&arg)?.as_str() {
-                "holder-clock" => config.broken = Some(Break::HolderClock),
-                other => bail!("--break takes holder-clock, not {other:?}"),
-            },
+            "--break" => {
+                let name = value(&arg)?;
+                match Break::NAMES.iter().find(|(n, _)| *n == name) {
+                    Some((_, b)) => config.broken = Some(*b),
+                    None => bail!(
+                        "--break takes one of {:?}, not {name:?}",
+                        Break::NAMES.map(|(n, _)| n)
+                    ),
+                }
+            }
             other => bail!(
                 "unknown argument {other:?} (see the doc comment of host-test/src/bin/soak.rs)"
             ),

@@ -17,10 +17,13 @@
 //! - **linearizable**: each object's history and final content pass the
 //!   fenced register's linearizability checker
 //!   (`s3_lease::testing::linearizability`);
+//! - on semaphore keys ([`slots`]): slot tokens unique and rising in grant
+//!   order; at no instant more believed slot terms than the key's limit;
+//!   on fair keys, grants in queue order;
 //! - and whatever the members saw on the spot (traps, the elector's
 //!   contract, unexpected errors).
 
-use super::history::{parse_body, FencedOp, FencedOutcome, History, Term, Violation};
+use super::history::{parse_body, FencedOp, FencedOutcome, Grant, History, Term, Violation};
 use super::key_name;
 use s3_lease::testing::linearizability::{
     self, FencedCall, FencedResult, FinalState, Operation, State, ViolationKind,
@@ -39,6 +42,21 @@ pub struct Checked {
     /// Overlaps of believed leadership on keys whose clock does not
     /// promise none (`holder` under skew): reported, not failed.
     pub tolerated_overlaps: usize,
+    /// Per semaphore key: the most believed slot terms seen at one instant.
+    pub slot_max_holders: Vec<usize>,
+    /// Grants on fair keys, each checked against the waiters ahead of it
+    /// (see [`slots`]), and those of them made while a waiter that surely
+    /// joined the queue first still waited with its place (allowed only
+    /// while enough slots were free for both).
+    pub fair_grants_checked: usize,
+    pub fair_grants_past_a_waiter: usize,
+    /// Grants out of queue order that only waiters the core's known
+    /// defects excuse explain (see [`slots`]): reported, not failed.
+    pub queue_breaks_known: Vec<String>,
+    /// Waits on fair keys that joined the queue, and those of them that
+    /// kept their place to the end (nothing crashed, paused or stalled them).
+    pub fair_waits: usize,
+    pub fair_waits_kept: usize,
 }
 
 fn v(invariant: &'static str, detail: String) -> Violation {
@@ -53,6 +71,7 @@ pub fn check(history: &History) -> Checked {
     };
     check_tokens(history, &mut checked.violations);
     check_overlaps(history, &mut checked);
+    slots::check(history, &mut checked);
     let mut objects: BTreeMap<&str, Vec<&FencedOp>> = BTreeMap::new();
     for op in &history.fenced {
         objects.entry(op.object.as_str()).or_default().push(op);
@@ -86,44 +105,49 @@ pub fn check(history: &History) -> Checked {
 
 fn check_tokens(history: &History, out: &mut Vec<Violation>) {
     for k in 0..history.keys.len() {
-        let mut grants: Vec<_> = history.grants.iter().filter(|g| g.key == k).collect();
-        grants.sort_by_key(|g| g.step_start);
-        let mut by_token: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
-        for (i, g) in grants.iter().enumerate() {
-            by_token.entry(g.token).or_default().push(i);
-        }
-        for (token, who) in by_token.iter().filter(|(_, w)| w.len() > 1) {
-            let names: Vec<String> = who
-                .iter()
-                .map(|&i| format!("process {} gen {}", grants[i].process, grants[i].generation))
-                .collect();
-            out.push(v(
-                "tokens unique per key",
-                format!(
-                    "{}: token {token} granted {} times: {}",
-                    key_name(k),
-                    who.len(),
-                    names.join(", ")
-                ),
-            ));
-        }
-        for (i, a) in grants.iter().enumerate() {
-            for b in &grants[i + 1..] {
-                if a.step_end < b.step_start && b.token <= a.token {
-                    out.push(v(
-                        "tokens rise in grant order",
-                        format!(
-                            "{}: t{} granted to process {} at {} ms, then t{} to process {} at {} ms",
-                            key_name(k),
-                            a.token,
-                            a.process,
-                            ms(history.t0, a.step_end),
-                            b.token,
-                            b.process,
-                            ms(history.t0, b.step_start)
-                        ),
-                    ));
-                }
+        check_key_tokens(history.t0, &key_name(k), &history.grants, k, out);
+    }
+}
+
+/// The tokens of key `k` (named `name`) among `grants`: unique, and
+/// rising in grant order (a grant whose step ended before another's began
+/// has the lower token).
+fn check_key_tokens(t0: Instant, name: &str, grants: &[Grant], k: usize, out: &mut Vec<Violation>) {
+    let mut grants: Vec<_> = grants.iter().filter(|g| g.key == k).collect();
+    grants.sort_by_key(|g| g.step_start);
+    let mut by_token: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for (i, g) in grants.iter().enumerate() {
+        by_token.entry(g.token).or_default().push(i);
+    }
+    for (token, who) in by_token.iter().filter(|(_, w)| w.len() > 1) {
+        let names: Vec<String> = who
+            .iter()
+            .map(|&i| format!("process {} gen {}", grants[i].process, grants[i].generation))
+            .collect();
+        out.push(v(
+            "tokens unique per key",
+            format!(
+                "{name}: token {token} granted {} times: {}",
+                who.len(),
+                names.join(", ")
+            ),
+        ));
+    }
+    for (i, a) in grants.iter().enumerate() {
+        for b in &grants[i + 1..] {
+            if a.step_end < b.step_start && b.token <= a.token {
+                out.push(v(
+                    "tokens rise in grant order",
+                    format!(
+                        "{name}: t{} granted to process {} at {} ms, then t{} to process {} at {} ms",
+                        a.token,
+                        a.process,
+                        ms(t0, a.step_end),
+                        b.token,
+                        b.process,
+                        ms(t0, b.step_start)
+                    ),
+                ));
             }
         }
     }
@@ -376,5 +400,6 @@ fn check_linearizable(
     }
 }
 
+mod slots;
 #[cfg(test)]
 mod tests;

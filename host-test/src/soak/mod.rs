@@ -13,6 +13,12 @@
 //! crashes, pauses and clock steps hit all of a process's clients at once
 //! ([`process`]).
 //!
+//! Beside the keys, `slot_keys` semaphore keys (single-object, limits 2
+//! and 3, fair and not): each process runs a slot member per semaphore key
+//! ([`slot_member`]) on a client of its own, under the same faults, that
+//! waits for a slot, holds it with the host crate's `LeaseGuard` while the
+//! guard says held, and gives it back.
+//!
 //! Only the plan replays from the seed (which requests fail how, which
 //! process is hit when and how): thread timing does not.
 
@@ -22,12 +28,13 @@ mod member;
 pub mod process;
 pub mod report;
 pub mod schedule;
+mod slot_member;
 mod unwatched;
 
 use crate::bindings::{Config, ExpiryClock, Strategy};
 use crate::server::Endpoint;
 use crate::Harness;
-use history::{FinalRead, FoundObject, History, MemberRecord, Violation};
+use history::{FinalRead, FoundObject, History, MemberRecord, SlotRecord, Violation};
 use process::Process;
 use s3_lease::testing::rng::Rng;
 use schedule::{FaultCounts, FaultKind, ProcessFault};
@@ -58,6 +65,27 @@ pub enum Break {
     /// rule, which needs clocks in sync) while clocks are skewed and jump,
     /// with its overlaps counted as violations.
     HolderClock,
+    /// The slot members ask for one slot more than the limit the checker
+    /// holds each semaphore key to (a checker that must count too many
+    /// holders).
+    SlotLimit,
+    /// The slot members ignore their guard: each believes it holds its
+    /// slot from the grant until it means to give it back, through pauses
+    /// and lost renewals (a holder without a deadline).
+    SlotGuard,
+    /// Fair waiters give up their place now and then (`leave-queue`) and
+    /// join again at the back, while the checker still counts their wait
+    /// from their first place (grants then stray from the queue's order).
+    SlotQueue,
+}
+
+impl Break {
+    pub const NAMES: [(&'static str, Break); 4] = [
+        ("holder-clock", Break::HolderClock),
+        ("slot-limit", Break::SlotLimit),
+        ("slot-guard", Break::SlotGuard),
+        ("slot-queue", Break::SlotQueue),
+    ];
 }
 
 #[derive(Debug, Clone)]
@@ -65,6 +93,8 @@ pub struct SoakConfig {
     pub duration: Duration,
     pub instances: usize,
     pub keys: usize,
+    /// Semaphore keys, beside the `keys` (see [`SlotKeyProfile::of`]).
+    pub slot_keys: usize,
     pub seed: u64,
     /// The chance that any one request is faulted.
     pub request_fault_rate: f64,
@@ -82,6 +112,7 @@ impl SoakConfig {
             duration,
             instances,
             keys,
+            slot_keys: 3,
             seed,
             request_fault_rate: 0.05,
             verbose: false,
@@ -152,6 +183,62 @@ pub fn key_name(k: usize) -> String {
     format!("k{k}")
 }
 
+/// How a semaphore key is held: always single-object (semaphores exist
+/// there only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotKeyProfile {
+    pub clock: ExpiryClock,
+    /// How many may hold the key at once: what the checker holds it to.
+    pub limit: u32,
+    /// Waiters queue (`slot-options.fair`), and grants must follow the queue.
+    pub fair: bool,
+}
+
+impl SlotKeyProfile {
+    /// Semaphore key `j`'s profile: limit 3 without a queue and limit 2
+    /// with one under `server`, then limit 2 with a queue under `observed`.
+    pub fn of(j: usize) -> Self {
+        let (clock, limit, fair) = [
+            (ExpiryClock::Server, 3, false),
+            (ExpiryClock::Server, 2, true),
+            (ExpiryClock::Observed, 2, true),
+        ][j % 3];
+        SlotKeyProfile { clock, limit, fair }
+    }
+
+    /// The limit the members ask for: the checked one, or one more under
+    /// `--break slot-limit`.
+    pub fn requested_limit(&self, broken: Option<Break>) -> u32 {
+        if broken == Some(Break::SlotLimit) {
+            self.limit + 1
+        } else {
+            self.limit
+        }
+    }
+
+    pub fn name(&self) -> String {
+        let clock = match self.clock {
+            ExpiryClock::Holder => "holder",
+            ExpiryClock::Server => "server",
+            ExpiryClock::Observed => "observed",
+        };
+        let fair = if self.fair { ", fair" } else { "" };
+        format!("single-object/{clock}, limit {}{fair}", self.limit)
+    }
+
+    fn key_profile(&self) -> KeyProfile {
+        KeyProfile {
+            strategy: Strategy::SingleObject,
+            clock: self.clock,
+            overlap_checked: true,
+        }
+    }
+}
+
+pub fn slot_key_name(j: usize) -> String {
+    format!("s{j}")
+}
+
 /// What every thread of the run shares.
 pub struct Shared<'a> {
     pub harness: &'a Harness,
@@ -160,6 +247,9 @@ pub struct Shared<'a> {
     pub client_configs: Vec<Config>,
     /// The same, as the host crate takes it.
     pub host_configs: Vec<s3_lease_host::S3Config>,
+    /// Per semaphore key: its profile, and its clients' config.
+    pub slot_profiles: Vec<SlotKeyProfile>,
+    pub slot_host_configs: Vec<s3_lease_host::S3Config>,
     pub prefix: String,
     pub t0: Instant,
     pub t_end: Instant,
@@ -233,10 +323,11 @@ pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report
     let seed = config.seed;
     let mut plan_rng = Rng::new(seed);
     let prefix = format!("soak/{seed}-{}/", clock_seed());
-    let (n, keys) = (config.instances, config.keys);
+    let (n, keys, slot_keys) = (config.instances, config.keys, config.slot_keys);
     let profiles: Vec<KeyProfile> = (0..keys)
         .map(|k| KeyProfile::of(k, config.broken))
         .collect();
+    let slot_profiles: Vec<SlotKeyProfile> = (0..slot_keys).map(SlotKeyProfile::of).collect();
     let skews: Vec<i64> = (0..n)
         .map(|_| plan_rng.range(0, 2 * INITIAL_SKEW_MS) as i64 - INITIAL_SKEW_MS as i64)
         .collect();
@@ -244,7 +335,7 @@ pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report
         .iter()
         .map(|&s| Arc::new(Process::with_offset(s)))
         .collect();
-    let start_barrier = Barrier::new(n * keys + 1);
+    let start_barrier = Barrier::new(n * (keys + slot_keys) + 1);
     // Instances are made before t0, so the run starts with all of them.
     let t0 = Instant::now() + Duration::from_secs(2);
     let client_configs: Vec<Config> = profiles
@@ -254,6 +345,11 @@ pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report
     let shared = Shared {
         harness,
         host_configs: client_configs.iter().map(host_config).collect(),
+        slot_host_configs: slot_profiles
+            .iter()
+            .map(|s| host_config(&client_config(endpoint, &prefix, s.key_profile())))
+            .collect(),
+        slot_profiles: slot_profiles.clone(),
         client_configs,
         prefix: prefix.clone(),
         t0,
@@ -272,13 +368,27 @@ pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report
     for (k, p) in profiles.iter().enumerate() {
         println!("soak:   {} {}", key_name(k), p.name());
     }
+    for (j, s) in slot_profiles.iter().enumerate() {
+        let asked = s.requested_limit(shared.config.broken);
+        let broken = if asked != s.limit {
+            format!(" (members ask for {asked}: must fail)")
+        } else {
+            String::new()
+        };
+        println!(
+            "soak:   {} {} (semaphore){broken}",
+            slot_key_name(j),
+            s.name()
+        );
+    }
     println!("soak: initial wall-clock skews (ms) {skews:?}");
     if shared.config.no_watchdog {
         println!("soak: --no-watchdog: members believe the last step, not the host elector's leading-until (must fail)");
     }
 
-    let (records, plan) = std::thread::scope(|s| {
+    let (records, slot_records, plan) = std::thread::scope(|s| {
         let mut handles = Vec::new();
+        let mut slot_handles = Vec::new();
         for (p, process) in processes.iter().enumerate() {
             for k in 0..keys {
                 let (shared, start_barrier) = (&shared, &start_barrier);
@@ -287,27 +397,45 @@ pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report
                     member::Member::start(shared, process, p, k, start_barrier).run()
                 }));
             }
+            for j in 0..slot_keys {
+                let (shared, start_barrier) = (&shared, &start_barrier);
+                let process = process.clone();
+                slot_handles.push(s.spawn(move || {
+                    slot_member::SlotMember::start(shared, process, p, j, start_barrier).run()
+                }));
+            }
         }
         start_barrier.wait();
         let plan = apply_plan(&shared, &processes, &mut plan_rng);
+        let panicked = |what: &str| Violation {
+            invariant: "nothing traps",
+            detail: format!("a {what} thread panicked"),
+        };
         let records: Vec<MemberRecord> = handles
             .into_iter()
             .map(|h| {
                 h.join().unwrap_or_else(|_| MemberRecord {
-                    violations: vec![Violation {
-                        invariant: "nothing traps",
-                        detail: "a member thread panicked".into(),
-                    }],
+                    violations: vec![panicked("member")],
                     ..MemberRecord::default()
                 })
             })
             .collect();
-        (records, plan)
+        let slot_records: Vec<SlotRecord> = slot_handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| SlotRecord {
+                    violations: vec![panicked("slot member")],
+                    ..SlotRecord::default()
+                })
+            })
+            .collect();
+        (records, slot_records, plan)
     });
 
     // Let every held request arrive before reading what they left.
     std::thread::sleep(Duration::from_millis(schedule::MAX_LATE_MS + 1_500));
     let mut history = History::new(shared.t0, shared.t_end, profiles);
+    history.slot_keys = slot_profiles;
     let mut stats = report::Stats {
         plan_applied: plan.applied,
         plan_skipped: plan.skipped,
@@ -324,6 +452,14 @@ pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report
         history.terms.extend(r.terms);
         history.fenced.extend(r.fenced);
         history.leader_faults.extend(r.leader_faults);
+        history.violations.extend(r.violations);
+    }
+    for r in slot_records {
+        stats.requests += r.requests;
+        stats.slots.add(&r.counts);
+        history.slot_grants.extend(r.grants);
+        history.slot_terms.extend(r.terms);
+        history.waits.extend(r.waits);
         history.violations.extend(r.violations);
     }
     history.finals = read_finals(&shared, &history);

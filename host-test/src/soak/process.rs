@@ -33,8 +33,8 @@ pub struct Process {
     kill_down_ms: AtomicU64,
     /// (pause number, ms) of the latest pause between calls.
     pause: Mutex<Option<(u64, u64)>>,
-    /// When the latest pause ends: until then the process sends nothing.
-    paused_until: Mutex<Option<Instant>>,
+    /// When the latest pause began and ends: until then the process sends nothing.
+    paused: Mutex<Option<(Instant, Instant)>>,
     /// Armed by the plan: the next request stalls this long before it leaves.
     stall_armed_ms: AtomicU64,
     /// The wall-clock offset of every instance of the process (their
@@ -89,7 +89,8 @@ impl Process {
 
     /// Stops the process for `ms`: its member sleeps, its requests wait.
     pub fn pause(&self, ms: u64) {
-        *lock(&self.paused_until) = Some(Instant::now() + Duration::from_millis(ms));
+        let now = Instant::now();
+        *lock(&self.paused) = Some((now, now + Duration::from_millis(ms)));
         let mut p = lock(&self.pause);
         let n = p.map_or(1, |(n, _)| n + 1);
         *p = Some((n, ms));
@@ -97,12 +98,17 @@ impl Process {
 
     /// While paused: how long until the pause ends.
     pub fn paused_for(&self) -> Option<Duration> {
-        let until = (*lock(&self.paused_until))?;
+        let (_, until) = (*lock(&self.paused))?;
         Some(until.saturating_duration_since(Instant::now())).filter(|d| !d.is_zero())
     }
 
     pub fn latest_pause(&self) -> Option<(u64, u64)> {
         *lock(&self.pause)
+    }
+
+    /// When the latest pause began and ends (or ended).
+    pub fn latest_pause_span(&self) -> Option<(Instant, Instant)> {
+        *lock(&self.paused)
     }
 
     pub fn arm_stall(&self, ms: u64) {

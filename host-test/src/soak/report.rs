@@ -1,10 +1,12 @@
 //! What a soak prints: operations, faults by kind, violations, the share
-//! of time a leader existed, and failover times.
+//! of time a leader existed, failover times, and what the semaphore keys
+//! saw (slots granted, the most holders at once against each limit, the
+//! grants checked against the queue's order).
 
 use super::checker::Checked;
-use super::history::{FencedOutcome, History, Violation};
+use super::history::{FencedOutcome, History, SlotCounts, Violation};
 use super::schedule::FaultKind;
-use super::{key_name, SoakConfig};
+use super::{key_name, slot_key_name, SoakConfig};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -21,6 +23,8 @@ pub struct Stats {
     pub faults: Vec<(FaultKind, u64)>,
     pub plan_applied: u64,
     pub plan_skipped: u64,
+    /// What the slot members counted.
+    pub slots: SlotCounts,
 }
 
 #[derive(Debug, Default)]
@@ -50,6 +54,19 @@ pub struct Report {
     pub failover_pause_ms: Vec<u64>,
     /// Leader faults with no later grant before the end of the run.
     pub failover_unmeasured: usize,
+    /// Per semaphore key: its name and limit, slots granted, believed terms.
+    pub slot_keys: Vec<SlotKeyFigures>,
+}
+
+#[derive(Debug)]
+pub struct SlotKeyFigures {
+    pub name: String,
+    pub limit: u32,
+    pub fair: bool,
+    pub grants: usize,
+    pub terms: usize,
+    /// Per granted wait, from its first attempt to its grant's answer, ms.
+    pub wait_ms: Vec<u64>,
 }
 
 /// The `q` quantile of `sorted` (nearest rank), 0 when empty.
@@ -131,6 +148,31 @@ impl Report {
         }
         crash.sort_unstable();
         pause.sort_unstable();
+        let slot_keys = history
+            .slot_keys
+            .iter()
+            .enumerate()
+            .map(|(j, p)| {
+                let mut wait_ms: Vec<u64> = history
+                    .waits
+                    .iter()
+                    .filter(|w| w.key == j)
+                    .filter_map(|w| {
+                        w.granted
+                            .map(|(_, at, _)| (at - w.start).as_millis() as u64)
+                    })
+                    .collect();
+                wait_ms.sort_unstable();
+                SlotKeyFigures {
+                    name: format!("{} {}", slot_key_name(j), p.name()),
+                    limit: p.limit,
+                    fair: p.fair,
+                    grants: history.slot_grants.iter().filter(|g| g.key == j).count(),
+                    terms: history.slot_terms.iter().filter(|t| t.key == j).count(),
+                    wait_ms,
+                }
+            })
+            .collect();
         Report {
             config,
             stats,
@@ -142,6 +184,7 @@ impl Report {
             failover_crash_ms: crash,
             failover_pause_ms: pause,
             failover_unmeasured: unmeasured,
+            slot_keys,
         }
     }
 
@@ -252,6 +295,7 @@ impl Report {
                 self.failover_unmeasured
             ));
         }
+        lines.extend(self.slot_summary());
         lines.push(format!(
             "checked: {} fenced objects ({} calls) linearizable; {} overlaps tolerated on holder-clock keys",
             self.checked.objects, self.checked.object_ops, self.checked.tolerated_overlaps
@@ -265,6 +309,63 @@ impl Report {
             self.checked.violations.len(),
             by_invariant
         ));
+        lines
+    }
+
+    /// The semaphore keys' lines (none without semaphore keys).
+    fn slot_summary(&self) -> Vec<String> {
+        if self.slot_keys.is_empty() {
+            return Vec::new();
+        }
+        let s = &self.stats.slots;
+        let grants: usize = self.slot_keys.iter().map(|k| k.grants).sum();
+        let terms: usize = self.slot_keys.iter().map(|k| k.terms).sum();
+        let mut lines = vec![
+            format!(
+                "semaphores: {grants} slots granted, {terms} believed slot terms; attempts answered granted {}, queued {}, full {}, failed {}",
+                s.granted, s.queued, s.full, s.failed
+            ),
+            format!(
+                "  slots given back {} ({} of those releases failed); lost before that: {} taken, {} expired (guard); {} granted past the guard's deadline{}",
+                s.released,
+                s.release_failed,
+                s.lost_taken,
+                s.lost_expired,
+                s.never_held,
+                if s.left_queue > 0 {
+                    format!("; places given up on purpose {}", s.left_queue)
+                } else {
+                    String::new()
+                }
+            ),
+        ];
+        for (j, k) in self.slot_keys.iter().enumerate() {
+            let max = self.checked.slot_max_holders.get(j).copied().unwrap_or(0);
+            lines.push(format!(
+                "  {}: {} grants, {} terms, at most {max} believed holders at once (limit {}), wait p50 {} ms p99 {} ms",
+                k.name,
+                k.grants,
+                k.terms,
+                k.limit,
+                quantile(&k.wait_ms, 0.5),
+                quantile(&k.wait_ms, 0.99)
+            ));
+        }
+        if self.slot_keys.iter().any(|k| k.fair) {
+            let c = &self.checked;
+            lines.push(format!(
+                "  fair queues: {} waits joined a queue ({} kept their place throughout); {} grants checked against the queue's order, {} of them made while an earlier waiter still waited",
+                c.fair_waits, c.fair_waits_kept, c.fair_grants_checked, c.fair_grants_past_a_waiter
+            ));
+            let known = &c.queue_breaks_known;
+            if !known.is_empty() {
+                lines.push(format!(
+                    "  KNOWN DEFECTS, not failed: {} grants out of queue order, each explained only by waiters whose wall clock stepped back or whose write got no clear answer (the core then loses their place: see checker/slots.rs); the first: {}",
+                    known.len(),
+                    known[0]
+                ));
+            }
+        }
         lines
     }
 
