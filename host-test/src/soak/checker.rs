@@ -50,9 +50,6 @@ pub struct Checked {
     /// while enough slots were free for both).
     pub fair_grants_checked: usize,
     pub fair_grants_past_a_waiter: usize,
-    /// Grants out of queue order that only waiters the core's known
-    /// defects excuse explain (see [`slots`]): reported, not failed.
-    pub queue_breaks_known: Vec<String>,
     /// Waits on fair keys that joined the queue, and those of them that
     /// kept their place to the end (nothing crashed, paused or stalled them).
     pub fair_waits: usize,

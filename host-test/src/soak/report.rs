@@ -357,14 +357,6 @@ impl Report {
                 "  fair queues: {} waits joined a queue ({} kept their place throughout); {} grants checked against the queue's order, {} of them made while an earlier waiter still waited",
                 c.fair_waits, c.fair_waits_kept, c.fair_grants_checked, c.fair_grants_past_a_waiter
             ));
-            let known = &c.queue_breaks_known;
-            if !known.is_empty() {
-                lines.push(format!(
-                    "  KNOWN DEFECTS, not failed: {} grants out of queue order, each explained only by waiters whose wall clock stepped back or whose write got no clear answer (the core then loses their place: see checker/slots.rs); the first: {}",
-                    known.len(),
-                    known[0]
-                ));
-            }
         }
         lines
     }

@@ -224,15 +224,10 @@ fn a_waiter_that_joined_after_the_grant_began_waiting_is_not_ahead() {
 }
 
 #[test]
-fn a_break_only_a_clock_step_back_explains_is_reported_not_failed() {
+fn a_waiter_whose_clock_stepped_back_still_counts_as_ahead() {
+    // The core keeps such a waiter's place now: passing it is a violation.
     let b =
         overtaken().last_wait(|w, t0| w.clock_stepped_back = Some(t0 + Duration::from_millis(500)));
-    let checked = check(&b.history);
-    assert_eq!(checked.violations, vec![]);
-    assert_eq!(checked.queue_breaks_known.len(), 1);
-    // A step after the grant explains nothing.
-    let b = overtaken()
-        .last_wait(|w, t0| w.clock_stepped_back = Some(t0 + Duration::from_millis(1_500)));
     assert_eq!(
         invariants(&b.violations()),
         ["slots go to waiters in queue order"]
@@ -248,10 +243,10 @@ fn queue_order_is_not_checked_on_keys_that_are_not_fair() {
 }
 
 #[test]
-fn a_break_only_a_lost_grant_answer_explains_is_reported_not_failed() {
+fn a_waiter_after_an_unclear_write_still_counts_as_ahead() {
     let b = overtaken().last_wait(|w, t0| w.unclear_write = Some(t0 + Duration::from_millis(500)));
-    let checked = check(&b.history);
-    assert_eq!(checked.violations, vec![]);
-    assert_eq!(checked.queue_breaks_known.len(), 1);
-    assert!(checked.queue_breaks_known[0].contains("unclear write"));
+    assert_eq!(
+        invariants(&b.violations()),
+        ["slots go to waiters in queue order"]
+    );
 }
