@@ -65,9 +65,14 @@ fn settings() -> Result<Settings, Reply> {
             .parse()
             .map_err(|_| Reply::error(500, "not-configured", &format!("{name} is not a number"))),
     };
+    // The host crate's and the command line's rule: an endpoint of your
+    // own (`AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL`) is addressed by
+    // path, AWS's own by virtual host; `S3LEASE_ADDRESSING` overrides.
+    let custom_endpoint = var("AWS_ENDPOINT_URL_S3").or_else(|| var("AWS_ENDPOINT_URL"));
+    let region = var("AWS_REGION").unwrap_or_else(|| "us-east-1".into());
     let addressing = match var("S3LEASE_ADDRESSING").as_deref() {
-        None | Some("virtual-hosted") => AddressingStyle::VirtualHosted,
         Some("path") => AddressingStyle::Path,
+        Some("virtual-hosted") => AddressingStyle::VirtualHosted,
         Some(_) => {
             return Err(Reply::error(
                 500,
@@ -75,11 +80,14 @@ fn settings() -> Result<Settings, Reply> {
                 "S3LEASE_ADDRESSING is path or virtual-hosted",
             ))
         }
+        None if custom_endpoint.is_some() => AddressingStyle::Path,
+        None => AddressingStyle::VirtualHosted,
     };
+    let endpoint = custom_endpoint.unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
     Ok(Settings {
         config: Config {
-            endpoint: required("AWS_ENDPOINT_URL")?,
-            region: var("AWS_REGION").unwrap_or_else(|| "us-east-1".into()),
+            endpoint,
+            region,
             bucket: required("S3LEASE_BUCKET")?,
             addressing,
             credentials: Credentials {
