@@ -368,6 +368,8 @@ impl ClientCore {
         self.object_key(key)?;
         self.check_semaphore(limit)?;
         let poll_ms = driver::fair_poll_ms(grant.ttl_ms);
+        // Both closures use the client; the driver calls them one at a
+        // time, never one inside the other, so the borrows never overlap.
         let core = core::cell::RefCell::new(self);
         driver::acquire_slot(
             io,
