@@ -23,14 +23,27 @@ pub fn violation(invariant: &'static str, detail: String) -> Violation {
     Violation { invariant, detail }
 }
 
-/// A stretch of sim time in which a client believed it held a key.
+/// A stretch of sim time in which a client believed it held a key (or,
+/// for `semaphore_checks`, one of its slots).
 #[derive(Debug, Clone, Copy)]
 #[allow(dead_code)] // `client` is read through `Debug`, in violations.
-struct Belief {
-    client: usize,
-    token: u64,
-    start: u64,
-    end: u64,
+pub(super) struct Belief {
+    pub client: usize,
+    pub token: u64,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// An error the injected faults explain: a lost reply or refused
+/// connection, or a 409 or 412 that persisted. Anything else failing an
+/// operation is a bug.
+pub(super) fn is_injected_fault(e: &crate::error::Error) -> bool {
+    use crate::error::Error;
+    match e {
+        Error::Transport(_) | Error::Conflict(_) => true,
+        Error::S3(s) => s.status == 409 || s.status == 412,
+        _ => false,
+    }
 }
 
 /// Per key: grants in the order they were acknowledged, and beliefs.

@@ -1,7 +1,7 @@
 //! One simulated client: picks what to do, runs one protocol operation at a
 //! time over the simulation's events, and records what it believes.
 
-use super::checks::{violation, History, Violation};
+use super::checks::{is_injected_fault, violation, History, Violation};
 use super::{Report, EPOCH_KEYS, SINGLE_KEYS, START_MS};
 use crate::config::Strategy;
 use crate::error::Error;
@@ -738,8 +738,7 @@ impl Client {
     /// that persist, slow stores); anything else is a bug.
     fn expected_error(&self, e: &Error) -> Result<(), Violation> {
         match e {
-            Error::Transport(_) | Error::Conflict(_) => Ok(()),
-            Error::S3(s) if s.status == 409 || s.status == 412 => Ok(()),
+            _ if is_injected_fault(e) => Ok(()),
             // The injected store without If-Match: renew and release refuse.
             Error::S3(s) if s.status == 501 && self.without_if_match => Ok(()),
             other => Err(violation(

@@ -45,23 +45,13 @@
 //!   crashed, stopped polling, or its requests were too slow) may be
 //!   passed; it joins again at the back.
 
-use super::checks::{violation, Violation};
+use super::checks::{violation, Belief, Violation};
 use super::semaphores::{SemKey, SEMAPHORE_KEYS};
 use super::Report;
 use crate::lock_object::semaphore::{Entry, SemaphoreRecord};
 use crate::lock_object::LockRecord;
 use crate::testing::s3_model::Object;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// A stretch of sim time in which a client believed it held a slot.
-#[derive(Debug, Clone, Copy)]
-#[allow(dead_code)] // `client` is read through `Debug`, in violations.
-struct Belief {
-    client: usize,
-    token: u64,
-    start: u64,
-    end: u64,
-}
 
 /// An entry's identity in the store: a slot by holder and token, a queue
 /// place by holder.

@@ -19,7 +19,7 @@
 //! client of the key shares the true clock, under `server` and `observed`
 //! their clocks are skewed by minutes and jump.
 
-use super::checks::{violation, Violation};
+use super::checks::{is_injected_fault, violation, Violation};
 use super::semaphore_checks::SemaphoreHistory;
 use super::{Report, START_MS};
 use crate::config::Strategy;
@@ -989,8 +989,7 @@ impl SemClient {
     /// that persist); anything else is a bug.
     fn expected_error(&self, e: &Error) -> Result<(), Violation> {
         match e {
-            Error::Transport(_) | Error::Conflict(_) => Ok(()),
-            Error::S3(s) if s.status == 409 || s.status == 412 => Ok(()),
+            _ if is_injected_fault(e) => Ok(()),
             other => Err(violation(
                 "only injected faults fail a semaphore operation",
                 format!("client {} ({}): {other:?}", self.id, self.key.name),
