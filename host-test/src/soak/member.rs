@@ -596,13 +596,7 @@ impl<'a> Member<'a> {
         }
         self.close_term(at, "crash");
         self.end_life();
-        let restart = crash.map_or_else(Instant::now, |c| c.restart_at);
-        std::thread::sleep(
-            restart
-                .min(self.shared.t_end)
-                .saturating_duration_since(Instant::now()),
-        );
-        if Instant::now() < self.shared.t_end {
+        if self.process.wait_for_restart(crash, self.shared.t_end) {
             self.spawn_life();
         } else {
             self.generation = self.process.generation();

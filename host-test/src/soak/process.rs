@@ -61,6 +61,14 @@ impl Process {
         *lock(&self.crash)
     }
 
+    /// For a member whose life ended with `crash`: sleeps until the process
+    /// restarts (or the run ends) and says whether to start a new life.
+    pub fn wait_for_restart(&self, crash: Option<Crash>, t_end: Instant) -> bool {
+        let restart = crash.map_or_else(Instant::now, |c| c.restart_at);
+        std::thread::sleep(restart.min(t_end).saturating_duration_since(Instant::now()));
+        Instant::now() < t_end
+    }
+
     /// Kills the process now; it restarts after `down_ms`.
     pub fn crash_now(&self, down_ms: u64) -> Crash {
         let at = Instant::now();
