@@ -1,34 +1,182 @@
-//! Embeds the release component in the host library when it has been built,
-//! so the `s3-lease` binary is one file. Without it, the host loads the
-//! component from a path (`ComponentSource::Path`, `S3LEASE_COMPONENT`).
+//! Embeds the release component in the host library, so the `s3-lease`
+//! binary is one file and `cargo install --locked --path cli` is one step.
+//!
+//! - `S3LEASE_COMPONENT` names a built component (the README's scripts set
+//!   it): that file is embedded as it is.
+//! - Otherwise, when this crate sits in the s3-lease workspace, the
+//!   component is built here with the command `scripts/setup.sh` runs (same
+//!   profile, same lock file), in a target directory of its own (a nested
+//!   cargo may not wait on the outer one's lock), and shrunk with
+//!   `scripts/optimize_component.py` when wasm-opt is found. The bytes then
+//!   equal setup.sh's (`scripts/test.sh` checks it).
+//! - Without either, the host loads a component from a path at run time
+//!   (`ComponentSource::Path`).
+//!
+//! The provenance (`S3LEASE_EMBEDDED_ORIGIN`) is compiled in so
+//! `s3-lease version` can say which component a binary carries.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// binaryen's wasm-opt as setup.sh installs it (npm `binaryen@132.0.0`).
+const WASM_OPT_IN_TOOLS: &str = ".tools/node_modules/.bin/wasm-opt";
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(s3lease_embedded)");
     println!("cargo::rerun-if-env-changed=S3LEASE_COMPONENT");
+    println!("cargo::rerun-if-env-changed=S3LEASE_WASM_OPT");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let candidate = match std::env::var_os("S3LEASE_COMPONENT") {
-        Some(path) => PathBuf::from(path),
-        // OUT_DIR is <target>/<profile>/build/<crate>-<hash>/out.
-        None => match out.ancestors().nth(4) {
-            Some(target) => target.join("wasm32-wasip2/release/s3_lease.wasm"),
-            None => return,
+    let (bytes, origin) = match std::env::var_os("S3LEASE_COMPONENT") {
+        Some(path) => {
+            let path = PathBuf::from(path);
+            println!("cargo::rerun-if-changed={}", path.display());
+            match std::fs::read(&path) {
+                Ok(bytes) => (bytes, format!("given: {}", path.display())),
+                Err(e) => {
+                    return warn(&format!(
+                        "S3LEASE_COMPONENT={} cannot be read ({e}): no component embedded",
+                        path.display()
+                    ))
+                }
+            }
+        }
+        None => match build_component(&out) {
+            Ok(built) => built,
+            Err(why) => return warn(&format!("no component embedded: {why}")),
         },
     };
-    println!("cargo::rerun-if-changed={}", candidate.display());
-    let embedded = out.join("s3_lease.wasm");
-    match std::fs::read(&candidate) {
-        Ok(bytes) if bytes.starts_with(b"\0asm") => {
-            std::fs::write(&embedded, bytes).expect("write OUT_DIR/s3_lease.wasm");
-            println!("cargo::rustc-cfg=s3lease_embedded");
-        }
-        _ => {
-            println!(
-                "cargo::warning=no s3-lease component at {}: the host will load one from a path \
-                 (build it first with: cargo build -p s3-lease --lib --target wasm32-wasip2 --release)",
-                candidate.display()
+    if !bytes.starts_with(b"\0asm") {
+        return warn("the component is not a wasm file: no component embedded");
+    }
+    std::fs::write(out.join("s3_lease.wasm"), &bytes).expect("write OUT_DIR/s3_lease.wasm");
+    println!("cargo::rustc-env=S3LEASE_EMBEDDED_ORIGIN={origin}");
+    println!("cargo::rustc-cfg=s3lease_embedded");
+}
+
+fn warn(message: &str) {
+    println!("cargo::warning={message}");
+}
+
+/// Builds the component from the workspace this crate belongs to; returns
+/// its bytes and how they were made.
+fn build_component(out: &Path) -> Result<(Vec<u8>, String), String> {
+    let manifest_dir =
+        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").ok_or("no CARGO_MANIFEST_DIR")?);
+    let root = manifest_dir
+        .parent()
+        .filter(|root| root.join("wit/lease.wit").is_file() && root.join("src/lib.rs").is_file())
+        .ok_or(
+            "this host crate is not inside the s3-lease workspace, so it cannot build the \
+             component; set S3LEASE_COMPONENT to a built one",
+        )?;
+    for watched in [
+        "src",
+        "wit",
+        "Cargo.toml",
+        "Cargo.lock",
+        "scripts/optimize_component.py",
+    ] {
+        println!("cargo::rerun-if-changed={}", root.join(watched).display());
+    }
+    // OUT_DIR is <target>[/<triple>]/<profile>/build/<crate>-<hash>/out.
+    let target_dir = out
+        .ancestors()
+        .nth(4)
+        .ok_or("OUT_DIR is not inside a target directory")?
+        .join("s3-lease-component");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .current_dir(root)
+        .args([
+            "rustc",
+            "--locked",
+            "-p",
+            "s3-lease",
+            "--lib",
+            "--crate-type",
+            "cdylib",
+        ])
+        .args(["--target", "wasm32-wasip2", "--release", "--target-dir"])
+        .arg(&target_dir);
+    // What cargo tells a build script about the host build must not leak into
+    // a wasm build: rustflags, the target, the profile, features.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        let host_only = name.starts_with("CARGO_FEATURE_")
+            || name.starts_with("CARGO_CFG_")
+            || name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_PROFILE_")
+            || name.starts_with("CARGO_BUILD_")
+            || name.starts_with("CARGO_TARGET_")
+            || matches!(
+                &*name,
+                "CARGO_ENCODED_RUSTFLAGS"
+                    | "RUSTFLAGS"
+                    | "CARGO_MANIFEST_DIR"
+                    | "CARGO_MANIFEST_PATH"
+                    | "CARGO_MANIFEST_LINKS"
+                    | "CARGO_PRIMARY_PACKAGE"
+                    | "TARGET"
+                    | "HOST"
+                    | "PROFILE"
+                    | "OPT_LEVEL"
+                    | "DEBUG"
+                    | "OUT_DIR"
+                    | "NUM_JOBS"
+                    | "RUSTC_WORKSPACE_WRAPPER"
+                    | "S3LEASE_COMPONENT"
             );
+        if host_only {
+            build.env_remove(&*name);
         }
     }
+    let status = build.status().map_err(|e| format!("running cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "building the component failed ({status}); is the target installed? \
+             rustup target add wasm32-wasip2"
+        ));
+    }
+    let built = target_dir.join("wasm32-wasip2/release/s3_lease.wasm");
+    let origin = match wasm_opt(root) {
+        Some(wasm_opt) => {
+            let status = Command::new("python3")
+                .arg(root.join("scripts/optimize_component.py"))
+                .arg(&built)
+                .arg(&wasm_opt)
+                .status();
+            match status {
+                Ok(s) if s.success() => format!("built here, shrunk by {}", wasm_opt.display()),
+                _ => {
+                    warn("optimize_component.py failed: the component is embedded unshrunk");
+                    "built here, not shrunk (optimize_component.py failed)".to_string()
+                }
+            }
+        }
+        None => {
+            warn(
+                "no wasm-opt found (S3LEASE_WASM_OPT, .tools, PATH): the embedded component is \
+                 about 50 KB larger than scripts/setup.sh's (npm install binaryen@132.0.0)",
+            );
+            "built here, not shrunk (no wasm-opt)".to_string()
+        }
+    };
+    let bytes = std::fs::read(&built).map_err(|e| format!("reading {}: {e}", built.display()))?;
+    Ok((bytes, origin))
+}
+
+/// The wasm-opt setup.sh uses, else one the user names or has on PATH.
+fn wasm_opt(root: &Path) -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("S3LEASE_WASM_OPT").map(PathBuf::from),
+        Some(root.join(WASM_OPT_IN_TOOLS)),
+        Some(PathBuf::from("wasm-opt")),
+    ];
+    candidates.into_iter().flatten().find(|path| {
+        Command::new(path)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
 }

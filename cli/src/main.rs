@@ -11,6 +11,7 @@ mod preflight;
 mod signals;
 mod slots;
 mod supervise;
+mod version;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use exit::Failure;
@@ -139,6 +140,8 @@ enum Cmd {
     /// Probe the store (scratch objects, removed after): does it honour what
     /// a lock needs? Exits 81 when this configuration is not safe on it.
     Preflight,
+    /// This binary's version and the component it carries (size, sha256, origin).
+    Version,
 }
 
 #[derive(Args)]
@@ -247,6 +250,9 @@ fn main() {
         }
     };
     let json = cli.json;
+    if matches!(cli.command, Cmd::Version) {
+        std::process::exit(version::print(json));
+    }
     let code = match run(cli) {
         Ok(code) => code,
         Err(failure) => {
@@ -292,6 +298,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
     }
     match cli.command {
         Cmd::Preflight => preflight::preflight(&client, strategy, cli.json),
+        Cmd::Version => Ok(version::print(cli.json)),
         Cmd::Status { keys } => commands::status(&client, &keys, cli.json),
         Cmd::Acquire { hold, slots, wait } => match slots.options() {
             Some(slot) => commands::acquire_slot(&client, &hold.key, &options(&hold), slot, wait),

@@ -19,6 +19,10 @@ pub enum ComponentSource {
 const EMBEDDED: Option<&[u8]> = Some(include_bytes!(concat!(env!("OUT_DIR"), "/s3_lease.wasm")));
 #[cfg(not(s3lease_embedded))]
 const EMBEDDED: Option<&[u8]> = None;
+#[cfg(s3lease_embedded)]
+const EMBEDDED_ORIGIN: Option<&str> = Some(env!("S3LEASE_EMBEDDED_ORIGIN"));
+#[cfg(not(s3lease_embedded))]
+const EMBEDDED_ORIGIN: Option<&str> = None;
 
 impl ComponentSource {
     /// `S3LEASE_COMPONENT` if set, else the embedded component.
@@ -32,6 +36,18 @@ impl ComponentSource {
     /// Whether this library carries a component of its own.
     pub fn has_embedded() -> bool {
         EMBEDDED.is_some()
+    }
+
+    /// The component built into this library, if any: what `s3-lease
+    /// version` reports, so a binary can be matched to a build.
+    pub fn embedded_bytes() -> Option<&'static [u8]> {
+        EMBEDDED
+    }
+
+    /// How the embedded component was made (`build.rs`): "given: PATH" when
+    /// `S3LEASE_COMPONENT` named it at build time, else "built here, ...".
+    pub fn embedded_origin() -> Option<&'static str> {
+        EMBEDDED_ORIGIN
     }
 
     pub(crate) fn bytes(&self) -> Result<std::borrow::Cow<'_, [u8]>> {

@@ -3,6 +3,7 @@
 mod credentials;
 mod failover;
 mod faults;
+mod install;
 mod outputs;
 mod preflight;
 mod semaphores;
