@@ -3,15 +3,21 @@
 # against botocore, the host crate, the command line (the built binary), and the
 # integration suite (the built component in
 # wasmtime against a real S3 server: SeaweedFS on 127.0.0.1, started by the
-# suite, or the endpoint named by AWS_ENDPOINT_URL).
+# suite, or the endpoint named by AWS_ENDPOINT_URL); then the soak smoke, the
+# one-step install check and the demo's shared build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/setup.sh
-install_s3s_fs
-
 started=$(date +%s)
+source scripts/setup.sh
+setup_test_tools
+install_s3s_fs
+echo "test.sh: setup took $(($(date +%s) - started)) s"
+
+tests_started=$(date +%s)
 # --nocapture: the suite prints what it measured (request counts, sizes).
-echo "test.sh: cargo test --workspace (the first build compiles wasmtime: ~5 min on 2 cores)"
+# The same dependency build as the demo's (workspace-hack), so after the demo
+# this compiles only the test code (~3 min); on its own wasmtime too (~8 min).
+echo "test.sh: cargo test --workspace (builds, then runs ~450 tests; ~10 min after the demo on 2 cores)"
 cargo test --locked --workspace -- --nocapture
 
 # The soak smoke: 60 s of electors and fenced writes under seeded faults,
@@ -21,6 +27,17 @@ cargo test --locked --workspace -- --nocapture
 soak_started=$(date +%s)
 # `cargo test --workspace` built the soak binary with the workspace's
 # features; `cargo run -p host-test` would build wasmtime again with fewer.
+echo "test.sh: the soak smoke (60 s)"
 "${CARGO_TARGET_DIR:-target}/debug/soak" --seconds 60
-echo "test.sh: soak smoke took $(( $(date +%s) - soak_started )) s"
-echo "test.sh: all tests passed in $(( $(date +%s) - started )) s (after setup)"
+echo "test.sh: soak smoke took $(($(date +%s) - soak_started)) s"
+
+# One-step install: built without S3LEASE_COMPONENT, the command line builds
+# the component itself (host/build.rs); it must embed setup.sh's bytes.
+# --workspace keeps the test build's features (no second wasmtime build).
+echo "test.sh: one-step install: s3-lease built without S3LEASE_COMPONENT builds its own component (~1 min)"
+env -u S3LEASE_COMPONENT S3LEASE_SETUP_COMPONENT="$S3LEASE_COMPONENT" \
+    cargo test --locked --workspace --test cli -- install:: --include-ignored
+
+echo "test.sh: the demo's build shares the tests' (a drift would cost a second wasmtime build)"
+python3 scripts/check_demo_build_shared.py
+echo "test.sh: all tests passed in $(($(date +%s) - tests_started)) s after setup; $(($(date +%s) - started)) s in all"
