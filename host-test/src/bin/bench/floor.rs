@@ -52,8 +52,9 @@ impl Bare {
         }
     }
 
-    /// The bare request that costs no more than `sent` can: any PUT is a
-    /// conditional PUT of a small body; a GET is a 304 or a full GET.
+    /// The bare request that is the least `sent` can cost: the component's
+    /// PUTs are all conditional and of a lock object's size; a GET costs a
+    /// 304 or a full GET as the server answered.
     fn floor_of(sent: &Sent) -> Option<Bare> {
         match (sent.method.as_str(), sent.status) {
             ("PUT", _) => Some(Bare::ConditionalPut),
