@@ -81,6 +81,12 @@ impl Endpoint {
     }
 
     pub fn admin(&self) -> Result<Admin> {
+        Admin::new(self.client_config()?)
+    }
+
+    /// The crate's validated config for this endpoint, no key prefix: what
+    /// `s3::prepare` signs host-side requests with.
+    pub fn client_config(&self) -> Result<ClientConfig> {
         let raw = RawConfig {
             endpoint: self.url.clone(),
             region: self.region.clone(),
@@ -98,7 +104,7 @@ impl Endpoint {
             preflight: None,
             seal_key: None,
         };
-        Admin::new(ClientConfig::validate(raw).map_err(|e| anyhow::anyhow!("{e}"))?)
+        ClientConfig::validate(raw).map_err(|e| anyhow::anyhow!("{e}"))
     }
 
     /// From the `AWS_*` environment variables, when `AWS_ENDPOINT_URL` is set.

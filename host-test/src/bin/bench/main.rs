@@ -8,6 +8,10 @@
 //!   for the component through pooled keep-alive HTTP, through wasmtime's
 //!   default connection per request, and for a plain boto3 client of the
 //!   single-object design (`scripts/design_bench.py`), with the ratios;
+//! - the floor (`floor.rs`): the bare requests each operation sends,
+//!   signed ahead of time and sent by a plain keep-alive client, interleaved
+//!   with the component's operations, each operation's p50 as a ratio to
+//!   them, and where the rest of the call's time goes;
 //! - SigV4 signing of the same requests: inside a component (a wasm command
 //!   in wasmtime), the same code native, and the `aws-sigv4` crate.
 //!
@@ -17,6 +21,7 @@
 //! profile it ran on: a debug build of wasmtime runs several times slower.
 
 mod boto3;
+mod floor;
 mod sigv4;
 
 use anyhow::{bail, Context, Result};
@@ -304,6 +309,8 @@ fn main() -> Result<()> {
         "  (try-acquire here is of a key this client released a round before: 1 request for \
          the component, GET + PUT for the design client)"
     );
+
+    floor::run(&endpoint, &format!("{prefix}floor/"), rounds)?.print();
 
     let signing = sigv4::time(&sigv4_wasm(), 20_000)?;
     println!("\nSigV4, the same 3 requests (GET, conditional PUT, LIST), ns per signature");
