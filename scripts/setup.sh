@@ -89,9 +89,9 @@ export S3LEASE_PYTHON="$PWD/.venv/bin/python"
 # What only the tests need (test.sh calls it after the demo's part above).
 setup_test_tools() {
     if [ ! -x .tools/bin/wac ] || [ "$(.tools/bin/wac --version 2>/dev/null)" != "wac-cli 0.12.0" ]; then
-        echo "setup: installing wac-cli 0.12.0 into .tools (cargo install; ~3 min on 2 cores)"
+        echo "setup: installing wac-cli 0.12.0 into .tools (cargo install --debug; ~2 min on 2 cores)"
         timed "installing wac-cli" \
-            env -u CARGO_TARGET_DIR cargo install --locked --root .tools --no-default-features wac-cli@0.12.0
+            env -u CARGO_TARGET_DIR cargo install --debug --locked --root .tools --no-default-features wac-cli@0.12.0
     fi
     if [ ! -x examples/node/node_modules/.bin/jco ] ||
         [ examples/node/package-lock.json -nt examples/node/node_modules/.package-lock.json ]; then
@@ -109,11 +109,13 @@ setup_test_tools() {
 
 # s3s-fs: a real S3-compatible store that must fail the store preflight
 # (it ignores DELETE If-Match). Built from source, so only test.sh calls this.
+# Both tools are built --debug: they serve a few test requests, and the
+# unoptimized build takes about half the time of a release one.
 install_s3s_fs() {
     if [ ! -x .tools/bin/s3s-fs ]; then
-        echo "setup: installing s3s-fs 0.14.1 into .tools (a store the preflight must refuse; cargo install, ~4 min on 2 cores)"
+        echo "setup: installing s3s-fs 0.14.1 into .tools (a store the preflight must refuse; cargo install --debug, ~2 min on 2 cores)"
         timed "installing s3s-fs" \
-            env -u CARGO_TARGET_DIR cargo install --locked --root .tools --features binary "s3s-fs@=0.14.1"
+            env -u CARGO_TARGET_DIR cargo install --debug --locked --root .tools --features binary "s3s-fs@=0.14.1"
     fi
     export S3LEASE_S3S_FS="$PWD/.tools/bin/s3s-fs"
 }
