@@ -12,6 +12,7 @@
 use crate::bindings::{
     ElectorConfig, ElectorEvent, Lease, LockState, Role, StepResult, StopReason,
 };
+use crate::stats::ElectorStats;
 use crate::{Client, Error};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -50,12 +51,56 @@ struct State {
     last_error: Option<String>,
     stop: Option<Stop>,
     events: Sender<ElectionEvent>,
+    stats: ElectorStats,
 }
 
 impl State {
+    fn new(events: Sender<ElectionEvent>) -> State {
+        State {
+            role: Role::Candidate,
+            leading_until: None,
+            last_error: None,
+            stop: None,
+            events,
+            stats: ElectorStats::default(),
+        }
+    }
+
     /// A receiver that went away just stops listening.
-    fn report(&self, event: ElectionEvent) {
+    fn report(&mut self, event: ElectionEvent) {
+        match &event {
+            ElectionEvent::BecameLeader(lease) => {
+                self.stats.leadership_changes += 1;
+                self.stats.leader_token = Some(lease.token);
+                self.stats.leader_holder = Some(lease.holder_id.clone());
+            }
+            ElectionEvent::StoppedLeading(_) => self.stats.leadership_changes += 1,
+            ElectionEvent::LeaderChanged(seen) => {
+                self.stats.leader_token = seen.as_ref().map(|s| s.token);
+                self.stats.leader_holder = seen.as_ref().map(|s| s.holder_id.clone());
+            }
+            ElectionEvent::Failed(_) => {}
+        }
         let _ = self.events.send(event);
+    }
+
+    /// Counts a step that was sent at `sent` and took `took`.
+    fn record_step(&mut self, was_leading: bool, sent: Instant, took: Duration, failed: bool) {
+        let stats = &mut self.stats;
+        stats.steps += 1;
+        if failed {
+            stats.failed_steps += 1;
+            return;
+        }
+        stats.last_success = Some(sent);
+        match (was_leading, self.leading_until.is_some()) {
+            (true, true) => {
+                stats.last_renew = Some(sent);
+                stats.renew_latency.observe(took);
+            }
+            (false, true) => stats.acquire_latency.observe(took),
+            _ => {}
+        }
     }
 
     /// Leadership ended (if it had not already): say so once.
@@ -99,13 +144,7 @@ impl Elector {
         let handle = client.call(|i| i.elector(config))?;
         let (tx, events) = channel();
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
-                role: Role::Candidate,
-                leading_until: None,
-                last_error: None,
-                stop: None,
-                events: tx,
-            }),
+            state: Mutex::new(State::new(tx)),
             wake: Condvar::new(),
         });
         let watchdog = {
@@ -170,6 +209,19 @@ impl Elector {
         self.shared.lock().last_error.clone()
     }
 
+    /// What this elector has done so far: see [`ElectorStats`].
+    pub fn stats(&self) -> ElectorStats {
+        self.watcher().stats()
+    }
+
+    /// A handle another thread can read the role and stats through (a
+    /// status endpoint, a metrics exporter) while this one supervises.
+    pub fn watcher(&self) -> ElectorWatcher {
+        ElectorWatcher {
+            shared: self.shared.clone(),
+        }
+    }
+
     /// Releases the lease if leading and stops campaigning.
     pub fn resign(mut self) -> Result<(), Error> {
         self.stop(Stop::Resign)
@@ -188,6 +240,37 @@ impl Elector {
             Some(Err(_)) => Err(Error::Trap("the elector thread panicked".into())),
             None => Ok(()),
         }
+    }
+}
+
+/// Reads an [`Elector`]'s role and stats from any thread; it never steps,
+/// so reading cannot delay a renew.
+#[derive(Clone)]
+pub struct ElectorWatcher {
+    shared: Arc<Shared>,
+}
+
+impl ElectorWatcher {
+    /// As [`Elector::stats`]; `leading` is judged by the watchdog's rule,
+    /// as [`Elector::role`] is.
+    pub fn stats(&self) -> ElectorStats {
+        let mut state = self.shared.lock();
+        let leading = state.check_deadline(Instant::now());
+        let mut stats = state.stats.clone();
+        stats.leading = leading;
+        stats
+    }
+
+    /// As [`Elector::role`].
+    pub fn role(&self) -> Role {
+        let mut state = self.shared.lock();
+        state.check_deadline(Instant::now());
+        state.role.clone()
+    }
+
+    /// As [`Elector::last_error`].
+    pub fn last_error(&self) -> Option<String> {
+        self.shared.lock().last_error.clone()
     }
 }
 
@@ -219,6 +302,8 @@ fn watch_deadline(shared: &Shared) {
 fn step_until_stopped(client: Client, handle: ResourceAny, shared: &Shared) -> Result<(), Error> {
     loop {
         let generation = client.credentials_refreshes();
+        let sent = Instant::now();
+        let was_leading = shared.lock().leading_until.is_some();
         let step = match client.call(|i| i.step(handle).map(Ok)) {
             Ok(step) => step,
             Err(e) => {
@@ -244,8 +329,10 @@ fn step_until_stopped(client: Client, handle: ResourceAny, shared: &Shared) -> R
         } else {
             now + Duration::from_millis(step.next_step_in_ms)
         };
+        let failed = step.last_error.is_some();
         let mut state = shared.lock();
         apply(&mut state, step, now);
+        state.record_step(was_leading, sent, now - sent, failed);
         shared.wake.notify_all();
         while state.stop.is_none() && Instant::now() < next {
             let wait = next.saturating_duration_since(Instant::now());
@@ -337,14 +424,7 @@ mod tests {
         // The clock's origin is set on first use: before any `now` here.
         crate::monotonic::instant_of_ms(0);
         let (tx, rx) = channel();
-        let state = State {
-            role: Role::Candidate,
-            leading_until: None,
-            last_error: None,
-            stop: None,
-            events: tx,
-        };
-        (state, rx)
+        (State::new(tx), rx)
     }
 
     /// A step result whose leadership ends at `until`, on the component's
@@ -436,5 +516,31 @@ mod tests {
             ]
         );
         assert!(matches!(s.role, Role::Leader(_)));
+    }
+    #[test]
+    fn stats_count_leadership_changes_renews_and_the_last_success() {
+        let (mut s, _rx) = state();
+        let t0 = Instant::now();
+        let won = step(
+            Role::Leader(lease(7)),
+            vec![ElectorEvent::BecameLeader(lease(7))],
+            Some(t0 + Duration::from_secs(5)),
+        );
+        apply(&mut s, won, t0);
+        s.record_step(false, t0, Duration::from_millis(3), false);
+        let renewed = step(Role::Leader(lease(7)), vec![], Some(t0 + Duration::from_secs(6)));
+        let t1 = t0 + Duration::from_secs(1);
+        apply(&mut s, renewed, t1);
+        s.record_step(true, t1, Duration::from_millis(2), false);
+        s.record_step(true, t1, Duration::from_millis(2), true);
+        assert_eq!(s.stats.leader_token, Some(7));
+        assert_eq!(s.stats.leadership_changes, 1);
+        assert_eq!((s.stats.steps, s.stats.failed_steps), (3, 1));
+        assert_eq!(s.stats.acquire_latency.count, 1);
+        assert_eq!(s.stats.renew_latency.count, 1);
+        assert_eq!(s.stats.last_renew, Some(t1));
+        assert_eq!(s.stats.last_success, Some(t1));
+        s.check_deadline(t0 + Duration::from_secs(7));
+        assert_eq!(s.stats.leadership_changes, 2);
     }
 }

@@ -12,6 +12,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use std::future::Future;
+use crate::stats::RequestCounts;
 use std::sync::Arc;
 use std::time::Duration;
 use wasmtime_wasi_http::default_send_request;
@@ -173,8 +174,12 @@ pub fn full(bytes: Bytes) -> WasiBody {
         .boxed_unsync()
 }
 
-/// The wasi-http hooks of a plain instance: every request goes to the sender.
-pub struct SendHooks(pub HttpSender);
+/// The wasi-http hooks of a plain instance: every request goes to the
+/// sender, and is counted by operation and outcome.
+pub struct SendHooks {
+    pub sender: HttpSender,
+    pub counts: Arc<RequestCounts>,
+}
 
 impl WasiHttpHooks for SendHooks {
     fn send_request(
@@ -183,6 +188,17 @@ impl WasiHttpHooks for SendHooks {
         options: Option<RequestOptions>,
         _fut: IoFuture,
     ) -> ResponseFuture {
-        self.0.send(request, options)
+        let op = crate::stats::operation(request.method(), request.uri());
+        let counts = self.counts.clone();
+        let sent = self.sender.send(request, options);
+        Box::new(async move {
+            let result = Box::into_pin(sent).await;
+            let outcome = match &result {
+                Ok((response, _)) => response.status().as_u16().to_string(),
+                Err(_) => "error".to_string(),
+            };
+            counts.record(op, outcome);
+            result
+        })
     }
 }

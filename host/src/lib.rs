@@ -33,6 +33,7 @@ pub mod monotonic;
 pub mod raw;
 mod runtime;
 mod source;
+pub mod stats;
 
 /// What [`Client::preflight`] reports.
 pub use bindings::{Capability, CapabilityResult, ClockOffset, PreflightReport, Verdict};
@@ -40,9 +41,10 @@ pub use client::Client;
 pub use compile_cache::{CacheOutcome, CompileCache};
 pub use config::S3Config;
 pub use credentials::{AwsChain, CredentialsSource, FetchedCredentials, SharedSource};
-pub use elector::{ElectionEvent, Elector};
+pub use elector::{ElectionEvent, Elector, ElectorWatcher};
 pub use error::Error;
 pub use guard::{LeaseGuard, LostReason};
 pub use raw::RawInstance;
 pub use runtime::{InstanceOptions, LoadReport, Runtime, RuntimeOptions, State};
 pub use source::ComponentSource;
+pub use stats::{ElectorStats, LatencyHistogram, RequestCounts};

@@ -4,6 +4,7 @@ use crate::bindings::{LeaseApi, LeaseApiPre};
 use crate::compile_cache::{CacheOutcome, CompileCache};
 use crate::http::{HttpSender, SendHooks};
 use crate::raw::RawInstance;
+use crate::stats::RequestCounts;
 use crate::source::ComponentSource;
 use anyhow::{Context, Result};
 use std::sync::Arc;
@@ -97,6 +98,7 @@ pub struct Runtime {
     engine: Engine,
     pre: LeaseApiPre<State>,
     http: HttpSender,
+    requests: Arc<RequestCounts>,
     report: LoadReport,
 }
 
@@ -131,6 +133,7 @@ impl Runtime {
             engine,
             pre,
             http,
+            requests: Arc::default(),
             report,
         })
     }
@@ -149,6 +152,12 @@ impl Runtime {
         &self.http
     }
 
+    /// Requests sent by this runtime's instances through its own sender (not
+    /// those of instances given hooks of their own), by operation and outcome.
+    pub fn request_counts(&self) -> &Arc<RequestCounts> {
+        &self.requests
+    }
+
     /// The linked, not yet instantiated component, for hosts that bind to
     /// it with other bindings (an older version of the WIT, say).
     pub fn instance_pre(&self) -> &InstancePre<State> {
@@ -164,7 +173,12 @@ impl Runtime {
         }
         let hooks = options
             .hooks
-            .unwrap_or_else(|| Box::new(SendHooks(self.http.clone())));
+            .unwrap_or_else(|| {
+                Box::new(SendHooks {
+                    sender: self.http.clone(),
+                    counts: self.requests.clone(),
+                })
+            });
         let state = State {
             wasi: wasi.build(),
             table: ResourceTable::new(),

@@ -1,0 +1,151 @@
+//! Figures an operator watches, kept by the host as it works: what an
+//! elector did (role, token, leadership changes, renew and acquire
+//! latency, the last success) and the requests a runtime sent, by operation
+//! and outcome. Plain data, so an embedder exports them however it likes;
+//! the command line turns them into Prometheus metrics (`--serve`).
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Upper bounds of the latency buckets, in seconds: a loopback store
+/// answers in about a millisecond, S3 in tens, a renew deadline is seconds.
+pub const LATENCY_BUCKETS_SECONDS: [f64; 12] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+];
+
+/// A latency histogram: counts per bucket of [`LATENCY_BUCKETS_SECONDS`]
+/// (each count is of observations at or below that bound and above the
+/// previous one; `above` is past the last bound), their sum and count.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LatencyHistogram {
+    pub buckets: [u64; LATENCY_BUCKETS_SECONDS.len()],
+    pub above: u64,
+    pub sum_seconds: f64,
+    pub count: u64,
+}
+
+impl LatencyHistogram {
+    pub fn observe(&mut self, latency: Duration) {
+        let seconds = latency.as_secs_f64();
+        match LATENCY_BUCKETS_SECONDS.iter().position(|&b| seconds <= b) {
+            Some(i) => self.buckets[i] += 1,
+            None => self.above += 1,
+        }
+        self.sum_seconds += seconds;
+        self.count += 1;
+    }
+
+    /// `(upper bound, observations at or below it)`, as Prometheus wants
+    /// them, ending with `+Inf`.
+    pub fn cumulative(&self) -> Vec<(f64, u64)> {
+        let mut total = 0;
+        let mut out: Vec<(f64, u64)> = LATENCY_BUCKETS_SECONDS
+            .iter()
+            .zip(self.buckets)
+            .map(|(&bound, n)| {
+                total += n;
+                (bound, total)
+            })
+            .collect();
+        out.push((f64::INFINITY, total + self.above));
+        out
+    }
+}
+
+/// What an [`crate::Elector`] has done since it started.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ElectorStats {
+    /// Whether this process leads now (by the host's watchdog).
+    pub leading: bool,
+    /// The fencing token of the leader as this process last knew it (its
+    /// own while it leads); `None` when no one was seen to lead.
+    pub leader_token: Option<u64>,
+    /// The leader's holder id, as last known.
+    pub leader_holder: Option<String>,
+    /// Times this process became leader or stopped leading.
+    pub leadership_changes: u64,
+    /// Steps taken, and how many of them failed (their attempt got no
+    /// answer it could use; the elector keeps trying).
+    pub steps: u64,
+    pub failed_steps: u64,
+    /// When the last step that reached the store and got an answer was
+    /// sent (a renew while leading, a look or a try while not).
+    pub last_success: Option<Instant>,
+    /// When the last successful renew was sent (not counting the grant).
+    pub last_renew: Option<Instant>,
+    /// How long steps that renewed took.
+    pub renew_latency: LatencyHistogram,
+    /// How long the steps that won leadership took.
+    pub acquire_latency: LatencyHistogram,
+}
+
+/// Requests a runtime's instances sent through its own sender, by operation
+/// (`get`, `head`, `put`, `delete`, `list`, `post`) and outcome (the HTTP
+/// status, or `error` when no answer came).
+#[derive(Debug, Default)]
+pub struct RequestCounts {
+    counts: Mutex<BTreeMap<(&'static str, String), u64>>,
+}
+
+impl RequestCounts {
+    pub(crate) fn record(&self, op: &'static str, outcome: String) {
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        *counts.entry((op, outcome)).or_default() += 1;
+    }
+
+    /// `(operation, outcome, count)`, sorted.
+    pub fn snapshot(&self) -> Vec<(&'static str, String, u64)> {
+        let counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        counts
+            .iter()
+            .map(|((op, outcome), n)| (*op, outcome.clone(), *n))
+            .collect()
+    }
+}
+
+/// The operation an S3 request performs, from its method and query.
+pub(crate) fn operation(method: &http::Method, uri: &http::Uri) -> &'static str {
+    let listing = uri
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| p == "list-type=2"));
+    match *method {
+        http::Method::GET if listing => "list",
+        http::Method::GET => "get",
+        http::Method::HEAD => "head",
+        http::Method::PUT => "put",
+        http::Method::DELETE => "delete",
+        http::Method::POST => "post",
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_histogram_counts_each_latency_in_its_bucket_and_cumulates_for_prometheus() {
+        let mut h = LatencyHistogram::default();
+        h.observe(Duration::from_micros(800));
+        h.observe(Duration::from_millis(3));
+        h.observe(Duration::from_secs(9));
+        let c = h.cumulative();
+        assert_eq!(c[0], (0.001, 1));
+        assert_eq!(c[2], (0.005, 2));
+        assert_eq!(c.last(), Some(&(f64::INFINITY, 3)));
+        assert_eq!(h.count, 3);
+        assert!((h.sum_seconds - 9.0038).abs() < 1e-9);
+    }
+
+    #[test]
+    fn operations_are_named_from_method_and_query() {
+        let get = http::Method::GET;
+        assert_eq!(operation(&get, &"http://s/b/k".parse().unwrap()), "get");
+        assert_eq!(
+            operation(&get, &"http://s/b?list-type=2&prefix=p".parse().unwrap()),
+            "list"
+        );
+        assert_eq!(operation(&http::Method::PUT, &"http://s/b/k".parse().unwrap()), "put");
+    }
+}
