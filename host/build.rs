@@ -140,7 +140,7 @@ fn build_component(out: &Path) -> Result<(Vec<u8>, String), String> {
     }
     let built = target_dir.join("wasm32-wasip2/release/s3_lease.wasm");
     let origin = match wasm_opt(root) {
-        Some(wasm_opt) => {
+        Ok(wasm_opt) => {
             let status = Command::new("python3")
                 .arg(root.join("scripts/optimize_component.py"))
                 .arg(&built)
@@ -154,11 +154,11 @@ fn build_component(out: &Path) -> Result<(Vec<u8>, String), String> {
                 }
             }
         }
-        None => {
-            warn(
-                "no wasm-opt found (S3LEASE_WASM_OPT, .tools, PATH): the embedded component is \
-                 about 50 KB larger than scripts/setup.sh's (npm install binaryen@132.0.0)",
-            );
+        Err(tried) => {
+            warn(&format!(
+                "no wasm-opt found ({tried}): the embedded component is about 50 KB larger \
+                 than scripts/setup.sh's (npm install binaryen@132.0.0, or set S3LEASE_WASM_OPT)"
+            ));
             "built here, not shrunk (no wasm-opt)".to_string()
         }
     };
@@ -166,17 +166,26 @@ fn build_component(out: &Path) -> Result<(Vec<u8>, String), String> {
     Ok((bytes, origin))
 }
 
-/// The wasm-opt setup.sh uses, else one the user names or has on PATH.
-fn wasm_opt(root: &Path) -> Option<PathBuf> {
+/// The wasm-opt setup.sh uses, else one the user names or has on PATH;
+/// `Err` says why none ran.
+fn wasm_opt(root: &Path) -> Result<PathBuf, String> {
     let candidates = [
         std::env::var_os("S3LEASE_WASM_OPT").map(PathBuf::from),
         Some(root.join(WASM_OPT_IN_TOOLS)),
         Some(PathBuf::from("wasm-opt")),
     ];
-    candidates.into_iter().flatten().find(|path| {
-        Command::new(path)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
+    let mut tried = Vec::new();
+    for path in candidates.into_iter().flatten() {
+        match Command::new(&path).arg("--version").output() {
+            Ok(out) if out.status.success() => return Ok(path),
+            Ok(out) => tried.push(format!(
+                "{}: {} {}",
+                path.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(e) => tried.push(format!("{}: {e}", path.display())),
+        }
+    }
+    Err(tried.join("; "))
 }

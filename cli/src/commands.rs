@@ -11,14 +11,27 @@ use std::io::{Read, Write};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
+/// A key's lock, and its semaphore when it is one.
+type KeyState = (Option<LockState>, Option<SemaphoreState>);
+
+fn read_key(client: &Client, key: &str) -> Result<KeyState, Failure> {
+    // A semaphore's read says it all; a lock's is read (a 304) again.
+    Ok(match client.inspect_slots(key)? {
+        Some(sem) => (Some(sem.lock.clone()), Some(sem)),
+        None => (client.inspect(key)?, None),
+    })
+}
+
+/// One key as `status --json` prints it (`--serve`'s `/status` too).
+pub fn status_value(client: &Client, key: &str) -> Result<Value, Failure> {
+    let (state, slots) = read_key(client, key)?;
+    Ok(json::state(key, state.as_ref(), slots.as_ref()))
+}
+
 pub fn status(client: &Client, keys: &[String], as_json: bool) -> Result<i32, Failure> {
     let mut rows = Vec::new();
     for key in keys {
-        // A semaphore's read says it all; a lock's is read (a 304) again.
-        let (state, slots) = match client.inspect_slots(key)? {
-            Some(sem) => (Some(sem.lock.clone()), Some(sem)),
-            None => (client.inspect(key)?, None),
-        };
+        let (state, slots) = read_key(client, key)?;
         rows.push((key.clone(), state, slots));
     }
     if as_json {

@@ -7,7 +7,10 @@ mod commands;
 mod duration;
 mod exit;
 mod json;
+mod log;
+mod metrics;
 mod preflight;
+mod serve;
 mod signals;
 mod slots;
 mod supervise;
@@ -84,6 +87,16 @@ struct Cli {
     /// No progress lines on stderr (errors are still printed).
     #[arg(long, short, global = true)]
     quiet: bool,
+    /// Progress lines as people read them (`s3-lease: …`), or one JSON
+    /// object per line (ts, event, key, holder, token, message).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "human",
+        env = "S3LEASE_LOG_FORMAT",
+        global = true
+    )]
+    log_format: log::LogFormat,
     #[command(subcommand)]
     command: Cmd,
 }
@@ -194,6 +207,11 @@ struct RunArgs {
     /// gone before its lease can run out).
     #[arg(long, value_parser = duration::parse)]
     kill_after: Option<Duration>,
+    /// Serve /status (JSON), /healthz (200, or 503 once the store has not
+    /// answered for the renew deadline) and /metrics (Prometheus) on ADDR,
+    /// e.g. 127.0.0.1:9464 (port 0: any free port; the line on stderr says which).
+    #[arg(long, value_name = "ADDR")]
+    serve: Option<String>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
@@ -213,6 +231,11 @@ struct ElectArgs {
     /// (default: 10s or ttl/4, whichever is shorter).
     #[arg(long, value_parser = duration::parse)]
     kill_after: Option<Duration>,
+    /// Serve /status (JSON), /healthz (200, or 503 once the store has not
+    /// answered for the renew deadline) and /metrics (Prometheus) on ADDR,
+    /// e.g. 127.0.0.1:9464 (port 0: any free port; the line on stderr says which).
+    #[arg(long, value_name = "ADDR", conflicts_with = "watch")]
+    serve: Option<String>,
     #[arg(last = true, required_unless_present = "watch", value_name = "CMD")]
     command: Vec<String>,
 }
@@ -249,9 +272,10 @@ fn main() {
             std::process::exit(code);
         }
     };
-    let json = cli.json;
+    let json = cli.json || cli.log_format == log::LogFormat::Json;
+    log::set_format(cli.log_format);
     if matches!(cli.command, Cmd::Version) {
-        std::process::exit(version::print(json));
+        std::process::exit(version::print(cli.json));
     }
     let code = match run(cli) {
         Ok(code) => code,
@@ -259,7 +283,7 @@ fn main() {
             if json {
                 eprintln!(
                     "{}",
-                    serde_json::json!({"error": failure.message, "exit_code": failure.code})
+                    serde_json::json!({"event": "error", "error": failure.message, "exit_code": failure.code})
                 );
             } else {
                 eprintln!("s3-lease: {}", failure.message);
@@ -325,19 +349,31 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                 commands::fenced_delete(&client, lease.as_deref(), &object)
             }
         },
+        Cmd::Run(args) if args.slots.options().is_some() && args.serve.is_some() => {
+            Err(Failure::new(
+                exit::USAGE,
+                "--serve is offered with plain locks and elect, not yet with --limit or --fair",
+            ))
+        }
         Cmd::Run(args) if args.slots.options().is_some() => {
             let slot = args.slots.options().unwrap_or(SlotOptions {
                 limit: 1,
                 fair: false,
             });
+            let slot_options = options(&args.hold);
             if !cli.quiet {
                 if let Some(line) = credentials_line(&config) {
-                    eprintln!("s3-lease: {line}");
+                    let about = log::About {
+                        key: &args.hold.key,
+                        holder: slot_options.holder_id.as_deref(),
+                        token: None,
+                    };
+                    log::say("credentials", &about, &line);
                 }
             }
             let run = slots::SlotRun {
                 key: args.hold.key.clone(),
-                options: options(&args.hold),
+                options: slot_options,
                 slot,
                 command: args.command,
                 env: child_env(&config),
@@ -356,8 +392,9 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                 kill_after: args.kill_after,
                 wait: args.wait,
                 mode: Mode::Once,
+                serve: args.serve,
             };
-            hold_while_running(&client, &config, &args.hold, hold, cli.quiet)
+            hold_while_running(&runtime, &client, &config, &args.hold, hold, cli.quiet)
         }
         Cmd::Elect(args) if args.watch => commands::watch(
             &client,
@@ -372,8 +409,9 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                 kill_after: args.kill_after,
                 wait: None,
                 mode: Mode::EveryTerm,
+                serve: args.serve,
             };
-            hold_while_running(&client, &config, &args.hold, hold, cli.quiet)
+            hold_while_running(&runtime, &client, &config, &args.hold, hold, cli.quiet)
         }
     }
 }
@@ -384,34 +422,64 @@ struct Holding {
     kill_after: Option<Duration>,
     wait: Option<Duration>,
     mode: Mode,
+    /// `--serve ADDR`.
+    serve: Option<String>,
 }
 
 /// Campaigns for `hold.key` through an elector and runs the command while
 /// leading (`run`: once; `elect`: every term).
 fn hold_while_running(
+    runtime: &Runtime,
     client: &Client,
     config: &S3Config,
     hold: &Hold,
     how: Holding,
     quiet: bool,
 ) -> Result<i32, Failure> {
-    if !quiet {
-        if let Some(line) = credentials_line(config) {
-            eprintln!("s3-lease: {line}");
+    let elector_config = elector_config(hold)?;
+    let holder = elector_config.holder_id.clone().unwrap_or_default();
+    let say = |event: &str, line: &str| {
+        if !quiet {
+            let about = log::About {
+                key: &hold.key,
+                holder: Some(&holder),
+                token: None,
+            };
+            log::say(event, &about, line);
         }
+    };
+    if let Some(line) = credentials_line(config) {
+        say("credentials", &line);
     }
-    let elector = client.elect(&elector_config(hold)?)?;
+    let elector = client.elect(&elector_config)?;
+    if let Some(addr) = &how.serve {
+        let endpoint = serve::Endpoint {
+            sources: metrics::Sources {
+                key: hold.key.clone(),
+                elector: elector.watcher(),
+                requests: runtime.request_counts().clone(),
+            },
+            status_client: Client::connect(runtime, config)?,
+            holder: holder.clone(),
+            renew_deadline: Duration::from_millis(elector_config.renew_deadline_ms),
+        };
+        let bound = serve::start(addr, endpoint).map_err(|e| Failure::new(exit::USAGE, e))?;
+        say(
+            "serving",
+            &format!("serving status, health and metrics on http://{bound}"),
+        );
+    }
     // Leadership ends at ttl/2 without a renew; the lease lives the other
     // half. A command still running past that may overlap the next holder's.
     let kill_after = how
         .kill_after
         .unwrap_or_else(|| (hold.ttl / 4).min(Duration::from_secs(10)));
-    if kill_after >= hold.ttl / 2 && !quiet {
-        eprintln!(
-            "s3-lease: warning: --kill-after {} is not below half the ttl ({}): a command that ignores SIGTERM may still run when the next holder starts",
+    if kill_after >= hold.ttl / 2 {
+        say("warning", &format!(
+            "warning: --kill-after {} is not below half the ttl ({}): a command that ignores SIGTERM may still run when the next holder starts",
             duration::show(kill_after),
             duration::show(hold.ttl / 2)
-        );
+        ));
     }
     let supervision = Supervision {
         key: hold.key.clone(),
@@ -421,13 +489,17 @@ fn hold_while_running(
         wait: how.wait,
         retry_period: retry_period(hold.ttl),
         quiet,
+        holder: holder.clone(),
         mode: how.mode,
         signals: catch_signals()?,
     };
     let outcome = supervise::supervise(elector, supervision);
     let refreshes = client.credentials_refreshes();
-    if refreshes > 0 && !quiet {
-        eprintln!("s3-lease: the credentials were refreshed {refreshes} times meanwhile");
+    if refreshes > 0 {
+        say(
+            "credentials-refreshed",
+            &format!("the credentials were refreshed {refreshes} times meanwhile"),
+        );
     }
     outcome
 }

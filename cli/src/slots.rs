@@ -36,9 +36,15 @@ pub struct SlotRun {
 }
 
 impl SlotRun {
-    fn say(&self, line: impl AsRef<str>) {
+    /// A progress line about this key (see `log`); `token` when known.
+    fn say(&self, event: &str, token: Option<u64>, line: impl AsRef<str>) {
         if !self.quiet {
-            eprintln!("s3-lease: {}", line.as_ref());
+            let about = crate::log::About {
+                key: &self.key,
+                holder: self.options.holder_id.as_deref(),
+                token,
+            };
+            crate::log::say(event, &about, line.as_ref());
         }
     }
 
@@ -66,19 +72,24 @@ pub fn run_in_slot(client: &Client, r: SlotRun) -> Result<i32, Failure> {
     let (lease, sent) = match wait_for_slot(client, &r)? {
         Waited::Granted(lease, sent) => (lease, sent),
         Waited::Signalled(signal) => {
-            r.say(format!(
-                "{} while waiting; giving up",
-                signals::name(signal)
-            ));
+            r.say(
+                "gave-up",
+                None,
+                format!("{} while waiting; giving up", signals::name(signal)),
+            );
             r.leave(client);
             return Ok(128 + signal);
         }
     };
     let guard = client.guard(lease.clone(), sent, r.ttl() / 2);
-    r.say(format!(
-        "acquired a slot of {} (limit {}) with fencing token {} (holder {})",
-        r.key, r.slot.limit, lease.token, lease.holder_id
-    ));
+    r.say(
+        "acquired",
+        Some(lease.token),
+        format!(
+            "acquired a slot of {} (limit {}) with fencing token {} (holder {})",
+            r.key, r.slot.limit, lease.token, lease.holder_id
+        ),
+    );
     let mut child = spawn_command(&r.command, &r.env, &r.key, &lease)?;
     let mut lost: Option<(String, Instant)> = None;
     let mut forwarded = None;
@@ -96,31 +107,41 @@ pub fn run_in_slot(client: &Client, r: SlotRun) -> Result<i32, Failure> {
             }
             let released = guard.release();
             match (forwarded, released) {
-                (Some(signal), _) => r.say(format!(
-                    "the command ended after {}; released the slot of {}",
-                    signals::name(signal),
-                    r.key
-                )),
-                (None, Ok(())) => r.say(format!(
-                    "released the slot of {} (token {})",
-                    r.key, lease.token
-                )),
-                (None, Err(e)) => r.say(format!("could not release (it will expire): {e}")),
+                (Some(signal), _) => r.say(
+                    "released",
+                    Some(lease.token),
+                    format!(
+                        "the command ended after {}; released the slot of {}",
+                        signals::name(signal),
+                        r.key
+                    ),
+                ),
+                (None, Ok(())) => r.say(
+                    "released",
+                    Some(lease.token),
+                    format!("released the slot of {} (token {})", r.key, lease.token),
+                ),
+                (None, Err(e)) => r.say(
+                    "release-failed",
+                    Some(lease.token),
+                    format!("could not release (it will expire): {e}"),
+                ),
             }
             return Ok(exit_code(status));
         }
         if let Ok(signal) = r.signals.try_recv() {
-            r.say(format!(
-                "forwarding {} to the command",
-                signals::name(signal)
-            ));
+            r.say(
+                "signal-forwarded",
+                None,
+                format!("forwarding {} to the command", signals::name(signal)),
+            );
             signals::send(child.id(), signal);
             forwarded = Some(signal);
         }
         if lost.is_none() {
             if let Some(why) = guard.lost() {
                 let reason = describe(&why);
-                r.say(format!(
+                r.say("lost", None, format!(
                     "lost the slot of {} ({reason}): sending SIGTERM to the command (pid {}), SIGKILL in {}",
                     r.key,
                     child.id(),
@@ -132,7 +153,7 @@ pub fn run_in_slot(client: &Client, r: SlotRun) -> Result<i32, Failure> {
         }
         if let Some((_, at)) = &lost {
             if !killed && at.elapsed() >= r.kill_after {
-                r.say("the command outlived --kill-after: SIGKILL");
+                r.say("killed", None, "the command outlived --kill-after: SIGKILL");
                 signals::send(child.id(), libc::SIGKILL);
                 killed = true;
             }
@@ -159,7 +180,11 @@ fn wait_for_slot(client: &Client, r: &SlotRun) -> Result<Waited, Failure> {
             Ok(SlotAttempt::Granted(lease)) => return Ok(Waited::Granted(lease, sent)),
             Ok(SlotAttempt::Queued(place)) => {
                 if last_place != Some(place) {
-                    r.say(format!("waiting for {}: place {place} in the queue", r.key));
+                    r.say(
+                        "queued",
+                        None,
+                        format!("waiting for {}: place {place} in the queue", r.key),
+                    );
                     last_place = Some(place);
                 }
                 format!("place {place} in the queue")
@@ -196,11 +221,15 @@ fn wait_for_slot(client: &Client, r: &SlotRun) -> Result<Waited, Failure> {
         }
         if now >= next_line {
             next_line = now + WAIT_LINE_EVERY;
-            r.say(format!(
-                "waiting for {} ({} so far): {standing}",
-                r.key,
-                show(started.elapsed())
-            ));
+            r.say(
+                "waiting",
+                None,
+                format!(
+                    "waiting for {} ({} so far): {standing}",
+                    r.key,
+                    show(started.elapsed())
+                ),
+            );
         }
         // Jitter, so waiters that started together do not look together.
         let jitter = Duration::from_millis(u64::from(sent.elapsed().subsec_nanos() % 50));

@@ -46,14 +46,22 @@ pub struct Supervision {
     /// The elector's retry period: the first attempt takes at most this.
     pub retry_period: Duration,
     pub quiet: bool,
+    /// Our holder id, for machine-readable log lines.
+    pub holder: String,
     pub mode: Mode,
     pub signals: Receiver<i32>,
 }
 
 impl Supervision {
-    fn say(&self, line: impl AsRef<str>) {
+    /// A progress line about this key (see `log`); `token` when known.
+    fn say(&self, event: &str, token: Option<u64>, line: impl AsRef<str>) {
         if !self.quiet {
-            eprintln!("s3-lease: {}", line.as_ref());
+            let about = crate::log::About {
+                key: &self.key,
+                holder: Some(&self.holder),
+                token,
+            };
+            crate::log::say(event, &about, line.as_ref());
         }
     }
 }
@@ -86,10 +94,11 @@ pub fn supervise(elector: Elector, s: Supervision) -> Result<i32, Failure> {
             None => match campaign(elector.as_ref(), &s, started) {
                 Ok(Campaign::Won(lease)) => lease,
                 Ok(Campaign::Signalled(signal)) => {
-                    s.say(format!(
-                        "{} while waiting; giving up",
-                        signals::name(signal)
-                    ));
+                    s.say(
+                        "gave-up",
+                        None,
+                        format!("{} while waiting; giving up", signals::name(signal)),
+                    );
                     resign(&mut elector);
                     return Ok(128 + signal);
                 }
@@ -102,30 +111,46 @@ pub fn supervise(elector: Elector, s: Supervision) -> Result<i32, Failure> {
         // Leadership may have ended between the win and now (a stalled
         // process): never start the command outside it.
         if elector.as_ref().and_then(Elector::leading_until).is_none() {
-            s.say(format!(
-                "leadership of {} ended before the command could start; campaigning again",
-                s.key
-            ));
+            s.say(
+                "ended-before-start",
+                Some(lease.token),
+                format!(
+                    "leadership of {} ended before the command could start; campaigning again",
+                    s.key
+                ),
+            );
             continue;
         }
-        s.say(format!(
-            "acquired {} with fencing token {} (holder {})",
-            s.key, lease.token, lease.holder_id
-        ));
+        s.say(
+            "acquired",
+            Some(lease.token),
+            format!(
+                "acquired {} with fencing token {} (holder {})",
+                s.key, lease.token, lease.holder_id
+            ),
+        );
         let mut child = spawn(&s, &lease)?;
         match watch(&mut child, &mut elector, &s) {
             Term::Exited(status) => {
                 resign(&mut elector);
-                s.say(format!("released {} (token {})", s.key, lease.token));
+                s.say(
+                    "released",
+                    Some(lease.token),
+                    format!("released {} (token {})", s.key, lease.token),
+                );
                 return Ok(exit_code(status));
             }
             Term::Signalled(signal, status) => {
                 resign(&mut elector);
-                s.say(format!(
-                    "the command ended after {}; released {}",
-                    signals::name(signal),
-                    s.key
-                ));
+                s.say(
+                    "released",
+                    Some(lease.token),
+                    format!(
+                        "the command ended after {}; released {}",
+                        signals::name(signal),
+                        s.key
+                    ),
+                );
                 return Ok(exit_code(status));
             }
             Term::Lost { reason, regained } => match s.mode {
@@ -139,10 +164,11 @@ pub fn supervise(elector: Elector, s: Supervision) -> Result<i32, Failure> {
                     ))
                 }
                 Mode::EveryTerm => {
-                    s.say(format!(
-                        "lost leadership of {} ({reason}); campaigning again",
-                        s.key
-                    ));
+                    s.say(
+                        "lost",
+                        Some(lease.token),
+                        format!("lost leadership of {} ({reason}); campaigning again", s.key),
+                    );
                     won = regained;
                 }
             },
@@ -193,12 +219,16 @@ fn campaign(
         }
         if now >= next_line {
             next_line = now + WAIT_LINE_EVERY;
-            s.say(format!(
-                "waiting for {} ({} so far): {}",
-                s.key,
-                show(started.elapsed()),
-                who_holds(elector)
-            ));
+            s.say(
+                "waiting",
+                None,
+                format!(
+                    "waiting for {} ({} so far): {}",
+                    s.key,
+                    show(started.elapsed()),
+                    who_holds(elector)
+                ),
+            );
         }
     }
 }
@@ -275,15 +305,20 @@ fn watch(child: &mut Child, elector: &mut Option<Elector>, s: &Supervision) -> T
             }
             Ok(None) => {}
             Err(e) => {
-                s.say(format!("cannot wait for the command: {e}; killing it"));
+                s.say(
+                    "command-error",
+                    None,
+                    format!("cannot wait for the command: {e}; killing it"),
+                );
                 let _ = child.kill();
             }
         }
         if let Ok(signal) = s.signals.try_recv() {
-            s.say(format!(
-                "forwarding {} to the command",
-                signals::name(signal)
-            ));
+            s.say(
+                "signal-forwarded",
+                None,
+                format!("forwarding {} to the command", signals::name(signal)),
+            );
             signals::send(child.id(), signal);
             forwarded = Some(signal);
         }
@@ -319,7 +354,7 @@ fn watch(child: &mut Child, elector: &mut Option<Elector>, s: &Supervision) -> T
         if let Some((reason, at)) = &lost {
             if !terminated {
                 terminated = true;
-                s.say(format!(
+                s.say("lost", None, format!(
                     "lost the lock on {} ({reason}): sending SIGTERM to the command (pid {}), SIGKILL in {}",
                     s.key,
                     child.id(),
@@ -333,7 +368,7 @@ fn watch(child: &mut Child, elector: &mut Option<Elector>, s: &Supervision) -> T
                 // command has exited (when `supervise` drops it).
             }
             if !killed && at.elapsed() >= s.kill_after {
-                s.say("the command outlived --kill-after: SIGKILL");
+                s.say("killed", None, "the command outlived --kill-after: SIGKILL");
                 signals::send(child.id(), libc::SIGKILL);
                 killed = true;
             }

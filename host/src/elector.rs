@@ -528,7 +528,11 @@ mod tests {
         );
         apply(&mut s, won, t0);
         s.record_step(false, t0, Duration::from_millis(3), false);
-        let renewed = step(Role::Leader(lease(7)), vec![], Some(t0 + Duration::from_secs(6)));
+        let renewed = step(
+            Role::Leader(lease(7)),
+            vec![],
+            Some(t0 + Duration::from_secs(6)),
+        );
         let t1 = t0 + Duration::from_secs(1);
         apply(&mut s, renewed, t1);
         s.record_step(true, t1, Duration::from_millis(2), false);

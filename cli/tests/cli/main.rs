@@ -4,6 +4,7 @@ mod credentials;
 mod failover;
 mod faults;
 mod install;
+mod observability;
 mod outputs;
 mod preflight;
 mod semaphores;
