@@ -6,13 +6,13 @@
 //! connections live on a small runtime of their own, so they survive whatever
 //! runtime (or none) the caller happens to be on.
 
+use crate::stats::RequestCounts;
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use std::future::Future;
-use crate::stats::RequestCounts;
 use std::sync::Arc;
 use std::time::Duration;
 use wasmtime_wasi_http::default_send_request;

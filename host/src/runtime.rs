@@ -4,8 +4,8 @@ use crate::bindings::{LeaseApi, LeaseApiPre};
 use crate::compile_cache::{CacheOutcome, CompileCache};
 use crate::http::{HttpSender, SendHooks};
 use crate::raw::RawInstance;
-use crate::stats::RequestCounts;
 use crate::source::ComponentSource;
+use crate::stats::RequestCounts;
 use anyhow::{Context, Result};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -171,14 +171,12 @@ impl Runtime {
         if let Some(clock) = options.wall_clock {
             wasi.wall_clock(SharedClock(clock));
         }
-        let hooks = options
-            .hooks
-            .unwrap_or_else(|| {
-                Box::new(SendHooks {
-                    sender: self.http.clone(),
-                    counts: self.requests.clone(),
-                })
-            });
+        let hooks = options.hooks.unwrap_or_else(|| {
+            Box::new(SendHooks {
+                sender: self.http.clone(),
+                counts: self.requests.clone(),
+            })
+        });
         let state = State {
             wasi: wasi.build(),
             table: ResourceTable::new(),

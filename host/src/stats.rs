@@ -146,6 +146,9 @@ mod tests {
             operation(&get, &"http://s/b?list-type=2&prefix=p".parse().unwrap()),
             "list"
         );
-        assert_eq!(operation(&http::Method::PUT, &"http://s/b/k".parse().unwrap()), "put");
+        assert_eq!(
+            operation(&http::Method::PUT, &"http://s/b/k".parse().unwrap()),
+            "put"
+        );
     }
 }
