@@ -9,6 +9,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
+use s3_lease_host::stats::LATENCY_BUCKETS_SECONDS;
 use s3_lease_host::{ElectorWatcher, LatencyHistogram, RequestCounts};
 use std::sync::Arc;
 use std::time::Instant;
@@ -171,10 +172,14 @@ fn histogram(
     h: &LatencyHistogram,
 ) -> Result<(), std::fmt::Error> {
     let mut m = e.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Histogram)?;
-    m.encode_family(key)?.encode_histogram::<NoLabelSet>(
-        h.sum_seconds,
-        h.count,
-        &h.cumulative(),
-        None,
-    )
+    // prometheus-client takes each bucket's own count (it sums them as it
+    // writes), and writes `le="+Inf"` for an upper bound of f64::MAX.
+    let buckets: Vec<(f64, u64)> = LATENCY_BUCKETS_SECONDS
+        .iter()
+        .copied()
+        .zip(h.buckets)
+        .chain(std::iter::once((f64::MAX, h.above)))
+        .collect();
+    m.encode_family(key)?
+        .encode_histogram::<NoLabelSet>(h.sum_seconds, h.count, &buckets, None)
 }

@@ -78,7 +78,17 @@ fn served_at(stderr: &Path, child: &mut Child) -> String {
     }
 }
 
-fn elector(scene: &Scene, who: &str, endpoint: Option<&str>) -> (Child, String) {
+/// A child killed when the test ends, panicking or not.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn elector(scene: &Scene, who: &str, endpoint: Option<&str>) -> (Reaped, String) {
     let err = scene.path(&format!("{who}.err"));
     let mut cmd = scene.cmd(&[
         "elect",
@@ -101,7 +111,7 @@ fn elector(scene: &Scene, who: &str, endpoint: Option<&str>) -> (Child, String) 
         .stderr(std::fs::File::create(&err).unwrap());
     let mut child = cmd.spawn().unwrap();
     let addr = served_at(&err, &mut child);
-    (child, addr)
+    (Reaped(child), addr)
 }
 
 fn metrics(addr: &str) -> String {
@@ -192,6 +202,8 @@ fn metrics_and_health_follow_a_failover_when_the_leaders_store_goes_silent() {
         "a's cut-off requests are counted as failed: {a_after}"
     );
     assert_eq!(get(&b_addr, "/healthz").0, 200);
+    let inf = "s3lease_acquire_duration_seconds_bucket{le=\"+Inf\",key=\"k\"}";
+    assert_eq!(sample(&b_after, inf), Some(1.0), "{b_after}");
     println!(
         "--serve: after the cut, a's gauge 0 at {stepped_down:?} (renew deadline {RENEW_DEADLINE:?}), its health 503 at {:?}, b's gauge 1 at {:?}; tokens {a_token} -> {:?}",
         stepped_down + unhealthy,
@@ -199,8 +211,8 @@ fn metrics_and_health_follow_a_failover_when_the_leaders_store_goes_silent() {
         sample(&b_after, TOKEN)
     );
     for child in [&mut a, &mut b] {
-        signal(child, libc::SIGTERM);
-        let _ = child.wait();
+        signal(&child.0, libc::SIGTERM);
+        let _ = child.0.wait();
     }
 }
 
