@@ -110,7 +110,9 @@ async fn answer(
                 let mut response = text(StatusCode::OK, body);
                 response.headers_mut().insert(
                     http::header::CONTENT_TYPE,
-                    http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                    http::HeaderValue::from_static(
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    ),
                 );
                 response
             }
