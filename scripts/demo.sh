@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 started=$(date +%s)
 source scripts/setup.sh
 source scripts/seaweedfs.sh
-echo "demo: building the example on the product host (the first build compiles wasmtime: ~7 min on 2 cores)"
+echo "demo: building the example on the product host (the first build compiles wasmtime and the AWS credential chain: ~11 min on 2 cores)"
 build_started=$(date +%s)
 cargo build --locked -p leader-election
 echo "demo: the build took $(($(date +%s) - build_started)) s; $(($(date +%s) - started)) s since the start"

@@ -16,8 +16,8 @@ echo "test.sh: setup took $(($(date +%s) - started)) s"
 tests_started=$(date +%s)
 # --nocapture: the suite prints what it measured (request counts, sizes).
 # The same dependency build as the demo's (workspace-hack), so after the demo
-# this compiles only the test code (~3 min); on its own wasmtime too (~8 min).
-echo "test.sh: cargo test --workspace (builds, then runs ~450 tests; ~10 min after the demo on 2 cores)"
+# this compiles only the test code (~3 min); on its own wasmtime too (~11 min).
+echo "test.sh: cargo test --workspace (builds, then runs ~450 tests; ~10 min after the demo on 2 cores, ~21 min without it)"
 cargo test --locked --workspace -- --nocapture
 
 # The soak smoke: 60 s of electors and fenced writes under seeded faults,

@@ -26,22 +26,7 @@ impl Admin {
 
     pub fn send(&self, request: S3Request) -> Result<S3Response> {
         let unix_seconds = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
-        let prepared = prepare(&self.config, &request, unix_seconds);
-        let scheme = match prepared.scheme {
-            Scheme::Http => "http",
-            Scheme::Https => "https",
-        };
-        let mut builder = http::Request::builder()
-            .method(prepared.method.as_str())
-            .uri(format!(
-                "{scheme}://{}{}",
-                prepared.authority, prepared.path_and_query
-            ))
-            .header("host", &prepared.authority);
-        for (name, value) in &prepared.headers {
-            builder = builder.header(name, value);
-        }
-        let request = builder.body(full(Bytes::from(prepared.body)))?;
+        let request = to_http(prepare(&self.config, &request, unix_seconds))?.map(full);
         self.runtime.block_on(async {
             let (response, io) = wasmtime_wasi_http::default_send_request(request, None)
                 .await
@@ -115,4 +100,23 @@ impl Admin {
         }
         Ok(())
     }
+}
+
+/// A request `s3::prepare` signed, as an `http::Request` any client sends.
+pub fn to_http(prepared: s3_lease::s3::HttpRequest) -> Result<http::Request<Bytes>> {
+    let scheme = match prepared.scheme {
+        Scheme::Http => "http",
+        Scheme::Https => "https",
+    };
+    let mut builder = http::Request::builder()
+        .method(prepared.method.as_str())
+        .uri(format!(
+            "{scheme}://{}{}",
+            prepared.authority, prepared.path_and_query
+        ))
+        .header("host", &prepared.authority);
+    for (name, value) in &prepared.headers {
+        builder = builder.header(name, value);
+    }
+    Ok(builder.body(Bytes::from(prepared.body))?)
 }

@@ -202,6 +202,10 @@ fn metrics_and_health_follow_a_failover_when_the_leaders_store_goes_silent() {
         "a's cut-off requests are counted as failed: {a_after}"
     );
     assert_eq!(get(&b_addr, "/healthz").0, 200);
+    proxy.set(Fault::Pass);
+    wait_for(Duration::from_secs(10), "a's health back to 200", || {
+        get(&a_addr, "/healthz").0 == 200
+    });
     let inf = "s3lease_acquire_duration_seconds_bucket{le=\"+Inf\",key=\"k\"}";
     assert_eq!(sample(&b_after, inf), Some(1.0), "{b_after}");
     println!(

@@ -7,14 +7,14 @@
 //! wasmtime, signing, building and parsing, wasi-http streams), and a call
 //! into the component that sends nothing.
 
-use crate::{options, percentile};
+use crate::percentile;
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
+use host_test::admin::to_http;
 use host_test::server::Endpoint;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client as HyperClient};
 use hyper_util::rt::TokioExecutor;
-use s3_lease::config::Scheme;
 use s3_lease::s3::{prepare, Method, S3Request};
 use s3_lease_host::bindings::Credentials;
 use s3_lease_host::http::{full, HttpSender, IoFuture, ResponseFuture};
@@ -258,24 +258,6 @@ impl Presigned {
     }
 }
 
-fn to_http(prepared: s3_lease::s3::HttpRequest) -> Result<http::Request<Bytes>> {
-    let scheme = match prepared.scheme {
-        Scheme::Http => "http",
-        Scheme::Https => "https",
-    };
-    let mut builder = http::Request::builder()
-        .method(prepared.method.as_str())
-        .uri(format!(
-            "{scheme}://{}{}",
-            prepared.authority, prepared.path_and_query
-        ))
-        .header("host", &prepared.authority);
-    for (name, value) in &prepared.headers {
-        builder = builder.header(name, value);
-    }
-    Ok(builder.body(Bytes::from(prepared.body))?)
-}
-
 /// The two ways the bare requests go out: a plain hyper-util client (one
 /// keep-alive connection, driven on this thread: the floor), and the host's
 /// own pool (`HttpSender`, its connections on a runtime thread of their own),
@@ -438,21 +420,7 @@ fn operations(
         ops[op].record(started, ended, &std::mem::take(&mut *lock(&hooks.sent)));
         Ok(())
     };
-    let mut lease = None;
-    timed(0, &mut || {
-        lease = Some(client.try_acquire(key, &options())?.context("free")?);
-        Ok(())
-    })?;
-    let mut held = lease.context("granted")?;
-    timed(1, &mut || {
-        held = client.renew(&held)?;
-        Ok(())
-    })?;
-    timed(2, &mut || Ok(client.release(&held)?))?;
-    timed(3, &mut || {
-        client.inspect(key)?;
-        Ok(())
-    })
+    crate::four_operations(client, key, &mut timed)
 }
 
 impl Report {

@@ -137,22 +137,7 @@ fn per_operation(
         Ok(())
     };
     for round in 0..rounds {
-        let key = format!("op-{}", round % 8);
-        let mut lease = None;
-        timed(0, &mut || {
-            lease = Some(client.try_acquire(&key, &options())?.context("free")?);
-            Ok(())
-        })?;
-        let mut held = lease.context("granted")?;
-        timed(1, &mut || {
-            held = client.renew(&held)?;
-            Ok(())
-        })?;
-        timed(2, &mut || Ok(client.release(&held)?))?;
-        timed(3, &mut || {
-            client.inspect(&key)?;
-            Ok(())
-        })?;
+        four_operations(&client, &format!("op-{}", round % 8), &mut timed)?;
     }
     let mut figures = [boto3::Figures {
         p50: 0.0,
@@ -167,6 +152,29 @@ fn per_operation(
         };
     }
     Ok(figures)
+}
+
+/// Times one call as operation `op` (0..4 in `four_operations`' order).
+type Timed<'a> = dyn FnMut(usize, &mut dyn FnMut() -> Result<()>) -> Result<()> + 'a;
+
+/// The table's operations on `key`, in order, each through `timed`:
+/// try-acquire (0), renew (1), release (2), inspect (3).
+fn four_operations(client: &s3_lease_host::Client, key: &str, timed: &mut Timed) -> Result<()> {
+    let mut lease = None;
+    timed(0, &mut || {
+        lease = Some(client.try_acquire(key, &options())?.context("free")?);
+        Ok(())
+    })?;
+    let mut held = lease.context("granted")?;
+    timed(1, &mut || {
+        held = client.renew(&held)?;
+        Ok(())
+    })?;
+    timed(2, &mut || Ok(client.release(&held)?))?;
+    timed(3, &mut || {
+        client.inspect(key)?;
+        Ok(())
+    })
 }
 
 /// Which machine, commit and component these figures came from.
