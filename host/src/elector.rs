@@ -137,6 +137,27 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// The role, except that leadership ends at its deadline even while a
+    /// step is still under way.
+    fn role(&self) -> Role {
+        let mut state = self.lock();
+        state.check_deadline(Instant::now());
+        state.role.clone()
+    }
+
+    fn last_error(&self) -> Option<String> {
+        self.lock().last_error.clone()
+    }
+
+    /// `leading` judged by the watchdog's rule, as `role` is.
+    fn stats(&self) -> ElectorStats {
+        let mut state = self.lock();
+        let leading = state.check_deadline(Instant::now());
+        let mut stats = state.stats.clone();
+        stats.leading = leading;
+        stats
+    }
 }
 
 impl Elector {
@@ -183,9 +204,7 @@ impl Elector {
     /// The role now: as of the last step, except that leadership ends at
     /// its deadline even while a step is still under way.
     pub fn role(&self) -> Role {
-        let mut state = self.shared.lock();
-        state.check_deadline(Instant::now());
-        state.role.clone()
+        self.shared.role()
     }
 
     /// While leading: the instant leadership ends unless renewed first.
@@ -206,12 +225,12 @@ impl Elector {
 
     /// Why the last step's attempt failed, if it did (the elector keeps trying).
     pub fn last_error(&self) -> Option<String> {
-        self.shared.lock().last_error.clone()
+        self.shared.last_error()
     }
 
     /// What this elector has done so far: see [`ElectorStats`].
     pub fn stats(&self) -> ElectorStats {
-        self.watcher().stats()
+        self.shared.stats()
     }
 
     /// A handle another thread can read the role and stats through (a
@@ -254,23 +273,17 @@ impl ElectorWatcher {
     /// As [`Elector::stats`]; `leading` is judged by the watchdog's rule,
     /// as [`Elector::role`] is.
     pub fn stats(&self) -> ElectorStats {
-        let mut state = self.shared.lock();
-        let leading = state.check_deadline(Instant::now());
-        let mut stats = state.stats.clone();
-        stats.leading = leading;
-        stats
+        self.shared.stats()
     }
 
     /// As [`Elector::role`].
     pub fn role(&self) -> Role {
-        let mut state = self.shared.lock();
-        state.check_deadline(Instant::now());
-        state.role.clone()
+        self.shared.role()
     }
 
     /// As [`Elector::last_error`].
     pub fn last_error(&self) -> Option<String> {
-        self.shared.lock().last_error.clone()
+        self.shared.last_error()
     }
 }
 
