@@ -29,10 +29,15 @@ pub enum Capability {
     PayloadHash,
     /// This machine's wall clock against the store's `Date`.
     ClockOffset,
+    /// DynamoDB: the table exists, keyed by one string partition key `key`.
+    TableKeySchema,
+    /// DynamoDB: TTL is enabled on `lease_expiry`. Informational.
+    TtlAttribute,
 }
 
 impl Capability {
-    pub const ALL: [Capability; 9] = [
+    /// What the S3 preflight probes, in its order.
+    pub const S3_PROBES: [Capability; 9] = [
         Capability::IfNoneMatchExisting,
         Capability::IfMatchPut,
         Capability::IfMatchMissingKey,
@@ -42,6 +47,20 @@ impl Capability {
         Capability::ConditionalGet,
         Capability::PayloadHash,
         Capability::ClockOffset,
+    ];
+
+    pub const ALL: [Capability; 11] = [
+        Capability::IfNoneMatchExisting,
+        Capability::IfMatchPut,
+        Capability::IfMatchMissingKey,
+        Capability::IfMatchDelete,
+        Capability::ServerDates,
+        Capability::ListStartAfter,
+        Capability::ConditionalGet,
+        Capability::PayloadHash,
+        Capability::ClockOffset,
+        Capability::TableKeySchema,
+        Capability::TtlAttribute,
     ];
 
     /// The WIT name.
@@ -56,6 +75,8 @@ impl Capability {
             Capability::ConditionalGet => "conditional-get",
             Capability::PayloadHash => "payload-hash",
             Capability::ClockOffset => "clock-offset",
+            Capability::TableKeySchema => "table-key-schema",
+            Capability::TtlAttribute => "ttl-attribute",
         }
     }
 }

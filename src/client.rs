@@ -106,7 +106,7 @@ enum StoreCheck {
 impl ClientCore {
     pub fn new(config: ClientConfig) -> Self {
         ClientCore {
-            sealer: Sealer::new(&config.bucket, config.seal_key.as_ref()),
+            sealer: Sealer::new(&config.seal_scope(), config.seal_key.as_ref()),
             config,
             epoch_hints: KeyMap::new(),
             seen: KeyMap::new(),
@@ -537,6 +537,7 @@ impl ClientCore {
         change: Change,
         reject_equal: bool,
     ) -> Result<Written, Error> {
+        self.s3_only("fenced writes")?;
         let lock_object_key = self.object_key(&lease.key)?;
         let lock = fenced::lock_identity(self.config.strategy.name(), &lock_object_key);
         // A slot's token comes from the key's one counter: it fences the
@@ -557,8 +558,23 @@ impl ClientCore {
         io: &mut impl Io,
         object_key: &str,
     ) -> Result<Option<FencedObject>, Error> {
+        self.s3_only("fenced reads")?;
         let object_key = fenced::fenced_object_key(object_key)?;
         driver::run(io, FencedGet::new(object_key))
+    }
+}
+
+impl ClientCore {
+    /// Refuses, before any request, what only an S3 store can do: fenced
+    /// objects live in the bucket, and a DynamoDB client has none.
+    fn s3_only(&self, what: &str) -> Result<(), Error> {
+        match self.config.store.table() {
+            None => Ok(()),
+            Some(table) => Err(Error::invalid_config(
+                "store",
+                format!("{what} keep data in an S3 bucket; this client's store is the DynamoDB table {table:?}"),
+            )),
+        }
     }
 }
 

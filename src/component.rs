@@ -8,7 +8,7 @@ use crate::bindings::exports::s3_lease::lease::lease::{
 };
 use crate::bindings::exports::s3_lease::lease::types as wit;
 use crate::client::ClientCore;
-use crate::config::{Addressing, ClientConfig, RawConfig, Strategy};
+use crate::config::{Addressing, ClientConfig, RawConfig, Store, Strategy};
 use crate::elector::{Elector, ElectorConfig, Event, Role, StopReason};
 use crate::error::{Error, S3Error};
 use crate::expiry::ExpiryClock;
@@ -95,6 +95,10 @@ impl GuestClient for Client {
             }),
             preflight: config.preflight,
             seal_key: config.seal_key.map(SealKey::new),
+            store: config.store.map(|s| match s {
+                wit::Store::S3 => Store::S3,
+                wit::Store::Dynamodb(table) => Store::DynamoDb { table },
+            }),
         };
         ClientConfig::validate(raw)
             .map(Client::from_config)
@@ -437,6 +441,8 @@ fn to_wit_result(r: CapabilityResult) -> wit::CapabilityResult {
             Capability::ConditionalGet => wit::Capability::ConditionalGet,
             Capability::PayloadHash => wit::Capability::PayloadHash,
             Capability::ClockOffset => wit::Capability::ClockOffset,
+            Capability::TableKeySchema => wit::Capability::TableKeySchema,
+            Capability::TtlAttribute => wit::Capability::TtlAttribute,
         },
         verdict: match r.verdict {
             Verdict::Pass => wit::Verdict::Pass,

@@ -62,6 +62,26 @@ impl fmt::Debug for SealKey {
     }
 }
 
+/// Where the locks are kept (the WIT `store`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Store {
+    /// Objects in the config's bucket.
+    #[default]
+    S3,
+    /// Items in a DynamoDB table (see `dynamodb`).
+    DynamoDb { table: String },
+}
+
+impl Store {
+    /// The table, for a DynamoDB store.
+    pub fn table(&self) -> Option<&str> {
+        match self {
+            Store::S3 => None,
+            Store::DynamoDb { table } => Some(table),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
     Http,
@@ -87,6 +107,8 @@ pub struct RawConfig {
     /// the same seal key accept each other's leases. Default: none (the
     /// key derives from the bucket alone). See `seal`.
     pub seal_key: Option<SealKey>,
+    /// Default: S3 (the bucket).
+    pub store: Option<Store>,
 }
 
 /// A configuration known to be usable.
@@ -105,6 +127,19 @@ pub struct ClientConfig {
     pub expiry_clock: ExpiryClock,
     pub preflight: bool,
     pub seal_key: Option<SealKey>,
+    pub store: Store,
+}
+
+impl ClientConfig {
+    /// What the lease seal's key derives from: the bucket, or for a
+    /// DynamoDB store its table (`dynamodb:` cannot begin a bucket name,
+    /// so a lease of one store is never accepted by the other).
+    pub fn seal_scope(&self) -> String {
+        match &self.store {
+            Store::S3 => self.bucket.clone(),
+            Store::DynamoDb { table } => format!("dynamodb:{table}"),
+        }
+    }
 }
 
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u32 = 10_000;
@@ -115,7 +150,11 @@ impl ClientConfig {
     pub fn validate(raw: RawConfig) -> Result<Self, Error> {
         let (scheme, endpoint_authority) = parse_endpoint(&raw.endpoint)?;
         check_region(&raw.region)?;
-        check_bucket(&raw.bucket, raw.addressing)?;
+        let store = raw.store.unwrap_or_default();
+        match &store {
+            Store::S3 => check_bucket(&raw.bucket, raw.addressing)?,
+            Store::DynamoDb { table } => check_table(table)?,
+        }
         check_credentials(&raw.credentials)?;
         let key_prefix = raw.key_prefix.unwrap_or_default();
         if key_prefix.len() > MAX_KEY_PREFIX_BYTES {
@@ -141,7 +180,26 @@ impl ClientConfig {
             ));
         }
         let strategy = raw.strategy.unwrap_or(Strategy::SingleObject);
-        let expiry_clock = raw.expiry_clock.unwrap_or_default();
+        let on_dynamodb = store != Store::S3;
+        // DynamoDB stamps no write time on an item: `observed` is the
+        // default rule there, and `server` cannot be had.
+        let expiry_clock = raw.expiry_clock.unwrap_or(if on_dynamodb {
+            ExpiryClock::Observed
+        } else {
+            ExpiryClock::Server
+        });
+        if on_dynamodb && strategy == Strategy::EpochObjects {
+            return Err(Error::invalid_config(
+                "strategy",
+                "epoch-objects lists objects in a bucket; a dynamodb store uses single-object",
+            ));
+        }
+        if on_dynamodb && expiry_clock == ExpiryClock::Server {
+            return Err(Error::invalid_config(
+                "expiry-clock",
+                "DynamoDB records no server time of a write; use observed (the default) or holder",
+            ));
+        }
         if strategy == Strategy::EpochObjects && expiry_clock == ExpiryClock::Holder {
             return Err(Error::invalid_config(
                 "expiry-clock",
@@ -161,6 +219,7 @@ impl ClientConfig {
             expiry_clock,
             preflight: raw.preflight.unwrap_or(false),
             seal_key: raw.seal_key,
+            store,
         })
     }
 }
@@ -273,6 +332,18 @@ fn check_bucket(bucket: &str, addressing: Addressing) -> Result<(), Error> {
     }
 }
 
+/// DynamoDB's rule for table names: 3 to 255 of letters, digits, `_ - .`.
+fn check_table(table: &str) -> Result<(), Error> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    if !(3..=255).contains(&table.len()) || !table.chars().all(allowed) {
+        return Err(Error::invalid_config(
+            "store.dynamodb",
+            format!("table {table:?}: must be 3 to 255 of letters, digits, '_', '-' and '.'"),
+        ));
+    }
+    Ok(())
+}
+
 fn check_seal_key(key: &SealKey) -> Result<(), Error> {
     // Reasons never repeat the key.
     let len = key.as_str().len();
@@ -333,6 +404,7 @@ mod tests {
             expiry_clock: None,
             preflight: None,
             seal_key: None,
+            store: None,
         }
     }
 

@@ -89,7 +89,7 @@ pub fn run<O: Operation>(io: &mut impl Io, mut op: O) -> Result<O::Output, Error
 /// server's), adopts the server's `Date` for signing and sends it once more,
 /// as the AWS SDKs do. A request refused for its time was not applied.
 fn send_correcting_skew(io: &mut impl Io, request: &S3Request) -> Result<S3Response, Error> {
-    let response = io.send(request)?;
+    let response = send_retrying_throttled(io, request)?;
     if !response.is_clock_skew() {
         return Ok(response);
     }
@@ -100,6 +100,29 @@ fn send_correcting_skew(io: &mut impl Io, request: &S3Request) -> Result<S3Respo
         }
         None => Ok(response),
     }
+}
+
+/// Throttled requests (429: DynamoDB's throughput and rate limits) are
+/// sent again at most this many times, after pauses of 50, 100 and 200 ms
+/// (jittered in their upper half): under 0.4 s in all, so a renew keeps
+/// most of its margin. A throttled request was refused, never applied.
+/// Each resend still goes through the caller's `Io`, so an elector's
+/// renew deadline (`Within`) bounds it like any request.
+pub const THROTTLE_RETRIES: u32 = 3;
+const THROTTLE_FIRST_PAUSE_MS: u64 = 50;
+
+fn send_retrying_throttled(io: &mut impl Io, request: &S3Request) -> Result<S3Response, Error> {
+    let mut response = io.send(request)?;
+    for attempt in 0..THROTTLE_RETRIES {
+        if response.status != 429 {
+            break;
+        }
+        let cap = THROTTLE_FIRST_PAUSE_MS << attempt;
+        let pause = cap / 2 + io.random_u64() % (cap / 2 + 1);
+        io.sleep_ms(pause);
+        response = io.send(request)?;
+    }
+    Ok(response)
 }
 
 /// First and largest pause between attempts of `acquire`.

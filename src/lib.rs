@@ -27,7 +27,8 @@ mod prelude {
 //  2. lock_object: the record a lock object stores, and its state as read
 //  3. error: the crate's one error enum, over what its cases carry (layers 1 and 2)
 //  4. config: the validated configuration, with its strategy, expiry clock and seal key
-//  5. s3: requests, replies, LIST pages; lease: Lease, Grant, where a key's object lives
+//  5. s3: requests, replies, LIST pages; lease: Lease, Grant, where a key's object lives;
+//     dynamodb: the same requests as DynamoDB calls; wire: the configured store's
 //  6. expiry: when an unreleased lease has expired; seal: leases a caller cannot alter
 //  7. protocol: the Operation/Step trait of every state machine, and AcquireOutcome
 //  8. strategy::{single_object, epoch}, fenced, preflight: operations; driver: runs them
@@ -36,6 +37,7 @@ pub mod capability;
 pub mod client;
 pub mod config;
 pub mod driver;
+pub mod dynamodb;
 pub mod elector;
 pub mod error;
 pub mod expiry;
@@ -52,6 +54,7 @@ pub mod seal;
 pub mod sigv4;
 pub mod strategy;
 mod text;
+pub mod wire;
 
 /// Test support shared by the unit tests, the simulation and host-test: the
 /// in-memory S3 model and the linearizability checker. Not in the component.

@@ -35,7 +35,7 @@ use offset::OffsetBounds;
 /// What the preflight found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
-    /// One per capability, in `Capability::ALL` order.
+    /// One per capability probed, in `Capability::ALL` order.
     pub results: Vec<CapabilityResult>,
     pub clock_offset: Option<ClockOffset>,
     pub safe_strategies: Vec<Strategy>,

@@ -15,6 +15,8 @@ pub enum Method {
     Head,
     Put,
     Delete,
+    /// A DynamoDB call (see `dynamodb::call`); S3 takes none.
+    Post,
 }
 
 impl Method {
@@ -24,6 +26,7 @@ impl Method {
             Method::Head => "HEAD",
             Method::Put => "PUT",
             Method::Delete => "DELETE",
+            Method::Post => "POST",
         }
     }
 }
@@ -144,7 +147,7 @@ impl S3Response {
     /// A 404 for the object itself (S3's NoSuchKey; some stores send no
     /// body), as opposed to a missing bucket.
     pub fn is_missing_object(&self) -> bool {
-        self.status == 404 && self.s3_error().code != "NoSuchBucket"
+        self.status == 404 && !is_missing_store(&self.s3_error().code)
     }
 
     pub fn etag(&self) -> Option<&str> {
@@ -202,8 +205,10 @@ impl S3Response {
     pub fn into_error(self) -> Error {
         let e = self.s3_error();
         match (e.status, e.code.as_str()) {
-            (_, "NoSuchBucket") => Error::NoSuchBucket(e),
-            (409, "ConditionalRequestConflict") => Error::Conflict(e),
+            (_, code) if is_missing_store(code) => Error::NoSuchBucket(e),
+            (409, "ConditionalRequestConflict" | "TransactionConflictException") => {
+                Error::Conflict(e)
+            }
             (_, "RequestTimeTooSkewed") => Error::ClockSkewed(e),
             (403, _) | (_, "AccessDenied" | "InvalidAccessKeyId" | "SignatureDoesNotMatch") => {
                 Error::AccessDenied(e)
@@ -211,6 +216,15 @@ impl S3Response {
             _ => Error::S3(e),
         }
     }
+}
+
+/// Set on a reply by a store translation (`dynamodb`) that found the
+/// record unreadable: the reason, reported as `corrupt-lock-object`.
+pub const UNREADABLE_HEADER: &str = "x-s3lease-unreadable";
+
+/// The store itself is missing: S3's bucket, DynamoDB's table.
+fn is_missing_store(code: &str) -> bool {
+    code == "NoSuchBucket" || code == "ResourceNotFoundException"
 }
 
 /// The header that carries the SHA-256 of the body, signed with the request.
@@ -432,6 +446,7 @@ mod tests {
             expiry_clock: None,
             preflight: None,
             seal_key: None,
+            store: None,
         })
         .unwrap()
     }

@@ -14,7 +14,8 @@ use crate::bindings::wasi::random::random;
 use crate::config::{ClientConfig, Scheme};
 use crate::driver::Io;
 use crate::error::Error;
-use crate::s3::{self, HttpRequest, Method, S3Request, S3Response};
+use crate::s3::{HttpRequest, Method, S3Request, S3Response};
+use crate::wire;
 use core::cell::Cell;
 
 /// WASI streams take at most this much per blocking write.
@@ -32,7 +33,8 @@ impl Io for WasiIo<'_> {
         let signing_ms = self
             .now_ms()
             .saturating_add_signed(self.signing_offset_ms.get());
-        send(&s3::prepare(self.config, request, signing_ms / 1000))
+        let reply = send(&wire::prepare(self.config, request, signing_ms / 1000))?;
+        Ok(wire::read_reply(self.config, request, reply))
     }
 
     fn correct_signing_clock(&mut self, server_ms: u64) {
@@ -97,6 +99,7 @@ fn send(req: &HttpRequest) -> Result<S3Response, Error> {
         Method::Head => HttpMethod::Head,
         Method::Put => HttpMethod::Put,
         Method::Delete => HttpMethod::Delete,
+        Method::Post => HttpMethod::Post,
     };
     let scheme = match req.scheme {
         Scheme::Http => HttpScheme::Http,

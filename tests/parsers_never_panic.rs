@@ -1087,6 +1087,7 @@ proptest! {
             expiry_clock: None,
             preflight: None,
             seal_key: None,
+            store: None,
         };
         match ClientConfig::validate(raw.clone()) {
             Ok(c) => {

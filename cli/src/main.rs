@@ -62,10 +62,18 @@ struct Cli {
     /// The bucket that holds the locks.
     #[arg(long, env = "S3LEASE_BUCKET", global = true)]
     bucket: Option<String>,
+    /// Where the locks are kept: objects in the bucket (s3, the default) or
+    /// items in a DynamoDB table (dynamodb, with --table).
+    #[arg(long, value_enum, env = "S3LEASE_STORE", global = true)]
+    store: Option<StoreArg>,
+    /// The DynamoDB table of `--store dynamodb`: partition key `key`
+    /// (string), TTL on `lease_expiry` (optional).
+    #[arg(long, env = "S3LEASE_TABLE", global = true)]
+    table: Option<String>,
     /// Prefix of every lock object (e.g. `locks/`).
     #[arg(long, env = "S3LEASE_PREFIX", global = true)]
     prefix: Option<String>,
-    /// S3 endpoint (default: AWS_ENDPOINT_URL, else AWS S3 in the region).
+    /// Store endpoint (default: AWS_ENDPOINT_URL, else AWS S3 or DynamoDB in the region).
     #[arg(long, global = true)]
     endpoint: Option<String>,
     /// Region (default: AWS_REGION, AWS_DEFAULT_REGION, us-east-1).
@@ -99,6 +107,12 @@ struct Cli {
     log_format: log::LogFormat,
     #[command(subcommand)]
     command: Cmd,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum StoreArg {
+    S3,
+    Dynamodb,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -522,18 +536,35 @@ fn credentials_line(config: &S3Config) -> Option<String> {
 }
 
 fn s3_config(cli: &Cli) -> Result<S3Config, Failure> {
-    let bucket = cli.bucket.as_deref().ok_or_else(|| {
-        Failure::new(
+    let on_dynamodb = cli.store == Some(StoreArg::Dynamodb);
+    let bucket =
+        match (cli.bucket.as_deref(), on_dynamodb) {
+            (Some(bucket), _) => bucket,
+            (None, true) => "",
+            (None, false) => return Err(Failure::new(
+                exit::CONFIG,
+                "no bucket: pass --bucket or set S3LEASE_BUCKET (or --store dynamodb --table NAME)",
+            )),
+        };
+    if on_dynamodb && cli.table.is_none() {
+        return Err(Failure::new(
             exit::CONFIG,
-            "no bucket: pass --bucket or set S3LEASE_BUCKET",
-        )
-    })?;
+            "no table: --store dynamodb needs --table NAME (or S3LEASE_TABLE)",
+        ));
+    }
     // Credentials and region from the AWS chain (as the AWS CLI finds
     // them), refreshed while we run; --endpoint and --region win.
     let mut config = S3Config::from_aws(bucket, |name| {
         let flag = match name {
-            "AWS_ENDPOINT_URL" => cli.endpoint.clone(),
+            "AWS_ENDPOINT_URL" | "AWS_ENDPOINT_URL_S3" | "AWS_ENDPOINT_URL_DYNAMODB" => {
+                cli.endpoint.clone()
+            }
             "AWS_REGION" => cli.region.clone(),
+            "S3LEASE_STORE" => cli.store.map(|s| match s {
+                StoreArg::S3 => "s3".to_string(),
+                StoreArg::Dynamodb => "dynamodb".to_string(),
+            }),
+            "S3LEASE_TABLE" => cli.table.clone(),
             _ => None,
         };
         flag.or_else(|| std::env::var(name).ok().filter(|v| !v.is_empty()))
@@ -561,6 +592,10 @@ fn child_env(config: &S3Config) -> Vec<(String, String)> {
     ];
     if let Some(prefix) = &config.key_prefix {
         env.push(("S3LEASE_PREFIX".into(), prefix.clone()));
+    }
+    if let Some(table) = &config.dynamodb_table {
+        env.push(("S3LEASE_STORE".into(), "dynamodb".into()));
+        env.push(("S3LEASE_TABLE".into(), table.clone()));
     }
     // A lease's seal covers the strategy: a nested `fenced put` must use
     // the same one, and judge expiry the same way.

@@ -77,6 +77,7 @@ impl Endpoint {
             expiry_clock: None,
             preflight: None,
             seal_key: None,
+            store: None,
         }
     }
 
@@ -103,6 +104,7 @@ impl Endpoint {
             expiry_clock: None,
             preflight: None,
             seal_key: None,
+            store: None,
         };
         ClientConfig::validate(raw).map_err(|e| anyhow::anyhow!("{e}"))
     }

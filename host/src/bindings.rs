@@ -10,7 +10,7 @@ pub use exports::s3_lease::lease::types::{
     AddressingStyle, Capability, CapabilityResult, ClockOffset, Config, Credentials, ElectorConfig,
     ElectorEvent, Error, ExpiryClock, FenceOptions, FencedObject, FencedWrite, Lease,
     LimitMismatch, LockState, Options, PreflightReport, Role, SemaphoreState, Slot, SlotAttempt,
-    SlotOptions, StepResult, StopReason, Strategy, Verdict,
+    SlotOptions, StepResult, StopReason, Store, Strategy, Verdict,
 };
 
 /// The contract's own (kebab-case) names, for messages, tables and JSON.
@@ -36,6 +36,8 @@ wit_names! {
         ConditionalGet => "conditional-get",
         PayloadHash => "payload-hash",
         ClockOffset => "clock-offset",
+        TableKeySchema => "table-key-schema",
+        TtlAttribute => "ttl-attribute",
     }
     Verdict { Pass => "pass", Fail => "fail", Unknown => "unknown" }
     Strategy { SingleObject => "single-object", EpochObjects => "epoch-objects" }

@@ -1,6 +1,6 @@
 //! The client configuration, from code or from the usual AWS variables.
 
-use crate::bindings::{AddressingStyle, Config, Credentials, ExpiryClock, Strategy};
+use crate::bindings::{AddressingStyle, Config, Credentials, ExpiryClock, Store, Strategy};
 use crate::credentials::{AwsChain, SharedSource};
 use crate::Error;
 use std::fmt;
@@ -29,6 +29,9 @@ pub struct S3Config {
     /// `seal-key`). Default: none; any client of the bucket accepts its
     /// leases, whatever its credentials.
     pub seal_key: Option<String>,
+    /// Keep the locks in this DynamoDB table instead of the bucket (the WIT
+    /// `store`); `endpoint` is then DynamoDB's. Default: none, S3.
+    pub dynamodb_table: Option<String>,
     /// Where a client takes its credentials from and refreshes them
     /// (`access_key_id`, `secret_access_key` and `session_token` are then
     /// only the first ones fetched). Set by
@@ -73,7 +76,10 @@ impl S3Config {
     /// (`path` or `virtual-hosted`; default path for a custom endpoint,
     /// virtual-hosted on AWS) and `S3LEASE_SEAL_KEY` (the optional seal
     /// key). Missing keys are an `invalid-config` error naming the
-    /// variable. Tests pass a map.
+    /// variable. `S3LEASE_STORE=dynamodb` with `S3LEASE_TABLE` keeps the
+    /// locks in that DynamoDB table; its endpoint is then
+    /// `AWS_ENDPOINT_URL_DYNAMODB` or `AWS_ENDPOINT_URL` (default AWS's in
+    /// the region). Tests pass a map.
     pub fn from_vars(bucket: &str, var: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         let region = var("AWS_REGION")
             .or_else(|| var("AWS_DEFAULT_REGION"))
@@ -100,6 +106,7 @@ impl S3Config {
         region: String,
         credentials: Credentials,
     ) -> Result<Self, Error> {
+        let table = dynamodb_table(var)?;
         let custom_endpoint = custom_endpoint(var);
         let addressing = match var("S3LEASE_ADDRESSING").as_deref() {
             Some("path") => AddressingStyle::Path,
@@ -113,9 +120,13 @@ impl S3Config {
             None if custom_endpoint.is_some() => AddressingStyle::Path,
             None => AddressingStyle::VirtualHosted,
         };
+        let endpoint = match (&table, custom_endpoint) {
+            (_, Some(endpoint)) => endpoint,
+            (Some(_), None) => format!("https://dynamodb.{region}.amazonaws.com"),
+            (None, None) => format!("https://s3.{region}.amazonaws.com"),
+        };
         Ok(S3Config {
-            endpoint: custom_endpoint
-                .unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com")),
+            endpoint,
             region,
             bucket: bucket.to_string(),
             addressing,
@@ -128,6 +139,7 @@ impl S3Config {
             expiry_clock: None,
             preflight: None,
             seal_key: var("S3LEASE_SEAL_KEY"),
+            dynamodb_table: table,
             credentials_source: None,
         })
     }
@@ -150,12 +162,44 @@ impl S3Config {
             expiry_clock: self.expiry_clock,
             preflight: self.preflight,
             seal_key: self.seal_key.clone(),
+            store: self.dynamodb_table.clone().map(Store::Dynamodb),
         }
     }
 }
 
+/// The endpoint a custom store is at: the service's own variable, as the
+/// AWS SDKs read it, else `AWS_ENDPOINT_URL`.
 fn custom_endpoint(var: &impl Fn(&str) -> Option<String>) -> Option<String> {
-    var("AWS_ENDPOINT_URL_S3").or_else(|| var("AWS_ENDPOINT_URL"))
+    let service = if on_dynamodb(var) {
+        "AWS_ENDPOINT_URL_DYNAMODB"
+    } else {
+        "AWS_ENDPOINT_URL_S3"
+    };
+    var(service).or_else(|| var("AWS_ENDPOINT_URL"))
+}
+
+fn on_dynamodb(var: &impl Fn(&str) -> Option<String>) -> bool {
+    var("S3LEASE_STORE").is_some_and(|s| s.eq_ignore_ascii_case("dynamodb"))
+}
+
+/// `S3LEASE_STORE` (`s3`, the default, or `dynamodb`) and `S3LEASE_TABLE`.
+fn dynamodb_table(var: &impl Fn(&str) -> Option<String>) -> Result<Option<String>, Error> {
+    match var("S3LEASE_STORE")
+        .map(|s| s.to_ascii_lowercase())
+        .as_deref()
+    {
+        None | Some("s3") => Ok(None),
+        Some("dynamodb") => var("S3LEASE_TABLE").map(Some).ok_or_else(|| {
+            Error::invalid_config(
+                "S3LEASE_TABLE",
+                "is not set: a dynamodb store needs its table (--table)",
+            )
+        }),
+        Some(other) => Err(Error::invalid_config(
+            "S3LEASE_STORE",
+            format!("{other:?} is neither `s3` nor `dynamodb`"),
+        )),
+    }
 }
 
 impl fmt::Debug for S3Config {
@@ -177,6 +221,7 @@ impl fmt::Debug for S3Config {
             .field("expiry_clock", &self.expiry_clock)
             .field("preflight", &self.preflight)
             .field("seal_key", &self.seal_key.as_ref().map(|_| "<redacted>"))
+            .field("dynamodb_table", &self.dynamodb_table)
             .field("credentials_source", &self.credentials_source)
             .finish()
     }
@@ -228,6 +273,32 @@ mod tests {
         assert_eq!(aws.endpoint, "https://s3.us-east-1.amazonaws.com");
         assert_eq!(aws.addressing, AddressingStyle::VirtualHosted);
         assert_eq!(aws.seal_key, None);
+    }
+
+    #[test]
+    fn a_dynamodb_store_takes_its_table_and_its_endpoint() {
+        let keys = [("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "s")];
+        let with = |extra: &[(&str, &str)]| {
+            let mut all = keys.to_vec();
+            all.extend_from_slice(extra);
+            S3Config::from_vars("", vars(&all))
+        };
+        let c = with(&[("S3LEASE_STORE", "dynamodb"), ("S3LEASE_TABLE", "locks")]).unwrap();
+        assert_eq!(c.endpoint, "https://dynamodb.us-east-1.amazonaws.com");
+        assert_eq!(c.to_wit().store, Some(Store::Dynamodb("locks".into())));
+        let c = with(&[
+            ("S3LEASE_STORE", "dynamodb"),
+            ("S3LEASE_TABLE", "locks"),
+            ("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1"),
+            ("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:2"),
+        ])
+        .unwrap();
+        assert_eq!(c.endpoint, "http://127.0.0.1:2");
+        let err = with(&[("S3LEASE_STORE", "dynamodb")]).unwrap_err();
+        assert!(err.to_string().contains("S3LEASE_TABLE"), "{err}");
+        let err = with(&[("S3LEASE_STORE", "redis")]).unwrap_err();
+        assert!(err.to_string().contains("S3LEASE_STORE"), "{err}");
+        assert_eq!(with(&[]).unwrap().to_wit().store, None);
     }
 
     #[test]

@@ -98,7 +98,7 @@ fn no_scratch_object(capability: Capability, seen: &Probes) -> CapabilityResult 
 }
 
 pub(super) fn results(seen: &Probes, offset: &OffsetBounds) -> Vec<CapabilityResult> {
-    Capability::ALL
+    Capability::S3_PROBES
         .iter()
         .map(|&c| match c {
             Capability::IfNoneMatchExisting => if_none_match_existing(seen),
@@ -110,6 +110,12 @@ pub(super) fn results(seen: &Probes, offset: &OffsetBounds) -> Vec<CapabilityRes
             Capability::ConditionalGet => conditional_get(seen),
             Capability::PayloadHash => payload_hash(seen),
             Capability::ClockOffset => clock_offset(offset),
+            Capability::TableKeySchema | Capability::TtlAttribute => result(
+                c,
+                Verdict::Unknown,
+                None,
+                "not probed: not an S3 capability",
+            ),
         })
         .collect()
 }

@@ -2,6 +2,7 @@
 //! one-client `Io` over it, and a linearizability checker for the fenced
 //! register.
 
+pub mod dynamodb_model;
 pub mod intercept;
 pub mod linearizability;
 pub mod model_io;
@@ -39,5 +40,6 @@ pub fn raw_config(
         expiry_clock: Some(clock),
         preflight: None,
         seal_key: None,
+        store: None,
     }
 }

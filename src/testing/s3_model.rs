@@ -267,6 +267,10 @@ impl S3Model {
                 Method::Get | Method::Head => self.read(req),
                 Method::Put => self.put(req),
                 Method::Delete => self.delete(req),
+                Method::Post => Err(Refusal::bad_request(
+                    "InvalidRequest",
+                    "S3 takes no POST on an object here",
+                )),
             }
         };
         let reply = outcome.unwrap_or_else(|refusal| error_reply(&refusal, &request_id));

@@ -101,6 +101,7 @@ fn settings() -> Result<Settings, Reply> {
             expiry_clock: None,
             preflight: None,
             seal_key: var("S3LEASE_SEAL_KEY"),
+            store: None,
         },
         lock_timeout_ms: number("COUNTER_LOCK_TIMEOUT_MS", 5_000)?,
         lease_ttl_ms: number("COUNTER_LEASE_TTL_MS", 10_000)?,

@@ -314,6 +314,10 @@ fn host_config(c: &Config) -> s3_lease_host::S3Config {
         expiry_clock: c.expiry_clock,
         preflight: c.preflight,
         seal_key: c.seal_key.clone(),
+        dynamodb_table: match &c.store {
+            Some(s3_lease_host::bindings::Store::Dynamodb(table)) => Some(table.clone()),
+            _ => None,
+        },
         credentials_source: None,
     }
 }

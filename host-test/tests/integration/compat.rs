@@ -5,7 +5,8 @@
 //! likewise: the config gained `preflight` and errors `store-unsafe`. And
 //! 0.4.0 broke 0.3: step results gained `leading-until-ms`, which a caller
 //! must act on. 0.5.0 broke 0.4: errors gained `limit-mismatch`, with the
-//! semaphore calls.
+//! semaphore calls. 0.6.0 broke 0.5: the config gained `store` (DynamoDB),
+//! and capabilities the table checks.
 
 use super::*;
 
@@ -30,11 +31,28 @@ mod v0_3_0 {
     });
 }
 
+mod v0_5_0 {
+    wasmtime::component::bindgen!({
+        path: "tests/integration/compat/lease-0.5.0.wit",
+        world: "s3-lease:lease/lease-api",
+    });
+}
+
 mod v0_4_0 {
     wasmtime::component::bindgen!({
         path: "tests/integration/compat/lease-0.4.0.wit",
         world: "s3-lease:lease/lease-api",
     });
+}
+
+#[test]
+fn a_host_built_on_the_0_5_contract_is_refused_when_it_binds() {
+    let refused = v0_5_0::LeaseApiPre::new(harness().instance_pre().clone());
+    let message = format!(
+        "{:#}",
+        refused.err().expect("0.5 exports must not be found")
+    );
+    assert!(message.contains("0.5.0"), "{message}");
 }
 
 #[test]

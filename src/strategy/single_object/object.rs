@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::expiry::{server_time, Judge};
 use crate::lock_object::semaphore::SemaphoreRecord;
 use crate::lock_object::{too_large, LockRecord, LockState, MAX_LOCK_OBJECT_BYTES};
-use crate::s3::{Method, S3Request, S3Response};
+use crate::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
 
 const JSON: &str = "application/json";
 
@@ -64,6 +64,9 @@ pub(crate) fn read_lock(
             None => Err(r.into_error()),
         },
         200 => {
+            if let Some(reason) = r.header(UNREADABLE_HEADER) {
+                return Err(Error::corrupt(object_key, reason));
+            }
             if let Some(len) = r.body_too_large {
                 return Err(Error::corrupt(object_key, too_large(len)));
             }

@@ -1,0 +1,114 @@
+//! The item a lock lives in, and reading one another client wrote.
+//!
+//! Written by us: `key` (S), `lease_version` (S, a hash of the body, so a
+//! reply need not carry it back), `lease_body` (S, the lock object's JSON,
+//! byte for byte what an S3 store would hold), and for people and other
+//! tools `token` (N) and `holder` (S). `lease_expiry` (N, seconds) is set
+//! only while a lease is unreleased: its expiry plus `SWEEP_AFTER_S`, so a
+//! table's TTL removes an item only once it has been dead for a month. A
+//! released item, or a semaphore, has none and is never swept: the token
+//! counter it holds must outlive every grant it made.
+//!
+//! Written by a seed-003 client: `key`, `lease_version` (a random id),
+//! `lease_expiry` (its wall clock plus its ttl). Read as a lock with no
+//! token, no holder and no recorded ttl, so it is judged by the holder
+//! rule on `lease_expiry`, as a plain design client's S3 object is.
+
+use crate::prelude::*;
+
+use super::{EXPIRY_ATTRIBUTE, KEY_ATTRIBUTE, VERSION_ATTRIBUTE};
+use crate::lock_object::semaphore::SemaphoreRecord;
+use crate::lock_object::LockRecord;
+use crate::sigv4;
+use serde_json::{json, Map, Value};
+
+/// The lock object as stored in the item.
+pub const BODY_ATTRIBUTE: &str = "lease_body";
+const TOKEN_ATTRIBUTE: &str = "token";
+const HOLDER_ATTRIBUTE: &str = "holder";
+
+/// How long after its expiry an unreleased lease's item may be swept by
+/// the table's TTL: 30 days.
+pub const SWEEP_AFTER_S: u64 = 30 * 24 * 3600;
+
+/// An item's version for a body: the first 128 bits of its SHA-256, in
+/// hex. Equal bodies are equal records (each carries its write id and
+/// times), as S3's MD5 ETags treat them.
+pub fn version_of(body: &[u8]) -> String {
+    let mut hex = sigv4::sha256_hex(body);
+    hex.truncate(32);
+    hex
+}
+
+/// The PutItem `Item` for a lock object `body` stored under `object_key`.
+pub fn encode_item(object_key: &str, body: &[u8]) -> Value {
+    let mut item = Map::new();
+    item.insert(KEY_ATTRIBUTE.into(), json!({ "S": object_key }));
+    item.insert(VERSION_ATTRIBUTE.into(), json!({ "S": version_of(body) }));
+    item.insert(
+        BODY_ATTRIBUTE.into(),
+        json!({ "S": String::from_utf8_lossy(body) }),
+    );
+    let is_semaphore = SemaphoreRecord::from_json(body).is_some();
+    if let (Ok(record), false) = (LockRecord::from_json(body), is_semaphore) {
+        item.insert(
+            TOKEN_ATTRIBUTE.into(),
+            json!({ "N": record.token.to_string() }),
+        );
+        if !record.holder_id.is_empty() {
+            item.insert(HOLDER_ATTRIBUTE.into(), json!({ "S": record.holder_id }));
+        }
+        if record.expires_at_ms != 0 {
+            let expiry_s = record.expires_at_ms.div_ceil(1000);
+            item.insert(
+                EXPIRY_ATTRIBUTE.into(),
+                json!({ "N": expiry_s.saturating_add(SWEEP_AFTER_S).to_string() }),
+            );
+        }
+    }
+    Value::Object(item)
+}
+
+/// What a GetItem `Item` holds: its version and the lock object's JSON.
+/// The error is a reason, for `corrupt-lock-object`.
+pub fn decode_item(item: &Map<String, Value>) -> Result<(String, Vec<u8>), String> {
+    let version =
+        string_attribute(item, VERSION_ATTRIBUTE)?.ok_or("the item has no lease_version (S)")?;
+    if let Some(body) = string_attribute(item, BODY_ATTRIBUTE)? {
+        return Ok((version, body.into_bytes()));
+    }
+    // A seed-003 item: a lease until `lease_expiry` on its writer's clock.
+    let expiry_s = number_attribute(item, EXPIRY_ATTRIBUTE)?
+        .ok_or("the item has neither lease_body nor lease_expiry")?;
+    let record = LockRecord {
+        expires_at_ms: expiry_s.saturating_mul(1000),
+        ..LockRecord::default()
+    };
+    if record.expires_at_ms >= crate::lock_object::MAX_TIME_MS {
+        return Err(format!("lease_expiry {expiry_s} is out of range"));
+    }
+    Ok((version, record.to_json()))
+}
+
+fn string_attribute(item: &Map<String, Value>, name: &str) -> Result<Option<String>, String> {
+    match item.get(name) {
+        None => Ok(None),
+        Some(v) => match v.get("S").and_then(Value::as_str) {
+            Some(s) => Ok(Some(s.to_string())),
+            None => Err(format!("{name} is not a string (S) attribute")),
+        },
+    }
+}
+
+/// A whole number of seconds; DynamoDB numbers are decimal strings.
+fn number_attribute(item: &Map<String, Value>, name: &str) -> Result<Option<u64>, String> {
+    match item.get(name) {
+        None => Ok(None),
+        Some(v) => v
+            .get("N")
+            .and_then(Value::as_str)
+            .and_then(|n| n.trim().parse::<u64>().ok())
+            .map(Some)
+            .ok_or_else(|| format!("{name} is not a whole non-negative number (N)")),
+    }
+}

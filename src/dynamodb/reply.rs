@@ -1,0 +1,196 @@
+//! DynamoDB's replies read back into the S3 shapes the protocol reads.
+//!
+//! Errors (`{"__type": "...#Name", "message": "..."}` with the request id
+//! in `x-amzn-RequestId`) become an S3 error body with the same code,
+//! message and request id, under the status that means the same to the
+//! protocol:
+//!
+//! - `ConditionalCheckFailedException` → 412: the condition failed.
+//! - `TransactionConflictException` → 409: re-read and decide again.
+//! - throttling (`ProvisionedThroughputExceededException`,
+//!   `ThrottlingException`, `RequestLimitExceeded`) → 429: refused, not
+//!   applied; the driver retries it with backoff.
+//! - `ResourceNotFoundException` → 404 `no-such-bucket`: no such table.
+//! - refused credentials or signatures → 403 `access-denied`; an expired
+//!   signature (our clock is off) → 403 `RequestTimeTooSkewed`.
+//! - anything else keeps its status (5xx stay ambiguous for writes).
+
+use crate::prelude::*;
+
+use super::{decode_item, version_of, TARGET_HEADER};
+use crate::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
+use serde_json::Value;
+
+/// DynamoDB's request id header (lowercased, as replies' headers are).
+const REQUEST_ID: &str = "x-amzn-requestid";
+
+/// Throttling: refused before anything was applied.
+pub const THROTTLING_CODES: [&str; 3] = [
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+];
+
+/// The S3 reply `req` would have had, from DynamoDB's reply `r` to its
+/// translation.
+pub fn read_reply(req: &S3Request, r: S3Response) -> S3Response {
+    if r.status != 200 {
+        return error_reply(r);
+    }
+    if r.body_too_large.is_some() {
+        return r;
+    }
+    match req.method {
+        Method::Post => r,
+        Method::Put => S3Response {
+            status: 200,
+            headers: with_etag(r.headers, &version_of(&req.body)),
+            body: Vec::new(),
+            body_too_large: None,
+        },
+        Method::Delete => S3Response {
+            status: 204,
+            body: Vec::new(),
+            ..r
+        },
+        Method::Get | Method::Head => item_reply(req, r),
+    }
+}
+
+fn item_reply(req: &S3Request, r: S3Response) -> S3Response {
+    let parsed: Result<Value, _> = serde_json::from_slice(&r.body);
+    let Ok(Value::Object(reply)) = parsed else {
+        return synthesized(
+            r,
+            502,
+            "InvalidReply",
+            "the GetItem reply is not a JSON object",
+        );
+    };
+    let Some(item) = reply.get("Item") else {
+        return synthesized(r, 404, "NoSuchKey", "no item for this key");
+    };
+    let Value::Object(item) = item else {
+        return synthesized(
+            r,
+            502,
+            "InvalidReply",
+            "the GetItem reply's Item is not an object",
+        );
+    };
+    match decode_item(item) {
+        Ok((version, body)) => {
+            let unchanged = req
+                .headers
+                .iter()
+                .any(|(k, v)| k == "if-none-match" && *v == version);
+            let headers = with_etag(r.headers, &version);
+            if unchanged {
+                S3Response {
+                    status: 304,
+                    headers,
+                    body: Vec::new(),
+                    body_too_large: None,
+                }
+            } else {
+                S3Response {
+                    status: 200,
+                    headers,
+                    body: if req.method == Method::Head {
+                        Vec::new()
+                    } else {
+                        body
+                    },
+                    body_too_large: None,
+                }
+            }
+        }
+        // The protocol reports it as `corrupt-lock-object`, for this key.
+        Err(reason) => {
+            let mut headers = r.headers;
+            headers.push((
+                UNREADABLE_HEADER.into(),
+                format!("the DynamoDB item is not a lock: {reason}"),
+            ));
+            S3Response {
+                status: 200,
+                headers,
+                body: Vec::new(),
+                body_too_large: None,
+            }
+        }
+    }
+}
+
+fn with_etag(mut headers: Vec<(String, String)>, version: &str) -> Vec<(String, String)> {
+    headers.retain(|(k, _)| k != "etag");
+    headers.push(("etag".into(), version.into()));
+    headers
+}
+
+/// DynamoDB's error `{"__type": "com.amazonaws.dynamodb.v20120810#Name",
+/// "message": "..."}`: the name after `#`, and the message (`Message` in
+/// some errors).
+fn dynamodb_error(body: &[u8]) -> Option<(String, String)> {
+    let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(body) else {
+        return None;
+    };
+    let kind = map.get("__type").and_then(Value::as_str)?;
+    let code = kind.rsplit('#').next().unwrap_or(kind).to_string();
+    let message = map
+        .get("message")
+        .or_else(|| map.get("Message"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    Some((code, message))
+}
+
+fn error_reply(r: S3Response) -> S3Response {
+    let Some((code, message)) = dynamodb_error(&r.body) else {
+        // Not DynamoDB's JSON (a proxy's page, an empty 5xx): as it came.
+        return r;
+    };
+    let status = match code.as_str() {
+        "ConditionalCheckFailedException" => 412,
+        "TransactionConflictException" => 409,
+        c if THROTTLING_CODES.contains(&c) => 429,
+        "ResourceNotFoundException" => 404,
+        "InvalidSignatureException" if message.contains("Signature expired") => {
+            return synthesized(r, 403, "RequestTimeTooSkewed", &message);
+        }
+        "AccessDeniedException"
+        | "UnrecognizedClientException"
+        | "InvalidSignatureException"
+        | "IncompleteSignatureException"
+        | "MissingAuthenticationTokenException"
+        | "ExpiredTokenException" => 403,
+        _ => r.status,
+    };
+    synthesized(r, status, &code, &message)
+}
+
+/// A reply with an S3 error body: what `S3Response::s3_error` reads.
+fn synthesized(r: S3Response, status: u16, code: &str, message: &str) -> S3Response {
+    let request_id = r.header(REQUEST_ID).unwrap_or_default().to_string();
+    let body = format!(
+        "<Error><Code>{}</Code><Message>{}</Message><RequestId>{}</RequestId></Error>",
+        escape(code),
+        escape(message),
+        escape(&request_id)
+    );
+    let mut headers = r.headers;
+    headers.retain(|(k, _)| k != TARGET_HEADER);
+    S3Response {
+        status,
+        headers,
+        body: body.into_bytes(),
+        body_too_large: None,
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}

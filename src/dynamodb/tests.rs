@@ -1,0 +1,308 @@
+//! The DynamoDB store over the model: what each call sends and costs, the
+//! replies read back, and the items seed 003's clients write.
+
+use super::*;
+use crate::client::ClientCore;
+use crate::config::{ClientConfig, Store, Strategy};
+use crate::error::Error;
+use crate::expiry::ExpiryClock;
+use crate::lease::Grant;
+use crate::protocol::AcquireOutcome;
+use crate::testing::dynamodb_model::DynamoIo;
+use crate::testing::raw_config;
+
+const START_MS: u64 = 1_700_000_000_000;
+
+fn config(clock: Option<ExpiryClock>) -> ClientConfig {
+    let mut raw = raw_config(Strategy::SingleObject, ExpiryClock::Observed);
+    raw.expiry_clock = clock;
+    raw.store = Some(Store::DynamoDb {
+        table: "locks".into(),
+    });
+    ClientConfig::validate(raw).unwrap()
+}
+
+fn client() -> ClientCore {
+    ClientCore::new(config(None))
+}
+
+fn grant(holder: &str) -> Grant {
+    Grant::new(10_000, holder.into(), "meta".into()).unwrap()
+}
+
+fn operations(io: &mut DynamoIo) -> Vec<String> {
+    io.take_requests();
+    std::mem::take(&mut io.table.calls)
+}
+
+#[test]
+fn config_defaults_to_observed_and_refuses_what_dynamodb_cannot_do() {
+    assert_eq!(config(None).expiry_clock, ExpiryClock::Observed);
+    assert_eq!(
+        config(Some(ExpiryClock::Holder)).expiry_clock,
+        ExpiryClock::Holder
+    );
+    let mut raw = raw_config(Strategy::SingleObject, ExpiryClock::Server);
+    raw.store = Some(Store::DynamoDb {
+        table: "locks".into(),
+    });
+    let e = ClientConfig::validate(raw.clone()).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidConfig { field, .. } if field == "expiry-clock"),
+        "{e:?}"
+    );
+    raw.expiry_clock = None;
+    raw.strategy = Some(Strategy::EpochObjects);
+    let e = ClientConfig::validate(raw.clone()).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidConfig { field, .. } if field == "strategy"),
+        "{e:?}"
+    );
+    raw.strategy = None;
+    for bad in ["ab", "has space", "slash/no", &"x".repeat(256)] {
+        raw.store = Some(Store::DynamoDb { table: bad.into() });
+        let e = ClientConfig::validate(raw.clone()).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidConfig { field, .. } if field == "store.dynamodb"),
+            "{bad}: {e:?}"
+        );
+    }
+    // The bucket is not a DynamoDB client's concern.
+    raw.bucket = String::new();
+    raw.store = Some(Store::DynamoDb {
+        table: "my_table-1.x".into(),
+    });
+    assert!(ClientConfig::validate(raw).is_ok());
+}
+
+#[test]
+fn each_call_costs_what_the_wit_says() {
+    let mut c = client();
+    let mut io = DynamoIo::new("locks", START_MS);
+    let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).unwrap() else {
+        panic!("not granted")
+    };
+    assert_eq!(lease.token, 1);
+    assert_eq!(operations(&mut io), ["GetItem", "PutItem"]);
+    let lease = c.rewrite(&mut io, lease, false).unwrap();
+    assert_eq!(operations(&mut io), ["PutItem"]);
+    assert!(c.inspect(&mut io, "k").unwrap().unwrap().live);
+    assert_eq!(operations(&mut io), ["GetItem"]);
+    c.rewrite(&mut io, lease, true).unwrap();
+    assert_eq!(operations(&mut io), ["PutItem"]);
+    // This client released it: it takes it again without reading.
+    let AcquireOutcome::Granted(again) = c.try_acquire(&mut io, "k", &grant("b")).unwrap() else {
+        panic!("not granted")
+    };
+    assert_eq!(again.token, 2, "release kept the item and its counter");
+    assert_eq!(operations(&mut io), ["PutItem"]);
+}
+
+#[test]
+fn the_item_keeps_seed_003s_fields_and_a_released_one_is_never_swept() {
+    let mut c = client();
+    let mut io = DynamoIo::new("locks", START_MS);
+    let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).unwrap() else {
+        panic!("not granted")
+    };
+    let item = io.table.items.get("locks/k").unwrap().clone();
+    assert_eq!(item["key"]["S"], "locks/k");
+    assert_eq!(item["lease_version"]["S"].as_str().unwrap(), lease.etag);
+    assert_eq!(item["token"]["N"], "1");
+    assert_eq!(item["holder"]["S"], "a");
+    let expiry: u64 = item["lease_expiry"]["N"].as_str().unwrap().parse().unwrap();
+    assert_eq!(expiry, lease.expires_at_ms.div_ceil(1000) + SWEEP_AFTER_S);
+    c.rewrite(&mut io, lease, true).unwrap();
+    let item = io.table.items.get("locks/k").unwrap();
+    assert!(item.get("lease_expiry").is_none(), "{item:?}");
+    assert_eq!(item["token"]["N"], "1");
+}
+
+#[test]
+fn two_clients_exclude_each_other_and_observed_expiry_hands_over() {
+    let (mut a, mut b) = (client(), client());
+    let mut io = DynamoIo::new("locks", START_MS);
+    let AcquireOutcome::Granted(held) = a.try_acquire(&mut io, "k", &grant("a")).unwrap() else {
+        panic!("not granted")
+    };
+    let seen = b.try_acquire(&mut io, "k", &grant("b")).unwrap();
+    assert!(matches!(seen, AcquireOutcome::Held(Some(_))), "{seen:?}");
+    // b has watched the same version for the ttl and its slack: expired.
+    io.advance(10_000 + 200);
+    let AcquireOutcome::Granted(next) = b.try_acquire(&mut io, "k", &grant("b")).unwrap() else {
+        panic!("not handed over")
+    };
+    assert_eq!(next.token, 2);
+    // a's lease is superseded: its renew is refused.
+    assert!(matches!(
+        a.rewrite(&mut io, held, false),
+        Err(Error::Lost { .. })
+    ));
+}
+
+#[test]
+fn a_grant_whose_reply_was_lost_is_recognised() {
+    let mut c = client();
+    let mut io = DynamoIo::new("locks", START_MS);
+    io.lose_put_replies = 1;
+    let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).unwrap() else {
+        panic!("not granted")
+    };
+    assert_eq!(lease.token, 1);
+    assert_eq!(operations(&mut io), ["GetItem", "PutItem", "GetItem"]);
+    c.rewrite(&mut io, lease, false).unwrap();
+}
+
+#[test]
+fn throttled_calls_are_retried_with_backoff_then_reported() {
+    let mut c = client();
+    let mut io = DynamoIo::new("locks", START_MS);
+    io.table.throttle_next = 2;
+    let before = io.monotonic_ms;
+    assert!(c.inspect(&mut io, "k").unwrap().is_none());
+    assert_eq!(operations(&mut io), ["GetItem"; 3]);
+    assert!(io.monotonic_ms - before >= 25 + 50, "backed off");
+    io.table.throttle_next = 4;
+    let e = c.inspect(&mut io, "k").unwrap_err();
+    assert!(e.is_transient(), "{e:?}");
+    let Error::S3(s3) = &e else { panic!("{e:?}") };
+    assert_eq!(
+        (s3.status, s3.code.as_str()),
+        (429, "ProvisionedThroughputExceededException")
+    );
+    assert!(s3.request_id.starts_with("MODEL"), "{s3:?}");
+}
+
+#[test]
+fn a_missing_table_and_a_corrupt_item_are_typed_errors() {
+    let mut c = ClientCore::new({
+        let mut raw = raw_config(Strategy::SingleObject, ExpiryClock::Observed);
+        raw.store = Some(Store::DynamoDb {
+            table: "nope".into(),
+        });
+        ClientConfig::validate(raw).unwrap()
+    });
+    let mut io = DynamoIo::new("locks", START_MS);
+    io.client_table = "nope".into();
+    let e = c.inspect(&mut io, "k").unwrap_err();
+    assert!(
+        matches!(&e, Error::NoSuchBucket(s) if s.code == "ResourceNotFoundException"),
+        "{e:?}"
+    );
+
+    io.client_table = "locks".into();
+    let mut c = client();
+    let mut item = serde_json::Map::new();
+    item.insert("key".into(), serde_json::json!({ "S": "locks/k" }));
+    item.insert("lease_version".into(), serde_json::json!({ "N": "3" }));
+    io.table.items.insert("locks/k".into(), item);
+    let e = c.inspect(&mut io, "k").unwrap_err();
+    assert!(
+        matches!(&e, Error::CorruptLockObject { object_key, reason }
+        if object_key == "locks/k" && reason.contains("lease_version")),
+        "{e:?}"
+    );
+    let e = c.try_acquire(&mut io, "k", &grant("a")).unwrap_err();
+    assert!(matches!(e, Error::CorruptLockObject { .. }), "{e:?}");
+}
+
+#[test]
+fn fenced_writes_are_refused_before_any_request() {
+    let mut c = client();
+    let mut io = DynamoIo::new("locks", START_MS);
+    let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).unwrap() else {
+        panic!("not granted")
+    };
+    operations(&mut io);
+    let change = crate::fenced::Change::Put {
+        body: b"x".to_vec(),
+        content_type: "text/plain".into(),
+    };
+    let e = c
+        .fenced_write(&mut io, &lease, "data", change, true)
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidConfig { field, .. } if field == "store"),
+        "{e:?}"
+    );
+    assert!(operations(&mut io).is_empty());
+}
+
+/// What a client written from seed 003's design alone puts in the table.
+fn seed_003_item(
+    key: &str,
+    version: &str,
+    expiry_s: u64,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut item = serde_json::Map::new();
+    item.insert("key".into(), serde_json::json!({ "S": key }));
+    item.insert("lease_version".into(), serde_json::json!({ "S": version }));
+    item.insert(
+        "lease_expiry".into(),
+        serde_json::json!({ "N": expiry_s.to_string() }),
+    );
+    item
+}
+
+#[test]
+fn a_seed_003_lease_is_held_until_its_expiry_then_taken_over_with_a_token() {
+    let mut c = client();
+    let mut io = DynamoIo::new("locks", START_MS);
+    let expiry_s = START_MS / 1000 + 60;
+    io.table.items.insert(
+        "locks/k".into(),
+        seed_003_item("locks/k", "uuid-1", expiry_s),
+    );
+    let state = c.inspect(&mut io, "k").unwrap().unwrap();
+    assert!(state.live);
+    assert_eq!((state.record.token, state.etag.as_str()), (0, "uuid-1"));
+    assert_eq!(state.record.expires_at_ms, expiry_s * 1000);
+    assert!(matches!(
+        c.try_acquire(&mut io, "k", &grant("a")).unwrap(),
+        AcquireOutcome::Held(Some(_))
+    ));
+    // Its lease_expiry passed (judged on this clock, as the design does).
+    io.advance(61_000);
+    let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).unwrap() else {
+        panic!("not taken over")
+    };
+    assert_eq!(lease.token, 1);
+    // The seed-003 holder's extend, conditional on its version, now fails.
+    let reply = io.table.call(
+        "UpdateItem",
+        br##"{"TableName":"locks","Key":{"key":{"S":"locks/k"}},"UpdateExpression":"SET lease_version = :n, lease_expiry = :e","ConditionExpression":"lease_version = :v","ExpressionAttributeValues":{":n":{"S":"uuid-2"},":e":{"N":"1"},":v":{"S":"uuid-1"}}}"##,
+    );
+    assert_eq!(reply.status, 400);
+    assert!(String::from_utf8_lossy(&reply.body).contains("ConditionalCheckFailedException"));
+}
+
+#[test]
+fn requests_are_signed_for_dynamodb_as_json_1_0_posts() {
+    let c = config(None);
+    let req = S3Request::new(Method::Put, "locks/k", 1024)
+        .header("if-none-match", "*")
+        .body(
+            "application/json",
+            br#"{"expires_at":0,"token":1}"#.to_vec(),
+        );
+    let http = prepare(&c, "locks", &req, 1_700_000_000);
+    assert_eq!(http.method, Method::Post);
+    assert_eq!(http.path_and_query, "/");
+    let header = |n: &str| {
+        http.headers
+            .iter()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(header("content-type"), Some(CONTENT_TYPE));
+    assert_eq!(header("x-amz-target"), Some("DynamoDB_20120810.PutItem"));
+    let auth = header("authorization").unwrap();
+    assert!(auth.contains("/us-east-1/dynamodb/aws4_request"), "{auth}");
+    assert!(
+        auth.contains("SignedHeaders=content-type;host;x-amz-date;x-amz-target"),
+        "{auth}"
+    );
+    let body: serde_json::Value = serde_json::from_slice(&http.body).unwrap();
+    assert_eq!(body["ConditionExpression"], "attribute_not_exists(#k)");
+    assert_eq!(body["TableName"], "locks");
+}

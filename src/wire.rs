@@ -1,0 +1,24 @@
+//! Between the protocol and the network: a request the protocol emits
+//! becomes a signed HTTP request for the configured store, and the store's
+//! reply becomes the S3 reply the protocol reads. For S3 the reply is
+//! already that; for DynamoDB it is translated (see `dynamodb`).
+
+use crate::config::{ClientConfig, Store};
+use crate::dynamodb;
+use crate::s3::{self, HttpRequest, S3Request, S3Response};
+
+/// Signs `req` for the configured store at `unix_seconds`.
+pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> HttpRequest {
+    match &config.store {
+        Store::S3 => s3::prepare(config, req, unix_seconds),
+        Store::DynamoDb { table } => dynamodb::prepare(config, table, req, unix_seconds),
+    }
+}
+
+/// The store's reply to `prepare(req)`, as the protocol reads replies.
+pub fn read_reply(config: &ClientConfig, req: &S3Request, reply: S3Response) -> S3Response {
+    match &config.store {
+        Store::S3 => reply,
+        Store::DynamoDb { .. } => dynamodb::read_reply(req, reply),
+    }
+}
