@@ -207,12 +207,15 @@ impl ClientCore {
     pub fn preflight(&mut self, io: &mut impl Io) -> Result<Report, Error> {
         let nonce = format!("{:016x}", io.random_u64());
         let scratch = format!("{}.s3-lease-preflight/{nonce}/", self.config.key_prefix);
-        let op = Preflight::new(
+        let mut op = Preflight::new(
             scratch,
             nonce,
             self.config.strategy,
             self.config.expiry_clock,
         );
+        if let Some(table) = self.config.store.table() {
+            op = op.on_dynamodb(table);
+        }
         let report = driver::run(io, op)?;
         self.store = match report.gate(self.config.strategy, self.config.expiry_clock) {
             Gate::Open => StoreCheck::Safe,

@@ -15,6 +15,7 @@ use crate::prelude::*;
 
 mod findings;
 mod offset;
+mod table;
 mod verdict;
 
 #[cfg(test)]
@@ -56,6 +57,10 @@ pub struct Report {
 /// accepts a body with a wrong hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Phase {
+    /// DynamoDB only: DescribeTable, for the key schema.
+    DescribeTable,
+    /// DynamoDB only: DescribeTimeToLive.
+    DescribeTtl,
     /// PUT a, `If-None-Match: *`: must be accepted.
     CreateFirst,
     /// PUT b, `If-None-Match: *`: a second key for the LIST.
@@ -86,6 +91,8 @@ impl Phase {
     /// The request, for details a reader can follow.
     fn label(self) -> &'static str {
         match self {
+            Phase::DescribeTable => "DescribeTable",
+            Phase::DescribeTtl => "DescribeTimeToLive",
             Phase::CreateFirst => "PUT If-None-Match: * (new key)",
             Phase::CreateSecond => "PUT If-None-Match: * (second key)",
             Phase::CreateExisting => "PUT If-None-Match: * (existing key)",
@@ -102,7 +109,9 @@ impl Phase {
     }
 }
 
-const PHASES: [Phase; 12] = [
+const PHASES: [Phase; 14] = [
+    Phase::DescribeTable,
+    Phase::DescribeTtl,
     Phase::CreateFirst,
     Phase::CreateSecond,
     Phase::CreateExisting,
@@ -208,6 +217,10 @@ pub struct Preflight {
     offset: OffsetBounds,
     sent_at_ms: u64,
     requests: u32,
+    /// A DynamoDB store's table: its checks run first, and the probes
+    /// that only S3 has (LIST, payload hash) are left out.
+    table: Option<String>,
+    table_results: Vec<CapabilityResult>,
 }
 
 impl Preflight {
@@ -231,7 +244,16 @@ impl Preflight {
             offset: OffsetBounds::default(),
             sent_at_ms: 0,
             requests: 0,
+            table: None,
+            table_results: Vec::new(),
         }
+    }
+
+    /// Probes a DynamoDB table instead of a bucket: the table checks, then
+    /// the condition probes, sent as the store's calls (see `dynamodb`).
+    pub fn on_dynamodb(mut self, table: &str) -> Self {
+        self.table = Some(table.to_string());
+        self
     }
 
     fn key(&self, name: &str) -> String {
@@ -270,7 +292,13 @@ impl Preflight {
             S3Request::new(Method::Put, key, MAX_REPLY_BYTES).body(TEXT, body)
         };
         let a_exists = self.current.is_some();
+        let on_dynamodb = self.table.is_some();
         let request = match phase {
+            Phase::DescribeTable => table::describe_table(self.table.as_deref()?),
+            Phase::DescribeTtl => table::describe_ttl(self.table.as_deref()?),
+            // Not DynamoDB calls: an item store has no listing by prefix
+            // and no payload hash of its own.
+            Phase::ListAfter | Phase::WrongHash if on_dynamodb => return None,
             Phase::CreateFirst => put(&a, self.body("first")).header("if-none-match", "*"),
             Phase::CreateSecond => {
                 put(&self.key("b"), self.body("second")).header("if-none-match", "*")
@@ -368,6 +396,20 @@ impl Preflight {
                 .map(|(_, v)| v.clone())
                 .filter(|v| v != "*");
         }
+        match phase {
+            Phase::DescribeTable => {
+                let failure = seen.failure.as_deref();
+                self.table_results
+                    .push(table::key_schema(response, failure));
+                return;
+            }
+            Phase::DescribeTtl => {
+                let failure = seen.failure.as_deref();
+                self.table_results.push(table::ttl(response, failure));
+                return;
+            }
+            _ => {}
+        }
         if let Some(r) = response {
             match phase {
                 Phase::GetOtherEtag if r.status == 200 => {
@@ -428,7 +470,20 @@ impl Preflight {
     }
 
     fn report(&self) -> Report {
-        let results = findings::results(&self.seen, &self.offset);
+        let mut results = findings::results(&self.seen, &self.offset);
+        if self.table.is_some() {
+            results.retain(|r| r.capability != Capability::PayloadHash);
+            for r in results.iter_mut() {
+                if r.capability == Capability::ListStartAfter {
+                    r.verdict = Verdict::Fail;
+                    r.status = None;
+                    r.detail = "DynamoDB has no listing by prefix: epoch-objects is for S3 \
+                                stores; a table takes single-object"
+                        .into();
+                }
+            }
+            results.extend(self.table_results.iter().cloned());
+        }
         let mut notes = Vec::new();
         for failure in &self.cleanup_failures {
             notes.push(failure.clone());
@@ -446,7 +501,7 @@ impl Preflight {
     /// The first probe's answer when it says the store cannot be probed
     /// at all (wrong keys, no bucket): an error, not a report.
     fn unreachable(&self, r: &S3Response) -> Option<Error> {
-        if self.phase != Some(Phase::CreateFirst) {
+        if !matches!(self.phase, Some(Phase::CreateFirst | Phase::DescribeTable)) {
             return None;
         }
         match r.clone().into_error() {
@@ -499,7 +554,7 @@ impl Operation for Preflight {
             self.cleaned(Err(&error));
             return self.advance(now_ms);
         }
-        if self.phase == Some(Phase::CreateFirst) {
+        if matches!(self.phase, Some(Phase::CreateFirst | Phase::DescribeTable)) {
             // Nothing answered the first request: there is no store to probe.
             return Step::Done(Err(error));
         }

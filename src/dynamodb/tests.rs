@@ -306,3 +306,85 @@ fn requests_are_signed_for_dynamodb_as_json_1_0_posts() {
     assert_eq!(body["ConditionExpression"], "attribute_not_exists(#k)");
     assert_eq!(body["TableName"], "locks");
 }
+
+#[test]
+fn the_preflight_checks_the_table_then_its_conditions() {
+    use crate::capability::{Capability, Verdict};
+    let mut c = client();
+    let mut io = DynamoIo::new("locks", START_MS);
+    let report = c.preflight(&mut io).unwrap();
+    let verdict = |cap: Capability| {
+        report
+            .results
+            .iter()
+            .find(|r| r.capability == cap)
+            .map(|r| (r.verdict, r.detail.clone()))
+            .unwrap_or_else(|| panic!("{cap:?} not reported: {report:?}"))
+    };
+    for cap in [
+        Capability::TableKeySchema,
+        Capability::TtlAttribute,
+        Capability::IfNoneMatchExisting,
+        Capability::IfMatchPut,
+        Capability::IfMatchMissingKey,
+        Capability::IfMatchDelete,
+        Capability::ConditionalGet,
+    ] {
+        assert_eq!(verdict(cap).0, Verdict::Pass, "{cap:?}: {}", verdict(cap).1);
+    }
+    // No Last-Modified on an item: the server clock cannot be had.
+    assert_eq!(verdict(Capability::ServerDates).0, Verdict::Fail);
+    assert_eq!(verdict(Capability::ListStartAfter).0, Verdict::Fail);
+    assert!(report
+        .results
+        .iter()
+        .all(|r| r.capability != Capability::PayloadHash));
+    assert!(report.config_safe, "{report:?}");
+    assert_eq!(report.safe_strategies, [Strategy::SingleObject]);
+    assert!(report.safe_expiry_clocks.contains(&ExpiryClock::Observed));
+    // Every scratch item was deleted.
+    assert!(io.table.items.is_empty(), "{:?}", io.table.items);
+    let calls = std::mem::take(&mut io.table.calls);
+    assert_eq!(&calls[..2], ["DescribeTable", "DescribeTimeToLive"]);
+
+    // A table keyed otherwise fails the preflight, and the option refuses.
+    io.table.ttl_attribute = None;
+    let mut other = DynamoIo::new("locks", START_MS);
+    other.table.ttl_attribute = Some("expires".into());
+    let report = client().preflight(&mut other).unwrap();
+    let ttl = report
+        .results
+        .iter()
+        .find(|r| r.capability == Capability::TtlAttribute)
+        .unwrap();
+    assert_eq!(ttl.verdict, Verdict::Fail);
+    assert!(ttl.detail.contains("\"expires\""), "{}", ttl.detail);
+    assert!(report.config_safe, "TTL is informational");
+
+    // A missing table is an error, not a report.
+    io.client_table = "nope".into();
+    let e = client().preflight(&mut io).unwrap_err();
+    assert!(matches!(e, Error::NoSuchBucket(_)), "{e:?}");
+}
+
+#[test]
+fn a_table_of_another_key_fails_the_preflight_and_closes_the_gate() {
+    use crate::capability::{Capability, Verdict};
+    let mut raw = raw_config(Strategy::SingleObject, ExpiryClock::Observed);
+    raw.store = Some(Store::DynamoDb {
+        table: "locks".into(),
+    });
+    raw.preflight = Some(true);
+    let mut c = ClientCore::new(ClientConfig::validate(raw).unwrap());
+    let mut io = DynamoIo::new("locks", START_MS);
+    io.table.key_attribute = "id".into();
+    let e = c.try_acquire(&mut io, "k", &grant("a")).unwrap_err();
+    let Error::StoreUnsafe(failed) = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(
+        (failed.capability, failed.verdict),
+        (Capability::TableKeySchema, Verdict::Fail)
+    );
+    assert!(failed.detail.contains("id (HASH)"), "{}", failed.detail);
+}

@@ -37,6 +37,9 @@ fn needed_by_strategy(c: Capability, s: Strategy) -> bool {
         Capability::IfMatchPut | Capability::IfMatchMissingKey => s == Strategy::SingleObject,
         // epoch-objects finds the newest epoch, and checks for newer ones, by LIST.
         Capability::ListStartAfter => s == Strategy::EpochObjects,
+        // Reported for DynamoDB tables only: no lock item can be written
+        // or read in a table of another key.
+        Capability::TableKeySchema => true,
         _ => false,
     }
 }

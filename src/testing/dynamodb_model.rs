@@ -23,6 +23,9 @@ pub struct DynamoModel {
     pub items: BTreeMap<String, Item>,
     /// The attribute the table's TTL is enabled on, if any.
     pub ttl_attribute: Option<String>,
+    /// The partition key's name: `key`, unless a test builds a table the
+    /// locks cannot use.
+    pub key_attribute: String,
     pub now_ms: u64,
     /// The next this many calls are refused as throttled.
     pub throttle_next: u32,
@@ -37,6 +40,7 @@ impl DynamoModel {
             table: table.to_string(),
             items: BTreeMap::new(),
             ttl_attribute: Some(dynamodb::EXPIRY_ATTRIBUTE.to_string()),
+            key_attribute: KEY_ATTRIBUTE.to_string(),
             now_ms,
             throttle_next: 0,
             calls: Vec::new(),
@@ -159,8 +163,8 @@ impl DynamoModel {
             "DescribeTable" => Ok(json!({ "Table": {
                 "TableName": self.table,
                 "TableStatus": "ACTIVE",
-                "KeySchema": [{ "AttributeName": KEY_ATTRIBUTE, "KeyType": "HASH" }],
-                "AttributeDefinitions": [{ "AttributeName": KEY_ATTRIBUTE, "AttributeType": "S" }],
+                "KeySchema": [{ "AttributeName": self.key_attribute, "KeyType": "HASH" }],
+                "AttributeDefinitions": [{ "AttributeName": self.key_attribute, "AttributeType": "S" }],
             }})),
             "DescribeTimeToLive" => {
                 Ok(json!({ "TimeToLiveDescription": match &self.ttl_attribute {

@@ -1,0 +1,182 @@
+//! The DynamoDB table checks that run before the condition probes on a
+//! DynamoDB store: DescribeTable (the key schema the lock items need) and
+//! DescribeTimeToLive (whether dead leases' items are swept).
+
+use crate::prelude::*;
+
+use super::{Capability, CapabilityResult, Verdict};
+use crate::dynamodb::{self, EXPIRY_ATTRIBUTE, KEY_ATTRIBUTE};
+use crate::s3::{S3Request, S3Response};
+use serde_json::{json, Value};
+
+/// Replies to these calls are small.
+const MAX_REPLY_BYTES: usize = 64 * 1024;
+
+pub(super) fn describe_table(table: &str) -> S3Request {
+    dynamodb::call(
+        "DescribeTable",
+        &json!({ "TableName": table }),
+        MAX_REPLY_BYTES,
+    )
+}
+
+pub(super) fn describe_ttl(table: &str) -> S3Request {
+    dynamodb::call(
+        "DescribeTimeToLive",
+        &json!({ "TableName": table }),
+        MAX_REPLY_BYTES,
+    )
+}
+
+fn result(
+    capability: Capability,
+    verdict: Verdict,
+    r: Option<&S3Response>,
+    detail: String,
+) -> CapabilityResult {
+    CapabilityResult {
+        capability,
+        verdict,
+        status: r.map(|r| r.status),
+        code: r
+            .filter(|r| r.status >= 300)
+            .map(|r| r.s3_error().code)
+            .unwrap_or_default(),
+        detail,
+        silent: false,
+    }
+}
+
+fn json_of(r: &S3Response) -> Option<Value> {
+    serde_json::from_slice(&r.body).ok()
+}
+
+/// The key schema from a DescribeTable reply: one HASH key `key` of type S.
+pub(super) fn key_schema(r: Option<&S3Response>, failure: Option<&str>) -> CapabilityResult {
+    let c = Capability::TableKeySchema;
+    let Some(reply) = r else {
+        let why = failure.unwrap_or("no reply");
+        return result(c, Verdict::Unknown, None, format!("DescribeTable: {why}"));
+    };
+    if reply.status != 200 {
+        let e = reply.s3_error();
+        return result(
+            c,
+            Verdict::Unknown,
+            r,
+            format!("DescribeTable was refused: {e}"),
+        );
+    }
+    let table = json_of(reply).and_then(|v| v.get("Table").cloned());
+    let Some(table) = table else {
+        return result(
+            c,
+            Verdict::Unknown,
+            r,
+            "DescribeTable's reply has no Table".into(),
+        );
+    };
+    let keys: Vec<(String, String)> = table
+        .get("KeySchema")
+        .and_then(Value::as_array)
+        .map(|keys| {
+            keys.iter()
+                .map(|k| {
+                    let field =
+                        |f: &str| k.get(f).and_then(Value::as_str).unwrap_or("?").to_string();
+                    (field("AttributeName"), field("KeyType"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let key_type = table
+        .get("AttributeDefinitions")
+        .and_then(Value::as_array)
+        .and_then(|defs| {
+            defs.iter()
+                .find(|d| d.get("AttributeName").and_then(Value::as_str) == Some(KEY_ATTRIBUTE))
+        })
+        .and_then(|d| d.get("AttributeType").and_then(Value::as_str))
+        .unwrap_or("?");
+    let status = table
+        .get("TableStatus")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    let shown: Vec<String> = keys.iter().map(|(n, t)| format!("{n} ({t})")).collect();
+    let shown = crate::text::join(shown.iter().map(String::as_str), ", ");
+    let right = keys.len() == 1
+        && keys[0] == (KEY_ATTRIBUTE.to_string(), "HASH".to_string())
+        && key_type == "S";
+    if right {
+        result(
+            c,
+            Verdict::Pass,
+            r,
+            format!("the table is {status}, keyed by one string partition key `key`, as lock items need"),
+        )
+    } else {
+        result(
+            c,
+            Verdict::Fail,
+            r,
+            format!(
+                "the table's key is {shown} (`key` is of type {key_type}); lock items need exactly one \
+                 partition key `key` of type S (string): create a table for the locks with that key"
+            ),
+        )
+    }
+}
+
+/// TTL on `lease_expiry`, from a DescribeTimeToLive reply.
+pub(super) fn ttl(r: Option<&S3Response>, failure: Option<&str>) -> CapabilityResult {
+    let c = Capability::TtlAttribute;
+    let Some(reply) = r else {
+        let why = failure.unwrap_or("no reply");
+        return result(
+            c,
+            Verdict::Unknown,
+            None,
+            format!("DescribeTimeToLive: {why}"),
+        );
+    };
+    if reply.status != 200 {
+        let e = reply.s3_error();
+        return result(
+            c,
+            Verdict::Unknown,
+            r,
+            format!("DescribeTimeToLive was refused: {e}"),
+        );
+    }
+    let description = json_of(reply).and_then(|v| v.get("TimeToLiveDescription").cloned());
+    let field = |f: &str| {
+        description
+            .as_ref()
+            .and_then(|d| d.get(f))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let status = field("TimeToLiveStatus").unwrap_or_else(|| "DISABLED".into());
+    let attribute = field("AttributeName");
+    let enabled = status == "ENABLED" || status == "ENABLING";
+    match attribute.as_deref() {
+        Some(EXPIRY_ATTRIBUTE) if enabled => result(
+            c,
+            Verdict::Pass,
+            r,
+            format!("TTL is {status} on lease_expiry: an item is swept 30 days after its lease expired unreleased (released items have no lease_expiry and stay)"),
+        ),
+        Some(other) if enabled => result(
+            c,
+            Verdict::Fail,
+            r,
+            format!("TTL is on {other:?}, not lease_expiry: items of dead leases stay (harmless; they cost storage)"),
+        ),
+        _ => result(
+            c,
+            Verdict::Fail,
+            r,
+            format!("TTL is {status}: items of dead leases stay (harmless; they cost storage). Enable it on lease_expiry to sweep them"),
+        ),
+    }
+}
