@@ -121,6 +121,9 @@ impl fmt::Display for Error {
                 "the server refused this machine's clock (more than 15 minutes off): {e}"
             ),
             Error::AccessDenied(e) => write!(f, "access denied: {e}"),
+            Error::NoSuchBucket(e) if e.code == "ResourceNotFoundException" => {
+                write!(f, "no such DynamoDB table: {e}")
+            }
             Error::NoSuchBucket(e) => write!(f, "no such bucket: {e}"),
             Error::CorruptLockObject { object_key, reason } => {
                 write!(f, "lock object {object_key:?} is not readable: {reason}")

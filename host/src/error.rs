@@ -92,6 +92,9 @@ impl fmt::Display for Describe<'_> {
             LeaseError::AccessDenied(e) => {
                 s3(f, "access denied (check the credentials and policy)", e)
             }
+            LeaseError::NoSuchBucket(e) if e.code == "ResourceNotFoundException" => {
+                s3(f, "no such DynamoDB table", e)
+            }
             LeaseError::NoSuchBucket(e) => s3(f, "no such bucket", e),
             LeaseError::CorruptLockObject(c) => {
                 write!(
