@@ -131,7 +131,8 @@ impl fmt::Debug for SharedSource {
 
 /// True when the store refused the request's credentials as expired or
 /// unknown (S3 answers 400 `ExpiredToken` / `InvalidToken`, 403
-/// `InvalidAccessKeyId`): new credentials may fix it. The store did not
+/// `InvalidAccessKeyId`; DynamoDB `ExpiredTokenException` and
+/// `UnrecognizedClientException`): new credentials may fix it. The store did not
 /// apply the request, so sending it again is safe.
 pub fn refused_credentials(error: &LeaseError) -> bool {
     let e = match error {
@@ -140,7 +141,12 @@ pub fn refused_credentials(error: &LeaseError) -> bool {
     };
     matches!(
         e.code.as_str(),
-        "ExpiredToken" | "InvalidToken" | "InvalidAccessKeyId" | "TokenRefreshRequired"
+        "ExpiredToken"
+            | "InvalidToken"
+            | "InvalidAccessKeyId"
+            | "TokenRefreshRequired"
+            | "ExpiredTokenException"
+            | "UnrecognizedClientException"
     )
 }
 
@@ -206,6 +212,10 @@ mod tests {
             request_id: String::new(),
         };
         assert!(refused_credentials(&LeaseError::S3(e(400, "ExpiredToken"))));
+        assert!(refused_credentials(&LeaseError::AccessDenied(e(
+            403,
+            "ExpiredTokenException"
+        ))));
         assert!(refused_credentials(&LeaseError::AccessDenied(e(
             403,
             "InvalidAccessKeyId"
