@@ -188,7 +188,7 @@ impl WasiHttpHooks for SendHooks {
         options: Option<RequestOptions>,
         _fut: IoFuture,
     ) -> ResponseFuture {
-        let op = crate::stats::operation(request.method(), request.uri());
+        let op = crate::stats::operation(request.method(), request.uri(), request.headers());
         let counts = self.counts.clone();
         let sent = self.sender.send(request, options);
         Box::new(async move {
