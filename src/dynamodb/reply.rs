@@ -141,9 +141,19 @@ fn dynamodb_error(body: &[u8]) -> Option<(String, String)> {
         .get("message")
         .or_else(|| map.get("Message"))
         .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    Some((code, message))
+        .unwrap_or_default();
+    Some((code, first_paragraph(message)))
+}
+
+/// The message up to its first blank line. DynamoDB's signature errors go
+/// on with the canonical request it expected, which holds every signed
+/// header's value, the session token among them: never kept.
+fn first_paragraph(message: &str) -> String {
+    let cut = message
+        .find("\n\n")
+        .or_else(|| message.find("The Canonical String"))
+        .unwrap_or(message.len());
+    message[..cut].trim_end().to_string()
 }
 
 fn error_reply(r: S3Response) -> S3Response {

@@ -388,3 +388,31 @@ fn a_table_of_another_key_fails_the_preflight_and_closes_the_gate() {
     );
     assert!(failed.detail.contains("id (HASH)"), "{}", failed.detail);
 }
+
+#[test]
+fn a_signature_error_keeps_no_canonical_request_and_so_no_session_token() {
+    let body = serde_json::json!({
+        "__type": "com.amazon.coral.service#InvalidSignatureException",
+        "message": "The request signature we calculated does not match the signature you provided.\n\n\
+            The Canonical String for this request should have been\n'POST\n/\n\n\
+            x-amz-security-token:SECRET-SESSION-TOKEN\n'"
+    });
+    let reply = crate::s3::S3Response {
+        status: 400,
+        headers: vec![("x-amzn-requestid".into(), "RID1".into())],
+        body: serde_json::to_vec(&body).unwrap(),
+        body_too_large: None,
+    };
+    let req = crate::s3::S3Request::new(Method::Get, "locks/k", 1024);
+    let e = read_reply(&req, reply).into_error();
+    let shown = format!("{e} {e:?}");
+    assert!(!shown.contains("SECRET"), "{shown}");
+    let Error::AccessDenied(s3) = e else {
+        panic!("{shown}")
+    };
+    assert_eq!(
+        (s3.code.as_str(), s3.request_id.as_str()),
+        ("InvalidSignatureException", "RID1")
+    );
+    assert!(s3.message.ends_with("you provided."), "{}", s3.message);
+}
