@@ -100,15 +100,24 @@ fn string_attribute(item: &Map<String, Value>, name: &str) -> Result<Option<Stri
     }
 }
 
-/// A whole number of seconds; DynamoDB numbers are decimal strings.
+/// Seconds, rounded down; DynamoDB numbers are decimal strings, and a
+/// client may write a fraction.
 fn number_attribute(item: &Map<String, Value>, name: &str) -> Result<Option<u64>, String> {
-    match item.get(name) {
-        None => Ok(None),
-        Some(v) => v
-            .get("N")
-            .and_then(Value::as_str)
-            .and_then(|n| n.trim().parse::<u64>().ok())
-            .map(Some)
-            .ok_or_else(|| format!("{name} is not a whole non-negative number (N)")),
-    }
+    let Some(v) = item.get(name) else {
+        return Ok(None);
+    };
+    let seconds = |n: &str| {
+        let n = n.trim();
+        n.parse::<u64>().ok().or_else(|| {
+            n.parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite() && *f >= 0.0 && *f < 1e11)
+                .map(|f| f as u64)
+        })
+    };
+    v.get("N")
+        .and_then(Value::as_str)
+        .and_then(seconds)
+        .map(Some)
+        .ok_or_else(|| format!("{name} is not a non-negative number of seconds (N)"))
 }

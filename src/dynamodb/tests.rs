@@ -416,3 +416,26 @@ fn a_signature_error_keeps_no_canonical_request_and_so_no_session_token() {
     );
     assert!(s3.message.ends_with("you provided."), "{}", s3.message);
 }
+
+#[test]
+fn seed_003_items_are_read_with_fractional_or_odd_expiries_without_a_panic() {
+    let read = |expiry: serde_json::Value| {
+        let mut item = seed_003_item("locks/k", "v", 0);
+        item.insert("lease_expiry".into(), expiry);
+        decode_item(&item).map(|(_, body)| crate::lock_object::LockRecord::from_json(&body))
+    };
+    let record = read(serde_json::json!({ "N": "1700000060.75" }))
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.expires_at_ms, 1_700_000_060_000);
+    for odd in [
+        serde_json::json!({ "N": "-5" }),
+        serde_json::json!({ "N": "1e300" }),
+        serde_json::json!({ "N": "NaN" }),
+        serde_json::json!({ "S": "tomorrow" }),
+        serde_json::json!({ "N": "99999999999999999999" }),
+        serde_json::json!(7),
+    ] {
+        assert!(read(odd.clone()).is_err(), "{odd}");
+    }
+}
