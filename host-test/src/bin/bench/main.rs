@@ -116,8 +116,7 @@ fn process_cpu_ms() -> f64 {
 /// this process's CPU per operation (the host's HTTP threads included;
 /// the S3 server runs in another process).
 fn per_operation(
-    e: &Endpoint,
-    prefix: &str,
+    config: &s3_lease_host::S3Config,
     pooled_http: bool,
     rounds: usize,
 ) -> Result<[boto3::Figures; 4]> {
@@ -126,7 +125,7 @@ fn per_operation(
         cache: CompileCache::from_env(),
         pooled_http,
     })?;
-    let client = s3_lease_host::Client::connect(&runtime, &e.host_config(prefix)?)?;
+    let client = s3_lease_host::Client::connect(&runtime, config)?;
     let mut samples: [Vec<Duration>; 4] = Default::default();
     let mut cpu = [0.0f64; 4];
     let mut timed = |op: usize, call: &mut dyn FnMut() -> Result<()>| -> Result<()> {
@@ -275,8 +274,12 @@ fn main() -> Result<()> {
     );
     let _ = std::fs::remove_dir_all(&cache);
 
-    let pooled = per_operation(&endpoint, &format!("{prefix}pooled/"), true, rounds)?;
-    let default = per_operation(&endpoint, &format!("{prefix}default/"), false, rounds)?;
+    let pooled = per_operation(&endpoint.host_config(&format!("{prefix}pooled/"))?, true, rounds)?;
+    let default = per_operation(
+        &endpoint.host_config(&format!("{prefix}default/"))?,
+        false,
+        rounds,
+    )?;
     let design = boto3::run(&endpoint, rounds);
     println!(
         "\nper operation (ms; cpu: this client's CPU per operation)\n\
