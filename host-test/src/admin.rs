@@ -1,13 +1,15 @@
 //! Raw S3 calls from the host, outside the component: creating the test
 //! bucket, planting foreign or corrupt lock objects, reading what the
-//! component wrote. Signed by the crate's own `s3::prepare` (the same code the
-//! component runs) and sent with wasmtime-wasi-http's client.
+//! component wrote. Signed by the crate's own `wire::prepare` (the same code
+//! the component runs: S3's, or DynamoDB's for a config whose store is a
+//! table) and sent with wasmtime-wasi-http's client.
 
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use s3_lease::config::{ClientConfig, Scheme};
-use s3_lease::s3::{prepare, Method, S3Request, S3Response};
+use s3_lease::s3::{Method, S3Request, S3Response};
+use s3_lease::wire::{prepare, read_reply};
 use s3_lease_host::http::full;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -26,7 +28,15 @@ impl Admin {
 
     pub fn send(&self, request: S3Request) -> Result<S3Response> {
         let unix_seconds = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
-        let request = to_http(prepare(&self.config, &request, unix_seconds))?.map(full);
+        let http = to_http(prepare(&self.config, &request, unix_seconds))?.map(full);
+        let reply = self.send_http(http)?;
+        Ok(read_reply(&self.config, &request, reply))
+    }
+
+    fn send_http(
+        &self,
+        request: http::Request<s3_lease_host::http::WasiBody>,
+    ) -> Result<S3Response> {
         self.runtime.block_on(async {
             let (response, io) = wasmtime_wasi_http::default_send_request(request, None)
                 .await

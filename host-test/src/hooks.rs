@@ -20,6 +20,9 @@ pub struct RequestRecord {
     pub if_none_match: Option<String>,
     /// `x-amz-content-sha256` equals the SHA-256 of the body actually sent.
     pub payload_hash_ok: bool,
+    /// A DynamoDB call's operation (`x-amz-target` after the API version:
+    /// `GetItem`, `PutItem`…); `None` for S3 requests.
+    pub target: Option<String>,
     /// The HTTP status, or `None` when the request failed (or was faulted) in transport.
     pub status: Option<u16>,
 }
@@ -147,8 +150,12 @@ impl WasiHttpHooks for Hooks {
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string)
             };
-            let payload_hash_ok = header("x-amz-content-sha256").as_deref()
-                == Some(s3_lease::sigv4::sha256_hex(&body).as_str());
+            // DynamoDB calls carry no such header: their signature covers
+            // the body's hash.
+            let payload_hash_ok = match header("x-amz-content-sha256") {
+                Some(declared) => declared == s3_lease::sigv4::sha256_hex(&body),
+                None => header("x-amz-target").is_some(),
+            };
             let record = RequestRecord {
                 method: parts.method.to_string(),
                 path_and_query: parts
@@ -159,6 +166,11 @@ impl WasiHttpHooks for Hooks {
                 if_match: header("if-match"),
                 if_none_match: header("if-none-match"),
                 payload_hash_ok,
+                target: header("x-amz-target").map(|t| {
+                    t.strip_prefix(s3_lease::dynamodb::TARGET_PREFIX)
+                        .unwrap_or(&t)
+                        .to_string()
+                }),
                 status: None,
             };
             let fault = fault.or_else(|| lock(&policy).as_mut().and_then(|p| p(&record)));

@@ -16,6 +16,7 @@
 pub mod admin;
 pub mod aws_fakes;
 pub mod bindings;
+pub mod dynalite;
 pub mod fault_proxy;
 pub mod hooks;
 pub mod instance;

@@ -8,6 +8,7 @@ mod compat;
 mod component_shape;
 mod contention;
 mod credentials;
+mod dynamodb;
 mod elector;
 mod epoch_objects;
 mod error_paths;

@@ -274,7 +274,11 @@ fn main() -> Result<()> {
     );
     let _ = std::fs::remove_dir_all(&cache);
 
-    let pooled = per_operation(&endpoint.host_config(&format!("{prefix}pooled/"))?, true, rounds)?;
+    let pooled = per_operation(
+        &endpoint.host_config(&format!("{prefix}pooled/"))?,
+        true,
+        rounds,
+    )?;
     let default = per_operation(
         &endpoint.host_config(&format!("{prefix}default/"))?,
         false,

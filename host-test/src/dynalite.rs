@@ -1,0 +1,243 @@
+//! A DynamoDB endpoint for tests and the benchmark: dynalite (npm, an
+//! in-memory DynamoDB), from `S3LEASE_DYNALITE` or the workspace's
+//! `.tools/dynalite/node_modules/dynalite/cli.js` (installed by
+//! `scripts/setup.sh`), started with node on a free loopback port and
+//! watched so that it stops when this process ends.
+//!
+//! dynalite checks no signatures (any keys work; SigV4 for DynamoDB is
+//! checked against botocore instead), has no TTL (`UpdateTimeToLive` is an
+//! unknown operation, `DescribeTimeToLive` says `DISABLED`), and never
+//! throttles. Its conditional writes are atomic: in 200 twenty-way races of
+//! conditional PutItem, exactly one won each.
+
+use crate::admin::Admin;
+use crate::bindings::{AddressingStyle, Config, Credentials, Store};
+use anyhow::{bail, Context, Result};
+use s3_lease::config::{Addressing, ClientConfig, RawConfig};
+use s3_lease::dynamodb;
+use serde_json::json;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// dynalite's `cli.js`: `S3LEASE_DYNALITE`, else setup.sh's install.
+pub fn dynalite_path() -> PathBuf {
+    crate::env_or_workspace_path(
+        "S3LEASE_DYNALITE",
+        ".tools/dynalite/node_modules/dynalite/cli.js",
+    )
+}
+
+/// A DynamoDB endpoint and the keys to reach it (any, for dynalite).
+#[derive(Debug, Clone)]
+pub struct DynamoEndpoint {
+    pub url: String,
+    pub region: String,
+    pub access_key_id: String,
+    pub secret_access_key: String,
+}
+
+impl DynamoEndpoint {
+    /// The crate's validated config for `table`: what the admin calls sign with.
+    pub fn client_config(&self, table: &str) -> Result<ClientConfig> {
+        ClientConfig::validate(RawConfig {
+            endpoint: self.url.clone(),
+            region: self.region.clone(),
+            bucket: String::new(),
+            addressing: Addressing::Path,
+            credentials: s3_lease::sigv4::Credentials {
+                access_key_id: self.access_key_id.clone(),
+                secret_access_key: self.secret_access_key.clone(),
+                session_token: None,
+            },
+            key_prefix: None,
+            request_timeout_ms: None,
+            strategy: None,
+            expiry_clock: None,
+            preflight: None,
+            seal_key: None,
+            store: Some(s3_lease::config::Store::DynamoDb {
+                table: table.to_string(),
+            }),
+        })
+        .map_err(|e| anyhow::anyhow!("{e}"))
+    }
+
+    /// Raw DynamoDB calls on `table`, outside the component.
+    pub fn admin(&self, table: &str) -> Result<Admin> {
+        Admin::new(self.client_config(table)?)
+    }
+
+    /// The component's config for `table`, keys under `key_prefix`.
+    pub fn config(&self, table: &str, key_prefix: &str) -> Config {
+        Config {
+            endpoint: self.url.clone(),
+            region: self.region.clone(),
+            bucket: String::new(),
+            addressing: AddressingStyle::Path,
+            credentials: Credentials {
+                access_key_id: self.access_key_id.clone(),
+                secret_access_key: self.secret_access_key.clone(),
+                session_token: None,
+            },
+            key_prefix: Some(key_prefix.to_string()),
+            request_timeout_ms: None,
+            strategy: None,
+            expiry_clock: None,
+            preflight: None,
+            seal_key: None,
+            store: Some(Store::Dynamodb(table.to_string())),
+        }
+    }
+
+    /// The host crate's config for `table`, from the variables a user's
+    /// program reads.
+    pub fn host_config(&self, table: &str, key_prefix: &str) -> Result<s3_lease_host::S3Config> {
+        let mut c = s3_lease_host::S3Config::from_vars("", |name| match name {
+            "S3LEASE_STORE" => Some("dynamodb".into()),
+            "S3LEASE_TABLE" => Some(table.to_string()),
+            "AWS_ENDPOINT_URL_DYNAMODB" => Some(self.url.clone()),
+            "AWS_REGION" => Some(self.region.clone()),
+            "AWS_ACCESS_KEY_ID" => Some(self.access_key_id.clone()),
+            "AWS_SECRET_ACCESS_KEY" => Some(self.secret_access_key.clone()),
+            _ => None,
+        })
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        c.key_prefix = Some(key_prefix.to_string());
+        Ok(c)
+    }
+
+    /// Creates `table` (partition key `key`, string; on demand) and waits
+    /// until it is ACTIVE. An existing one is fine.
+    pub fn create_table(&self, table: &str) -> Result<()> {
+        let admin = self.admin(table)?;
+        let create = dynamodb::call(
+            "CreateTable",
+            &json!({
+                "TableName": table,
+                "KeySchema": [{ "AttributeName": "key", "KeyType": "HASH" }],
+                "AttributeDefinitions": [{ "AttributeName": "key", "AttributeType": "S" }],
+                "BillingMode": "PAY_PER_REQUEST",
+            }),
+            64 * 1024,
+        );
+        let r = admin.send(create)?;
+        if r.status != 200 && r.s3_error().code != "ResourceInUseException" {
+            bail!("CreateTable {table}: {}", r.s3_error());
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let r = admin.send(dynamodb::call(
+                "DescribeTable",
+                &json!({ "TableName": table }),
+                64 * 1024,
+            ))?;
+            let status = serde_json::from_slice::<serde_json::Value>(&r.body)
+                .ok()
+                .and_then(|v| v["Table"]["TableStatus"].as_str().map(str::to_string));
+            if status.as_deref() == Some("ACTIVE") {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("table {table} not ACTIVE after 30 s: {status:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// A new table of its own for one test: `<hint>-<n>`, created.
+    pub fn fresh_table(&self, hint: &str) -> Result<String> {
+        static NEXT: AtomicU32 = AtomicU32::new(1);
+        let table = format!("{hint}-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        self.create_table(&table)?;
+        Ok(table)
+    }
+}
+
+/// A running dynalite; stopped when dropped or when this process exits.
+pub struct Dynalite {
+    pub endpoint: DynamoEndpoint,
+    watchdog: Child,
+}
+
+impl Drop for Dynalite {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg(self.watchdog.id().to_string())
+            .status();
+        let _ = self.watchdog.wait();
+    }
+}
+
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
+}
+
+impl Dynalite {
+    pub fn start() -> Result<Dynalite> {
+        let cli = dynalite_path();
+        if !cli.exists() {
+            bail!(
+                "dynalite not found at {}: run scripts/test.sh (it installs it), or set S3LEASE_DYNALITE",
+                cli.display()
+            );
+        }
+        let port = free_port()?;
+        // Tables become ACTIVE at once (dynalite's default is 500 ms).
+        let script = r#"
+            cli="$1"; port="$2"
+            node "$cli" --host 127.0.0.1 --port "$port" --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 >/dev/null 2>&1 &
+            d=$!
+            trap 'kill "$d" 2>/dev/null; wait "$d" 2>/dev/null; exit 0' TERM INT
+            while kill -0 "$S3LEASE_PARENT" 2>/dev/null && kill -0 "$d" 2>/dev/null; do sleep 0.3; done
+            kill "$d" 2>/dev/null; wait "$d" 2>/dev/null
+        "#;
+        let watchdog = Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .arg("watchdog")
+            .arg(&cli)
+            .arg(port.to_string())
+            .env("S3LEASE_PARENT", std::process::id().to_string())
+            .stdin(Stdio::null())
+            .spawn()
+            .context("starting dynalite")?;
+        let server = Dynalite {
+            endpoint: DynamoEndpoint {
+                url: format!("http://127.0.0.1:{port}"),
+                region: "us-east-1".into(),
+                access_key_id: "DYNALITEKEY".into(),
+                secret_access_key: "dynalite-secret".into(),
+            },
+            watchdog,
+        };
+        server.wait_ready()?;
+        Ok(server)
+    }
+
+    fn wait_ready(&self) -> Result<()> {
+        let admin = self.endpoint.admin("ready-check")?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let listed = admin.send(dynamodb::call("ListTables", &json!({}), 64 * 1024));
+            match listed {
+                Ok(r) if r.status == 200 => return Ok(()),
+                other if Instant::now() > deadline => {
+                    bail!("dynalite not ready after 30 s: {other:?}")
+                }
+                _ => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    }
+}
+
+/// The dynalite shared by all tests of this process: started once.
+pub fn shared() -> &'static DynamoEndpoint {
+    static SHARED: OnceLock<Dynalite> = OnceLock::new();
+    &SHARED
+        .get_or_init(|| Dynalite::start().unwrap_or_else(|e| panic!("no dynalite: {e:#}")))
+        .endpoint
+}
