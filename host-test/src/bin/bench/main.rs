@@ -8,6 +8,9 @@
 //!   for the component through pooled keep-alive HTTP, through wasmtime's
 //!   default connection per request, and for a plain boto3 client of the
 //!   single-object design (`scripts/design_bench.py`), with the ratios;
+//! - the same operations on a DynamoDB table (`dynamodb.rs`: dynalite
+//!   started here, or `S3LEASE_BENCH_TABLE`), beside S3's, through the same
+//!   host and client code;
 //! - the floor (`floor.rs`): the bare requests each operation sends,
 //!   signed ahead of time and sent by a plain keep-alive client, interleaved
 //!   with the component's operations, each operation's p50 as a ratio to
@@ -21,6 +24,7 @@
 //! profile it ran on: a debug build of wasmtime runs several times slower.
 
 mod boto3;
+mod dynamodb;
 mod floor;
 mod sigv4;
 
@@ -324,6 +328,29 @@ fn main() -> Result<()> {
         "  (try-acquire here is of a key this client released a round before: 1 request for \
          the component, GET + PUT for the design client)"
     );
+
+    match dynamodb::table(&format!("{prefix}dynamodb/")) {
+        Ok(table) => {
+            let d = per_operation(&table.config, true, rounds)?;
+            println!(
+                "\nper operation, S3 and DynamoDB side by side (ms; pooled HTTP; DynamoDB: {})\n\
+                 {:<14} {:>27} {:>27}",
+                table.what, "", "S3", "DynamoDB"
+            );
+            println!(
+                "{:<14} {:>9}{:>9}{:>9} {:>9}{:>9}{:>9}",
+                "operation", "p50", "p99", "cpu", "p50", "p99", "cpu"
+            );
+            for (i, name) in boto3::OPERATIONS.iter().enumerate() {
+                let (p, d) = (pooled[i], d[i]);
+                println!(
+                    "{name:<14} {:>9.2}{:>9.2}{:>9.3} {:>9.2}{:>9.2}{:>9.3}",
+                    p.p50, p.p99, p.cpu, d.p50, d.p99, d.cpu
+                );
+            }
+        }
+        Err(e) => println!("\nDynamoDB figures: skipped ({e:#})"),
+    }
 
     floor::run(&endpoint, &format!("{prefix}floor/"), rounds)?.print();
 
