@@ -82,7 +82,8 @@ struct Cli {
     /// Lock strategy; all users of a key must agree.
     #[arg(long, value_enum, env = "S3LEASE_STRATEGY", global = true)]
     strategy: Option<StrategyArg>,
-    /// How expiry is judged (default: server); all users of a key must agree.
+    /// How expiry is judged (default: server on S3, observed on DynamoDB);
+    /// all users of a key must agree.
     #[arg(long, value_enum, env = "S3LEASE_EXPIRY_CLOCK", global = true)]
     expiry_clock: Option<ExpiryClockArg>,
     /// Run the store preflight before the first grant, and refuse to take a

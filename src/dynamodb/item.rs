@@ -106,14 +106,15 @@ fn number_attribute(item: &Map<String, Value>, name: &str) -> Result<Option<u64>
     let Some(v) = item.get(name) else {
         return Ok(None);
     };
+    // Whole seconds and a fraction of digits, read without a float
+    // parser (core's costs the component about 15 KB).
     let seconds = |n: &str| {
-        let n = n.trim();
-        n.parse::<u64>().ok().or_else(|| {
-            n.parse::<f64>()
-                .ok()
-                .filter(|f| f.is_finite() && *f >= 0.0 && *f < 1e11)
-                .map(|f| f as u64)
-        })
+        let (whole, fraction) = n.trim().split_once('.').unwrap_or((n.trim(), "0"));
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(whole) || !digits(fraction) {
+            return None;
+        }
+        whole.parse::<u64>().ok()
     };
     v.get("N")
         .and_then(Value::as_str)

@@ -431,6 +431,8 @@ fn seed_003_items_are_read_with_fractional_or_odd_expiries_without_a_panic() {
     for odd in [
         serde_json::json!({ "N": "-5" }),
         serde_json::json!({ "N": "1e300" }),
+        serde_json::json!({ "N": "1." }),
+        serde_json::json!({ "N": ".5" }),
         serde_json::json!({ "N": "NaN" }),
         serde_json::json!({ "S": "tomorrow" }),
         serde_json::json!({ "N": "99999999999999999999" }),

@@ -1,6 +1,7 @@
 //! The `s3-lease` binary, run as a user would, against a real S3 server.
 
 mod credentials;
+mod dynamodb;
 mod failover;
 mod faults;
 mod install;

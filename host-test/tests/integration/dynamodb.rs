@@ -303,3 +303,98 @@ fn a_leader_whose_network_goes_silent_stops_by_its_deadline_and_the_follower_tak
     println!("DynamoDB failover: a stopped {stopped:?} after the silence, b led {took:?} after it");
     proxy.set(ProxyFault::Pass);
 }
+
+/// One action of `scripts/seed003_client.py` (boto3, written from seed
+/// 003's design alone) on `table`: its JSON outcome.
+fn seed_003(table: &str, args: &[&str]) -> Value {
+    let python = host_test::env_or_workspace_path("S3LEASE_PYTHON", ".venv/bin/python");
+    let script =
+        host_test::env_or_workspace_path("S3LEASE_SEED003_CLIENT", "scripts/seed003_client.py");
+    let out = std::process::Command::new(&python)
+        .arg(&script)
+        .args(["--endpoint", &dynamo().url, "--table", table])
+        .args(args)
+        .env("AWS_ACCESS_KEY_ID", &dynamo().access_key_id)
+        .env("AWS_SECRET_ACCESS_KEY", &dynamo().secret_access_key)
+        .env("AWS_REGION", &dynamo().region)
+        .output()
+        .unwrap_or_else(|e| panic!("{} {}: {e}", python.display(), script.display()));
+    assert!(
+        out.status.success(),
+        "seed003_client {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_seed_003_client_and_ours_share_a_table_and_exclude_each_other() {
+    let table = dynamo().fresh_table("seed003").unwrap();
+    let prefix = fresh_prefix("ddb-seed003");
+    let key = format!("{prefix}k");
+    let mut ours = on_table(&table, &prefix);
+
+    // Its lease, 2 s: ours read it as held, with no token and no holder,
+    // until its lease_expiry, and cannot take it meanwhile.
+    let theirs = seed_003(&table, &["acquire", &key, "--ttl", "2"]);
+    assert_eq!(theirs["ok"], true, "{theirs}");
+    let seen = ours.inspect("k").unwrap().unwrap().expect("its item");
+    assert!(seen.live, "{seen:?}");
+    assert_eq!((seen.token, seen.holder_id.as_str()), (0, ""));
+    assert_eq!(seen.etag, theirs["version"].as_str().unwrap());
+    assert_eq!(
+        seen.expires_at_ms,
+        theirs["expiry"].as_u64().unwrap() * 1000
+    );
+    assert_eq!(try_acquire(&mut ours, "k", &named(10_000, "ours")), None);
+    // It extends as its design says, and stays exclusive.
+    let theirs = seed_003(
+        &table,
+        &[
+            "extend",
+            &key,
+            "--version",
+            theirs["version"].as_str().unwrap(),
+            "--ttl",
+            "2",
+        ],
+    );
+    assert_eq!(theirs["ok"], true, "{theirs}");
+    assert_eq!(try_acquire(&mut ours, "k", &named(10_000, "ours")), None);
+
+    // Once its lease_expiry has passed (judged as its design does, by the
+    // wall clock), ours takes the key over, with the first token.
+    let expiry_ms = theirs["expiry"].as_u64().unwrap() * 1000;
+    let now_ms = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    };
+    std::thread::sleep(Duration::from_millis(
+        expiry_ms.saturating_sub(now_ms()) + 50,
+    ));
+    let lease = try_acquire(&mut ours, "k", &named(10_000, "ours")).expect("taken over");
+    assert_eq!(lease.token, 1);
+    // Its extend and its drop now fail their conditions: it lost the key.
+    let version = theirs["version"].as_str().unwrap();
+    for action in ["extend", "drop"] {
+        let lost = seed_003(&table, &[action, &key, "--version", version, "--ttl", "2"]);
+        assert_eq!(
+            lost["code"], "ConditionalCheckFailedException",
+            "{action}: {lost}"
+        );
+    }
+    // While ours holds it, and after ours released it (the item stays, with
+    // its token), its acquire fails: the key is never free to it again.
+    let held = seed_003(&table, &["acquire", &key, "--ttl", "2"]);
+    assert_eq!(held["code"], "ConditionalCheckFailedException", "{held}");
+    ours.release(&lease).unwrap().unwrap();
+    let released = seed_003(&table, &["acquire", &key, "--ttl", "2"]);
+    assert_eq!(
+        released["code"], "ConditionalCheckFailedException",
+        "{released}"
+    );
+    let again = try_acquire(&mut ours, "k", &named(10_000, "ours")).unwrap();
+    assert_eq!(again.token, 2, "the token counter outlived the release");
+}
