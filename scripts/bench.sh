@@ -11,6 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
+install_dynalite
 echo "bench: building the SigV4 timing command (wasm32-wasip2, release)"
 # Its own target dir: building it with the `testing` feature in the shared
 # one would rebuild the component itself with that feature.

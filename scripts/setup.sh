@@ -105,6 +105,21 @@ setup_test_tools() {
     cargo build --locked -p http-function --lib --target wasm32-wasip2 --release
     export S3LEASE_HTTP_FUNCTION="${CARGO_TARGET_DIR:-$PWD/target}/wasm32-wasip2/release/http_function.wasm"
     export S3LEASE_WAC="$PWD/.tools/bin/wac"
+    install_dynalite
+}
+
+# dynalite (npm, pinned by host-test/dynalite/package-lock.json): an
+# in-memory DynamoDB for the DynamoDB store's tests and its benchmark
+# figures. Its install scripts (a LevelDB binding for on-disk tables) are
+# not run: the tests keep tables in memory.
+install_dynalite() {
+    if [ ! -f host-test/dynalite/node_modules/dynalite/cli.js ] ||
+        [ host-test/dynalite/package-lock.json -nt host-test/dynalite/node_modules/.package-lock.json ]; then
+        echo "setup: installing dynalite 4.0.0 (an in-memory DynamoDB) into host-test/dynalite (npm ci; ~5 s)"
+        timed "installing dynalite" \
+            npm ci --prefix host-test/dynalite --ignore-scripts --no-audit --no-fund
+    fi
+    export S3LEASE_DYNALITE="$PWD/host-test/dynalite/node_modules/dynalite/cli.js"
 }
 
 # s3s-fs: a real S3-compatible store that must fail the store preflight

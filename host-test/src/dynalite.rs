@@ -1,6 +1,6 @@
 //! A DynamoDB endpoint for tests and the benchmark: dynalite (npm, an
 //! in-memory DynamoDB), from `S3LEASE_DYNALITE` or the workspace's
-//! `.tools/dynalite/node_modules/dynalite/cli.js` (installed by
+//! `host-test/dynalite/node_modules/dynalite/cli.js` (installed by
 //! `scripts/setup.sh`), started with node on a free loopback port and
 //! watched so that it stops when this process ends.
 //!
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 pub fn dynalite_path() -> PathBuf {
     crate::env_or_workspace_path(
         "S3LEASE_DYNALITE",
-        ".tools/dynalite/node_modules/dynalite/cli.js",
+        "host-test/dynalite/node_modules/dynalite/cli.js",
     )
 }
 
