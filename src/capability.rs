@@ -49,20 +49,6 @@ impl Capability {
         Capability::ClockOffset,
     ];
 
-    pub const ALL: [Capability; 11] = [
-        Capability::IfNoneMatchExisting,
-        Capability::IfMatchPut,
-        Capability::IfMatchMissingKey,
-        Capability::IfMatchDelete,
-        Capability::ServerDates,
-        Capability::ListStartAfter,
-        Capability::ConditionalGet,
-        Capability::PayloadHash,
-        Capability::ClockOffset,
-        Capability::TableKeySchema,
-        Capability::TtlAttribute,
-    ];
-
     /// The WIT name.
     pub fn name(self) -> &'static str {
         match self {

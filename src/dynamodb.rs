@@ -163,9 +163,7 @@ pub fn prepare(
         path_and_query: "/".into(),
         headers,
         body,
-        timeout_ms: req.within_ms.map_or(config.request_timeout_ms, |w| {
-            w.min(config.request_timeout_ms)
-        }),
+        timeout_ms: crate::s3::timeout_ms(config, req),
         // The lock object arrives escaped inside the item's JSON.
         max_response_bytes: req
             .max_response_bytes

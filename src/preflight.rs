@@ -36,7 +36,8 @@ use offset::OffsetBounds;
 /// What the preflight found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
-    /// One per capability probed, in `Capability::ALL` order.
+    /// One per capability probed: `Capability::S3_PROBES` in order (on a
+    /// DynamoDB table without the payload hash, then the table's two).
     pub results: Vec<CapabilityResult>,
     pub clock_offset: Option<ClockOffset>,
     pub safe_strategies: Vec<Strategy>,

@@ -290,11 +290,17 @@ pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> Htt
         path_and_query,
         headers,
         body: req.body.clone(),
-        timeout_ms: req.within_ms.map_or(config.request_timeout_ms, |w| {
-            w.min(config.request_timeout_ms)
-        }),
+        timeout_ms: timeout_ms(config, req),
         max_response_bytes: req.max_response_bytes,
     }
+}
+
+/// The bound on one request: the configured timeout, or the request's own
+/// tighter one (`within_ms`, an elector's time left to its deadline).
+pub fn timeout_ms(config: &ClientConfig, req: &S3Request) -> u32 {
+    req.within_ms.map_or(config.request_timeout_ms, |w| {
+        w.min(config.request_timeout_ms)
+    })
 }
 
 /// Largest ListObjectsV2 page we read: 200 keys of up to 1 KiB, escaped.

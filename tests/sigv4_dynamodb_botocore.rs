@@ -91,15 +91,25 @@ fn dynamodb_requests_are_signed_exactly_as_botocore_signs_them() {
             let config = config(region, endpoint, *token);
             for (k, req) in requests().iter().enumerate() {
                 let unix_seconds = times[(i + j + k) % times.len()];
-                let http = s3_lease::dynamodb::prepare(&config, "locks-table_1.x", req, unix_seconds);
-                let added = ["authorization", "x-amz-date", "x-amz-security-token", "content-length"];
+                let http =
+                    s3_lease::dynamodb::prepare(&config, "locks-table_1.x", req, unix_seconds);
+                let added = [
+                    "authorization",
+                    "x-amz-date",
+                    "x-amz-security-token",
+                    "content-length",
+                ];
                 let headers: Vec<(String, String)> = http
                     .headers
                     .iter()
                     .filter(|(k, _)| !added.contains(&k.as_str()))
                     .cloned()
                     .collect();
-                let scheme = if endpoint.starts_with("https") { "https" } else { "http" };
+                let scheme = if endpoint.starts_with("https") {
+                    "https"
+                } else {
+                    "http"
+                };
                 cases.push(serde_json::json!({
                     "method": http.method.as_str(),
                     "url": format!("{scheme}://{}{}", http.authority, http.path_and_query),
@@ -121,14 +131,20 @@ fn dynamodb_requests_are_signed_exactly_as_botocore_signs_them() {
             }
         }
     }
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/botocore_dynamodb_sigv4.py");
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/botocore_dynamodb_sigv4.py");
     let mut child = Command::new(python())
         .arg(&script)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("{}: {e} (scripts/test.sh installs the venv)", python().display()));
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (scripts/test.sh installs the venv)",
+                python().display()
+            )
+        });
     child
         .stdin
         .take()
@@ -136,13 +152,20 @@ fn dynamodb_requests_are_signed_exactly_as_botocore_signs_them() {
         .write_all(serde_json::to_string(&cases).unwrap().as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let theirs: Vec<String> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(theirs.len(), ours.len());
     for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
         assert_eq!(a, b, "case {i}: {}", cases[i]);
     }
-    println!("{} DynamoDB requests signed as botocore signs them", ours.len());
+    println!(
+        "{} DynamoDB requests signed as botocore signs them",
+        ours.len()
+    );
 }
 
 /// Standard base64 with padding.
@@ -150,7 +173,11 @@ fn base64(bytes: &[u8]) -> String {
     const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {

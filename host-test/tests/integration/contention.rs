@@ -18,6 +18,31 @@ pub struct Race {
     pub errors: Vec<String>,
 }
 
+impl Race {
+    /// Every round had exactly one winner, and the tokens, in round order,
+    /// rise strictly; returns them.
+    pub fn one_winner_a_round(&self, rounds: usize) -> Vec<u64> {
+        assert!(
+            self.errors.is_empty(),
+            "{} errors, first: {:?}",
+            self.errors.len(),
+            self.errors.first()
+        );
+        for round in 0..rounds {
+            let winners = self.grants.iter().filter(|g| g.0 == round).count();
+            assert_eq!(winners, 1, "round {round} had {winners} winners");
+        }
+        let mut by_round = self.grants.clone();
+        by_round.sort();
+        let tokens: Vec<u64> = by_round.iter().map(|g| g.2).collect();
+        assert!(
+            tokens.windows(2).all(|w| w[0] < w[1]),
+            "tokens rise strictly: {tokens:?}"
+        );
+        tokens
+    }
+}
+
 /// `instances` instances opened on `config` race for one key, `rounds`
 /// times: all try at once, then the winner releases. Errors are collected,
 /// not panicked on: a panicking racer would leave the others waiting at the
@@ -102,29 +127,9 @@ fn sixteen_instances_race_fifty_rounds_with_one_winner_each_and_rising_tokens() 
     // second apart: allow for the last in line.
     let mut config = endpoint().config(&fresh_prefix("race"));
     config.request_timeout_ms = Some(60_000);
-    let Race {
-        grants,
-        requests,
-        errors,
-    } = race(&config, INSTANCES, ROUNDS);
-
-    assert!(
-        errors.is_empty(),
-        "{} errors, first: {:?}",
-        errors.len(),
-        errors.first()
-    );
-    for round in 0..ROUNDS {
-        let winners = grants.iter().filter(|g| g.0 == round).count();
-        assert_eq!(winners, 1, "round {round} had {winners} winners");
-    }
-    let mut by_round = grants.clone();
-    by_round.sort();
-    let tokens: Vec<u64> = by_round.iter().map(|g| g.2).collect();
-    assert!(
-        tokens.windows(2).all(|w| w[0] < w[1]),
-        "tokens rise strictly: {tokens:?}"
-    );
+    let race = race(&config, INSTANCES, ROUNDS);
+    let tokens = race.one_winner_a_round(ROUNDS);
+    let requests = race.requests;
     assert_eq!(tokens.first(), Some(&1));
     assert_eq!(
         tokens.last(),

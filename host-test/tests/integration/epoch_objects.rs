@@ -53,17 +53,7 @@ fn instances_race_rounds_with_one_winner_each_and_rising_epochs() {
     config.request_timeout_ms = Some(60_000);
     let started = Instant::now();
     let race = super::contention::race(&config, INSTANCES, ROUNDS);
-    let errors = race.errors;
-    assert!(errors.is_empty(), "{errors:?}");
-    let mut grants: Vec<(usize, u64)> = race.grants.iter().map(|g| (g.0, g.2)).collect();
-    grants.sort();
-    let rounds: Vec<usize> = grants.iter().map(|g| g.0).collect();
-    assert_eq!(
-        rounds,
-        (0..ROUNDS).collect::<Vec<_>>(),
-        "one winner a round"
-    );
-    let tokens: Vec<u64> = grants.iter().map(|g| g.1).collect();
+    let tokens = race.one_winner_a_round(ROUNDS);
     assert_eq!(tokens, (1..=ROUNDS as u64).collect::<Vec<_>>());
     assert!(stored_epochs(&prefix, "leader").len() <= 2);
     println!(
