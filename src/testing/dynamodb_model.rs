@@ -29,6 +29,9 @@ pub struct DynamoModel {
     pub now_ms: u64,
     /// The next this many calls are refused as throttled.
     pub throttle_next: u32,
+    /// The next this many writes are refused with
+    /// `TransactionConflictException` (a transaction held the item).
+    pub conflict_next: u32,
     /// Calls that reached the table, by operation.
     pub calls: Vec<String>,
     next_request_id: u64,
@@ -43,6 +46,7 @@ impl DynamoModel {
             key_attribute: KEY_ATTRIBUTE.to_string(),
             now_ms,
             throttle_next: 0,
+            conflict_next: 0,
             calls: Vec::new(),
             next_request_id: 1,
         }

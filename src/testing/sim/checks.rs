@@ -41,7 +41,8 @@ pub(super) fn is_injected_fault(e: &crate::error::Error) -> bool {
     use crate::error::Error;
     match e {
         Error::Transport(_) | Error::Conflict(_) => true,
-        Error::S3(s) => s.status == 409 || s.status == 412,
+        // 429: a throttled DynamoDB call, refused and not applied.
+        Error::S3(s) => matches!(s.status, 409 | 412 | 429),
         _ => false,
     }
 }

@@ -118,6 +118,9 @@ pub struct Client {
     released: Vec<Lease>,
     /// The store answers 501 to `If-Match` on this client's keys.
     without_if_match: bool,
+    /// On the DynamoDB store: no fenced writes, and `observed` where an S3
+    /// run judges by `server` (see `Sim::on_dynamodb`).
+    dynamodb: bool,
     cleanup: Vec<String>,
     task: Option<Task>,
     /// Fenced object generation per key.
@@ -130,7 +133,13 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(id: usize, kind: Kind, epoch_without_if_match: bool, rng: &mut Rng) -> Self {
+    pub fn new(
+        id: usize,
+        kind: Kind,
+        epoch_without_if_match: bool,
+        dynamodb: bool,
+        rng: &mut Rng,
+    ) -> Self {
         let clock_offset_ms = match kind {
             Kind::Single => 0,
             Kind::Epoch => rng.below(2 * MAX_CLOCK_SKEW_MS) as i64 - MAX_CLOCK_SKEW_MS as i64,
@@ -148,6 +157,7 @@ impl Client {
             superseded: Vec::new(),
             released: Vec::new(),
             without_if_match: epoch_without_if_match && kind == Kind::Epoch,
+            dynamodb,
             cleanup: Vec::new(),
             task: None,
             fenced_generation: BTreeMap::new(),
@@ -170,7 +180,11 @@ impl Client {
             state: state.clone(),
             seen_for_ms: now.saturating_sub(*since),
         });
-        Judge::new(expiry_clock_of(key), observation)
+        let clock = match expiry_clock_of(key) {
+            ExpiryClock::Server if self.dynamodb => ExpiryClock::Observed,
+            clock => clock,
+        };
+        Judge::new(clock, observation)
     }
 
     fn observe(&mut self, key: &str, state: Option<&LockState>, now: u64) {
@@ -279,6 +293,9 @@ impl Client {
             return match roll {
                 0..=44 => self.start_rewrite(key, lease, false, Spent::No, now, history, report),
                 45..=54 => self.start_rewrite(key, lease, true, Spent::No, now, history, report),
+                55..=84 if self.dynamodb => {
+                    self.start_rewrite(key, lease, false, Spent::No, now, history, report)
+                }
                 55..=84 => self.start_fenced(&key, lease, rng.chance(0.15), now, history, report),
                 85..=94 => {
                     // Take our own key again (a restarted process with the
@@ -312,7 +329,7 @@ impl Client {
             let key = lease.key.clone();
             return self.start_rewrite(key, lease, false, Spent::Released, now, history, report);
         }
-        if !self.old.is_empty() && rng.chance(0.2) {
+        if !self.old.is_empty() && !self.dynamodb && rng.chance(0.2) {
             let i = rng.below(self.old.len() as u64) as usize;
             let lease = self.old[i].clone();
             let key = lease.key.clone();

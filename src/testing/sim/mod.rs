@@ -41,6 +41,7 @@ mod client;
 pub mod electors;
 mod semaphore_checks;
 mod semaphores;
+mod store;
 
 use crate::testing::rng::Rng;
 use checks::History;
@@ -52,6 +53,7 @@ use semaphores::{semaphore_key, SemClient, SEMAPHORE_KEYS};
 use crate::expiry::ExpiryClock;
 use crate::s3::{Method, S3Request, S3Response};
 use crate::testing::s3_model::{MissingIfMatch, S3Model};
+use store::SimStore;
 use std::collections::BTreeMap;
 
 /// The model's clock starts here (2023-11-14T22:13:20Z); sim time is
@@ -118,6 +120,8 @@ pub struct Report {
     pub fair_grants_checked: u64,
     pub fair_grants_from_queue: u64,
     pub fair_passes: u64,
+    /// DynamoDB runs: calls refused as throttled (429, not applied).
+    pub throttles_injected: u64,
 }
 
 impl std::ops::AddAssign<&Report> for Report {
@@ -171,6 +175,7 @@ impl std::ops::AddAssign<&Report> for Report {
         self.fair_grants_checked += o.fair_grants_checked;
         self.fair_grants_from_queue += o.fair_grants_from_queue;
         self.fair_passes += o.fair_passes;
+        self.throttles_injected += o.throttles_injected;
     }
 }
 
@@ -194,7 +199,7 @@ enum Event {
 
 pub struct Sim {
     rng: Rng,
-    store: S3Model,
+    store: SimStore,
     clients: Vec<Client>,
     /// Semaphore clients; their ids follow those of `clients`.
     sems: Vec<SemClient>,
@@ -219,32 +224,54 @@ const CLIENTS_PER_STRATEGY: usize = 4;
 
 impl Sim {
     pub fn new(seed: u64) -> Self {
+        Sim::on(seed, false)
+    }
+
+    /// A run on the DynamoDB model (see `store`): single-object clients
+    /// only (a table has no listing), no fenced writes (they are S3's),
+    /// and the clocks a table allows: `holder` and `observed` (the keys
+    /// an S3 run judges by `server` judge by `observed` here). Calls are
+    /// also throttled, and writes meet `TransactionConflictException`.
+    pub fn on_dynamodb(seed: u64) -> Self {
+        Sim::on(seed, true)
+    }
+
+    fn on(seed: u64, dynamodb: bool) -> Self {
         // Mixed, so sim seed n is not another suite's seed n.
         let mut rng = Rng::new(seed ^ 0x5EED_5EED_5EED_5EED);
-        let mut store = S3Model::new(START_MS);
-        store.missing_if_match = if rng.chance(0.5) {
+        let mut s3 = S3Model::new(START_MS);
+        s3.missing_if_match = if rng.chance(0.5) {
             MissingIfMatch::NotFound
         } else {
             MissingIfMatch::PreconditionFailed
         };
-        let epoch_without_if_match = rng.chance(0.25);
-        let short_lists = rng.chance(0.3);
+        let epoch_without_if_match = rng.chance(0.25) && !dynamodb;
+        let short_lists = rng.chance(0.3) && !dynamodb;
         if short_lists {
-            store.list_page_keys = Some(1 + rng.below(3) as usize);
+            s3.list_page_keys = Some(1 + rng.below(3) as usize);
         }
+        let store = if dynamodb {
+            SimStore::new_dynamodb(START_MS)
+        } else {
+            SimStore::S3(s3)
+        };
         let mut clients = Vec::new();
         for i in 0..CLIENTS_PER_STRATEGY * 2 {
-            let kind = if i % 2 == 0 {
+            let kind = if i % 2 == 0 || dynamodb {
                 Kind::Single
             } else {
                 Kind::Epoch
             };
-            clients.push(Client::new(i, kind, epoch_without_if_match, &mut rng));
+            clients.push(Client::new(i, kind, epoch_without_if_match, dynamodb, &mut rng));
         }
         // Each semaphore key judges expiry by a clock of its own per seed.
         let clocks = [
             ExpiryClock::Holder,
-            ExpiryClock::Server,
+            if dynamodb {
+                ExpiryClock::Observed
+            } else {
+                ExpiryClock::Server
+            },
             ExpiryClock::Observed,
         ];
         let mut by_clock = [0; 3];
@@ -306,7 +333,7 @@ impl Sim {
                 break;
             };
             self.now = at;
-            self.store.now_ms = START_MS + at;
+            self.store.set_now(START_MS + at);
             self.report.steps += 1;
             match event {
                 Event::Arrive {
@@ -318,7 +345,9 @@ impl Sim {
                 Event::Wake { client } => self.wake(client)?,
             }
         }
-        self.history.check_fenced_objects(&self.store)?;
+        if let Some(s3) = self.store.s3() {
+            self.history.check_fenced_objects(s3)?;
+        }
         Ok(self.report)
     }
 
@@ -338,18 +367,24 @@ impl Sim {
         // A write to a semaphore key: the object as it was, to compare.
         let semaphore = semaphore_key(&request.object_key)
             .filter(|_| request.method == Method::Put)
-            .map(|key| (key, self.store.object(key.name).cloned()));
+            .map(|key| (key, self.store.object(key.name)));
         let conditional = request
             .headers
             .iter()
             .any(|(k, _)| k == "if-match" || k == "if-none-match");
         if conditional && self.rng.chance(0.04) {
-            self.store.conflicts = 1;
+            self.store.inject_conflict();
             self.report.conflicts_injected += 1;
         }
+        if let SimStore::DynamoDb(table) = &mut self.store {
+            if self.rng.chance(0.03) {
+                table.throttle_next = 1;
+                self.report.throttles_injected += 1;
+            }
+        }
         let empty_page = request.object_key.is_empty() && self.rng.chance(0.05);
-        if empty_page {
-            self.store.empty_list_pages = 1;
+        if let (true, Some(s3)) = (empty_page, self.store.s3()) {
+            s3.empty_list_pages = 1;
         }
         let refuses_if_match = self.epoch_without_if_match
             && EPOCH_KEYS.iter().any(|k| request.object_key.starts_with(k))
@@ -362,7 +397,10 @@ impl Sim {
         } else {
             self.store.handle(&request)
         };
-        self.store.conflicts = 0;
+        self.store.clear_conflicts();
+        if let SimStore::DynamoDb(table) = &mut self.store {
+            table.throttle_next = 0;
+        }
         if self.trace.as_deref() == Some(request.object_key.as_str()) {
             self.print_trace(client, &request, &reply, sent);
         }
@@ -379,7 +417,7 @@ impl Sim {
                     key,
                     sem.acting_for(),
                     before.as_ref(),
-                    after,
+                    &after,
                     sent,
                     self.now,
                     &mut self.report,
@@ -388,10 +426,12 @@ impl Sim {
         }
         // Served (the model counts it down), or not servable: never left
         // over for the next LIST.
-        if request.object_key.is_empty() && self.store.empty_list_pages == 0 && empty_page {
-            self.report.empty_list_pages += 1;
+        if let Some(s3) = self.store.s3() {
+            if request.object_key.is_empty() && s3.empty_list_pages == 0 && empty_page {
+                self.report.empty_list_pages += 1;
+            }
+            s3.empty_list_pages = 0;
         }
-        self.store.empty_list_pages = 0;
         let reply = if self.rng.chance(0.03) {
             self.report.lost_replies += 1;
             None

@@ -63,3 +63,57 @@ fn the_core_keeps_its_invariants_under_faults_skew_and_forgery() {
         Err((seed, v)) => panic!("seed {seed} (replay: S3LEASE_SIM_SEED={seed}): {v}"),
     }
 }
+
+/// Runs DynamoDB seeds from `first` until `total_steps` have run.
+fn run_dynamodb_seeds(first: u64, steps: u64, total_steps: u64) -> Result<Report, (u64, Violation)> {
+    let mut total = Report::default();
+    let mut seed = first;
+    while total.steps < total_steps {
+        let report = Sim::on_dynamodb(seed).run(steps).map_err(|v| (seed, v))?;
+        total += &report;
+        seed += 1;
+    }
+    Ok(total)
+}
+
+/// The same clients, semaphores and faults on the DynamoDB model, plus
+/// throttled calls and `TransactionConflictException`s.
+/// `S3LEASE_SIM_DYNAMODB_SEED=<n>` replays one seed;
+/// `S3LEASE_SIM_TOTAL_STEPS` runs a longer hunt here too.
+#[test]
+fn the_core_keeps_its_invariants_on_dynamodb() {
+    if let Ok(seed) = std::env::var("S3LEASE_SIM_DYNAMODB_SEED") {
+        let seed: u64 = seed.parse().expect("a number");
+        match Sim::on_dynamodb(seed).run(STEPS_PER_SEED) {
+            Ok(report) => println!("seed {seed}: {report:#?}"),
+            Err(v) => panic!("seed {seed} (replay: S3LEASE_SIM_DYNAMODB_SEED={seed}): {v}"),
+        }
+        return;
+    }
+    const DYNAMODB_STEPS: u64 = 120_000;
+    let total = std::env::var("S3LEASE_SIM_TOTAL_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(DYNAMODB_STEPS)
+        .max(DYNAMODB_STEPS);
+    let started = std::time::Instant::now();
+    match run_dynamodb_seeds(0, STEPS_PER_SEED, total) {
+        Ok(report) => {
+            println!(
+                "simulation on DynamoDB: {} steps in {:.1} s: {report:?}",
+                report.steps,
+                started.elapsed().as_secs_f64()
+            );
+            assert!(report.grants > 500, "{report:?}");
+            assert!(report.lost_replies > 50 && report.refused_connections > 50);
+            assert!(report.conflicts_injected > 50 && report.throttles_injected > 50);
+            assert!(report.forgeries_refused > 50 && report.superseded_refused > 5);
+            assert_eq!(report.fenced_accepted + report.fenced_refused, 0);
+            assert!(report.slot_grants > 500 && report.fair_grants_checked > 200);
+            assert_eq!(report.max_slots_believed, [3, 2, 1], "{report:?}");
+        }
+        Err((seed, v)) => {
+            panic!("seed {seed} (replay: S3LEASE_SIM_DYNAMODB_SEED={seed}): {v}")
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! The store a simulation runs on: the S3 model, or the DynamoDB model
+//! behind the `dynamodb` translation (its clients' requests are the same
+//! protocol's; the model answers as DynamoDB would, read back as S3 shapes).
+
+use crate::dynamodb::decode_item;
+use crate::s3::{S3Request, S3Response};
+use crate::testing::dynamodb_model::DynamoModel;
+use crate::testing::s3_model::{Object, S3Model};
+
+/// The DynamoDB simulation's table.
+pub const TABLE: &str = "sim-table";
+
+#[allow(clippy::large_enum_variant)] // one per simulation
+pub enum SimStore {
+    S3(S3Model),
+    DynamoDb(DynamoModel),
+}
+
+impl SimStore {
+    pub fn handle(&mut self, request: &S3Request) -> S3Response {
+        match self {
+            SimStore::S3(m) => m.handle(request),
+            SimStore::DynamoDb(m) => m.handle(request),
+        }
+    }
+
+    pub fn set_now(&mut self, now_ms: u64) {
+        match self {
+            SimStore::S3(m) => m.now_ms = now_ms,
+            SimStore::DynamoDb(m) => m.now_ms = now_ms,
+        }
+    }
+
+    pub fn s3(&mut self) -> Option<&mut S3Model> {
+        match self {
+            SimStore::S3(m) => Some(m),
+            SimStore::DynamoDb(_) => None,
+        }
+    }
+
+    /// The next conditional write meets a conflict: S3's 409, or
+    /// DynamoDB's `TransactionConflictException`. Neither is applied.
+    pub fn inject_conflict(&mut self) {
+        match self {
+            SimStore::S3(m) => m.conflicts = 1,
+            SimStore::DynamoDb(m) => m.conflict_next = 1,
+        }
+    }
+
+    pub fn clear_conflicts(&mut self) {
+        match self {
+            SimStore::S3(m) => m.conflicts = 0,
+            SimStore::DynamoDb(m) => m.conflict_next = 0,
+        }
+    }
+
+    /// What is stored under `key`, as an S3 object: a DynamoDB item's
+    /// lock object, with its version as the ETag (and no time of its own).
+    pub fn object(&self, key: &str) -> Option<Object> {
+        match self {
+            SimStore::S3(m) => m.object(key).cloned(),
+            SimStore::DynamoDb(m) => {
+                let (etag, body) = decode_item(m.items.get(key)?).ok()?;
+                Some(Object {
+                    body,
+                    etag,
+                    last_modified_ms: m.now_ms,
+                    content_type: "application/json".into(),
+                    metadata: Vec::new(),
+                })
+            }
+        }
+    }
+
+    pub fn new_dynamodb(now_ms: u64) -> SimStore {
+        SimStore::DynamoDb(DynamoModel::new(TABLE, now_ms))
+    }
+}
