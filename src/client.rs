@@ -422,7 +422,7 @@ impl ClientCore {
         let seal = self.semaphore_seal(&object_key);
         let judge = self.judge(key, io.monotonic_ms());
         let write_id = write_id(io);
-        let op = SemaphoreOp::new(
+        let mut op = SemaphoreOp::new(
             key.to_string(),
             object_key,
             wish,
@@ -431,6 +431,9 @@ impl ClientCore {
             write_id,
             cached,
         );
+        if self.config.store.table().is_some() {
+            op = op.on_store_without_write_times();
+        }
         let result = driver::run(io, op);
         let now_mono = io.monotonic_ms();
         let finished = match result {

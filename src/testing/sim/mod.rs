@@ -53,8 +53,8 @@ use semaphores::{semaphore_key, SemClient, SEMAPHORE_KEYS};
 use crate::expiry::ExpiryClock;
 use crate::s3::{Method, S3Request, S3Response};
 use crate::testing::s3_model::{MissingIfMatch, S3Model};
-use store::SimStore;
 use std::collections::BTreeMap;
+use store::SimStore;
 
 /// The model's clock starts here (2023-11-14T22:13:20Z); sim time is
 /// milliseconds after it.
@@ -262,7 +262,13 @@ impl Sim {
             } else {
                 Kind::Epoch
             };
-            clients.push(Client::new(i, kind, epoch_without_if_match, dynamodb, &mut rng));
+            clients.push(Client::new(
+                i,
+                kind,
+                epoch_without_if_match,
+                dynamodb,
+                &mut rng,
+            ));
         }
         // Each semaphore key judges expiry by a clock of its own per seed.
         let clocks = [
@@ -282,7 +288,9 @@ impl Sim {
             for j in 0..key.slot_clients + key.plain_clients {
                 let id = clients.len() + sems.len();
                 let plain = j >= key.slot_clients;
-                sems.push(SemClient::new(id, key, plain, clocks[c], &mut rng));
+                sems.push(SemClient::new(
+                    id, key, plain, clocks[c], dynamodb, &mut rng,
+                ));
             }
         }
         let mut sim = Sim {
@@ -304,6 +312,7 @@ impl Sim {
             epoch_without_if_match,
             trace: std::env::var("S3LEASE_SIM_TRACE").ok(),
         };
+        sim.sem_history.without_write_times = dynamodb;
         for client in 0..sim.clients.len() + sim.sems.len() {
             let at = sim.rng.below(500);
             sim.schedule(at, Event::Wake { client });

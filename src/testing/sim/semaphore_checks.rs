@@ -79,6 +79,9 @@ struct KeyLog {
 #[derive(Debug, Default)]
 pub struct SemaphoreHistory {
     keys: BTreeMap<&'static str, KeyLog>,
+    /// The store keeps no write times (DynamoDB): entries of others are
+    /// kept exactly, unstamped as they were.
+    pub without_write_times: bool,
 }
 
 /// A lock object as the checks see it: a semaphore, or a plain lock as a
@@ -233,6 +236,7 @@ impl SemaphoreHistory {
         report: &mut Report,
     ) -> Result<(), Violation> {
         let name = key.name;
+        let without_write_times = self.without_write_times;
         let fail = |invariant: &'static str, detail: String| {
             Err(violation(
                 invariant,
@@ -348,7 +352,9 @@ impl SemaphoreHistory {
             .collect();
         let all_old: BTreeMap<EntryId, &Entry> = all_old.collect();
         for (id, e) in &all_new {
+            let kept_unstamped = || all_old.get(id).is_some_and(|o| *o == *e);
             match e.written_at_ms {
+                None if without_write_times && kept_unstamped() => {}
                 None if e.holder_id != writer => {
                     return fail(
                         "a writer rewrites only its own entries",
@@ -413,10 +419,13 @@ impl SemaphoreHistory {
                 report.fair_passes += u64::from(!waiting.is_empty());
             }
         }
-        // Remember when each stored entry was last written.
+        // Remember when each stored entry was last written: by this write,
+        // unless stamped (or, on a store without write times, kept exactly
+        // as it was) from an earlier one.
         let mut sent_now = BTreeMap::new();
         for (id, e) in all_new {
-            let at = if e.written_at_ms.is_none() {
+            let kept = without_write_times && all_old.get(&id).is_some_and(|o| **o == *e);
+            let at = if e.written_at_ms.is_none() && !kept {
                 sent
             } else {
                 log.sent[&id]

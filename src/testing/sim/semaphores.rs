@@ -187,6 +187,8 @@ pub struct SemClient {
     /// Crashed: does nothing until then.
     down_until: u64,
     next_write: u64,
+    /// On the DynamoDB store: its replies carry no `Last-Modified`.
+    dynamodb: bool,
 }
 
 impl SemClient {
@@ -195,6 +197,7 @@ impl SemClient {
         key: &'static SemKey,
         plain: bool,
         clock: ExpiryClock,
+        dynamodb: bool,
         rng: &mut Rng,
     ) -> Self {
         let clock_offset_ms = match clock {
@@ -227,6 +230,7 @@ impl SemClient {
             acting: String::new(),
             down_until: 0,
             next_write: 0,
+            dynamodb,
         }
     }
 
@@ -640,6 +644,9 @@ impl SemClient {
             self.write_id(),
             cached,
         );
+        if self.dynamodb {
+            op = op.on_store_without_write_times();
+        }
         let step = op.start(self.wall(now));
         let task = Task {
             op: Op::Slot(op),

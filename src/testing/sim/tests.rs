@@ -65,7 +65,11 @@ fn the_core_keeps_its_invariants_under_faults_skew_and_forgery() {
 }
 
 /// Runs DynamoDB seeds from `first` until `total_steps` have run.
-fn run_dynamodb_seeds(first: u64, steps: u64, total_steps: u64) -> Result<Report, (u64, Violation)> {
+fn run_dynamodb_seeds(
+    first: u64,
+    steps: u64,
+    total_steps: u64,
+) -> Result<Report, (u64, Violation)> {
     let mut total = Report::default();
     let mut seed = first;
     while total.steps < total_steps {

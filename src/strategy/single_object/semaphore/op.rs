@@ -78,6 +78,8 @@ pub struct SemaphoreOp {
     /// A write of ours went out without a clear answer.
     ambiguous: bool,
     read: Option<Option<LockState>>,
+    /// See `on_store_without_write_times`.
+    stamps_needed: bool,
 }
 
 impl SemaphoreOp {
@@ -103,7 +105,18 @@ impl SemaphoreOp {
             phase: Phase::Reading,
             ambiguous: false,
             read: None,
+            stamps_needed: true,
         }
+    }
+
+    /// On a store that keeps no time of a write (DynamoDB: no
+    /// `Last-Modified`), where the `server` clock cannot be configured:
+    /// entries stay unstamped, since no reader of the key reads the stamp.
+    /// On S3 a reply without `Last-Modified` writes nothing (a reader on
+    /// `server` would misjudge an entry stamped wrong).
+    pub fn on_store_without_write_times(mut self) -> Self {
+        self.stamps_needed = false;
+        self
     }
 
     fn finish(&mut self, outcome: Result<SlotOutcome, Error>) -> Step<Finished> {
@@ -151,6 +164,7 @@ impl SemaphoreOp {
             key: &self.key,
             write_id: &write_id,
             now_ms,
+            stamps_needed: self.stamps_needed,
         };
         match plan(&self.wish, seen.as_ref(), &cx) {
             Ok(Plan::Write {

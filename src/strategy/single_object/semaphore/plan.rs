@@ -79,6 +79,10 @@ pub struct Context<'a> {
     /// A fresh random id, stored in every entry this operation writes.
     pub write_id: &'a str,
     pub now_ms: u64,
+    /// Entries must be stamped with the `Last-Modified` that stored them
+    /// (the `server` clock reads `written_at`). False on a store that
+    /// keeps no write time (DynamoDB), where no reader is on `server`.
+    pub stamps_needed: bool,
 }
 
 /// Plans `wish` on `seen` (`None`: no object).
@@ -87,7 +91,7 @@ pub fn plan(wish: &Wish, seen: Option<&LockState>, cx: &Context) -> Result<Plan,
         Wish::Acquire { grant, limit, fair } => acquire(grant, *limit, *fair, seen, cx),
         Wish::Renew(lease) => rewrite_own(lease, false, seen, cx),
         Wish::Release(lease) => rewrite_own(lease, true, seen, cx),
-        Wish::Leave { holder_id } => leave(holder_id, seen),
+        Wish::Leave { holder_id } => leave(holder_id, seen, cx),
     }
 }
 
@@ -130,7 +134,7 @@ fn acquire(
                         .live_queue()
                         .find(|e| e.holder_id == grant.holder_id)
                         .map(|e| e.expires_at_ms);
-                    let Some(kept) = live_entries(sem, s.last_modified_ms) else {
+                    let Some(kept) = live_entries(sem, s.last_modified_ms, cx) else {
                         return Ok(Plan::ReadFirst);
                     };
                     (kept, if_match, mine)
@@ -229,7 +233,7 @@ fn rewrite_own(
         return Err(lost());
     }
     // Nothing is dropped here: the entries of others are kept as they are.
-    let Some(mut base) = stamped(&sem.record, s.last_modified_ms, ours) else {
+    let Some(mut base) = stamped(&sem.record, s.last_modified_ms, cx, ours) else {
         return Ok(Plan::ReadFirst);
     };
     let condition = ("if-match", s.etag.clone());
@@ -250,7 +254,7 @@ fn rewrite_own(
     write(base, condition, Then::Renewed(renewed))
 }
 
-fn leave(holder_id: &str, seen: Option<&LockState>) -> Result<Plan, Error> {
+fn leave(holder_id: &str, seen: Option<&LockState>, cx: &Context) -> Result<Plan, Error> {
     let Some((s, sem)) = seen.and_then(|s| s.semaphore.as_ref().map(|sem| (s, sem))) else {
         return Ok(Plan::Answer(Answer::Left));
     };
@@ -258,8 +262,9 @@ fn leave(holder_id: &str, seen: Option<&LockState>) -> Result<Plan, Error> {
     if !sem.record.queue.iter().any(mine) {
         return Ok(Plan::Answer(Answer::Left));
     }
-    let Some(mut base) = stamped(&sem.record, s.last_modified_ms, |e| mine(e) && e.token == 0)
-    else {
+    let Some(mut base) = stamped(&sem.record, s.last_modified_ms, cx, |e| {
+        mine(e) && e.token == 0
+    }) else {
         return Ok(Plan::ReadFirst);
     };
     base.queue.retain(|e| !mine(e));
@@ -268,29 +273,39 @@ fn leave(holder_id: &str, seen: Option<&LockState>) -> Result<Plan, Error> {
 
 /// The record with only its live entries, stamped: what a writer that
 /// judges the others keeps.
-fn live_entries(sem: &SemaphoreState, modified_ms: Option<u64>) -> Option<SemaphoreRecord> {
+fn live_entries(
+    sem: &SemaphoreState,
+    modified_ms: Option<u64>,
+    cx: &Context,
+) -> Option<SemaphoreRecord> {
     let kept = SemaphoreRecord {
         limit: sem.record.limit,
         token: sem.record.token,
         holders: sem.live_holders().cloned().collect(),
         queue: sem.live_queue().cloned().collect(),
     };
-    stamped(&kept, modified_ms, |_| false)
+    stamped(&kept, modified_ms, cx, |_| false)
 }
 
 /// Fills in `written_at` of the entries the read record's own write
 /// stored (those without one), with that record's `Last-Modified`; the
 /// entries `replaced` picks are about to be rewritten and need none.
-/// `None` when some need it and `modified_ms` is unknown.
+/// `None` when some need it and `modified_ms` is unknown; unknown and not
+/// needed (`Context::stamps_needed`), they stay unstamped.
 fn stamped(
     record: &SemaphoreRecord,
     modified_ms: Option<u64>,
+    cx: &Context,
     replaced: impl Fn(&Entry) -> bool,
 ) -> Option<SemaphoreRecord> {
     let mut out = record.clone();
     for e in out.holders.iter_mut().chain(out.queue.iter_mut()) {
         if e.written_at_ms.is_none() && !replaced(e) {
-            e.written_at_ms = Some(modified_ms?);
+            match modified_ms {
+                Some(modified) => e.written_at_ms = Some(modified),
+                None if !cx.stamps_needed => {}
+                None => return None,
+            }
         }
     }
     Some(out)
