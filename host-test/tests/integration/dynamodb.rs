@@ -383,3 +383,45 @@ fn a_seed_003_client_and_ours_share_a_table_and_exclude_each_other() {
     let again = try_acquire(&mut ours, "k", &named(10_000, "ours")).unwrap();
     assert_eq!(again.token, 2, "the token counter outlived the release");
 }
+
+#[test]
+fn a_semaphore_on_dynamodb_admits_two_queues_the_third_and_serves_it_in_turn() {
+    use host_test::bindings::{SlotAttempt, SlotOptions};
+    let two = SlotOptions {
+        limit: 2,
+        fair: true,
+    };
+    let table = dynamo().fresh_table("semaphore").unwrap();
+    let prefix = fresh_prefix("ddb-semaphore");
+    let mut holders: Vec<Instance> = (0..3).map(|_| on_table(&table, &prefix)).collect();
+    let mut leases = Vec::new();
+    for (i, name) in ["a", "b"].iter().enumerate() {
+        match holders[i]
+            .try_acquire_slot("k", &named(30_000, name), two)
+            .unwrap()
+            .unwrap()
+        {
+            SlotAttempt::Granted(lease) => leases.push(lease),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    assert_eq!(leases.iter().map(|l| l.token).collect::<Vec<_>>(), [1, 2]);
+    // The third waits in the queue: its write keeps both holders' entries,
+    // which a DynamoDB item cannot stamp with a Last-Modified.
+    let waiting = holders[2]
+        .try_acquire_slot("k", &named(30_000, "c"), two)
+        .unwrap()
+        .unwrap();
+    assert_eq!(waiting, SlotAttempt::Queued(1));
+    let renewed = holders[0].renew(&leases[0]).unwrap().unwrap();
+    holders[1].release(&leases[1]).unwrap().unwrap();
+    match holders[2]
+        .try_acquire_slot("k", &named(30_000, "c"), two)
+        .unwrap()
+        .unwrap()
+    {
+        SlotAttempt::Granted(lease) => assert_eq!(lease.token, 3),
+        other => panic!("c: {other:?}"),
+    }
+    holders[0].release(&renewed).unwrap().unwrap();
+}
