@@ -5,7 +5,7 @@
 
 use crate::config::{ClientConfig, Store};
 use crate::dynamodb;
-use crate::s3::{self, HttpRequest, S3Request, S3Response};
+use crate::s3::{self, HttpRequest, S3Request, S3Response, UNREADABLE_HEADER};
 
 /// Signs `req` for the configured store at `unix_seconds`.
 pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> HttpRequest {
@@ -18,7 +18,15 @@ pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> Htt
 /// The store's reply to `prepare(req)`, as the protocol reads replies.
 pub fn read_reply(config: &ClientConfig, req: &S3Request, reply: S3Response) -> S3Response {
     match &config.store {
-        Store::S3 => reply,
+        // The translation's own header means nothing from a server.
+        Store::S3 => S3Response {
+            headers: reply
+                .headers
+                .into_iter()
+                .filter(|(k, _)| !k.eq_ignore_ascii_case(UNREADABLE_HEADER))
+                .collect(),
+            ..reply
+        },
         Store::DynamoDb { .. } => dynamodb::read_reply(req, reply),
     }
 }

@@ -123,7 +123,8 @@ fn item_reply(req: &S3Request, r: S3Response) -> S3Response {
 }
 
 fn with_etag(mut headers: Vec<(String, String)>, version: &str) -> Vec<(String, String)> {
-    headers.retain(|(k, _)| k != "etag");
+    // Ours to set, never the server's.
+    headers.retain(|(k, _)| k != "etag" && !k.eq_ignore_ascii_case(UNREADABLE_HEADER));
     headers.push(("etag".into(), version.into()));
     headers
 }

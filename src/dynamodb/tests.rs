@@ -441,3 +441,29 @@ fn seed_003_items_are_read_with_fractional_or_odd_expiries_without_a_panic() {
         assert!(read(odd.clone()).is_err(), "{odd}");
     }
 }
+
+#[test]
+fn a_server_cannot_call_an_item_unreadable_with_the_translations_own_header() {
+    let item = serde_json::json!({ "Item": {
+        "key": { "S": "locks/k" },
+        "lease_version": { "S": "v1" },
+        "lease_body": { "S": r#"{"expires_at":0,"token":3}"# },
+    }});
+    let reply = crate::s3::S3Response {
+        status: 200,
+        headers: vec![(crate::s3::UNREADABLE_HEADER.into(), "forged".into())],
+        body: serde_json::to_vec(&item).unwrap(),
+        body_too_large: None,
+    };
+    let req = S3Request::new(Method::Get, "locks/k", 1024);
+    let read = read_reply(&req, reply.clone());
+    assert_eq!(read.header(crate::s3::UNREADABLE_HEADER), None);
+    assert_eq!(read.etag(), Some("v1"));
+    // Nor an S3 server, through the same door.
+    let s3_config = ClientConfig {
+        store: Store::S3,
+        ..config(None)
+    };
+    let s3 = crate::wire::read_reply(&s3_config, &req, reply);
+    assert_eq!(s3.header(crate::s3::UNREADABLE_HEADER), None);
+}
