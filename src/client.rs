@@ -204,7 +204,7 @@ impl ClientCore {
 
     /// Probes the store under a scratch prefix beside the locks (see
     /// `preflight`) and remembers whether this client may grant on it.
-    pub fn preflight(&mut self, io: &mut impl Io) -> Result<Report, Error> {
+    pub async fn preflight(&mut self, io: &mut impl Io) -> Result<Report, Error> {
         let nonce = format!("{:016x}", io.random_u64());
         let scratch = format!("{}.s3-lease-preflight/{nonce}/", self.config.key_prefix);
         let mut op = Preflight::new(
@@ -216,7 +216,7 @@ impl ClientCore {
         if let Some(table) = self.config.store.table() {
             op = op.on_dynamodb(table);
         }
-        let report = driver::run(io, op)?;
+        let report = driver::run(io, op).await?;
         self.store = match report.gate(self.config.strategy, self.config.expiry_clock) {
             Gate::Open => StoreCheck::Safe,
             Gate::Closed(failed) => StoreCheck::Unsafe(failed),
@@ -227,7 +227,7 @@ impl ClientCore {
 
     /// With `preflight` configured: runs it once (again while undecided)
     /// and refuses to grant on a store that fails it.
-    fn check_store(&mut self, io: &mut impl Io) -> Result<(), Error> {
+    async fn check_store(&mut self, io: &mut impl Io) -> Result<(), Error> {
         if !self.config.preflight {
             return Ok(());
         }
@@ -236,7 +236,7 @@ impl ClientCore {
             StoreCheck::Unsafe(failed) => return Err(Error::StoreUnsafe(failed.clone())),
             StoreCheck::Unchecked => {}
         }
-        let report = self.preflight(io)?;
+        let report = self.preflight(io).await?;
         match report.gate(self.config.strategy, self.config.expiry_clock) {
             Gate::Open => Ok(()),
             Gate::Closed(failed) | Gate::Undecided(failed) => Err(Error::StoreUnsafe(failed)),
@@ -244,14 +244,14 @@ impl ClientCore {
     }
 
     /// One try-acquire with the configured strategy.
-    pub fn try_acquire(
+    pub async fn try_acquire(
         &mut self,
         io: &mut impl Io,
         key: &str,
         grant: &Grant,
     ) -> Result<AcquireOutcome, Error> {
         let object_key = self.object_key(key)?;
-        self.check_store(io)?;
+        self.check_store(io).await?;
         let seal = self.lock_seal(&object_key);
         let judge = self.judge(key, io.monotonic_ms());
         let write_id = write_id(io);
@@ -265,7 +265,7 @@ impl ClientCore {
                     judge,
                     write_id,
                 );
-                driver::run(io, op)?
+                driver::run(io, op).await?
             }
             Strategy::EpochObjects => {
                 let dir = epoch::epoch_dir(&object_key);
@@ -278,10 +278,10 @@ impl ClientCore {
                     write_id,
                     self.hint(key),
                 );
-                let (outcome, cleanup) = driver::run(io, op)?;
+                let (outcome, cleanup) = driver::run(io, op).await?;
                 if !cleanup.is_empty() {
                     // Best effort: a failed delete only leaves a longer listing.
-                    let _ = driver::run(io, Cleanup::new(cleanup));
+                    let _ = driver::run(io, Cleanup::new(cleanup)).await;
                 }
                 outcome
             }
@@ -300,12 +300,14 @@ impl ClientCore {
         }
         // A semaphore on the key: a lock is a semaphore of limit 1 to it.
         if matches!(&outcome, AcquireOutcome::Held(Some(s)) if s.semaphore.is_some()) {
-            return Ok(match self.try_acquire_slot(io, key, grant, 1, false)? {
-                SlotOutcome::Granted(lease) => AcquireOutcome::Granted(lease),
-                SlotOutcome::Full(seen) => AcquireOutcome::Held(seen.map(|s| *s)),
-                SlotOutcome::Queued { state, .. } => AcquireOutcome::Held(Some(*state)),
-                SlotOutcome::Rewritten(_) | SlotOutcome::Left => AcquireOutcome::Held(None),
-            });
+            return Ok(
+                match self.try_acquire_slot(io, key, grant, 1, false).await? {
+                    SlotOutcome::Granted(lease) => AcquireOutcome::Granted(lease),
+                    SlotOutcome::Full(seen) => AcquireOutcome::Held(seen.map(|s| *s)),
+                    SlotOutcome::Queued { state, .. } => AcquireOutcome::Held(Some(*state)),
+                    SlotOutcome::Rewritten(_) | SlotOutcome::Left => AcquireOutcome::Held(None),
+                },
+            );
         }
         Ok(outcome)
     }
@@ -324,7 +326,7 @@ impl ClientCore {
 
     /// One attempt at a slot of a semaphore of `limit` (see `semaphore`);
     /// `fair` joins (or keeps) a place in its queue when no slot is ours.
-    pub fn try_acquire_slot(
+    pub async fn try_acquire_slot(
         &mut self,
         io: &mut impl Io,
         key: &str,
@@ -334,17 +336,17 @@ impl ClientCore {
     ) -> Result<SlotOutcome, Error> {
         let object_key = self.object_key(key)?;
         self.check_semaphore(limit)?;
-        self.check_store(io)?;
+        self.check_store(io).await?;
         let wish = Wish::Acquire {
             grant: grant.clone(),
             limit,
             fair,
         };
-        self.run_semaphore(io, key, object_key, wish)
+        self.run_semaphore(io, key, object_key, wish).await
     }
 
     /// Gives up `holder_id`'s place in `key`'s queue, if it has one.
-    pub fn leave_queue(
+    pub async fn leave_queue(
         &mut self,
         io: &mut impl Io,
         key: &str,
@@ -354,14 +356,16 @@ impl ClientCore {
         let wish = Wish::Leave {
             holder_id: holder_id.to_string(),
         };
-        self.run_semaphore(io, key, object_key, wish).map(|_| ())
+        self.run_semaphore(io, key, object_key, wish)
+            .await
+            .map(|_| ())
     }
 
     /// Attempts until a slot is granted or `timeout_ms` passed; a fair
     /// waiter leaves the queue when it gives up (see `driver::acquire_slot`).
-    pub fn acquire_slot(
+    pub async fn acquire_slot<I: Io>(
         &mut self,
-        io: &mut impl Io,
+        io: &mut I,
         key: &str,
         grant: &Grant,
         limit: u32,
@@ -371,25 +375,23 @@ impl ClientCore {
         self.object_key(key)?;
         self.check_semaphore(limit)?;
         let poll_ms = driver::fair_poll_ms(grant.ttl_ms);
-        // Both closures use the client; the driver calls them one at a
-        // time, never one inside the other, so the borrows never overlap.
-        let core = core::cell::RefCell::new(self);
         driver::acquire_slot(
+            self,
             io,
             key,
             timeout_ms,
             poll_ms,
-            |io| {
-                core.borrow_mut()
-                    .try_acquire_slot(io, key, grant, limit, fair)
+            async |client: &mut Self, io: &mut I| {
+                client.try_acquire_slot(io, key, grant, limit, fair).await
             },
-            |io| {
+            async |client: &mut Self, io: &mut I| {
                 if fair {
                     // Best effort: a place left behind expires after its ttl.
-                    let _ = core.borrow_mut().leave_queue(io, key, &grant.holder_id);
+                    let _ = client.leave_queue(io, key, &grant.holder_id).await;
                 }
             },
         )
+        .await
     }
 
     fn check_semaphore(&self, limit: u32) -> Result<(), Error> {
@@ -408,7 +410,7 @@ impl ClientCore {
         Ok(())
     }
 
-    fn run_semaphore(
+    async fn run_semaphore(
         &mut self,
         io: &mut impl Io,
         key: &str,
@@ -434,7 +436,7 @@ impl ClientCore {
         if self.config.store.table().is_some() {
             op = op.on_store_without_write_times();
         }
-        let result = driver::run(io, op);
+        let result = driver::run(io, op).await;
         let now_mono = io.monotonic_ms();
         let finished = match result {
             Ok(finished) => finished,
@@ -454,19 +456,26 @@ impl ClientCore {
     }
 
     /// Attempts until granted or `timeout_ms` passed (see `driver::acquire`).
-    pub fn acquire(
+    pub async fn acquire<I: Io>(
         &mut self,
-        io: &mut impl Io,
+        io: &mut I,
         key: &str,
         grant: &Grant,
         timeout_ms: u64,
     ) -> Result<Lease, Error> {
         self.object_key(key)?;
-        driver::acquire(io, key, timeout_ms, |io| self.try_acquire(io, key, grant))
+        driver::acquire(
+            self,
+            io,
+            key,
+            timeout_ms,
+            async |client: &mut Self, io: &mut I| client.try_acquire(io, key, grant).await,
+        )
+        .await
     }
 
     /// Renews (`release` false) or releases a lease.
-    pub fn rewrite(
+    pub async fn rewrite(
         &mut self,
         io: &mut impl Io,
         lease: Lease,
@@ -480,7 +489,7 @@ impl ClientCore {
             } else {
                 Wish::Renew(lease)
             };
-            return match self.run_semaphore(io, &key, object_key, wish)? {
+            return match self.run_semaphore(io, &key, object_key, wish).await? {
                 SlotOutcome::Rewritten(lease) => Ok(lease),
                 _ => Err(Error::InvalidArgument(
                     "a renew or release of a slot ended without rewriting it".into(),
@@ -491,11 +500,11 @@ impl ClientCore {
         let write_id = write_id(io);
         match (self.config.strategy, release) {
             (Strategy::SingleObject, false) => {
-                driver::run(io, RewriteOwn::renew(lease, object_key, seal, write_id))
+                driver::run(io, RewriteOwn::renew(lease, object_key, seal, write_id)).await
             }
             (Strategy::SingleObject, true) => {
                 let released =
-                    driver::run(io, RewriteOwn::release(lease, object_key, seal, write_id))?;
+                    driver::run(io, RewriteOwn::release(lease, object_key, seal, write_id)).await?;
                 // Remembered, so taking the key again is one conditional PUT.
                 let now_mono = io.monotonic_ms();
                 self.observe(&released.key, Some(&released_state(&released)), now_mono);
@@ -503,27 +512,31 @@ impl ClientCore {
             }
             (Strategy::EpochObjects, false) => {
                 let dir = epoch::epoch_dir(&object_key);
-                driver::run(io, EpochRewrite::renew(lease, dir, seal, write_id))
+                driver::run(io, EpochRewrite::renew(lease, dir, seal, write_id)).await
             }
             (Strategy::EpochObjects, true) => {
                 let dir = epoch::epoch_dir(&object_key);
-                driver::run(io, EpochRewrite::release(lease, dir, seal, write_id))
+                driver::run(io, EpochRewrite::release(lease, dir, seal, write_id)).await
             }
         }
     }
 
     /// The key's lock state, `None` if it was never locked.
-    pub fn inspect(&mut self, io: &mut impl Io, key: &str) -> Result<Option<LockState>, Error> {
+    pub async fn inspect(
+        &mut self,
+        io: &mut impl Io,
+        key: &str,
+    ) -> Result<Option<LockState>, Error> {
         let object_key = self.object_key(key)?;
         let judge = self.judge(key, io.monotonic_ms());
         let state = match self.config.strategy {
             Strategy::SingleObject => {
-                driver::run(io, Inspect::new(key.to_string(), object_key, judge))?
+                driver::run(io, Inspect::new(key.to_string(), object_key, judge)).await?
             }
             Strategy::EpochObjects => {
                 let dir = epoch::epoch_dir(&object_key);
                 let op = EpochInspect::new(key.to_string(), dir, judge, self.hint(key));
-                driver::run(io, op)?
+                driver::run(io, op).await?
             }
         };
         if let Some(s) = &state {
@@ -535,7 +548,7 @@ impl ClientCore {
     }
 
     /// A fenced write (`Change::Put`) or delete with the lease's lock and token.
-    pub fn fenced_write(
+    pub async fn fenced_write(
         &self,
         io: &mut impl Io,
         lease: &Lease,
@@ -556,17 +569,17 @@ impl ClientCore {
         let fence = Fence::for_lease(lease, &seal, lock, reject_equal)?;
         let object_key = fenced::fenced_object_key(object_key)?;
         let write_id = write_id(io);
-        driver::run(io, FencedWrite::new(object_key, fence, change, write_id)?)
+        driver::run(io, FencedWrite::new(object_key, fence, change, write_id)?).await
     }
 
-    pub fn fenced_get(
+    pub async fn fenced_get(
         &self,
         io: &mut impl Io,
         object_key: &str,
     ) -> Result<Option<FencedObject>, Error> {
         self.s3_only("fenced reads")?;
         let object_key = fenced::fenced_object_key(object_key)?;
-        driver::run(io, FencedGet::new(object_key))
+        driver::run(io, FencedGet::new(object_key)).await
     }
 }
 

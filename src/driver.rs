@@ -9,15 +9,21 @@ use crate::lease::Lease;
 use crate::protocol::{AcquireOutcome, Operation, Step};
 use crate::s3::{S3Request, S3Response};
 use crate::strategy::single_object::semaphore::SlotOutcome;
+use core::future::Future;
 
+/// What a store's requests, clocks, sleeps and randomness come through.
+/// `send` and `sleep_ms` are futures so that one driver serves both
+/// builds: the WASI 0.2 transport and the test models finish them before
+/// they are first polled (see `ready`); the WASI 0.3 transport suspends
+/// the calling task on them, so other calls into the instance run meanwhile.
 pub trait Io {
     /// Sends one request (signing it on the way) and reads the reply.
-    fn send(&mut self, request: &S3Request) -> Result<S3Response, Error>;
+    fn send(&mut self, request: &S3Request) -> impl Future<Output = Result<S3Response, Error>>;
     /// Wall clock, ms since the Unix epoch: lease expiry is written in it.
     fn now_ms(&mut self) -> u64;
     /// Monotonic clock, ms: deadlines are measured in it.
     fn monotonic_ms(&mut self) -> u64;
-    fn sleep_ms(&mut self, ms: u64);
+    fn sleep_ms(&mut self, ms: u64) -> impl Future<Output = ()>;
     fn random_u64(&mut self) -> u64;
     /// The server refused our signing time and told its own (`Date`):
     /// sign later requests on its clock. Lease times are not affected.
@@ -37,7 +43,7 @@ pub struct Within<'a, I: Io> {
 }
 
 impl<I: Io> Io for Within<'_, I> {
-    fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
+    async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
         let left = self.until_ms.saturating_sub(self.io.monotonic_ms());
         if left == 0 {
             return Err(Error::Transport(
@@ -47,7 +53,7 @@ impl<I: Io> Io for Within<'_, I> {
         let left = u32::try_from(left).unwrap_or(u32::MAX);
         let mut bounded = request.clone();
         bounded.within_ms = Some(request.within_ms.map_or(left, |w| w.min(left)));
-        self.io.send(&bounded)
+        self.io.send(&bounded).await
     }
     fn now_ms(&mut self) -> u64 {
         self.io.now_ms()
@@ -55,8 +61,8 @@ impl<I: Io> Io for Within<'_, I> {
     fn monotonic_ms(&mut self) -> u64 {
         self.io.monotonic_ms()
     }
-    fn sleep_ms(&mut self, ms: u64) {
-        self.io.sleep_ms(ms);
+    async fn sleep_ms(&mut self, ms: u64) {
+        self.io.sleep_ms(ms).await;
     }
     fn random_u64(&mut self) -> u64 {
         self.io.random_u64()
@@ -66,14 +72,14 @@ impl<I: Io> Io for Within<'_, I> {
     }
 }
 
-pub fn run<O: Operation>(io: &mut impl Io, mut op: O) -> Result<O::Output, Error> {
+pub async fn run<O: Operation>(io: &mut impl Io, mut op: O) -> Result<O::Output, Error> {
     let now = io.now_ms();
     let mut step = op.start(now);
     loop {
         match step {
             Step::Done(result) => return result,
             Step::Send(request) => {
-                let response = send_correcting_skew(io, &request);
+                let response = send_correcting_skew(io, &request).await;
                 let now = io.now_ms();
                 step = match response {
                     Ok(response) => op.on_response(response, now),
@@ -88,15 +94,15 @@ pub fn run<O: Operation>(io: &mut impl Io, mut op: O) -> Result<O::Output, Error
 /// `RequestTimeTooSkewed`: our wall clock is over 15 minutes off the
 /// server's), adopts the server's `Date` for signing and sends it once more,
 /// as the AWS SDKs do. A request refused for its time was not applied.
-fn send_correcting_skew(io: &mut impl Io, request: &S3Request) -> Result<S3Response, Error> {
-    let response = send_retrying_throttled(io, request)?;
+async fn send_correcting_skew(io: &mut impl Io, request: &S3Request) -> Result<S3Response, Error> {
+    let response = send_retrying_throttled(io, request).await?;
     if !response.is_clock_skew() {
         return Ok(response);
     }
     match response.header("date").and_then(crate::http_date::parse_ms) {
         Some(server_ms) => {
             io.correct_signing_clock(server_ms);
-            io.send(request)
+            io.send(request).await
         }
         None => Ok(response),
     }
@@ -111,16 +117,19 @@ fn send_correcting_skew(io: &mut impl Io, request: &S3Request) -> Result<S3Respo
 pub const THROTTLE_RETRIES: u32 = 3;
 const THROTTLE_FIRST_PAUSE_MS: u64 = 50;
 
-fn send_retrying_throttled(io: &mut impl Io, request: &S3Request) -> Result<S3Response, Error> {
-    let mut response = io.send(request)?;
+async fn send_retrying_throttled(
+    io: &mut impl Io,
+    request: &S3Request,
+) -> Result<S3Response, Error> {
+    let mut response = io.send(request).await?;
     for attempt in 0..THROTTLE_RETRIES {
         if response.status != 429 {
             break;
         }
         let cap = THROTTLE_FIRST_PAUSE_MS << attempt;
         let pause = cap / 2 + io.random_u64() % (cap / 2 + 1);
-        io.sleep_ms(pause);
-        response = io.send(request)?;
+        io.sleep_ms(pause).await;
+        response = io.send(request).await?;
     }
     Ok(response)
 }
@@ -146,22 +155,23 @@ pub fn backoff_ms(attempt: u32, random: u64, until_expiry_ms: Option<u64>) -> u6
 /// Attempts until granted or until `timeout_ms` has passed on the monotonic
 /// clock. Transient failures (transport, 5xx, 409) are retried within the
 /// deadline; the last one is returned if the deadline passes on it.
-/// `try_once` is one try-acquire of the client's strategy. A lock is waited
+/// `try_once` is one try-acquire of the client's strategy, on `client`. A lock is waited
 /// for as a slot of a semaphore is by a caller that is not fair
 /// (`acquire_slot`), with nothing to leave on giving up.
-pub fn acquire<I: Io>(
+pub async fn acquire<C, I: Io>(
+    client: &mut C,
     io: &mut I,
     key: &str,
     timeout_ms: u64,
-    mut try_once: impl FnMut(&mut I) -> Result<AcquireOutcome, Error>,
+    mut try_once: impl AsyncFnMut(&mut C, &mut I) -> Result<AcquireOutcome, Error>,
 ) -> Result<Lease, Error> {
-    let as_slot = |io: &mut I| {
-        try_once(io).map(|outcome| match outcome {
+    let as_slot = async |client: &mut C, io: &mut I| {
+        try_once(client, io).await.map(|outcome| match outcome {
             AcquireOutcome::Granted(lease) => SlotOutcome::Granted(lease),
             AcquireOutcome::Held(seen) => SlotOutcome::Full(seen.map(Box::new)),
         })
     };
-    acquire_slot(io, key, timeout_ms, 0, as_slot, |_| {})
+    acquire_slot(client, io, key, timeout_ms, 0, as_slot, async |_, _| {}).await
 }
 
 /// How often a fair waiter looks at the queue: a tenth of its ttl, within
@@ -177,13 +187,14 @@ pub fn fair_poll_ms(ttl_ms: u64) -> u64 {
 /// without a place backs off as `acquire` does. On giving up (deadline or
 /// a lasting error) it calls `leave`, so a place in the queue it holds
 /// blocks nobody for its ttl.
-pub fn acquire_slot<I: Io>(
+pub async fn acquire_slot<C, I: Io>(
+    client: &mut C,
     io: &mut I,
     key: &str,
     timeout_ms: u64,
     poll_ms: u64,
-    mut try_once: impl FnMut(&mut I) -> Result<SlotOutcome, Error>,
-    mut leave: impl FnMut(&mut I),
+    mut try_once: impl AsyncFnMut(&mut C, &mut I) -> Result<SlotOutcome, Error>,
+    mut leave: impl AsyncFnMut(&mut C, &mut I),
 ) -> Result<Lease, Error> {
     let started = io.monotonic_ms();
     let mut holder = None;
@@ -192,7 +203,7 @@ pub fn acquire_slot<I: Io>(
         let mut last_error = None;
         let mut until_expiry = None;
         let mut queued = false;
-        match try_once(io) {
+        match try_once(client, io).await {
             Ok(SlotOutcome::Granted(lease)) => return Ok(lease),
             Ok(SlotOutcome::Queued { state, .. }) => {
                 queued = true;
@@ -209,13 +220,13 @@ pub fn acquire_slot<I: Io>(
             Ok(SlotOutcome::Rewritten(_) | SlotOutcome::Left) => {}
             Err(e) if e.is_transient() => last_error = Some(e),
             Err(e) => {
-                leave(io);
+                leave(client, io).await;
                 return Err(e);
             }
         }
         let waited = io.monotonic_ms().saturating_sub(started);
         if waited >= timeout_ms {
-            leave(io);
+            leave(client, io).await;
             return Err(last_error.unwrap_or(Error::Timeout {
                 key: key.to_string(),
                 waited_ms: waited,
@@ -228,7 +239,7 @@ pub fn acquire_slot<I: Io>(
         } else {
             backoff_ms(attempt, random, until_expiry)
         };
-        io.sleep_ms(pause.min(timeout_ms - waited));
+        io.sleep_ms(pause.min(timeout_ms - waited)).await;
         attempt = attempt.saturating_add(1);
     }
 }

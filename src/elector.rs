@@ -159,7 +159,7 @@ impl Elector {
     }
 
     /// Does what is due now (at most one attempt) and reports the role.
-    pub fn step(&mut self, io: &mut impl Io) -> Status {
+    pub async fn step(&mut self, io: &mut impl Io) -> Status {
         let now = io.monotonic_ms();
         self.check_deadline(now);
         let mut last_error = None;
@@ -168,13 +168,13 @@ impl Elector {
             let result = match self.lease.clone() {
                 Some(lease) => {
                     let until_ms = self.leading_until();
-                    self.renew(&mut Within { io, until_ms }, lease, sent)
+                    self.renew(&mut Within { io, until_ms }, lease, sent).await
                 }
                 // A grant whose reply comes after the renew deadline it
                 // would start is useless: bound the campaign the same way.
                 None => {
                     let until_ms = sent.saturating_add(self.config.renew_deadline_ms);
-                    self.campaign(&mut Within { io, until_ms }, sent)
+                    self.campaign(&mut Within { io, until_ms }, sent).await
                 }
             };
             last_error = result.err();
@@ -188,7 +188,7 @@ impl Elector {
     }
 
     /// Releases the lease if it leads, and goes back to following.
-    pub fn resign(&mut self, io: &mut impl Io) -> Result<(), Error> {
+    pub async fn resign(&mut self, io: &mut impl Io) -> Result<(), Error> {
         let now = io.monotonic_ms();
         self.check_deadline(now);
         let until_ms = self.leading_until();
@@ -204,6 +204,7 @@ impl Elector {
         match self
             .client
             .rewrite(&mut Within { io, until_ms }, lease, true)
+            .await
         {
             Ok(_) | Err(Error::Lost { .. }) => Ok(()),
             Err(e) => Err(e),
@@ -251,8 +252,12 @@ impl Elector {
         }
     }
 
-    fn campaign(&mut self, io: &mut impl Io, sent: u64) -> Result<(), Error> {
-        match self.client.try_acquire(io, &self.config.key, &self.grant) {
+    async fn campaign(&mut self, io: &mut impl Io, sent: u64) -> Result<(), Error> {
+        match self
+            .client
+            .try_acquire(io, &self.config.key, &self.grant)
+            .await
+        {
             Ok(AcquireOutcome::Granted(lease)) => {
                 self.last_ok_sent_ms = sent;
                 self.follower_of = None;
@@ -273,8 +278,8 @@ impl Elector {
         }
     }
 
-    fn renew(&mut self, io: &mut impl Io, lease: Lease, sent: u64) -> Result<(), Error> {
-        match self.client.rewrite(io, lease, false) {
+    async fn renew(&mut self, io: &mut impl Io, lease: Lease, sent: u64) -> Result<(), Error> {
+        match self.client.rewrite(io, lease, false).await {
             Ok(renewed) => {
                 // A reply after the deadline does not bring leadership
                 // back: the caller's watchdog has already ended it (a host

@@ -23,7 +23,8 @@ mod prelude {
 }
 
 // The layers, bottom to top: a module uses lower layers and those named before it in its own.
-//  1. leaves: limits, text, http_date, json_out, sigv4 (signing), capability (preflight findings)
+//  1. leaves: limits, text, http_date, json_out, sigv4 (signing), capability (preflight findings),
+//     ready (runs a future that never suspends)
 //  2. lock_object: the record a lock object stores, and its state as read
 //  3. error: the crate's one error enum, over what its cases carry (layers 1 and 2)
 //  4. config: the validated configuration, with its strategy, expiry clock and seal key
@@ -49,6 +50,7 @@ pub mod limits;
 pub mod lock_object;
 pub mod preflight;
 pub mod protocol;
+pub mod ready;
 pub mod s3;
 pub mod seal;
 pub mod sigv4;

@@ -15,8 +15,9 @@ use crate::config::{ClientConfig, Scheme};
 use crate::driver::Io;
 use crate::error::Error;
 use crate::s3::{HttpRequest, Method, S3Request, S3Response};
+use crate::sigv4::Credentials;
 use crate::wire;
-use core::cell::Cell;
+use core::cell::{Cell, RefCell};
 
 /// WASI streams take at most this much per blocking write.
 const WRITE_CHUNK: usize = 4096;
@@ -24,16 +25,20 @@ const READ_CHUNK: u64 = 64 * 1024;
 
 pub struct WasiIo<'a> {
     pub config: &'a ClientConfig,
+    /// Signs with these rather than `config`'s: the latest `set-credentials`.
+    pub credentials: &'a RefCell<Credentials>,
     /// Server clock minus ours, for signing only (kept by the client).
     pub signing_offset_ms: &'a Cell<i64>,
 }
 
 impl Io for WasiIo<'_> {
-    fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
+    async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
         let signing_ms = self
             .now_ms()
             .saturating_add_signed(self.signing_offset_ms.get());
-        let reply = send(&wire::prepare(self.config, request, signing_ms / 1000))?;
+        let mut config = self.config.clone();
+        config.credentials = self.credentials.borrow().clone();
+        let reply = send(&wire::prepare(&config, request, signing_ms / 1000))?;
         Ok(wire::read_reply(self.config, request, reply))
     }
 
@@ -51,7 +56,7 @@ impl Io for WasiIo<'_> {
         monotonic_clock::now() / 1_000_000
     }
 
-    fn sleep_ms(&mut self, ms: u64) {
+    async fn sleep_ms(&mut self, ms: u64) {
         monotonic_clock::subscribe_duration(ms.saturating_mul(1_000_000)).block();
     }
 

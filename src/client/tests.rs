@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::expiry::ExpiryClock;
+use crate::ready::Ready;
 use crate::s3::Method;
 use crate::testing::intercept::Intercept;
 use crate::testing::model_io::ModelIo;
@@ -28,7 +29,7 @@ fn grant(holder: &str) -> Grant {
 }
 
 fn granted(c: &mut ClientCore, io: &mut ModelIo, holder: &str) -> Lease {
-    match c.try_acquire(io, "k", &grant(holder)).unwrap() {
+    match c.try_acquire(io, "k", &grant(holder)).ready().unwrap() {
         AcquireOutcome::Granted(l) => l,
         other => panic!("expected a grant, got {other:?}"),
     }
@@ -48,11 +49,14 @@ fn a_grant_whose_reply_was_lost_is_recognised_not_left_as_a_ghost() {
         let lease = granted(&mut c, &mut io, "a");
         assert_eq!(lease.token, 1, "{:?}", c.config.strategy);
         // The caller holds it: renew works, and nobody else gets it.
-        let renewed = c.rewrite(&mut io, lease, false).unwrap();
+        let renewed = c.rewrite(&mut io, lease, false).ready().unwrap();
         let mut other = c.clone();
-        let held = other.try_acquire(&mut io, "k", &grant("b")).unwrap();
+        let held = other
+            .try_acquire(&mut io, "k", &grant("b"))
+            .ready()
+            .unwrap();
         assert!(matches!(held, AcquireOutcome::Held(Some(_))), "{held:?}");
-        c.rewrite(&mut io, renewed, true).unwrap();
+        c.rewrite(&mut io, renewed, true).ready().unwrap();
     }
 }
 
@@ -63,12 +67,12 @@ fn a_renew_or_release_whose_reply_was_lost_is_recognised() {
         let lease = granted(&mut c, &mut io, "a");
         io.advance(1_000);
         io.lose_put_replies = 1;
-        let renewed = c.rewrite(&mut io, lease.clone(), false).unwrap();
+        let renewed = c.rewrite(&mut io, lease.clone(), false).ready().unwrap();
         assert_eq!(renewed.token, lease.token);
         // The renewed lease is the live one: it renews again.
-        let again = c.rewrite(&mut io, renewed, false).unwrap();
+        let again = c.rewrite(&mut io, renewed, false).ready().unwrap();
         io.lose_put_replies = 1;
-        c.rewrite(&mut io, again, true).unwrap();
+        c.rewrite(&mut io, again, true).ready().unwrap();
         // Released for real: the next holder gets the key at once.
         let next = granted(&mut c, &mut io, "b");
         assert_eq!(next.token, 2, "{:?}", c.config.strategy);
@@ -85,7 +89,7 @@ fn a_write_whose_reply_was_lost_and_that_did_not_land_is_sent_again() {
             (request.method == Method::Put && std::mem::take(&mut first))
                 .then(|| Err(Error::Transport("connection refused".into())))
         });
-        let lease = match c.try_acquire(&mut flaky, "k", &grant("a")).unwrap() {
+        let lease = match c.try_acquire(&mut flaky, "k", &grant("a")).ready().unwrap() {
             AcquireOutcome::Granted(l) => l,
             other => panic!("{other:?}"),
         };
@@ -108,6 +112,7 @@ fn a_fenced_write_or_delete_whose_reply_was_lost_is_recognised() {
             io.lose_put_replies = 1;
             let written = c
                 .fenced_write(&mut io, &lease, "data/x", change, false)
+                .ready()
                 .unwrap_or_else(|e| panic!("{e:?}"));
             assert_eq!(written.token, lease.token);
         }
@@ -121,8 +126,8 @@ fn conditional_gets_observe_an_unchanged_lock_with_a_304() {
         let mut holder = c.clone();
         granted(&mut holder, &mut io, "a");
         io.take_requests();
-        c.try_acquire(&mut io, "k", &grant("b")).unwrap();
-        c.try_acquire(&mut io, "k", &grant("b")).unwrap();
+        c.try_acquire(&mut io, "k", &grant("b")).ready().unwrap();
+        c.try_acquire(&mut io, "k", &grant("b")).ready().unwrap();
         let gets: Vec<_> = io
             .take_requests()
             .into_iter()
@@ -147,21 +152,21 @@ fn each_expiry_clock_ignores_a_reader_minutes_ahead() {
         let mut b = core(strategy, clock);
         granted(&mut a, &mut io, "a");
         io.clock_offset_ms = 300_000;
-        let held = b.try_acquire(&mut io, "k", &grant("b")).unwrap();
+        let held = b.try_acquire(&mut io, "k", &grant("b")).ready().unwrap();
         assert!(
             matches!(&held, AcquireOutcome::Held(Some(s)) if s.live),
             "{strategy:?} {clock:?}: {held:?}"
         );
         // Not before the ttl has passed (observed: since b first saw it).
         io.advance(9_000);
-        let held = b.try_acquire(&mut io, "k", &grant("b")).unwrap();
+        let held = b.try_acquire(&mut io, "k", &grant("b")).ready().unwrap();
         assert!(
             matches!(held, AcquireOutcome::Held(_)),
             "{strategy:?} {clock:?}"
         );
         // Well after: taken.
         io.advance(4_000);
-        let taken = b.try_acquire(&mut io, "k", &grant("b")).unwrap();
+        let taken = b.try_acquire(&mut io, "k", &grant("b")).ready().unwrap();
         assert!(
             matches!(taken, AcquireOutcome::Granted(_)),
             "{strategy:?} {clock:?}: {taken:?}"
@@ -196,7 +201,7 @@ fn a_preflighted_client_probes_once_then_grants() {
         .objects
         .keys()
         .all(|k| !k.contains(".s3-lease-preflight/")));
-    let held = c.try_acquire(&mut io, "k", &grant("b")).unwrap();
+    let held = c.try_acquire(&mut io, "k", &grant("b")).ready().unwrap();
     assert!(matches!(held, AcquireOutcome::Held(Some(_))));
     assert_eq!(io.take_requests().len(), 1, "the verdict is cached");
 }
@@ -207,7 +212,7 @@ fn a_preflighted_client_refuses_to_grant_on_a_failing_store_naming_the_capabilit
     let mut io = io();
     io.store.ignore_conditions = true;
     for round in 0..2 {
-        match c.try_acquire(&mut io, "k", &grant("a")) {
+        match c.try_acquire(&mut io, "k", &grant("a")).ready() {
             Err(Error::StoreUnsafe(r)) => {
                 assert_eq!(
                     r.capability,
@@ -229,7 +234,10 @@ fn a_preflighted_client_refuses_to_grant_on_a_failing_store_naming_the_capabilit
         );
     }
     assert!(io.store.objects.is_empty(), "no lock object written");
-    let err = c.acquire(&mut io, "k", &grant("a"), 5_000).unwrap_err();
+    let err = c
+        .acquire(&mut io, "k", &grant("a"), 5_000)
+        .ready()
+        .unwrap_err();
     assert!(err.to_string().contains("if-none-match-existing"), "{err}");
     assert!(io.take_requests().is_empty());
 
@@ -237,7 +245,7 @@ fn a_preflighted_client_refuses_to_grant_on_a_failing_store_naming_the_capabilit
     let mut io = self::io();
     io.store.if_match_unsupported = true;
     let mut single = preflighted(Strategy::SingleObject, ExpiryClock::Server);
-    let refused = single.try_acquire(&mut io, "k", &grant("a"));
+    let refused = single.try_acquire(&mut io, "k", &grant("a")).ready();
     assert!(
         matches!(&refused, Err(Error::StoreUnsafe(r)) if r.capability == crate::preflight::Capability::IfMatchPut),
         "{refused:?}"
@@ -261,12 +269,12 @@ fn an_undecided_preflight_is_tried_again() {
             })
         })
     });
-    let first = c.try_acquire(&mut flaky, "k", &grant("a"));
+    let first = c.try_acquire(&mut flaky, "k", &grant("a")).ready();
     assert!(
         matches!(&first, Err(Error::StoreUnsafe(r)) if r.verdict == crate::preflight::Verdict::Unknown),
         "{first:?}"
     );
-    let second = c.try_acquire(&mut flaky, "k", &grant("a")).unwrap();
+    let second = c.try_acquire(&mut flaky, "k", &grant("a")).ready().unwrap();
     assert!(matches!(second, AcquireOutcome::Granted(_)), "{second:?}");
 }
 
@@ -328,7 +336,7 @@ fn a_client_takes_back_a_key_it_released_with_one_conditional_put() {
     let mut c = single();
     let mut io = io();
     let first = granted(&mut c, &mut io, "a");
-    let released = c.rewrite(&mut io, first, true).unwrap();
+    let released = c.rewrite(&mut io, first, true).ready().unwrap();
     io.take_requests();
     let again = granted(&mut c, &mut io, "a");
     assert_eq!(
@@ -338,10 +346,13 @@ fn a_client_takes_back_a_key_it_released_with_one_conditional_put() {
     );
     assert_eq!(again.token, released.token + 1);
     // And it is a real grant: renewable, and others see it held.
-    let again = c.rewrite(&mut io, again, false).unwrap();
-    let held = single().try_acquire(&mut io, "k", &grant("b")).unwrap();
+    let again = c.rewrite(&mut io, again, false).ready().unwrap();
+    let held = single()
+        .try_acquire(&mut io, "k", &grant("b"))
+        .ready()
+        .unwrap();
     assert!(matches!(held, AcquireOutcome::Held(Some(_))), "{held:?}");
-    c.rewrite(&mut io, again, true).unwrap();
+    c.rewrite(&mut io, again, true).ready().unwrap();
 }
 
 #[test]
@@ -349,12 +360,12 @@ fn a_stale_released_etag_costs_a_read_and_never_a_second_holder() {
     let mut c = single();
     let mut io = io();
     let first = granted(&mut c, &mut io, "a");
-    let released = c.rewrite(&mut io, first, true).unwrap();
+    let released = c.rewrite(&mut io, first, true).ready().unwrap();
     // Someone else takes it meanwhile.
     let mut other = single();
     let theirs = granted(&mut other, &mut io, "b");
     io.take_requests();
-    let outcome = c.try_acquire(&mut io, "k", &grant("a")).unwrap();
+    let outcome = c.try_acquire(&mut io, "k", &grant("a")).ready().unwrap();
     match &outcome {
         AcquireOutcome::Held(Some(s)) => assert_eq!(s.record.token, theirs.token),
         other => panic!("expected held by b, got {other:?}"),
@@ -369,7 +380,7 @@ fn a_stale_released_etag_costs_a_read_and_never_a_second_holder() {
         "the stale PUT is refused (412), then one read"
     );
     // Released again by them: taken after a read, with the next token.
-    other.rewrite(&mut io, theirs, true).unwrap();
+    other.rewrite(&mut io, theirs, true).ready().unwrap();
     let ours = granted(&mut c, &mut io, "a");
     assert_eq!(ours.token, released.token + 2);
 }
@@ -381,7 +392,7 @@ fn a_released_object_that_vanished_is_created_again_on_either_stores_answer() {
         let mut io = io();
         io.store.missing_if_match = missing;
         let first = granted(&mut c, &mut io, "a");
-        c.rewrite(&mut io, first, true).unwrap();
+        c.rewrite(&mut io, first, true).ready().unwrap();
         io.store.objects.clear();
         io.take_requests();
         let lease = granted(&mut c, &mut io, "a");
@@ -400,11 +411,14 @@ fn a_retake_whose_reply_was_lost_is_recognised() {
     let mut c = single();
     let mut io = io();
     let first = granted(&mut c, &mut io, "a");
-    let released = c.rewrite(&mut io, first, true).unwrap();
+    let released = c.rewrite(&mut io, first, true).ready().unwrap();
     io.lose_put_replies = 1;
     let again = granted(&mut c, &mut io, "a");
     assert_eq!(again.token, released.token + 1);
-    let held = single().try_acquire(&mut io, "k", &grant("b")).unwrap();
+    let held = single()
+        .try_acquire(&mut io, "k", &grant("b"))
+        .ready()
+        .unwrap();
     assert!(matches!(held, AcquireOutcome::Held(Some(_))), "{held:?}");
 }
 
@@ -448,9 +462,9 @@ fn a_lease_sealed_under_some_credentials_is_renewed_and_released_under_others() 
         });
         let lease = granted(&mut a, &mut io, "a");
         io.advance(1_000);
-        let renewed = b.rewrite(&mut io, lease, false).unwrap();
-        let renewed = a.rewrite(&mut io, renewed, false).unwrap();
-        b.rewrite(&mut io, renewed, true).unwrap();
+        let renewed = b.rewrite(&mut io, lease, false).ready().unwrap();
+        let renewed = a.rewrite(&mut io, renewed, false).ready().unwrap();
+        b.rewrite(&mut io, renewed, true).ready().unwrap();
     }
 }
 
@@ -468,7 +482,10 @@ fn a_lease_is_refused_by_a_client_of_another_bucket_or_seal_key() {
         ];
         for mut other in others {
             io.take_requests();
-            let err = other.rewrite(&mut io, lease.clone(), false).unwrap_err();
+            let err = other
+                .rewrite(&mut io, lease.clone(), false)
+                .ready()
+                .unwrap_err();
             assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
             assert!(io.take_requests().is_empty(), "refused before any request");
         }
@@ -477,7 +494,7 @@ fn a_lease_is_refused_by_a_client_of_another_bucket_or_seal_key() {
             r.seal_key = key("shared");
             r.credentials = credentials("AKIDB", "secret-b");
         });
-        same.rewrite(&mut io, lease, true).unwrap();
+        same.rewrite(&mut io, lease, true).ready().unwrap();
     }
 }
 
@@ -491,7 +508,7 @@ fn set_credentials_signs_the_next_request_with_them_and_keeps_leases() {
         c.set_credentials(credentials("AKID2", "rotated-secret"))
             .unwrap();
         // The lease stays valid, and so does what the client remembers.
-        let renewed = c.rewrite(&mut io, lease, false).unwrap();
+        let renewed = c.rewrite(&mut io, lease, false).ready().unwrap();
         let after = io.take_requests();
         assert!(!after.is_empty());
         for request in &after {
@@ -512,6 +529,6 @@ fn set_credentials_signs_the_next_request_with_them_and_keeps_leases() {
             "{err:?}"
         );
         assert_eq!(c.config.credentials.access_key_id, "AKID2");
-        c.rewrite(&mut io, renewed, true).unwrap();
+        c.rewrite(&mut io, renewed, true).ready().unwrap();
     }
 }

@@ -8,6 +8,7 @@ use crate::error::Error;
 use crate::expiry::ExpiryClock;
 use crate::lease::Grant;
 use crate::protocol::AcquireOutcome;
+use crate::ready::Ready;
 use crate::testing::dynamodb_model::DynamoIo;
 use crate::testing::raw_config;
 
@@ -79,19 +80,21 @@ fn config_defaults_to_observed_and_refuses_what_dynamodb_cannot_do() {
 fn each_call_costs_what_the_wit_says() {
     let mut c = client();
     let mut io = DynamoIo::new("locks", START_MS);
-    let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).unwrap() else {
+    let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
+    else {
         panic!("not granted")
     };
     assert_eq!(lease.token, 1);
     assert_eq!(operations(&mut io), ["GetItem", "PutItem"]);
-    let lease = c.rewrite(&mut io, lease, false).unwrap();
+    let lease = c.rewrite(&mut io, lease, false).ready().unwrap();
     assert_eq!(operations(&mut io), ["PutItem"]);
-    assert!(c.inspect(&mut io, "k").unwrap().unwrap().live);
+    assert!(c.inspect(&mut io, "k").ready().unwrap().unwrap().live);
     assert_eq!(operations(&mut io), ["GetItem"]);
-    c.rewrite(&mut io, lease, true).unwrap();
+    c.rewrite(&mut io, lease, true).ready().unwrap();
     assert_eq!(operations(&mut io), ["PutItem"]);
     // This client released it: it takes it again without reading.
-    let AcquireOutcome::Granted(again) = c.try_acquire(&mut io, "k", &grant("b")).unwrap() else {
+    let AcquireOutcome::Granted(again) = c.try_acquire(&mut io, "k", &grant("b")).ready().unwrap()
+    else {
         panic!("not granted")
     };
     assert_eq!(again.token, 2, "release kept the item and its counter");
@@ -102,7 +105,8 @@ fn each_call_costs_what_the_wit_says() {
 fn the_item_keeps_seed_003s_fields_and_a_released_one_is_never_swept() {
     let mut c = client();
     let mut io = DynamoIo::new("locks", START_MS);
-    let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).unwrap() else {
+    let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
+    else {
         panic!("not granted")
     };
     let item = io.table.items.get("locks/k").unwrap().clone();
@@ -112,7 +116,7 @@ fn the_item_keeps_seed_003s_fields_and_a_released_one_is_never_swept() {
     assert_eq!(item["holder"]["S"], "a");
     let expiry: u64 = item["lease_expiry"]["N"].as_str().unwrap().parse().unwrap();
     assert_eq!(expiry, lease.expires_at_ms.div_ceil(1000) + SWEEP_AFTER_S);
-    c.rewrite(&mut io, lease, true).unwrap();
+    c.rewrite(&mut io, lease, true).ready().unwrap();
     let item = io.table.items.get("locks/k").unwrap();
     assert!(item.get("lease_expiry").is_none(), "{item:?}");
     assert_eq!(item["token"]["N"], "1");
@@ -122,20 +126,22 @@ fn the_item_keeps_seed_003s_fields_and_a_released_one_is_never_swept() {
 fn two_clients_exclude_each_other_and_observed_expiry_hands_over() {
     let (mut a, mut b) = (client(), client());
     let mut io = DynamoIo::new("locks", START_MS);
-    let AcquireOutcome::Granted(held) = a.try_acquire(&mut io, "k", &grant("a")).unwrap() else {
+    let AcquireOutcome::Granted(held) = a.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
+    else {
         panic!("not granted")
     };
-    let seen = b.try_acquire(&mut io, "k", &grant("b")).unwrap();
+    let seen = b.try_acquire(&mut io, "k", &grant("b")).ready().unwrap();
     assert!(matches!(seen, AcquireOutcome::Held(Some(_))), "{seen:?}");
     // b has watched the same version for the ttl and its slack: expired.
     io.advance(10_000 + 200);
-    let AcquireOutcome::Granted(next) = b.try_acquire(&mut io, "k", &grant("b")).unwrap() else {
+    let AcquireOutcome::Granted(next) = b.try_acquire(&mut io, "k", &grant("b")).ready().unwrap()
+    else {
         panic!("not handed over")
     };
     assert_eq!(next.token, 2);
     // a's lease is superseded: its renew is refused.
     assert!(matches!(
-        a.rewrite(&mut io, held, false),
+        a.rewrite(&mut io, held, false).ready(),
         Err(Error::Lost { .. })
     ));
 }
@@ -145,12 +151,13 @@ fn a_grant_whose_reply_was_lost_is_recognised() {
     let mut c = client();
     let mut io = DynamoIo::new("locks", START_MS);
     io.lose_put_replies = 1;
-    let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).unwrap() else {
+    let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
+    else {
         panic!("not granted")
     };
     assert_eq!(lease.token, 1);
     assert_eq!(operations(&mut io), ["GetItem", "PutItem", "GetItem"]);
-    c.rewrite(&mut io, lease, false).unwrap();
+    c.rewrite(&mut io, lease, false).ready().unwrap();
 }
 
 #[test]
@@ -159,11 +166,11 @@ fn throttled_calls_are_retried_with_backoff_then_reported() {
     let mut io = DynamoIo::new("locks", START_MS);
     io.table.throttle_next = 2;
     let before = io.monotonic_ms;
-    assert!(c.inspect(&mut io, "k").unwrap().is_none());
+    assert!(c.inspect(&mut io, "k").ready().unwrap().is_none());
     assert_eq!(operations(&mut io), ["GetItem"; 3]);
     assert!(io.monotonic_ms - before >= 25 + 50, "backed off");
     io.table.throttle_next = 4;
-    let e = c.inspect(&mut io, "k").unwrap_err();
+    let e = c.inspect(&mut io, "k").ready().unwrap_err();
     assert!(e.is_transient(), "{e:?}");
     let Error::S3(s3) = &e else { panic!("{e:?}") };
     assert_eq!(
@@ -184,7 +191,7 @@ fn a_missing_table_and_a_corrupt_item_are_typed_errors() {
     });
     let mut io = DynamoIo::new("locks", START_MS);
     io.client_table = "nope".into();
-    let e = c.inspect(&mut io, "k").unwrap_err();
+    let e = c.inspect(&mut io, "k").ready().unwrap_err();
     assert!(
         matches!(&e, Error::NoSuchBucket(s) if s.code == "ResourceNotFoundException"),
         "{e:?}"
@@ -196,13 +203,16 @@ fn a_missing_table_and_a_corrupt_item_are_typed_errors() {
     item.insert("key".into(), serde_json::json!({ "S": "locks/k" }));
     item.insert("lease_version".into(), serde_json::json!({ "N": "3" }));
     io.table.items.insert("locks/k".into(), item);
-    let e = c.inspect(&mut io, "k").unwrap_err();
+    let e = c.inspect(&mut io, "k").ready().unwrap_err();
     assert!(
         matches!(&e, Error::CorruptLockObject { object_key, reason }
         if object_key == "locks/k" && reason.contains("lease_version")),
         "{e:?}"
     );
-    let e = c.try_acquire(&mut io, "k", &grant("a")).unwrap_err();
+    let e = c
+        .try_acquire(&mut io, "k", &grant("a"))
+        .ready()
+        .unwrap_err();
     assert!(matches!(e, Error::CorruptLockObject { .. }), "{e:?}");
 }
 
@@ -210,7 +220,8 @@ fn a_missing_table_and_a_corrupt_item_are_typed_errors() {
 fn fenced_writes_are_refused_before_any_request() {
     let mut c = client();
     let mut io = DynamoIo::new("locks", START_MS);
-    let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).unwrap() else {
+    let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
+    else {
         panic!("not granted")
     };
     operations(&mut io);
@@ -220,6 +231,7 @@ fn fenced_writes_are_refused_before_any_request() {
     };
     let e = c
         .fenced_write(&mut io, &lease, "data", change, true)
+        .ready()
         .unwrap_err();
     assert!(
         matches!(&e, Error::InvalidConfig { field, .. } if field == "store"),
@@ -253,17 +265,18 @@ fn a_seed_003_lease_is_held_until_its_expiry_then_taken_over_with_a_token() {
         "locks/k".into(),
         seed_003_item("locks/k", "uuid-1", expiry_s),
     );
-    let state = c.inspect(&mut io, "k").unwrap().unwrap();
+    let state = c.inspect(&mut io, "k").ready().unwrap().unwrap();
     assert!(state.live);
     assert_eq!((state.record.token, state.etag.as_str()), (0, "uuid-1"));
     assert_eq!(state.record.expires_at_ms, expiry_s * 1000);
     assert!(matches!(
-        c.try_acquire(&mut io, "k", &grant("a")).unwrap(),
+        c.try_acquire(&mut io, "k", &grant("a")).ready().unwrap(),
         AcquireOutcome::Held(Some(_))
     ));
     // Its lease_expiry passed (judged on this clock, as the design does).
     io.advance(61_000);
-    let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).unwrap() else {
+    let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
+    else {
         panic!("not taken over")
     };
     assert_eq!(lease.token, 1);
@@ -312,7 +325,7 @@ fn the_preflight_checks_the_table_then_its_conditions() {
     use crate::capability::{Capability, Verdict};
     let mut c = client();
     let mut io = DynamoIo::new("locks", START_MS);
-    let report = c.preflight(&mut io).unwrap();
+    let report = c.preflight(&mut io).ready().unwrap();
     let verdict = |cap: Capability| {
         report
             .results
@@ -351,7 +364,7 @@ fn the_preflight_checks_the_table_then_its_conditions() {
     io.table.ttl_attribute = None;
     let mut other = DynamoIo::new("locks", START_MS);
     other.table.ttl_attribute = Some("expires".into());
-    let report = client().preflight(&mut other).unwrap();
+    let report = client().preflight(&mut other).ready().unwrap();
     let ttl = report
         .results
         .iter()
@@ -363,7 +376,7 @@ fn the_preflight_checks_the_table_then_its_conditions() {
 
     // A missing table is an error, not a report.
     io.client_table = "nope".into();
-    let e = client().preflight(&mut io).unwrap_err();
+    let e = client().preflight(&mut io).ready().unwrap_err();
     assert!(matches!(e, Error::NoSuchBucket(_)), "{e:?}");
 }
 
@@ -378,7 +391,10 @@ fn a_table_of_another_key_fails_the_preflight_and_closes_the_gate() {
     let mut c = ClientCore::new(ClientConfig::validate(raw).unwrap());
     let mut io = DynamoIo::new("locks", START_MS);
     io.table.key_attribute = "id".into();
-    let e = c.try_acquire(&mut io, "k", &grant("a")).unwrap_err();
+    let e = c
+        .try_acquire(&mut io, "k", &grant("a"))
+        .ready()
+        .unwrap_err();
     let Error::StoreUnsafe(failed) = &e else {
         panic!("{e:?}")
     };

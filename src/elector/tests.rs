@@ -5,6 +5,7 @@
 use super::*;
 use crate::config::{ClientConfig, Strategy};
 use crate::expiry::ExpiryClock;
+use crate::ready::Ready;
 use crate::s3::{Method, S3Request, S3Response};
 use crate::testing::intercept::Intercept;
 use crate::testing::s3_model::S3Model;
@@ -34,7 +35,7 @@ impl Peer {
 }
 
 impl Io for Peer {
-    fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
+    async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
         if self.cut {
             return Err(Error::Transport("network cut".into()));
         }
@@ -50,7 +51,7 @@ impl Io for Peer {
     fn monotonic_ms(&mut self) -> u64 {
         self.store.borrow().now_ms - START_MS
     }
-    fn sleep_ms(&mut self, ms: u64) {
+    async fn sleep_ms(&mut self, ms: u64) {
         self.store.borrow_mut().advance(ms);
     }
     fn random_u64(&mut self) -> u64 {
@@ -139,7 +140,7 @@ fn run(
         let mut now = Vec::new();
         for (i, (e, io)) in electors.iter_mut().enumerate() {
             if t >= due[i] {
-                let status = e.step(io);
+                let status = e.step(io).ready();
                 due[i] = t + status.next_step_in_ms.max(1);
                 now.push(is_leader(&status));
             } else {
@@ -166,19 +167,19 @@ fn one_leader_renews_followers_look_cheaply_and_resigning_hands_over() {
             Elector::new(c.clone(), config("b")).unwrap(),
             Peer::new(&store, 2),
         );
-        let first = a.0.step(&mut a.1);
+        let first = a.0.step(&mut a.1).ready();
         assert!(is_leader(&first), "{strategy:?}");
         assert!(matches!(first.events[..], [Event::BecameLeader(_)]));
         assert_eq!(first.next_step_in_ms, 2_000);
-        let seen = b.0.step(&mut b.1);
+        let seen = b.0.step(&mut b.1).ready();
         assert!(matches!(seen.role, Role::Follower(Some(_))), "{seen:?}");
         assert!(matches!(seen.events[..], [Event::LeaderChanged(Some(_))]));
         a.1.requests.clear();
         b.1.requests.clear();
         // A retry period later: the leader renews, the follower looks.
         store.borrow_mut().advance(2_000);
-        assert!(is_leader(&a.0.step(&mut a.1)));
-        let look = b.0.step(&mut b.1);
+        assert!(is_leader(&a.0.step(&mut a.1).ready()));
+        let look = b.0.step(&mut b.1).ready();
         assert!(look.events.is_empty());
         let renew: Vec<Method> = a.1.requests.iter().map(|r| r.method).collect();
         let observe: Vec<(Method, bool)> =
@@ -207,14 +208,14 @@ fn one_leader_renews_followers_look_cheaply_and_resigning_hands_over() {
         }
         // Not due yet: a step does nothing.
         a.1.requests.clear();
-        let idle = a.0.step(&mut a.1);
+        let idle = a.0.step(&mut a.1).ready();
         assert!(a.1.requests.is_empty() && is_leader(&idle));
         // Resign: released; the follower takes over on its next look.
-        a.0.resign(&mut a.1).unwrap();
+        a.0.resign(&mut a.1).ready().unwrap();
         store.borrow_mut().advance(2_000);
-        let taken = b.0.step(&mut b.1);
+        let taken = b.0.step(&mut b.1).ready();
         assert!(is_leader(&taken), "{strategy:?}: {taken:?}");
-        let after = a.0.step(&mut a.1);
+        let after = a.0.step(&mut a.1).ready();
         assert!(
             matches!(
                 after.events[..],
@@ -299,11 +300,11 @@ fn a_leader_that_lost_its_lease_says_so() {
         Elector::new(c.clone(), config("a")).unwrap(),
         Peer::new(&store, 1),
     );
-    assert!(is_leader(&a.0.step(&mut a.1)));
+    assert!(is_leader(&a.0.step(&mut a.1).ready()));
     // An operator deletes the lock object.
     store.borrow_mut().objects.clear();
     store.borrow_mut().advance(2_000);
-    let status = a.0.step(&mut a.1);
+    let status = a.0.step(&mut a.1).ready();
     assert!(!is_leader(&status));
     assert!(
         status
@@ -325,8 +326,8 @@ fn losing_a_race_says_nothing_until_the_winner_is_seen() {
         Elector::new(c.clone(), config("z")).unwrap(),
         Peer::new(&store, 2),
     );
-    assert!(is_leader(&z.0.step(&mut z.1)));
-    let seen = a.0.step(&mut a.1);
+    assert!(is_leader(&z.0.step(&mut z.1).ready()));
+    let seen = a.0.step(&mut a.1).ready();
     assert!(
         matches!(&seen.events[..], [Event::LeaderChanged(Some(s))] if s.record.holder_id == "z")
     );
@@ -345,7 +346,8 @@ fn losing_a_race_says_nothing_until_the_winner_is_seen() {
                 }
             }
             None
-        }));
+        }))
+        .ready();
     assert!(!is_leader(&raced), "{raced:?}");
     assert!(
         raced.events.is_empty(),
@@ -353,7 +355,7 @@ fn losing_a_race_says_nothing_until_the_winner_is_seen() {
         raced.events
     );
     store.borrow_mut().advance(2_000);
-    let next = a.0.step(&mut a.1);
+    let next = a.0.step(&mut a.1).ready();
     assert!(
         matches!(&next.events[..], [Event::LeaderChanged(Some(s))] if s.record.holder_id == "b"),
         "{next:?}"
@@ -390,7 +392,7 @@ fn a_leader_says_until_when_it_leads_and_bounds_each_request_by_it() {
     let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
     let c = client(Strategy::SingleObject, ExpiryClock::Server);
     let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), Peer::new(&store, 1));
-    let first = e.step(&mut io);
+    let first = e.step(&mut io).ready();
     assert!(is_leader(&first));
     // Granted by a write sent at monotonic 0: leads until 0 + renew deadline.
     assert_eq!(first.leading_until_ms, Some(7_000));
@@ -401,7 +403,7 @@ fn a_leader_says_until_when_it_leads_and_bounds_each_request_by_it() {
     );
     io.requests.clear();
     store.borrow_mut().advance(2_500);
-    let renewed = e.step(&mut io);
+    let renewed = e.step(&mut io).ready();
     assert_eq!(renewed.leading_until_ms, Some(9_500));
     assert_eq!(io.requests.len(), 1);
     assert_eq!(
@@ -414,7 +416,8 @@ fn a_leader_says_until_when_it_leads_and_bounds_each_request_by_it() {
         config("b"),
     )
     .unwrap()
-    .step(&mut Peer::new(&store, 2));
+    .step(&mut Peer::new(&store, 2))
+    .ready();
     assert_eq!(follower.leading_until_ms, None);
 }
 
@@ -424,10 +427,12 @@ fn a_renew_that_hangs_ends_at_the_deadline_and_its_late_reply_does_not_lead() {
         let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
         let c = client(Strategy::SingleObject, ExpiryClock::Server);
         let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), Peer::new(&store, 1));
-        assert!(is_leader(&e.step(&mut io)));
+        assert!(is_leader(&e.step(&mut io).ready()));
         store.borrow_mut().advance(2_000);
         // The renew, sent at 2 s (deadline 7 s), hangs for 30 s.
-        let hung = e.step(&mut Intercept::new(&mut io, slow(30_000, ignores_timeouts)));
+        let hung = e
+            .step(&mut Intercept::new(&mut io, slow(30_000, ignores_timeouts)))
+            .ready();
         let ended = store.borrow().now_ms - START_MS;
         if ignores_timeouts {
             assert_eq!(ended, 32_000);
@@ -443,7 +448,7 @@ fn a_renew_that_hangs_ends_at_the_deadline_and_its_late_reply_does_not_lead() {
         );
         // And nothing more goes out as leader: a resign now sends nothing.
         io.requests.clear();
-        e.resign(&mut io).unwrap();
+        e.resign(&mut io).ready().unwrap();
         assert!(io.requests.is_empty(), "{:?}", io.requests);
     }
 }
@@ -455,7 +460,9 @@ fn a_late_grant_is_not_leadership() {
     let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), Peer::new(&store, 1));
     // Each of the campaign's requests (GET, PUT) takes 4 s on a host that
     // ignores timeouts: the grant's reply comes 8 s after it was sent.
-    let late = e.step(&mut Intercept::new(&mut io, slow(4_000, true)));
+    let late = e
+        .step(&mut Intercept::new(&mut io, slow(4_000, true)))
+        .ready();
     assert!(!is_leader(&late), "{late:?}");
     assert_eq!(late.leading_until_ms, None);
 }
@@ -465,10 +472,10 @@ fn a_resign_is_bounded_by_the_deadline_too() {
     let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
     let c = client(Strategy::SingleObject, ExpiryClock::Server);
     let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), Peer::new(&store, 1));
-    assert!(is_leader(&e.step(&mut io)));
+    assert!(is_leader(&e.step(&mut io).ready()));
     store.borrow_mut().advance(5_000);
     io.requests.clear();
-    e.resign(&mut io).unwrap();
+    e.resign(&mut io).ready().unwrap();
     assert_eq!(io.requests.len(), 1);
     assert_eq!(io.requests[0].within_ms, Some(2_000));
 }
@@ -478,12 +485,14 @@ fn a_renew_reply_after_the_old_deadline_does_not_bring_leadership_back() {
     let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
     let c = client(Strategy::SingleObject, ExpiryClock::Server);
     let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), Peer::new(&store, 1));
-    assert!(is_leader(&e.step(&mut io)));
+    assert!(is_leader(&e.step(&mut io).ready()));
     // A renew sent at 6 s (deadline 7 s) whose reply comes at 8 s, on a
     // host that ignores the bound: the watchdog ended leadership at 7 s,
     // so the renewed lease (good until 6 + 7 = 13 s) must not revive it.
     store.borrow_mut().advance(6_000);
-    let late = e.step(&mut Intercept::new(&mut io, slow(2_000, true)));
+    let late = e
+        .step(&mut Intercept::new(&mut io, slow(2_000, true)))
+        .ready();
     assert_eq!(store.borrow().now_ms - START_MS, 8_000);
     assert!(!is_leader(&late), "{late:?}");
     assert_eq!(

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::driver::Io;
+use crate::ready::Ready;
 use crate::testing::model_io::ModelIo;
 use crate::testing::s3_model::Object;
 
@@ -36,7 +37,7 @@ impl Client {
                     if request.method == Method::Put {
                         before_put(self);
                     }
-                    let response = self.io.send(&request)?;
+                    let response = self.io.send(&request).ready()?;
                     step = op.on_response(response, self.io.now_ms());
                 }
             }

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::driver::{self, Io};
+use crate::ready::Ready;
 use crate::s3::S3Response;
 use crate::testing::intercept::Intercept;
 use crate::testing::model_io::ModelIo;
@@ -17,7 +18,9 @@ fn preflight(strategy: Strategy, clock: ExpiryClock) -> Preflight {
 }
 
 fn run(io: &mut impl Io) -> Report {
-    driver::run(io, preflight(Strategy::SingleObject, ExpiryClock::Server)).expect("a report")
+    driver::run(io, preflight(Strategy::SingleObject, ExpiryClock::Server))
+        .ready()
+        .expect("a report")
 }
 
 fn verdict(report: &Report, c: Capability) -> &CapabilityResult {
@@ -235,7 +238,7 @@ fn ignoring_delete_if_match_fails_the_store() {
         (req.method == Method::Delete).then(|| {
             let mut plain = req.clone();
             plain.headers.retain(|(k, _)| k != "if-match");
-            io.send(&plain)
+            io.send(&plain).ready()
         })
     });
     let report = run(&mut io);
@@ -309,7 +312,7 @@ fn a_clock_minutes_off_rules_out_the_holder_clock_only() {
 fn replies_without_dates_rule_out_the_server_and_holder_clocks() {
     let mut model = ModelIo::new(NOW);
     let mut io = Intercept::new(&mut model, |req, io| {
-        let mut r = io.send(req);
+        let mut r = io.send(req).ready();
         if let Ok(r) = &mut r {
             r.headers
                 .retain(|(k, _)| k != "date" && k != "last-modified");
@@ -340,7 +343,7 @@ fn replies_without_dates_rule_out_the_server_and_holder_clocks() {
 fn a_last_modified_on_another_clock_fails_server_dates() {
     let mut model = ModelIo::new(NOW);
     let mut io = Intercept::new(&mut model, |req, io| {
-        let mut r = io.send(req);
+        let mut r = io.send(req).ready();
         if let Ok(r) = &mut r {
             for (k, v) in &mut r.headers {
                 if k == "last-modified" {
@@ -367,7 +370,7 @@ fn a_list_that_ignores_start_after_rules_out_epoch_objects() {
     let mut io = Intercept::new(&mut model, |req, io| {
         let mut plain = req.clone();
         plain.query.retain(|(k, _)| k != "start-after");
-        Some(io.send(&plain))
+        Some(io.send(&plain).ready())
     });
     let report = run(&mut io);
     assert_eq!(
@@ -402,7 +405,7 @@ fn a_store_that_keeps_etags_or_loses_writes_fails_silently() {
                 *v = real.clone().unwrap_or_default();
             }
         }
-        let mut r = io.send(&req);
+        let mut r = io.send(&req).ready();
         if let Ok(r) = &mut r {
             for (k, v) in &mut r.headers {
                 if k == "etag" && req.object_key.ends_with("/a") {
@@ -445,6 +448,7 @@ fn a_store_that_cannot_be_reached_is_an_error_not_a_report() {
         &mut io,
         preflight(Strategy::SingleObject, ExpiryClock::Server),
     )
+    .ready()
     .unwrap_err();
     assert!(matches!(err, Error::AccessDenied(_)), "{err:?}");
     assert_eq!(io.requests.len(), 1);
@@ -455,6 +459,7 @@ fn a_store_that_cannot_be_reached_is_an_error_not_a_report() {
         &mut io,
         preflight(Strategy::SingleObject, ExpiryClock::Server),
     )
+    .ready()
     .unwrap_err();
     assert!(matches!(err, Error::NoSuchBucket(_)), "{err:?}");
 
@@ -466,6 +471,7 @@ fn a_store_that_cannot_be_reached_is_an_error_not_a_report() {
         &mut io,
         preflight(Strategy::SingleObject, ExpiryClock::Server),
     )
+    .ready()
     .unwrap_err();
     assert!(matches!(err, Error::Transport(_)), "{err:?}");
 }
@@ -478,7 +484,7 @@ fn a_lost_reply_leaves_its_capability_unknown_and_its_object_deleted() {
         n += 1;
         // The second request (PUT b) lands, and its reply is lost.
         (n == 2).then(|| {
-            let _ = io.send(req);
+            let _ = io.send(req).ready();
             Err(Error::Transport("reply lost".into()))
         })
     });
@@ -578,7 +584,9 @@ fn odd_replies_at_any_step_never_panic_and_always_report_every_capability() {
             match driver::run(
                 &mut io,
                 preflight(Strategy::EpochObjects, ExpiryClock::Observed),
-            ) {
+            )
+            .ready()
+            {
                 Ok(report) => {
                     assert_eq!(report.results.len(), Capability::S3_PROBES.len());
                     assert!(report.requests <= 16, "{at}: {}", report.requests);
@@ -592,7 +600,9 @@ fn odd_replies_at_any_step_never_panic_and_always_report_every_capability() {
         if let Ok(report) = driver::run(
             &mut io,
             preflight(Strategy::SingleObject, ExpiryClock::Holder),
-        ) {
+        )
+        .ready()
+        {
             assert!(
                 !report.config_safe || report.results.iter().all(|r| r.verdict == Verdict::Pass)
             );

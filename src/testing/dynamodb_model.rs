@@ -319,7 +319,7 @@ impl DynamoIo {
 }
 
 impl crate::driver::Io for DynamoIo {
-    fn send(&mut self, request: &S3Request) -> Result<S3Response, crate::error::Error> {
+    async fn send(&mut self, request: &S3Request) -> Result<S3Response, crate::error::Error> {
         self.requests.push(request.clone());
         let reply = self.table.handle_for(&self.client_table, request);
         if request.method == crate::s3::Method::Put && self.lose_put_replies > 0 {
@@ -334,7 +334,7 @@ impl crate::driver::Io for DynamoIo {
     fn monotonic_ms(&mut self) -> u64 {
         self.monotonic_ms
     }
-    fn sleep_ms(&mut self, ms: u64) {
+    async fn sleep_ms(&mut self, ms: u64) {
         self.advance(ms);
     }
     fn random_u64(&mut self) -> u64 {

@@ -4,6 +4,7 @@
 
 use crate::driver::Io;
 use crate::error::Error;
+use crate::ready::Ready;
 use crate::s3::{S3Request, S3Response};
 
 type Hook<'a, I> = Box<dyn FnMut(&S3Request, &mut I) -> Option<Result<S3Response, Error>> + 'a>;
@@ -28,10 +29,10 @@ impl<'a, I: Io> Intercept<'a, I> {
 }
 
 impl<I: Io> Io for Intercept<'_, I> {
-    fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
+    async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
         match (self.hook)(request, self.io) {
             Some(answer) => answer,
-            None => self.io.send(request),
+            None => self.io.send(request).await,
         }
     }
     fn now_ms(&mut self) -> u64 {
@@ -40,8 +41,8 @@ impl<I: Io> Io for Intercept<'_, I> {
     fn monotonic_ms(&mut self) -> u64 {
         self.io.monotonic_ms()
     }
-    fn sleep_ms(&mut self, ms: u64) {
-        self.io.sleep_ms(ms);
+    async fn sleep_ms(&mut self, ms: u64) {
+        self.io.sleep_ms(ms).await;
     }
     fn random_u64(&mut self) -> u64 {
         self.io.random_u64()
@@ -59,7 +60,7 @@ pub fn slow_put_replies(
 ) -> Intercept<'_, crate::testing::model_io::ModelIo> {
     Intercept::new(io, move |request, io| {
         (request.method == crate::s3::Method::Put).then(|| {
-            let reply = io.send(request);
+            let reply = io.send(request).ready();
             io.advance(delay_ms);
             reply
         })

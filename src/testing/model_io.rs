@@ -64,7 +64,7 @@ impl ModelIo {
 }
 
 impl Io for ModelIo {
-    fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
+    async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
         self.requests.push(request.clone());
         if let Some(reply) = self.scripted.pop_front() {
             return Ok(reply);
@@ -92,7 +92,7 @@ impl Io for ModelIo {
         self.monotonic_ms
     }
 
-    fn sleep_ms(&mut self, ms: u64) {
+    async fn sleep_ms(&mut self, ms: u64) {
         self.advance(ms);
     }
 
@@ -108,6 +108,7 @@ impl Io for ModelIo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ready::Ready;
     use crate::s3::Method;
 
     fn put(key: &str, body: &[u8]) -> S3Request {
@@ -123,7 +124,7 @@ mod tests {
         let mut io = ModelIo::new(10_000);
         io.clock_offset_ms = -3_000;
         assert_eq!(io.now_ms(), 7_000);
-        io.sleep_ms(500);
+        io.sleep_ms(500).ready();
         assert_eq!(
             (io.store.now_ms, io.now_ms(), io.monotonic_ms()),
             (10_500, 7_500, 500)
@@ -142,9 +143,9 @@ mod tests {
             status: 503,
             ..S3Response::default()
         });
-        assert_eq!(io.send(&put("k", b"v")).unwrap().status, 503);
+        assert_eq!(io.send(&put("k", b"v")).ready().unwrap().status, 503);
         assert!(io.store.object("k").is_none());
-        assert_eq!(io.send(&put("k", b"v")).unwrap().status, 200);
+        assert_eq!(io.send(&put("k", b"v")).ready().unwrap().status, 200);
         assert_eq!(io.take_requests().len(), 2);
         assert!(io.requests.is_empty());
     }
@@ -156,17 +157,23 @@ mod tests {
             store.put_object("k", b"theirs");
         }));
         let create = put("k", b"ours").header("if-none-match", "*");
-        assert_eq!(io.send(&create).unwrap().status, 412);
+        assert_eq!(io.send(&create).ready().unwrap().status, 412);
         assert!(io.before_send.is_none());
-        assert_eq!(io.send(&get("k")).unwrap().body, b"theirs");
+        assert_eq!(io.send(&get("k")).ready().unwrap().body, b"theirs");
     }
 
     #[test]
     fn a_lost_reply_still_changed_the_store() {
         let mut io = ModelIo::new(0);
         io.lose_next_reply = true;
-        assert!(matches!(io.send(&put("k", b"v")), Err(Error::Transport(m)) if m == "reply lost"));
+        assert!(
+            matches!(io.send(&put("k", b"v")).ready(), Err(Error::Transport(m)) if m == "reply lost")
+        );
         assert_eq!(io.store.object("k").unwrap().body, b"v");
-        assert_eq!(io.send(&get("k")).unwrap().status, 200, "only one is lost");
+        assert_eq!(
+            io.send(&get("k")).ready().unwrap().status,
+            200,
+            "only one is lost"
+        );
     }
 }

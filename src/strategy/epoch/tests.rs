@@ -9,6 +9,7 @@ use crate::error::Error;
 use crate::lease::{Grant, Lease};
 use crate::lock_object::{LockState, MAX_LOCK_OBJECT_BYTES};
 use crate::protocol::{AcquireOutcome, Operation, Step};
+use crate::ready::Ready;
 use crate::s3::{Method, S3Request, S3Response};
 use crate::testing::intercept::Intercept;
 use crate::testing::model_io::{ModelIo, StoreHook};
@@ -85,8 +86,10 @@ fn attempt(s: &mut impl Io, holder: &str, hint: u64) -> EpochOutcome {
         wid(),
         hint,
     );
-    let (outcome, cleanup) = driver::run(s, op).unwrap();
-    driver::run(s, Cleanup::new(cleanup.clone())).unwrap();
+    let (outcome, cleanup) = driver::run(s, op).ready().unwrap();
+    driver::run(s, Cleanup::new(cleanup.clone()))
+        .ready()
+        .unwrap();
     (outcome, cleanup)
 }
 
@@ -166,7 +169,9 @@ fn release_frees_the_key_at_once_and_tokens_keep_rising() {
     let mut s = store();
     let a = granted(&mut s, "a");
     methods(&mut s);
-    driver::run(&mut s, EpochRewrite::release(a, DIR.into(), seal(), wid())).unwrap();
+    driver::run(&mut s, EpochRewrite::release(a, DIR.into(), seal(), wid()))
+        .ready()
+        .unwrap();
     assert_eq!(
         methods(&mut s),
         [Method::Put, Method::Get],
@@ -191,6 +196,7 @@ fn renew_moves_last_modified_and_late_renewals_are_lost() {
         &mut s,
         EpochRewrite::renew(a.clone(), DIR.into(), seal(), wid()),
     )
+    .ready()
     .unwrap();
     assert_eq!(renewed.expires_at_ms, s.now_ms() + 10_000);
     assert_eq!(
@@ -206,7 +212,8 @@ fn renew_moves_last_modified_and_late_renewals_are_lost() {
     let late = driver::run(
         &mut s,
         EpochRewrite::renew(renewed, DIR.into(), seal(), wid()),
-    );
+    )
+    .ready();
     assert!(
         matches!(late, Err(Error::Lost { token: 1, .. })),
         "{late:?}"
@@ -221,7 +228,7 @@ fn a_renew_whose_reply_comes_after_expiry_is_lost() {
     s.advance(9_000);
     // The reply takes 2 s: the server may have judged us expired by then.
     s.before_send = Some(Box::new(|store: &mut S3Model| store.advance(2_000)));
-    let r = driver::run(&mut s, EpochRewrite::renew(a, DIR.into(), seal(), wid()));
+    let r = driver::run(&mut s, EpochRewrite::renew(a, DIR.into(), seal(), wid())).ready();
     assert!(matches!(r, Err(Error::Lost { .. })), "{r:?}");
 }
 
@@ -240,7 +247,7 @@ fn a_rewritten_epoch_means_renew_and_release_are_lost_naming_the_holder() {
         EpochRewrite::release(a.clone(), DIR.into(), seal(), wid()),
     ] {
         methods(&mut s);
-        match driver::run(&mut s, op) {
+        match driver::run(&mut s, op).ready() {
             Err(Error::Lost {
                 token: 1,
                 current: Some(c),
@@ -262,6 +269,7 @@ fn cleanup_keeps_the_prefix_small_over_many_handovers() {
             &mut s,
             EpochRewrite::release(lease, DIR.into(), seal(), wid()),
         )
+        .ready()
         .unwrap();
         assert!(epochs(&s).len() <= KEEP_EPOCHS as usize, "{:?}", epochs(&s));
     }
@@ -272,7 +280,9 @@ fn cleanup_keeps_the_prefix_small_over_many_handovers() {
 fn a_re_created_old_epoch_is_not_a_grant() {
     let mut s = store();
     let a = granted(&mut s, "a");
-    driver::run(&mut s, EpochRewrite::release(a, DIR.into(), seal(), wid())).unwrap();
+    driver::run(&mut s, EpochRewrite::release(a, DIR.into(), seal(), wid()))
+        .ready()
+        .unwrap();
     // While our client decides to create epoch 2, others create 2 and 3
     // and cleanup deletes 2 again: our PUT succeeds, on a stale epoch.
     let others = |store: &mut S3Model| {
@@ -299,7 +309,9 @@ fn a_hint_lists_from_just_below_it_and_falls_back_to_a_full_listing() {
     let mut s = store();
     for _ in 0..3 {
         let l = granted(&mut s, "a");
-        driver::run(&mut s, EpochRewrite::release(l, DIR.into(), seal(), wid())).unwrap();
+        driver::run(&mut s, EpochRewrite::release(l, DIR.into(), seal(), wid()))
+            .ready()
+            .unwrap();
     }
     methods(&mut s);
     assert!(matches!(attempt(&mut s, "b", 3).0, AcquireOutcome::Granted(ref l) if l.token == 4));
@@ -323,6 +335,7 @@ fn inspect_reports_the_highest_epoch() {
             &mut s,
             EpochInspect::new("k".into(), DIR.into(), judge(), 0)
         )
+        .ready()
         .unwrap(),
         None
     );
@@ -332,6 +345,7 @@ fn inspect_reports_the_highest_epoch() {
         &mut s,
         EpochInspect::new("k".into(), DIR.into(), judge(), 0),
     )
+    .ready()
     .unwrap()
     .unwrap();
     assert_eq!(methods(&mut s), [Method::Get, Method::Get]);
@@ -355,7 +369,7 @@ fn foreign_keys_under_the_prefix_are_ignored_and_corrupt_epochs_are_typed() {
         wid(),
         0,
     );
-    match driver::run(&mut s, op) {
+    match driver::run(&mut s, op).ready() {
         Err(Error::CorruptLockObject { object_key, reason }) => {
             assert_eq!(object_key, epoch_key(DIR, 7));
             assert!(reason.contains("\"expired\" must be a boolean"), "{reason}");

@@ -10,6 +10,7 @@ use crate::lease::{Grant, Lease};
 use crate::limits::MAX_REREADS;
 use crate::lock_object::LockRecord;
 use crate::protocol::{AcquireOutcome, Operation, Step};
+use crate::ready::Ready;
 use crate::s3::{Method, S3Response};
 use crate::testing::model_io::ModelIo;
 use crate::testing::s3_model::MissingIfMatch;
@@ -62,6 +63,7 @@ fn try_acquire(s: &mut ModelIo, holder: &str) -> AcquireOutcome {
             wid(),
         ),
     )
+    .ready()
     .unwrap()
 }
 
@@ -77,6 +79,7 @@ fn acquire_as_b(s: &mut ModelIo) -> Result<AcquireOutcome, Error> {
             wid(),
         ),
     )
+    .ready()
 }
 
 fn granted(outcome: AcquireOutcome) -> Lease {
@@ -133,6 +136,7 @@ fn renew_keeps_the_token_and_release_lets_the_next_in_with_token_plus_one() {
         &mut s,
         RewriteOwn::renew(lease.clone(), "locks/k".into(), seal(), wid()),
     )
+    .ready()
     .unwrap();
     assert_eq!(count(&mut s), 1);
     assert_eq!(renewed.token, lease.token);
@@ -143,6 +147,7 @@ fn renew_keeps_the_token_and_release_lets_the_next_in_with_token_plus_one() {
         &mut s,
         RewriteOwn::release(renewed, "locks/k".into(), seal(), wid()),
     )
+    .ready()
     .unwrap();
     assert_eq!(count(&mut s), 1);
     assert_eq!(record(&s, "locks/k").expires_at_ms, 0);
@@ -164,7 +169,9 @@ fn an_expired_lease_is_taken_over_with_token_plus_one_and_the_old_holder_has_los
     match driver::run(
         &mut s,
         RewriteOwn::renew(old.clone(), "locks/k".into(), seal(), wid()),
-    ) {
+    )
+    .ready()
+    {
         Err(Error::Lost {
             token,
             current: Some(c),
@@ -187,7 +194,8 @@ fn an_expired_lease_is_taken_over_with_token_plus_one_and_the_old_holder_has_los
         driver::run(
             &mut s,
             RewriteOwn::release(old, "locks/k".into(), seal(), wid())
-        ),
+        )
+        .ready(),
         Err(Error::Lost { .. })
     ));
     assert_eq!(
@@ -264,7 +272,8 @@ fn a_409_rereads_and_retries_a_bounded_number_of_times() {
             judge(),
             wid(),
         ),
-    );
+    )
+    .ready();
     assert!(matches!(result, Err(Error::Conflict(_))), "{result:?}");
     assert_eq!(count(&mut s), 2 * (MAX_REREADS as usize + 1));
     assert_eq!(s.store.conflicts, 0);
@@ -281,6 +290,7 @@ fn renew_retries_after_a_409_while_the_object_is_still_ours() {
         &mut s,
         RewriteOwn::renew(lease.clone(), "locks/k".into(), seal(), wid()),
     )
+    .ready()
     .unwrap();
     assert_eq!(renewed.token, lease.token);
     assert_eq!(count(&mut s), 3);
@@ -298,7 +308,8 @@ fn a_vanished_lock_object_means_lost() {
             driver::run(
                 &mut s,
                 RewriteOwn::renew(lease, "locks/k".into(), seal(), wid())
-            ),
+            )
+            .ready(),
             Err(Error::Lost { current: None, .. })
         ));
     }
@@ -323,7 +334,8 @@ fn corrupt_objects_are_reported_and_left_untouched() {
                 judge(),
                 wid(),
             ),
-        );
+        )
+        .ready();
         assert!(
             matches!(result, Err(Error::CorruptLockObject { ref object_key, .. }) if object_key == "locks/k"),
             "{result:?}"
@@ -336,7 +348,7 @@ fn corrupt_objects_are_reported_and_left_untouched() {
     }
     let mut s = store();
     s.store.put_object("locks/k", &vec![b' '; 10 * 1024 * 1024]);
-    let result = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into(), judge()));
+    let result = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into(), judge())).ready();
     assert!(
         matches!(result, Err(Error::CorruptLockObject { ref reason, .. }) if reason.contains("10485760 bytes")),
         "{result:?}"
@@ -358,7 +370,8 @@ fn a_token_at_its_maximum_is_refused_not_wrapped() {
             judge(),
             wid(),
         ),
-    );
+    )
+    .ready();
     assert!(
         matches!(result, Err(Error::CorruptLockObject { .. })),
         "{result:?}"
@@ -369,12 +382,15 @@ fn a_token_at_its_maximum_is_refused_not_wrapped() {
 fn inspect_reads_one_object() {
     let mut s = store();
     assert_eq!(
-        driver::run(&mut s, Inspect::new("k".into(), "locks/k".into(), judge())).unwrap(),
+        driver::run(&mut s, Inspect::new("k".into(), "locks/k".into(), judge()))
+            .ready()
+            .unwrap(),
         None
     );
     let lease = granted(try_acquire(&mut s, "a"));
     count(&mut s);
     let state = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into(), judge()))
+        .ready()
         .unwrap()
         .unwrap();
     assert_eq!(count(&mut s), 1);
@@ -384,6 +400,7 @@ fn inspect_reads_one_object() {
     );
     s.advance(10_001);
     let state = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into(), judge()))
+        .ready()
         .unwrap()
         .unwrap();
     assert!(!state.live);
@@ -398,7 +415,7 @@ fn no_such_bucket_and_access_denied_are_typed() {
         body: b"<Error><Code>NoSuchBucket</Code><RequestId>r9</RequestId></Error>".to_vec(),
         ..Default::default()
     });
-    let result = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into(), judge()));
+    let result = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into(), judge())).ready();
     assert!(
         matches!(result, Err(Error::NoSuchBucket(ref e)) if e.request_id == "r9"),
         "{result:?}"
@@ -414,7 +431,8 @@ fn no_such_bucket_and_access_denied_are_typed() {
             judge(),
             wid(),
         ),
-    );
+    )
+    .ready();
     assert!(matches!(result, Err(Error::AccessDenied(_))), "{result:?}");
 }
 
@@ -422,7 +440,15 @@ fn no_such_bucket_and_access_denied_are_typed() {
 fn acquire_waits_out_the_holder_then_takes_over() {
     let mut s = store();
     let first = granted(try_acquire(&mut s, "a"));
-    let lease = driver::acquire(&mut s, "k", 60_000, acquire_as_b).unwrap();
+    let lease = driver::acquire(
+        &mut (),
+        &mut s,
+        "k",
+        60_000,
+        async |_: &mut (), s: &mut ModelIo| acquire_as_b(s),
+    )
+    .ready()
+    .unwrap();
     assert_eq!(lease.token, first.token + 1);
     let now = s.now_ms();
     assert!(now > first.expires_at_ms);
@@ -436,7 +462,15 @@ fn acquire_waits_out_the_holder_then_takes_over() {
 fn acquire_times_out_naming_the_holder() {
     let mut s = store();
     granted(try_acquire(&mut s, "a"));
-    match driver::acquire(&mut s, "k", 3_000, acquire_as_b) {
+    match driver::acquire(
+        &mut (),
+        &mut s,
+        "k",
+        3_000,
+        async |_: &mut (), s: &mut ModelIo| acquire_as_b(s),
+    )
+    .ready()
+    {
         Err(Error::Timeout {
             waited_ms,
             holder: Some(h),
@@ -469,14 +503,16 @@ fn a_lease_without_an_etag_is_refused_before_any_request() {
             driver::run(
                 &mut s,
                 RewriteOwn::renew(bad.clone(), "locks/k".into(), seal(), wid())
-            ),
+            )
+            .ready(),
             Err(Error::InvalidArgument(_))
         ));
         assert!(matches!(
             driver::run(
                 &mut s,
                 RewriteOwn::release(bad, "locks/k".into(), seal(), wid())
-            ),
+            )
+            .ready(),
             Err(Error::InvalidArgument(_))
         ));
     }

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::driver::{self, Io};
+use crate::ready::Ready;
 use crate::strategy::epoch::tests::{granted, held, judge, store, DIR, START_MS};
 use crate::strategy::epoch::{EpochInspect, EpochRecord};
 use crate::testing::s3_model::S3Model;
@@ -188,6 +189,7 @@ fn a_fresh_instance_takes_the_key_after_201_expired_epochs() {
         &mut s,
         EpochInspect::new("k".into(), DIR.into(), judge(), 0),
     )
+    .ready()
     .unwrap()
     .unwrap();
     assert_eq!(state.record.holder_id, "old201");

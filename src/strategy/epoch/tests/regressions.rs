@@ -2,6 +2,7 @@
 //! each failed on the code before its fix.
 
 use super::*;
+use crate::ready::Ready;
 use crate::testing::intercept::slow_put_replies;
 
 fn renew(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
@@ -9,6 +10,7 @@ fn renew(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
         s,
         EpochRewrite::renew(lease.clone(), DIR.into(), seal(), wid()),
     )
+    .ready()
 }
 
 fn release(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
@@ -16,6 +18,7 @@ fn release(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
         s,
         EpochRewrite::release(lease.clone(), DIR.into(), seal(), wid()),
     )
+    .ready()
 }
 
 /// No request the strategy sends writes without a condition.
@@ -94,18 +97,25 @@ fn requests_to_wait_out_a_lease(skew_ms: i64) -> usize {
     granted(&mut s, "a");
     s.clock_offset_ms = skew_ms;
     s.take_requests();
-    let lease = driver::acquire(&mut s, "k", 60_000, |io| {
-        let op = EpochTryAcquire::new(
-            "k".into(),
-            DIR.into(),
-            grant("b"),
-            seal(),
-            judge(),
-            wid(),
-            0,
-        );
-        driver::run(io, op).map(|(outcome, _)| outcome)
-    })
+    let lease = driver::acquire(
+        &mut (),
+        &mut s,
+        "k",
+        60_000,
+        async |_: &mut (), io: &mut ModelIo| {
+            let op = EpochTryAcquire::new(
+                "k".into(),
+                DIR.into(),
+                grant("b"),
+                seal(),
+                judge(),
+                wid(),
+                0,
+            );
+            driver::run(io, op).await.map(|(outcome, _)| outcome)
+        },
+    )
+    .ready()
     .unwrap();
     assert_eq!(lease.token, 2);
     s.take_requests().len()
@@ -153,7 +163,9 @@ fn a_grant_whose_verification_comes_back_after_its_expiry_is_no_lease() {
         wid(),
         0,
     );
-    let (outcome, _) = driver::run(&mut slow_put_replies(&mut s, 11_000), op).unwrap();
+    let (outcome, _) = driver::run(&mut slow_put_replies(&mut s, 11_000), op)
+        .ready()
+        .unwrap();
     assert_eq!(outcome, AcquireOutcome::Held(None));
 }
 

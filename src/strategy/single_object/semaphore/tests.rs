@@ -9,6 +9,7 @@ use crate::error::Error;
 use crate::expiry::ExpiryClock;
 use crate::lease::{Grant, Lease};
 use crate::protocol::AcquireOutcome;
+use crate::ready::Ready;
 use crate::s3::Method;
 use crate::testing::model_io::ModelIo;
 use crate::testing::raw_config;
@@ -32,6 +33,7 @@ fn attempt(
     fair: bool,
 ) -> SlotOutcome {
     c.try_acquire_slot(io, "k", &grant(holder), limit, fair)
+        .ready()
         .unwrap()
 }
 
@@ -68,7 +70,7 @@ fn admits_up_to_the_limit_with_tokens_from_one_counter() {
             attempt(&mut c, &mut io, "d", 3, false),
             SlotOutcome::Full(Some(_))
         ));
-        let state = c.inspect(&mut io, "k").unwrap().unwrap();
+        let state = c.inspect(&mut io, "k").ready().unwrap().unwrap();
         let sem = state.semaphore.as_ref().unwrap();
         assert_eq!(
             (
@@ -88,13 +90,13 @@ fn a_released_slot_is_taken_at_once_and_renewals_keep_theirs() {
     let a = slot(&mut c, &mut io, "a", 2);
     let b = slot(&mut c, &mut io, "b", 2);
     io.advance(3_000);
-    let a = c.rewrite(&mut io, a, false).unwrap();
-    let b = c.rewrite(&mut io, b, false).unwrap();
-    c.rewrite(&mut io, a, true).unwrap();
+    let a = c.rewrite(&mut io, a, false).ready().unwrap();
+    let b = c.rewrite(&mut io, b, false).ready().unwrap();
+    c.rewrite(&mut io, a, true).ready().unwrap();
     let d = slot(&mut c, &mut io, "d", 2);
     assert_eq!(d.token, 3);
     // b's renewal survived the others' writes.
-    c.rewrite(&mut io, b, false).unwrap();
+    c.rewrite(&mut io, b, false).ready().unwrap();
 }
 
 #[test]
@@ -111,7 +113,7 @@ fn an_expired_slot_is_dropped_and_its_holder_lost_it() {
         io.advance(TTL + 4_000);
         let b = slot(&mut other, &mut io, "b", 1);
         assert_eq!(b.token, 2, "{clock:?}");
-        let err = c.rewrite(&mut io, a, false).unwrap_err();
+        let err = c.rewrite(&mut io, a, false).ready().unwrap_err();
         assert!(
             matches!(err, Error::Lost { token: 1, .. }),
             "{clock:?}: {err:?}"
@@ -125,6 +127,7 @@ fn a_different_limit_is_refused_while_anyone_holds_and_accepted_once_free() {
     let a = slot(&mut c, &mut io, "a", 3);
     let err = c
         .try_acquire_slot(&mut io, "k", &grant("b"), 2, false)
+        .ready()
         .unwrap_err();
     assert!(
         matches!(
@@ -139,7 +142,10 @@ fn a_different_limit_is_refused_while_anyone_holds_and_accepted_once_free() {
     );
     assert!(err.to_string().contains("admits 3") && err.to_string().contains("limit of 2"));
     // A plain lock is a limit of 1.
-    let err = c.try_acquire(&mut io, "k", &grant("b")).unwrap_err();
+    let err = c
+        .try_acquire(&mut io, "k", &grant("b"))
+        .ready()
+        .unwrap_err();
     assert!(
         matches!(
             err,
@@ -151,7 +157,7 @@ fn a_different_limit_is_refused_while_anyone_holds_and_accepted_once_free() {
         ),
         "{err:?}"
     );
-    c.rewrite(&mut io, a, true).unwrap();
+    c.rewrite(&mut io, a, true).ready().unwrap();
     let b = slot(&mut c, &mut io, "b", 2);
     assert_eq!(b.token, 2);
 }
@@ -159,12 +165,13 @@ fn a_different_limit_is_refused_while_anyone_holds_and_accepted_once_free() {
 #[test]
 fn a_plain_lock_and_a_semaphore_share_the_counter_and_exclude_each_other() {
     let (mut c, mut io) = (client(ExpiryClock::Server), ModelIo::new(START_MS));
-    let lock = match c.try_acquire(&mut io, "k", &grant("a")).unwrap() {
+    let lock = match c.try_acquire(&mut io, "k", &grant("a")).ready().unwrap() {
         AcquireOutcome::Granted(l) => l,
         other => panic!("{other:?}"),
     };
     let err = c
         .try_acquire_slot(&mut io, "k", &grant("b"), 2, false)
+        .ready()
         .unwrap_err();
     assert!(matches!(
         err,
@@ -179,21 +186,21 @@ fn a_plain_lock_and_a_semaphore_share_the_counter_and_exclude_each_other() {
         attempt(&mut c, &mut io, "b", 1, true),
         SlotOutcome::Full(Some(_))
     ));
-    c.rewrite(&mut io, lock, true).unwrap();
+    c.rewrite(&mut io, lock, true).ready().unwrap();
     let b = slot(&mut c, &mut io, "b", 1);
     assert_eq!(b.token, 2);
     // Now a fair lock: a plain acquire joins it as limit 1, and waits.
-    let held = c.try_acquire(&mut io, "k", &grant("c")).unwrap();
+    let held = c.try_acquire(&mut io, "k", &grant("c")).ready().unwrap();
     assert!(matches!(held, AcquireOutcome::Held(Some(_))), "{held:?}");
-    c.rewrite(&mut io, b, true).unwrap();
-    let c3 = match c.try_acquire(&mut io, "k", &grant("c")).unwrap() {
+    c.rewrite(&mut io, b, true).ready().unwrap();
+    let c3 = match c.try_acquire(&mut io, "k", &grant("c")).ready().unwrap() {
         AcquireOutcome::Granted(l) => l,
         other => panic!("{other:?}"),
     };
     assert_eq!(c3.token, 3);
     // Its lease is a slot's: it renews and releases as one.
-    let c3 = c.rewrite(&mut io, c3, false).unwrap();
-    c.rewrite(&mut io, c3, true).unwrap();
+    let c3 = c.rewrite(&mut io, c3, false).ready().unwrap();
+    c.rewrite(&mut io, c3, true).ready().unwrap();
 }
 
 #[test]
@@ -203,7 +210,7 @@ fn fair_waiters_are_served_in_the_order_they_joined() {
     assert_eq!(place(&attempt(&mut c, &mut io, "w1", 1, true)), Some(1));
     assert_eq!(place(&attempt(&mut c, &mut io, "w2", 1, true)), Some(2));
     assert_eq!(place(&attempt(&mut c, &mut io, "w3", 1, true)), Some(3));
-    c.rewrite(&mut io, a, true).unwrap();
+    c.rewrite(&mut io, a, true).ready().unwrap();
     // The slot is free, but not for w3 or a newcomer, fair or not.
     assert_eq!(place(&attempt(&mut c, &mut io, "w3", 1, true)), Some(3));
     assert!(matches!(
@@ -216,7 +223,7 @@ fn fair_waiters_are_served_in_the_order_they_joined() {
     };
     assert_eq!(w1.token, 2);
     assert_eq!(place(&attempt(&mut c, &mut io, "w2", 1, true)), Some(1));
-    c.rewrite(&mut io, w1, true).unwrap();
+    c.rewrite(&mut io, w1, true).ready().unwrap();
     let w2 = match attempt(&mut c, &mut io, "w2", 1, true) {
         SlotOutcome::Granted(l) => l,
         other => panic!("{other:?}"),
@@ -230,7 +237,7 @@ fn a_dead_waiter_loses_its_place_after_its_ttl_and_a_live_one_keeps_it() {
     let a = slot(&mut c, &mut io, "a", 1);
     attempt(&mut c, &mut io, "dead", 1, true);
     attempt(&mut c, &mut io, "alive", 1, true);
-    c.rewrite(&mut io, a, true).unwrap();
+    c.rewrite(&mut io, a, true).ready().unwrap();
     // "alive" keeps looking (and renewing its place); "dead" stopped.
     for _ in 0..12 {
         io.advance(1_000);
@@ -249,10 +256,11 @@ fn a_waiter_that_gives_up_leaves_the_queue() {
     attempt(&mut c, &mut io, "w2", 1, true);
     let err = c
         .acquire_slot(&mut io, "k", &grant("w1"), 1, true, 300)
+        .ready()
         .unwrap_err();
     assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
     assert_eq!(place(&attempt(&mut c, &mut io, "w2", 1, true)), Some(1));
-    c.rewrite(&mut io, a, true).unwrap();
+    c.rewrite(&mut io, a, true).ready().unwrap();
     assert!(matches!(
         attempt(&mut c, &mut io, "w2", 1, true),
         SlotOutcome::Granted(_)
@@ -266,7 +274,7 @@ fn lost_replies_of_every_write_are_recognised() {
     let a = slot(&mut c, &mut io, "a", 2);
     assert_eq!(a.token, 1);
     io.lose_put_replies = 1;
-    let a = c.rewrite(&mut io, a, false).unwrap();
+    let a = c.rewrite(&mut io, a, false).ready().unwrap();
     io.lose_put_replies = 1;
     assert_eq!(
         place(&attempt(&mut c, &mut io, "w", 2, true)),
@@ -274,8 +282,8 @@ fn lost_replies_of_every_write_are_recognised() {
         "a slot was free"
     );
     io.lose_put_replies = 1;
-    c.rewrite(&mut io, a, true).unwrap();
-    let state = c.inspect(&mut io, "k").unwrap().unwrap();
+    c.rewrite(&mut io, a, true).ready().unwrap();
+    let state = c.inspect(&mut io, "k").ready().unwrap().unwrap();
     let sem = state.semaphore.unwrap();
     assert_eq!(sem.record.holders.len(), 1, "{sem:?}");
     assert_eq!(sem.record.holders[0].holder_id, "w");
@@ -325,7 +333,7 @@ fn a_write_after_a_lost_reply_takes_a_new_write_id() {
     ));
     io.advance(TTL + 1_000);
     let lease = slot(&mut b, &mut io, "b", 1);
-    b.rewrite(&mut io, lease, true).unwrap();
+    b.rewrite(&mut io, lease, true).ready().unwrap();
     // a's re-read finds no slot of its own, and takes the free one.
     let reply = io.store.handle(&reread);
     let write = send(a.on_response(reply, io.store.now_ms));
@@ -367,7 +375,7 @@ fn a_slot_lease_is_sealed_as_a_slot_and_an_altered_one_is_refused() {
         ..a.clone()
     };
     io.take_requests();
-    let err = c.rewrite(&mut io, raised, false).unwrap_err();
+    let err = c.rewrite(&mut io, raised, false).ready().unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
     assert!(io.take_requests().is_empty(), "refused before any request");
 }
@@ -385,18 +393,18 @@ fn what_each_call_costs_in_requests() {
     };
     let a = slot(&mut c, &mut io, "a", 2);
     assert_eq!(cost(&mut io), (1, 1), "a grant: GET, PUT");
-    let a = c.rewrite(&mut io, a, false).unwrap();
+    let a = c.rewrite(&mut io, a, false).ready().unwrap();
     assert_eq!(cost(&mut io), (0, 1), "a renew after our own write: PUT");
     let mut other = client(ExpiryClock::Server);
     let b = slot(&mut other, &mut io, "b", 2);
     cost(&mut io);
-    let a = c.rewrite(&mut io, a, false).unwrap();
+    let a = c.rewrite(&mut io, a, false).ready().unwrap();
     assert_eq!(
         cost(&mut io),
         (1, 2),
         "after another's write: PUT (412), GET, PUT"
     );
-    let a = c.rewrite(&mut io, a, false).unwrap();
+    let a = c.rewrite(&mut io, a, false).ready().unwrap();
     assert_eq!(cost(&mut io), (0, 1));
     assert!(matches!(
         attempt(&mut c, &mut io, "w", 2, true),
@@ -412,11 +420,11 @@ fn what_each_call_costs_in_requests() {
         (1, 0),
         "looking while in line: one conditional GET"
     );
-    c.rewrite(&mut io, a, true).unwrap();
+    c.rewrite(&mut io, a, true).ready().unwrap();
     cost(&mut io);
-    other.rewrite(&mut io, b, true).unwrap();
+    other.rewrite(&mut io, b, true).ready().unwrap();
     assert_eq!(cost(&mut io), (1, 2), "release after another's write");
-    c.inspect(&mut io, "k").unwrap();
+    c.inspect(&mut io, "k").ready().unwrap();
     assert_eq!(cost(&mut io), (1, 0));
 }
 
@@ -434,7 +442,7 @@ fn an_abandoned_slot_expires_while_the_others_keep_renewing() {
         let mut granted = None;
         for _ in 0..12 {
             io.advance(2_000);
-            b = c.rewrite(&mut io, b, false).unwrap();
+            b = c.rewrite(&mut io, b, false).ready().unwrap();
             if let SlotOutcome::Granted(l) = attempt(&mut other, &mut io, "c", 2, false) {
                 granted = Some(l);
                 break;
@@ -442,7 +450,7 @@ fn an_abandoned_slot_expires_while_the_others_keep_renewing() {
         }
         let granted = granted.unwrap_or_else(|| panic!("{clock:?}: a's slot never expired"));
         assert_eq!(granted.token, 3, "{clock:?}");
-        c.rewrite(&mut io, b, false).unwrap();
+        c.rewrite(&mut io, b, false).ready().unwrap();
     }
 }
 
@@ -455,7 +463,7 @@ fn a_newcomer_never_jumps_a_live_queue() {
     let b = slot(&mut c, &mut io, "b", 2);
     assert_eq!(place(&attempt(&mut c, &mut io, "w1", 2, true)), Some(1));
     assert_eq!(place(&attempt(&mut c, &mut io, "w2", 2, true)), Some(2));
-    c.rewrite(&mut io, a, true).unwrap();
+    c.rewrite(&mut io, a, true).ready().unwrap();
     // One slot free, two live waiters: w2 (second) and newcomers wait.
     assert_eq!(place(&attempt(&mut c, &mut io, "w2", 2, true)), Some(2));
     assert_eq!(place(&attempt(&mut c, &mut io, "n", 2, true)), Some(3));
@@ -467,7 +475,7 @@ fn a_newcomer_never_jumps_a_live_queue() {
         attempt(&mut c, &mut io, "w1", 2, true),
         SlotOutcome::Granted(_)
     ));
-    c.rewrite(&mut io, b, true).unwrap();
+    c.rewrite(&mut io, b, true).ready().unwrap();
     assert!(matches!(
         attempt(&mut c, &mut io, "n", 2, true),
         SlotOutcome::Queued { place: 2, .. }
@@ -492,7 +500,7 @@ fn a_reply_without_last_modified_writes_nothing_and_says_why() {
         let mut stripped =
             crate::testing::intercept::Intercept::new(&mut io, |request, io: &mut ModelIo| {
                 (request.method == Method::Get).then(|| {
-                    crate::driver::Io::send(io, request).map(|mut r| {
+                    crate::driver::Io::send(io, request).ready().map(|mut r| {
                         r.headers.retain(|(k, _)| k != "last-modified");
                         r
                     })
@@ -500,6 +508,7 @@ fn a_reply_without_last_modified_writes_nothing_and_says_why() {
             });
         let err = other
             .try_acquire_slot(&mut stripped, "k", &grant("b"), 2, false)
+            .ready()
             .unwrap_err();
         drop(stripped);
         assert!(
@@ -531,10 +540,10 @@ fn a_waiter_whose_clock_steps_back_keeps_its_place() {
             assert_eq!(place(&seen), Some(1), "{clock:?}, look {look}: {seen:?}");
             assert_eq!(place(&attempt(&mut w2, &mut io, "w2", 1, true)), Some(2));
             if look % 3 == 0 {
-                a = c.rewrite(&mut io, a, false).unwrap();
+                a = c.rewrite(&mut io, a, false).ready().unwrap();
             }
         }
-        c.rewrite(&mut io, a, true).unwrap();
+        c.rewrite(&mut io, a, true).ready().unwrap();
         assert_eq!(place(&attempt(&mut w2, &mut io, "w2", 1, true)), Some(2));
         io.clock_offset_ms = -20_000;
         let granted = attempt(&mut w1, &mut io, "w1", 1, true);
@@ -563,7 +572,9 @@ fn a_grant_lost_twice_is_taken_over_on_the_next_attempt_not_requeued() {
             (sent == 3 && request.method == Method::Get)
                 .then(|| Err(Error::Transport("connection refused".into())))
         });
-    let lost = a.try_acquire_slot(&mut refused_read_back, "k", &grant("a"), 2, true);
+    let lost = a
+        .try_acquire_slot(&mut refused_read_back, "k", &grant("a"), 2, true)
+        .ready();
     drop(refused_read_back);
     assert!(matches!(lost, Err(Error::Transport(_))), "{lost:?}");
     assert_eq!(place(&attempt(&mut c, &mut io, "b", 2, true)), Some(1));
@@ -575,7 +586,13 @@ fn a_grant_lost_twice_is_taken_over_on_the_next_attempt_not_requeued() {
         "{again:?}"
     );
     assert_eq!(place(&attempt(&mut c, &mut io, "b", 2, true)), Some(1));
-    let sem = c.inspect(&mut io, "k").unwrap().unwrap().semaphore.unwrap();
+    let sem = c
+        .inspect(&mut io, "k")
+        .ready()
+        .unwrap()
+        .unwrap()
+        .semaphore
+        .unwrap();
     let holders: Vec<&str> = sem
         .record
         .holders

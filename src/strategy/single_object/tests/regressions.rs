@@ -2,6 +2,7 @@
 //! driver (issue 7): each failed on the code before its fix.
 
 use super::*;
+use crate::ready::Ready;
 use crate::testing::intercept::slow_put_replies;
 use crate::testing::s3_model::http_date;
 
@@ -10,6 +11,7 @@ fn renew(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
         s,
         RewriteOwn::renew(lease.clone(), "locks/k".into(), seal(), wid()),
     )
+    .ready()
 }
 
 fn release(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
@@ -17,6 +19,7 @@ fn release(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
         s,
         RewriteOwn::release(lease.clone(), "locks/k".into(), seal(), wid()),
     )
+    .ready()
 }
 
 #[test]
@@ -117,7 +120,9 @@ fn finding_5_a_grant_whose_reply_arrives_after_its_expiry_is_no_lease() {
         judge(),
         wid(),
     );
-    let outcome = driver::run(&mut slow_put_replies(&mut s, 10_001), op).unwrap();
+    let outcome = driver::run(&mut slow_put_replies(&mut s, 10_001), op)
+        .ready()
+        .unwrap();
     assert_eq!(outcome, AcquireOutcome::Held(None));
 }
 
@@ -141,6 +146,6 @@ fn finding_5_a_skewed_clock_is_corrected_once_then_reported_as_clock_skew() {
     // Refused twice: a typed error that says so, never access-denied.
     s.scripted.push_back(skewed_reply(START_MS));
     s.scripted.push_back(skewed_reply(START_MS));
-    let r = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into(), judge()));
+    let r = driver::run(&mut s, Inspect::new("k".into(), "locks/k".into(), judge())).ready();
     assert!(matches!(r, Err(Error::ClockSkewed(_))), "{r:?}");
 }

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::expiry::{ExpiryClock, Judge, Observation};
+use crate::ready::Ready;
 use crate::testing::intercept::Intercept;
 
 /// `a` holds a 10 s lease; the reader's clock is an hour ahead, so by its
@@ -24,7 +25,7 @@ fn acquire_without(
 ) -> Result<AcquireOutcome, Error> {
     let mut io = Intercept::new(s, move |request, io: &mut ModelIo| {
         (request.method == Method::Get).then(|| {
-            io.send(request).map(|mut r| {
+            io.send(request).ready().map(|mut r| {
                 r.headers.retain(|(k, _)| k != header);
                 r
             })
@@ -38,7 +39,7 @@ fn acquire_without(
         judge,
         wid(),
     );
-    driver::run(&mut io, op)
+    driver::run(&mut io, op).ready()
 }
 
 #[test]
@@ -65,7 +66,7 @@ fn under_the_server_clock_a_reply_without_date_or_last_modified_is_refused() {
             Judge::new(ExpiryClock::Server, None),
             wid(),
         );
-        let outcome = driver::run(&mut s, op).unwrap();
+        let outcome = driver::run(&mut s, op).ready().unwrap();
         assert!(
             matches!(outcome, AcquireOutcome::Held(Some(_))),
             "{outcome:?}"
@@ -84,6 +85,7 @@ fn a_304_without_date_is_refused_under_the_server_clock() {
             Judge::new(ExpiryClock::Server, None),
         ),
     )
+    .ready()
     .unwrap()
     .unwrap();
     let judge = Judge::new(

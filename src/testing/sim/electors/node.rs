@@ -11,6 +11,7 @@ use super::{lock, Caller, Shared, World};
 use crate::driver::Io;
 use crate::elector::{Elector, Role, Status};
 use crate::error::Error;
+use crate::ready::Ready;
 use crate::s3::{S3Request, S3Response};
 use crate::testing::sim::START_MS;
 use std::sync::Arc;
@@ -165,11 +166,11 @@ pub fn run(shared: Arc<Shared>, id: usize, mut elector: Elector) {
         return;
     }
     loop {
-        let status = elector.step(&mut io);
+        let status = elector.step(&mut io).ready();
         match io.stepped(&status) {
             Next::Stop => return,
             Next::Resign => {
-                let _ = elector.resign(&mut io);
+                let _ = elector.resign(&mut io).ready();
             }
             Next::Continue => {}
         }
@@ -196,7 +197,7 @@ impl Drop for PanicGuard {
 }
 
 impl Io for SimIo {
-    fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
+    async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
         let Some(plan) = self.with(|w, id| w.plan_request(id, request)) else {
             return Err(Error::Transport("the simulation is over".into()));
         };
@@ -220,7 +221,7 @@ impl Io for SimIo {
         self.with(|w, id| w.nodes[id].clock.mono(w.now))
     }
 
-    fn sleep_ms(&mut self, ms: u64) {
+    async fn sleep_ms(&mut self, ms: u64) {
         let at = self.with(|w, id| {
             let clock = w.nodes[id].clock;
             clock.true_at(clock.mono(w.now) + ms)

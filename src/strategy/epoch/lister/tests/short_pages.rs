@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::lease::Lease;
+use crate::ready::Ready;
 use crate::strategy::epoch::tests::{before_put, grant, seal, wid};
 use crate::strategy::epoch::{EpochRewrite, EpochTryAcquire};
 use crate::testing::intercept::Intercept;
@@ -16,6 +17,7 @@ fn renew(s: &mut impl Io, lease: &Lease) -> Result<Lease, Error> {
         s,
         EpochRewrite::renew(lease.clone(), DIR.into(), seal(), wid()),
     )
+    .ready()
 }
 
 /// Others create epochs 2 and 3 and cleanup deletes 2 just before our
@@ -33,7 +35,9 @@ fn stale_create_then_empty_page(store: &mut S3Model) {
 fn released_epoch_1() -> ModelIo {
     let mut s = store();
     let a = granted(&mut s, "a");
-    driver::run(&mut s, EpochRewrite::release(a, DIR.into(), seal(), wid())).unwrap();
+    driver::run(&mut s, EpochRewrite::release(a, DIR.into(), seal(), wid()))
+        .ready()
+        .unwrap();
     s
 }
 
@@ -41,7 +45,7 @@ fn released_epoch_1() -> ModelIo {
 fn without_tokens<I: Io>(io: &mut I) -> Intercept<'_, I> {
     Intercept::new(io, |request, io: &mut I| {
         request.object_key.is_empty().then(|| {
-            io.send(request).map(|mut r| {
+            io.send(request).ready().map(|mut r| {
                 let body = String::from_utf8_lossy(&r.body).into_owned();
                 let cut = match (
                     body.find("<NextContinuationToken>"),
@@ -115,7 +119,7 @@ fn a_truncated_page_without_a_continuation_token_is_an_error_not_a_grant_or_rene
         0,
     );
     let mut others = before_put(&mut s, stale_create_then_empty_page);
-    let r = driver::run(&mut without_tokens(&mut others), op);
+    let r = driver::run(&mut without_tokens(&mut others), op).ready();
     match &r {
         Err(Error::S3(e)) => assert!(e.message.contains("NextContinuationToken"), "{}", e.message),
         other => panic!("expected an error, got {other:?}"),
@@ -156,6 +160,7 @@ fn inspect_and_a_fresh_lister_read_past_empty_pages() {
         &mut s,
         EpochInspect::new("k".into(), DIR.into(), judge(), 0),
     )
+    .ready()
     .unwrap()
     .expect("a holder");
     assert_eq!(

@@ -1,0 +1,360 @@
+//! The WIT exports: each call as one async function over `WasiIo`, taking
+//! and returning the generated types. `sync_exports` finishes them for the
+//! WASI 0.2 world, where nothing suspends. No protocol logic lives here.
+
+use crate::prelude::*;
+
+mod convert;
+mod sync_exports;
+mod turns;
+
+use convert::*;
+
+use crate::bindings::exports::s3_lease::lease::types as wit;
+use crate::client::ClientCore;
+use crate::config::{check_credentials, Addressing, ClientConfig, RawConfig, Store, Strategy};
+use crate::elector::{Elector, ElectorConfig};
+use crate::error::Error;
+use crate::expiry::ExpiryClock;
+use crate::fenced::Change;
+use crate::protocol::AcquireOutcome;
+use crate::seal::SealKey;
+use crate::sigv4::Credentials;
+use crate::strategy::single_object::semaphore::SlotOutcome;
+use crate::transport::{random_hex_id, random_u64, WasiIo};
+use alloc::rc::Rc;
+use core::cell::{Cell, RefCell};
+use turns::Turns;
+
+/// The WIT `client`: the core client, held by one call at a time.
+pub struct Client {
+    core: Turns<ClientCore>,
+    /// Its validated config, for electors made while a call holds `core`.
+    config: ClientConfig,
+    /// Added to the wall clock when signing, once a server refused our time
+    /// as skewed (see `driver::run`).
+    signing_offset_ms: Cell<i64>,
+    /// The credentials of the latest `set-credentials`, shared with the
+    /// electors made from this client: they sign with them too, and so
+    /// does a call already under way from its next request on.
+    credentials: Rc<RefCell<Credentials>>,
+}
+
+impl Client {
+    async fn run<T>(
+        &self,
+        f: impl AsyncFnOnce(&mut ClientCore, &mut WasiIo<'_>) -> Result<T, Error>,
+    ) -> Result<T, wit::Error> {
+        let mut core = self.core.take().await;
+        let config = core.config.clone();
+        let mut io = WasiIo {
+            config: &config,
+            credentials: &self.credentials,
+            signing_offset_ms: &self.signing_offset_ms,
+        };
+        f(&mut core, &mut io).await.map_err(to_wit_error)
+    }
+
+    fn from_config(config: ClientConfig) -> Self {
+        Client {
+            credentials: Rc::new(RefCell::new(config.credentials.clone())),
+            core: Turns::new(ClientCore::new(config.clone())),
+            config,
+            signing_offset_ms: Cell::new(0),
+        }
+    }
+}
+
+impl Client {
+    pub(super) fn new(config: wit::Config) -> Result<Self, wit::Error> {
+        let raw = RawConfig {
+            endpoint: config.endpoint,
+            region: config.region,
+            bucket: config.bucket,
+            addressing: match config.addressing {
+                wit::AddressingStyle::Path => Addressing::Path,
+                wit::AddressingStyle::VirtualHosted => Addressing::VirtualHosted,
+            },
+            credentials: Credentials {
+                access_key_id: config.credentials.access_key_id,
+                secret_access_key: config.credentials.secret_access_key,
+                session_token: config.credentials.session_token,
+            },
+            key_prefix: config.key_prefix,
+            request_timeout_ms: config.request_timeout_ms,
+            strategy: config.strategy.map(|s| match s {
+                wit::Strategy::SingleObject => Strategy::SingleObject,
+                wit::Strategy::EpochObjects => Strategy::EpochObjects,
+            }),
+            expiry_clock: config.expiry_clock.map(|c| match c {
+                wit::ExpiryClock::Holder => ExpiryClock::Holder,
+                wit::ExpiryClock::Server => ExpiryClock::Server,
+                wit::ExpiryClock::Observed => ExpiryClock::Observed,
+            }),
+            preflight: config.preflight,
+            seal_key: config.seal_key.map(SealKey::new),
+            store: config.store.map(|s| match s {
+                wit::Store::S3 => Store::S3,
+                wit::Store::Dynamodb(table) => Store::DynamoDb { table },
+            }),
+        };
+        ClientConfig::validate(raw)
+            .map(Client::from_config)
+            .map_err(to_wit_error)
+    }
+
+    pub(super) fn set_credentials(&self, credentials: wit::Credentials) -> Result<(), wit::Error> {
+        let credentials = Credentials {
+            access_key_id: credentials.access_key_id,
+            secret_access_key: credentials.secret_access_key,
+            session_token: credentials.session_token,
+        };
+        // Not through the core: a call under way may hold it, and its
+        // next request should sign with these already.
+        check_credentials(&credentials).map_err(to_wit_error)?;
+        *self.credentials.borrow_mut() = credentials;
+        Ok(())
+    }
+
+    pub(super) async fn try_acquire(
+        &self,
+        key: String,
+        options: wit::Options,
+    ) -> Result<Option<wit::Lease>, wit::Error> {
+        let grant = grant(options).map_err(to_wit_error)?;
+        self.run(async |core, io| core.try_acquire(io, &key, &grant).await)
+            .await
+            .map(|outcome| match outcome {
+                AcquireOutcome::Granted(lease) => Some(to_wit_lease(lease)),
+                AcquireOutcome::Held(_) => None,
+            })
+    }
+
+    pub(super) async fn acquire(
+        &self,
+        key: String,
+        options: wit::Options,
+        timeout_ms: u64,
+    ) -> Result<wit::Lease, wit::Error> {
+        let grant = grant(options).map_err(to_wit_error)?;
+        self.run(async |core, io| core.acquire(io, &key, &grant, timeout_ms).await)
+            .await
+            .map(to_wit_lease)
+    }
+
+    pub(super) async fn try_acquire_slot(
+        &self,
+        key: String,
+        options: wit::Options,
+        slot: wit::SlotOptions,
+    ) -> Result<wit::SlotAttempt, wit::Error> {
+        let grant = grant(options).map_err(to_wit_error)?;
+        self.run(async |core, io| {
+            core.try_acquire_slot(io, &key, &grant, slot.limit, slot.fair)
+                .await
+        })
+        .await
+        .map(|outcome| match outcome {
+            SlotOutcome::Granted(lease) => wit::SlotAttempt::Granted(to_wit_lease(lease)),
+            SlotOutcome::Queued { place, .. } => wit::SlotAttempt::Queued(place),
+            SlotOutcome::Full(seen) => wit::SlotAttempt::Full(seen.map(|s| to_wit_state(*s))),
+            SlotOutcome::Rewritten(_) | SlotOutcome::Left => wit::SlotAttempt::Full(None),
+        })
+    }
+
+    pub(super) async fn acquire_slot(
+        &self,
+        key: String,
+        options: wit::Options,
+        slot: wit::SlotOptions,
+        timeout_ms: u64,
+    ) -> Result<wit::Lease, wit::Error> {
+        let grant = grant(options).map_err(to_wit_error)?;
+        self.run(async |core, io| {
+            core.acquire_slot(io, &key, &grant, slot.limit, slot.fair, timeout_ms)
+                .await
+        })
+        .await
+        .map(to_wit_lease)
+    }
+
+    pub(super) async fn inspect_slots(
+        &self,
+        key: String,
+    ) -> Result<Option<wit::SemaphoreState>, wit::Error> {
+        self.run(async |core, io| core.inspect(io, &key).await)
+            .await
+            .map(|s| s.and_then(to_wit_semaphore))
+    }
+
+    pub(super) async fn leave_queue(
+        &self,
+        key: String,
+        holder_id: String,
+    ) -> Result<(), wit::Error> {
+        self.run(async |core, io| core.leave_queue(io, &key, &holder_id).await)
+            .await
+    }
+
+    pub(super) async fn renew(&self, lease: wit::Lease) -> Result<wit::Lease, wit::Error> {
+        self.run(async |core, io| core.rewrite(io, from_wit_lease(lease), false).await)
+            .await
+            .map(to_wit_lease)
+    }
+
+    pub(super) async fn release(&self, lease: wit::Lease) -> Result<(), wit::Error> {
+        self.run(async |core, io| core.rewrite(io, from_wit_lease(lease), true).await)
+            .await
+            .map(|_| ())
+    }
+
+    pub(super) async fn inspect(&self, key: String) -> Result<Option<wit::LockState>, wit::Error> {
+        self.run(async |core, io| core.inspect(io, &key).await)
+            .await
+            .map(|s| s.map(to_wit_state))
+    }
+
+    pub(super) async fn fenced_put(
+        &self,
+        lease: wit::Lease,
+        object_key: String,
+        body: Vec<u8>,
+        content_type: String,
+    ) -> Result<wit::FencedWrite, wit::Error> {
+        let options = wit::FenceOptions {
+            reject_equal_token: false,
+        };
+        self.fenced_put_with(lease, object_key, body, content_type, options)
+            .await
+    }
+
+    pub(super) async fn fenced_put_with(
+        &self,
+        lease: wit::Lease,
+        object_key: String,
+        body: Vec<u8>,
+        content_type: String,
+        options: wit::FenceOptions,
+    ) -> Result<wit::FencedWrite, wit::Error> {
+        let change = Change::Put { body, content_type };
+        let lease = from_wit_lease(lease);
+        self.run(async |core, io| {
+            core.fenced_write(io, &lease, &object_key, change, options.reject_equal_token)
+                .await
+        })
+        .await
+        .map(|w| wit::FencedWrite {
+            object_key: w.object_key,
+            etag: w.etag,
+            token: w.token,
+            previous_token: w.previous_token,
+        })
+    }
+
+    pub(super) async fn fenced_delete(
+        &self,
+        lease: wit::Lease,
+        object_key: String,
+    ) -> Result<(), wit::Error> {
+        let change = Change::Delete {
+            nonce: random_u64(),
+        };
+        let lease = from_wit_lease(lease);
+        self.run(async |core, io| {
+            core.fenced_write(io, &lease, &object_key, change, false)
+                .await
+        })
+        .await
+        .map(|_| ())
+    }
+
+    pub(super) async fn fenced_get(
+        &self,
+        object_key: String,
+    ) -> Result<Option<wit::FencedObject>, wit::Error> {
+        self.run(async |core, io| core.fenced_get(io, &object_key).await)
+            .await
+            .map(|found| {
+                found.map(|o| wit::FencedObject {
+                    object_key: o.object_key,
+                    body: o.body,
+                    content_type: o.content_type,
+                    etag: o.etag,
+                    token: o.token,
+                })
+            })
+    }
+
+    pub(super) async fn preflight(&self) -> Result<wit::PreflightReport, wit::Error> {
+        self.run(async |core, io| core.preflight(io).await)
+            .await
+            .map(to_wit_report)
+    }
+
+    pub(super) fn elector(
+        &self,
+        config: wit::ElectorConfig,
+    ) -> Result<ElectorResource, wit::Error> {
+        let config = ElectorConfig {
+            key: config.key,
+            lease_duration_ms: config.lease_duration_ms,
+            renew_deadline_ms: config.renew_deadline_ms,
+            retry_period_ms: config.retry_period_ms,
+            holder_id: config
+                .holder_id
+                .unwrap_or_else(|| format!("elector-{}", random_hex_id())),
+            metadata: config.metadata.unwrap_or_default(),
+        };
+        // The elector has a client of its own (same config and memory so
+        // far): a resource cannot keep a borrow of another. While a call
+        // holds this client's memory, the elector starts without it.
+        let core = match self.core.peek() {
+            Some(core) => core.clone(),
+            None => ClientCore::new(self.config.clone()),
+        };
+        let elector = Elector::new(core, config).map_err(to_wit_error)?;
+        Ok(ElectorResource {
+            elector: Turns::new(elector),
+            signing_offset_ms: Cell::new(self.signing_offset_ms.get()),
+            credentials: Rc::clone(&self.credentials),
+        })
+    }
+}
+
+/// The WIT `elector`.
+pub struct ElectorResource {
+    elector: Turns<Elector>,
+    signing_offset_ms: Cell<i64>,
+    /// Its client's credentials, as `set-credentials` last set them.
+    credentials: Rc<RefCell<Credentials>>,
+}
+
+impl ElectorResource {
+    async fn run<T>(&self, f: impl AsyncFnOnce(&mut Elector, &mut WasiIo<'_>) -> T) -> T {
+        let mut elector = self.elector.take().await;
+        let config = elector.client_config().clone();
+        let mut io = WasiIo {
+            config: &config,
+            credentials: &self.credentials,
+            signing_offset_ms: &self.signing_offset_ms,
+        };
+        f(&mut elector, &mut io).await
+    }
+
+    pub(super) async fn step(&self) -> wit::StepResult {
+        let status = self.run(async |e, io| e.step(io).await).await;
+        wit::StepResult {
+            role: to_wit_role(status.role),
+            events: status.events.into_iter().map(to_wit_event).collect(),
+            next_step_in_ms: status.next_step_in_ms,
+            leading_until_ms: status.leading_until_ms,
+            last_error: status.last_error.map(to_wit_error),
+        }
+    }
+
+    pub(super) async fn resign(&self) -> Result<(), wit::Error> {
+        self.run(async |e, io| e.resign(io).await)
+            .await
+            .map_err(to_wit_error)
+    }
+}
