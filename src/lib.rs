@@ -68,7 +68,8 @@ mod component;
 #[cfg(target_family = "wasm")]
 mod transport;
 
-#[cfg(target_family = "wasm")]
+/// The WASI 0.2 component (the default build): `wit/` alone.
+#[cfg(all(target_family = "wasm", not(feature = "wasip3")))]
 mod bindings {
     wit_bindgen::generate!({
         world: "s3-lease",
@@ -76,6 +77,28 @@ mod bindings {
         generate_all,
         pub_export_macro: true,
     });
+}
+
+/// The WASI 0.3 component (`--features wasip3`): `wit/`, then `wit/p3`
+/// with WASI 0.3.0. With both WASI versions in one resolve, wit-bindgen
+/// names the packages' modules with their versions (`http0_3_0`); the
+/// aliases give the transport the same paths in both builds.
+#[cfg(all(target_family = "wasm", feature = "wasip3"))]
+mod bindings {
+    pub(crate) mod generated {
+        wit_bindgen::generate!({
+            world: "s3-lease:wasip3/s3-lease-async",
+            path: ["wit", "wit/p3"],
+            generate_all,
+            pub_export_macro: true,
+        });
+    }
+    pub use generated::{export, exports};
+    pub mod wasi {
+        pub use super::generated::wasi::clocks0_3_0 as clocks;
+        pub use super::generated::wasi::http0_3_0 as http;
+        pub use super::generated::wasi::random0_3_0 as random;
+    }
 }
 
 /// A panic in a component traps the instance whatever this does; `abort`

@@ -1,10 +1,14 @@
 //! The WIT exports: each call as one async function over `WasiIo`, taking
 //! and returning the generated types. `sync_exports` finishes them for the
-//! WASI 0.2 world, where nothing suspends. No protocol logic lives here.
+//! WASI 0.2 world, where nothing suspends; `async_exports` awaits them for
+//! the WASI 0.3 world. No protocol logic lives here.
 
 use crate::prelude::*;
 
+#[cfg(feature = "wasip3")]
+mod async_exports;
 mod convert;
+#[cfg(not(feature = "wasip3"))]
 mod sync_exports;
 mod turns;
 

@@ -1,16 +1,12 @@
-//! The one module that does I/O: signed requests go out through the imported
-//! `wasi:http/outgoing-handler`; clocks, sleeps and randomness come from WASI.
+//! The one module that does I/O: signed requests go out through the
+//! imported `wasi:http` client; clocks, sleeps and randomness come from
+//! WASI. `p2` is the WASI 0.2 build's (it blocks), `p3` the WASI 0.3
+//! build's (it suspends the calling task); the `Io` here and everything
+//! the two share do not know which one runs.
 
 use crate::prelude::*;
 
-use crate::bindings::wasi::clocks::{monotonic_clock, wall_clock};
-use crate::bindings::wasi::http::outgoing_handler;
-use crate::bindings::wasi::http::types::{
-    ErrorCode, Fields, HeaderError, IncomingBody, Method as HttpMethod, OutgoingBody,
-    OutgoingRequest, RequestOptions, Scheme as HttpScheme,
-};
-use crate::bindings::wasi::io::streams::StreamError;
-use crate::bindings::wasi::random::random;
+use crate::bindings::wasi::http::types::{ErrorCode, Method as HttpMethod, Scheme as HttpScheme};
 use crate::config::{ClientConfig, Scheme};
 use crate::driver::Io;
 use crate::error::Error;
@@ -19,9 +15,14 @@ use crate::sigv4::Credentials;
 use crate::wire;
 use core::cell::{Cell, RefCell};
 
-/// WASI streams take at most this much per blocking write.
-const WRITE_CHUNK: usize = 4096;
-const READ_CHUNK: u64 = 64 * 1024;
+#[cfg(not(feature = "wasip3"))]
+mod p2;
+#[cfg(not(feature = "wasip3"))]
+use p2 as wasi;
+#[cfg(feature = "wasip3")]
+mod p3;
+#[cfg(feature = "wasip3")]
+use p3 as wasi;
 
 pub struct WasiIo<'a> {
     pub config: &'a ClientConfig,
@@ -38,7 +39,7 @@ impl Io for WasiIo<'_> {
             .saturating_add_signed(self.signing_offset_ms.get());
         let mut config = self.config.clone();
         config.credentials = self.credentials.borrow().clone();
-        let reply = send(&wire::prepare(&config, request, signing_ms / 1000))?;
+        let reply = wasi::send(&wire::prepare(&config, request, signing_ms / 1000)).await?;
         Ok(wire::read_reply(self.config, request, reply))
     }
 
@@ -49,27 +50,20 @@ impl Io for WasiIo<'_> {
     }
 
     fn now_ms(&mut self) -> u64 {
-        now_ms()
+        wasi::now_ms()
     }
 
     fn monotonic_ms(&mut self) -> u64 {
-        monotonic_clock::now() / 1_000_000
+        wasi::monotonic_ns() / 1_000_000
     }
 
     async fn sleep_ms(&mut self, ms: u64) {
-        monotonic_clock::subscribe_duration(ms.saturating_mul(1_000_000)).block();
+        wasi::sleep_ns(ms.saturating_mul(1_000_000)).await;
     }
 
     fn random_u64(&mut self) -> u64 {
-        random::get_random_u64()
+        wasi::random_u64()
     }
-}
-
-pub fn now_ms() -> u64 {
-    let t = wall_clock::now();
-    t.seconds
-        .saturating_mul(1000)
-        .saturating_add(u64::from(t.nanoseconds / 1_000_000))
 }
 
 pub fn random_hex_id() -> String {
@@ -77,79 +71,55 @@ pub fn random_hex_id() -> String {
 }
 
 pub fn random_u64() -> u64 {
-    random::get_random_u64()
+    wasi::random_u64()
+}
+
+/// Milliseconds since the Unix epoch from a WASI wall-clock reading
+/// (before 1970 reads as 0).
+fn epoch_ms(seconds: u64, nanoseconds: u32) -> u64 {
+    seconds
+        .saturating_mul(1000)
+        .saturating_add(u64::from(nanoseconds / 1_000_000))
 }
 
 fn transport(what: &str, detail: &str) -> Error {
     Error::Transport(format!("{what}: {detail}"))
 }
 
-fn send(req: &HttpRequest) -> Result<S3Response, Error> {
-    let entries: Vec<(String, Vec<u8>)> = req
-        .headers
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
-        .collect();
-    let headers = Fields::from_list(&entries).map_err(|e| {
-        let why = match e {
-            HeaderError::InvalidSyntax => "invalid syntax",
-            HeaderError::Forbidden => "forbidden",
-            HeaderError::Immutable => "immutable",
-        };
-        transport("header refused by the host", why)
-    })?;
-    let outgoing = OutgoingRequest::new(headers);
-    let method = match req.method {
+fn http_method(method: Method) -> HttpMethod {
+    match method {
         Method::Get => HttpMethod::Get,
         Method::Head => HttpMethod::Head,
         Method::Put => HttpMethod::Put,
         Method::Delete => HttpMethod::Delete,
         Method::Post => HttpMethod::Post,
-    };
-    let scheme = match req.scheme {
+    }
+}
+
+fn http_scheme(scheme: Scheme) -> HttpScheme {
+    match scheme {
         Scheme::Http => HttpScheme::Http,
         Scheme::Https => HttpScheme::Https,
-    };
-    let set = |ok: Result<(), ()>, what: &str| {
-        ok.map_err(|()| transport("the host refused the request's", what))
-    };
-    set(outgoing.set_method(&method), "method")?;
-    set(outgoing.set_scheme(Some(&scheme)), "scheme")?;
-    set(outgoing.set_authority(Some(&req.authority)), "authority")?;
-    set(
-        outgoing.set_path_with_query(Some(&req.path_and_query)),
-        "path",
-    )?;
+    }
+}
 
-    let options = RequestOptions::new();
-    let timeout_ns = Some(u64::from(req.timeout_ms) * 1_000_000);
-    // A host that does not support a timeout refuses it; the request still goes.
-    let _ = options.set_connect_timeout(timeout_ns);
-    let _ = options.set_first_byte_timeout(timeout_ns);
-    let _ = options.set_between_bytes_timeout(timeout_ns);
+fn header_entries(req: &HttpRequest) -> Vec<(String, Vec<u8>)> {
+    req.headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+        .collect()
+}
 
-    let body = outgoing
-        .body()
-        .map_err(|()| transport("request body", "already taken"))?;
-    // Hand the request to the host before writing the body, so a body larger
-    // than the host's buffer streams instead of blocking.
-    let future = outgoing_handler::handle(outgoing, Some(options))
-        .map_err(|e| transport("request not sent", &error_code_text(&e)))?;
-    write_body(&body, &req.body)?;
-    OutgoingBody::finish(body, None)
-        .map_err(|e| transport("request body", &error_code_text(&e)))?;
-
-    future.subscribe().block();
-    let response = match future.get() {
-        Some(Ok(Ok(response))) => response,
-        Some(Ok(Err(code))) => return Err(transport_error(code)),
-        Some(Err(())) | None => return Err(transport("response", "already taken or not ready")),
-    };
-
-    let status = response.status();
-    let headers: Vec<(String, String)> = response
-        .headers()
-        .entries()
+/// The reply's status and headers, and how much of its body to read:
+/// `None` when nothing is (a HEAD, or a body announced larger than the
+/// request allows: `body_too_large` then says so, and dropping the
+/// response lets the host close the connection).
+fn reply_head(
+    req: &HttpRequest,
+    status: u16,
+    headers: Vec<(String, Vec<u8>)>,
+) -> (S3Response, Option<u64>) {
+    let headers = headers
         .into_iter()
         .map(|(k, v)| {
             (
@@ -164,70 +134,28 @@ fn send(req: &HttpRequest) -> Result<S3Response, Error> {
         body: Vec::new(),
         body_too_large: None,
     };
+    if req.method == Method::Head {
+        return (reply, None);
+    }
+    let limit = req.max_response_bytes as u64;
     let announced = reply
         .header("content-length")
         .and_then(|v| v.trim().parse::<u64>().ok());
-    let limit = req.max_response_bytes as u64;
-    if req.method == Method::Head {
-        return Ok(reply);
-    }
     if let Some(len) = announced.filter(|&len| len > limit) {
-        // Not read: dropping the response lets the host close the connection.
         reply.body_too_large = Some(len);
-        return Ok(reply);
+        return (reply, None);
     }
-    let incoming = response
-        .consume()
-        .map_err(|()| transport("response body", "already taken"))?;
-    let (body, overflow) = read_body(&incoming, limit)?;
+    (reply, Some(limit))
+}
+
+/// Keeps a body read up to its limit; `overflow` means it went on past it.
+fn with_body(mut reply: S3Response, body: Vec<u8>, overflow: bool) -> S3Response {
     if overflow {
         reply.body_too_large = Some(body.len() as u64);
     } else {
         reply.body = body;
     }
-    Ok(reply)
-}
-
-fn write_body(body: &OutgoingBody, bytes: &[u8]) -> Result<(), Error> {
-    if bytes.is_empty() {
-        return Ok(());
-    }
-    let stream = body
-        .write()
-        .map_err(|()| transport("request body", "stream already taken"))?;
-    for chunk in bytes.chunks(WRITE_CHUNK) {
-        stream
-            .blocking_write_and_flush(chunk)
-            .map_err(|e| transport("writing request body", &stream_error(e)))?;
-    }
-    Ok(())
-}
-
-/// Reads up to `limit` bytes; `true` means the body went on past it.
-fn read_body(incoming: &IncomingBody, limit: u64) -> Result<(Vec<u8>, bool), Error> {
-    let stream = incoming
-        .stream()
-        .map_err(|()| transport("response body", "stream already taken"))?;
-    let mut body = Vec::new();
-    loop {
-        match stream.blocking_read(READ_CHUNK) {
-            Ok(chunk) => {
-                body.extend_from_slice(&chunk);
-                if body.len() as u64 > limit {
-                    return Ok((body, true));
-                }
-            }
-            Err(StreamError::Closed) => return Ok((body, false)),
-            Err(e) => return Err(transport("reading response body", &stream_error(e))),
-        }
-    }
-}
-
-fn stream_error(e: StreamError) -> String {
-    match e {
-        StreamError::Closed => "closed".into(),
-        StreamError::LastOperationFailed(err) => err.to_debug_string(),
-    }
+    reply
 }
 
 fn transport_error(code: ErrorCode) -> Error {
