@@ -62,10 +62,18 @@ fi
 # second type (rlib, for native tests) cargo silently skips LTO, and the
 # component is 17 KB larger (cargo issue 4611). host/build.rs runs this same
 # command when the command line is built without S3LEASE_COMPONENT.
+# The WASI 0.3 build first (`--features wasip3`), copied aside: both builds
+# write s3_lease.wasm, and the 0.2 one must be the one left there.
+echo "setup: building the WASI 0.3 component (wasm32-wasip2 target, --features wasip3; ~1 min the first time)"
+timed "building the WASI 0.3 component" \
+    cargo rustc --locked -p s3-lease --lib --crate-type cdylib --target wasm32-wasip2 --release --features wasip3
+release_dir="${CARGO_TARGET_DIR:-$PWD/target}/wasm32-wasip2/release"
+cp "$release_dir/s3_lease.wasm" "$release_dir/s3_lease_p3.wasm"
+export S3LEASE_COMPONENT_P3="$release_dir/s3_lease_p3.wasm"
 echo "setup: building the component (wasm32-wasip2, release; ~1 min the first time)"
 timed "building the component" \
     cargo rustc --locked -p s3-lease --lib --crate-type cdylib --target wasm32-wasip2 --release
-export S3LEASE_COMPONENT="${CARGO_TARGET_DIR:-$PWD/target}/wasm32-wasip2/release/s3_lease.wasm"
+export S3LEASE_COMPONENT="$release_dir/s3_lease.wasm"
 
 if [ -n "$wasm_opt_pid" ] && ! wait "$wasm_opt_pid"; then
     cat .tools/binaryen-install.log >&2
@@ -73,7 +81,9 @@ if [ -n "$wasm_opt_pid" ] && ! wait "$wasm_opt_pid"; then
     exit 1
 fi
 python3 scripts/optimize_component.py "$S3LEASE_COMPONENT" .tools/node_modules/.bin/wasm-opt
+python3 scripts/optimize_component.py "$S3LEASE_COMPONENT_P3" .tools/node_modules/.bin/wasm-opt
 echo "setup: component $S3LEASE_COMPONENT ($(wc -c <"$S3LEASE_COMPONENT") bytes)"
+echo "setup: WASI 0.3 component $S3LEASE_COMPONENT_P3 ($(wc -c <"$S3LEASE_COMPONENT_P3") bytes)"
 
 if [ -n "$venv_pid" ]; then
     echo "setup: waiting for .venv"

@@ -25,6 +25,7 @@ mod rng;
 mod s3s_fs;
 mod semaphores;
 mod silent_network;
+mod wasip3;
 
 use host_test::bindings::{Error as LeaseError, Lease, Options};
 use host_test::server::{self, Endpoint};
