@@ -37,14 +37,22 @@ pub trait Io {
 /// RenewDeadline, so a step never outlives its leadership on a host that
 /// honours request timeouts. (Hosts that do not are covered by the caller's
 /// own watchdog: see `elector::Status::leading_until_ms`.)
+///
+/// With `until_ms` `None` it passes requests through as they are: the
+/// component sends a client's calls through one too, so that the client's
+/// async code is built for one `Io` type, not two (14 KB of component,
+/// docs/size.md).
 pub struct Within<'a, I: Io> {
     pub io: &'a mut I,
-    pub until_ms: u64,
+    pub until_ms: Option<u64>,
 }
 
 impl<I: Io> Io for Within<'_, I> {
     async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
-        let left = self.until_ms.saturating_sub(self.io.monotonic_ms());
+        let Some(until_ms) = self.until_ms else {
+            return self.io.send(request).await;
+        };
+        let left = until_ms.saturating_sub(self.io.monotonic_ms());
         if left == 0 {
             return Err(Error::Transport(
                 "not sent: the renew deadline had passed".into(),

@@ -167,13 +167,13 @@ impl Elector {
             let sent = now;
             let result = match self.lease.clone() {
                 Some(lease) => {
-                    let until_ms = self.leading_until();
+                    let until_ms = Some(self.leading_until());
                     self.renew(&mut Within { io, until_ms }, lease, sent).await
                 }
                 // A grant whose reply comes after the renew deadline it
                 // would start is useless: bound the campaign the same way.
                 None => {
-                    let until_ms = sent.saturating_add(self.config.renew_deadline_ms);
+                    let until_ms = Some(sent.saturating_add(self.config.renew_deadline_ms));
                     self.campaign(&mut Within { io, until_ms }, sent).await
                 }
             };
@@ -191,7 +191,7 @@ impl Elector {
     pub async fn resign(&mut self, io: &mut impl Io) -> Result<(), Error> {
         let now = io.monotonic_ms();
         self.check_deadline(now);
-        let until_ms = self.leading_until();
+        let until_ms = Some(self.leading_until());
         let Some(lease) = self.lease.take() else {
             return Ok(());
         };

@@ -17,6 +17,7 @@ use convert::*;
 use crate::bindings::exports::s3_lease::lease::types as wit;
 use crate::client::ClientCore;
 use crate::config::{check_credentials, Addressing, ClientConfig, RawConfig, Store, Strategy};
+use crate::driver::Within;
 use crate::elector::{Elector, ElectorConfig};
 use crate::error::Error;
 use crate::expiry::ExpiryClock;
@@ -47,7 +48,7 @@ pub struct Client {
 impl Client {
     async fn run<T>(
         &self,
-        f: impl AsyncFnOnce(&mut ClientCore, &mut WasiIo<'_>) -> Result<T, Error>,
+        f: impl AsyncFnOnce(&mut ClientCore, &mut Within<'_, WasiIo<'_>>) -> Result<T, Error>,
     ) -> Result<T, wit::Error> {
         let mut core = self.core.take().await;
         let config = core.config.clone();
@@ -55,6 +56,12 @@ impl Client {
             config: &config,
             credentials: &self.credentials,
             signing_offset_ms: &self.signing_offset_ms,
+        };
+        // Through a `Within` without a deadline, the elector's `Io` type:
+        // the client's async code is then built once (see `driver::Within`).
+        let mut io = Within {
+            io: &mut io,
+            until_ms: None,
         };
         f(&mut core, &mut io).await.map_err(to_wit_error)
     }
