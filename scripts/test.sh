@@ -20,6 +20,14 @@ tests_started=$(date +%s)
 echo "test.sh: cargo test --workspace (builds, then runs ~450 tests; ~10 min after the demo on 2 cores, ~21 min without it)"
 cargo test --locked --workspace -- --nocapture
 
+# The WASI 0.3 build through the same host: the integration suite's core
+# cases again, on it (wasip3.rs, in the run above, covers what only it
+# does: calls at the same time through one instance). --workspace: the
+# test build's features, so nothing compiles again.
+echo "test.sh: the integration suite's core cases on the WASI 0.3 build (~2 min)"
+S3LEASE_COMPONENT="$S3LEASE_COMPONENT_P3" cargo test --locked --workspace --test integration -- \
+    --nocapture lifecycle:: fencing:: elector:: lost_replies:: preflight:: request_counts::
+
 # The soak smoke: 60 s of electors and fenced writes under seeded faults,
 # then the history checked. In the dev profile the suite just built (a
 # release build would compile wasmtime again). A failure prints its seed;

@@ -2,8 +2,20 @@
 //! so a deployed binary can be matched to a build (sha256 of the component
 //! `scripts/setup.sh` built, or the one `cargo install` built itself).
 
-use s3_lease_host::ComponentSource;
+use s3_lease_host::{ComponentSource, Runtime, RuntimeOptions};
 use sha2::{Digest, Sha256};
+
+/// Which build the component is ("WASI 0.2" or "WASI 0.3"), as the host
+/// finds it when it loads it (through the compile cache, so only the first
+/// `version` after an upgrade compiles). The embedded one is the WASI 0.2
+/// build: one lock call at a time per process is all the command line
+/// makes, and that build is the smaller and the faster to instantiate
+/// (docs/wasi-0.3.md).
+fn build() -> Result<&'static str, String> {
+    Runtime::with_options(RuntimeOptions::default())
+        .map(|runtime| runtime.build().name())
+        .map_err(|e| format!("{e:#}"))
+}
 
 /// The component this binary loads, as `version` reports it.
 struct Carried {
@@ -43,6 +55,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 pub fn print(json: bool) -> i32 {
     let version = env!("CARGO_PKG_VERSION");
     let c = carried();
+    let build = c.bytes.map(|_| build());
     if json {
         let value = serde_json::json!({
             "version": version,
@@ -51,6 +64,7 @@ pub fn print(json: bool) -> i32 {
                 "bytes": c.bytes,
                 "sha256": c.sha256,
                 "origin": c.origin,
+                "build": build.as_ref().and_then(|b| b.as_ref().ok()),
             },
         });
         println!("{value}");
@@ -62,6 +76,11 @@ pub fn print(json: bool) -> i32 {
             println!("component: {} ({bytes} bytes, sha256 {sha})", c.source);
             if let Some(origin) = c.origin {
                 println!("component origin: {origin}");
+            }
+            match build {
+                Some(Ok(build)) => println!("component build: {build}"),
+                Some(Err(e)) => println!("component build: unknown (it does not load: {e})"),
+                None => {}
             }
         }
         _ => println!(

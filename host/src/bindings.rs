@@ -1,8 +1,25 @@
-//! Rust types and calls generated from the contract (`wit/`, world `lease-api`).
+//! Rust types and calls generated from the contract (`wit/`): the types
+//! once, and the calls of both builds of the component, `lease` (WASI 0.2)
+//! and `async-lease` (WASI 0.3). A component exports one of the two; the
+//! runtime finds which (`exports::…::GuestIndices::new` fails for the
+//! other).
 
 wasmtime::component::bindgen!({
     path: "../wit",
-    world: "s3-lease:lease/lease-api",
+    inline: "
+        package s3-lease:host;
+        /// Never instantiated as a whole: its exports are bound one by one.
+        world either-build {
+            export s3-lease:lease/types@0.6.0;
+            export s3-lease:lease/lease@0.6.0;
+            export s3-lease:lease/async-lease@0.6.0;
+        }
+    ",
+    world: "s3-lease:host/either-build",
+    // The 0.3 build's calls, its constructor too, are made on a store that
+    // runs concurrent calls: all asynchronous. The 0.2 build's stay
+    // synchronous, as before.
+    exports: { "s3-lease:lease/async-lease": async },
     additional_derives: [PartialEq, Eq],
 });
 

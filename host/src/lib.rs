@@ -45,6 +45,6 @@ pub use elector::{ElectionEvent, Elector, ElectorWatcher};
 pub use error::Error;
 pub use guard::{LeaseGuard, LostReason};
 pub use raw::RawInstance;
-pub use runtime::{InstanceOptions, LoadReport, Runtime, RuntimeOptions, State};
+pub use runtime::{Build, InstanceOptions, LoadReport, Runtime, RuntimeOptions, State};
 pub use source::ComponentSource;
 pub use stats::{ElectorStats, LatencyHistogram, RequestCounts};

@@ -4,47 +4,126 @@
 //! trap (a bug: the component must never trap, and the instance is unusable
 //! after one), the inner one the typed error of the WIT API. [`crate::Client`]
 //! folds both into [`crate::Error`]; tests use this layer to tell them apart.
+//!
+//! Either build of the component answers the same calls: the WASI 0.2
+//! build's synchronously, the WASI 0.3 build's as concurrent calls on its
+//! store, each run to its end here (`Store::run_concurrent`), so callers
+//! see one API. Hosts that want many calls in flight through one 0.3
+//! instance use [`RawInstance::run_concurrent`].
 
+use crate::bindings::exports::s3_lease::lease::{async_lease, lease};
 use crate::bindings::{
     Config, Credentials, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject,
-    FencedWrite, Lease, LeaseApi, LockState, Options, PreflightReport, SemaphoreState, SlotAttempt,
+    FencedWrite, Lease, LockState, Options, PreflightReport, SemaphoreState, SlotAttempt,
     SlotOptions, StepResult,
 };
-use crate::runtime::State;
+use crate::runtime::{Build, State};
 use anyhow::{Context, Result};
-use wasmtime::component::ResourceAny;
+use wasmtime::component::{Accessor, ResourceAny};
 use wasmtime::Store;
+use wasmtime_wasi::runtime::in_tokio;
+
+/// The calls of the build this instance runs.
+pub(crate) enum Calls {
+    Wasip2(lease::Guest),
+    Wasip3(async_lease::Guest),
+}
 
 /// A store, the component instantiated in it, and (once `open` succeeded) its client.
 pub struct RawInstance {
     store: Store<State>,
-    host: LeaseApi,
+    calls: Calls,
     client: Option<ResourceAny>,
 }
 
 impl RawInstance {
-    pub(crate) fn new(store: Store<State>, host: LeaseApi) -> Self {
+    pub(crate) fn new(store: Store<State>, calls: Calls) -> Self {
         RawInstance {
             store,
-            host,
+            calls,
             client: None,
         }
     }
+
+    /// Which build of the component this instance runs.
+    pub fn build(&self) -> Build {
+        match self.calls {
+            Calls::Wasip2(_) => Build::Wasip2,
+            Calls::Wasip3(_) => Build::Wasip3,
+        }
+    }
+
+    /// Runs `calls` on a WASI 0.3 instance's store: calls made through the
+    /// accessor run at the same time, each suspended while its requests
+    /// are in flight or it waits (calls on one client take turns; give each
+    /// concurrent task a client of its own, from [`RawInstance::new_client`]).
+    /// `None` on a WASI 0.2 instance, whose calls block.
+    pub fn run_concurrent<R: Send>(
+        &mut self,
+        calls: impl AsyncFnOnce(&Accessor<State>, &async_lease::Guest) -> R,
+    ) -> Option<Result<R>> {
+        let Calls::Wasip3(api) = &self.calls else {
+            return None;
+        };
+        Some(
+            in_tokio(self.store.run_concurrent(async |a| calls(a, api).await))
+                .map_err(anyhow::Error::from),
+        )
+    }
+
+    /// The client `open` made, as a handle for [`RawInstance::run_concurrent`].
+    pub fn client_handle(&self) -> Option<ResourceAny> {
+        self.client
+    }
+
+    /// Another client in this instance, beside the one `open` made; the
+    /// caller owns its handle (it lives as long as the instance).
+    pub fn new_client(&mut self, config: &Config) -> Result<Result<ResourceAny, LeaseError>> {
+        Ok(match &self.calls {
+            Calls::Wasip2(api) => api.client().call_constructor(&mut self.store, config)?,
+            Calls::Wasip3(api) => in_tokio(api.client().call_constructor(&mut self.store, config))?,
+        })
+    }
+}
+
+/// One call of the contract on either build, with the 0.2 build's
+/// (borrowed) arguments; the 0.3 build's calls take them owned.
+macro_rules! call {
+    ($self:ident, $resource:ident, $method:ident, $handle:expr $(, $arg:expr)*) => {{
+        let handle = $handle;
+        match &$self.calls {
+            Calls::Wasip2(api) => Ok(api.$resource().$method(&mut $self.store, handle $(, $arg)*)?),
+            Calls::Wasip3(api) => {
+                let api = api.$resource();
+                let result = in_tokio($self.store.run_concurrent(async |a| {
+                    api.$method(a, handle $(, ($arg).to_owned())*).await
+                }));
+                Ok(result??)
+            }
+        }
+    }};
 }
 
 impl RawInstance {
     /// Constructs the client resource.
     pub fn open(&mut self, config: &Config) -> Result<Result<(), LeaseError>> {
-        let api = self.host.s3_lease_lease_lease().client();
-        match api.call_constructor(&mut self.store, config)? {
+        match self.new_client(config)? {
             Ok(client) => {
                 if let Some(old) = self.client.replace(client) {
-                    old.resource_drop(&mut self.store)?;
+                    self.drop_resource(old)?;
                 }
                 Ok(Ok(()))
             }
             Err(e) => Ok(Err(e)),
         }
+    }
+
+    fn drop_resource(&mut self, resource: ResourceAny) -> Result<()> {
+        match self.calls {
+            Calls::Wasip2(_) => resource.resource_drop(&mut self.store)?,
+            Calls::Wasip3(_) => in_tokio(resource.resource_drop_async(&mut self.store))?,
+        }
+        Ok(())
     }
 
     fn client(&self) -> Result<ResourceAny> {
@@ -54,11 +133,18 @@ impl RawInstance {
     /// Replaces the client's credentials; the next request signs with them.
     pub fn set_credentials(&mut self, credentials: &Credentials) -> Result<Result<(), LeaseError>> {
         let client = self.client()?;
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .client()
-            .call_set_credentials(&mut self.store, client, credentials)?)
+        match &self.calls {
+            Calls::Wasip2(api) => {
+                Ok(api
+                    .client()
+                    .call_set_credentials(&mut self.store, client, credentials)?)
+            }
+            Calls::Wasip3(api) => Ok(in_tokio(api.client().call_set_credentials(
+                &mut self.store,
+                client,
+                credentials,
+            ))?),
+        }
     }
 
     pub fn try_acquire(
@@ -67,12 +153,7 @@ impl RawInstance {
         options: &Options,
     ) -> Result<Result<Option<Lease>, LeaseError>> {
         let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_try_acquire(
-            &mut self.store,
-            client,
-            key,
-            options,
-        )?)
+        call!(self, client, call_try_acquire, client, key, options)
     }
 
     pub fn acquire(
@@ -82,13 +163,7 @@ impl RawInstance {
         timeout_ms: u64,
     ) -> Result<Result<Lease, LeaseError>> {
         let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_acquire(
-            &mut self.store,
-            client,
-            key,
-            options,
-            timeout_ms,
-        )?)
+        call!(self, client, call_acquire, client, key, options, timeout_ms)
     }
 
     pub fn try_acquire_slot(
@@ -98,11 +173,15 @@ impl RawInstance {
         slot: SlotOptions,
     ) -> Result<Result<SlotAttempt, LeaseError>> {
         let client = self.client()?;
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .client()
-            .call_try_acquire_slot(&mut self.store, client, key, options, slot)?)
+        call!(
+            self,
+            client,
+            call_try_acquire_slot,
+            client,
+            key,
+            options,
+            slot
+        )
     }
 
     pub fn acquire_slot(
@@ -113,11 +192,16 @@ impl RawInstance {
         timeout_ms: u64,
     ) -> Result<Result<Lease, LeaseError>> {
         let client = self.client()?;
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .client()
-            .call_acquire_slot(&mut self.store, client, key, options, slot, timeout_ms)?)
+        call!(
+            self,
+            client,
+            call_acquire_slot,
+            client,
+            key,
+            options,
+            slot,
+            timeout_ms
+        )
     }
 
     pub fn inspect_slots(
@@ -125,48 +209,27 @@ impl RawInstance {
         key: &str,
     ) -> Result<Result<Option<SemaphoreState>, LeaseError>> {
         let client = self.client()?;
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .client()
-            .call_inspect_slots(&mut self.store, client, key)?)
+        call!(self, client, call_inspect_slots, client, key)
     }
 
     pub fn leave_queue(&mut self, key: &str, holder_id: &str) -> Result<Result<(), LeaseError>> {
         let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_leave_queue(
-            &mut self.store,
-            client,
-            key,
-            holder_id,
-        )?)
+        call!(self, client, call_leave_queue, client, key, holder_id)
     }
 
     pub fn renew(&mut self, lease: &Lease) -> Result<Result<Lease, LeaseError>> {
         let client = self.client()?;
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .client()
-            .call_renew(&mut self.store, client, lease)?)
+        call!(self, client, call_renew, client, lease)
     }
 
     pub fn release(&mut self, lease: &Lease) -> Result<Result<(), LeaseError>> {
         let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_release(
-            &mut self.store,
-            client,
-            lease,
-        )?)
+        call!(self, client, call_release, client, lease)
     }
 
     pub fn inspect(&mut self, key: &str) -> Result<Result<Option<LockState>, LeaseError>> {
         let client = self.client()?;
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .client()
-            .call_inspect(&mut self.store, client, key)?)
+        call!(self, client, call_inspect, client, key)
     }
 
     pub fn fenced_put(
@@ -177,14 +240,16 @@ impl RawInstance {
         content_type: &str,
     ) -> Result<Result<FencedWrite, LeaseError>> {
         let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_fenced_put(
-            &mut self.store,
+        call!(
+            self,
+            client,
+            call_fenced_put,
             client,
             lease,
             object_key,
             body,
-            content_type,
-        )?)
+            content_type
+        )
     }
 
     pub fn fenced_put_with(
@@ -196,19 +261,17 @@ impl RawInstance {
         options: FenceOptions,
     ) -> Result<Result<FencedWrite, LeaseError>> {
         let client = self.client()?;
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .client()
-            .call_fenced_put_with(
-                &mut self.store,
-                client,
-                lease,
-                object_key,
-                body,
-                content_type,
-                options,
-            )?)
+        call!(
+            self,
+            client,
+            call_fenced_put_with,
+            client,
+            lease,
+            object_key,
+            body,
+            content_type,
+            options
+        )
     }
 
     pub fn fenced_delete(
@@ -217,11 +280,7 @@ impl RawInstance {
         object_key: &str,
     ) -> Result<Result<(), LeaseError>> {
         let client = self.client()?;
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .client()
-            .call_fenced_delete(&mut self.store, client, lease, object_key)?)
+        call!(self, client, call_fenced_delete, client, lease, object_key)
     }
 
     pub fn fenced_get(
@@ -229,52 +288,39 @@ impl RawInstance {
         object_key: &str,
     ) -> Result<Result<Option<FencedObject>, LeaseError>> {
         let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_fenced_get(
-            &mut self.store,
-            client,
-            object_key,
-        )?)
+        call!(self, client, call_fenced_get, client, object_key)
     }
 
     /// Probes the store (see the WIT's `preflight`).
     pub fn preflight(&mut self) -> Result<Result<PreflightReport, LeaseError>> {
         let client = self.client()?;
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .client()
-            .call_preflight(&mut self.store, client)?)
+        call!(self, client, call_preflight, client)
     }
 
     /// An elector on this instance's client (a resource handle).
     pub fn elector(&mut self, config: &ElectorConfig) -> Result<Result<ResourceAny, LeaseError>> {
         let client = self.client()?;
-        Ok(self.host.s3_lease_lease_lease().client().call_elector(
-            &mut self.store,
-            client,
-            config,
-        )?)
+        match &self.calls {
+            Calls::Wasip2(api) => Ok(api.client().call_elector(&mut self.store, client, config)?),
+            Calls::Wasip3(api) => Ok(in_tokio(api.client().call_elector(
+                &mut self.store,
+                client,
+                config,
+            ))?),
+        }
     }
 
     /// One step of `elector`: its role, events and when to step next.
     pub fn step(&mut self, elector: ResourceAny) -> Result<StepResult> {
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .elector()
-            .call_step(&mut self.store, elector)?)
+        call!(self, elector, call_step, elector)
     }
 
     pub fn resign(&mut self, elector: ResourceAny) -> Result<Result<(), LeaseError>> {
-        Ok(self
-            .host
-            .s3_lease_lease_lease()
-            .elector()
-            .call_resign(&mut self.store, elector)?)
+        call!(self, elector, call_resign, elector)
     }
 
     /// Drops an elector without resigning (a crash, as far as S3 can tell).
     pub fn drop_elector(&mut self, elector: ResourceAny) -> Result<()> {
-        Ok(elector.resource_drop(&mut self.store)?)
+        self.drop_resource(elector)
     }
 }

@@ -1,16 +1,17 @@
 //! The compiled component and its linker, shared by every instance.
 
-use crate::bindings::{LeaseApi, LeaseApiPre};
+use crate::bindings::exports::s3_lease::lease::{async_lease, lease};
 use crate::compile_cache::{CacheOutcome, CompileCache};
 use crate::http::{HttpSender, SendHooks};
-use crate::raw::RawInstance;
+use crate::raw::{Calls, RawInstance};
 use crate::source::ComponentSource;
 use crate::stats::RequestCounts;
 use anyhow::{Context, Result};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::{InstancePre, Linker, ResourceTable};
-use wasmtime::{Engine, Store};
+use wasmtime::{Config as EngineConfig, Engine, Store};
+use wasmtime_wasi::runtime::in_tokio;
 use wasmtime_wasi::{HostWallClock, WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
@@ -92,11 +93,35 @@ impl HostWallClock for SharedClock {
     }
 }
 
+/// Which build of the component a runtime loaded: they export the same
+/// calls, `lease` over WASI 0.2 and `async-lease` over WASI 0.3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Build {
+    Wasip2,
+    Wasip3,
+}
+
+impl Build {
+    pub fn name(self) -> &'static str {
+        match self {
+            Build::Wasip2 => "WASI 0.2",
+            Build::Wasip3 => "WASI 0.3",
+        }
+    }
+}
+
+/// Where each build's calls are in an instance of it.
+enum ExportIndices {
+    Wasip2(lease::GuestIndices),
+    Wasip3(async_lease::GuestIndices),
+}
+
 /// The compiled, linked component. Cheap to share (`Arc` it) and to
 /// instantiate from: each instance gets its own store.
 pub struct Runtime {
     engine: Engine,
-    pre: LeaseApiPre<State>,
+    pre: InstancePre<State>,
+    exports: ExportIndices,
     http: HttpSender,
     requests: Arc<RequestCounts>,
     report: LoadReport,
@@ -110,15 +135,40 @@ impl Runtime {
 
     pub fn with_options(options: RuntimeOptions) -> Result<Self> {
         let started = Instant::now();
-        let engine = Engine::default();
+        // The async ABI on, so either build compiles (it changes nothing
+        // for the WASI 0.2 build's code).
+        let mut config = EngineConfig::new();
+        config.wasm_component_model_async(true);
+        let engine = Engine::new(&config)?;
         let wasm = options.source.bytes()?;
         let (component, cache) = options.cache.load(&engine, &wasm)?;
+        let build = if component
+            .component_type()
+            .exports(&engine)
+            .any(|(name, _)| name.starts_with("s3-lease:lease/async-lease@"))
+        {
+            Build::Wasip3
+        } else {
+            Build::Wasip2
+        };
         let mut linker = Linker::<State>::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
-        let pre = LeaseApiPre::new(linker.instantiate_pre(&component)?)
-            .map_err(anyhow::Error::from)
-            .context("the component does not export the s3-lease API this host was built for")?;
+        match build {
+            Build::Wasip2 => {
+                wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+                wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
+            }
+            Build::Wasip3 => {
+                wasmtime_wasi::p3::add_to_linker(&mut linker)?;
+                wasmtime_wasi_http::p3::add_to_linker(&mut linker)?;
+            }
+        }
+        let pre = linker.instantiate_pre(&component)?;
+        let exports = match build {
+            Build::Wasip2 => lease::GuestIndices::new(&pre).map(ExportIndices::Wasip2),
+            Build::Wasip3 => async_lease::GuestIndices::new(&pre).map(ExportIndices::Wasip3),
+        }
+        .map_err(anyhow::Error::from)
+        .context("the component does not export the s3-lease API this host was built for")?;
         let http = if options.pooled_http {
             HttpSender::pooled()?
         } else {
@@ -132,6 +182,7 @@ impl Runtime {
         Ok(Runtime {
             engine,
             pre,
+            exports,
             http,
             requests: Arc::default(),
             report,
@@ -161,7 +212,15 @@ impl Runtime {
     /// The linked, not yet instantiated component, for hosts that bind to
     /// it with other bindings (an older version of the WIT, say).
     pub fn instance_pre(&self) -> &InstancePre<State> {
-        self.pre.instance_pre()
+        &self.pre
+    }
+
+    /// Which build of the component this runtime loaded.
+    pub fn build(&self) -> Build {
+        match self.exports {
+            ExportIndices::Wasip2(_) => Build::Wasip2,
+            ExportIndices::Wasip3(_) => Build::Wasip3,
+        }
     }
 
     /// A store of its own, with WASI and wasi:http.
@@ -189,7 +248,16 @@ impl Runtime {
     /// A fresh instance of the component.
     pub fn instantiate(&self, options: InstanceOptions) -> Result<RawInstance> {
         let mut store = self.store(options);
-        let api: LeaseApi = self.pre.instantiate(&mut store)?;
-        Ok(RawInstance::new(store, api))
+        let calls = match &self.exports {
+            ExportIndices::Wasip2(indices) => {
+                let instance = self.pre.instantiate(&mut store)?;
+                Calls::Wasip2(indices.load(&mut store, &instance)?)
+            }
+            ExportIndices::Wasip3(indices) => {
+                let instance = in_tokio(self.pre.instantiate_async(&mut store))?;
+                Calls::Wasip3(indices.load(&mut store, &instance)?)
+            }
+        };
+        Ok(RawInstance::new(store, calls))
     }
 }

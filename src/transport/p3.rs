@@ -59,8 +59,10 @@ pub async fn send(req: &HttpRequest) -> Result<S3Response, Error> {
         let (writer, reader) = wit_stream::new::<u8>();
         (Some(writer), Some(reader))
     };
-    // No trailers: the writer, dropped, sends the default (`ok(none)`).
-    let (_no_trailers, trailers) =
+    // No trailers: the writer, dropped once the body is written, sends the
+    // default (`ok(none)`), and that ends the request (a host may read the
+    // whole request before it sends it).
+    let (no_trailers, trailers) =
         wit_future::new::<Result<Option<Trailers>, ErrorCode>>(|| Ok(None));
     let options = RequestOptions::new();
     let timeout_ns = Some(u64::from(req.timeout_ms) * 1_000_000);
@@ -84,10 +86,11 @@ pub async fn send(req: &HttpRequest) -> Result<S3Response, Error> {
     )?;
 
     // The host reads the body while it sends: write it beside the call.
-    let write_body = async {
+    let write_body = async move {
         if let Some(mut writer) = body_writer {
             writer.write_all(req.body.clone()).await;
         }
+        drop(no_trailers);
     };
     let (response, ()) = join(client::send(outgoing), write_body).await;
     let response = response.map_err(transport_error)?;

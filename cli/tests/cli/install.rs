@@ -31,6 +31,26 @@ fn version_names_the_component_the_binary_carries() {
         "{v}"
     );
     assert!(component["origin"].is_string(), "{v}");
+    // The command line carries the WASI 0.2 build, and says so.
+    assert_eq!(component["build"], "WASI 0.2", "{v}");
+}
+
+/// `S3LEASE_COMPONENT` may name the WASI 0.3 build: the command line runs
+/// it too (the host loads either), and `version` says which it loaded.
+#[test]
+fn version_says_which_build_s3lease_component_names() {
+    let p3 = host_test::env_or_workspace_path(
+        "S3LEASE_COMPONENT_P3",
+        "target/wasm32-wasip2/release/s3_lease_p3.wasm",
+    );
+    let out = Command::new(bin())
+        .args(["version", "--json"])
+        .env("S3LEASE_COMPONENT", &p3)
+        .output()
+        .expect("run s3-lease version");
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["component"]["build"], "WASI 0.3", "{v}");
 }
 
 /// Run by `scripts/test.sh` after building the binary without

@@ -4,7 +4,7 @@
 //! can load it.
 
 use super::{endpoint, fresh_prefix, harness, options};
-use host_test::bindings::{LeaseApi, LeaseApiPre};
+use host_test::bindings::exports::s3_lease::lease::lease;
 use host_test::instance::component_path;
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::Store;
@@ -111,7 +111,7 @@ fn runs_in_a_host_that_offers_only_the_proxy_world() {
     let pre = linker
         .instantiate_pre(harness().instance_pre().component())
         .unwrap_or_else(|e| panic!("the proxy world does not satisfy the component: {e:#}"));
-    let pre = LeaseApiPre::new(pre).expect("the lease API");
+    let indices = lease::GuestIndices::new(&pre).expect("the lease API");
     let mut store = Store::new(
         engine,
         ProxyOnly {
@@ -120,8 +120,9 @@ fn runs_in_a_host_that_offers_only_the_proxy_world() {
             http: WasiHttpCtx::new(),
         },
     );
-    let api: LeaseApi = pre.instantiate(&mut store).expect("instantiate");
-    let client_api = api.s3_lease_lease_lease().client();
+    let instance = pre.instantiate(&mut store).expect("instantiate");
+    let api = indices.load(&mut store, &instance).expect("the lease API");
+    let client_api = api.client();
     let config = endpoint().config(&fresh_prefix("proxy-only"));
     let client = client_api
         .call_constructor(&mut store, &config)

@@ -36,7 +36,17 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub fn harness() -> &'static Harness {
     static HARNESS: OnceLock<Harness> = OnceLock::new();
-    HARNESS.get_or_init(|| Harness::load(&component_path()).unwrap_or_else(|e| panic!("{e:#}")))
+    HARNESS.get_or_init(|| {
+        let path = component_path();
+        let harness = Harness::load(&path).unwrap_or_else(|e| panic!("{e:#}"));
+        // Either build loads (scripts/test.sh runs the core cases on both).
+        let build = harness.runtime().build().name();
+        eprintln!(
+            "integration: the {build} build of the component, {}",
+            path.display()
+        );
+        harness
+    })
 }
 
 pub fn endpoint() -> &'static Endpoint {

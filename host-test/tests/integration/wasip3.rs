@@ -1,28 +1,18 @@
 //! The WASI 0.3 build of the component (`--features wasip3`, world
-//! `s3-lease:wasip3/s3-lease-async`) in wasmtime 48 with WASI 0.3 linked:
-//! it grants, renews, releases and inspects against the real server, and
-//! calls made concurrently through one instance overlap in time, because
-//! each suspends its task while its requests are in flight and while
-//! `acquire` waits.
+//! `s3-lease:wasip3/s3-lease-async`) through the host crate, which loads
+//! either build: it grants, renews, releases and inspects against the real
+//! server, and calls made concurrently through one instance overlap in
+//! time, because each suspends its task while its requests are in flight
+//! and while `acquire` waits. (The suite's core cases run on this build
+//! too: `scripts/test.sh` runs them a second time with `S3LEASE_COMPONENT`
+//! naming it.)
 
 use super::*;
+use host_test::Harness;
+use s3_lease_host::bindings::Config;
+use s3_lease_host::Build;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use wasmtime::component::{Component, Linker, ResourceTable};
-use wasmtime::{Config as EngineConfig, Engine, Store};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
-
-mod p3 {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "s3-lease:lease/lease-api-async",
-        // The constructor too: a store that runs concurrent calls calls
-        // everything asynchronously.
-        exports: { default: async },
-    });
-}
-
-use p3::exports::s3_lease::lease::types as wit;
 
 /// The 0.3 component: `S3LEASE_COMPONENT_P3`, else setup.sh's copy.
 fn component_p3_path() -> std::path::PathBuf {
@@ -32,223 +22,107 @@ fn component_p3_path() -> std::path::PathBuf {
     )
 }
 
-struct P3State {
-    wasi: WasiCtx,
-    http: WasiHttpCtx,
-    table: ResourceTable,
+/// The host crate's runtime, on the WASI 0.3 build.
+fn harness_p3() -> &'static Harness {
+    static HARNESS: OnceLock<Harness> = OnceLock::new();
+    HARNESS.get_or_init(|| Harness::load(&component_p3_path()).unwrap_or_else(|e| panic!("{e:#}")))
 }
 
-impl WasiView for P3State {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
+fn opened_p3(config: &Config) -> Instance {
+    let mut instance = harness_p3().instance().expect("instantiate");
+    instance
+        .open(config)
+        .expect("no trap")
+        .expect("valid config");
+    instance
 }
 
-impl WasiHttpView for P3State {
-    fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView {
-            ctx: &mut self.http,
-            table: &mut self.table,
-            hooks: Default::default(),
-        }
-    }
-}
-
-fn p3_runtime() -> (Engine, Linker<P3State>, Component) {
-    let mut config = EngineConfig::new();
-    config.wasm_component_model_async(true);
-    let engine = Engine::new(&config).expect("engine");
-    let mut linker = Linker::new(&engine);
-    wasmtime_wasi::p3::add_to_linker(&mut linker).expect("wasi 0.3");
-    wasmtime_wasi_http::p3::add_to_linker(&mut linker).expect("wasi:http 0.3");
-    let component = Component::from_file(&engine, component_p3_path()).expect("0.3 component");
-    (engine, linker, component)
-}
-
-fn p3_config(prefix: &str) -> wit::Config {
-    let c = endpoint().config(prefix);
-    wit::Config {
-        endpoint: c.endpoint,
-        region: c.region,
-        bucket: c.bucket,
-        addressing: wit::AddressingStyle::Path,
-        credentials: wit::Credentials {
-            access_key_id: c.credentials.access_key_id,
-            secret_access_key: c.credentials.secret_access_key,
-            session_token: c.credentials.session_token,
-        },
-        key_prefix: c.key_prefix,
-        request_timeout_ms: None,
-        strategy: None,
-        expiry_clock: None,
-        preflight: None,
-        seal_key: None,
-        store: None,
-    }
-}
-
-fn p3_options(ttl_ms: u64, holder: &str) -> wit::Options {
-    wit::Options {
-        ttl_ms,
-        holder_id: Some(holder.into()),
-        metadata: None,
-    }
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio")
+#[test]
+fn the_host_loads_either_build_and_says_which() {
+    assert_eq!(harness().runtime().build(), Build::Wasip2);
+    assert_eq!(harness_p3().runtime().build(), Build::Wasip3);
 }
 
 #[test]
 fn the_wasip3_build_grants_renews_releases_and_inspects() {
-    // The server first: its fixture blocks, so not inside the runtime.
-    let config = p3_config(&fresh_prefix("p3-basic"));
-    runtime().block_on(async {
-        let (engine, linker, component) = p3_runtime();
-        let mut store = Store::new(
-            &engine,
-            P3State {
-                wasi: WasiCtx::builder().build(),
-                http: WasiHttpCtx::new(),
-                table: ResourceTable::new(),
-            },
-        );
-        let api = p3::LeaseApiAsync::instantiate_async(&mut store, &component, &linker)
-            .await
-            .expect("instantiate the 0.3 component");
-        let lease_api = api.s3_lease_lease_async_lease();
-        let client = lease_api
-            .client()
-            .call_constructor(&mut store, &config)
-            .await
-            .expect("no trap")
-            .expect("valid config");
-        let result = store
-            .run_concurrent(async |accessor| {
-                let c = lease_api.client();
-                let first = c
-                    .call_try_acquire(accessor, client, "k".into(), p3_options(10_000, "a"))
-                    .await?
-                    .expect("no error")
-                    .expect("granted");
-                let held = c
-                    .call_try_acquire(accessor, client, "k".into(), p3_options(10_000, "b"))
-                    .await?
-                    .expect("no error");
-                assert!(held.is_none(), "a live lease is held");
-                let renewed = c
-                    .call_renew(accessor, client, first.clone())
-                    .await?
-                    .expect("renewed");
-                assert_eq!(renewed.token, first.token);
-                let seen = c
-                    .call_inspect(accessor, client, "k".into())
-                    .await?
-                    .expect("no error")
-                    .expect("a lock");
-                assert_eq!(seen.holder_id, "a");
-                c.call_release(accessor, client, renewed).await?.expect("released");
-                let second = c
-                    .call_try_acquire(accessor, client, "k".into(), p3_options(10_000, "b"))
-                    .await?
-                    .expect("no error")
-                    .expect("granted after the release");
-                assert!(second.token > first.token, "tokens rise");
-                wasmtime::Result::<_>::Ok(())
-            })
-            .await;
-        result.expect("run").expect("calls");
-    });
+    let mut i = opened_p3(&endpoint().config(&fresh_prefix("p3-basic")));
+    assert_eq!(i.build(), Build::Wasip3);
+    let first = i
+        .try_acquire("k", &named(10_000, "a"))
+        .expect("no trap")
+        .expect("no error")
+        .expect("granted");
+    let held = i.try_acquire("k", &named(10_000, "b")).unwrap().unwrap();
+    assert!(held.is_none(), "a live lease is held");
+    let renewed = i.renew(&first).unwrap().expect("renewed");
+    assert_eq!(renewed.token, first.token);
+    let seen = i.inspect("k").unwrap().unwrap().expect("a lock");
+    assert_eq!(seen.holder_id, "a");
+    i.release(&renewed).unwrap().expect("released");
+    let second = i
+        .try_acquire("k", &named(10_000, "b"))
+        .unwrap()
+        .unwrap()
+        .expect("granted after the release");
+    assert!(second.token > first.token, "tokens rise");
 }
 
 #[test]
 fn calls_through_one_wasip3_instance_run_at_the_same_time() {
     const CALLS: usize = 4;
     const HOLD_MS: u64 = 2_000;
-    let config = p3_config(&fresh_prefix("p3-overlap"));
-    runtime().block_on(async {
-        let (engine, linker, component) = p3_runtime();
-        let mut store = Store::new(
-            &engine,
-            P3State {
-                wasi: WasiCtx::builder().build(),
-                http: WasiHttpCtx::new(),
-                table: ResourceTable::new(),
-            },
-        );
-        let api = p3::LeaseApiAsync::instantiate_async(&mut store, &component, &linker)
-            .await
-            .expect("instantiate the 0.3 component");
-        let lease_api = api.s3_lease_lease_async_lease();
-        // A holder of each key, on a client of its own, then one waiter
-        // per key that must wait out its holder's ttl: CALLS acquires of
-        // HOLD_MS each, all through the one instance.
-        let mut clients = Vec::new();
-        for _ in 0..CALLS * 2 {
-            clients.push(
-                lease_api
-                    .client()
-                    .call_constructor(&mut store, &config)
-                    .await
-                    .expect("no trap")
-                    .expect("valid config"),
-            );
-        }
-        let started = Instant::now();
-        let result = store
-            .run_concurrent(async |accessor| {
-                let c = lease_api.client();
-                for i in 0..CALLS {
-                    c.call_try_acquire(accessor, clients[i], format!("k{i}"), p3_options(HOLD_MS, "holder"))
+    let config = endpoint().config(&fresh_prefix("p3-overlap"));
+    let mut i = opened_p3(&config);
+    // A holder of each key, then one waiter per key on a client of its
+    // own, all in the one instance: each waiter's acquire waits out its
+    // holder's ttl.
+    for k in 0..CALLS {
+        i.try_acquire(&format!("k{k}"), &named(HOLD_MS, "holder"))
+            .unwrap()
+            .unwrap()
+            .expect("granted");
+    }
+    let waiters: Vec<_> = (0..CALLS)
+        .map(|_| i.new_client(&config).unwrap().expect("valid config"))
+        .collect();
+    let options = named(HOLD_MS, "waiter");
+    let started = Instant::now();
+    let result = i
+        .run_concurrent(async |accessor, api| {
+            let c = api.client();
+            let waits = waiters.iter().enumerate().map(|(k, &client)| {
+                let (c, options) = (&c, options.clone());
+                async move {
+                    let begun = started.elapsed();
+                    let lease = c
+                        .call_acquire(accessor, client, format!("k{k}"), options, 30_000)
                         .await?
-                        .expect("no error")
-                        .expect("granted");
+                        .expect("acquired after the holder's ttl");
+                    wasmtime::Result::<_>::Ok((begun, started.elapsed(), lease.token))
                 }
-                let waits = (0..CALLS).map(|i| {
-                    let client = clients[CALLS + i];
-                    let c = &c;
-                    async move {
-                        let begun = started.elapsed();
-                        let lease = c
-                            .call_acquire(accessor, client, format!("k{i}"), p3_options(HOLD_MS, "waiter"), 30_000)
-                            .await?
-                            .expect("acquired after the holder's ttl");
-                        wasmtime::Result::<_>::Ok((begun, started.elapsed(), lease.token))
-                    }
-                });
-                let spans = futures::future::try_join_all(waits).await?;
-                wasmtime::Result::<_>::Ok(spans)
-            })
-            .await
-            .expect("run")
-            .expect("calls");
-        let total = started.elapsed();
-        let mut waited = Duration::ZERO;
-        for (begun, ended, token) in &result {
-            assert_eq!(*token, 2, "the waiter's grant follows the holder's");
-            assert!(
-                *ended - *begun >= Duration::from_millis(HOLD_MS),
-                "each waited out its holder's ttl: {result:?}"
-            );
-            waited += *ended - *begun;
-        }
-        // Overlap: every call was still waiting when the last one began.
-        let last_begun = result.iter().map(|r| r.0).max().expect("calls");
-        let first_ended = result.iter().map(|r| r.1).min().expect("calls");
-        println!(
-            "wasip3: {CALLS} acquires through one instance: {waited:?} of waiting in {total:?}"
-        );
+            });
+            futures::future::try_join_all(waits).await
+        })
+        .expect("a WASI 0.3 instance")
+        .expect("run")
+        .expect("calls");
+    let total = started.elapsed();
+    let mut waited = Duration::ZERO;
+    for (begun, ended, token) in &result {
+        assert_eq!(*token, 2, "the waiter's grant follows the holder's");
         assert!(
-            last_begun < first_ended,
-            "the calls ran at the same time: {result:?}"
+            *ended - *begun >= Duration::from_millis(HOLD_MS),
+            "each waited out its holder's ttl: {result:?}"
         );
-        assert!(total < waited / 2, "{total:?} for {waited:?} of waits");
-    });
+        waited += *ended - *begun;
+    }
+    // Overlap: every call was still waiting when the last one began.
+    let last_begun = result.iter().map(|r| r.0).max().expect("calls");
+    let first_ended = result.iter().map(|r| r.1).min().expect("calls");
+    println!("wasip3: {CALLS} acquires through one instance: {waited:?} of waiting in {total:?}");
+    assert!(
+        last_begun < first_ended,
+        "the calls ran at the same time: {result:?}"
+    );
+    assert!(total < waited / 2, "{total:?} for {waited:?} of waits");
 }

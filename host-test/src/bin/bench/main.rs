@@ -24,6 +24,7 @@
 //! profile it ran on: a debug build of wasmtime runs several times slower.
 
 mod boto3;
+mod builds;
 mod dynamodb;
 mod floor;
 mod sigv4;
@@ -129,7 +130,15 @@ fn per_operation(
         cache: CompileCache::from_env(),
         pooled_http,
     })?;
-    let client = s3_lease_host::Client::connect(&runtime, config)?;
+    per_operation_on(&runtime, config, rounds)
+}
+
+fn per_operation_on(
+    runtime: &Runtime,
+    config: &s3_lease_host::S3Config,
+    rounds: usize,
+) -> Result<[boto3::Figures; 4]> {
+    let client = s3_lease_host::Client::connect(runtime, config)?;
     let mut samples: [Vec<Duration>; 4] = Default::default();
     let mut cpu = [0.0f64; 4];
     let mut timed = |op: usize, call: &mut dyn FnMut() -> Result<()>| -> Result<()> {
@@ -220,7 +229,11 @@ fn provenance() -> String {
 }
 
 fn main() -> Result<()> {
-    let rounds: usize = std::env::args().nth(1).map_or(Ok(200), |r| r.parse())?;
+    // `bench builds [ROUNDS]`: only the two builds of the component, side by side.
+    let only_builds = std::env::args().nth(1).as_deref() == Some("builds");
+    let rounds: usize = std::env::args()
+        .nth(if only_builds { 2 } else { 1 })
+        .map_or(Ok(200), |r| r.parse())?;
     let (endpoint, _server) = match Endpoint::from_env() {
         Some(e) => (e?, None),
         None => {
@@ -241,6 +254,9 @@ fn main() -> Result<()> {
         provenance()
     );
 
+    if only_builds {
+        return builds::run(&endpoint, &prefix, rounds);
+    }
     println!("\nstart-to-lock (ms)                  cold (no cache)   warm (cached)");
     let cache = std::env::temp_dir().join(format!("s3lease-bench-cache-{stamp}"));
     let cache_str = cache.display().to_string();
