@@ -126,3 +126,42 @@ fn calls_through_one_wasip3_instance_run_at_the_same_time() {
     );
     assert!(total < waited / 2, "{total:?} for {waited:?} of waits");
 }
+
+/// Calls on one client take turns (the WIT's `async-lease`): the second
+/// waits for the first to return, and neither traps. The first wakes the
+/// second, another task: a build without wit-bindgen's inter-task wakeup
+/// trapped here.
+#[test]
+fn calls_on_one_wasip3_client_take_turns() {
+    let mut i = opened_p3(&endpoint().config(&fresh_prefix("p3-turns")));
+    let client = i.client_handle().expect("opened");
+    let options = named(10_000, "a");
+    let started = Instant::now();
+    let spans = i
+        .run_concurrent(async |accessor, api| {
+            let c = api.client();
+            let calls = (0..3).map(|k| {
+                let (c, options) = (&c, options.clone());
+                async move {
+                    let granted = c
+                        .call_try_acquire(accessor, client, format!("k{k}"), options)
+                        .await?
+                        .expect("no error");
+                    assert!(granted.is_some(), "a free key is granted");
+                    // A call that suspends for a while, holding the turn.
+                    let seen = c
+                        .call_acquire(accessor, client, format!("k{k}"), named(10_000, "b"), 300)
+                        .await?;
+                    assert!(matches!(seen, Err(LeaseError::Timeout(_))), "{seen:?}");
+                    wasmtime::Result::<_>::Ok(started.elapsed())
+                }
+            });
+            futures::future::try_join_all(calls).await
+        })
+        .expect("a WASI 0.3 instance")
+        .expect("no trap")
+        .expect("calls");
+    // Three acquires of ~300 ms each, one after the other.
+    let total = started.elapsed();
+    assert!(total >= Duration::from_millis(900), "{total:?} {spans:?}");
+}
