@@ -15,15 +15,6 @@ use crate::sigv4::Credentials;
 use crate::wire;
 use core::cell::{Cell, RefCell};
 
-#[cfg(not(feature = "wasip3"))]
-mod p2;
-#[cfg(not(feature = "wasip3"))]
-use p2 as wasi;
-#[cfg(feature = "wasip3")]
-mod p3;
-#[cfg(feature = "wasip3")]
-use p3 as wasi;
-
 pub struct WasiIo<'a> {
     pub config: &'a ClientConfig,
     /// Signs with these rather than `config`'s: the latest `set-credentials`.
@@ -102,6 +93,48 @@ fn http_scheme(scheme: Scheme) -> HttpScheme {
         Scheme::Https => HttpScheme::Https,
     }
 }
+
+/// Sets `$request`'s method, scheme, authority and path from `$req`: the
+/// same calls on either WASI version's request type.
+macro_rules! address_request {
+    ($request:expr, $req:expr) => {{
+        let request = &$request;
+        let req: &HttpRequest = $req;
+        let set = |ok: Result<(), ()>, what: &str| {
+            ok.map_err(|()| transport("the host refused the request's", what))
+        };
+        set(request.set_method(&http_method(req.method)), "method")?;
+        set(request.set_scheme(Some(&http_scheme(req.scheme))), "scheme")?;
+        set(request.set_authority(Some(&req.authority)), "authority")?;
+        set(
+            request.set_path_with_query(Some(&req.path_and_query)),
+            "path",
+        )?;
+    }};
+}
+
+/// The request's timeout as each of `$options`' three; a host that does
+/// not support one refuses it, and the request still goes.
+macro_rules! request_options {
+    ($options:ty, $req:expr) => {{
+        let options = <$options>::new();
+        let timeout_ns = Some(u64::from($req.timeout_ms) * 1_000_000);
+        let _ = options.set_connect_timeout(timeout_ns);
+        let _ = options.set_first_byte_timeout(timeout_ns);
+        let _ = options.set_between_bytes_timeout(timeout_ns);
+        options
+    }};
+}
+
+// After the macros above, which they use.
+#[cfg(not(feature = "wasip3"))]
+mod p2;
+#[cfg(not(feature = "wasip3"))]
+use p2 as wasi;
+#[cfg(feature = "wasip3")]
+mod p3;
+#[cfg(feature = "wasip3")]
+use p3 as wasi;
 
 fn header_entries(req: &HttpRequest) -> Vec<(String, Vec<u8>)> {
     req.headers

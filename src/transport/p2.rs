@@ -49,26 +49,9 @@ pub async fn send(req: &HttpRequest) -> Result<S3Response, Error> {
         transport("header refused by the host", why)
     })?;
     let outgoing = OutgoingRequest::new(headers);
-    let set = |ok: Result<(), ()>, what: &str| {
-        ok.map_err(|()| transport("the host refused the request's", what))
-    };
-    set(outgoing.set_method(&http_method(req.method)), "method")?;
-    set(
-        outgoing.set_scheme(Some(&http_scheme(req.scheme))),
-        "scheme",
-    )?;
-    set(outgoing.set_authority(Some(&req.authority)), "authority")?;
-    set(
-        outgoing.set_path_with_query(Some(&req.path_and_query)),
-        "path",
-    )?;
+    address_request!(outgoing, req);
 
-    let options = RequestOptions::new();
-    let timeout_ns = Some(u64::from(req.timeout_ms) * 1_000_000);
-    // A host that does not support a timeout refuses it; the request still goes.
-    let _ = options.set_connect_timeout(timeout_ns);
-    let _ = options.set_first_byte_timeout(timeout_ns);
-    let _ = options.set_between_bytes_timeout(timeout_ns);
+    let options = request_options!(RequestOptions, req);
 
     let body = outgoing
         .body()
