@@ -9,9 +9,9 @@
 # the design in the interop test); binaryen's wasm-opt (npm, into .tools);
 # and the component (wasm32-wasip2, release, shrunk by wasm-opt).
 # Tests only: wac (composes the example HTTP function with the component),
-# jco (npm, examples/node), the HTTP function itself, and s3s-fs (a store
-# the preflight must refuse). `wasmtime serve` needs no install: the
-# compose-test crate builds it from wasmtime-cli's library.
+# jco (npm, examples/node), the HTTP function itself (both builds), and
+# s3s-fs (a store the preflight must refuse). `wasmtime serve` needs no
+# install: the compose-test crate builds it from wasmtime-cli's library.
 #
 # The venv and binaryen downloads run in the background while the component
 # builds (they wait on the network, the build on the CPU).
@@ -111,9 +111,15 @@ setup_test_tools() {
         echo "setup: installing jco and preview2-shim for examples/node (npm install, from package-lock.json; ~30 s)"
         (cd examples/node && npm install --no-audit --no-fund)
     fi
+    # Its WASI 0.3 twin first, copied aside, as for the component above.
+    local function_dir="${CARGO_TARGET_DIR:-$PWD/target}/wasm32-wasip2/release"
+    echo "setup: building examples/http-function for WASI 0.3 (--features wasip3; ~30 s the first time)"
+    cargo build --locked -p http-function --lib --target wasm32-wasip2 --release --features wasip3
+    cp "$function_dir/http_function.wasm" "$function_dir/http_function_p3.wasm"
+    export S3LEASE_HTTP_FUNCTION_P3="$function_dir/http_function_p3.wasm"
     echo "setup: building examples/http-function (wasm32-wasip2, release; ~30 s the first time)"
     cargo build --locked -p http-function --lib --target wasm32-wasip2 --release
-    export S3LEASE_HTTP_FUNCTION="${CARGO_TARGET_DIR:-$PWD/target}/wasm32-wasip2/release/http_function.wasm"
+    export S3LEASE_HTTP_FUNCTION="$function_dir/http_function.wasm"
     export S3LEASE_WAC="$PWD/.tools/bin/wac"
     install_dynalite
 }

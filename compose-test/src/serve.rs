@@ -29,17 +29,23 @@ fn free_port() -> u16 {
 impl Server {
     /// `wasmtime serve -Scli` (the function reads its configuration from
     /// `wasi:cli/environment`; every other import is in the proxy world),
+    /// with `flags` (a WASI 0.3 component needs `-Wcomponent-model-async`),
     /// passing the variables in `env` through by name, not on the command
     /// line, so credentials stay out of `ps`.
     pub fn wasmtime(
         binary: &Path,
         component: &Path,
+        flags: &[&str],
         env: &[(String, String)],
         log_dir: &Path,
     ) -> Server {
         let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let mut command = Command::new(binary);
-        command.arg("-Scli").arg("--addr").arg(addr.to_string());
+        command
+            .arg("-Scli")
+            .args(flags)
+            .arg("--addr")
+            .arg(addr.to_string());
         for (name, _) in env {
             command.arg("--env").arg(name);
         }

@@ -35,6 +35,16 @@ pub fn http_function() -> PathBuf {
     )
 }
 
+/// The example function's WASI 0.3 build (`--features wasip3`), copied
+/// aside by setup.sh.
+pub fn http_function_p3() -> PathBuf {
+    existing(
+        "S3LEASE_HTTP_FUNCTION_P3",
+        "target/wasm32-wasip2/release/http_function_p3.wasm",
+        "the http-function component's WASI 0.3 build",
+    )
+}
+
 /// The Node example's directory.
 pub fn node_example() -> PathBuf {
     workspace_root().join("examples/node")

@@ -24,6 +24,14 @@ pub fn component_path() -> PathBuf {
     )
 }
 
+/// The WASI 0.3 build: `S3LEASE_COMPONENT_P3`, else setup.sh's copy of it.
+pub fn component_p3_path() -> PathBuf {
+    crate::env_or_workspace_path(
+        "S3LEASE_COMPONENT_P3",
+        "target/wasm32-wasip2/release/s3_lease_p3.wasm",
+    )
+}
+
 /// The system wall clock shifted by an adjustable offset, so a test can put
 /// one instance ahead of or behind the others, or jump it forward.
 #[derive(Clone, Default)]

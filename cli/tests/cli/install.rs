@@ -39,10 +39,7 @@ fn version_names_the_component_the_binary_carries() {
 /// it too (the host loads either), and `version` says which it loaded.
 #[test]
 fn version_says_which_build_s3lease_component_names() {
-    let p3 = host_test::env_or_workspace_path(
-        "S3LEASE_COMPONENT_P3",
-        "target/wasm32-wasip2/release/s3_lease_p3.wasm",
-    );
+    let p3 = host_test::instance::component_p3_path();
     let out = Command::new(bin())
         .args(["version", "--json"])
         .env("S3LEASE_COMPONENT", &p3)

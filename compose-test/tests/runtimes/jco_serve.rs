@@ -4,22 +4,16 @@
 //! on its host.
 
 use super::load::{self, Lane};
-use super::{composed, fresh_prefix, function_env, observer, serial};
+use super::{composed, fresh_prefix, function_env, observer, serial, wasmtime_serve, Build};
 use compose_test::{http, serve::Server, tools};
-use std::path::Path;
 
 #[test]
 fn jco_serve_and_wasmtime_serve_share_a_counter() {
     let _serial = serial();
-    let composed = composed();
+    let composed = composed(Build::Wasip2);
     let prefix = fresh_prefix("two-runtimes");
     let env = function_env(&prefix, 5_000);
-    let wasmtime = Server::wasmtime(
-        Path::new(env!("CARGO_BIN_EXE_wasmtime-serve")),
-        &composed.path,
-        &env,
-        &composed.work_dir,
-    );
+    let wasmtime = wasmtime_serve(Build::Wasip2, &prefix, 5_000);
     let node = Server::jco(&tools::jco(), &composed.path, &env, &composed.work_dir);
     let reply = http::request(node.addr, "GET", "/counters/x/increment").expect("a reply");
     assert_eq!(reply.status, 405, "{reply:?}");

@@ -1,8 +1,9 @@
 //! The HTTP function composed with s3-lease by `wac plug`, served by real
 //! runtimes against a real S3 server (SeaweedFS, or the `AWS_*` endpoint):
-//! `wasmtime serve` under load, the same composed component in Node through
-//! `jco serve`, and the Node example. One test binary, so one server; the
-//! tests take turns (`serial`) so the load measurements are undisturbed.
+//! both builds (WASI 0.2 and 0.3) under `wasmtime serve` under load, the
+//! 0.2 one in Node through `jco serve`, and the Node example. One test
+//! binary, so one server; the tests take turns (`serial`) so the load
+//! measurements are undisturbed.
 
 mod composed;
 mod jco_serve;
@@ -10,41 +11,103 @@ mod load;
 mod node_example;
 mod wasmtime_serve;
 
+use compose_test::serve::Server;
 use compose_test::{compose, tools};
+use host_test::instance::{component_p3_path, component_path};
 use host_test::server::{self, Endpoint};
-use host_test::{instance::component_path, Harness, Instance};
+use host_test::{Harness, Instance};
 use s3_lease::config::Addressing;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The composed component, built once per run.
+/// Which WASI version the function and the s3-lease component it is
+/// composed with are built for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Build {
+    /// `wasi:http/incoming-handler@0.2` and `lease`'s blocking calls.
+    Wasip2,
+    /// `wasi:http/handler@0.3.0` and `async-lease`'s async calls.
+    Wasip3,
+}
+
+impl Build {
+    pub fn name(self) -> &'static str {
+        match self {
+            Build::Wasip2 => "WASI 0.2",
+            Build::Wasip3 => "WASI 0.3",
+        }
+    }
+
+    /// The flags `wasmtime serve` needs for this build, beside `-Scli`:
+    /// 0.3 components use the component model's async features (wasmtime
+    /// 48 serves WASI 0.3 by default once they are on).
+    pub fn serve_flags(self) -> &'static [&'static str] {
+        match self {
+            Build::Wasip2 => &[],
+            Build::Wasip3 => &["-Wcomponent-model-async"],
+        }
+    }
+}
+
+/// A composed component, built once per run and build.
 pub struct Composed {
+    pub build: Build,
     pub path: PathBuf,
     pub bytes: u64,
+    /// The function's and the s3-lease component's files, as plugged.
+    pub function: PathBuf,
+    pub component: PathBuf,
     /// Where logs and jco's output go.
     pub work_dir: PathBuf,
 }
 
-pub fn composed() -> &'static Composed {
-    static COMPOSED: OnceLock<Composed> = OnceLock::new();
-    COMPOSED.get_or_init(|| {
+pub fn composed(build: Build) -> &'static Composed {
+    static WASIP2: OnceLock<Composed> = OnceLock::new();
+    static WASIP3: OnceLock<Composed> = OnceLock::new();
+    let (cell, function, component, file) = match build {
+        Build::Wasip2 => (
+            &WASIP2,
+            tools::http_function as fn() -> PathBuf,
+            component_path as fn() -> PathBuf,
+            "counter-composed.wasm",
+        ),
+        Build::Wasip3 => (
+            &WASIP3,
+            tools::http_function_p3 as fn() -> PathBuf,
+            component_p3_path as fn() -> PathBuf,
+            "counter-composed-p3.wasm",
+        ),
+    };
+    cell.get_or_init(|| {
         let work_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("compose-test-{}", std::process::id()));
         std::fs::create_dir_all(&work_dir).expect("work dir");
-        let path = work_dir.join("counter-composed.wasm");
-        let bytes = compose::plug(
-            &tools::wac(),
-            &tools::http_function(),
-            &component_path(),
-            &path,
-        );
+        let path = work_dir.join(file);
+        let (function, component) = (function(), component());
+        let bytes = compose::plug(&tools::wac(), &function, &component, &path);
         Composed {
+            build,
             path,
             bytes,
+            function,
+            component,
             work_dir,
         }
     })
+}
+
+/// `wasmtime serve` running `build`'s composed function, whose increments
+/// wait at most `lock_timeout_ms` for their counter's lock.
+pub fn wasmtime_serve(build: Build, prefix: &str, lock_timeout_ms: u64) -> Server {
+    let composed = composed(build);
+    Server::wasmtime(
+        Path::new(env!("CARGO_BIN_EXE_wasmtime-serve")),
+        &composed.path,
+        build.serve_flags(),
+        &function_env(prefix, lock_timeout_ms),
+        &composed.work_dir,
+    )
 }
 
 pub fn endpoint() -> &'static Endpoint {

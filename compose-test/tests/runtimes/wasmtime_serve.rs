@@ -1,34 +1,23 @@
-//! `wasmtime serve` runs the composed function: bad requests are refused
-//! before any lock is taken, a counter whose lock stays held answers 503
-//! and is not incremented, and 16 client threads per counter on two
-//! counters lose and double no increment.
+//! `wasmtime serve` runs each build of the composed function: bad requests
+//! are refused before any lock is taken, a counter whose lock stays held
+//! answers 503 and is not incremented, and 16 client threads per counter
+//! on two counters lose and double no increment. Then the two builds share
+//! one counter: one protocol, whichever WASI version runs it.
 
 use super::load::{self, Lane};
-use super::{composed, fresh_prefix, function_env, observer, serial};
-use compose_test::{http, serve::Server};
+use super::{fresh_prefix, observer, serial, wasmtime_serve, Build};
+use compose_test::http;
 use host_test::bindings::Options;
-use std::path::Path;
 use std::time::Instant;
 
 const THREADS_PER_COUNTER: usize = 16;
 const INCREMENTS_PER_COUNTER: usize = 400;
 const LOCK_TIMEOUT_MS: u64 = 3_000;
 
-fn wasmtime_serve(prefix: &str) -> Server {
-    let composed = composed();
-    Server::wasmtime(
-        Path::new(env!("CARGO_BIN_EXE_wasmtime-serve")),
-        &composed.path,
-        &function_env(prefix, LOCK_TIMEOUT_MS),
-        &composed.work_dir,
-    )
-}
-
-#[test]
-fn bad_requests_are_refused_and_touch_nothing() {
+fn bad_requests_are_refused_and_touch_nothing(build: Build) {
     let _serial = serial();
     let prefix = fresh_prefix("bad-requests");
-    let server = wasmtime_serve(&prefix);
+    let server = wasmtime_serve(build, &prefix, LOCK_TIMEOUT_MS);
     let cases = [
         ("GET", "/", 404),
         ("POST", "/counters/a", 404),
@@ -57,11 +46,10 @@ fn bad_requests_are_refused_and_touch_nothing() {
     }
 }
 
-#[test]
-fn a_counter_whose_lock_stays_held_answers_503_and_is_not_incremented() {
+fn a_counter_whose_lock_stays_held_answers_503_and_is_not_incremented(build: Build) {
     let _serial = serial();
     let prefix = fresh_prefix("held");
-    let server = wasmtime_serve(&prefix);
+    let server = wasmtime_serve(build, &prefix, LOCK_TIMEOUT_MS);
     let mut holder = observer(&prefix);
     let options = Options {
         ttl_ms: 60_000,
@@ -100,45 +88,124 @@ fn a_counter_whose_lock_stays_held_answers_503_and_is_not_incremented() {
     );
 }
 
-#[test]
-fn sixteen_threads_per_counter_lose_and_double_no_increment() {
+/// The load test, and the figures docs/measured.md quotes: one client (the
+/// uncontended cost), 16 threads on each of two counters (contention), and
+/// 16 threads each on a counter of its own (requests served at once: a 0.3
+/// instance takes up to 16 requests at a time, a 0.2 one takes one).
+fn sixteen_threads_per_counter_lose_and_double_no_increment(build: Build) {
     let _serial = serial();
+    let name = build.name();
     let prefix = fresh_prefix("load");
-    let server = wasmtime_serve(&prefix);
+    let server = wasmtime_serve(build, &prefix, LOCK_TIMEOUT_MS);
     let mut observer = observer(&prefix);
-    // The uncontended cost first: one client, one increment at a time.
-    let solo = load::run(
-        &[Lane {
-            server: server.addr,
-            counter: "solo".into(),
-        }],
-        50,
-    );
+    let lane = |counter: &str| Lane {
+        server: server.addr,
+        counter: counter.into(),
+    };
+    let solo = load::run(&[lane("solo")], 50);
     let tally = load::check_counter(&solo, "solo", &prefix, &mut observer);
     assert_eq!(tally.unavailable, 0, "an uncontended increment was refused");
-    println!("wasmtime serve, 1 client thread: {}", load::summary(&solo));
+    println!(
+        "wasmtime serve ({name}), 1 client thread: {}",
+        load::summary(&solo)
+    );
 
     let lanes: Vec<Lane> = ["a", "b"]
         .iter()
-        .flat_map(|counter| {
-            (0..THREADS_PER_COUNTER).map(|_| Lane {
-                server: server.addr,
-                counter: counter.to_string(),
-            })
-        })
+        .flat_map(|counter| (0..THREADS_PER_COUNTER).map(|_| lane(counter)))
         .collect();
     let run = load::run(&lanes, INCREMENTS_PER_COUNTER / THREADS_PER_COUNTER);
     for counter in ["a", "b"] {
         let tally = load::check_counter(&run, counter, &prefix, &mut observer);
         println!(
-            "wasmtime serve, counter {counter}: {} increments, {} answered 503",
+            "wasmtime serve ({name}), counter {counter}: {} increments, {} answered 503",
             tally.ok, tally.unavailable
         );
         assert!(tally.ok > 0, "counter {counter}: no increment succeeded");
     }
     println!(
-        "wasmtime serve, {} client threads on 2 counters: {}",
+        "wasmtime serve ({name}), {} client threads on 2 counters: {}",
         lanes.len(),
+        load::summary(&run)
+    );
+
+    let counters: Vec<String> = (0..16).map(|i| format!("own-{i}")).collect();
+    let lanes: Vec<Lane> = counters.iter().map(|c| lane(c)).collect();
+    let run = load::run(&lanes, 25);
+    for counter in &counters {
+        let tally = load::check_counter(&run, counter, &prefix, &mut observer);
+        assert_eq!(
+            tally.unavailable, 0,
+            "{counter}: a counter of its own was refused"
+        );
+    }
+    println!(
+        "wasmtime serve ({name}), 16 client threads on a counter each: {}",
+        load::summary(&run)
+    );
+}
+
+#[test]
+fn bad_requests_are_refused_and_touch_nothing_wasi_0_2() {
+    bad_requests_are_refused_and_touch_nothing(Build::Wasip2);
+}
+
+#[test]
+fn bad_requests_are_refused_and_touch_nothing_wasi_0_3() {
+    bad_requests_are_refused_and_touch_nothing(Build::Wasip3);
+}
+
+#[test]
+fn a_held_counter_answers_503_and_is_not_incremented_wasi_0_2() {
+    a_counter_whose_lock_stays_held_answers_503_and_is_not_incremented(Build::Wasip2);
+}
+
+#[test]
+fn a_held_counter_answers_503_and_is_not_incremented_wasi_0_3() {
+    a_counter_whose_lock_stays_held_answers_503_and_is_not_incremented(Build::Wasip3);
+}
+
+#[test]
+fn sixteen_threads_per_counter_lose_and_double_no_increment_wasi_0_2() {
+    sixteen_threads_per_counter_lose_and_double_no_increment(Build::Wasip2);
+}
+
+#[test]
+fn sixteen_threads_per_counter_lose_and_double_no_increment_wasi_0_3() {
+    sixteen_threads_per_counter_lose_and_double_no_increment(Build::Wasip3);
+}
+
+/// Both builds served at once, 8 client threads each on one counter: the
+/// 0.2 and 0.3 components exclude each other, and their tokens rise as one.
+#[test]
+fn the_wasi_0_2_and_0_3_functions_share_a_counter() {
+    let _serial = serial();
+    let prefix = fresh_prefix("two-builds");
+    let servers = [Build::Wasip2, Build::Wasip3].map(|b| (b, wasmtime_serve(b, &prefix, 5_000)));
+    let lanes: Vec<Lane> = servers
+        .iter()
+        .flat_map(|(_, server)| {
+            (0..8).map(|_| Lane {
+                server: server.addr,
+                counter: "shared".into(),
+            })
+        })
+        .collect();
+    let run = load::run(&lanes, 25);
+    let tally = load::check_counter(&run, "shared", &prefix, &mut observer(&prefix));
+    for (build, server) in &servers {
+        let ok = run
+            .samples
+            .iter()
+            .filter(|s| s.server == server.addr && s.status == 200)
+            .count();
+        assert!(ok > 0, "the {} function made no increment", build.name());
+        println!("wasmtime serve ({}): {ok} increments", build.name());
+    }
+    println!(
+        "wasmtime serve, WASI 0.2 + 0.3, 8 threads each on one counter: {} increments, {} answered 503; {}",
+        tally.ok,
+        tally.unavailable,
         load::summary(&run)
     );
 }

@@ -8,19 +8,12 @@
 //! naming it.)
 
 use super::*;
+use host_test::instance::component_p3_path;
 use host_test::Harness;
 use s3_lease_host::bindings::Config;
 use s3_lease_host::Build;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-
-/// The 0.3 component: `S3LEASE_COMPONENT_P3`, else setup.sh's copy.
-fn component_p3_path() -> std::path::PathBuf {
-    host_test::env_or_workspace_path(
-        "S3LEASE_COMPONENT_P3",
-        "target/wasm32-wasip2/release/s3_lease_p3.wasm",
-    )
-}
 
 /// The host crate's runtime, on the WASI 0.3 build.
 fn harness_p3() -> &'static Harness {

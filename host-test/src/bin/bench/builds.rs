@@ -14,20 +14,8 @@ use std::time::{Duration, Instant};
 /// setup.sh's two components (or `S3LEASE_COMPONENT` and `S3LEASE_COMPONENT_P3`).
 fn components() -> [(&'static str, PathBuf); 2] {
     [
-        (
-            "WASI 0.2",
-            host_test::env_or_workspace_path(
-                "S3LEASE_COMPONENT",
-                "target/wasm32-wasip2/release/s3_lease.wasm",
-            ),
-        ),
-        (
-            "WASI 0.3",
-            host_test::env_or_workspace_path(
-                "S3LEASE_COMPONENT_P3",
-                "target/wasm32-wasip2/release/s3_lease_p3.wasm",
-            ),
-        ),
+        ("WASI 0.2", host_test::instance::component_path()),
+        ("WASI 0.3", host_test::instance::component_p3_path()),
     ]
 }
 
