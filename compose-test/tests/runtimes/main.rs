@@ -17,7 +17,7 @@ use host_test::instance::{component_p3_path, component_path};
 use host_test::server::{self, Endpoint};
 use host_test::{Harness, Instance};
 use s3_lease::config::Addressing;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -97,12 +97,21 @@ pub fn composed(build: Build) -> &'static Composed {
     })
 }
 
+/// This crate's `wasmtime-serve`, or `S3LEASE_WASMTIME_SERVE`: the
+/// figures in docs/measured.md come from a release build of it
+/// (`cargo build --release -p compose-test --bin wasmtime-serve`).
+fn wasmtime_serve_binary() -> PathBuf {
+    std::env::var_os("S3LEASE_WASMTIME_SERVE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_wasmtime-serve")))
+}
+
 /// `wasmtime serve` running `build`'s composed function, whose increments
 /// wait at most `lock_timeout_ms` for their counter's lock.
 pub fn wasmtime_serve(build: Build, prefix: &str, lock_timeout_ms: u64) -> Server {
     let composed = composed(build);
     Server::wasmtime(
-        Path::new(env!("CARGO_BIN_EXE_wasmtime-serve")),
+        &wasmtime_serve_binary(),
         &composed.path,
         build.serve_flags(),
         &function_env(prefix, lock_timeout_ms),
