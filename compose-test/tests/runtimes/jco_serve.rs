@@ -30,11 +30,7 @@ fn jco_serve_and_wasmtime_serve_share_a_counter() {
     let run = load::run(&lanes, 25);
     let tally = load::check_counter(&run, "shared", &prefix, &mut observer(&prefix));
     for server in [&wasmtime, &node] {
-        let ok = run
-            .samples
-            .iter()
-            .filter(|s| s.server == server.addr && s.status == 200)
-            .count();
+        let ok = load::increments_by(&run, server.addr);
         assert!(ok > 0, "{} made no increment", server.name);
         println!("{}: {ok} increments", server.name);
     }

@@ -163,6 +163,14 @@ pub fn check_counter(run: &Run, counter: &str, prefix: &str, observer: &mut Inst
     }
 }
 
+/// How many increments `server` answered with a 200 in `run`.
+pub fn increments_by(run: &Run, server: SocketAddr) -> usize {
+    run.samples
+        .iter()
+        .filter(|s| s.server == server && s.status == 200)
+        .count()
+}
+
 /// Requests per second and latency percentiles, for docs/measured.md.
 pub fn summary(run: &Run) -> String {
     let mut latencies: Vec<Duration> = run.samples.iter().map(|s| s.latency).collect();

@@ -17,36 +17,20 @@ use host_test::instance::{component_p3_path, component_path};
 use host_test::server::{self, Endpoint};
 use host_test::{Harness, Instance};
 use s3_lease::config::Addressing;
+/// Which WASI version the function and the s3-lease component composed
+/// with it are built for: the host crate's name for the two builds.
+pub use s3_lease_host::Build;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Which WASI version the function and the s3-lease component it is
-/// composed with are built for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Build {
-    /// `wasi:http/incoming-handler@0.2` and `lease`'s blocking calls.
-    Wasip2,
-    /// `wasi:http/handler@0.3.0` and `async-lease`'s async calls.
-    Wasip3,
-}
-
-impl Build {
-    pub fn name(self) -> &'static str {
-        match self {
-            Build::Wasip2 => "WASI 0.2",
-            Build::Wasip3 => "WASI 0.3",
-        }
-    }
-
-    /// The flags `wasmtime serve` needs for this build, beside `-Scli`:
-    /// 0.3 components use the component model's async features (wasmtime
-    /// 48 serves WASI 0.3 by default once they are on).
-    pub fn serve_flags(self) -> &'static [&'static str] {
-        match self {
-            Build::Wasip2 => &[],
-            Build::Wasip3 => &["-Wcomponent-model-async"],
-        }
+/// The flags `wasmtime serve` needs for `build`, beside `-Scli`: 0.3
+/// components use the component model's async features (wasmtime 48
+/// serves WASI 0.3 by default once they are on).
+fn serve_flags(build: Build) -> &'static [&'static str] {
+    match build {
+        Build::Wasip2 => &[],
+        Build::Wasip3 => &["-Wcomponent-model-async"],
     }
 }
 
@@ -113,7 +97,7 @@ pub fn wasmtime_serve(build: Build, prefix: &str, lock_timeout_ms: u64) -> Serve
     Server::wasmtime(
         &wasmtime_serve_binary(),
         &composed.path,
-        build.serve_flags(),
+        serve_flags(build),
         &function_env(prefix, lock_timeout_ms),
         &composed.work_dir,
     )

@@ -194,11 +194,7 @@ fn the_wasi_0_2_and_0_3_functions_share_a_counter() {
     let run = load::run(&lanes, 25);
     let tally = load::check_counter(&run, "shared", &prefix, &mut observer(&prefix));
     for (build, server) in &servers {
-        let ok = run
-            .samples
-            .iter()
-            .filter(|s| s.server == server.addr && s.status == 200)
-            .count();
+        let ok = load::increments_by(&run, server.addr);
         assert!(ok > 0, "the {} function made no increment", build.name());
         println!("wasmtime serve ({}): {ok} increments", build.name());
     }
