@@ -3,7 +3,7 @@
 //! one lock, no increment lost or doubled. The component does not depend
 //! on its host.
 
-use super::load::{self, Lane};
+use super::load;
 use super::{composed, fresh_prefix, function_env, observer, serial, wasmtime_serve, Build};
 use compose_test::{http, serve::Server, tools};
 
@@ -18,15 +18,7 @@ fn jco_serve_and_wasmtime_serve_share_a_counter() {
     let reply = http::request(node.addr, "GET", "/counters/x/increment").expect("a reply");
     assert_eq!(reply.status, 405, "{reply:?}");
 
-    let lanes: Vec<Lane> = [&wasmtime, &node]
-        .iter()
-        .flat_map(|server| {
-            (0..8).map(|_| Lane {
-                server: server.addr,
-                counter: "shared".into(),
-            })
-        })
-        .collect();
+    let lanes = load::lanes_on(&[wasmtime.addr, node.addr], 8, "shared");
     let run = load::run(&lanes, 25);
     let tally = load::check_counter(&run, "shared", &prefix, &mut observer(&prefix));
     for server in [&wasmtime, &node] {

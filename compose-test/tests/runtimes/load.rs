@@ -15,6 +15,19 @@ pub struct Lane {
     pub counter: String,
 }
 
+/// `threads_each` client threads on each of `servers`, all on `counter`.
+pub fn lanes_on(servers: &[SocketAddr], threads_each: usize, counter: &str) -> Vec<Lane> {
+    servers
+        .iter()
+        .flat_map(|&server| {
+            (0..threads_each).map(move |_| Lane {
+                server,
+                counter: counter.into(),
+            })
+        })
+        .collect()
+}
+
 /// One reply (or transport failure) as a client saw it.
 #[derive(Debug, Clone)]
 pub struct Sample {

@@ -182,15 +182,7 @@ fn the_wasi_0_2_and_0_3_functions_share_a_counter() {
     let _serial = serial();
     let prefix = fresh_prefix("two-builds");
     let servers = [Build::Wasip2, Build::Wasip3].map(|b| (b, wasmtime_serve(b, &prefix, 5_000)));
-    let lanes: Vec<Lane> = servers
-        .iter()
-        .flat_map(|(_, server)| {
-            (0..8).map(|_| Lane {
-                server: server.addr,
-                counter: "shared".into(),
-            })
-        })
-        .collect();
+    let lanes = load::lanes_on(&servers.each_ref().map(|(_, s)| s.addr), 8, "shared");
     let run = load::run(&lanes, 25);
     let tally = load::check_counter(&run, "shared", &prefix, &mut observer(&prefix));
     for (build, server) in &servers {
