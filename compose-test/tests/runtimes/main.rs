@@ -36,7 +36,6 @@ fn serve_flags(build: Build) -> &'static [&'static str] {
 
 /// A composed component, built once per run and build.
 pub struct Composed {
-    pub build: Build,
     pub path: PathBuf,
     pub bytes: u64,
     /// The function's and the s3-lease component's files, as plugged.
@@ -71,7 +70,6 @@ pub fn composed(build: Build) -> &'static Composed {
         let (function, component) = (function(), component());
         let bytes = compose::plug(&tools::wac(), &function, &component, &path);
         Composed {
-            build,
             path,
             bytes,
             function,
