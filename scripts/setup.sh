@@ -111,15 +111,15 @@ setup_test_tools() {
         echo "setup: installing jco and preview2-shim for examples/node (npm install, from package-lock.json; ~30 s)"
         (cd examples/node && npm install --no-audit --no-fund)
     fi
-    # Its WASI 0.3 twin first, copied aside, as for the component above.
-    local function_dir="${CARGO_TARGET_DIR:-$PWD/target}/wasm32-wasip2/release"
+    # Its WASI 0.3 twin first, copied aside, as for the component above
+    # (into the same $release_dir).
     echo "setup: building examples/http-function for WASI 0.3 (--features wasip3; ~30 s the first time)"
     cargo build --locked -p http-function --lib --target wasm32-wasip2 --release --features wasip3
-    cp "$function_dir/http_function.wasm" "$function_dir/http_function_p3.wasm"
-    export S3LEASE_HTTP_FUNCTION_P3="$function_dir/http_function_p3.wasm"
+    cp "$release_dir/http_function.wasm" "$release_dir/http_function_p3.wasm"
+    export S3LEASE_HTTP_FUNCTION_P3="$release_dir/http_function_p3.wasm"
     echo "setup: building examples/http-function (wasm32-wasip2, release; ~30 s the first time)"
     cargo build --locked -p http-function --lib --target wasm32-wasip2 --release
-    export S3LEASE_HTTP_FUNCTION="$function_dir/http_function.wasm"
+    export S3LEASE_HTTP_FUNCTION="$release_dir/http_function.wasm"
     export S3LEASE_WAC="$PWD/.tools/bin/wac"
     install_dynalite
 }

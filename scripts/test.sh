@@ -21,9 +21,10 @@ echo "test.sh: cargo test --workspace (builds, then runs ~450 tests; ~10 min aft
 cargo test --locked --workspace -- --nocapture
 
 # The WASI 0.3 build through the same host: the integration suite's core
-# cases, the semaphores and the DynamoDB store again, on it (wasip3.rs, in the run above, covers what only it
-# does: calls at the same time through one instance). --workspace: the
-# test build's features, so nothing compiles again.
+# cases, the semaphores and the DynamoDB store again, on it (wasip3.rs, in
+# the run above, covers what only it does: calls at the same time through
+# one instance). --workspace: the test build's features, so nothing
+# compiles again.
 echo "test.sh: the integration suite's core cases on the WASI 0.3 build (~2 min)"
 S3LEASE_COMPONENT="$S3LEASE_COMPONENT_P3" cargo test --locked --workspace --test integration -- \
     --nocapture lifecycle:: fencing:: elector:: lost_replies:: preflight:: request_counts:: \

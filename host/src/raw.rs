@@ -36,6 +36,36 @@ pub struct RawInstance {
     client: Option<ResourceAny>,
 }
 
+/// One call of the contract on either build, with the 0.2 build's
+/// (borrowed) arguments; the 0.3 build's calls take them owned.
+macro_rules! call {
+    ($self:ident, $resource:ident, $method:ident, $handle:expr $(, $arg:expr)*) => {{
+        let handle = $handle;
+        match &$self.calls {
+            Calls::Wasip2(api) => Ok(api.$resource().$method(&mut $self.store, handle $(, $arg)*)?),
+            Calls::Wasip3(api) => {
+                let api = api.$resource();
+                let result = in_tokio($self.store.run_concurrent(async |a| {
+                    api.$method(a, handle $(, ($arg).to_owned())*).await
+                }));
+                Ok(result??)
+            }
+        }
+    }};
+}
+
+/// One call of a plain (not `async`) func of the contract on either build:
+/// the 0.3 bindings still make it asynchronously on the store, outside
+/// `run_concurrent`.
+macro_rules! plain_call {
+    ($self:ident, $resource:ident, $method:ident $(, $arg:expr)*) => {{
+        match &$self.calls {
+            Calls::Wasip2(api) => Ok(api.$resource().$method(&mut $self.store $(, $arg)*)?),
+            Calls::Wasip3(api) => Ok(in_tokio(api.$resource().$method(&mut $self.store $(, $arg)*))?),
+        }
+    }};
+}
+
 impl RawInstance {
     pub(crate) fn new(store: Store<State>, calls: Calls) -> Self {
         RawInstance {
@@ -79,29 +109,8 @@ impl RawInstance {
     /// Another client in this instance, beside the one `open` made; the
     /// caller owns its handle (it lives as long as the instance).
     pub fn new_client(&mut self, config: &Config) -> Result<Result<ResourceAny, LeaseError>> {
-        Ok(match &self.calls {
-            Calls::Wasip2(api) => api.client().call_constructor(&mut self.store, config)?,
-            Calls::Wasip3(api) => in_tokio(api.client().call_constructor(&mut self.store, config))?,
-        })
+        plain_call!(self, client, call_constructor, config)
     }
-}
-
-/// One call of the contract on either build, with the 0.2 build's
-/// (borrowed) arguments; the 0.3 build's calls take them owned.
-macro_rules! call {
-    ($self:ident, $resource:ident, $method:ident, $handle:expr $(, $arg:expr)*) => {{
-        let handle = $handle;
-        match &$self.calls {
-            Calls::Wasip2(api) => Ok(api.$resource().$method(&mut $self.store, handle $(, $arg)*)?),
-            Calls::Wasip3(api) => {
-                let api = api.$resource();
-                let result = in_tokio($self.store.run_concurrent(async |a| {
-                    api.$method(a, handle $(, ($arg).to_owned())*).await
-                }));
-                Ok(result??)
-            }
-        }
-    }};
 }
 
 impl RawInstance {
@@ -133,18 +142,7 @@ impl RawInstance {
     /// Replaces the client's credentials; the next request signs with them.
     pub fn set_credentials(&mut self, credentials: &Credentials) -> Result<Result<(), LeaseError>> {
         let client = self.client()?;
-        match &self.calls {
-            Calls::Wasip2(api) => {
-                Ok(api
-                    .client()
-                    .call_set_credentials(&mut self.store, client, credentials)?)
-            }
-            Calls::Wasip3(api) => Ok(in_tokio(api.client().call_set_credentials(
-                &mut self.store,
-                client,
-                credentials,
-            ))?),
-        }
+        plain_call!(self, client, call_set_credentials, client, credentials)
     }
 
     pub fn try_acquire(
@@ -300,14 +298,7 @@ impl RawInstance {
     /// An elector on this instance's client (a resource handle).
     pub fn elector(&mut self, config: &ElectorConfig) -> Result<Result<ResourceAny, LeaseError>> {
         let client = self.client()?;
-        match &self.calls {
-            Calls::Wasip2(api) => Ok(api.client().call_elector(&mut self.store, client, config)?),
-            Calls::Wasip3(api) => Ok(in_tokio(api.client().call_elector(
-                &mut self.store,
-                client,
-                config,
-            ))?),
-        }
+        plain_call!(self, client, call_elector, client, config)
     }
 
     /// One step of `elector`: its role, events and when to step next.

@@ -48,26 +48,27 @@ pub struct Composed {
 pub fn composed(build: Build) -> &'static Composed {
     static WASIP2: OnceLock<Composed> = OnceLock::new();
     static WASIP3: OnceLock<Composed> = OnceLock::new();
-    let (cell, function, component, file) = match build {
-        Build::Wasip2 => (
-            &WASIP2,
-            tools::http_function as fn() -> PathBuf,
-            component_path as fn() -> PathBuf,
-            "counter-composed.wasm",
-        ),
-        Build::Wasip3 => (
-            &WASIP3,
-            tools::http_function_p3 as fn() -> PathBuf,
-            component_p3_path as fn() -> PathBuf,
-            "counter-composed-p3.wasm",
-        ),
+    let cell = match build {
+        Build::Wasip2 => &WASIP2,
+        Build::Wasip3 => &WASIP3,
     };
     cell.get_or_init(|| {
+        let (function, component, file) = match build {
+            Build::Wasip2 => (
+                tools::http_function(),
+                component_path(),
+                "counter-composed.wasm",
+            ),
+            Build::Wasip3 => (
+                tools::http_function_p3(),
+                component_p3_path(),
+                "counter-composed-p3.wasm",
+            ),
+        };
         let work_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("compose-test-{}", std::process::id()));
         std::fs::create_dir_all(&work_dir).expect("work dir");
         let path = work_dir.join(file);
-        let (function, component) = (function(), component());
         let bytes = compose::plug(&tools::wac(), &function, &component, &path);
         Composed {
             path,

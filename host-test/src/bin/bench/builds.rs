@@ -7,15 +7,20 @@ use super::boto3::OPERATIONS;
 use super::{per_operation_on, percentile};
 use anyhow::{Context, Result};
 use host_test::server::Endpoint;
-use s3_lease_host::{CompileCache, ComponentSource, InstanceOptions, Runtime, RuntimeOptions};
+use s3_lease_host::{
+    Build, CompileCache, ComponentSource, InstanceOptions, Runtime, RuntimeOptions,
+};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// setup.sh's two components (or `S3LEASE_COMPONENT` and `S3LEASE_COMPONENT_P3`).
 fn components() -> [(&'static str, PathBuf); 2] {
     [
-        ("WASI 0.2", host_test::instance::component_path()),
-        ("WASI 0.3", host_test::instance::component_p3_path()),
+        (Build::Wasip2.name(), host_test::instance::component_path()),
+        (
+            Build::Wasip3.name(),
+            host_test::instance::component_p3_path(),
+        ),
     ]
 }
 
