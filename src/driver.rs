@@ -142,23 +142,9 @@ async fn send_retrying_throttled(
     Ok(response)
 }
 
-/// First and largest pause between attempts of `acquire`.
-const BACKOFF_FIRST_MS: u64 = 25;
-const BACKOFF_MAX_MS: u64 = 2_000;
-
-/// The pause before attempt `attempt + 1`: exponential with jitter in the
-/// upper half, but no later than just after a holder's known expiry, so a
-/// waiter takes over promptly without everyone hammering the key at once.
-pub fn backoff_ms(attempt: u32, random: u64, until_expiry_ms: Option<u64>) -> u64 {
-    let cap = BACKOFF_FIRST_MS
-        .saturating_mul(1u64 << attempt.min(16))
-        .min(BACKOFF_MAX_MS);
-    let delay = cap / 2 + random % (cap / 2 + 1);
-    match until_expiry_ms {
-        Some(t) if t < delay => t + 1 + random % (BACKOFF_FIRST_MS + 1),
-        _ => delay,
-    }
-}
+/// The waiting schedule every waiter shares (the host's too).
+pub use s3_lease_keep::wait::{backoff_ms, fair_poll_ms};
+use s3_lease_keep::wait::{Missed, Wait};
 
 /// Attempts until granted or until `timeout_ms` has passed on the monotonic
 /// clock. Transient failures (transport, 5xx, 409) are retried within the
@@ -182,14 +168,6 @@ pub async fn acquire<C, I: Io>(
     acquire_slot(client, io, key, timeout_ms, 0, as_slot, async |_, _| {}).await
 }
 
-/// How often a fair waiter looks at the queue: a tenth of its ttl, within
-/// 50 ms ..= 1 s. Each look is one conditional GET (a 304 while nothing
-/// changed); the handover to the head of the queue waits at most this
-/// long after a holder releases.
-pub fn fair_poll_ms(ttl_ms: u64) -> u64 {
-    (ttl_ms / 10).clamp(50, 1_000)
-}
-
 /// `acquire` for a semaphore's slot: attempts until granted or until
 /// `timeout_ms` passed. A waiter in the queue looks every `poll_ms`; one
 /// without a place backs off as `acquire` does. On giving up (deadline or
@@ -204,77 +182,46 @@ pub async fn acquire_slot<C, I: Io>(
     mut try_once: impl AsyncFnMut(&mut C, &mut I) -> Result<SlotOutcome, Error>,
     mut leave: impl AsyncFnMut(&mut C, &mut I),
 ) -> Result<Lease, Error> {
-    let started = io.monotonic_ms();
+    let mut wait = Wait::new(io.monotonic_ms(), timeout_ms);
     let mut holder = None;
-    let mut attempt: u32 = 0;
     loop {
         let mut last_error = None;
-        let mut until_expiry = None;
-        let mut queued = false;
-        match try_once(client, io).await {
+        let missed = match try_once(client, io).await {
             Ok(SlotOutcome::Granted(lease)) => return Ok(lease),
             Ok(SlotOutcome::Queued { state, .. }) => {
-                queued = true;
                 holder = Some(state);
+                Missed::Queued
             }
             Ok(SlotOutcome::Full(seen)) => {
+                // On the clock that judges the expiry (the server's, for
+                // epoch-objects), never ours against theirs.
+                let expires_in_ms = seen.as_ref().map(|s| s.expires_in_ms);
                 if let Some(s) = seen {
-                    // On the clock that judges the expiry (the server's, for
-                    // epoch-objects), never ours against theirs.
-                    until_expiry = Some(s.expires_in_ms);
                     holder = Some(s);
                 }
+                Missed::Held { expires_in_ms }
             }
-            Ok(SlotOutcome::Rewritten(_) | SlotOutcome::Left) => {}
-            Err(e) if e.is_transient() => last_error = Some(e),
+            Ok(SlotOutcome::Rewritten(_) | SlotOutcome::Left) => Missed::Undecided,
+            Err(e) if e.is_transient() => {
+                last_error = Some(e);
+                Missed::Undecided
+            }
             Err(e) => {
                 leave(client, io).await;
                 return Err(e);
             }
-        }
-        let waited = io.monotonic_ms().saturating_sub(started);
-        if waited >= timeout_ms {
+        };
+        let now = io.monotonic_ms();
+        if wait.is_over(now) {
             leave(client, io).await;
             return Err(last_error.unwrap_or(Error::Timeout {
                 key: key.to_string(),
-                waited_ms: waited,
+                waited_ms: wait.waited_ms(now),
                 holder,
             }));
         }
         let random = io.random_u64();
-        let pause = if queued {
-            poll_ms
-        } else {
-            backoff_ms(attempt, random, until_expiry)
-        };
-        io.sleep_ms(pause.min(timeout_ms - waited)).await;
-        attempt = attempt.saturating_add(1);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_grows_with_jitter_and_caps() {
-        for attempt in 0..40 {
-            for random in [0, 1, 7, 999, u64::MAX] {
-                let d = backoff_ms(attempt, random, None);
-                let cap = (BACKOFF_FIRST_MS << attempt.min(16)).min(BACKOFF_MAX_MS);
-                assert!(
-                    d >= cap / 2 && d <= cap,
-                    "attempt {attempt}: {d} vs cap {cap}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn backoff_wakes_just_after_a_known_expiry() {
-        let d = backoff_ms(10, 3, Some(100));
-        assert!((101..=101 + BACKOFF_FIRST_MS).contains(&d), "{d}");
-        // A far expiry does not stretch the pause.
-        assert!(backoff_ms(0, 3, Some(60_000)) <= BACKOFF_FIRST_MS);
+        let pause = wait.pause_ms(missed, now, random, poll_ms);
+        io.sleep_ms(pause).await;
     }
 }

@@ -1,0 +1,26 @@
+//! What keeps a lock in a host, as state machines with `now` passed in.
+//!
+//! The component's core decides what to send; these decide, around it,
+//! what a host believes and when it acts: until when a held lease is
+//! surely held and when to renew it ([`guard`]), until when an elector
+//! leads whatever its step is doing ([`leadership`]), and when to fetch
+//! credentials again ([`refresh`]). None of them reads a clock, sleeps or
+//! sends: a driver does that, and only that. The host crate's drivers run
+//! them on real time (threads, tasks); the deterministic simulation
+//! (`s3_lease::testing::sim`) runs the same machines on virtual time, so
+//! what they promise is checked where it cannot be by waiting.
+//!
+//! Times are milliseconds: monotonic ones (on the driver's clock, whose
+//! origin is the driver's) for guards and leadership, wall-clock ones
+//! (since the Unix epoch) for credentials, whose expiry is a wall time.
+
+// No std: the component's own waiting (`wait`) runs on this crate too, and
+// the component links no std.
+#![cfg_attr(not(test), no_std)]
+
+extern crate alloc;
+
+pub mod guard;
+pub mod leadership;
+pub mod refresh;
+pub mod wait;
