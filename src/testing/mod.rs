@@ -3,6 +3,7 @@
 //! register.
 
 pub mod dynamodb_model;
+pub mod history;
 pub mod intercept;
 pub mod linearizability;
 pub mod model_io;
