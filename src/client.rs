@@ -7,7 +7,7 @@
 use crate::prelude::*;
 
 use crate::config::{check_credentials, ClientConfig, Strategy};
-use crate::driver::{self, Io};
+use crate::driver::{self, Io, Within};
 use crate::error::Error;
 use crate::expiry::{Judge, Observation};
 use crate::fenced::{self, Change, Fence, FencedGet, FencedObject, FencedWrite, Written};
@@ -278,12 +278,12 @@ impl ClientCore {
                     write_id,
                     self.hint(key),
                 );
-                let (outcome, cleanup) = driver::run(io, op).await?;
-                if !cleanup.is_empty() {
-                    // Best effort: a failed delete only leaves a longer listing.
-                    let _ = driver::run(io, Cleanup::new(cleanup)).await;
+                match driver::run(io, op).await? {
+                    (AcquireOutcome::Granted(lease), cleanup) => {
+                        self.clean_up_within(io, &lease, cleanup).await
+                    }
+                    (held, _) => held,
                 }
-                outcome
             }
         };
         let now_mono = io.monotonic_ms();
@@ -310,6 +310,32 @@ impl ClientCore {
             );
         }
         Ok(outcome)
+    }
+
+    /// Deletes the old epochs a grant made obsolete, then returns the
+    /// grant, unless it lapsed meanwhile. Its life left when the operation
+    /// returned (which had just checked it had not lapsed) is counted down
+    /// on the monotonic clock, and bounds the cleanup's requests: a cleanup
+    /// that hangs must not return a lease that lapsed while others may have
+    /// been granted newer ones.
+    async fn clean_up_within(
+        &mut self,
+        io: &mut impl Io,
+        lease: &Lease,
+        cleanup: Vec<String>,
+    ) -> AcquireOutcome {
+        let left_ms = lease.expires_at_ms.saturating_sub(io.now_ms());
+        let started = io.monotonic_ms();
+        if !cleanup.is_empty() {
+            let until_ms = Some(started.saturating_add(left_ms));
+            // Best effort: a failed delete only leaves a longer listing.
+            let _ = driver::run(&mut Within { io, until_ms }, Cleanup::new(cleanup)).await;
+        }
+        if io.monotonic_ms().saturating_sub(started) >= left_ms {
+            AcquireOutcome::Held(None)
+        } else {
+            AcquireOutcome::Granted(lease.clone())
+        }
     }
 
     /// Seals and checks the leases of the slots of a semaphore at

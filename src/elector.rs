@@ -158,6 +158,11 @@ impl Elector {
         &self.client.config
     }
 
+    /// The client it campaigns with (for fenced writes under its lease).
+    pub fn client(&self) -> &ClientCore {
+        &self.client
+    }
+
     /// Does what is due now (at most one attempt) and reports the role.
     pub async fn step(&mut self, io: &mut impl Io) -> Status {
         let now = io.monotonic_ms();

@@ -304,9 +304,12 @@ mod tests {
     }
 
     #[test]
-    fn a_tiny_ttl_never_overflows_or_claims_past_its_deadline() {
+    fn times_at_the_end_of_the_clock_never_overflow() {
         let mut g = Attempt::start(u64::MAX - 5).granted(Timing::for_ttl(1), u64::MAX - 5);
-        assert!(g.held_until(u64::MAX - 5).is_none_or(|u| u <= u64::MAX));
-        let _ = g.poll(u64::MAX);
+        assert_eq!(g.held_until(u64::MAX - 5), Some(u64::MAX - 4));
+        assert_eq!(g.poll(u64::MAX), Next::Ended(End::Expired));
+        let mut g = Attempt::start(u64::MAX - 5).granted(Timing::for_ttl(60_000), u64::MAX - 5);
+        assert_eq!(g.held_until(u64::MAX - 5), Some(u64::MAX));
+        assert_eq!(g.poll(u64::MAX), Next::Ended(End::Expired));
     }
 }

@@ -1,123 +1,131 @@
-//! The simulation as a test: at least 100,000 steps per run, over many
-//! seeds. `S3LEASE_SIM_SEED=<n>` replays one seed (with its step count
-//! from `S3LEASE_SIM_STEPS`, default below) and prints its report.
+//! The simulation as tests: many seeds on each store, with floors that
+//! show the faults and the adversaries really happened.
+//!
+//! - `S3LEASE_SIM_SEED=<n>` (or `S3LEASE_SIM_DYNAMODB_SEED=<n>`) replays
+//!   one seed and prints its setup and report;
+//! - `S3LEASE_SIM_TOTAL_STEPS=<n>` hunts longer, from
+//!   `S3LEASE_SIM_FIRST_SEED` (the floors below stay);
+//! - `S3LEASE_SIM_TRACE=<object key>` prints every request to one object.
 
 use super::*;
 
-const STEPS_PER_SEED: u64 = 8_000;
-const TOTAL_STEPS: u64 = 240_000;
+/// Events per seed: a seed runs two minutes of virtual time at most.
+const STEPS_PER_SEED: u64 = 40_000;
 
-#[test]
-fn the_core_keeps_its_invariants_under_faults_skew_and_forgery() {
-    if let Ok(seed) = std::env::var("S3LEASE_SIM_SEED") {
-        let seed: u64 = seed.parse().expect("S3LEASE_SIM_SEED is a number");
-        let steps = std::env::var("S3LEASE_SIM_STEPS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(STEPS_PER_SEED);
-        match Sim::new(seed).run(steps) {
-            Ok(report) => println!("seed {seed}: {report:#?}"),
-            Err(v) => panic!("seed {seed} (replay: S3LEASE_SIM_SEED={seed}): {v}"),
+fn env(name: &str) -> Option<u64> {
+    std::env::var(name)
+        .ok()
+        .map(|s| s.parse().unwrap_or_else(|_| panic!("{name} is a number")))
+}
+
+/// Runs the seeds (or replays one), failing with the seed to replay.
+fn hunt(dynamodb: bool, floor_steps: u64) -> Report {
+    let replay = if dynamodb {
+        "S3LEASE_SIM_DYNAMODB_SEED"
+    } else {
+        "S3LEASE_SIM_SEED"
+    };
+    if let Some(seed) = env(replay) {
+        let mut rng = Rng::new(seed ^ 0x5EED_5EED_5EED_5EED);
+        println!("seed {seed}: {:#?}", Setup::new(&mut rng, dynamodb));
+        let sim = if dynamodb {
+            Sim::on_dynamodb(seed)
+        } else {
+            Sim::new(seed)
+        };
+        let (report, result) = sim.run(env("S3LEASE_SIM_STEPS").unwrap_or(STEPS_PER_SEED));
+        println!("{report:#?}");
+        if let Err(v) = result {
+            panic!("seed {seed} ({replay}={seed}): {v}");
         }
-        return;
+        return report;
     }
-    let first = std::env::var("S3LEASE_SIM_FIRST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    // A longer hunt: `S3LEASE_SIM_TOTAL_STEPS=<n>` (the floors below stay).
-    let total = std::env::var("S3LEASE_SIM_TOTAL_STEPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(TOTAL_STEPS)
-        .max(TOTAL_STEPS);
+    let first = env("S3LEASE_SIM_FIRST_SEED").unwrap_or(0);
+    let total = env("S3LEASE_SIM_TOTAL_STEPS")
+        .unwrap_or(floor_steps)
+        .max(floor_steps);
     let started = std::time::Instant::now();
-    match run_seeds(first, STEPS_PER_SEED, total) {
+    match run_seeds(first, STEPS_PER_SEED, total, dynamodb) {
         Ok(report) => {
+            let seconds = started.elapsed().as_secs_f64();
             println!(
-                "simulation: {} steps in {:.1} s: {report:?}",
+                "simulation{}: {} seeds, {} steps in {seconds:.1} s ({:.0} steps/s, {:.1} seeds/s): {report:#?}",
+                if dynamodb { " on DynamoDB" } else { "" },
+                report.seeds,
                 report.steps,
-                started.elapsed().as_secs_f64()
+                report.steps as f64 / seconds,
+                report.seeds as f64 / seconds,
             );
-            // The faults and the adversaries really happened.
-            assert!(report.steps >= TOTAL_STEPS);
-            assert!(report.grants > 1_000, "{report:?}");
-            assert!(report.lost_replies > 100 && report.refused_connections > 100);
-            assert!(report.conflicts_injected > 100 && report.clock_jumps > 10);
-            assert!(report.forgeries_refused > 100 && report.superseded_refused > 10);
-            assert!(report.fenced_accepted > 100 && report.fenced_refused > 10);
-            assert!(report.seeds_with_short_lists > 3 && report.empty_list_pages > 100);
-            // Semaphores and fair queues under every clock, with their
-            // adversaries: the limit reached, waiters served and passed.
-            assert!(report.semaphore_keys_by_clock.iter().all(|&n| n > 10));
-            assert!(report.slot_grants > 1_000 && report.slot_renewals > 1_000);
-            assert!(report.plain_grants_on_semaphore_keys > 10);
-            // Each key's limit reached (m0: 3, m1: 2, m2: 1), never passed.
-            assert_eq!(report.max_slots_believed, [3, 2, 1], "{report:?}");
-            assert!(report.fair_grants_checked > 500 && report.fair_grants_from_queue > 200);
-            assert!(report.fair_passes > 10 && report.places_dropped_expired > 100);
-            assert!(report.slots_dropped_expired > 100 && report.places_left > 10);
-            assert!(report.slot_forgeries_refused > 100 && report.slot_superseded_refused > 50);
-            assert!(report.slot_released_refused > 50 && report.lapsed_rewritten > 10);
+            report
         }
-        Err((seed, v)) => panic!("seed {seed} (replay: S3LEASE_SIM_SEED={seed}): {v}"),
+        Err(failed) => {
+            let (seed, v, report) = *failed;
+            panic!("seed {seed} (replay: {replay}={seed}): {v}\n{report:#?}")
+        }
     }
 }
 
-/// Runs DynamoDB seeds from `first` until `total_steps` have run.
-fn run_dynamodb_seeds(
-    first: u64,
-    steps: u64,
-    total_steps: u64,
-) -> Result<Report, (u64, Violation)> {
-    let mut total = Report::default();
-    let mut seed = first;
-    while total.steps < total_steps {
-        let report = Sim::on_dynamodb(seed).run(steps).map_err(|v| (seed, v))?;
-        total += &report;
-        seed += 1;
-    }
-    Ok(total)
-}
-
-/// The same clients, semaphores and faults on the DynamoDB model, plus
-/// throttled calls and `TransactionConflictException`s.
-/// `S3LEASE_SIM_DYNAMODB_SEED=<n>` replays one seed;
-/// `S3LEASE_SIM_TOTAL_STEPS` runs a longer hunt here too.
 #[test]
-fn the_core_keeps_its_invariants_on_dynamodb() {
-    if let Ok(seed) = std::env::var("S3LEASE_SIM_DYNAMODB_SEED") {
-        let seed: u64 = seed.parse().expect("a number");
-        match Sim::on_dynamodb(seed).run(STEPS_PER_SEED) {
-            Ok(report) => println!("seed {seed}: {report:#?}"),
-            Err(v) => panic!("seed {seed} (replay: S3LEASE_SIM_DYNAMODB_SEED={seed}): {v}"),
-        }
+fn locks_leaders_and_semaphores_keep_their_guarantees_on_s3() {
+    let r = hunt(false, 1_200_000);
+    if env("S3LEASE_SIM_SEED").is_some() {
         return;
     }
-    const DYNAMODB_STEPS: u64 = 120_000;
-    let total = std::env::var("S3LEASE_SIM_TOTAL_STEPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(DYNAMODB_STEPS)
-        .max(DYNAMODB_STEPS);
-    let started = std::time::Instant::now();
-    match run_dynamodb_seeds(0, STEPS_PER_SEED, total) {
-        Ok(report) => {
-            println!(
-                "simulation on DynamoDB: {} steps in {:.1} s: {report:?}",
-                report.steps,
-                started.elapsed().as_secs_f64()
-            );
-            assert!(report.grants > 500, "{report:?}");
-            assert!(report.lost_replies > 50 && report.refused_connections > 50);
-            assert!(report.conflicts_injected > 50 && report.throttles_injected > 50);
-            assert!(report.forgeries_refused > 50 && report.superseded_refused > 5);
-            assert_eq!(report.fenced_accepted + report.fenced_refused, 0);
-            assert!(report.slot_grants > 500 && report.fair_grants_checked > 200);
-            assert_eq!(report.max_slots_believed, [3, 2, 1], "{report:?}");
-        }
-        Err((seed, v)) => {
-            panic!("seed {seed} (replay: S3LEASE_SIM_DYNAMODB_SEED={seed}): {v}")
-        }
+    // The faults really happened.
+    assert!(r.lost_replies > 100 && r.never_applied > 100, "{r:#?}");
+    assert!(r.timeouts_honoured > 100 && r.late_replies > 20, "{r:#?}");
+    assert!(r.applied_after_giving_up > 10 && r.hung > 50, "{r:#?}");
+    assert!(r.conflicts_injected > 100 && r.clock_jumps > 10, "{r:#?}");
+    assert!(r.crashes > 20 && r.pauses > 20 && r.degraded > 20, "{r:#?}");
+    assert!(
+        r.seeds_with_short_lists > 3 && r.empty_list_pages > 50,
+        "{r:#?}"
+    );
+    assert!(r.seeds_without_if_match > 3, "{r:#?}");
+    // Locks and leaders moved, and callers misbehaved.
+    assert!(
+        r.grants > 1_000 && r.renewals > 1_000 && r.releases > 200,
+        "{r:#?}"
+    );
+    assert!(
+        r.lost_taken + r.lost_expired > 50 && r.grants_never_held > 0,
+        "{r:#?}"
+    );
+    assert!(r.forgeries_refused > 100 && r.spent_refused > 50, "{r:#?}");
+    assert!(
+        r.retakes > 20 && r.lapsed_renewed > 5 && r.resigns > 5,
+        "{r:#?}"
+    );
+    assert!(r.fenced_accepted > 500 && r.fenced_refused > 20, "{r:#?}");
+    assert!(r.objects_checked > 50, "{r:#?}");
+    // Semaphores and fair queues: each key's limit reached, never passed;
+    // waiters served from the queue and passed while slots were free.
+    assert_eq!(r.max_slots_believed, [3, 2, 1], "{r:#?}");
+    assert!(r.slot_grants > 500 && r.places_taken > 100, "{r:#?}");
+    assert!(
+        r.fair_grants_checked > 200 && r.fair_grants_from_queue > 100,
+        "{r:#?}"
+    );
+    assert!(r.fair_passes > 5 && r.places_left > 10, "{r:#?}");
+    assert!(
+        r.slots_dropped_expired > 20 && r.places_dropped_expired > 20,
+        "{r:#?}"
+    );
+}
+
+#[test]
+fn locks_leaders_and_semaphores_keep_their_guarantees_on_dynamodb() {
+    let r = hunt(true, 600_000);
+    if env("S3LEASE_SIM_DYNAMODB_SEED").is_some() {
+        return;
     }
+    assert!(
+        r.throttles_injected > 50 && r.conflicts_injected > 50,
+        "{r:#?}"
+    );
+    assert!(r.grants > 500 && r.renewals > 500, "{r:#?}");
+    assert!(r.forgeries_refused > 50 && r.spent_refused > 20, "{r:#?}");
+    assert_eq!(r.fenced_accepted + r.fenced_refused, 0, "{r:#?}");
+    assert_eq!(r.max_slots_believed, [3, 2, 1], "{r:#?}");
+    assert!(r.slot_grants > 200 && r.fair_grants_checked > 100, "{r:#?}");
 }

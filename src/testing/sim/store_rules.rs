@@ -1,24 +1,15 @@
-//! What the simulation checks of semaphores and fair queues, on two sides.
-//!
-//! The clients' side (`believe`, `granted`): a holder believes it holds
-//! its slot from the acknowledgement of the write that granted or renewed
-//! it until that write's send time plus its ttl, on its own clock (the
-//! lease's `expires_at`), as the lock clients do; a release or a take-over
-//! by the same holder id ends it as it is sent. At no instant do more than
-//! `limit` tokens of a key stand believed. Tokens acknowledged on a key are
-//! unique; on a key of limit 1 they also rise in the order acknowledged.
-//! (Under a limit of N > 1 they cannot: N grants may be live at once, and
-//! their replies come back in any order. Those are counted, not refused.)
-//!
-//! The store's side (`applied`), on every write the store applies to a
-//! semaphore key, comparing the object before and after. An entry (a slot,
+//! The semaphore rules, judged on the store's side: on every write the
+//! store applies to a semaphore key, the object before and after. (What
+//! holders believe is judged by `testing::history`; this judges what
+//! every writer wrote.) An entry (a slot,
 //! a queue place, or a plain lock's record) is *alive* at an instant `T`
 //! while `T - sent <= ttl`, where `sent` is when the write that last
 //! (re)wrote it was sent: the lease rule itself, so an alive entry is one
 //! its owner may still count on. Every expiry clock keeps an alive entry
 //! live for any writer: `holder` compares the entry's `expires_at`
-//! (`sent + ttl` on the shared clock) with the writer's clock when it
-//! planned, before the write arrived; `server` needs the server's `Date`
+//! (`sent + ttl` on its writer's clock) with this writer's clock when it
+//! planned, before the write arrived, so clocks that differ by `d` shorten
+//! the window by `d` (the run's skew allowance, see `skew_ms`); `server` needs the server's `Date`
 //! past the entry's `Last-Modified` (at most 1 s before its arrival, which
 //! is after it was sent) plus ttl plus 2 s; `observed` needs the writer to
 //! have seen the entry unchanged for ttl plus slack, and it can first have
@@ -45,11 +36,13 @@
 //!   crashed, stopped polling, or its requests were too slow) may be
 //!   passed; it joins again at the back.
 
-use super::checks::{violation, Belief, Violation};
-use super::semaphores::{SemKey, SEMAPHORE_KEYS};
+use super::setup::{ActorKind, SemKey, Setup, PREFIX, SEMAPHORE_KEYS};
 use super::Report;
+use crate::expiry::ExpiryClock;
 use crate::lock_object::semaphore::{Entry, SemaphoreRecord};
 use crate::lock_object::LockRecord;
+use crate::s3::{Method, S3Request};
+use crate::testing::history::{violation, Violation};
 use crate::testing::s3_model::Object;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -65,23 +58,24 @@ fn place_id(e: &Entry) -> EntryId {
     (true, e.holder_id.clone(), 0)
 }
 
+/// When the write that last rewrote each stored entry of a key was sent.
 #[derive(Debug, Default)]
 struct KeyLog {
-    /// Tokens acknowledged as granted.
-    acked: BTreeSet<u64>,
-    /// The last acknowledgement: (time, token, client).
-    last_ack: Option<(u64, u64, usize)>,
-    beliefs: Vec<Belief>,
-    /// When the write that last rewrote each stored entry was sent.
     sent: BTreeMap<EntryId, u64>,
 }
 
-#[derive(Debug, Default)]
-pub struct SemaphoreHistory {
+#[derive(Debug)]
+pub struct StoreRules {
     keys: BTreeMap<&'static str, KeyLog>,
     /// The store keeps no write times (DynamoDB): entries of others are
     /// kept exactly, unstamped as they were.
-    pub without_write_times: bool,
+    without_write_times: bool,
+    /// Per semaphore key: how much sooner than `sent + ttl` a correct
+    /// writer may judge an entry expired. Under `holder`, the writers'
+    /// wall clocks differ by up to twice the skew the run allows (the rule
+    /// needs them in sync to within the margin holders keep); under the
+    /// other clocks, nothing.
+    skew_ms: [u64; 3],
 }
 
 /// A lock object as the checks see it: a semaphore, or a plain lock as a
@@ -129,96 +123,33 @@ fn view(key: &str, o: &Object) -> Result<View, Violation> {
     }
 }
 
-impl SemaphoreHistory {
-    /// A grant of `token` acknowledged at `at`, believed until `end`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn granted(
-        &mut self,
-        key: &SemKey,
-        client: usize,
-        token: u64,
-        at: u64,
-        end: u64,
-        report: &mut Report,
-    ) -> Result<(), Violation> {
-        let log = self.keys.entry(key.name).or_default();
-        if !log.acked.insert(token) {
-            return Err(violation(
-                "tokens unique per key",
-                format!(
-                    "{}: client {client} was granted token {token} at {at} ms, granted before",
-                    key.name
-                ),
-            ));
-        }
-        if let Some((when, last, by)) = log.last_ack {
-            if token < last {
-                if key.limit == 1 {
-                    return Err(violation(
-                        "tokens of a key of limit 1 rise in the order acknowledged",
-                        format!(
-                            "{}: client {client} was granted token {token} at {at} ms, after \
-                             client {by} was granted token {last} at {when} ms",
-                            key.name
-                        ),
-                    ));
-                }
-                report.slot_acks_out_of_order += 1;
+impl StoreRules {
+    pub fn new(setup: &Setup) -> Self {
+        let skew = |n: usize| {
+            let group = setup.semaphores[n];
+            if group.clock != ExpiryClock::Holder {
+                return 0;
             }
-        }
-        if log.last_ack.is_none_or(|(_, last, _)| token > last) {
-            log.last_ack = Some((at, token, client));
-        }
-        self.believe(key, client, token, at, end, report)
-    }
-
-    /// `client` believes it holds `token` from `start` (now) to `end`.
-    pub fn believe(
-        &mut self,
-        key: &SemKey,
-        client: usize,
-        token: u64,
-        start: u64,
-        end: u64,
-        report: &mut Report,
-    ) -> Result<(), Violation> {
-        let log = self.keys.entry(key.name).or_default();
-        // Every belief starts when it is recorded, so none recorded later
-        // starts before `start`: one that ended by then overlaps nothing
-        // more, and the most held at once within the new one is at its start.
-        log.beliefs.retain(|b| b.end > start);
-        let new = Belief {
-            client,
-            token,
-            start,
-            end,
+            // Two wall clocks each off by up to the skew, and monotonic
+            // rates off by up to 200 ppm each over a ttl.
+            2 * setup.max_skew_ms(ActorKind::Slots(n)) + group.ttl_ms / 2_000 + 1
         };
-        let others: Vec<&Belief> = log.beliefs.iter().filter(|b| b.token != token).collect();
-        let tokens: BTreeSet<u64> = others.iter().map(|b| b.token).collect();
-        let held = tokens.len() as u64 + u64::from(start < end);
-        if let Some(i) = SEMAPHORE_KEYS.iter().position(|k| k.name == key.name) {
-            report.max_slots_believed[i] = report.max_slots_believed[i].max(held);
+        StoreRules {
+            keys: BTreeMap::new(),
+            without_write_times: setup.dynamodb,
+            skew_ms: [skew(0), skew(1), skew(2)],
         }
-        if held > u64::from(key.limit) {
-            return Err(violation(
-                "never more than the limit of a key's slots believed held at once",
-                format!(
-                    "{} (limit {}): {new:?} while {others:?} (times in ms of sim time)",
-                    key.name, key.limit
-                ),
-            ));
-        }
-        log.beliefs.push(new);
-        Ok(())
     }
 
-    /// The belief in `token` ends at `at` (released, or taken over).
-    pub fn stop(&mut self, key: &SemKey, token: u64, at: u64) {
-        if let Some(log) = self.keys.get_mut(key.name) {
-            for b in log.beliefs.iter_mut().filter(|b| b.token == token) {
-                b.end = b.end.min(at.max(b.start));
-            }
-        }
+    /// The semaphore key whose lock object `object_key` is.
+    fn key(object_key: &str) -> Option<&'static SemKey> {
+        let name = object_key.strip_prefix(PREFIX)?;
+        SEMAPHORE_KEYS.iter().find(|k| k.name == name)
+    }
+
+    /// Whether `request` writes a semaphore key's object.
+    pub fn watches(&self, request: &S3Request) -> bool {
+        request.method == Method::Put && Self::key(&request.object_key).is_some()
     }
 
     /// The store applied a write of `writer` (a holder id), sent at `sent`,
@@ -227,7 +158,7 @@ impl SemaphoreHistory {
     #[allow(clippy::too_many_arguments)]
     pub fn applied(
         &mut self,
-        key: &SemKey,
+        object_key: &str,
         writer: &str,
         before: Option<&Object>,
         after: &Object,
@@ -235,7 +166,14 @@ impl SemaphoreHistory {
         at: u64,
         report: &mut Report,
     ) -> Result<(), Violation> {
+        let Some(key) = Self::key(object_key) else {
+            return Ok(());
+        };
         let name = key.name;
+        let skew = SEMAPHORE_KEYS
+            .iter()
+            .position(|k| k.name == name)
+            .map_or(0, |n| self.skew_ms[n]);
         let without_write_times = self.without_write_times;
         let fail = |invariant: &'static str, detail: String| {
             Err(violation(
@@ -255,7 +193,7 @@ impl SemaphoreHistory {
                     format!("{name}: stored entry {id:?} of no write seen"),
                 ));
             };
-            Ok(at.saturating_sub(sent) <= ttl)
+            Ok(at.saturating_sub(sent) <= ttl.saturating_sub(skew))
         };
         if new.limit.is_some_and(|l| l != key.limit) {
             return fail("a semaphore keeps its limit", format!("{:?}", new.limit));
