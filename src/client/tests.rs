@@ -5,7 +5,7 @@
 use super::*;
 use crate::expiry::ExpiryClock;
 use crate::ready::Ready;
-use crate::s3::Method;
+use crate::s3::{Method, S3Request, S3Response};
 use crate::testing::intercept::Intercept;
 use crate::testing::model_io::ModelIo;
 use crate::testing::raw_config;
@@ -531,4 +531,65 @@ fn set_credentials_signs_the_next_request_with_them_and_keeps_leases() {
         assert_eq!(c.config.credentials.access_key_id, "AKID2");
         c.rewrite(&mut io, renewed, true).ready().unwrap();
     }
+}
+
+/// An `Io` over the model whose DELETEs take `delete_ms` each, and which
+/// counts the bound each one was sent with.
+struct SlowDeletes {
+    io: ModelIo,
+    delete_ms: u64,
+    bounds: Vec<Option<u32>>,
+}
+
+impl Io for SlowDeletes {
+    async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
+        if request.method == Method::Delete {
+            self.bounds.push(request.within_ms);
+            self.io.advance(self.delete_ms);
+        }
+        self.io.send(request).await
+    }
+    fn now_ms(&mut self) -> u64 {
+        self.io.now_ms()
+    }
+    fn monotonic_ms(&mut self) -> u64 {
+        self.io.monotonic_ms()
+    }
+    async fn sleep_ms(&mut self, ms: u64) {
+        self.io.sleep_ms(ms).await;
+    }
+    fn random_u64(&mut self) -> u64 {
+        self.io.random_u64()
+    }
+}
+
+/// epoch-objects deletes the epochs a grant made obsolete before it
+/// returns the grant. A cleanup that hung past the grant's ttl returned a
+/// lease that had lapsed meanwhile, after others could have been granted
+/// newer tokens (the simulation found it): the cleanup's requests are
+/// bounded by the grant's life, and a grant that lapsed is not returned.
+#[test]
+fn an_epoch_grant_that_lapses_while_old_epochs_are_cleaned_up_is_not_returned() {
+    let mut c = core(Strategy::EpochObjects, ExpiryClock::Server);
+    let mut io = SlowDeletes {
+        io: io(),
+        delete_ms: 0,
+        bounds: Vec::new(),
+    };
+    // Epochs 1 and 2, released: the next grant cleans up the old ones.
+    for holder in ["a", "b"] {
+        let lease = match c.try_acquire(&mut io, "k", &grant(holder)).ready().unwrap() {
+            AcquireOutcome::Granted(l) => l,
+            other => panic!("{other:?}"),
+        };
+        c.rewrite(&mut io, lease, true).ready().unwrap();
+    }
+    io.delete_ms = 11_000;
+    let outcome = c.try_acquire(&mut io, "k", &grant("c")).ready().unwrap();
+    assert_eq!(outcome, AcquireOutcome::Held(None));
+    assert!(
+        io.bounds.iter().all(|b| b.is_some_and(|ms| ms <= 10_000)),
+        "{:?}",
+        io.bounds
+    );
 }
