@@ -607,3 +607,4 @@ fn a_grant_lost_twice_is_taken_over_on_the_next_attempt_not_requeued() {
 }
 
 mod on_epoch_objects;
+mod room_to_renew;
