@@ -31,7 +31,9 @@ pub enum Capability {
     ClockOffset,
     /// DynamoDB: the table exists, keyed by one string partition key `key`.
     TableKeySchema,
-    /// DynamoDB: TTL is enabled on `lease_expiry`. Informational.
+    /// DynamoDB: the table's TTL cannot sweep a lock item (it is not on
+    /// `token`, the one number they carry). Off, or on any other
+    /// attribute, passes.
     TtlAttribute,
 }
 

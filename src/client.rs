@@ -379,12 +379,24 @@ impl ClientCore {
         holder_id: &str,
     ) -> Result<(), Error> {
         let object_key = self.object_key(key)?;
+        self.check_slots()?;
         let wish = Wish::Leave {
             holder_id: holder_id.to_string(),
         };
         self.run_semaphore(io, key, object_key, wish)
             .await
             .map(|_| ())
+    }
+
+    /// A semaphore's holders and queue: `inspect`, for a slot call.
+    pub async fn inspect_slots(
+        &mut self,
+        io: &mut impl Io,
+        key: &str,
+    ) -> Result<Option<LockState>, Error> {
+        self.object_key(key)?;
+        self.check_slots()?;
+        self.inspect(io, key).await
     }
 
     /// Attempts until a slot is granted or `timeout_ms` passed; a fair
@@ -420,7 +432,9 @@ impl ClientCore {
         .await
     }
 
-    fn check_semaphore(&self, limit: u32) -> Result<(), Error> {
+    /// Every slot call's first check, before any request: semaphores
+    /// live in one object changed by compare-and-swap.
+    fn check_slots(&self) -> Result<(), Error> {
         if self.config.strategy != Strategy::SingleObject {
             return Err(Error::InvalidArgument(
                 "semaphores and fair waiting need the single-object strategy (one object \
@@ -428,6 +442,11 @@ impl ClientCore {
                     .into(),
             ));
         }
+        Ok(())
+    }
+
+    fn check_semaphore(&self, limit: u32) -> Result<(), Error> {
+        self.check_slots()?;
         if !(1..=MAX_LIMIT).contains(&limit) {
             return Err(Error::InvalidArgument(format!(
                 "limit {limit} must be 1 ..= {MAX_LIMIT}"

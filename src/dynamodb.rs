@@ -20,10 +20,11 @@
 //! the item, release keeps the item (so tokens never restart), a write
 //! whose reply was lost is recognised by its write id.
 //!
-//! The item keeps seed 003's fields (`key`, `lease_version`, `lease_expiry`
-//! in seconds, the table's TTL attribute) and adds `token`, `holder` and
-//! `lease_body`, the lock object itself (see `item`). Expiry is judged by
-//! the client's expiry clock on the record, never by the TTL sweeper.
+//! The item keeps seed 003's `key` and `lease_version` and adds `token`,
+//! `holder` and `lease_body`, the lock object itself (see `item`). It
+//! never carries seed 003's `lease_expiry`, the table's TTL attribute, so
+//! no TTL sweep deletes it and its token counter. Expiry is judged by the
+//! client's expiry clock on the record, never by the TTL sweeper.
 
 use crate::prelude::*;
 
@@ -33,7 +34,7 @@ mod reply;
 #[cfg(test)]
 mod tests;
 
-pub use item::{decode_item, encode_item, version_of, SWEEP_AFTER_S};
+pub use item::{decode_item, encode_item, version_of, BODY_ATTRIBUTE, HOLDER_ATTRIBUTE};
 pub use reply::read_reply;
 
 use crate::config::ClientConfig;
@@ -51,8 +52,12 @@ pub const TARGET_HEADER: &str = "x-amz-target";
 pub const KEY_ATTRIBUTE: &str = "key";
 /// The item's version: the ETag of the S3 translation.
 pub const VERSION_ATTRIBUTE: &str = "lease_version";
-/// Seconds since the epoch: the table's TTL attribute.
+/// Seconds since the epoch: seed 003's TTL attribute. Our items never
+/// carry it (see `item`).
 pub const EXPIRY_ATTRIBUTE: &str = "lease_expiry";
+/// The fencing token, a number: the one attribute of ours a TTL on it
+/// would act on.
+pub const TOKEN_ATTRIBUTE: &str = "token";
 
 /// A raw DynamoDB call, e.g. `call("DescribeTable", json!({...}))`.
 pub fn call(operation: &str, body: &Value, max_response_bytes: usize) -> S3Request {

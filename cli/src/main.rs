@@ -67,7 +67,7 @@ struct Cli {
     #[arg(long, value_enum, env = "S3LEASE_STORE", global = true)]
     store: Option<StoreArg>,
     /// The DynamoDB table of `--store dynamodb`: partition key `key`
-    /// (string), TTL on `lease_expiry` (optional).
+    /// (string). Its TTL never removes a lock item (not on `token`).
     #[arg(long, env = "S3LEASE_TABLE", global = true)]
     table: Option<String>,
     /// Prefix of every lock object (e.g. `locks/`).

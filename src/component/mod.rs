@@ -193,7 +193,7 @@ impl Client {
         &self,
         key: String,
     ) -> Result<Option<wit::SemaphoreState>, wit::Error> {
-        self.run(async |core, io| core.inspect(io, &key).await)
+        self.run(async |core, io| core.inspect_slots(io, &key).await)
             .await
             .map(|s| s.and_then(to_wit_semaphore))
     }

@@ -3,11 +3,13 @@
 //! Written by us: `key` (S), `lease_version` (S, a hash of the body, so a
 //! reply need not carry it back), `lease_body` (S, the lock object's JSON,
 //! byte for byte what an S3 store would hold), and for people and other
-//! tools `token` (N) and `holder` (S). `lease_expiry` (N, seconds) is set
-//! only while a lease is unreleased: its expiry plus `SWEEP_AFTER_S`, so a
-//! table's TTL removes an item only once it has been dead for a month. A
-//! released item, or a semaphore, has none and is never swept: the token
-//! counter it holds must outlive every grant it made.
+//! tools `token` (N) and `holder` (S). Never `lease_expiry`, the table's
+//! TTL attribute: the item holds the key's token counter, which must
+//! outlive every grant it made, so no sweep may delete it. A TTL deletes
+//! only items that carry its attribute as a number, and ours carry none
+//! (`token` is the one number, and the preflight refuses a table whose TTL
+//! is on it). A holder whose clock is slow, or a key idle for years, keeps
+//! its item and so its counter.
 //!
 //! Written by a seed-003 client: `key`, `lease_version` (a random id),
 //! `lease_expiry` (its wall clock plus its ttl). Read as a lock with no
@@ -16,7 +18,7 @@
 
 use crate::prelude::*;
 
-use super::{EXPIRY_ATTRIBUTE, KEY_ATTRIBUTE, VERSION_ATTRIBUTE};
+use super::{EXPIRY_ATTRIBUTE, KEY_ATTRIBUTE, TOKEN_ATTRIBUTE, VERSION_ATTRIBUTE};
 use crate::lock_object::semaphore::SemaphoreRecord;
 use crate::lock_object::LockRecord;
 use crate::sigv4;
@@ -24,12 +26,7 @@ use serde_json::{json, Map, Value};
 
 /// The lock object as stored in the item.
 pub const BODY_ATTRIBUTE: &str = "lease_body";
-const TOKEN_ATTRIBUTE: &str = "token";
-const HOLDER_ATTRIBUTE: &str = "holder";
-
-/// How long after its expiry an unreleased lease's item may be swept by
-/// the table's TTL: 30 days.
-pub const SWEEP_AFTER_S: u64 = 30 * 24 * 3600;
+pub const HOLDER_ATTRIBUTE: &str = "holder";
 
 /// An item's version for a body: the first 128 bits of its SHA-256, in
 /// hex. Equal bodies are equal records (each carries its write id and
@@ -57,13 +54,6 @@ pub fn encode_item(object_key: &str, body: &[u8]) -> Value {
         );
         if !record.holder_id.is_empty() {
             item.insert(HOLDER_ATTRIBUTE.into(), json!({ "S": record.holder_id }));
-        }
-        if record.expires_at_ms != 0 {
-            let expiry_s = record.expires_at_ms.div_ceil(1000);
-            item.insert(
-                EXPIRY_ATTRIBUTE.into(),
-                json!({ "N": expiry_s.saturating_add(SWEEP_AFTER_S).to_string() }),
-            );
         }
     }
     Value::Object(item)

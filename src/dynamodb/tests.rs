@@ -102,7 +102,7 @@ fn each_call_costs_what_the_wit_says() {
 }
 
 #[test]
-fn the_item_keeps_seed_003s_fields_and_a_released_one_is_never_swept() {
+fn the_item_keeps_seed_003s_key_and_version_and_never_a_ttl_attribute() {
     let mut c = client();
     let mut io = DynamoIo::new("locks", START_MS);
     let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
@@ -114,8 +114,9 @@ fn the_item_keeps_seed_003s_fields_and_a_released_one_is_never_swept() {
     assert_eq!(item["lease_version"]["S"].as_str().unwrap(), lease.etag);
     assert_eq!(item["token"]["N"], "1");
     assert_eq!(item["holder"]["S"], "a");
-    let expiry: u64 = item["lease_expiry"]["N"].as_str().unwrap().parse().unwrap();
-    assert_eq!(expiry, lease.expires_at_ms.div_ceil(1000) + SWEEP_AFTER_S);
+    assert!(item.get("lease_expiry").is_none(), "{item:?}");
+    let lease = c.rewrite(&mut io, lease, false).ready().unwrap();
+    assert!(io.table.items["locks/k"].get("lease_expiry").is_none());
     c.rewrite(&mut io, lease, true).ready().unwrap();
     let item = io.table.items.get("locks/k").unwrap();
     assert!(item.get("lease_expiry").is_none(), "{item:?}");
@@ -360,19 +361,47 @@ fn the_preflight_checks_the_table_then_its_conditions() {
     let calls = std::mem::take(&mut io.table.calls);
     assert_eq!(&calls[..2], ["DescribeTable", "DescribeTimeToLive"]);
 
-    // A table keyed otherwise fails the preflight, and the option refuses.
-    io.table.ttl_attribute = None;
-    let mut other = DynamoIo::new("locks", START_MS);
-    other.table.ttl_attribute = Some("expires".into());
-    let report = client().preflight(&mut other).ready().unwrap();
-    let ttl = report
-        .results
-        .iter()
-        .find(|r| r.capability == Capability::TtlAttribute)
-        .unwrap();
-    assert_eq!(ttl.verdict, Verdict::Fail);
-    assert!(ttl.detail.contains("\"expires\""), "{}", ttl.detail);
-    assert!(report.config_safe, "TTL is informational");
+    // Our items carry no TTL attribute: TTL off or anywhere else passes,
+    // on `token` (the one number they carry) it fails and is unsafe.
+    for (attribute, passes) in [
+        (None, true),
+        (Some("expires"), true),
+        (Some("holder"), true),
+        (Some("token"), false),
+    ] {
+        let mut other = DynamoIo::new("locks", START_MS);
+        other.table.ttl_attribute = attribute.map(str::to_string);
+        let report = client().preflight(&mut other).ready().unwrap();
+        let ttl = report
+            .results
+            .iter()
+            .find(|r| r.capability == Capability::TtlAttribute)
+            .unwrap();
+        let want = if passes { Verdict::Pass } else { Verdict::Fail };
+        assert_eq!(ttl.verdict, want, "{attribute:?}: {}", ttl.detail);
+        if let Some(a) = attribute {
+            assert!(ttl.detail.contains(a), "{}", ttl.detail);
+        }
+        assert_eq!(report.config_safe, passes, "{attribute:?}");
+        assert_eq!(
+            report.gate(Strategy::SingleObject, ExpiryClock::Observed)
+                == crate::preflight::Gate::Open,
+            passes
+        );
+    }
+    // Not knowing where the TTL is blocks nothing.
+    let mut refused = DynamoIo::new("locks", START_MS);
+    refused.table.ttl_attribute = Some("token".into());
+    let mut report = client().preflight(&mut refused).ready().unwrap();
+    for r in &mut report.results {
+        if r.capability == Capability::TtlAttribute {
+            r.verdict = Verdict::Unknown;
+        }
+    }
+    assert_eq!(
+        report.gate(Strategy::SingleObject, ExpiryClock::Observed),
+        crate::preflight::Gate::Open
+    );
 
     // A missing table is an error, not a report.
     io.client_table = "nope".into();
@@ -483,3 +512,5 @@ fn a_server_cannot_call_an_item_unreadable_with_the_translations_own_header() {
     let s3 = crate::wire::read_reply(&s3_config, &req, reply);
     assert_eq!(s3.header(crate::s3::UNREADABLE_HEADER), None);
 }
+
+mod sweeper;

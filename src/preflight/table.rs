@@ -1,11 +1,14 @@
 //! The DynamoDB table checks that run before the condition probes on a
 //! DynamoDB store: DescribeTable (the key schema the lock items need) and
-//! DescribeTimeToLive (whether dead leases' items are swept).
+//! DescribeTimeToLive (that the table's TTL cannot sweep a lock item).
 
 use crate::prelude::*;
 
 use super::{Capability, CapabilityResult, Verdict};
-use crate::dynamodb::{self, EXPIRY_ATTRIBUTE, KEY_ATTRIBUTE};
+use crate::dynamodb::{
+    self, BODY_ATTRIBUTE, EXPIRY_ATTRIBUTE, HOLDER_ATTRIBUTE, KEY_ATTRIBUTE, TOKEN_ATTRIBUTE,
+    VERSION_ATTRIBUTE,
+};
 use crate::s3::{S3Request, S3Response};
 use serde_json::{json, Value};
 
@@ -127,7 +130,10 @@ pub(super) fn key_schema(r: Option<&S3Response>, failure: Option<&str>) -> Capab
     }
 }
 
-/// TTL on `lease_expiry`, from a DescribeTimeToLive reply.
+/// Where the table's TTL is, from a DescribeTimeToLive reply. Our items
+/// never carry `lease_expiry` (see `dynamodb::item`), so a TTL sweeps
+/// none of them, wherever it is, unless it is on `token`, the one number
+/// they carry: that fails, and closes the gate (`verdict`).
 pub(super) fn ttl(r: Option<&S3Response>, failure: Option<&str>) -> CapabilityResult {
     let c = Capability::TtlAttribute;
     let Some(reply) = r else {
@@ -158,25 +164,47 @@ pub(super) fn ttl(r: Option<&S3Response>, failure: Option<&str>) -> CapabilityRe
     };
     let status = field("TimeToLiveStatus").unwrap_or_else(|| "DISABLED".into());
     let attribute = field("AttributeName");
-    let enabled = status == "ENABLED" || status == "ENABLING";
-    match attribute.as_deref() {
-        Some(EXPIRY_ATTRIBUTE) if enabled => result(
-            c,
+    // ENABLING and DISABLING may sweep too.
+    let sweeps = status != "DISABLED";
+    let (verdict, detail) = match attribute.as_deref() {
+        Some(TOKEN_ATTRIBUTE) if sweeps => (
+            Verdict::Fail,
+            format!(
+                "TTL is {status} on token, the number each lock item keeps its fencing token \
+                 in: a sweep could delete an item and its key's counter, and the key's tokens \
+                 would start again. Put TTL on lease_expiry (for seed-003 clients' items) or \
+                 turn it off"
+            ),
+        ),
+        Some(name) if sweeps => {
+            let ours = [
+                KEY_ATTRIBUTE,
+                VERSION_ATTRIBUTE,
+                BODY_ATTRIBUTE,
+                HOLDER_ATTRIBUTE,
+            ];
+            let why = if ours.contains(&name) {
+                "which s3-lease's items carry only as a string, and a TTL ignores strings"
+            } else if name == EXPIRY_ATTRIBUTE {
+                "which s3-lease's items never carry (it sweeps seed-003 clients' expired items)"
+            } else {
+                "which s3-lease's items never carry"
+            };
+            (
+                Verdict::Pass,
+                format!(
+                    "TTL is {status} on {name:?}, {why}: it never sweeps a lock item, so no \
+                     key's token counter is lost"
+                ),
+            )
+        }
+        _ => (
             Verdict::Pass,
-            r,
-            format!("TTL is {status} on lease_expiry: an item is swept 30 days after its lease expired unreleased (released items have no lease_expiry and stay)"),
+            format!(
+                "TTL is {status}: nothing is swept. s3-lease's items carry no TTL attribute \
+                 in any case, and stay with their token counters"
+            ),
         ),
-        Some(other) if enabled => result(
-            c,
-            Verdict::Fail,
-            r,
-            format!("TTL is on {other:?}, not lease_expiry: items of dead leases stay (harmless; they cost storage)"),
-        ),
-        _ => result(
-            c,
-            Verdict::Fail,
-            r,
-            format!("TTL is {status}: items of dead leases stay (harmless; they cost storage). Enable it on lease_expiry to sweep them"),
-        ),
-    }
+    };
+    result(c, verdict, r, detail)
 }

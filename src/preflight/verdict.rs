@@ -44,6 +44,14 @@ fn needed_by_strategy(c: Capability, s: Strategy) -> bool {
     }
 }
 
+/// Blocks every strategy when it failed, but not when it is unknown: a
+/// DynamoDB table's TTL on `token` could sweep a lock item and its
+/// counter, while a DescribeTimeToLive that is refused (a narrower IAM
+/// policy) says nothing against the table.
+fn needed_unless_unknown(c: Capability) -> bool {
+    c == Capability::TtlAttribute
+}
+
 fn needed_by_clock(c: Capability, clock: ExpiryClock) -> bool {
     match c {
         Capability::ServerDates => clock == ExpiryClock::Server,
@@ -53,7 +61,9 @@ fn needed_by_clock(c: Capability, clock: ExpiryClock) -> bool {
 }
 
 fn blocks_strategy(r: &CapabilityResult, s: Strategy) -> bool {
-    r.silent || (r.verdict != Verdict::Pass && needed_by_strategy(r.capability, s))
+    r.silent
+        || (r.verdict != Verdict::Pass && needed_by_strategy(r.capability, s))
+        || (r.verdict == Verdict::Fail && needed_unless_unknown(r.capability))
 }
 
 fn blocks_clock(r: &CapabilityResult, clock: ExpiryClock) -> bool {

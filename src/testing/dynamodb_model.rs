@@ -3,7 +3,8 @@
 //! consistent read is), PutItem, UpdateItem and DeleteItem with the
 //! condition expressions lock clients send (`attribute_not_exists`,
 //! `attribute_exists`, `a = :v`, `AND`), `ConditionalCheckFailedException`
-//! on a failed one, DescribeTable and DescribeTimeToLive. Errors come as
+//! on a failed one, DescribeTable and DescribeTimeToLive, and the TTL
+//! sweeper (`sweep`, or before every call with `sweeper`). Errors come as
 //! DynamoDB sends them: JSON with `__type`, the request id in
 //! `x-amzn-RequestId`. Each call is applied whole, one at a time.
 //!
@@ -23,6 +24,10 @@ pub struct DynamoModel {
     pub items: BTreeMap<String, Item>,
     /// The attribute the table's TTL is enabled on, if any.
     pub ttl_attribute: Option<String>,
+    /// The TTL sweeper runs before every call: DynamoDB may delete an
+    /// item at any time once its TTL has passed, and the earliest is the
+    /// harshest test.
+    pub sweeper: bool,
     /// The partition key's name: `key`, unless a test builds a table the
     /// locks cannot use.
     pub key_attribute: String,
@@ -43,6 +48,7 @@ impl DynamoModel {
             table: table.to_string(),
             items: BTreeMap::new(),
             ttl_attribute: Some(dynamodb::EXPIRY_ATTRIBUTE.to_string()),
+            sweeper: false,
             key_attribute: KEY_ATTRIBUTE.to_string(),
             now_ms,
             throttle_next: 0,
@@ -54,6 +60,36 @@ impl DynamoModel {
 
     pub fn advance(&mut self, ms: u64) {
         self.now_ms = self.now_ms.saturating_add(ms);
+    }
+
+    /// DynamoDB's TTL sweeper: deletes every item whose TTL attribute, a
+    /// number of seconds since 1970, is below the table's clock. DynamoDB
+    /// ignores an attribute of another type, and so does the model; it
+    /// also skips times more than five years past, which the model sweeps
+    /// too (sweeping more is the harsher test). Returns the keys swept.
+    pub fn sweep(&mut self) -> Vec<String> {
+        let Some(attribute) = self.ttl_attribute.clone() else {
+            return Vec::new();
+        };
+        let now_s = self.now_ms / 1000;
+        let expired = |item: &Item| {
+            item.get(&attribute)
+                .and_then(|v| v.get("N"))
+                .and_then(Value::as_str)
+                .and_then(|n| n.split('.').next())
+                .and_then(|whole| whole.parse::<u64>().ok())
+                .is_some_and(|at_s| at_s < now_s)
+        };
+        let swept: Vec<String> = self
+            .items
+            .iter()
+            .filter(|(_, item)| expired(item))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in &swept {
+            self.items.remove(key);
+        }
+        swept
     }
 
     /// A protocol request of a client of this table, translated, applied,
@@ -77,6 +113,9 @@ impl DynamoModel {
 
     /// One DynamoDB call, as the HTTP reply DynamoDB would send.
     pub fn call(&mut self, operation: &str, body: &[u8]) -> S3Response {
+        if self.sweeper {
+            self.sweep();
+        }
         self.calls.push(operation.to_string());
         let request_id = format!("MODEL{:010}", self.next_request_id);
         self.next_request_id += 1;
@@ -285,6 +324,8 @@ fn apply_set(item: &mut Item, input: &Item) -> Result<(), Refusal> {
 /// wall clock the model's.
 pub struct DynamoIo {
     pub table: DynamoModel,
+    /// This client's wall clock is `table.now_ms + clock_offset_ms`: skew.
+    pub clock_offset_ms: i64,
     /// The table the client names in its calls.
     pub client_table: String,
     pub monotonic_ms: u64,
@@ -299,6 +340,7 @@ impl DynamoIo {
     pub fn new(table: &str, now_ms: u64) -> Self {
         DynamoIo {
             table: DynamoModel::new(table, now_ms),
+            clock_offset_ms: 0,
             client_table: table.to_string(),
             monotonic_ms: 0,
             requests: Vec::new(),
@@ -329,7 +371,8 @@ impl crate::driver::Io for DynamoIo {
         Ok(reply)
     }
     fn now_ms(&mut self) -> u64 {
-        self.table.now_ms
+        let now = i128::from(self.table.now_ms) + i128::from(self.clock_offset_ms);
+        u64::try_from(now.max(0)).unwrap_or(u64::MAX)
     }
     fn monotonic_ms(&mut self) -> u64 {
         self.monotonic_ms

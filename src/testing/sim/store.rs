@@ -73,6 +73,9 @@ impl SimStore {
     }
 
     pub fn new_dynamodb(now_ms: u64) -> SimStore {
-        SimStore::DynamoDb(DynamoModel::new(TABLE, now_ms))
+        let mut table = DynamoModel::new(TABLE, now_ms);
+        // TTL on, swept as early as DynamoDB may: no lock item may go.
+        table.sweeper = true;
+        SimStore::DynamoDb(table)
     }
 }

@@ -9,6 +9,7 @@
 
 mod op;
 mod plan;
+mod room;
 
 pub use op::{Finished, SemaphoreOp, SlotOutcome, MAX_SEMAPHORE_ATTEMPTS};
 pub use plan::Wish;

@@ -10,6 +10,8 @@
 //!   live waiter (from 0) may take a slot only while more than k are free;
 //!   a caller not in the queue (not fair, or new) only beyond all of them.
 //! - The counter only rises: every grant takes `token + 1`, slot or plain.
+//! - Growth leaves room: a write may not widen the record past the cap
+//!   (see `room`), so a renew, release or leave always fits.
 
 use crate::prelude::*;
 
@@ -17,6 +19,8 @@ use crate::error::Error;
 use crate::lease::{check_writable_time, Grant, Lease};
 use crate::lock_object::semaphore::{Entry, SemaphoreRecord, SemaphoreState};
 use crate::lock_object::{LockState, MAX_LOCK_OBJECT_BYTES};
+
+use super::room::widest_bytes;
 
 /// What an operation wants of a semaphore.
 #[derive(Debug, Clone)]
@@ -112,6 +116,9 @@ fn acquire(
         token,
         ..SemaphoreRecord::default()
     };
+    let read = seen
+        .and_then(|s| s.semaphore.as_ref())
+        .map(|sem| &sem.record);
     let (mut base, condition, my_place_expiry) = match seen {
         None => (empty(0), ("if-none-match", "*".to_string()), None),
         Some(s) => {
@@ -180,7 +187,7 @@ fn acquire(
         let granted = entry(token);
         base.token = token;
         base.holders.push(granted.clone());
-        return write(base, condition, Then::Granted(granted));
+        return write(base, read, condition, Then::Granted(granted), cx);
     }
     if !fair {
         return Ok(Plan::Answer(Answer::Full));
@@ -211,7 +218,7 @@ fn acquire(
             base.queue.len() - 1
         }
     };
-    write(base, condition, Then::Queued(place as u32 + 1))
+    write(base, read, condition, Then::Queued(place as u32 + 1), cx)
 }
 
 fn rewrite_own(
@@ -240,7 +247,7 @@ fn rewrite_own(
     let i = base.holders.iter().position(ours).ok_or_else(lost)?;
     if release {
         base.holders.remove(i);
-        return write(base, condition, Then::Released);
+        return write(base, Some(&sem.record), condition, Then::Released, cx);
     }
     let expires_at_ms = cx.now_ms.saturating_add(lease.ttl_ms);
     check_writable_time(expires_at_ms)?;
@@ -251,7 +258,13 @@ fn rewrite_own(
         ..base.holders[i].clone()
     };
     base.holders[i] = renewed.clone();
-    write(base, condition, Then::Renewed(renewed))
+    write(
+        base,
+        Some(&sem.record),
+        condition,
+        Then::Renewed(renewed),
+        cx,
+    )
 }
 
 fn leave(holder_id: &str, seen: Option<&LockState>, cx: &Context) -> Result<Plan, Error> {
@@ -268,7 +281,8 @@ fn leave(holder_id: &str, seen: Option<&LockState>, cx: &Context) -> Result<Plan
         return Ok(Plan::ReadFirst);
     };
     base.queue.retain(|e| !mine(e));
-    write(base, ("if-match", s.etag.clone()), Then::Left)
+    let condition = ("if-match", s.etag.clone());
+    write(base, Some(&sem.record), condition, Then::Left, cx)
 }
 
 /// The record with only its live entries, stamped: what a writer that
@@ -311,11 +325,32 @@ fn stamped(
     Some(out)
 }
 
+/// The write of `record` over `read` (what the plan started from), when
+/// it fits: see `room` for why growth is measured at its widest.
 fn write(
     record: SemaphoreRecord,
+    read: Option<&SemaphoreRecord>,
     condition: (&'static str, String),
     then: Then,
+    cx: &Context,
 ) -> Result<Plan, Error> {
+    let widest = widest_bytes(&record);
+    if widest > MAX_LOCK_OBJECT_BYTES && widest > read.map_or(0, widest_bytes) {
+        let key = cx.key;
+        let growth = match then {
+            Then::Queued(_) => format!("{key}'s fair queue is full: joining it"),
+            _ => format!("{key} has no room for another slot: granting one"),
+        };
+        return Err(Error::InvalidArgument(format!(
+            "{growth} would make the semaphore's object {widest} bytes at its widest (every \
+             entry stamped, every time and token at full width), over the \
+             {MAX_LOCK_OBJECT_BYTES} a lock object may be. That room is kept so that every \
+             holder can renew and every waiter keep its place whatever the others write; try \
+             again once waiters have left, or use shorter holder ids and metadata"
+        )));
+    }
+    // Only an object this rule did not write (an earlier build's) can be
+    // this full.
     let len = record.to_json().len();
     if len > MAX_LOCK_OBJECT_BYTES {
         return Err(Error::InvalidArgument(format!(

@@ -18,7 +18,11 @@ const START_MS: u64 = 1_700_000_000_000;
 const TTL: u64 = 10_000;
 
 fn client(clock: ExpiryClock) -> ClientCore {
-    ClientCore::new(ClientConfig::validate(raw_config(Strategy::SingleObject, clock)).unwrap())
+    client_of(Strategy::SingleObject, clock)
+}
+
+fn client_of(strategy: Strategy, clock: ExpiryClock) -> ClientCore {
+    ClientCore::new(ClientConfig::validate(raw_config(strategy, clock)).unwrap())
 }
 
 fn grant(holder: &str) -> Grant {
@@ -601,3 +605,6 @@ fn a_grant_lost_twice_is_taken_over_on_the_next_attempt_not_requeued() {
         .collect();
     assert_eq!(holders, ["h", "a"]);
 }
+
+mod on_epoch_objects;
+mod room_to_renew;
