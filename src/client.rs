@@ -253,7 +253,8 @@ impl ClientCore {
         let object_key = self.object_key(key)?;
         self.check_store(io).await?;
         let seal = self.lock_seal(&object_key);
-        let judge = self.judge(key, io.monotonic_ms());
+        let started = io.monotonic_ms();
+        let judge = self.judge(key, started);
         let write_id = write_id(io);
         let outcome = match self.config.strategy {
             Strategy::SingleObject => {
@@ -280,13 +281,20 @@ impl ClientCore {
                 );
                 match driver::run(io, op).await? {
                     (AcquireOutcome::Granted(lease), cleanup) => {
-                        self.clean_up_within(io, &lease, cleanup).await
+                        clean_up_within(io, &lease, started, cleanup).await;
+                        AcquireOutcome::Granted(lease)
                     }
                     (held, _) => held,
                 }
             }
         };
         let now_mono = io.monotonic_ms();
+        let outcome = match outcome {
+            AcquireOutcome::Granted(lease) if lapsed(started, now_mono, lease.ttl_ms) => {
+                AcquireOutcome::Held(None)
+            }
+            outcome => outcome,
+        };
         match &outcome {
             AcquireOutcome::Granted(lease) => {
                 self.note_epoch(key, lease.token);
@@ -310,32 +318,6 @@ impl ClientCore {
             );
         }
         Ok(outcome)
-    }
-
-    /// Deletes the old epochs a grant made obsolete, then returns the
-    /// grant, unless it lapsed meanwhile. Its life left when the operation
-    /// returned (which had just checked it had not lapsed) is counted down
-    /// on the monotonic clock, and bounds the cleanup's requests: a cleanup
-    /// that hangs must not return a lease that lapsed while others may have
-    /// been granted newer ones.
-    async fn clean_up_within(
-        &mut self,
-        io: &mut impl Io,
-        lease: &Lease,
-        cleanup: Vec<String>,
-    ) -> AcquireOutcome {
-        let left_ms = lease.expires_at_ms.saturating_sub(io.now_ms());
-        let started = io.monotonic_ms();
-        if !cleanup.is_empty() {
-            let until_ms = Some(started.saturating_add(left_ms));
-            // Best effort: a failed delete only leaves a longer listing.
-            let _ = driver::run(&mut Within { io, until_ms }, Cleanup::new(cleanup)).await;
-        }
-        if io.monotonic_ms().saturating_sub(started) >= left_ms {
-            AcquireOutcome::Held(None)
-        } else {
-            AcquireOutcome::Granted(lease.clone())
-        }
     }
 
     /// Seals and checks the leases of the slots of a semaphore at
@@ -368,7 +350,13 @@ impl ClientCore {
             limit,
             fair,
         };
-        self.run_semaphore(io, key, object_key, wish).await
+        let started = io.monotonic_ms();
+        match self.run_semaphore(io, key, object_key, wish).await? {
+            SlotOutcome::Granted(lease) if lapsed(started, io.monotonic_ms(), lease.ttl_ms) => {
+                Ok(SlotOutcome::Full(None))
+            }
+            outcome => Ok(outcome),
+        }
     }
 
     /// Gives up `holder_id`'s place in `key`'s queue, if it has one.
@@ -645,6 +633,29 @@ impl ClientCore {
 /// A fresh id for one operation's writes: 64 random bits.
 fn write_id(io: &mut impl Io) -> String {
     format!("{:016x}", io.random_u64())
+}
+
+/// Whether a grant whose attempt began at `started` (monotonic ms) had
+/// lapsed by `now`: known only after its ttl ran out since then, it is no
+/// lease, for others may already have judged it expired and been granted
+/// newer tokens. Counted from before the granting write was sent, on the
+/// monotonic clock, so neither a late reply nor a wall clock that stepped
+/// back can make it look fresh. (The operations also refuse a grant whose
+/// reply came after its expiry on the wall clock.)
+fn lapsed(started: u64, now: u64, ttl_ms: u64) -> bool {
+    now.saturating_sub(started) >= ttl_ms
+}
+
+/// Deletes the old epochs a grant made obsolete, its requests bounded by
+/// the grant's life since its attempt began at `started`: a cleanup that
+/// hangs must not hold a grant past its life (`lapsed` then refuses it).
+/// Best effort: a failed delete only leaves a longer listing.
+async fn clean_up_within(io: &mut impl Io, lease: &Lease, started: u64, cleanup: Vec<String>) {
+    if cleanup.is_empty() {
+        return;
+    }
+    let until_ms = Some(started.saturating_add(lease.ttl_ms));
+    let _ = driver::run(&mut Within { io, until_ms }, Cleanup::new(cleanup)).await;
 }
 
 #[cfg(test)]

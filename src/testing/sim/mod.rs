@@ -86,6 +86,8 @@ pub struct Report {
     pub crashes: u64,
     pub pauses: u64,
     pub clock_jumps: u64,
+    /// Processes whose wall clock is a month slow (DynamoDB, `observed`).
+    pub clocks_a_month_slow: u64,
     pub degraded: u64,
     pub grants: u64,
     /// Grants whose reply came after the guard's deadline: never believed.

@@ -6,7 +6,7 @@ use super::setup::{ActorKind, Setup};
 use super::store::SimStore;
 use super::store_rules::StoreRules;
 use super::{Report, START_MS};
-use crate::config::DEFAULT_REQUEST_TIMEOUT_MS;
+use crate::config::{ExpiryClock, DEFAULT_REQUEST_TIMEOUT_MS};
 use crate::error::Error;
 use crate::s3::{Method, S3Request, S3Response};
 use crate::testing::history::{violation, FencedOp, FencedOutcome, History, Term, Violation, Who};
@@ -188,10 +188,20 @@ impl World {
     /// rate; its wall clock skewed within what its key's clock rule allows.
     fn new_clock(&mut self, kind: ActorKind) -> Clock {
         let skew = self.setup.max_skew_ms(kind);
+        let mut wall_offset_ms = self.rng.range(0, 2 * skew) as i64 - skew as i64;
+        // `observed` promises that clocks need not agree: on DynamoDB, some
+        // are a month slow, past any TTL a table could sweep by.
+        if self.setup.dynamodb
+            && self.setup.group(kind).clock == ExpiryClock::Observed
+            && self.rng.chance(0.2)
+        {
+            wall_offset_ms -= 31 * 24 * 3_600_000;
+            self.report.clocks_a_month_slow += 1;
+        }
         Clock {
             mono_origin: self.rng.below(1 << 40),
             ppm: self.rng.range(0, 400) as i64 - 200,
-            wall_offset_ms: self.rng.range(0, 2 * skew) as i64 - skew as i64,
+            wall_offset_ms,
         }
     }
 
@@ -488,7 +498,13 @@ impl World {
         let jump = self.rng.range(1, 300_000) as i64;
         let sign = if self.rng.chance(0.5) { -1 } else { 1 };
         let offset = &mut self.hosts[actor].clock.wall_offset_ms;
-        *offset = (*offset + sign * jump).clamp(-900_000, 900_000);
+        // Within a quarter hour of the truth, except a clock already a
+        // month off, which stays about that far.
+        *offset = if offset.abs() > 900_000 {
+            *offset + sign * jump
+        } else {
+            (*offset + sign * jump).clamp(-900_000, 900_000)
+        };
         self.report.clock_jumps += 1;
     }
 
