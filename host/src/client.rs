@@ -1,6 +1,7 @@
 //! The typed client: the WIT calls with Rust types and one error enum,
 //! shareable across threads (calls on one client take turns).
 
+use crate::bindings::exports::s3_lease::lease::types::Timeout;
 use crate::bindings::{
     Credentials, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject, FencedWrite,
     Lease, LockState, Options, PreflightReport, SemaphoreState, SlotAttempt, SlotOptions,
@@ -11,6 +12,7 @@ use crate::elector::Elector;
 use crate::guard::LeaseGuard;
 use crate::raw::RawInstance;
 use crate::{Error, InstanceOptions, Runtime, S3Config};
+use s3_lease_keep::wait::{fair_poll_ms, Missed, Wait};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -149,11 +151,91 @@ impl Client {
         self.call(|i| i.try_acquire(key, options))
     }
 
-    /// Waits up to `wait` for the lock, then fails with a timeout naming the holder.
+    /// Waits up to `wait` for the lock, then fails with a timeout naming
+    /// the holder. The waiting happens here, between calls: the client
+    /// serves its other callers (renewals of its other locks among them)
+    /// while this one waits.
     pub fn acquire(&self, key: &str, options: &Options, wait: Duration) -> Result<Lease, Error> {
-        // A retry after refused credentials waits only what is left.
-        let start = Instant::now();
-        self.call(|i| i.acquire(key, options, millis(wait.saturating_sub(start.elapsed()))))
+        self.acquire_attempt(key, options, wait)
+            .map(|(lease, _)| lease)
+    }
+
+    /// [`Client::acquire`], with the instant the granting attempt began.
+    fn acquire_attempt(
+        &self,
+        key: &str,
+        options: &Options,
+        wait: Duration,
+    ) -> Result<(Lease, Instant), Error> {
+        let options = with_holder_id(options);
+        // An `acquire` with no time to wait is one attempt that names the
+        // holder when it finds one: what a waiter backs off by.
+        let attempt = |c: &Client| match c.call(|i| i.acquire(key, &options, 0)) {
+            Ok(lease) => Ok(Attempted::Granted(lease)),
+            Err(Error::Lease(e)) => match *e {
+                LeaseError::Timeout(t) => Ok(Attempted::Missed(
+                    Missed::Held {
+                        expires_in_ms: t.holder.as_ref().map(|h| h.expires_in_ms),
+                    },
+                    t.holder,
+                )),
+                other => Err(Error::Lease(Box::new(other))),
+            },
+            Err(e) => Err(e),
+        };
+        self.wait_for(key, wait, 0, attempt, |_| {})
+    }
+
+    /// Tries `attempt` until it grants or `wait` has passed, pausing
+    /// between attempts as `s3_lease_keep::wait` says (backoff, a holder's
+    /// expiry, a queued waiter's `poll_ms`). Transient errors are retried
+    /// within the wait; any other ends it. `leave` runs when it gives up.
+    fn wait_for<T>(
+        &self,
+        key: &str,
+        wait: Duration,
+        poll_ms: u64,
+        mut attempt: impl FnMut(&Client) -> Result<Attempted<T>, Error>,
+        leave: impl FnOnce(&Client),
+    ) -> Result<(T, Instant), Error> {
+        let started = Instant::now();
+        let ms = |at: Instant| millis(at.saturating_duration_since(started));
+        let mut schedule = Wait::new(0, millis(wait));
+        let mut holder = None;
+        loop {
+            let began = Instant::now();
+            let mut last_error = None;
+            let missed = match attempt(self) {
+                Ok(Attempted::Granted(granted)) => return Ok((granted, began)),
+                Ok(Attempted::Missed(missed, seen)) => {
+                    if seen.is_some() {
+                        holder = seen;
+                    }
+                    missed
+                }
+                Err(e) if e.is_transient() => {
+                    last_error = Some(e);
+                    Missed::Undecided
+                }
+                Err(e) => {
+                    leave(self);
+                    return Err(e);
+                }
+            };
+            let now = ms(Instant::now());
+            if schedule.is_over(now) {
+                leave(self);
+                return Err(last_error.unwrap_or_else(|| {
+                    Error::from(LeaseError::Timeout(Timeout {
+                        key: key.to_string(),
+                        waited_ms: now,
+                        holder,
+                    }))
+                }));
+            }
+            let pause = schedule.pause_ms(missed, now, random_u64(), poll_ms);
+            std::thread::sleep(Duration::from_millis(pause));
+        }
     }
 
     /// One attempt at one of `key`'s `slot.limit` slots (a semaphore);
@@ -169,7 +251,8 @@ impl Client {
     }
 
     /// Waits up to `wait` for a slot, then fails with a timeout (a fair
-    /// waiter leaves the queue first).
+    /// waiter leaves the queue first). As [`Client::acquire`], the waiting
+    /// happens between calls.
     pub fn acquire_slot(
         &self,
         key: &str,
@@ -177,11 +260,41 @@ impl Client {
         slot: SlotOptions,
         wait: Duration,
     ) -> Result<Lease, Error> {
-        let start = Instant::now();
-        self.call(|i| {
-            let left = millis(wait.saturating_sub(start.elapsed()));
-            i.acquire_slot(key, options, slot, left)
-        })
+        self.acquire_slot_attempt(key, options, slot, wait)
+            .map(|(lease, _)| lease)
+    }
+
+    /// [`Client::acquire_slot`], with the instant the granting attempt began.
+    fn acquire_slot_attempt(
+        &self,
+        key: &str,
+        options: &Options,
+        slot: SlotOptions,
+        wait: Duration,
+    ) -> Result<(Lease, Instant), Error> {
+        // One holder id for the whole wait: a fair waiter keeps its place.
+        let options = with_holder_id(options);
+        let holder_id = options.holder_id.clone().unwrap_or_default();
+        let attempt = |c: &Client| {
+            Ok(match c.try_acquire_slot(key, &options, slot)? {
+                SlotAttempt::Granted(lease) => Attempted::Granted(lease),
+                SlotAttempt::Queued(_) => Attempted::Missed(Missed::Queued, None),
+                SlotAttempt::Full(seen) => Attempted::Missed(
+                    Missed::Held {
+                        expires_in_ms: seen.as_ref().map(|s| s.expires_in_ms),
+                    },
+                    seen,
+                ),
+            })
+        };
+        let leave = |c: &Client| {
+            if slot.fair {
+                // Best effort: a place left behind expires after its ttl.
+                let _ = c.leave_queue(key, &holder_id);
+            }
+        };
+        let poll_ms = fair_poll_ms(options.ttl_ms);
+        self.wait_for(key, wait, poll_ms, attempt, leave)
     }
 
     /// A semaphore's holders and queue; `None` for a plain lock or no object.
@@ -204,8 +317,8 @@ impl Client {
         slot: SlotOptions,
         wait: Duration,
     ) -> Result<LeaseGuard, Error> {
-        let lease = self.acquire_slot(key, options, slot, wait)?;
-        Ok(LeaseGuard::start(self.clone(), lease))
+        let (lease, attempt) = self.acquire_slot_attempt(key, options, slot, wait)?;
+        Ok(LeaseGuard::granted(self.clone(), lease, attempt))
     }
 
     /// Guards a lease this client's `try_acquire` or `try_acquire_slot`
@@ -270,15 +383,16 @@ impl Client {
     /// Waits up to `wait` for the lock and holds it until the guard is
     /// dropped, renewing it in the background.
     pub fn lock(&self, key: &str, options: &Options, wait: Duration) -> Result<LeaseGuard, Error> {
-        let lease = self.acquire(key, options, wait)?;
-        Ok(LeaseGuard::start(self.clone(), lease))
+        let (lease, attempt) = self.acquire_attempt(key, options, wait)?;
+        Ok(LeaseGuard::granted(self.clone(), lease, attempt))
     }
 
     /// One attempt at [`Client::lock`]; `None` while someone else holds it.
     pub fn try_lock(&self, key: &str, options: &Options) -> Result<Option<LeaseGuard>, Error> {
+        let attempt = Instant::now();
         Ok(self
             .try_acquire(key, options)?
-            .map(|lease| LeaseGuard::start(self.clone(), lease)))
+            .map(|lease| LeaseGuard::granted(self.clone(), lease, attempt)))
     }
 
     /// Campaigns for `config.key` on a thread of its own until the
@@ -309,4 +423,29 @@ pub(crate) fn flatten<T>(result: anyhow::Result<Result<T, LeaseError>>) -> Resul
 
 pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What one attempt of a wait found.
+enum Attempted<T> {
+    Granted(T),
+    /// Not granted; the holder as read, when it was.
+    Missed(Missed, Option<LockState>),
+}
+
+/// `options` with a holder id: the caller's, or one chosen now for the
+/// whole wait (the component would choose one per call).
+fn with_holder_id(options: &Options) -> Options {
+    let mut options = options.clone();
+    options
+        .holder_id
+        .get_or_insert_with(|| format!("holder-{:016x}", random_u64()));
+    options
+}
+
+/// Jitter for backoffs, and holder ids: std's per-process random keys.
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(Instant::now().elapsed().as_nanos());
+    hasher.finish()
 }

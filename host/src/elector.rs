@@ -3,17 +3,20 @@
 //!
 //! A step is synchronous and can block for as long as its requests take.
 //! The component bounds them by the renew deadline, but a host or a network
-//! may not honour that, so leadership is judged here, on this process's
-//! monotonic clock, from the instant the last step said it holds until
-//! (`leading-until-ms`), never from whichever step returned last: at that
-//! instant the watchdog reports `StoppedLeading(RenewDeadline)` and `role`
-//! stops saying `Leader`, whether or not the step has returned.
+//! may not honour that, so leadership is judged on this process's monotonic
+//! clock by `s3_lease_keep::leadership` (a state machine the simulation
+//! drives on virtual time): from the instant the last step said it holds
+//! until (`leading-until-ms`), never from whichever step returned last. At
+//! that instant the watchdog reports `StoppedLeading(RenewDeadline)` and
+//! `role` stops saying `Leader`, whether or not the step has returned. The
+//! two threads here only sleep until the machine's next instant and call.
 
 use crate::bindings::{
     ElectorConfig, ElectorEvent, Lease, LockState, Role, StepResult, StopReason,
 };
 use crate::stats::ElectorStats;
 use crate::{Client, Error};
+use s3_lease_keep::leadership::{self, Leadership};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -43,22 +46,26 @@ struct Shared {
     wake: Condvar,
 }
 
+type Machine = Leadership<Lease, LockState>;
+
 struct State {
-    role: Role,
-    /// While we lead: when leadership ends unless a step renews it first.
-    /// `None` exactly when this host has reported that it does not lead.
-    leading_until: Option<Instant>,
+    leadership: Machine,
     last_error: Option<String>,
     stop: Option<Stop>,
     events: Sender<ElectionEvent>,
     stats: ElectorStats,
 }
 
+/// The process-wide monotonic clock in ms: the one the component reads
+/// (`crate::monotonic`), so its `leading-until-ms` compares as it is.
+fn now_ms() -> u64 {
+    crate::monotonic::ms_of(Instant::now())
+}
+
 impl State {
     fn new(events: Sender<ElectionEvent>) -> State {
         State {
-            role: Role::Candidate,
-            leading_until: None,
+            leadership: Leadership::new(now_ms()),
             last_error: None,
             stop: None,
             events,
@@ -84,8 +91,22 @@ impl State {
         let _ = self.events.send(event);
     }
 
+    fn report_all(&mut self, events: Vec<leadership::Event<Lease, LockState>>) {
+        for event in events {
+            self.report(from_machine(event));
+        }
+    }
+
     /// Counts a step that was sent at `sent` and took `took`.
-    fn record_step(&mut self, was_leading: bool, sent: Instant, took: Duration, failed: bool) {
+    fn record_step(
+        &mut self,
+        was_leading: bool,
+        now: u64,
+        sent: Instant,
+        took: Duration,
+        failed: bool,
+    ) {
+        let leading = self.leadership.is_leading(now);
         let stats = &mut self.stats;
         stats.steps += 1;
         if failed {
@@ -93,7 +114,7 @@ impl State {
             return;
         }
         stats.last_success = Some(sent);
-        match (was_leading, self.leading_until.is_some()) {
+        match (was_leading, leading) {
             (true, true) => {
                 stats.last_renew = Some(sent);
                 stats.renew_latency.observe(took);
@@ -103,25 +124,19 @@ impl State {
         }
     }
 
-    /// Leadership ended (if it had not already): say so once.
-    fn stop_leading(&mut self, reason: StopReason) {
-        if self.leading_until.take().is_some() {
-            self.report(ElectionEvent::StoppedLeading(reason));
+    /// The watchdog's rule: ends leadership if its deadline has passed;
+    /// true while still leading.
+    fn check_deadline(&mut self, now: u64) -> bool {
+        if let Some(event) = self.leadership.check(now) {
+            self.report(from_machine(event));
         }
-        if matches!(self.role, Role::Leader(_)) {
-            self.role = Role::Candidate;
-        }
+        self.leadership.is_leading(now)
     }
 
-    /// Ends leadership if its deadline has passed; true while still leading.
-    fn check_deadline(&mut self, now: Instant) -> bool {
-        match self.leading_until {
-            Some(until) if now >= until => {
-                self.stop_leading(StopReason::RenewDeadline);
-                false
-            }
-            Some(_) => true,
-            None => false,
+    /// Leadership ended for `reason` (if it had not already): said once.
+    fn stop_leading(&mut self, reason: leadership::StopReason) {
+        if let Some(event) = self.leadership.stop(reason) {
+            self.report(from_machine(event));
         }
     }
 }
@@ -142,8 +157,9 @@ impl Shared {
     /// step is still under way.
     fn role(&self) -> Role {
         let mut state = self.lock();
-        state.check_deadline(Instant::now());
-        state.role.clone()
+        let now = now_ms();
+        state.check_deadline(now);
+        to_wit_role(state.leadership.role(now))
     }
 
     fn last_error(&self) -> Option<String> {
@@ -153,7 +169,7 @@ impl Shared {
     /// `leading` judged by the watchdog's rule, as `role` is.
     fn stats(&self) -> ElectorStats {
         let mut state = self.lock();
-        let leading = state.check_deadline(Instant::now());
+        let leading = state.check_deadline(now_ms());
         let mut stats = state.stats.clone();
         stats.leading = leading;
         stats
@@ -211,8 +227,12 @@ impl Elector {
     /// Stop acting as leader then, whatever else you have heard.
     pub fn leading_until(&self) -> Option<Instant> {
         let mut state = self.shared.lock();
-        state.check_deadline(Instant::now());
-        state.leading_until
+        let now = now_ms();
+        state.check_deadline(now);
+        state
+            .leadership
+            .leading_until(now)
+            .map(crate::monotonic::instant_of_ms)
     }
 
     /// The lease while leading.
@@ -297,12 +317,12 @@ impl Drop for Elector {
 fn watch_deadline(shared: &Shared) {
     let mut state = shared.lock();
     while state.stop.is_none() {
-        let now = Instant::now();
-        let leading = state.check_deadline(now);
-        let wait = match state.leading_until {
-            Some(until) if leading => until - now,
+        let now = now_ms();
+        let wait = if state.check_deadline(now) {
+            Duration::from_millis(state.leadership.leading_until(now).unwrap_or(now) - now)
+        } else {
             // Not leading: woken when a step makes us leader.
-            _ => Duration::from_secs(3600),
+            Duration::from_secs(3600)
         };
         state = shared
             .wake
@@ -316,14 +336,13 @@ fn step_until_stopped(client: Client, handle: ResourceAny, shared: &Shared) -> R
     loop {
         let generation = client.credentials_refreshes();
         let sent = Instant::now();
-        let was_leading = shared.lock().leading_until.is_some();
+        let was_leading = shared.lock().leadership.is_leading(now_ms());
         let step = match client.call(|i| i.step(handle).map(Ok)) {
             Ok(step) => step,
             Err(e) => {
                 // `Failed` says it all: if it was leading, it no longer is.
                 let mut state = shared.lock();
-                state.leading_until = None;
-                state.role = Role::Candidate;
+                state.leadership.stop(leadership::StopReason::RenewDeadline);
                 state.report(ElectionEvent::Failed(e.to_string()));
                 return Err(e);
             }
@@ -336,88 +355,100 @@ fn step_until_stopped(client: Client, handle: ResourceAny, shared: &Shared) -> R
             .as_ref()
             .is_some_and(crate::credentials::refused_credentials);
         let again_now = refused && client.renew_credentials(generation);
-        let now = Instant::now();
-        let next = if again_now {
-            now
-        } else {
-            now + Duration::from_millis(step.next_step_in_ms)
-        };
         let failed = step.last_error.is_some();
+        let now = now_ms();
         let mut state = shared.lock();
         apply(&mut state, step, now);
-        state.record_step(was_leading, sent, now - sent, failed);
+        if again_now {
+            state.leadership.step_now(now);
+        }
+        state.record_step(was_leading, now, sent, sent.elapsed(), failed);
         shared.wake.notify_all();
-        while state.stop.is_none() && Instant::now() < next {
-            let wait = next.saturating_duration_since(Instant::now());
+        loop {
+            if state.stop.is_some() {
+                break;
+            }
+            let next = state.leadership.next_step_at();
+            let now = now_ms();
+            if now >= next {
+                break;
+            }
             state = shared
                 .wake
-                .wait_timeout(state, wait)
+                .wait_timeout(state, Duration::from_millis(next - now))
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
         if let Some(how) = state.stop {
-            let was_leading = state.leading_until.take().is_some();
-            state.role = Role::Candidate;
+            state.stop_leading(leadership::StopReason::Resigned);
             drop(state);
             let resigned = match how {
                 Stop::Resign => client.call(|i| i.resign(handle)),
                 Stop::Abandon => Ok(()),
             };
-            if was_leading {
-                shared
-                    .lock()
-                    .report(ElectionEvent::StoppedLeading(StopReason::Resigned));
-            }
             let _ = client.call(|i| i.drop_elector(handle).map(Ok));
             return resigned;
         }
     }
 }
 
-/// Takes in what a step returned, judged against the host's clock: the
-/// component's events in order, except that leadership is reported only
-/// while its deadline is ahead, and ended once (by the step or by the
-/// watchdog, whichever saw it first).
-fn apply(state: &mut State, step: StepResult, now: Instant) {
-    let until = step
-        .leading_until_ms
-        .map(crate::monotonic::instant_of_ms)
-        .filter(|&until| until > now);
+/// Takes in what a step returned, judged by the leadership machine on the
+/// host's clock; reports the events it lets through.
+fn apply(state: &mut State, step: StepResult, now: u64) {
     state.last_error = step.last_error.map(|e| Error::from(e).to_string());
-    for event in step.events {
-        match event {
-            ElectorEvent::BecameLeader(lease) => {
-                if state.leading_until.is_none() && until.is_some() {
-                    state.leading_until = until;
-                    state.report(ElectionEvent::BecameLeader(lease));
-                }
-            }
-            ElectorEvent::StoppedLeading(reason) => state.stop_leading(reason),
-            ElectorEvent::LeaderChanged(seen) => state.report(ElectionEvent::LeaderChanged(seen)),
-        }
-    }
-    match (&step.role, until) {
-        (Role::Leader(lease), Some(until)) => {
-            if state.leading_until.is_none() {
-                // The watchdog ended this term, then a renew sent before
-                // the deadline was confirmed: a new term, said as one.
-                state.report(ElectionEvent::BecameLeader(lease.clone()));
-            }
-            state.leading_until = Some(until);
-        }
-        // The step returned after its own deadline (or not as leader).
-        _ => state.stop_leading(StopReason::RenewDeadline),
-    }
-    state.role = match step.role {
-        Role::Leader(_) if state.leading_until.is_none() => Role::Candidate,
-        role => role,
+    let step = leadership::Step {
+        role: from_wit_role(step.role),
+        events: step.events.into_iter().map(from_wit_event).collect(),
+        leading_until_ms: step.leading_until_ms,
+        next_step_in_ms: step.next_step_in_ms,
     };
+    let events = state.leadership.apply(step, now);
+    state.report_all(events);
+}
+
+fn from_wit_role(role: Role) -> leadership::Role<Lease, LockState> {
+    match role {
+        Role::Leader(lease) => leadership::Role::Leader(lease),
+        Role::Follower(seen) => leadership::Role::Follower(seen),
+        Role::Candidate => leadership::Role::Candidate,
+    }
+}
+
+fn to_wit_role(role: leadership::Role<Lease, LockState>) -> Role {
+    match role {
+        leadership::Role::Leader(lease) => Role::Leader(lease),
+        leadership::Role::Follower(seen) => Role::Follower(seen),
+        leadership::Role::Candidate => Role::Candidate,
+    }
+}
+
+fn from_wit_event(event: ElectorEvent) -> leadership::Event<Lease, LockState> {
+    match event {
+        ElectorEvent::BecameLeader(lease) => leadership::Event::BecameLeader(lease),
+        ElectorEvent::StoppedLeading(reason) => leadership::Event::StoppedLeading(match reason {
+            StopReason::RenewDeadline => leadership::StopReason::RenewDeadline,
+            StopReason::Lost => leadership::StopReason::Lost,
+            StopReason::Resigned => leadership::StopReason::Resigned,
+        }),
+        ElectorEvent::LeaderChanged(seen) => leadership::Event::LeaderChanged(seen),
+    }
+}
+
+fn from_machine(event: leadership::Event<Lease, LockState>) -> ElectionEvent {
+    match event {
+        leadership::Event::BecameLeader(lease) => ElectionEvent::BecameLeader(lease),
+        leadership::Event::StoppedLeading(reason) => ElectionEvent::StoppedLeading(match reason {
+            leadership::StopReason::RenewDeadline => StopReason::RenewDeadline,
+            leadership::StopReason::Lost => StopReason::Lost,
+            leadership::StopReason::Resigned => StopReason::Resigned,
+        }),
+        leadership::Event::LeaderChanged(seen) => ElectionEvent::LeaderChanged(seen),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::mpsc::Receiver;
 
     fn lease(token: u64) -> Lease {
         Lease {
@@ -433,131 +464,42 @@ mod tests {
         }
     }
 
-    fn state() -> (State, Receiver<ElectionEvent>) {
-        // The clock's origin is set on first use: before any `now` here.
-        crate::monotonic::instant_of_ms(0);
-        let (tx, rx) = channel();
-        (State::new(tx), rx)
-    }
-
-    /// A step result whose leadership ends at `until`, on the component's
-    /// clock as the host maps it.
-    fn step(role: Role, events: Vec<ElectorEvent>, until: Option<Instant>) -> StepResult {
-        let origin = crate::monotonic::instant_of_ms(0);
+    fn step(role: Role, events: Vec<ElectorEvent>, until: Option<u64>) -> StepResult {
         StepResult {
             role,
             events,
             next_step_in_ms: 100,
-            leading_until_ms: until.map(|u| u.duration_since(origin).as_millis() as u64),
+            leading_until_ms: until,
             last_error: None,
         }
     }
 
-    fn drain(rx: &Receiver<ElectionEvent>) -> Vec<ElectionEvent> {
-        rx.try_iter().collect()
-    }
-
-    #[test]
-    fn leadership_is_reported_until_its_deadline_and_ended_once() {
-        let (mut s, rx) = state();
-        let now = Instant::now();
-        let until = now + Duration::from_secs(5);
-        let won = step(
-            Role::Leader(lease(1)),
-            vec![ElectorEvent::BecameLeader(lease(1))],
-            Some(until),
-        );
-        apply(&mut s, won, now);
-        assert_eq!(drain(&rx), vec![ElectionEvent::BecameLeader(lease(1))]);
-        assert!(s.check_deadline(now));
-        // The watchdog, at the deadline, while the next step is blocked.
-        assert!(!s.check_deadline(until + Duration::from_millis(1)));
-        assert_eq!(
-            drain(&rx),
-            vec![ElectionEvent::StoppedLeading(StopReason::RenewDeadline)]
-        );
-        assert_eq!(s.role, Role::Candidate);
-        // The blocked step returns: the component steps down too; not said twice.
-        let late = step(
-            Role::Candidate,
-            vec![ElectorEvent::StoppedLeading(StopReason::RenewDeadline)],
-            None,
-        );
-        apply(&mut s, late, until + Duration::from_secs(20));
-        assert_eq!(drain(&rx), vec![]);
-    }
-
-    #[test]
-    fn a_step_that_returns_after_its_own_deadline_is_not_leadership() {
-        let (mut s, rx) = state();
-        let now = Instant::now();
-        let won = step(
-            Role::Leader(lease(1)),
-            vec![ElectorEvent::BecameLeader(lease(1))],
-            Some(now),
-        );
-        apply(&mut s, won, now + Duration::from_millis(1));
-        assert_eq!(drain(&rx), vec![]);
-        assert_eq!(s.role, Role::Candidate);
-        assert_eq!(s.leading_until, None);
-    }
-
-    #[test]
-    fn a_renew_confirmed_after_the_watchdog_fired_is_a_new_term() {
-        let (mut s, rx) = state();
-        let now = Instant::now();
-        let first = now + Duration::from_millis(50);
-        let won = step(
-            Role::Leader(lease(1)),
-            vec![ElectorEvent::BecameLeader(lease(1))],
-            Some(first),
-        );
-        apply(&mut s, won, now);
-        s.check_deadline(first + Duration::from_millis(1));
-        let renewed = step(
-            Role::Leader(lease(1)),
-            vec![],
-            Some(now + Duration::from_secs(9)),
-        );
-        apply(&mut s, renewed, first + Duration::from_millis(2));
-        assert_eq!(
-            drain(&rx),
-            vec![
-                ElectionEvent::BecameLeader(lease(1)),
-                ElectionEvent::StoppedLeading(StopReason::RenewDeadline),
-                ElectionEvent::BecameLeader(lease(1)),
-            ]
-        );
-        assert!(matches!(s.role, Role::Leader(_)));
-    }
     #[test]
     fn stats_count_leadership_changes_renews_and_the_last_success() {
-        let (mut s, _rx) = state();
-        let t0 = Instant::now();
+        let (tx, _rx) = channel();
+        let mut s = State::new(tx);
+        let t0 = 1_000;
+        let sent = Instant::now();
         let won = step(
             Role::Leader(lease(7)),
             vec![ElectorEvent::BecameLeader(lease(7))],
-            Some(t0 + Duration::from_secs(5)),
+            Some(t0 + 5_000),
         );
         apply(&mut s, won, t0);
-        s.record_step(false, t0, Duration::from_millis(3), false);
-        let renewed = step(
-            Role::Leader(lease(7)),
-            vec![],
-            Some(t0 + Duration::from_secs(6)),
-        );
-        let t1 = t0 + Duration::from_secs(1);
+        s.record_step(false, t0, sent, Duration::from_millis(3), false);
+        let renewed = step(Role::Leader(lease(7)), vec![], Some(t0 + 6_000));
+        let t1 = t0 + 1_000;
         apply(&mut s, renewed, t1);
-        s.record_step(true, t1, Duration::from_millis(2), false);
-        s.record_step(true, t1, Duration::from_millis(2), true);
+        s.record_step(true, t1, sent, Duration::from_millis(2), false);
+        s.record_step(true, t1, sent, Duration::from_millis(2), true);
         assert_eq!(s.stats.leader_token, Some(7));
         assert_eq!(s.stats.leadership_changes, 1);
         assert_eq!((s.stats.steps, s.stats.failed_steps), (3, 1));
         assert_eq!(s.stats.acquire_latency.count, 1);
         assert_eq!(s.stats.renew_latency.count, 1);
-        assert_eq!(s.stats.last_renew, Some(t1));
-        assert_eq!(s.stats.last_success, Some(t1));
-        s.check_deadline(t0 + Duration::from_secs(7));
+        assert_eq!(s.stats.last_renew, Some(sent));
+        assert_eq!(s.stats.last_success, Some(sent));
+        assert!(!s.check_deadline(t0 + 7_000));
         assert_eq!(s.stats.leadership_changes, 2);
     }
 }

@@ -1,14 +1,18 @@
 //! A held lock that renews itself in the background and is released on drop.
 //!
 //! The shape of the dynamodb-lease design (`shared/designs/003`): acquire,
-//! extend periodically from a background thread, delete on drop. Whether the
-//! lock is still ours is judged on this process's monotonic clock: from the
-//! moment the last successful renew was *sent*, the lease runs its ttl, so
-//! the guard stops claiming it a tenth of the ttl before that, whatever the
-//! wall clocks say.
+//! extend periodically from a background thread, delete on drop. What the
+//! guard believes and when it renews is `s3_lease_keep::guard`, a state
+//! machine with the time passed in (the simulation drives the same machine
+//! on virtual time): the lease is held for the deadline after the *send* of
+//! the write that granted or last renewed it, on this process's monotonic
+//! clock, whatever the wall clocks say and however late a reply comes. The
+//! thread here only sleeps until the instant the machine names, renews when
+//! it says so, and reports the outcome.
 
 use crate::bindings::{Error as LeaseError, Lease, LockState};
 use crate::{Client, Error};
+use s3_lease_keep::guard::{Attempt, End, Guard, Next, Timing};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -18,8 +22,33 @@ use std::time::{Duration, Instant};
 pub enum LostReason {
     /// A renew found another grant in place (or the lock object gone).
     Taken(Option<LockState>),
-    /// Renewals kept failing (this error, last) until the lease ran out.
+    /// Renewals kept failing (this error, last) until the lease ran out,
+    /// failed with an error retrying cannot fix, or the guard was released.
     Expired(String),
+}
+
+/// Milliseconds on a guard's own monotonic clock, counted from the instant
+/// its grant's attempt began (so no instant before it is ever needed).
+#[derive(Clone, Copy)]
+struct Clock {
+    origin: Instant,
+}
+
+impl Clock {
+    fn ms(&self, at: Instant) -> u64 {
+        // Floored: a reading is never later than the instant it stands for.
+        u64::try_from(at.saturating_duration_since(self.origin).as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.ms(Instant::now())
+    }
+
+    fn instant(&self, ms: u64) -> Instant {
+        self.origin
+            .checked_add(Duration::from_millis(ms))
+            .unwrap_or_else(|| self.origin + Duration::from_secs(100 * 365 * 24 * 3600))
+    }
 }
 
 /// The lock, held while this value lives.
@@ -30,16 +59,34 @@ pub struct LeaseGuard {
 }
 
 struct Shared {
+    clock: Clock,
     state: Mutex<State>,
     changed: Condvar,
 }
 
 struct State {
     lease: Lease,
-    /// Until when the lease is surely ours, if it still is.
-    valid_until: Instant,
+    guard: Guard,
+    /// What ended it, as the host tells it (the machine knows only the kind).
     lost: Option<LostReason>,
+    /// The last renew error, for an `Expired` reason.
+    last_error: Option<String>,
     stop: bool,
+}
+
+impl State {
+    /// The reason the guard is over at `now`, if it is.
+    fn lost(&self, now_ms: u64) -> Option<LostReason> {
+        self.lost.clone().or_else(|| {
+            self.guard.end(now_ms).map(|_| {
+                LostReason::Expired(
+                    self.last_error
+                        .clone()
+                        .unwrap_or_else(|| "not renewed in time".into()),
+                )
+            })
+        })
+    }
 }
 
 impl Shared {
@@ -49,11 +96,12 @@ impl Shared {
 }
 
 impl LeaseGuard {
-    /// Guards a lease just granted (`acquired_at` is taken as now: the
-    /// lease was sent for no later than that).
-    pub(crate) fn start(client: Client, lease: Lease) -> Self {
-        let ttl = Duration::from_millis(lease.ttl_ms);
-        Self::start_with(client, lease, Instant::now(), ttl - ttl / 10)
+    /// Guards a lease granted by an attempt that began at `attempt` (taken
+    /// before the call), held for a tenth of its ttl short of it after
+    /// each send.
+    pub(crate) fn granted(client: Client, lease: Lease, attempt: Instant) -> Self {
+        let timing = Timing::for_ttl(lease.ttl_ms);
+        Self::keep(client, lease, attempt, timing)
     }
 
     /// Guards `lease`, whose granting write was sent no earlier than
@@ -63,13 +111,20 @@ impl LeaseGuard {
     /// lapses passes less (`s3-lease run` passes half the ttl, as its
     /// elector's renew deadline). Renews every third of the deadline.
     pub fn start_with(client: Client, lease: Lease, sent: Instant, deadline: Duration) -> Self {
-        let ttl = Duration::from_millis(lease.ttl_ms);
-        let deadline = deadline.min(ttl);
+        let timing = Timing::new(lease.ttl_ms, crate::client::millis(deadline));
+        Self::keep(client, lease, sent, timing)
+    }
+
+    fn keep(client: Client, lease: Lease, sent: Instant, timing: Timing) -> Self {
+        let clock = Clock { origin: sent };
+        let guard = Attempt::start(0).granted(timing, clock.now_ms());
         let shared = Arc::new(Shared {
+            clock,
             state: Mutex::new(State {
-                valid_until: sent + deadline,
                 lease,
+                guard,
                 lost: None,
+                last_error: None,
                 stop: false,
             }),
             changed: Condvar::new(),
@@ -78,7 +133,7 @@ impl LeaseGuard {
             let (client, shared) = (client.clone(), shared.clone());
             std::thread::Builder::new()
                 .name("s3-lease-renew".into())
-                .spawn(move || renew_until_stopped(client, shared, deadline))
+                .spawn(move || renew_until_stopped(&client, &shared))
                 .ok()
         };
         LeaseGuard {
@@ -100,27 +155,35 @@ impl LeaseGuard {
 
     /// Whether the lock is surely still ours, judged now.
     pub fn is_held(&self) -> bool {
-        let state = self.shared.lock();
-        state.lost.is_none() && Instant::now() < state.valid_until
+        let now = self.shared.clock.now_ms();
+        self.shared.lock().guard.is_held(now)
+    }
+
+    /// While held: the instant the claim runs out unless a renew succeeds first.
+    pub fn held_until(&self) -> Option<Instant> {
+        let now = self.shared.clock.now_ms();
+        let until = self.shared.lock().guard.held_until(now)?;
+        Some(self.shared.clock.instant(until))
     }
 
     /// Why the lock is no longer ours, if it is not.
     pub fn lost(&self) -> Option<LostReason> {
-        let state = self.shared.lock();
-        state.lost.clone().or_else(|| {
-            (Instant::now() >= state.valid_until)
-                .then(|| LostReason::Expired("not renewed in time".into()))
-        })
+        let now = self.shared.clock.now_ms();
+        self.shared.lock().lost(now)
     }
 
     /// Blocks until the lock is lost or `timeout` passes. The lock is lost
     /// at its safe margin even while a renew is still under way.
     pub fn wait_lost(&self, timeout: Duration) -> Option<LostReason> {
         let until = Instant::now() + timeout;
+        let clock = self.shared.clock;
         let mut state = self.shared.lock();
-        while state.lost.is_none() {
+        loop {
             let now = Instant::now();
-            let stop = until.min(state.valid_until);
+            let Some(held_until) = state.guard.held_until(clock.ms(now)) else {
+                break;
+            };
+            let stop = until.min(clock.instant(held_until));
             if now >= stop {
                 break;
             }
@@ -148,93 +211,94 @@ impl LeaseGuard {
 
     /// Stops renewing and releases the lock, so others need not wait out the ttl.
     pub fn release(mut self) -> Result<(), Error> {
-        self.stop_renewing();
-        let state = self.shared.lock();
-        if state.lost.is_some() {
-            return Ok(());
+        match self.stop_renewing() {
+            Some(lease) => self.client.release(&lease),
+            None => Ok(()),
         }
-        let lease = state.lease.clone();
-        drop(state);
-        self.shared.lock().lost = Some(LostReason::Expired("released".into()));
-        self.client.release(&lease)
     }
 
-    fn stop_renewing(&mut self) {
+    /// Stops the renew thread and ends the guard; the lease if it was
+    /// still held (worth releasing).
+    fn stop_renewing(&mut self) -> Option<Lease> {
         self.shared.lock().stop = true;
         self.shared.changed.notify_all();
         if let Some(renewer) = self.renewer.take() {
             let _ = renewer.join();
         }
+        let now = self.shared.clock.now_ms();
+        let mut state = self.shared.lock();
+        let held = state.guard.stop(now);
+        state
+            .lost
+            .get_or_insert_with(|| LostReason::Expired("released".into()));
+        held.then(|| state.lease.clone())
     }
 }
 
 impl Drop for LeaseGuard {
     fn drop(&mut self) {
-        self.stop_renewing();
-        let state = self.shared.lock();
-        if state.lost.is_none() {
-            let lease = state.lease.clone();
-            drop(state);
+        if let Some(lease) = self.stop_renewing() {
             // Best effort: if it fails, the lease simply runs out.
             let _ = self.client.release(&lease);
         }
     }
 }
 
-/// Renews every third of the deadline; after a failed renew, retries
-/// sooner, until the lease is lost or its deadline passed.
-fn renew_until_stopped(client: Client, shared: Arc<Shared>, deadline: Duration) {
-    let every = (deadline / 3).max(Duration::from_millis(50));
-    let retry = (every / 3).min(Duration::from_secs(1));
-    let mut next = Instant::now() + every;
+/// The guard's driver: sleeps until the machine's next instant, renews
+/// when it says so, and feeds it the outcome.
+fn renew_until_stopped(client: &Client, shared: &Shared) {
+    let clock = shared.clock;
+    let mut state = shared.lock();
     loop {
-        let mut state = shared.lock();
-        while !state.stop && Instant::now() < next {
-            let wait = next.saturating_duration_since(Instant::now());
-            state = shared
-                .changed
-                .wait_timeout(state, wait)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
         if state.stop {
             return;
         }
-        let lease = state.lease.clone();
-        drop(state);
-
-        let sent = Instant::now();
-        let result = client.renew(&lease);
-        let mut state = shared.lock();
-        match result {
-            // Too late: the guard stopped claiming the lock at its margin,
-            // and a reply after that does not bring it back (the renewed
-            // lease lapses unused).
-            Ok(_) if Instant::now() >= state.valid_until => {
-                state.lost = Some(LostReason::Expired(
-                    "the renew's reply came after the lease's safe margin".into(),
-                ));
+        match state.guard.poll(clock.now_ms()) {
+            Next::Ended(_) => break,
+            Next::WakeAt(at) => {
+                let wait = clock.instant(at).saturating_duration_since(Instant::now());
+                state = shared
+                    .changed
+                    .wait_timeout(state, wait)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
             }
-            Ok(renewed) => {
-                state.lease = renewed;
-                state.valid_until = sent + deadline;
-                next = sent + every;
-            }
-            Err(Error::Lease(e)) if matches!(*e, LeaseError::Lost(_)) => {
-                if let LeaseError::Lost(lost) = *e {
-                    state.lost = Some(LostReason::Taken(lost.current));
+            Next::Renew => {
+                let lease = state.lease.clone();
+                drop(state);
+                let result = client.renew(&lease);
+                let now = clock.now_ms();
+                state = shared.lock();
+                match result {
+                    Ok(renewed) => {
+                        state.guard.renewed(now);
+                        if state.guard.is_held(now) {
+                            state.lease = renewed;
+                        } else {
+                            state.last_error =
+                                Some("the renew's reply came after the lease's safe margin".into());
+                        }
+                    }
+                    Err(Error::Lease(e)) if matches!(*e, LeaseError::Lost(_)) => {
+                        state.guard.renew_refused(now);
+                        if let LeaseError::Lost(lost) = *e {
+                            state.lost = Some(LostReason::Taken(lost.current));
+                        }
+                    }
+                    Err(e) => {
+                        state.guard.renew_failed(now, e.is_transient());
+                        state.last_error = Some(e.to_string());
+                    }
                 }
+                shared.changed.notify_all();
             }
-            Err(e) if Instant::now() + retry >= state.valid_until => {
-                state.lost = Some(LostReason::Expired(e.to_string()));
-            }
-            Err(_) => next = Instant::now() + retry,
-        }
-        let done = state.lost.is_some();
-        drop(state);
-        shared.changed.notify_all();
-        if done {
-            return;
         }
     }
+    // Over: say why now, so waiters see the reason the renew gave.
+    let now = clock.now_ms();
+    if state.guard.end(now) != Some(End::Released) && state.lost.is_none() {
+        state.lost = state.lost(now);
+    }
+    drop(state);
+    shared.changed.notify_all();
 }

@@ -27,6 +27,12 @@ pub fn instant_of_ms(ms: u64) -> Instant {
         .unwrap_or_else(|| origin + Duration::from_secs(100 * 365 * 24 * 3600))
 }
 
+/// An instant as a component monotonic-clock reading in ms (floored, so
+/// never later than the instant; an instant before the origin reads 0).
+pub fn ms_of(at: Instant) -> u64 {
+    u64::try_from(at.saturating_duration_since(origin()).as_millis()).unwrap_or(u64::MAX)
+}
+
 /// `wasi:clocks/monotonic-clock` for every instance: nanoseconds since the
 /// process-wide origin.
 pub(crate) struct ProcessMonotonicClock;

@@ -1,25 +1,29 @@
 //! Keeps a live client's credentials fresh: a thread that fetches new ones
 //! ahead of expiry and installs them, and one fetch on demand after the
-//! store refused the old ones.
+//! store refused the old ones. When to fetch is `s3_lease_keep::refresh`
+//! (paced, whatever a source hands out); the thread only sleeps until then
+//! and fetches.
 
 use super::{FetchedCredentials, SharedSource};
 use crate::bindings::Credentials;
 use crate::Error;
+use s3_lease_keep::refresh::{self, Refresh};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-/// How far ahead of expiry the SDKs refresh (at most).
-const LEAD: Duration = Duration::from_secs(5 * 60);
-/// The longest wait between attempts after a failed refresh.
-const MAX_RETRY: Duration = Duration::from_secs(30);
-
 /// When credentials fetched at `fetched` that expire at `expires` are due
-/// for a refresh: five minutes ahead, or a quarter of their lifetime ahead
-/// when that is less (short-lived credentials). `None`: they do not expire.
+/// for a refresh (see `s3_lease_keep::refresh::due_at`).
 pub(crate) fn due_at(fetched: SystemTime, expires: Option<SystemTime>) -> Option<SystemTime> {
-    let expires = expires?;
-    let lifetime = expires.duration_since(fetched).unwrap_or_default();
-    Some(expires - LEAD.min(lifetime / 4))
+    refresh::due_at(wall_ms(fetched), expires.map(wall_ms)).map(wall_time)
+}
+
+fn wall_ms(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn wall_time(ms: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_millis(ms)
 }
 
 /// Puts credentials into the client's instance; an error once the client
@@ -43,9 +47,7 @@ struct Shared {
 struct State {
     current: Credentials,
     /// When the thread fetches next.
-    due: Option<SystemTime>,
-    /// When the credentials in now stop working.
-    expires: Option<SystemTime>,
+    schedule: Refresh,
     /// Bumped whenever new credentials are installed.
     generation: u64,
     last_error: Option<String>,
@@ -59,15 +61,29 @@ impl Shared {
 
     /// Fetches, and installs what is new. True if new credentials went in.
     fn refresh(&self) -> Result<bool, Error> {
-        let fetched_at = SystemTime::now();
-        let fetched: FetchedCredentials = self.source.fetch()?;
+        let fetched_at = wall_ms(SystemTime::now());
+        let fetched = match self.source.fetch() {
+            Ok(fetched) => fetched,
+            Err(e) => {
+                let mut state = self.lock();
+                state.schedule.failed(fetched_at);
+                state.last_error = Some(e.to_string());
+                return Err(e);
+            }
+        };
         let changed = !same(&self.lock().current, &fetched.credentials);
         if changed {
-            (self.install)(&fetched.credentials)?;
+            if let Err(e) = (self.install)(&fetched.credentials) {
+                let mut state = self.lock();
+                state.schedule.failed(fetched_at);
+                state.last_error = Some(e.to_string());
+                return Err(e);
+            }
         }
         let mut state = self.lock();
-        state.due = due_at(fetched_at, fetched.expires);
-        state.expires = fetched.expires;
+        state
+            .schedule
+            .fetched(fetched_at, fetched.expires.map(wall_ms));
         state.last_error = None;
         if changed {
             state.current = fetched.credentials;
@@ -89,8 +105,7 @@ impl Refresher {
             install,
             state: Mutex::new(State {
                 current: first.credentials,
-                due: due_at(SystemTime::now(), first.expires),
-                expires: first.expires,
+                schedule: Refresh::new(wall_ms(SystemTime::now()), first.expires.map(wall_ms)),
                 generation: 0,
                 last_error: None,
                 stop: false,
@@ -123,13 +138,7 @@ impl Refresher {
         if self.generation() != generation {
             return true;
         }
-        match self.shared.refresh() {
-            Ok(changed) => changed,
-            Err(e) => {
-                self.shared.lock().last_error = Some(e.to_string());
-                false
-            }
-        }
+        self.shared.refresh().unwrap_or(false)
     }
 
     /// Why the last refresh failed, while it has not succeeded since.
@@ -151,6 +160,7 @@ fn same(a: &Credentials, b: &Credentials) -> bool {
         && a.session_token == b.session_token
 }
 
+/// The refresher's driver: sleeps until the schedule's next fetch, fetches.
 fn refresh_until_stopped(shared: &Shared) {
     loop {
         let mut state = shared.lock();
@@ -158,10 +168,10 @@ fn refresh_until_stopped(shared: &Shared) {
             if state.stop {
                 return;
             }
-            let now = SystemTime::now();
-            let wait = match state.due {
+            let now = wall_ms(SystemTime::now());
+            let wait = match state.schedule.due() {
                 Some(due) if due <= now => break,
-                Some(due) => due.duration_since(now).unwrap_or_default(),
+                Some(due) => Duration::from_millis(due - now),
                 None => Duration::from_secs(3600),
             };
             state = shared
@@ -172,34 +182,47 @@ fn refresh_until_stopped(shared: &Shared) {
         }
         drop(state);
         let _one = shared.fetching.lock().unwrap_or_else(|p| p.into_inner());
-        if let Err(e) = shared.refresh() {
-            // Try again soon, more often as expiry nears; the old
-            // credentials stay in until then.
-            let mut state = shared.lock();
-            state.last_error = Some(e.to_string());
-            let left = state
-                .expires
-                .and_then(|d| d.duration_since(SystemTime::now()).ok())
-                .unwrap_or_default();
-            let retry = (left / 4).clamp(Duration::from_secs(1), MAX_RETRY);
-            state.due = Some(SystemTime::now() + retry);
-        }
+        // A failure is recorded, and the old credentials stay in until a
+        // fetch succeeds; the schedule says when to try again.
+        let _ = shared.refresh();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::credentials::CredentialsSource;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
+    /// Hands out credentials that expired an hour ago, and counts fetches.
+    struct Expired(Arc<AtomicU64>);
+
+    impl CredentialsSource for Expired {
+        fn fetch(&self) -> Result<FetchedCredentials, Error> {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            Ok(FetchedCredentials {
+                credentials: Credentials {
+                    access_key_id: "AKID".into(),
+                    secret_access_key: "secret".into(),
+                    session_token: None,
+                },
+                expires: Some(SystemTime::now() - Duration::from_secs(3600)),
+                source: "test".into(),
+            })
+        }
+    }
+
+    /// A source of credentials already expired made the thread fetch
+    /// hundreds of thousands of times a second: every fetch is paced now.
     #[test]
-    fn refreshes_five_minutes_ahead_or_a_quarter_of_a_short_life() {
-        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        let hour = t0 + Duration::from_secs(3600);
-        assert_eq!(due_at(t0, Some(hour)), Some(hour - LEAD));
-        let minute = t0 + Duration::from_secs(60);
-        assert_eq!(due_at(t0, Some(minute)), Some(t0 + Duration::from_secs(45)));
-        assert_eq!(due_at(t0, None), None);
-        // Already expired: due now (at expiry), not in the past by more.
-        assert_eq!(due_at(minute, Some(t0)), Some(t0));
+    fn a_source_of_expired_credentials_is_fetched_from_at_a_paced_rate() {
+        let fetches = Arc::new(AtomicU64::new(0));
+        let source = SharedSource::new(Expired(fetches.clone()));
+        let first = source.fetch().expect("fetch");
+        let refresher = Refresher::start(source, first, Box::new(|_| Ok(()))).expect("start");
+        std::thread::sleep(Duration::from_millis(1_500));
+        drop(refresher);
+        let n = fetches.load(Ordering::Relaxed);
+        assert!((1..=4).contains(&n), "{n} fetches in 1.5 s");
     }
 }
