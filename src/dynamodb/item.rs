@@ -24,7 +24,7 @@ use serde_json::{json, Map, Value};
 
 /// The lock object as stored in the item.
 pub const BODY_ATTRIBUTE: &str = "lease_body";
-const TOKEN_ATTRIBUTE: &str = "token";
+pub(super) const TOKEN_ATTRIBUTE: &str = "token";
 const HOLDER_ATTRIBUTE: &str = "holder";
 
 /// How long after its expiry an unreleased lease's item may be swept by

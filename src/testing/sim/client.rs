@@ -11,7 +11,7 @@ use crate::lease::{Grant, Lease};
 use crate::lock_object::LockState;
 use crate::protocol::{AcquireOutcome, Operation, Step};
 use crate::s3::{S3Request, S3Response};
-use crate::seal::{LockSeal, Sealer};
+use crate::seal::{LockSeal, Sealer, StoredKey};
 use crate::strategy::epoch::{self, Cleanup, EpochRewrite, EpochTryAcquire};
 use crate::strategy::single_object::{released_state, RewriteOwn, TryAcquire};
 use crate::testing::linearizability::{FencedCall, FencedResult};
@@ -149,8 +149,8 @@ impl Client {
             kind,
             holder: format!("client-{id}"),
             clock_offset_ms,
-            // One bucket and no seal key: every client accepts every lease.
-            sealer: Sealer::new("sim-bucket", None),
+            // One bucket and its one stored key: every client accepts every lease.
+            sealer: Sealer::stored("sim-bucket", &StoredKey::from_bytes([7; 32])),
             hints: BTreeMap::new(),
             holding: BTreeMap::new(),
             old: Vec::new(),

@@ -31,7 +31,7 @@ use crate::lease::{Grant, Lease};
 use crate::lock_object::LockState;
 use crate::protocol::{AcquireOutcome, Operation, Step};
 use crate::s3::{S3Request, S3Response};
-use crate::seal::{LockSeal, Sealer};
+use crate::seal::{LockSeal, Sealer, StoredKey};
 use crate::strategy::single_object::semaphore::{Finished, SemaphoreOp, SlotOutcome, Wish};
 use crate::strategy::single_object::{released_state, RewriteOwn, TryAcquire};
 use crate::testing::rng::Rng;
@@ -218,7 +218,7 @@ impl SemClient {
             name,
             incarnation: 0,
             clock_offset_ms,
-            sealer: Sealer::new("sim-bucket", None),
+            sealer: Sealer::stored("sim-bucket", &StoredKey::from_bytes([7; 32])),
             holding: None,
             waiting: None,
             superseded: Vec::new(),
