@@ -307,9 +307,19 @@ fn a_lease_sealed_with_the_key_read_from_the_bucket_never_lowers_a_token() {
     let key = s3_lease::seal::StoredKey::from_bytes(bytes.try_into().unwrap());
     let seal = s3_lease::seal::Sealer::stored(&endpoint().bucket, &key)
         .for_lock(format!("single-object:{prefix}k"));
-    assert_eq!(sealed_with(&seal, &lease), lease, "the key read seals as ours do");
+    assert_eq!(
+        sealed_with(&seal, &lease),
+        lease,
+        "the key read seals as ours do"
+    );
 
-    let lower = sealed_with(&seal, &Lease { token: 1, ..lease.clone() });
+    let lower = sealed_with(
+        &seal,
+        &Lease {
+            token: 1,
+            ..lease.clone()
+        },
+    );
     let huge = sealed_with(
         &seal,
         &Lease {
@@ -320,8 +330,14 @@ fn a_lease_sealed_with_the_key_read_from_the_bucket_never_lowers_a_token() {
     for forged in [&lower, &huge] {
         for instance in [&mut i, &mut other] {
             instance.hooks.take_requests();
-            assert!(matches!(expect_err(instance.renew(forged)), E::InvalidArgument(_)));
-            assert!(matches!(expect_err(instance.release(forged)), E::InvalidArgument(_)));
+            assert!(matches!(
+                expect_err(instance.renew(forged)),
+                E::InvalidArgument(_)
+            ));
+            assert!(matches!(
+                expect_err(instance.release(forged)),
+                E::InvalidArgument(_)
+            ));
             let sent = instance.hooks.take_requests();
             assert!(sent.iter().all(|r| r.method != "PUT"), "{sent:?}");
         }

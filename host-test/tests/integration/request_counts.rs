@@ -57,7 +57,10 @@ fn each_operation_costs_what_the_contract_says() {
         "renew of a lease another client wrote"
     );
     let lease = a.renew(&lease).unwrap().unwrap();
-    assert_eq!(shape(&a.hooks.take_requests()), [s("GET", 200), s("PUT", 200)]);
+    assert_eq!(
+        shape(&a.hooks.take_requests()),
+        [s("GET", 200), s("PUT", 200)]
+    );
 
     b.inspect("k").unwrap().unwrap();
     assert_eq!(shape(&b.hooks.take_requests()), [s("GET", 200)], "inspect");
