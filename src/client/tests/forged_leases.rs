@@ -165,23 +165,29 @@ fn on_epoch_objects_a_lower_token_rewrites_no_highest_epoch() {
     let second = granted(&mut c, &mut io, "a");
     let second = c.rewrite(&mut io, second, true).ready().unwrap();
     let seal = c.lock_seal(&mut io, "locks/k").ready().unwrap();
-    // Token 1 with the highest epoch's etag, or with epoch 1's own.
+    // Token 1 with the highest epoch's etag, or with epoch 1's own (that
+    // write lands on epoch 1, and the LIST after it finds epoch 2), and a
+    // live expiry, so the renew is sent.
+    let now = io.now_ms();
     for etag in [second.etag.clone(), first.etag.clone()] {
         let forged = seal.seal(Lease {
             token: 1,
             etag,
+            expires_at_ms: now + 10_000,
             ..second.clone()
         });
-        let result = single_epoch_client()
-            .rewrite(&mut io, forged, false)
-            .ready();
+        let mut other = epoch_client();
+        other.lock_seal(&mut io, "locks/k").ready().unwrap();
+        io.take_requests();
+        let result = other.rewrite(&mut io, forged, false).ready();
         assert!(matches!(result, Err(Error::Lost { .. })), "{result:?}");
+        assert!(io.take_requests().iter().any(|r| r.method == Method::Put));
     }
-    let next = granted(&mut single_epoch_client(), &mut io, "next");
+    let next = granted(&mut epoch_client(), &mut io, "next");
     assert_eq!(next.token, 3);
 }
 
-fn single_epoch_client() -> ClientCore {
+fn epoch_client() -> ClientCore {
     core(Strategy::EpochObjects, ExpiryClock::Server)
 }
 
