@@ -1,8 +1,9 @@
 //! The client's logic, over any `Io`: which operation each call runs for
 //! the configured strategy, and what the client remembers between calls
-//! (the highest epoch seen per key, and what it observed of each key for the
-//! `observed` expiry clock and conditional GETs). The component wraps it;
-//! native tests drive it over the S3 model.
+//! (its seal key, the highest epoch seen per key, what it observed of each
+//! key for the `observed` expiry clock and conditional GETs, and the lock
+//! objects it wrote itself). The component wraps it; native tests drive it
+//! over the S3 model.
 
 use crate::prelude::*;
 
@@ -11,12 +12,12 @@ use crate::driver::{self, Io, Within};
 use crate::error::Error;
 use crate::expiry::{Judge, Observation};
 use crate::fenced::{self, Change, Fence, FencedGet, FencedObject, FencedWrite, Written};
-use crate::lease::{object_key, Grant, Lease};
+use crate::lease::{object_key, seal_key_object, Grant, Lease};
 use crate::lock_object::semaphore::MAX_LIMIT;
 use crate::lock_object::LockState;
 use crate::preflight::{CapabilityResult, Gate, Preflight, Report};
 use crate::protocol::AcquireOutcome;
-use crate::seal::{LockSeal, Sealer};
+use crate::seal::{LoadSealKey, LockSeal, Sealer, StoredKey};
 use crate::sigv4::Credentials;
 use crate::strategy::epoch::{self, Cleanup, EpochInspect, EpochRewrite, EpochTryAcquire};
 use crate::strategy::single_object::semaphore::{SemaphoreOp, SlotOutcome, Wish};
@@ -79,10 +80,20 @@ struct Seen {
     entries_since_ms: Vec<(String, u64)>,
 }
 
+/// A lock object this client wrote: its etag and the token in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Wrote {
+    etag: String,
+    token: u64,
+}
+
 #[derive(Debug, Clone)]
 pub struct ClientCore {
     pub config: ClientConfig,
-    sealer: Sealer,
+    /// Seals and checks leases: from the configured `seal-key`, or else
+    /// from the key kept in the store, read (or created) on the first call
+    /// that needs it and kept for the client's life (see `seal`).
+    sealer: Option<Sealer>,
     /// epoch-objects: the highest epoch seen per key, so LISTs start just
     /// below it.
     epoch_hints: KeyMap<u64>,
@@ -90,6 +101,12 @@ pub struct ClientCore {
     /// A semaphore as this client last wrote or read it: a renew or
     /// release plans from it and skips its read while nobody wrote since.
     latest: KeyMap<LockState>,
+    /// single-object: the lock object this client last wrote per key (a
+    /// grant, renew or release). An etag is a hash of the bytes, which
+    /// include the token, so the pair stays true whatever happens to the
+    /// key since: a lease with this etag and token renews without the read
+    /// that checks its token (see `RewriteOwn`).
+    wrote: KeyMap<Wrote>,
     /// What the last preflight decided about the store, for this config.
     store: StoreCheck,
 }
@@ -106,11 +123,15 @@ enum StoreCheck {
 impl ClientCore {
     pub fn new(config: ClientConfig) -> Self {
         ClientCore {
-            sealer: Sealer::new(&config.seal_scope(), config.seal_key.as_ref()),
+            sealer: config
+                .seal_key
+                .as_ref()
+                .map(|k| Sealer::configured(&config.seal_scope(), k)),
             config,
             epoch_hints: KeyMap::new(),
             seen: KeyMap::new(),
             latest: KeyMap::new(),
+            wrote: KeyMap::new(),
             store: StoreCheck::Unchecked,
         }
     }
@@ -130,10 +151,34 @@ impl ClientCore {
         object_key(&self.config.key_prefix, key)
     }
 
+    /// The client's sealer. Without a configured `seal-key`, the first call
+    /// reads the key kept in the store, creating it if there is none (1
+    /// GET; 2 requests, GET and PUT, for the client that creates it), and
+    /// every later one uses the key read.
+    async fn sealer(&mut self, io: &mut impl Io) -> Result<Sealer, Error> {
+        if let Some(sealer) = &self.sealer {
+            return Ok(sealer.clone());
+        }
+        let fresh = StoredKey::random(|| io.random_u64());
+        let object = seal_key_object(&self.config.key_prefix);
+        let key = driver::run(io, LoadSealKey::new(object, fresh)).await?;
+        let sealer = Sealer::stored(&self.config.seal_scope(), &key);
+        self.sealer = Some(sealer.clone());
+        Ok(sealer)
+    }
+
     /// Seals and checks the leases of the lock at `object_key`.
-    pub fn lock_seal(&self, object_key: &str) -> LockSeal {
-        self.sealer
-            .for_lock(format!("{}:{object_key}", self.config.strategy.name()))
+    pub async fn lock_seal(
+        &mut self,
+        io: &mut impl Io,
+        object_key: &str,
+    ) -> Result<LockSeal, Error> {
+        let sealer = self.sealer(io).await?;
+        Ok(self.lock_seal_with(&sealer, object_key))
+    }
+
+    fn lock_seal_with(&self, sealer: &Sealer, object_key: &str) -> LockSeal {
+        sealer.for_lock(format!("{}:{object_key}", self.config.strategy.name()))
     }
 
     fn hint(&self, key: &str) -> u64 {
@@ -252,7 +297,8 @@ impl ClientCore {
     ) -> Result<AcquireOutcome, Error> {
         let object_key = self.object_key(key)?;
         self.check_store(io).await?;
-        let seal = self.lock_seal(&object_key);
+        let sealer = self.sealer(io).await?;
+        let seal = self.lock_seal_with(&sealer, &object_key);
         let started = io.monotonic_ms();
         let judge = self.judge(key, started);
         let write_id = write_id(io);
@@ -266,7 +312,11 @@ impl ClientCore {
                     judge,
                     write_id,
                 );
-                driver::run(io, op).await?
+                let outcome = driver::run(io, op).await?;
+                if let AcquireOutcome::Granted(lease) = &outcome {
+                    self.note_written(lease);
+                }
+                outcome
             }
             Strategy::EpochObjects => {
                 let dir = epoch::epoch_dir(&object_key);
@@ -323,13 +373,32 @@ impl ClientCore {
     /// Seals and checks the leases of the slots of a semaphore at
     /// `object_key`: a seal of their own, so a lease says by its seal alone
     /// whether it is a slot's (renewed in the semaphore) or a lock's.
-    fn semaphore_seal(&self, object_key: &str) -> LockSeal {
-        self.sealer.for_lock(format!("semaphore:{object_key}"))
+    fn semaphore_seal(sealer: &Sealer, object_key: &str) -> LockSeal {
+        sealer.for_lock(format!("semaphore:{object_key}"))
     }
 
-    fn is_slot(&self, object_key: &str, lease: &Lease) -> bool {
+    fn is_slot(&self, sealer: &Sealer, object_key: &str, lease: &Lease) -> bool {
         self.config.strategy == Strategy::SingleObject
-            && self.semaphore_seal(object_key).check(lease).is_ok()
+            && Self::semaphore_seal(sealer, object_key)
+                .check(lease)
+                .is_ok()
+    }
+
+    /// Remembers a single-object lock object this client wrote.
+    fn note_written(&mut self, lease: &Lease) {
+        let wrote = Wrote {
+            etag: lease.etag.clone(),
+            token: lease.token,
+        };
+        self.wrote.insert(&lease.key, wrote);
+    }
+
+    /// Whether this client wrote the object at the lease's etag itself,
+    /// with the lease's token.
+    fn wrote_lease(&self, lease: &Lease) -> bool {
+        self.wrote
+            .get(&lease.key)
+            .is_some_and(|w| w.etag == lease.etag && w.token == lease.token)
     }
 
     /// One attempt at a slot of a semaphore of `limit` (see `semaphore`);
@@ -454,7 +523,8 @@ impl ClientCore {
             Wish::Renew(_) | Wish::Release(_) => self.latest.get(key).cloned(),
             _ => None,
         };
-        let seal = self.semaphore_seal(&object_key);
+        let sealer = self.sealer(io).await?;
+        let seal = Self::semaphore_seal(&sealer, &object_key);
         let judge = self.judge(key, io.monotonic_ms());
         let write_id = write_id(io);
         let mut op = SemaphoreOp::new(
@@ -515,7 +585,8 @@ impl ClientCore {
         release: bool,
     ) -> Result<Lease, Error> {
         let object_key = self.object_key(&lease.key)?;
-        if self.is_slot(&object_key, &lease) {
+        let sealer = self.sealer(io).await?;
+        if self.is_slot(&sealer, &object_key, &lease) {
             let key = lease.key.clone();
             let wish = if release {
                 Wish::Release(lease)
@@ -529,19 +600,30 @@ impl ClientCore {
                 )),
             };
         }
-        let seal = self.lock_seal(&object_key);
+        let seal = self.lock_seal_with(&sealer, &object_key);
         let write_id = write_id(io);
         match (self.config.strategy, release) {
-            (Strategy::SingleObject, false) => {
-                driver::run(io, RewriteOwn::renew(lease, object_key, seal, write_id)).await
-            }
-            (Strategy::SingleObject, true) => {
-                let released =
-                    driver::run(io, RewriteOwn::release(lease, object_key, seal, write_id)).await?;
-                // Remembered, so taking the key again is one conditional PUT.
-                let now_mono = io.monotonic_ms();
-                self.observe(&released.key, Some(&released_state(&released)), now_mono);
-                Ok(released)
+            (Strategy::SingleObject, _) => {
+                // A lease this client wrote, or a store that checks the
+                // token in the write's condition (DynamoDB), needs no read
+                // to know its token is the stored one.
+                let token_known = self.wrote_lease(&lease) || self.config.store.table().is_some();
+                let mut op = if release {
+                    RewriteOwn::release(lease, object_key, seal, write_id)
+                } else {
+                    RewriteOwn::renew(lease, object_key, seal, write_id)
+                };
+                if token_known {
+                    op = op.token_known();
+                }
+                let rewritten = driver::run(io, op).await?;
+                self.note_written(&rewritten);
+                if release {
+                    // Remembered, so taking the key again is one conditional PUT.
+                    let now_mono = io.monotonic_ms();
+                    self.observe(&rewritten.key, Some(&released_state(&rewritten)), now_mono);
+                }
+                Ok(rewritten)
             }
             (Strategy::EpochObjects, false) => {
                 let dir = epoch::epoch_dir(&object_key);
@@ -582,7 +664,7 @@ impl ClientCore {
 
     /// A fenced write (`Change::Put`) or delete with the lease's lock and token.
     pub async fn fenced_write(
-        &self,
+        &mut self,
         io: &mut impl Io,
         lease: &Lease,
         object_key: &str,
@@ -592,12 +674,13 @@ impl ClientCore {
         self.s3_only("fenced writes")?;
         let lock_object_key = self.object_key(&lease.key)?;
         let lock = fenced::lock_identity(self.config.strategy.name(), &lock_object_key);
+        let sealer = self.sealer(io).await?;
         // A slot's token comes from the key's one counter: it fences the
         // same objects as the key's lock tokens, in the same order.
-        let seal = if self.is_slot(&lock_object_key, lease) {
-            self.semaphore_seal(&lock_object_key)
+        let seal = if self.is_slot(&sealer, &lock_object_key, lease) {
+            Self::semaphore_seal(&sealer, &lock_object_key)
         } else {
-            self.lock_seal(&lock_object_key)
+            self.lock_seal_with(&sealer, &lock_object_key)
         };
         let fence = Fence::for_lease(lease, &seal, lock, reject_equal)?;
         let object_key = fenced::fenced_object_key(object_key)?;

@@ -9,7 +9,7 @@
 //! |---|---|
 //! | GET (`If-None-Match: v`) | GetItem, `ConsistentRead` (a 304 when the version is `v`) |
 //! | PUT `If-None-Match: *` | PutItem, `attribute_not_exists(key)` |
-//! | PUT `If-Match: v` | PutItem, `lease_version = v` |
+//! | PUT `If-Match: v` | PutItem, `lease_version = v` (and `token = t` with `S3Request::if_token`) |
 //! | DELETE `If-Match: v` | DeleteItem, `lease_version = v` |
 //! | POST with `x-amz-target` | that call, its body as given (the preflight's table checks) |
 //!
@@ -95,8 +95,9 @@ pub fn translate(table: &str, req: &S3Request) -> (String, Vec<u8>) {
     )
 }
 
-/// `If-None-Match: *` and `If-Match: v` as condition expressions. `key`
-/// is a reserved word in expressions, hence the `#k` name.
+/// `If-None-Match: *` and `If-Match: v` (with `S3Request::if_token`,
+/// and the token) as condition expressions. `key` is a reserved word in
+/// expressions, hence the `#k` name.
 fn add_condition(body: &mut Value, req: &S3Request) {
     let (expression, names, values) = if header(req, "if-none-match") == Some("*") {
         (
@@ -105,11 +106,20 @@ fn add_condition(body: &mut Value, req: &S3Request) {
             None,
         )
     } else if let Some(version) = header(req, "if-match") {
-        (
-            "#v = :v",
-            json!({ "#v": VERSION_ATTRIBUTE }),
-            Some(json!({ ":v": { "S": version } })),
-        )
+        match req.if_token {
+            // The token too: a record at this version with another token
+            // is refused by the table, at no extra cost.
+            Some(token) => (
+                "#v = :v AND #t = :t",
+                json!({ "#v": VERSION_ATTRIBUTE, "#t": TOKEN_ATTRIBUTE }),
+                Some(json!({ ":v": { "S": version }, ":t": { "N": token.to_string() } })),
+            ),
+            None => (
+                "#v = :v",
+                json!({ "#v": VERSION_ATTRIBUTE }),
+                Some(json!({ ":v": { "S": version } })),
+            ),
+        }
     } else {
         return;
     };

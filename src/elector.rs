@@ -159,8 +159,8 @@ impl Elector {
     }
 
     /// The client it campaigns with (for fenced writes under its lease).
-    pub fn client(&self) -> &ClientCore {
-        &self.client
+    pub fn client_mut(&mut self) -> &mut ClientCore {
+        &mut self.client
     }
 
     /// Does what is due now (at most one attempt) and reports the role.

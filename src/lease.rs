@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::limits::{
     MAX_HOLDER_ID_BYTES, MAX_METADATA_BYTES, MAX_OBJECT_KEY_BYTES, MAX_TTL_MS, MIN_TTL_MS,
 };
-use crate::lock_object::MAX_TIME_MS;
+use crate::lock_object::{MAX_LOCK_OBJECT_BYTES, MAX_TIME_MS};
 
 /// A grant (the WIT `lease` record).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +41,19 @@ impl Lease {
             return Err(Error::InvalidArgument(format!(
                 "lease ttl-ms {} must be {MIN_TTL_MS} ..= {MAX_TTL_MS}",
                 self.ttl_ms
+            )));
+        }
+        // What a grant could not have returned; renew and release would
+        // write it into the lock object.
+        if self.holder_id.is_empty() || self.holder_id.len() > MAX_HOLDER_ID_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "lease holder-id must be 1 to {MAX_HOLDER_ID_BYTES} bytes"
+            )));
+        }
+        if self.metadata.len() > MAX_METADATA_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "lease metadata is {} bytes; at most {MAX_METADATA_BYTES}",
+                self.metadata.len()
             )));
         }
         Ok(())
@@ -94,7 +107,33 @@ pub fn check_writable_time(expires_at_ms: u64) -> Result<(), Error> {
     Ok(())
 }
 
+/// Refuses to write a lock or epoch object larger than any reader accepts
+/// (`MAX_LOCK_OBJECT_BYTES`): it would block the key as
+/// `corrupt-lock-object` until someone deleted it by hand.
+pub fn check_writable_size(object_key: &str, body: &[u8]) -> Result<(), Error> {
+    if body.len() > MAX_LOCK_OBJECT_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "{object_key:?} would be {} bytes, over the {MAX_LOCK_OBJECT_BYTES} a lock object \
+             may be; nothing was written",
+            body.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The name, under the key prefix, of the object that keeps the seal key
+/// (see `seal::stored`). No lock key, epoch object or fenced object can
+/// end with it (`object_key` refuses them), whatever the prefix.
+pub const SEAL_KEY_OBJECT_NAME: &str = ".s3-lease-seal-key";
+
+/// The object (or DynamoDB item) that keeps the seal key of the clients
+/// with `prefix`.
+pub fn seal_key_object(prefix: &str) -> String {
+    format!("{prefix}{SEAL_KEY_OBJECT_NAME}")
+}
+
 /// Where a key's lock object lives: the configured prefix plus the key.
+/// Also checks the full keys of fenced objects (with no prefix).
 pub fn object_key(prefix: &str, key: &str) -> Result<String, Error> {
     if key.is_empty() {
         return Err(Error::InvalidArgument("key must not be empty".into()));
@@ -105,6 +144,14 @@ pub fn object_key(prefix: &str, key: &str) -> Result<String, Error> {
         )));
     }
     let full = format!("{prefix}{key}");
+    // The seal key's object of this prefix or any other: never written
+    // as a lock or fenced object.
+    if full.ends_with(SEAL_KEY_OBJECT_NAME) {
+        return Err(Error::InvalidArgument(format!(
+            "object key {full:?} ends with {SEAL_KEY_OBJECT_NAME:?}, which s3-lease keeps \
+             for its seal key"
+        )));
+    }
     if full.len() > MAX_OBJECT_KEY_BYTES {
         return Err(Error::InvalidArgument(format!(
             "object key is {} bytes with its prefix; S3 allows {MAX_OBJECT_KEY_BYTES}",
@@ -128,5 +175,67 @@ mod tests {
         assert!(object_key("p/", "a\u{0}b").is_err());
         assert!(object_key("p/", &"k".repeat(1023)).is_err());
         assert_eq!(object_key("p/", "k").unwrap(), "p/k");
+    }
+
+    #[test]
+    fn no_key_under_any_prefix_reaches_a_seal_key_object() {
+        for prefix in ["", "p/", "locks-", "a/b/"] {
+            let reserved = seal_key_object(prefix);
+            assert!(reserved.ends_with(".s3-lease-seal-key"), "{reserved}");
+            // This prefix's own, and any other prefix's.
+            for (p, key) in [
+                (prefix, SEAL_KEY_OBJECT_NAME.to_string()),
+                ("", reserved.clone()),
+                ("x", format!("y{reserved}")),
+            ] {
+                let refused = object_key(p, &key).unwrap_err();
+                assert!(refused.to_string().contains("seal key"), "{refused}");
+            }
+        }
+        // Near misses are keys like any other.
+        for key in [
+            ".s3-lease-seal-key/x",
+            ".s3-lease-seal-keys",
+            "s3-lease-seal-key.json",
+        ] {
+            object_key("p/", key).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_lease_no_grant_could_return_is_refused() {
+        let lease = Lease {
+            key: "k".into(),
+            token: 1,
+            holder_id: "a".into(),
+            etag: "\"e\"".into(),
+            expires_at_ms: 2,
+            acquired_at_ms: 1,
+            ttl_ms: 1,
+            metadata: String::new(),
+            seal: String::new(),
+        };
+        lease.check_as_returned().unwrap();
+        for bad in [
+            Lease {
+                metadata: "x".repeat(MAX_METADATA_BYTES + 1),
+                ..lease.clone()
+            },
+            Lease {
+                holder_id: "h".repeat(MAX_HOLDER_ID_BYTES + 1),
+                ..lease.clone()
+            },
+            Lease {
+                holder_id: String::new(),
+                ..lease.clone()
+            },
+        ] {
+            assert!(matches!(
+                bad.check_as_returned(),
+                Err(Error::InvalidArgument(_))
+            ));
+        }
+        check_writable_size("k", &[b' '; MAX_LOCK_OBJECT_BYTES]).unwrap();
+        assert!(check_writable_size("k", &[b' '; MAX_LOCK_OBJECT_BYTES + 1]).is_err());
     }
 }

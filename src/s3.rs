@@ -32,7 +32,8 @@ impl Method {
 }
 
 /// A request on one object (or, with an empty key, on the bucket).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `Debug` never shows a body that holds a seal key (see `Body`).
+#[derive(Clone, PartialEq, Eq)]
 pub struct S3Request {
     pub method: Method,
     /// Full object key, prefix included.
@@ -47,6 +48,11 @@ pub struct S3Request {
     /// timeout: an elector's leader sets it to the time left before its
     /// renew deadline (`driver::Within`), so no request outlives it.
     pub within_ms: Option<u32>,
+    /// With `If-Match`: write only if the stored record's token is also
+    /// this. DynamoDB checks it in the write's condition; S3 cannot, and
+    /// ignores it (a writer that needs it there reads first: see
+    /// `strategy::single_object::RewriteOwn`).
+    pub if_token: Option<u64>,
 }
 
 impl S3Request {
@@ -59,6 +65,7 @@ impl S3Request {
             body: Vec::new(),
             max_response_bytes,
             within_ms: None,
+            if_token: None,
         }
     }
 
@@ -70,6 +77,40 @@ impl S3Request {
     pub fn body(mut self, content_type: &str, body: Vec<u8>) -> Self {
         self.body = body;
         self.header("content-type", content_type)
+    }
+}
+
+impl fmt::Debug for S3Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("S3Request")
+            .field("method", &self.method)
+            .field("object_key", &self.object_key)
+            .field("query", &self.query)
+            .field("headers", &self.headers)
+            .field("body", &Body(&self.body))
+            .field("max_response_bytes", &self.max_response_bytes)
+            .field("within_ms", &self.within_ms)
+            .field("if_token", &self.if_token)
+            .finish()
+    }
+}
+
+/// A body as `Debug` shows it: as its bytes, unless it holds the stored
+/// seal key (the key object's `seal_key` field, read or written, on S3 or
+/// inside a DynamoDB item), which anyone who saw it could forge leases
+/// with.
+struct Body<'a>(&'a [u8]);
+
+/// What marks a body that holds the seal key (`seal::stored`).
+pub const SECRET_BODY_MARKER: &[u8] = b"seal_key";
+
+impl fmt::Debug for Body<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let marker = SECRET_BODY_MARKER;
+        if self.0.windows(marker.len()).any(|w| w == marker) {
+            return write!(f, "<redacted: {} bytes>", self.0.len());
+        }
+        fmt::Debug::fmt(self.0, f)
     }
 }
 
@@ -118,15 +159,16 @@ impl fmt::Debug for HttpRequest {
             .field("authority", &self.authority)
             .field("path_and_query", &self.path_and_query)
             .field("headers", &headers)
-            .field("body", &self.body)
+            .field("body", &Body(&self.body))
             .field("timeout_ms", &self.timeout_ms)
             .field("max_response_bytes", &self.max_response_bytes)
             .finish()
     }
 }
 
-/// A reply, headers lowercased.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// A reply, headers lowercased. `Debug` never shows a body that holds a
+/// seal key (see `Body`).
+#[derive(Clone, PartialEq, Eq, Default)]
 pub struct S3Response {
     pub status: u16,
     pub headers: Vec<(String, String)>,
@@ -134,6 +176,17 @@ pub struct S3Response {
     /// Set (to the announced or observed length) when the body was longer
     /// than the request's limit and was left unread.
     pub body_too_large: Option<u64>,
+}
+
+impl fmt::Debug for S3Response {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("S3Response")
+            .field("status", &self.status)
+            .field("headers", &self.headers)
+            .field("body", &Body(&self.body))
+            .field("body_too_large", &self.body_too_large)
+            .finish()
+    }
 }
 
 impl S3Response {

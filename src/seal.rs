@@ -1,46 +1,50 @@
-//! Leases a caller cannot alter by mistake, or pass to another lock.
+//! Leases a caller cannot alter, forge, or pass to another lock.
 //!
 //! A lease is a record the caller holds and hands back to `renew`, `release`
-//! and the fenced writes. Those operations write its token, holder and
-//! metadata, so a changed copy (a token lowered to one already granted, a
-//! metadata blob too large to read back, a lease of one lock handed to
-//! another) would be written as the truth. Each lease therefore carries a
-//! seal: an HMAC-SHA256 over every field and the lock it belongs to (the
-//! strategy and the full lock object key). A lease whose seal does not
-//! match is refused before any request.
+//! and the fenced writes. Those operations write its holder, times and
+//! metadata and fence with its token, so a changed copy (a lease of one
+//! lock handed to another, a token raised to fence out the real holder)
+//! would act as the truth. Each lease therefore carries a seal: an
+//! HMAC-SHA256 over every field and the lock it belongs to (the strategy
+//! and the full lock object key). A lease whose seal does not match is
+//! refused before any request.
 //!
-//! What keys it. The caller of this API is the program that holds the S3
-//! credentials: anyone who can write the bucket can write lock objects
-//! directly, with no lease at all. So the seal is not access control, and
-//! it no longer derives from credentials (which rotate: a lease held across
-//! a rotation of temporary keys, or stored by one process and renewed by
-//! another with newer keys, must keep working). What it protects against:
+//! What keys it, never credentials (which rotate: a lease held across a
+//! rotation of temporary keys, or stored by one process and renewed by
+//! another with newer keys, must keep working):
 //!
-//! - Mistakes: a lease edited, truncated or stitched together by code or
-//!   by hand (a token, the times, the holder, the metadata) is refused.
-//! - Leases of another lock: the seal binds the strategy, the full object
-//!   key (prefix included) and the bucket, so a lease is refused by a
-//!   client of another key, prefix, strategy or bucket.
-//! - With a configured seal key (`seal-key`), forgery: the key derives from
-//!   that secret too, so only clients configured with the same seal key
-//!   make or accept its leases. For leases that pass through hands (files,
-//!   queues, other teams' services) the caller does not trust.
+//! - A configured `seal-key`: only clients configured with the same
+//!   secret make or accept each other's leases.
+//! - Otherwise a random 256-bit key kept in the store itself, in an object
+//!   beside the locks (`stored`): created once, with `If-None-Match: *`,
+//!   by the first client that needs it, and read once by every client.
+//!   Forging a lease then takes read access to that object. Anyone with
+//!   that access can read the lock objects too, and anyone who can write
+//!   the bucket can write lock objects directly, with no lease at all.
 //!
-//! Without a seal key, the key derives from the bucket alone under a domain
-//! string of its own: anyone who knows the bucket name can compute it, and
-//! every client of the bucket accepts the lease whatever its credentials.
+//! Both derive the sealing key under a domain string of their own, with
+//! the seal scope (the bucket, or a DynamoDB table), so a lease is refused
+//! by a client of another bucket, prefix, strategy or lock.
 //!
-//! Why a seal and not a WIT resource or a read of the stored object: a sealed
-//! record is plain data, so a caller can store it (a file, a database, an
-//! environment variable) and renew it from another instance or process, and
-//! checking it costs no request.
+//! A seal is not the last line: whatever the seal, a renew or release
+//! never writes a token below the stored one, nor an object over the cap
+//! (see `strategy::single_object::RewriteOwn` and `lease`).
 //!
-//! Versions: `v1.` seals were keyed by the secret access key; `v2.` seals
-//! (these) by the bucket and the optional seal key. A `v1.` lease is refused
-//! with a message saying so, once, on upgrading: its holder acquires again
-//! (its holder id takes over its own live lease, with a new token).
+//! Why a seal and not a WIT resource or a read of the stored object on
+//! every call: a sealed record is plain data, so a caller can store it (a
+//! file, a database, an environment variable) and renew it from another
+//! instance or process, and checking it costs no request.
+//!
+//! Versions: `v1.` seals were keyed by the secret access key, `v2.` by
+//! the bucket's name (which anyone could compute) and the optional seal
+//! key; `v3.` seals (these) by the seal key or the stored key. Older ones
+//! are refused with a message saying so, once, on upgrading: their holder
+//! acquires again (its holder id takes over its own live lease, with a new
+//! token).
 
 use crate::prelude::*;
+
+pub mod stored;
 
 /// The configured secret, defined with the rest of the config.
 pub use crate::config::SealKey;
@@ -48,12 +52,20 @@ use crate::error::Error;
 use crate::lease::Lease;
 use crate::sigv4::{hex, hmac};
 use core::fmt;
+pub use stored::{LoadSealKey, StoredKey};
 
 /// Bytes of the HMAC kept in a seal: 128 bits.
 const SEAL_BYTES: usize = 16;
-const SEAL_VERSION: &str = "v2.";
-/// The prefix of the seals of s3-lease before 0.4's credential-free key.
-const OLD_SEAL_VERSION: &str = "v1.";
+const SEAL_VERSION: &str = "v3.";
+/// The prefixes of older seals, and what keyed them.
+const OLD_SEAL_VERSIONS: [(&str, &str); 2] = [
+    ("v1.", "keyed by credentials"),
+    (
+        "v2.",
+        "keyed by the bucket's name, which anyone could compute",
+    ),
+];
+
 /// The sealing key of one client. `Debug` never prints it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Sealer {
@@ -67,17 +79,23 @@ impl fmt::Debug for Sealer {
 }
 
 impl Sealer {
-    /// Derives the key from the bucket, and from `seal_key` when one is
-    /// configured; never from credentials, so leases survive a rotation.
-    /// Each case has a domain string of its own.
-    pub fn new(bucket: &str, seal_key: Option<&SealKey>) -> Self {
-        let key = match seal_key {
-            None => hmac(b"s3-lease lease seal v2: bucket key", bucket.as_bytes()),
-            Some(secret) => hmac(
-                secret.as_str().as_bytes(),
-                format!("s3-lease lease seal v2: configured seal key\n{bucket}").as_bytes(),
-            ),
-        };
+    /// The sealer of clients configured with `seal_key`, for `scope` (the
+    /// bucket, or `dynamodb:<table>`: see `ClientConfig::seal_scope`).
+    pub fn configured(scope: &str, seal_key: &SealKey) -> Self {
+        let key = hmac(
+            seal_key.as_str().as_bytes(),
+            format!("s3-lease lease seal v3: configured seal key\n{scope}").as_bytes(),
+        );
+        Sealer { key }
+    }
+
+    /// The sealer of clients without a seal key: the random key kept in
+    /// the store.
+    pub fn stored(scope: &str, key: &StoredKey) -> Self {
+        let key = hmac(
+            key.bytes(),
+            format!("s3-lease lease seal v3: stored seal key\n{scope}").as_bytes(),
+        );
         Sealer { key }
     }
 
@@ -108,12 +126,15 @@ impl LockSeal {
     /// Refuses a lease that no grant of this lock returned, or that was
     /// changed since, with `invalid-argument`.
     pub fn check(&self, lease: &Lease) -> Result<(), Error> {
-        if lease.seal.starts_with(OLD_SEAL_VERSION) {
+        if let Some((version, keyed)) = OLD_SEAL_VERSIONS
+            .iter()
+            .find(|(version, _)| lease.seal.starts_with(version))
+        {
             return Err(Error::InvalidArgument(format!(
                 "the lease of {:?} with token {} was sealed by an older version of s3-lease \
-                 (a {OLD_SEAL_VERSION} seal, keyed by credentials), which this version no \
-                 longer accepts: acquire the lock again (the same holder id takes over its \
-                 own live lease, with a new token)",
+                 (a {version} seal, {keyed}), which this version no longer accepts: acquire \
+                 the lock again (the same holder id takes over its own live lease, with a \
+                 new token)",
                 lease.key, lease.token
             )));
         }
@@ -123,7 +144,7 @@ impl LockSeal {
         }
         Err(Error::InvalidArgument(format!(
             "the lease of {:?} with token {} was altered, belongs to another lock or \
-             bucket, or was sealed under another seal-key: pass a lease exactly as acquire, \
+             bucket, or was sealed under another seal key: pass a lease exactly as acquire, \
              renew or an elector returned it",
             lease.key, lease.token
         )))
@@ -167,18 +188,26 @@ mod tests {
         }
     }
 
+    fn stored_key(byte: u8) -> StoredKey {
+        StoredKey::from_bytes([byte; 32])
+    }
+
+    fn sealer(bucket: &str) -> Sealer {
+        Sealer::stored(bucket, &stored_key(1))
+    }
+
     fn seal() -> LockSeal {
-        Sealer::new("bucket", None).for_lock("single-object:locks/k".into())
+        sealer("bucket").for_lock("single-object:locks/k".into())
     }
 
     fn keyed(key: &str, bucket: &str) -> LockSeal {
-        Sealer::new(bucket, Some(&SealKey::new(key))).for_lock("single-object:locks/k".into())
+        Sealer::configured(bucket, &SealKey::new(key)).for_lock("single-object:locks/k".into())
     }
 
     #[test]
     fn a_sealed_lease_checks_and_any_changed_field_does_not() {
         let sealed = seal().seal(lease());
-        assert!(sealed.seal.starts_with("v2.") && sealed.seal.len() == 3 + 32);
+        assert!(sealed.seal.starts_with("v3.") && sealed.seal.len() == 3 + 32);
         seal().check(&sealed).unwrap();
         let altered: Vec<Lease> = vec![
             Lease {
@@ -218,7 +247,7 @@ mod tests {
                 ..sealed.clone()
             },
             Lease {
-                seal: "v2.".into(),
+                seal: "v3.".into(),
                 ..sealed.clone()
             },
             Lease {
@@ -235,17 +264,19 @@ mod tests {
     }
 
     #[test]
-    fn seals_bind_the_lock_and_the_bucket_and_nothing_of_the_credentials() {
+    fn seals_bind_the_lock_the_bucket_and_the_stored_key_and_nothing_of_the_credentials() {
         let sealed = seal().seal(lease());
-        let other_lock = Sealer::new("bucket", None).for_lock("epoch-objects:locks/k".into());
-        let other_prefix = Sealer::new("bucket", None).for_lock("single-object:other/k".into());
-        let other_bucket = Sealer::new("bucket2", None).for_lock("single-object:locks/k".into());
-        for s in [other_lock, other_prefix, other_bucket] {
+        let other_lock = sealer("bucket").for_lock("epoch-objects:locks/k".into());
+        let other_prefix = sealer("bucket").for_lock("single-object:other/k".into());
+        let other_bucket = sealer("bucket2").for_lock("single-object:locks/k".into());
+        let other_key =
+            Sealer::stored("bucket", &stored_key(2)).for_lock("single-object:locks/k".into());
+        for s in [other_lock, other_prefix, other_bucket, other_key] {
             assert!(s.check(&sealed).is_err());
         }
-        // Any other client of the bucket and lock accepts it: the key takes
-        // nothing from credentials.
-        Sealer::new("bucket", None)
+        // Any other client with the bucket's stored key accepts it: the key
+        // takes nothing from credentials.
+        sealer("bucket")
             .for_lock("single-object:locks/k".into())
             .check(&sealed)
             .unwrap();
@@ -258,37 +289,48 @@ mod tests {
         for s in [keyed("other", "bucket"), keyed("shared", "bucket2"), seal()] {
             assert!(matches!(s.check(&sealed), Err(Error::InvalidArgument(_))));
         }
-        // A lease sealed without a key is refused by a keyed client.
+        // A lease sealed with the stored key is refused by a keyed client.
         let unkeyed = seal().seal(lease());
         assert!(keyed("shared", "bucket").check(&unkeyed).is_err());
-        // No seal key makes the bucket-only key.
-        assert!(keyed("", "bucket").check(&unkeyed).is_err());
+        // A configured key that happens to be the stored key's bytes is
+        // still another key (a domain string of its own).
+        let same_bytes = String::from_utf8(vec![1; 32]).unwrap();
+        assert!(keyed(&same_bytes, "bucket").check(&unkeyed).is_err());
     }
 
     #[test]
-    fn an_old_seal_is_refused_with_a_message_that_says_so() {
-        let old = Lease {
-            seal: "v1.00112233445566778899aabbccddeeff".into(),
-            ..lease()
-        };
-        match seal().check(&old) {
-            Err(Error::InvalidArgument(reason)) => assert!(
-                reason.contains("older version") && reason.contains("acquire the lock again"),
-                "{reason}"
-            ),
-            other => panic!("expected invalid-argument, got {other:?}"),
+    fn old_seals_are_refused_with_a_message_that_says_so() {
+        for (version, why) in [("v1.", "credentials"), ("v2.", "bucket's name")] {
+            let old = Lease {
+                seal: format!("{version}00112233445566778899aabbccddeeff"),
+                ..lease()
+            };
+            match seal().check(&old) {
+                Err(Error::InvalidArgument(reason)) => assert!(
+                    reason.contains("older version")
+                        && reason.contains(version)
+                        && reason.contains(why)
+                        && reason.contains("acquire the lock again"),
+                    "{reason}"
+                ),
+                other => panic!("expected invalid-argument, got {other:?}"),
+            }
         }
     }
 
     #[test]
-    fn debug_never_shows_the_key() {
+    fn debug_never_shows_a_key() {
         let shown = format!(
-            "{:?} {:?}",
+            "{:?} {:?} {:?} {:?}",
             keyed("very-secret-seal-key", "bucket"),
-            SealKey::new("very-secret-seal-key")
+            SealKey::new("very-secret-seal-key"),
+            seal(),
+            stored_key(0xab),
         );
         assert!(
-            shown.contains("<redacted>") && !shown.contains("very-secret"),
+            shown.contains("<redacted>")
+                && !shown.contains("very-secret")
+                && !shown.contains("abab"),
             "{shown}"
         );
     }

@@ -28,7 +28,7 @@ use s3_lease::lock_object::LockRecord;
 use s3_lease::preflight::{Capability, Preflight};
 use s3_lease::protocol::{Operation, Step};
 use s3_lease::s3::{parse_list, prepare, Method, S3Request, S3Response};
-use s3_lease::seal::Sealer;
+use s3_lease::seal::{Sealer, StoredKey};
 use s3_lease::sigv4::{self, Credentials, Scope, SigningRequest};
 use s3_lease::strategy::epoch::{
     epoch_key, parse_epoch_key, Cleanup, EpochInspect, EpochRecord, EpochRewrite, EpochTryAcquire,
@@ -1438,7 +1438,7 @@ proptest! {
         let grant = Grant::new(ttl_ms, holder.into(), "meta".into()).expect("a valid grant");
         let lease = Lease { expires_at_ms: now_ms.saturating_add(lease.expires_at_ms), ..lease };
         // Sealed, so the operations go past the seal check to the replies.
-        let sealer = Sealer::new("bucket", None);
+        let sealer = Sealer::stored("bucket", &StoredKey::from_bytes([7; 32]));
         let single = || sealer.for_lock("single-object:k".into());
         let epoch = || sealer.for_lock(format!("epoch-objects:{DIR}"));
         let single_lease = single().seal(lease.clone());
@@ -1453,7 +1453,7 @@ proptest! {
         match which {
             0 => drive(Inspect::new(key(), key(), judge(clock)), replies, now_ms, &steps)?,
             1 => drive(TryAcquire::new(key(), key(), grant, single(), judge(clock), wid()), replies, now_ms, &steps)?,
-            2 => drive(RewriteOwn::renew(single_lease, key(), single(), wid()), replies, now_ms, &steps)?,
+            2 => drive(RewriteOwn::renew(single_lease, key(), single(), wid()).token_known(), replies, now_ms, &steps)?,
             3 => drive(RewriteOwn::release(single_lease, key(), single(), wid()), replies, now_ms, &steps)?,
             4 => drive(EpochTryAcquire::new(key(), dir(), grant, epoch(), judge(epoch_clock), wid(), hint), replies, now_ms, &steps)?,
             5 => drive(EpochInspect::new(key(), dir(), judge(epoch_clock), hint), replies, now_ms, &steps)?,

@@ -43,13 +43,14 @@ role_arn, SSO); web identity (AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN);
 ECS/EKS container credentials; EC2 instance metadata. Temporary credentials
 are refreshed before they expire, and once more if S3 calls them expired.
 
-Leases are sealed against edits and against use on another lock. The seal
+Leases are sealed against edits, forgery and use on another lock. The seal
 takes nothing from the credentials: a lease stored by `acquire` renews in a
-later run with rotated keys. S3LEASE_SEAL_KEY (optional, 1-1024 bytes, an
-environment variable only, never a flag) is a secret the seal also derives
-from: then only runs with the same seal key accept each other's leases.
-Leases sealed by an older s3-lease (a `v1.` seal) are refused (exit 65):
-acquire again once after upgrading.";
+later run with rotated keys. Its key is S3LEASE_SEAL_KEY (optional, 1-1024
+bytes, an environment variable only, never a flag), so only runs with the
+same seal key accept each other's leases; without it, a random key kept in
+the store (<key-prefix>.s3-lease-seal-key), read once per run. Leases sealed
+by an older s3-lease (a `v1.` or `v2.` seal) are refused (exit 65): acquire
+again once after upgrading.";
 
 #[derive(Parser)]
 #[command(

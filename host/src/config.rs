@@ -24,10 +24,11 @@ pub struct S3Config {
     /// Run the store preflight before the first grant; refuse to grant on
     /// a store that fails it. Default: false.
     pub preflight: Option<bool>,
-    /// A secret the seal of every lease also derives from: only clients
-    /// with the same seal key accept each other's leases (the WIT config's
-    /// `seal-key`). Default: none; any client of the bucket accepts its
-    /// leases, whatever its credentials.
+    /// A secret the seal of every lease derives from: only clients with
+    /// the same seal key accept each other's leases (the WIT config's
+    /// `seal-key`). Default: none; leases are sealed with a random key kept
+    /// in the store, and any client of the bucket and key prefix accepts
+    /// them, whatever its credentials.
     pub seal_key: Option<String>,
     /// Keep the locks in this DynamoDB table instead of the bucket (the WIT
     /// `store`); `endpoint` is then DynamoDB's. Default: none, S3.

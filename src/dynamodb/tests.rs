@@ -85,8 +85,22 @@ fn each_call_costs_what_the_wit_says() {
         panic!("not granted")
     };
     assert_eq!(lease.token, 1);
-    assert_eq!(operations(&mut io), ["GetItem", "PutItem"]);
+    // The table's first client creates its seal key: GetItem (none), a
+    // PutItem with `attribute_not_exists`; then the grant's two calls.
+    assert_eq!(
+        operations(&mut io),
+        ["GetItem", "PutItem", "GetItem", "PutItem"]
+    );
+    let key_item = &io.table.items["locks/.s3-lease-seal-key"];
+    assert!(key_item.contains_key("lease_body"), "{key_item:?}");
     let lease = c.rewrite(&mut io, lease, false).ready().unwrap();
+    assert_eq!(operations(&mut io), ["PutItem"]);
+    // Another client's first call reads the key once; a lease it did not
+    // write renews in one PutItem too, whose condition holds the token.
+    let mut other = client();
+    let lease = other.rewrite(&mut io, lease, false).ready().unwrap();
+    assert_eq!(operations(&mut io), ["GetItem", "PutItem"]);
+    let lease = other.rewrite(&mut io, lease, false).ready().unwrap();
     assert_eq!(operations(&mut io), ["PutItem"]);
     assert!(c.inspect(&mut io, "k").ready().unwrap().unwrap().live);
     assert_eq!(operations(&mut io), ["GetItem"]);
@@ -151,6 +165,8 @@ fn two_clients_exclude_each_other_and_observed_expiry_hands_over() {
 fn a_grant_whose_reply_was_lost_is_recognised() {
     let mut c = client();
     let mut io = DynamoIo::new("locks", START_MS);
+    c.lock_seal(&mut io, "locks/k").ready().unwrap();
+    operations(&mut io);
     io.lose_put_replies = 1;
     let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
     else {

@@ -174,6 +174,19 @@ fn one_leader_renews_followers_look_cheaply_and_resigning_hands_over() {
         let seen = b.0.step(&mut b.1).ready();
         assert!(matches!(seen.role, Role::Follower(Some(_))), "{seen:?}");
         assert!(matches!(seen.events[..], [Event::LeaderChanged(Some(_))]));
+        // Each elector's first step reads the seal key (a's creates it).
+        let seal_key = |r: &S3Request| r.object_key == "locks/.s3-lease-seal-key";
+        let firsts: Vec<(Method, Method)> = [&a.1.requests, &b.1.requests]
+            .iter()
+            .map(|sent| (sent[0].method, sent[1].method))
+            .collect();
+        assert_eq!(
+            firsts,
+            [(Method::Get, Method::Put), (Method::Get, Method::Get)],
+            "{strategy:?}"
+        );
+        assert_eq!(a.1.requests.iter().filter(|r| seal_key(r)).count(), 2);
+        assert_eq!(b.1.requests.iter().filter(|r| seal_key(r)).count(), 1);
         a.1.requests.clear();
         b.1.requests.clear();
         // A retry period later: the leader renews, the follower looks.

@@ -335,7 +335,7 @@ fn equal_bytes_under_a_newer_token_let_a_pending_older_write_through_as_document
 
 #[test]
 fn a_lease_with_a_raised_token_cannot_fence_out_the_real_holder() {
-    let seal = crate::seal::Sealer::new("bucket", None).for_lock("single-object:locks/k".into());
+    let seal = crate::testing::sealer("bucket").for_lock("single-object:locks/k".into());
     let lease = seal.seal(Lease {
         key: "k".into(),
         token: 3,

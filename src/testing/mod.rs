@@ -20,6 +20,12 @@ pub fn write_id() -> String {
     format!("test-{:012}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
+/// The sealer of clients that share one stored seal key (`seal::stored`),
+/// for tests that drive operations without a client.
+pub fn sealer(scope: &str) -> crate::seal::Sealer {
+    crate::seal::Sealer::stored(scope, &crate::seal::StoredKey::from_bytes([7; 32]))
+}
+
 /// A config for tests over the model (no server is contacted).
 pub fn raw_config(
     strategy: crate::config::Strategy,

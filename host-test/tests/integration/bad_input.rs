@@ -252,11 +252,100 @@ fn an_altered_lease_is_refused_and_tokens_never_repeat() {
     }
     assert!(i.hooks.take_requests().is_empty(), "nothing was sent");
     // The genuine lease still works, from another instance too (any
-    // client of the bucket): a stored lease is portable.
+    // client of the bucket and prefix): a stored lease is portable.
     let mut other = opened(&prefix);
     let renewed = other.renew(&lease).unwrap().unwrap();
     i.release(&renewed).unwrap().unwrap();
     let next = try_acquire(&mut i, "k", &options(30_000)).unwrap();
+    assert_eq!(next.token, 4, "no token is ever reused");
+}
+
+/// Sealed with `seal`, as someone who read the seal key could.
+fn sealed_with(seal: &s3_lease::seal::LockSeal, l: &Lease) -> Lease {
+    let sealed = seal.seal(s3_lease::lease::Lease {
+        key: l.key.clone(),
+        token: l.token,
+        holder_id: l.holder_id.clone(),
+        etag: l.etag.clone(),
+        expires_at_ms: l.expires_at_ms,
+        acquired_at_ms: l.acquired_at_ms,
+        ttl_ms: l.ttl_ms,
+        metadata: l.metadata.clone(),
+        seal: String::new(),
+    });
+    Lease {
+        seal: sealed.seal,
+        ..l.clone()
+    }
+}
+
+/// The seal key is random and kept in the bucket, so forging a lease takes
+/// read access to it. Even then, a lease sealed with it and a lower token
+/// (or 70 KB of metadata) writes nothing: the stored token stays, the key
+/// stays readable, and the next grant's token is above every earlier one.
+#[test]
+fn a_lease_sealed_with_the_key_read_from_the_bucket_never_lowers_a_token() {
+    let prefix = fresh_prefix("forged");
+    let (mut i, mut other) = (opened(&prefix), opened(&prefix));
+    for _ in 0..2 {
+        let l = try_acquire(&mut i, "k", &options(30_000)).unwrap();
+        i.release(&l).unwrap().unwrap();
+    }
+    let lease = try_acquire(&mut i, "k", &options(30_000)).unwrap();
+    assert_eq!(lease.token, 3);
+
+    let admin = endpoint().admin().unwrap();
+    let (body, _) = admin
+        .get(&format!("{prefix}.s3-lease-seal-key"))
+        .unwrap()
+        .expect("the seal key, created by the first grant");
+    let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let digits = json["seal_key"].as_str().expect("a seal_key");
+    let bytes: Vec<u8> = (0..32)
+        .map(|n| u8::from_str_radix(&digits[2 * n..2 * n + 2], 16).unwrap())
+        .collect();
+    let key = s3_lease::seal::StoredKey::from_bytes(bytes.try_into().unwrap());
+    let seal = s3_lease::seal::Sealer::stored(&endpoint().bucket, &key)
+        .for_lock(format!("single-object:{prefix}k"));
+    assert_eq!(
+        sealed_with(&seal, &lease),
+        lease,
+        "the key read seals as ours do"
+    );
+
+    let lower = sealed_with(
+        &seal,
+        &Lease {
+            token: 1,
+            ..lease.clone()
+        },
+    );
+    let huge = sealed_with(
+        &seal,
+        &Lease {
+            metadata: "m".repeat(70_000),
+            ..lease.clone()
+        },
+    );
+    for forged in [&lower, &huge] {
+        for instance in [&mut i, &mut other] {
+            instance.hooks.take_requests();
+            assert!(matches!(
+                expect_err(instance.renew(forged)),
+                E::InvalidArgument(_)
+            ));
+            assert!(matches!(
+                expect_err(instance.release(forged)),
+                E::InvalidArgument(_)
+            ));
+            let sent = instance.hooks.take_requests();
+            assert!(sent.iter().all(|r| r.method != "PUT"), "{sent:?}");
+        }
+    }
+    let seen = other.inspect("k").unwrap().unwrap().unwrap();
+    assert_eq!((seen.token, seen.etag.as_str()), (3, lease.etag.as_str()));
+    i.release(&lease).unwrap().unwrap();
+    let next = try_acquire(&mut other, "k", &options(30_000)).unwrap();
     assert_eq!(next.token, 4, "no token is ever reused");
 }
 

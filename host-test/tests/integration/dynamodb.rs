@@ -60,9 +60,12 @@ fn each_call_is_one_conditional_dynamodb_request_as_the_contract_says() {
     assert_eq!(lease.token, 1);
     assert_eq!(
         calls(&a.hooks.take_requests()),
-        ["GetItem 200", "PutItem 200"],
-        "try-acquire of a free key"
+        ["GetItem 200", "PutItem 200", "GetItem 200", "PutItem 200"],
+        "the prefix's first client: the seal key's item (none, created), \
+         then try-acquire of a free key"
     );
+    let key_item = item(&table, &format!("{prefix}.s3-lease-seal-key")).expect("the seal key");
+    assert!(key_item.get("lease_expiry").is_none(), "{key_item}");
     let stored = item(&table, &format!("{prefix}k")).expect("the item");
     assert_eq!(stored["lease_version"]["S"], lease.etag.as_str());
     assert_eq!(stored["token"]["N"], "1");
@@ -71,9 +74,19 @@ fn each_call_is_one_conditional_dynamodb_request_as_the_contract_says() {
     assert!(stored.get("lease_expiry").is_none(), "{stored}");
 
     assert_eq!(try_acquire(&mut b, "k", &named(30_000, "b")), None);
-    // The loser's PutItem is never sent: it saw a live holder.
-    assert_eq!(calls(&b.hooks.take_requests()), ["GetItem 200"]);
+    // The loser's PutItem is never sent: it saw a live holder. (Its first
+    // GetItem reads the seal key.)
+    assert_eq!(
+        calls(&b.hooks.take_requests()),
+        ["GetItem 200", "GetItem 200"]
+    );
 
+    let lease = a.renew(&lease).unwrap().unwrap();
+    assert_eq!(calls(&a.hooks.take_requests()), ["PutItem 200"], "renew");
+    // A lease another client wrote: still one PutItem, whose condition
+    // holds the token.
+    let lease = b.renew(&lease).unwrap().unwrap();
+    assert_eq!(calls(&b.hooks.take_requests()), ["PutItem 200"], "renew");
     let lease = a.renew(&lease).unwrap().unwrap();
     assert_eq!(calls(&a.hooks.take_requests()), ["PutItem 200"], "renew");
     let seen = b.inspect("k").unwrap().unwrap().unwrap();
@@ -125,6 +138,7 @@ fn a_grant_whose_reply_was_lost_is_recognised_by_reading_back() {
     let table = dynamo().fresh_table("lost").unwrap();
     let prefix = fresh_prefix("ddb-lost");
     let (mut a, mut b) = (on_table(&table, &prefix), on_table(&table, &prefix));
+    load_seal_key(&mut a);
     a.hooks.inject(Fault::Delay(Duration::ZERO));
     a.hooks.inject(Fault::LoseReply);
     let lease = try_acquire(&mut a, "k", &named(30_000, "a")).expect("granted");

@@ -298,15 +298,17 @@ fn step_costs(strategy: Strategy) {
         log
     };
 
+    // Each elector's first step reads the seal key first (GET); the
+    // prefix's first creates it (GET 404, PUT).
     let r = a.step();
     assert!(leads(&r).is_some(), "{r:?}");
     check(
         &mut a,
-        "grant step (free key)",
+        "grant step (free key), creating the seal key",
         if epoch {
-            &["LIST 200", "PUT 200", "LIST 200"]
+            &["GET 404", "PUT 200", "LIST 200", "PUT 200", "LIST 200"]
         } else {
-            &["GET 404", "PUT 200"]
+            &["GET 404", "PUT 200", "GET 404", "PUT 200"]
         },
     );
 
@@ -314,11 +316,11 @@ fn step_costs(strategy: Strategy) {
     follows(&r, "a");
     check(
         &mut b,
-        "first follower step",
+        "first follower step, reading the seal key",
         if epoch {
-            &["LIST 200", "GET 200"]
+            &["GET 200", "LIST 200", "GET 200"]
         } else {
-            &["GET 200"]
+            &["GET 200", "GET 200"]
         },
     );
 

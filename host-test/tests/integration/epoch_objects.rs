@@ -123,16 +123,17 @@ fn each_operation_costs_what_the_contract_says() {
     let log = a.hooks.take_requests();
     assert_eq!(
         shape(&log),
-        ["LIST 200", "PUT 200", "LIST 200"],
-        "first grant"
+        ["GET 404", "PUT 200", "LIST 200", "PUT 200", "LIST 200"],
+        "the prefix's first client: the seal key (none, created), then the first grant"
     );
     assert_eq!(log[1].if_none_match.as_deref(), Some("*"));
+    assert_eq!(log[3].if_none_match.as_deref(), Some("*"));
 
     assert_eq!(try_acquire(&mut b, "k", &options(30_000)), None);
     assert_eq!(
         shape(&b.hooks.take_requests()),
-        ["LIST 200", "GET 200"],
-        "held"
+        ["GET 200", "LIST 200", "GET 200"],
+        "another client's first call: the seal key, then a held key"
     );
 
     let lease = a.renew(&lease).unwrap().unwrap();

@@ -193,7 +193,11 @@ fn a_clock_too_far_off_to_sign_is_corrected_from_the_servers_date() {
         Some(&Some(403)),
         "the store refused the skewed signature"
     );
-    assert_eq!(statuses.len(), 3, "refused GET, GET, PUT: {statuses:?}");
+    assert_eq!(
+        statuses.len(),
+        5,
+        "refused GET, then the seal key's GET and PUT, GET, PUT: {statuses:?}"
+    );
     i.release(&lease).unwrap().unwrap();
     assert_eq!(
         i.hooks.take_requests().len(),

@@ -146,6 +146,9 @@ fn lost_grant_reply(strategy: Strategy, with_timeout: bool) {
     let prefix = fresh_prefix(&format!("lost-{what}-{}", name(strategy)));
     let config = strategy_config(&prefix, strategy);
     let (mut a, mut b) = (opened_with(&config), opened_with(&config));
+    // The seal key's requests come before the first grant's: not these.
+    load_seal_key(&mut a);
+    load_seal_key(&mut b);
     let grant = |i: &mut Instance, holder: &str| -> Lease {
         let options = named(30_000, holder);
         if with_timeout {

@@ -106,3 +106,28 @@ pub fn expect_err<T: std::fmt::Debug>(r: anyhow::Result<Result<T, LeaseError>>) 
         Err(e) => e,
     }
 }
+
+/// Reads the instance's seal key now (creating it in a fresh prefix): its
+/// first call that checks a lease does, and a test that counts or faults
+/// the requests of the calls after it wants them to be the protocol's
+/// alone. A release of a lease no grant returned checks its seal, refused
+/// before any request of its own.
+pub fn load_seal_key(i: &mut Instance) {
+    let nobody = Lease {
+        key: "seal-key-warm-up".into(),
+        token: 1,
+        holder_id: "nobody".into(),
+        etag: "\"e\"".into(),
+        expires_at_ms: 1,
+        acquired_at_ms: 1,
+        ttl_ms: 1,
+        metadata: String::new(),
+        seal: String::new(),
+    };
+    let refused = expect_err(i.release(&nobody));
+    assert!(
+        matches!(refused, LeaseError::InvalidArgument(_)),
+        "{refused:?}"
+    );
+    i.hooks.take_requests();
+}

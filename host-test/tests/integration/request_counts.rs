@@ -25,22 +25,42 @@ fn each_operation_costs_what_the_contract_says() {
     let log = a.hooks.take_requests();
     assert_eq!(
         shape(&log),
-        [s("GET", 404), s("PUT", 200)],
-        "try-acquire on a free key"
+        [s("GET", 404), s("PUT", 200), s("GET", 404), s("PUT", 200)],
+        "the prefix's first client: the seal key (none, created), then \
+         try-acquire on a free key"
+    );
+    assert!(
+        log[0].path_and_query.ends_with(".s3-lease-seal-key"),
+        "{:?}",
+        log[0].path_and_query
     );
     assert_eq!(log[1].if_none_match.as_deref(), Some("*"));
+    assert_eq!(log[3].if_none_match.as_deref(), Some("*"));
 
     assert_eq!(try_acquire(&mut b, "k", &options(30_000)), None);
     assert_eq!(
         shape(&b.hooks.take_requests()),
-        [s("GET", 200)],
-        "try-acquire on a held key"
+        [s("GET", 200), s("GET", 200)],
+        "another client's first call: the seal key, then try-acquire on a held key"
     );
 
     let lease = a.renew(&lease).unwrap().unwrap();
     let log = a.hooks.take_requests();
-    assert_eq!(shape(&log), [s("PUT", 200)], "renew");
+    assert_eq!(shape(&log), [s("PUT", 200)], "renew of our own lease");
     assert!(log[0].if_match.is_some());
+
+    // A lease this client did not write: one read checks its token first.
+    let lease = b.renew(&lease).unwrap().unwrap();
+    assert_eq!(
+        shape(&b.hooks.take_requests()),
+        [s("GET", 200), s("PUT", 200)],
+        "renew of a lease another client wrote"
+    );
+    let lease = a.renew(&lease).unwrap().unwrap();
+    assert_eq!(
+        shape(&a.hooks.take_requests()),
+        [s("GET", 200), s("PUT", 200)]
+    );
 
     b.inspect("k").unwrap().unwrap();
     assert_eq!(shape(&b.hooks.take_requests()), [s("GET", 200)], "inspect");
@@ -86,7 +106,8 @@ fn every_request_carries_the_hash_of_the_body_it_sends() {
     let lease = try_acquire(&mut a, "k", &named(30_000, &"h".repeat(200))).unwrap();
     a.renew(&lease).unwrap().unwrap();
     let log = a.hooks.take_requests();
-    assert_eq!(log.len(), 3);
+    // The seal key's GET and PUT, the grant's GET and PUT, the renew's PUT.
+    assert_eq!(log.len(), 5);
     assert!(log.iter().all(|r| r.payload_hash_ok), "{log:?}");
 }
 

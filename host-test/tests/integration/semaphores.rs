@@ -25,17 +25,19 @@ fn each_semaphore_call_costs_what_the_contract_says() {
         SlotAttempt::Granted(lease) => lease,
         other => panic!("{holder}: {other:?}"),
     };
+    // Each client's first call reads the seal key first (the prefix's
+    // first client creates it: GET 404, PUT).
     let lease_a = grant(&mut a, "a");
     assert_eq!(
         shape(&a.hooks.take_requests()),
-        [s("GET", 404), s("PUT", 200)],
-        "a grant"
+        [s("GET", 404), s("PUT", 200), s("GET", 404), s("PUT", 200)],
+        "the seal key created, then a grant"
     );
     let lease_b = grant(&mut b, "b");
     assert_eq!(
         shape(&b.hooks.take_requests()),
-        [s("GET", 200), s("PUT", 200)],
-        "a grant"
+        [s("GET", 200), s("GET", 200), s("PUT", 200)],
+        "the seal key read, then a grant"
     );
     assert_eq!((lease_a.token, lease_b.token), (1, 2));
 
@@ -59,8 +61,8 @@ fn each_semaphore_call_costs_what_the_contract_says() {
     assert_eq!(joined, SlotAttempt::Queued(1));
     assert_eq!(
         shape(&w.hooks.take_requests()),
-        [s("GET", 200), s("PUT", 200)],
-        "joining the queue"
+        [s("GET", 200), s("GET", 200), s("PUT", 200)],
+        "the seal key read, then joining the queue"
     );
     // The first look reads our own write; later ones find it unchanged.
     for reply in [200, 304] {

@@ -7,13 +7,14 @@ use crate::prelude::*;
 use crate::error::{Error, S3Error};
 use crate::expiry::{server_time, ExpiryClock, Judge, SERVER_SLACK_MS};
 use crate::json_out::JsonObject;
+use crate::lease::check_writable_size;
 use crate::limits::MAX_TTL_MS;
 use crate::lock_object::{describe, epoch_ms, kind, optional_string, LockRecord, LockState};
 use crate::lock_object::{too_large, MAX_LOCK_OBJECT_BYTES};
 use crate::s3::{Method, S3Request, S3Response};
 use serde_json::Value;
 
-pub(super) const JSON: &str = "application/json";
+const JSON: &str = "application/json";
 
 /// Where a key's epochs live: `<prefix><key>/`.
 pub fn epoch_dir(lock_object_key: &str) -> String {
@@ -203,6 +204,24 @@ pub(super) fn read_epoch(
         }
         _ => Err(r.into_error()),
     }
+}
+
+/// A conditional PUT of epoch object `epoch`, refused (`invalid-argument`)
+/// when no reader would accept it back.
+pub(super) fn put_epoch(
+    dir: &str,
+    epoch: u64,
+    condition: (&str, &str),
+    record: &EpochRecord,
+) -> Result<S3Request, Error> {
+    let object_key = epoch_key(dir, epoch);
+    let body = record.to_json();
+    check_writable_size(&object_key, &body)?;
+    Ok(
+        S3Request::new(Method::Put, &object_key, MAX_LOCK_OBJECT_BYTES)
+            .header(condition.0, condition.1)
+            .body(JSON, body),
+    )
 }
 
 /// GET of epoch `epoch`, conditional when this client has seen it before.

@@ -7,7 +7,7 @@ use crate::prelude::*;
 
 use super::inspect::EpochInspect;
 use super::lister::{Higher, HigherCheck};
-use super::object::{epoch_key, EpochRecord, JSON};
+use super::object::{epoch_key, put_epoch, EpochRecord};
 use crate::error::{Error, S3Error};
 use crate::expiry::{ExpiryClock, Judge};
 use crate::lease::Lease;
@@ -80,13 +80,10 @@ impl EpochRewrite {
             // Also makes every renew's bytes, so its etag, new.
             write_id: self.write_id.clone(),
         };
-        let request = S3Request::new(
-            Method::Put,
-            &epoch_key(&self.dir, l.token),
-            MAX_LOCK_OBJECT_BYTES,
-        )
-        .header("if-match", &l.etag)
-        .body(JSON, record.to_json());
+        let request = match put_epoch(&self.dir, l.token, ("if-match", &l.etag), &record) {
+            Ok(request) => request,
+            Err(e) => return Step::Done(Err(e)),
+        };
         // The first attempt's time: when a later reply tells us only that
         // one of our attempts landed, the lease counts from the earliest.
         if self.attempts == 0 {

@@ -60,7 +60,7 @@ fn record(s: &ModelIo, epoch: u64) -> EpochRecord {
 
 /// The seal of this file's one lock, as any client of the bucket makes it.
 pub(super) fn seal() -> crate::seal::LockSeal {
-    crate::seal::Sealer::new("bucket", None).for_lock("epoch-objects:locks/k".into())
+    crate::testing::sealer("bucket").for_lock("epoch-objects:locks/k".into())
 }
 
 /// The server's clock, the strategy's default.

@@ -8,7 +8,7 @@ use crate::prelude::*;
 
 use super::cleanup::{oldest_distinct, KEEP_EPOCHS};
 use super::lister::{Higher, HigherCheck, Lister};
-use super::object::{epoch_key, get_epoch, read_epoch, EpochRecord, JSON};
+use super::object::{epoch_key, get_epoch, put_epoch, read_epoch, EpochRecord};
 use crate::error::Error;
 use crate::expiry::Judge;
 use crate::lease::{check_writable_time, Grant, Lease};
@@ -122,16 +122,13 @@ impl EpochTryAcquire {
             metadata: g.metadata.clone(),
             seal: String::new(),
         };
-        self.phase = Phase::Creating(lease);
-        Step::Send(
-            S3Request::new(
-                Method::Put,
-                &epoch_key(&self.dir, epoch),
-                MAX_LOCK_OBJECT_BYTES,
-            )
-            .header("if-none-match", "*")
-            .body(JSON, record.to_json()),
-        )
+        match put_epoch(&self.dir, epoch, ("if-none-match", "*"), &record) {
+            Ok(request) => {
+                self.phase = Phase::Creating(lease);
+                Step::Send(request)
+            }
+            Err(e) => Step::Done(Err(e)),
+        }
     }
 
     /// The epoch we read vanished, or the store asked us to retry: list again.

@@ -1,11 +1,13 @@
 //! The lock object on the wire: a GET (conditional when this client has
-//! seen the object before), a conditional PUT of a record, and the reading
-//! of a GET's reply into a `LockState`.
+//! seen the object before), a conditional PUT of a record (never one over
+//! the size readers accept), and the reading of a GET's reply into a
+//! `LockState`.
 
 use crate::prelude::*;
 
 use crate::error::Error;
 use crate::expiry::{server_time, Judge};
+use crate::lease::check_writable_size;
 use crate::lock_object::semaphore::SemaphoreRecord;
 use crate::lock_object::{too_large, LockRecord, LockState, MAX_LOCK_OBJECT_BYTES};
 use crate::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
@@ -21,16 +23,28 @@ pub(super) fn get(object_key: &str, judge: &Judge) -> S3Request {
     }
 }
 
-pub(super) fn put(object_key: &str, condition: (&str, &str), record: &LockRecord) -> S3Request {
+pub(super) fn put(
+    object_key: &str,
+    condition: (&str, &str),
+    record: &LockRecord,
+) -> Result<S3Request, Error> {
     put_body(object_key, condition, record.to_json())
 }
 
-/// A conditional PUT of a lock object's JSON (a lock's or a semaphore's).
-pub(super) fn put_body(object_key: &str, condition: (&str, &str), json: Vec<u8>) -> S3Request {
+/// A conditional PUT of a lock object's JSON (a lock's or a semaphore's),
+/// refused (`invalid-argument`) when no reader would accept it back.
+pub(super) fn put_body(
+    object_key: &str,
+    condition: (&str, &str),
+    json: Vec<u8>,
+) -> Result<S3Request, Error> {
+    check_writable_size(object_key, &json)?;
     // Error replies to a PUT are small; the success body is empty.
-    S3Request::new(Method::Put, object_key, MAX_LOCK_OBJECT_BYTES)
-        .header(condition.0, condition.1)
-        .body(JSON, json)
+    Ok(
+        S3Request::new(Method::Put, object_key, MAX_LOCK_OBJECT_BYTES)
+            .header(condition.0, condition.1)
+            .body(JSON, json),
+    )
 }
 
 /// Reads a GET reply: `None` for a missing object, the state for a present

@@ -2,6 +2,15 @@
 //! own lock object with `If-Match` on the lease's etag and the same token;
 //! renew with a later expiry, release with `expires_at` 0 (never DELETE: the
 //! token counter must survive).
+//!
+//! The token written is the lease's, so it must be the one stored: a lease
+//! sealed by someone who read the seal key could carry a lower one, and
+//! the key's next grant would repeat a token. So the write is preceded by
+//! one GET that checks the object at the lease's etag holds the lease's
+//! token and holder, and its `If-Match` then guarantees that the object it
+//! replaces is the one checked; unless the token is already known to match
+//! (`token_known`: the client wrote that very object itself, or the store
+//! checks the token in the write's condition, as DynamoDB does).
 
 use crate::prelude::*;
 
@@ -37,10 +46,21 @@ pub(crate) fn released_state(lease: &Lease) -> LockState {
     }
 }
 
-/// Rewrites our own lock object with `If-Match` on the lease's etag. On a
-/// failed condition it reads the object: if it is still exactly ours (a 409
-/// on a busy key) it writes again, if it holds our own write (a reply that
-/// was lost) it is done, otherwise the lease is lost.
+/// Where a rewrite is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Reading the object to check its token before the first write.
+    Verifying,
+    Writing,
+    /// Reading the object after a write that failed or went unanswered.
+    Reading,
+}
+
+/// Rewrites our own lock object with `If-Match` on the lease's etag (after
+/// a read that checks its token, unless `token_known`). On a failed
+/// condition it reads the object: if it is still exactly ours (a 409 on a
+/// busy key) it writes again, if it holds our own write (a reply that was
+/// lost) it is done, otherwise the lease is lost.
 pub struct RewriteOwn {
     lease: Lease,
     object_key: String,
@@ -48,7 +68,9 @@ pub struct RewriteOwn {
     release: bool,
     write_id: String,
     rereads: u32,
-    reading: bool,
+    phase: Phase,
+    /// No read before the write: see `token_known`.
+    token_known: bool,
     /// The error that sent us reading, when the write's fate was unknown.
     ambiguous: Option<Error>,
     /// The expiry our last write carries; the lease's once it succeeds.
@@ -78,10 +100,21 @@ impl RewriteOwn {
             release,
             write_id,
             rereads: 0,
-            reading: false,
+            phase: Phase::Writing,
+            token_known: false,
             ambiguous: None,
             writing_expires_at_ms: 0,
         }
+    }
+
+    /// Writes without reading first: the caller knows that the object at
+    /// the lease's etag holds the lease's token, because its client wrote
+    /// that very object (an etag is a hash of the bytes, which include the
+    /// token), or the store refuses the write unless the token matches
+    /// (`S3Request::if_token`: DynamoDB).
+    pub fn token_known(mut self) -> Self {
+        self.token_known = true;
+        self
     }
 
     fn write(&mut self, now_ms: u64) -> Step<Lease> {
@@ -103,15 +136,58 @@ impl RewriteOwn {
             ttl_ms: l.ttl_ms,
             write_id: self.write_id.clone(),
         };
-        let request = put(&self.object_key, ("if-match", &l.etag), &record);
+        let mut request = match put(&self.object_key, ("if-match", &l.etag), &record) {
+            Ok(request) => request,
+            Err(e) => return Step::Done(Err(e)),
+        };
+        request.if_token = Some(l.token);
         self.writing_expires_at_ms = record.expires_at_ms;
-        self.reading = false;
+        self.phase = Phase::Writing;
         Step::Send(request)
     }
 
-    fn read(&mut self) -> Step<Lease> {
-        self.reading = true;
+    fn read(&mut self, phase: Phase) -> Step<Lease> {
+        self.phase = phase;
         Step::Send(get(&self.object_key, &Judge::holder()))
+    }
+
+    /// The object at the lease's etag holds another token or holder (or a
+    /// semaphore): the lease was sealed by someone who read the seal key,
+    /// and writing it would lower the key's token or rewrite another lock.
+    fn altered(&self, s: &LockState) -> Option<Error> {
+        let l = &self.lease;
+        if s.semaphore.is_none() && s.record.token == l.token && s.record.holder_id == l.holder_id {
+            return None;
+        }
+        let stored = match &s.semaphore {
+            Some(_) => "a semaphore".to_string(),
+            None => format!("token {} of {:?}", s.record.token, s.record.holder_id),
+        };
+        Some(Error::InvalidArgument(format!(
+            "the lease of {:?} carries token {} of {:?}, but the lock object at its etag holds \
+             {stored}: the lease was altered and resealed; nothing was written",
+            l.key, l.token, l.holder_id
+        )))
+    }
+
+    fn on_verified(&mut self, r: S3Response, now_ms: u64) -> Step<Lease> {
+        match read_lock(
+            &self.lease.key,
+            &self.object_key,
+            r,
+            now_ms,
+            &Judge::holder(),
+        ) {
+            Ok(Some(s)) if s.etag == self.lease.etag => match self.altered(&s) {
+                Some(e) => Step::Done(Err(e)),
+                None => self.write(now_ms),
+            },
+            // The object changed since the lease's write, as the `If-Match`
+            // would have found.
+            Ok(current) => self.lost(current),
+            Err(Error::CorruptLockObject { .. }) => self.lost(None),
+            Err(e) => Step::Done(Err(e)),
+        }
     }
 
     fn lost(&self, current: Option<LockState>) -> Step<Lease> {
@@ -133,7 +209,7 @@ impl RewriteOwn {
 
     fn ambiguous(&mut self, error: Error) -> Step<Lease> {
         self.ambiguous = Some(error);
-        self.read()
+        self.read(Phase::Reading)
     }
 }
 
@@ -149,11 +225,18 @@ impl Operation for RewriteOwn {
         {
             return Step::Done(Err(e));
         }
-        self.write(now_ms)
+        if self.token_known {
+            self.write(now_ms)
+        } else {
+            self.read(Phase::Verifying)
+        }
     }
 
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Lease> {
-        if self.reading {
+        if self.phase == Phase::Verifying {
+            return self.on_verified(r, now_ms);
+        }
+        if self.phase == Phase::Reading {
             let ours =
                 |s: &LockState| !self.write_id.is_empty() && s.record.write_id == self.write_id;
             return match read_lock(
@@ -166,12 +249,15 @@ impl Operation for RewriteOwn {
                 // Our write landed; its reply was lost or came late. Which
                 // attempt landed, the record says (its expiry, not ours).
                 Ok(Some(s)) if ours(&s) => self.done(s.etag, s.record.expires_at_ms),
-                Ok(Some(s)) if s.etag == self.lease.etag && self.rereads < MAX_REREADS => {
-                    self.rereads += 1;
-                    self.write(now_ms)
-                }
-                Ok(Some(s)) if s.etag == self.lease.etag => {
-                    Step::Done(Err(match self.ambiguous.take() {
+                // Still the object the lease names: a busy key (409), or
+                // one whose token the store refused (DynamoDB's condition).
+                Ok(Some(s)) if s.etag == self.lease.etag => match self.altered(&s) {
+                    Some(e) => Step::Done(Err(e)),
+                    None if self.rereads < MAX_REREADS => {
+                        self.rereads += 1;
+                        self.write(now_ms)
+                    }
+                    None => Step::Done(Err(match self.ambiguous.take() {
                         Some(e) => e,
                         None => Error::Conflict(crate::error::S3Error {
                             status: 409,
@@ -179,8 +265,8 @@ impl Operation for RewriteOwn {
                             message: format!("still conflicting after {MAX_REREADS} attempts"),
                             request_id: String::new(),
                         }),
-                    }))
-                }
+                    })),
+                },
                 Ok(current) => self.lost(current),
                 // We know the lease is gone but not who has it now.
                 Err(Error::CorruptLockObject { .. }) => self.lost(None),
@@ -195,14 +281,16 @@ impl Operation for RewriteOwn {
             // Lost the condition, or the object vanished (404 on AWS): read
             // what is there to tell a busy key, or our own late write, from
             // a lost lease.
-            _ if matches!(r.status, 409 | 412) || r.is_missing_object() => self.read(),
+            _ if matches!(r.status, 409 | 412) || r.is_missing_object() => {
+                self.read(Phase::Reading)
+            }
             _ if is_ambiguous(&r) => self.ambiguous(r.into_error()),
             _ => Step::Done(Err(r.into_error())),
         }
     }
 
     fn on_transport_error(&mut self, error: Error, _now_ms: u64) -> Step<Lease> {
-        if self.reading || self.rereads >= MAX_REREADS {
+        if self.phase != Phase::Writing || self.rereads >= MAX_REREADS {
             return Step::Done(Err(error));
         }
         self.rereads += 1;

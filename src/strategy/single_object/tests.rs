@@ -35,7 +35,7 @@ fn record(s: &ModelIo, key: &str) -> LockRecord {
 
 /// The seal of this file's one lock, as any client of the bucket makes it.
 fn seal() -> crate::seal::LockSeal {
-    crate::seal::Sealer::new("bucket", None).for_lock("single-object:locks/k".into())
+    crate::testing::sealer("bucket").for_lock("single-object:locks/k".into())
 }
 
 /// The design's rule, which these tests were written for.
@@ -89,6 +89,15 @@ fn granted(outcome: AcquireOutcome) -> Lease {
     }
 }
 
+/// A renew or release of `lease` by a client that did not write it.
+fn rewrite(lease: Lease, release: bool) -> RewriteOwn {
+    if release {
+        RewriteOwn::release(lease, "locks/k".into(), seal(), wid())
+    } else {
+        RewriteOwn::renew(lease, "locks/k".into(), seal(), wid())
+    }
+}
+
 fn count(s: &mut ModelIo) -> usize {
     s.take_requests().len()
 }
@@ -132,9 +141,10 @@ fn renew_keeps_the_token_and_release_lets_the_next_in_with_token_plus_one() {
     let lease = granted(try_acquire(&mut s, "a"));
     count(&mut s);
     s.advance(5_000);
+    // The client that wrote the lease's object knows its token: one PUT.
     let renewed = driver::run(
         &mut s,
-        RewriteOwn::renew(lease.clone(), "locks/k".into(), seal(), wid()),
+        RewriteOwn::renew(lease.clone(), "locks/k".into(), seal(), wid()).token_known(),
     )
     .ready()
     .unwrap();
@@ -143,13 +153,20 @@ fn renew_keeps_the_token_and_release_lets_the_next_in_with_token_plus_one() {
     assert_eq!(renewed.expires_at_ms, s.now_ms() + 10_000);
     assert_ne!(renewed.etag, lease.etag);
 
+    // Any other client checks the token first: GET, then PUT.
     driver::run(
         &mut s,
         RewriteOwn::release(renewed, "locks/k".into(), seal(), wid()),
     )
     .ready()
     .unwrap();
-    assert_eq!(count(&mut s), 1);
+    assert_eq!(
+        s.take_requests()
+            .iter()
+            .map(|r| r.method)
+            .collect::<Vec<_>>(),
+        [Method::Get, Method::Put]
+    );
     assert_eq!(record(&s, "locks/k").expires_at_ms, 0);
     assert_eq!(record(&s, "locks/k").token, 1);
 
@@ -168,7 +185,7 @@ fn an_expired_lease_is_taken_over_with_token_plus_one_and_the_old_holder_has_los
     count(&mut s);
     match driver::run(
         &mut s,
-        RewriteOwn::renew(old.clone(), "locks/k".into(), seal(), wid()),
+        RewriteOwn::renew(old.clone(), "locks/k".into(), seal(), wid()).token_known(),
     )
     .ready()
     {
@@ -190,6 +207,17 @@ fn an_expired_lease_is_taken_over_with_token_plus_one_and_the_old_holder_has_los
         2,
         "the failed write and the read that names the new holder"
     );
+    // Without the token known, the read comes first, and finds the same.
+    let unknown = driver::run(
+        &mut s,
+        RewriteOwn::renew(old.clone(), "locks/k".into(), seal(), wid()),
+    )
+    .ready();
+    assert!(
+        matches!(&unknown, Err(Error::Lost { current: Some(c), .. }) if c.record.token == new.token),
+        "{unknown:?}"
+    );
+    assert_eq!(count(&mut s), 1, "the read alone: nothing written");
     assert!(matches!(
         driver::run(
             &mut s,
@@ -288,7 +316,7 @@ fn renew_retries_after_a_409_while_the_object_is_still_ours() {
     s.store.conflicts = 1;
     let renewed = driver::run(
         &mut s,
-        RewriteOwn::renew(lease.clone(), "locks/k".into(), seal(), wid()),
+        RewriteOwn::renew(lease.clone(), "locks/k".into(), seal(), wid()).token_known(),
     )
     .ready()
     .unwrap();
@@ -517,6 +545,61 @@ fn a_lease_without_an_etag_is_refused_before_any_request() {
         ));
     }
     assert_eq!(count(&mut s), 0);
+}
+
+/// A lease sealed by someone who read the seal key, naming the stored
+/// object's etag with another token, or naming a semaphore's object: the
+/// read before the write refuses it, and nothing is written.
+#[test]
+fn a_rewrite_checks_the_stored_token_before_writing_it() {
+    let mut s = store();
+    let lease = granted(try_acquire(&mut s, "a"));
+    driver::run(
+        &mut s,
+        RewriteOwn::release(lease, "locks/k".into(), seal(), wid()).token_known(),
+    )
+    .ready()
+    .unwrap();
+    let lease = granted(try_acquire(&mut s, "a"));
+    assert_eq!(lease.token, 2);
+    count(&mut s);
+    let lower = seal().seal(Lease {
+        token: 1,
+        ..lease.clone()
+    });
+    for release in [false, true] {
+        let op = rewrite(lower.clone(), release);
+        match driver::run(&mut s, op).ready() {
+            Err(Error::InvalidArgument(reason)) => {
+                assert!(
+                    reason.contains("token 1") && reason.contains("token 2"),
+                    "{reason}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            s.take_requests()
+                .iter()
+                .map(|r| r.method)
+                .collect::<Vec<_>>(),
+            [Method::Get],
+            "one read, nothing written"
+        );
+    }
+    assert_eq!(record(&s, "locks/k").token, 2);
+
+    // A semaphore's object, whose counter the lease names.
+    let semaphore =
+        br#"{"expires_at":0.0,"holder":"","holders":[],"limit":2,"queue":[],"token":2,"ttl_ms":0}"#;
+    let etag = s.store.put_object("locks/k", semaphore);
+    let on_semaphore = seal().seal(Lease { etag, ..lease });
+    let refused = driver::run(&mut s, rewrite(on_semaphore, false)).ready();
+    assert!(
+        matches!(&refused, Err(Error::InvalidArgument(r)) if r.contains("semaphore")),
+        "{refused:?}"
+    );
+    assert_eq!(s.store.objects["locks/k"].body, semaphore);
 }
 
 mod regressions;

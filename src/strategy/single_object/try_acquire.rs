@@ -113,7 +113,10 @@ impl TryAcquire {
             ttl_ms: self.grant.ttl_ms,
             write_id: self.write_id.clone(),
         };
-        let request = put(&self.object_key, (condition.0, &condition.1), &record);
+        let request = match put(&self.object_key, (condition.0, &condition.1), &record) {
+            Ok(request) => request,
+            Err(e) => return Step::Done(Err(e)),
+        };
         self.phase = Phase::Writing(record);
         Step::Send(request)
     }

@@ -172,11 +172,14 @@ impl SemaphoreOp {
                 condition,
                 then,
             }) => {
-                let request = put_body(
+                let request = match put_body(
                     &self.object_key,
                     (condition.0, &condition.1),
                     record.to_json(),
-                );
+                ) {
+                    Ok(request) => request,
+                    Err(e) => return self.finish(Err(e)),
+                };
                 let written = written_state(&self.key, *record);
                 self.sent_ids.push(write_id);
                 self.phase = Phase::Writing(Box::new(written), then);

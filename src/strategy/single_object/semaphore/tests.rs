@@ -303,7 +303,6 @@ fn a_write_after_a_lost_reply_takes_a_new_write_id() {
     use super::{SemaphoreOp, Wish};
     use crate::expiry::Judge;
     use crate::protocol::{Operation, Step};
-    use crate::seal::Sealer;
 
     let (mut b, mut io) = (client(ExpiryClock::Observed), ModelIo::new(START_MS));
     let object_key = b.object_key("k").unwrap();
@@ -315,7 +314,7 @@ fn a_write_after_a_lost_reply_takes_a_new_write_id() {
             limit: 1,
             fair: false,
         },
-        Sealer::new("b", None).for_lock(format!("semaphore:{object_key}")),
+        crate::testing::sealer("b").for_lock(format!("semaphore:{object_key}")),
         Judge::new(ExpiryClock::Observed, None),
         "wa".into(),
         None,
@@ -396,12 +395,21 @@ fn what_each_call_costs_in_requests() {
         )
     };
     let a = slot(&mut c, &mut io, "a", 2);
-    assert_eq!(cost(&mut io), (1, 1), "a grant: GET, PUT");
+    assert_eq!(
+        cost(&mut io),
+        (2, 2),
+        "the seal key (GET, PUT: created by this first client), then a grant: GET, PUT"
+    );
+
     let a = c.rewrite(&mut io, a, false).ready().unwrap();
     assert_eq!(cost(&mut io), (0, 1), "a renew after our own write: PUT");
     let mut other = client(ExpiryClock::Server);
     let b = slot(&mut other, &mut io, "b", 2);
-    cost(&mut io);
+    assert_eq!(
+        cost(&mut io),
+        (2, 1),
+        "another client's first call: the seal key (GET), then GET, PUT"
+    );
     let a = c.rewrite(&mut io, a, false).ready().unwrap();
     assert_eq!(
         cost(&mut io),
@@ -567,6 +575,7 @@ fn a_grant_lost_twice_is_taken_over_on_the_next_attempt_not_requeued() {
     let (mut c, mut io) = (client(ExpiryClock::Server), ModelIo::new(START_MS));
     slot(&mut c, &mut io, "h", 2);
     let mut a = client(ExpiryClock::Server);
+    a.lock_seal(&mut io, "locks/k").ready().unwrap();
     io.lose_put_replies = 1;
     let mut sent = 0;
     let mut refused_read_back =

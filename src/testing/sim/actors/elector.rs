@@ -101,7 +101,7 @@ pub async fn run(mut io: SimIo) {
                 last_lease = Some(lease.clone());
                 let now = io.now();
                 if fences && now >= next_write {
-                    fenced_write(&mut io, elector.client(), LEADER_KEY, &lease, false).await;
+                    fenced_write(&mut io, elector.client_mut(), LEADER_KEY, &lease, false).await;
                     next_write = io.now() + group.retry_ms;
                 }
                 if io.with(|w, _| w.rng.chance(0.01)) {
@@ -139,7 +139,7 @@ pub async fn run(mut io: SimIo) {
                 .take()
                 .filter(|_| io.with(|w, _| w.rng.chance(0.5)))
             {
-                fenced_write(&mut io, elector.client(), LEADER_KEY, &lease, true).await;
+                fenced_write(&mut io, elector.client_mut(), LEADER_KEY, &lease, true).await;
             }
         }
     }

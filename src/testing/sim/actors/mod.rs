@@ -121,7 +121,7 @@ pub async fn try_forgery(io: &mut SimIo, core: &crate::client::ClientCore, lease
 /// A fenced put or delete under `lease` on `key`'s current object.
 pub async fn fenced_write(
     io: &mut SimIo,
-    core: &crate::client::ClientCore,
+    core: &mut crate::client::ClientCore,
     key: &str,
     lease: &Lease,
     zombie: bool,
