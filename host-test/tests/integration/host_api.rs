@@ -162,3 +162,50 @@ fn set_credentials_swaps_a_live_clients_keys_and_keeps_its_leases() {
     assert_eq!(renewed.token, lease.token);
     a.release(&renewed).unwrap();
 }
+
+/// A guard counts its lease from when the granting write was *sent*, not
+/// from its reply. ttl 2 s under `holder`: the grant's PUT is answered
+/// 1.5 s late (the reply still came before the lease ran out, so the grant
+/// stands), then a's network is cut. b takes the key once a's lease ran
+/// out, 2 s after its write was sent: by then a's guard must have stopped
+/// claiming it (a guard that counted from the reply claimed it until 3.3 s).
+#[test]
+fn a_guard_counts_its_lease_from_the_grants_send_not_its_reply() {
+    use host_test::hooks::Fault;
+    use s3_lease_host::bindings::ExpiryClock;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Instant;
+    let prefix = fresh_prefix("guard-from-send");
+    let mut config = s3_config(&prefix);
+    config.expiry_clock = Some(ExpiryClock::Holder);
+    let (instance, hooks, _) = harness().test_options();
+    let a = Client::connect_with(harness().runtime(), &config, instance).unwrap();
+    let b = Client::connect(harness().runtime(), &config).unwrap();
+    let delayed = Arc::new(AtomicBool::new(false));
+    let object = format!("{prefix}k");
+    hooks.add_rule(move |request: &mut http::request::Parts| {
+        let grant = request.method == http::Method::PUT && request.uri.path().ends_with(&object);
+        (grant && !delayed.swap(true, Ordering::SeqCst))
+            .then_some(Fault::Delay(Duration::from_millis(1_500)))
+    });
+    let sent = Instant::now();
+    let guard = a
+        .try_lock("k", &options(2_000))
+        .unwrap()
+        .expect("granted: the reply came before the lease ran out");
+    assert!(sent.elapsed() >= Duration::from_millis(1_500));
+    hooks.set_cut(true);
+    let taken = b
+        .acquire("k", &options(2_000), Duration::from_secs(10))
+        .unwrap();
+    let at = sent.elapsed();
+    assert!(taken.token > guard.token());
+    assert!(
+        !guard.is_held(),
+        "{at:?} after its grant was sent, while b holds token {}, a's guard still claims the lock",
+        taken.token
+    );
+    let until = guard.held_until();
+    assert_eq!(until, None, "{at:?}: held until {until:?}");
+}

@@ -3,7 +3,6 @@
 //! One test binary, so one server for the whole run.
 
 mod bad_input;
-mod campaign;
 mod compat;
 mod component_shape;
 mod contention;
