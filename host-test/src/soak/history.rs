@@ -151,14 +151,13 @@ pub struct Wait {
     /// The earliest instant at which its process's wall clock may have
     /// stepped back during the wait, if it did: the waiter then judges its
     /// place's renewal not yet due, against the expiry it wrote on the old
-    /// clock, and may lose the place (a defect of the core, see
-    /// `checker::slots`).
+    /// clock, and may lose the place (a defect of the core, since fixed).
     pub clock_stepped_back: Option<Instant>,
     /// When the first attempt was sent that failed after one of its writes
     /// got no clear answer (a lost reply, a timeout, a 5xx), if one did:
     /// that write may have granted the waiter a slot it does not know of,
     /// which its next attempt drops, sending it to the back of the queue
-    /// (a defect of the core, see `checker::slots`).
+    /// (a defect of the core, since fixed).
     pub unclear_write: Option<Instant>,
     /// The end of the wait (its grant's answer, a crash, the end of the run).
     pub end: Instant,
@@ -255,18 +254,8 @@ impl History {
     }
 }
 
-/// An invariant broken, and what was seen.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Violation {
-    pub invariant: &'static str,
-    pub detail: String,
-}
-
-impl std::fmt::Display for Violation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.invariant, self.detail)
-    }
-}
+/// An invariant broken, and what was seen: the checkers' own type.
+pub use s3_lease::testing::history::Violation;
 
 /// The body of a fenced write: who wrote it, with which token, and the
 /// run-unique value that names the write.

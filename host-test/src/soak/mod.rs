@@ -4,7 +4,7 @@
 //! connections, timeouts with and without late arrival, lost replies) and
 //! the processes themselves (crashes between calls and mid-request, pauses
 //! past the lease, wall clocks skewed and stepping). The recorded history
-//! is then checked ([`checker`]) and summarised ([`report`]).
+//! is then checked ([`judge`]: the checkers the simulation is judged by) and summarised ([`report`]).
 //!
 //! A process is `keys` clients of the product host (`s3_lease_host::Client`,
 //! one per key, as the keys use different strategies and expiry clocks),
@@ -22,8 +22,8 @@
 //! Only the plan replays from the seed (which requests fail how, which
 //! process is hit when and how): thread timing does not.
 
-pub mod checker;
 pub mod history;
+pub mod judge;
 mod member;
 pub mod process;
 pub mod report;
@@ -470,7 +470,7 @@ pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report
     for kind in FaultKind::ALL {
         stats.faults.push((kind, shared.counts.get(kind)));
     }
-    let checked = checker::check(&history);
+    let checked = judge::check(&history);
     report::Report::new(shared.config.clone(), &history, checked, stats)
 }
 

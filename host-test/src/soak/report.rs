@@ -3,8 +3,8 @@
 //! saw (slots granted, the most holders at once against each limit, the
 //! grants checked against the queue's order).
 
-use super::checker::Checked;
 use super::history::{FencedOutcome, History, SlotCounts, Violation};
+use super::judge::Checked;
 use super::schedule::FaultKind;
 use super::{key_name, slot_key_name, SoakConfig};
 use std::collections::BTreeMap;
@@ -43,6 +43,8 @@ pub struct Report {
     pub config: SoakConfig,
     pub stats: Stats,
     pub checked: Checked,
+    /// Elected keys, before the semaphore keys in `checked.max_open`.
+    pub history_keys: usize,
     pub grants: usize,
     /// Believed terms of leadership, all keys.
     pub terms: usize,
@@ -177,6 +179,7 @@ impl Report {
             config,
             stats,
             checked,
+            history_keys: history.keys.len(),
             grants: history.grants.len(),
             terms: history.terms.len(),
             fenced,
@@ -340,7 +343,12 @@ impl Report {
             ),
         ];
         for (j, k) in self.slot_keys.iter().enumerate() {
-            let max = self.checked.slot_max_holders.get(j).copied().unwrap_or(0);
+            let max = self
+                .checked
+                .max_open
+                .get(self.history_keys + j)
+                .copied()
+                .unwrap_or(0);
             lines.push(format!(
                 "  {}: {} grants, {} terms, at most {max} believed holders at once (limit {}), wait p50 {} ms p99 {} ms",
                 k.name,
