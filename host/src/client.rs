@@ -392,7 +392,7 @@ impl Client {
         let attempt = Instant::now();
         Ok(self
             .try_acquire(key, options)?
-            .map(|lease| LeaseGuard::granted(self.clone(), lease, Instant::now().max(attempt))))
+            .map(|lease| LeaseGuard::granted(self.clone(), lease, attempt)))
     }
 
     /// Campaigns for `config.key` on a thread of its own until the

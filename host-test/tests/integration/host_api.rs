@@ -203,8 +203,11 @@ fn a_guard_counts_its_lease_from_the_grants_send_not_its_reply() {
     assert!(taken.token > guard.token());
     assert!(
         !guard.is_held(),
-        "{at:?} after its grant was sent, while b holds token {}, a's guard still claims the lock",
-        taken.token
+        "{at:?} after its grant was sent, while b holds token {}, a's guard still claims the lock \
+         until {:?} from then; a's requests: {:#?}",
+        taken.token,
+        guard.held_until().map(|u| u - sent),
+        hooks.requests()
     );
     let until = guard.held_until();
     assert_eq!(until, None, "{at:?}: held until {until:?}");
