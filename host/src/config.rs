@@ -1,6 +1,8 @@
 //! The client configuration, from code or from the usual AWS variables.
 
-use crate::bindings::{AddressingStyle, Config, Credentials, ExpiryClock, Store, Strategy};
+use crate::bindings::{Config, Store};
+use crate::convert;
+use crate::types::{Addressing, Credentials, ExpiryClock, Strategy};
 use crate::credentials::{AwsChain, SharedSource};
 use crate::Error;
 use std::fmt;
@@ -13,7 +15,7 @@ pub struct S3Config {
     pub endpoint: String,
     pub region: String,
     pub bucket: String,
-    pub addressing: AddressingStyle,
+    pub addressing: Addressing,
     pub access_key_id: String,
     pub secret_access_key: String,
     pub session_token: Option<String>,
@@ -93,11 +95,11 @@ impl S3Config {
                 )
             })
         };
-        let credentials = Credentials {
-            access_key_id: required("AWS_ACCESS_KEY_ID")?,
-            secret_access_key: required("AWS_SECRET_ACCESS_KEY")?,
-            session_token: var("AWS_SESSION_TOKEN"),
-        };
+        let mut credentials = Credentials::new(
+            required("AWS_ACCESS_KEY_ID")?,
+            required("AWS_SECRET_ACCESS_KEY")?,
+        );
+        credentials.session_token = var("AWS_SESSION_TOKEN");
         Self::settings(bucket, &var, region, credentials)
     }
 
@@ -110,16 +112,16 @@ impl S3Config {
         let table = dynamodb_table(var)?;
         let custom_endpoint = custom_endpoint(var);
         let addressing = match var("S3LEASE_ADDRESSING").as_deref() {
-            Some("path") => AddressingStyle::Path,
-            Some("virtual-hosted") => AddressingStyle::VirtualHosted,
+            Some("path") => Addressing::Path,
+            Some("virtual-hosted") => Addressing::VirtualHosted,
             Some(other) => {
                 return Err(Error::invalid_config(
                     "S3LEASE_ADDRESSING",
                     format!("{other:?} is neither `path` nor `virtual-hosted`"),
                 ))
             }
-            None if custom_endpoint.is_some() => AddressingStyle::Path,
-            None => AddressingStyle::VirtualHosted,
+            None if custom_endpoint.is_some() => Addressing::Path,
+            None => Addressing::VirtualHosted,
         };
         let endpoint = match (&table, custom_endpoint) {
             (_, Some(endpoint)) => endpoint,
@@ -145,22 +147,28 @@ impl S3Config {
         })
     }
 
-    /// The WIT record the component takes.
-    pub fn to_wit(&self) -> Config {
+    /// The WIT record the component takes (with `unstable-raw`, for
+    /// callers that drive an instance call by call).
+    #[cfg(feature = "unstable-raw")]
+    pub fn wit_config(&self) -> Config {
+        self.to_wit()
+    }
+
+    pub(crate) fn to_wit(&self) -> Config {
         Config {
             endpoint: self.endpoint.clone(),
             region: self.region.clone(),
             bucket: self.bucket.clone(),
-            addressing: self.addressing,
-            credentials: Credentials {
+            addressing: convert::addressing(self.addressing),
+            credentials: crate::bindings::Credentials {
                 access_key_id: self.access_key_id.clone(),
                 secret_access_key: self.secret_access_key.clone(),
                 session_token: self.session_token.clone(),
             },
             key_prefix: self.key_prefix.clone(),
             request_timeout_ms: self.request_timeout_ms,
-            strategy: self.strategy,
-            expiry_clock: self.expiry_clock,
+            strategy: self.strategy.map(convert::strategy),
+            expiry_clock: self.expiry_clock.map(convert::expiry_clock),
             preflight: self.preflight,
             seal_key: self.seal_key.clone(),
             store: self.dynamodb_table.clone().map(Store::Dynamodb),
@@ -257,7 +265,7 @@ mod tests {
         .unwrap();
         assert_eq!(c.endpoint, "http://127.0.0.1:9000");
         assert_eq!(c.region, "eu-west-1");
-        assert_eq!(c.addressing, AddressingStyle::Path);
+        assert_eq!(c.addressing, Addressing::Path);
         assert_eq!(c.seal_key.as_deref(), Some("se4l-key-value"));
         assert_eq!(c.to_wit().seal_key.as_deref(), Some("se4l-key-value"));
         let debug = format!("{c:?}");
@@ -272,7 +280,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(aws.endpoint, "https://s3.us-east-1.amazonaws.com");
-        assert_eq!(aws.addressing, AddressingStyle::VirtualHosted);
+        assert_eq!(aws.addressing, Addressing::VirtualHosted);
         assert_eq!(aws.seal_key, None);
     }
 

@@ -1,7 +1,7 @@
 //! The AWS SDKs' credential chain, from `aws-config`, tried in its order.
 
 use super::{CredentialsSource, FetchedCredentials};
-use crate::bindings::Credentials;
+use crate::types::Credentials;
 use crate::Error;
 use aws_config::provider_config::ProviderConfig;
 use aws_config::Region;
@@ -72,7 +72,7 @@ impl AwsChain {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| Error::Host(e.into()))?;
+            .map_err(Error::host)?;
         let region = match region {
             Some(r) => Some(Region::new(r)),
             None => on_own_thread(&runtime, find_region(imds_region)),
@@ -202,13 +202,12 @@ impl AwsChain {
         match on_own_thread(&self.runtime, provider.provide_credentials()) {
             Ok(c) => Some(Ok(FetchedCredentials {
                 credentials: Credentials {
-                    access_key_id: c.access_key_id().to_string(),
-                    secret_access_key: c.secret_access_key().to_string(),
-                    // An empty token is no token, as with the variables.
                     session_token: c
                         .session_token()
+                        // An empty token is no token, as with the variables.
                         .filter(|t| !t.is_empty())
                         .map(str::to_string),
+                    ..Credentials::new(c.access_key_id(), c.secret_access_key())
                 },
                 expires: c.expiry(),
                 source: name.to_string(),

@@ -16,7 +16,7 @@ pub(crate) mod refresh;
 
 pub use aws_chain::AwsChain;
 
-use crate::bindings::{Credentials, Error as LeaseError};
+use crate::types::Credentials;
 use crate::Error;
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -129,27 +129,6 @@ impl fmt::Debug for SharedSource {
     }
 }
 
-/// True when the store refused the request's credentials as expired or
-/// unknown (S3 answers 400 `ExpiredToken` / `InvalidToken`, 403
-/// `InvalidAccessKeyId`; DynamoDB `ExpiredTokenException` and
-/// `UnrecognizedClientException`): new credentials may fix it. The store did not
-/// apply the request, so sending it again is safe.
-pub fn refused_credentials(error: &LeaseError) -> bool {
-    let e = match error {
-        LeaseError::AccessDenied(e) | LeaseError::S3(e) => e,
-        _ => return false,
-    };
-    matches!(
-        e.code.as_str(),
-        "ExpiredToken"
-            | "InvalidToken"
-            | "InvalidAccessKeyId"
-            | "TokenRefreshRequired"
-            | "ExpiredTokenException"
-            | "UnrecognizedClientException"
-    )
-}
-
 /// One set of credentials, the same every time: [`S3Config::from_vars`]'s
 /// keys as a source.
 ///
@@ -173,11 +152,8 @@ mod tests {
     #[test]
     fn debug_shows_no_secret() {
         let fetched = FetchedCredentials {
-            credentials: Credentials {
-                access_key_id: "ASIAVISIBLE".into(),
-                secret_access_key: "s3cr3t-value".into(),
-                session_token: Some("t0ken-value".into()),
-            },
+            credentials: Credentials::new("ASIAVISIBLE", "s3cr3t-value")
+                .with_session_token("t0ken-value"),
             expires: None,
             source: "Ec2InstanceMetadata".into(),
         };
@@ -200,37 +176,5 @@ mod tests {
             !text.contains("s3cr3t") && !text.contains("t0ken"),
             "{text}"
         );
-    }
-
-    #[test]
-    fn only_refusals_of_the_credentials_call_for_new_ones() {
-        use crate::bindings::exports::s3_lease::lease::types::S3Error;
-        let e = |status, code: &str| S3Error {
-            status,
-            code: code.into(),
-            message: String::new(),
-            request_id: String::new(),
-        };
-        assert!(refused_credentials(&LeaseError::S3(e(400, "ExpiredToken"))));
-        assert!(refused_credentials(&LeaseError::AccessDenied(e(
-            403,
-            "ExpiredTokenException"
-        ))));
-        assert!(refused_credentials(&LeaseError::AccessDenied(e(
-            403,
-            "InvalidAccessKeyId"
-        ))));
-        assert!(!refused_credentials(&LeaseError::AccessDenied(e(
-            403,
-            "AccessDenied"
-        ))));
-        assert!(!refused_credentials(&LeaseError::AccessDenied(e(
-            403,
-            "SignatureDoesNotMatch"
-        ))));
-        assert!(!refused_credentials(&LeaseError::S3(e(
-            500,
-            "InternalError"
-        ))));
     }
 }
