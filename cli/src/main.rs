@@ -256,9 +256,9 @@ struct RunArgs {
     /// long as it takes (an error retrying cannot fix ends it at once).
     #[arg(long, value_parser = duration::parse)]
     wait: Option<Duration>,
-    /// After SIGTERM on loss, SIGKILL the command this much later
-    /// (default: 10s or ttl/4, whichever is shorter, so the command is
-    /// gone before its lease can run out).
+    /// After SIGTERM on loss, SIGKILL the command's process group this much
+    /// later (default: 10s or ttl/4, whichever is shorter, so the command
+    /// is gone before its lease can run out).
     #[arg(long, value_parser = duration::parse)]
     kill_after: Option<Duration>,
     /// Serve /status (JSON), /healthz (200, or 503 once the store has not
@@ -281,8 +281,8 @@ struct ElectArgs {
     /// With --watch: how often to read the lock (at least 1ms).
     #[arg(long, default_value = "1s", value_parser = duration::parse_positive)]
     every: Duration,
-    /// After SIGTERM on loss, SIGKILL the command this much later
-    /// (default: 10s or ttl/4, whichever is shorter).
+    /// After SIGTERM on loss, SIGKILL the command's process group this much
+    /// later (default: 10s or ttl/4, whichever is shorter).
     #[arg(long, value_parser = duration::parse)]
     kill_after: Option<Duration>,
     /// Serve /status (JSON), /healthz (200, or 503 once the store has not
@@ -305,6 +305,7 @@ enum FencedCmd {
         /// The body: a file, or `-` for stdin (the default).
         #[arg(long)]
         file: Option<String>,
+        /// The object's Content-Type, stored with it (printable ASCII, at most 256).
         #[arg(long, default_value = "application/octet-stream")]
         content_type: String,
         /// The lease (JSON file, or `-`); default: S3LEASE_LEASE, set by `run`.
