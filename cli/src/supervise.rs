@@ -36,6 +36,8 @@ const WAIT_LINE_EVERY: Duration = Duration::from_secs(5);
 /// How long a giving-up `run` waits for the read that classifies the
 /// last failure (see `probe`).
 const SETTLE: Duration = Duration::from_secs(1);
+/// How long a campaign given up waits for the elector to resign.
+const END_CAMPAIGN_WAIT: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -197,16 +199,22 @@ pub fn supervise(elector: Elector, s: Supervision, mut probe: Probe) -> Result<i
     }
 }
 
-/// Ends a campaign given up before leading: there is nothing to release
-/// (a term won meanwhile is resigned). The elector's thread is not waited
-/// for: a step stuck on a silent network would hold up the exit until its
-/// request timed out, and the process is about to exit anyway.
+/// Ends a campaign given up before leading: resigns, so a term won by a
+/// step still under way is released, but waits for that at most
+/// `END_CAMPAIGN_WAIT`: a step stuck on a silent network would hold up the
+/// exit until its request timed out. (Whatever it wins then is not
+/// released: it runs out on its own.)
 fn end_campaign(elector: &mut Option<Elector>) {
     if let Some(e) = elector.take() {
-        if matches!(e.role(), Role::Leader(_)) {
-            let _ = e.resign();
-        } else {
-            std::mem::forget(e);
+        let (done, resigned) = std::sync::mpsc::channel();
+        let resigning = std::thread::Builder::new()
+            .name("s3-lease-resign".into())
+            .spawn(move || {
+                let _ = e.resign();
+                let _ = done.send(());
+            });
+        if resigning.is_ok() {
+            let _ = resigned.recv_timeout(END_CAMPAIGN_WAIT);
         }
     }
 }
