@@ -46,6 +46,33 @@ impl Error {
             _ => None,
         }
     }
+
+    /// As `Display`, with a store's error named after the store in use
+    /// (`"S3"`, `"DynamoDB"`): the component reports both stores' errors
+    /// in S3's shape, and `Display` cannot know which one answered.
+    pub fn on_store<'a>(&'a self, store: &'a str) -> impl fmt::Display + 'a {
+        OnStore { error: self, store }
+    }
+}
+
+struct OnStore<'a> {
+    error: &'a Error,
+    store: &'a str,
+}
+
+impl fmt::Display for OnStore<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.error {
+            Error::Lease(e) => fmt::Display::fmt(
+                &Describe {
+                    error: e,
+                    store: self.store,
+                },
+                f,
+            ),
+            other => fmt::Display::fmt(other, f),
+        }
+    }
 }
 
 impl From<LeaseError> for Error {
@@ -59,14 +86,24 @@ impl std::error::Error for Error {}
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Lease(e) => fmt::Display::fmt(&Describe(e), f),
+            Error::Lease(e) => fmt::Display::fmt(
+                &Describe {
+                    error: e,
+                    store: "S3",
+                },
+                f,
+            ),
             Error::Trap(message) => write!(f, "the s3-lease component trapped (a bug): {message}"),
             Error::Host(e) => write!(f, "{e:#}"),
         }
     }
 }
 
-struct Describe<'a>(&'a LeaseError);
+struct Describe<'a> {
+    error: &'a LeaseError,
+    /// The store's name, for its errors.
+    store: &'a str,
+}
 
 impl fmt::Display for Describe<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -82,7 +119,7 @@ impl fmt::Display for Describe<'_> {
             }
             Ok(())
         };
-        match self.0 {
+        match self.error {
             LeaseError::Lost(l) => {
                 write!(f, "lost the lease on {} (token {})", l.key, l.token)?;
                 holder(f, l.current.as_ref())
@@ -103,7 +140,7 @@ impl fmt::Display for Describe<'_> {
                     c.object_key, c.reason
                 )
             }
-            LeaseError::S3(e) => s3(f, "S3 error", e),
+            LeaseError::S3(e) => s3(f, &format!("{} error", self.store), e),
             LeaseError::Transport(m) => write!(f, "the request did not complete: {m}"),
             LeaseError::InvalidConfig(c) => {
                 write!(f, "invalid configuration, {}: {}", c.field, c.reason)
@@ -144,6 +181,11 @@ impl fmt::Display for Describe<'_> {
 
 fn holder(f: &mut fmt::Formatter<'_>, state: Option<&LockState>) -> fmt::Result {
     match state {
+        // A client of another design (seed 003's) records neither.
+        Some(s) if s.holder_id.is_empty() && s.token == 0 => {
+            write!(f, "; held by a client that records no holder and no token")
+        }
+        Some(s) if s.holder_id.is_empty() => write!(f, "; token {}", s.token),
         Some(s) => write!(f, "; held by {} with token {}", s.holder_id, s.token),
         None => Ok(()),
     }
