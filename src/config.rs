@@ -225,7 +225,13 @@ impl ClientConfig {
 }
 
 fn parse_endpoint(endpoint: &str) -> Result<(Scheme, String), Error> {
-    let bad = |reason: &str| Error::invalid_config("endpoint", format!("{endpoint:?}: {reason}"));
+    // User information may hold a password: never in an error message.
+    let shown = if endpoint.contains('@') {
+        "(not shown: it has user information)".to_string()
+    } else {
+        format!("{endpoint:?}")
+    };
+    let bad = |reason: &str| Error::invalid_config("endpoint", format!("{shown}: {reason}"));
     let (scheme, rest) = if let Some(rest) = endpoint.strip_prefix("https://") {
         (Scheme::Https, rest)
     } else if let Some(rest) = endpoint.strip_prefix("http://") {
@@ -427,6 +433,18 @@ mod tests {
         let c = ClientConfig::validate(raw("http://[::1]:9000")).unwrap();
         assert_eq!(c.endpoint_authority, "[::1]:9000");
         assert_eq!(c.request_timeout_ms, DEFAULT_REQUEST_TIMEOUT_MS);
+    }
+
+    #[test]
+    fn a_password_in_the_endpoint_is_never_shown() {
+        for endpoint in [
+            "http://user:s3cr3t@h",
+            "ftp://user:s3cr3t@h",
+            "http://h/p@s3cr3t",
+        ] {
+            let err = ClientConfig::validate(raw(endpoint)).unwrap_err();
+            assert!(!err.to_string().contains("s3cr3t"), "{err}");
+        }
     }
 
     #[test]

@@ -154,7 +154,7 @@ pub fn object_key(prefix: &str, key: &str) -> Result<String, Error> {
     }
     if full.len() > MAX_OBJECT_KEY_BYTES {
         return Err(Error::InvalidArgument(format!(
-            "object key is {} bytes with its prefix; S3 allows {MAX_OBJECT_KEY_BYTES}",
+            "object key is {} bytes with its prefix; at most {MAX_OBJECT_KEY_BYTES} are allowed",
             full.len()
         )));
     }

@@ -58,6 +58,10 @@ pub struct Report {
 /// accepts a body with a wrong hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Phase {
+    /// S3 only: GET c (it never exists). Before anything is written: some
+    /// stores create a missing bucket on the first PUT, and a probe must
+    /// find the bucket missing, not make it.
+    BucketExists,
     /// DynamoDB only: DescribeTable, for the key schema.
     DescribeTable,
     /// DynamoDB only: DescribeTimeToLive.
@@ -92,6 +96,7 @@ impl Phase {
     /// The request, for details a reader can follow.
     fn label(self) -> &'static str {
         match self {
+            Phase::BucketExists => "GET (missing key: does the bucket exist?)",
             Phase::DescribeTable => "DescribeTable",
             Phase::DescribeTtl => "DescribeTimeToLive",
             Phase::CreateFirst => "PUT If-None-Match: * (new key)",
@@ -110,7 +115,8 @@ impl Phase {
     }
 }
 
-const PHASES: [Phase; 14] = [
+const PHASES: [Phase; 15] = [
+    Phase::BucketExists,
     Phase::DescribeTable,
     Phase::DescribeTtl,
     Phase::CreateFirst,
@@ -295,6 +301,9 @@ impl Preflight {
         let a_exists = self.current.is_some();
         let on_dynamodb = self.table.is_some();
         let request = match phase {
+            // A table's existence is DescribeTable's to find.
+            Phase::BucketExists if on_dynamodb => return None,
+            Phase::BucketExists => S3Request::new(Method::Get, &self.key("c"), MAX_REPLY_BYTES),
             Phase::DescribeTable => table::describe_table(self.table.as_deref()?),
             Phase::DescribeTtl => table::describe_ttl(self.table.as_deref()?),
             // Not DynamoDB calls: an item store has no listing by prefix
@@ -499,13 +508,18 @@ impl Preflight {
         )
     }
 
-    /// The first probe's answer when it says the store cannot be probed
-    /// at all (wrong keys, no bucket): an error, not a report.
+    /// The first probes' answer when it says the store cannot be probed
+    /// at all (wrong keys, no bucket): an error, not a report. On the GET
+    /// of a missing key a plain 403 `AccessDenied` decides nothing: S3
+    /// answers it for a missing key to a reader without `s3:ListBucket`.
     fn unreachable(&self, r: &S3Response) -> Option<Error> {
-        if !matches!(self.phase, Some(Phase::CreateFirst | Phase::DescribeTable)) {
-            return None;
-        }
+        let first = match self.phase {
+            Some(Phase::BucketExists) => true,
+            Some(Phase::CreateFirst | Phase::DescribeTable) => false,
+            _ => return None,
+        };
         match r.clone().into_error() {
+            Error::AccessDenied(e) if first && e.code == "AccessDenied" => None,
             e @ (Error::AccessDenied(_) | Error::NoSuchBucket(_) | Error::ClockSkewed(_)) => {
                 Some(e)
             }
@@ -555,7 +569,7 @@ impl Operation for Preflight {
             self.cleaned(Err(&error));
             return self.advance(now_ms);
         }
-        if matches!(self.phase, Some(Phase::CreateFirst | Phase::DescribeTable)) {
+        if self.requests == 1 {
             // Nothing answered the first request: there is no store to probe.
             return Step::Done(Err(error));
         }

@@ -1481,8 +1481,10 @@ proptest! {
     #![proptest_config(config(CASES))]
 
     /// Any replies: a report with every capability, or an error after the
-    /// first request; never more than 12 probes and 4 deletes; a safe
-    /// configuration only where everything it needs passed.
+    /// first request (the bucket's GET) or the second (the first write,
+    /// which decides a plain 403 the GET left open); never more than 13
+    /// probes and 4 deletes; a safe configuration only where everything
+    /// it needs passed.
     #[test]
     fn the_preflight_never_panics_on_any_replies(
         replies in vec(reply_seed(), 0..20),
@@ -1509,7 +1511,7 @@ proptest! {
                 Step::Done(outcome) => break outcome,
                 Step::Send(request) => {
                     sent += 1;
-                    prop_assert!(sent <= 16, "{sent} requests");
+                    prop_assert!(sent <= 17, "{sent} requests");
                     now = now.saturating_add(steps[sent % steps.len()]);
                     step = match seeds.next() {
                         Some(_) if lost[sent % lost.len()] => {
@@ -1532,7 +1534,7 @@ proptest! {
                 }
             }
             Err(e) => {
-                prop_assert_eq!(sent, 1, "only the first request ends it: {:?}", e);
+                prop_assert!(sent <= 2, "only the first two requests end it: {:?}", e);
                 let _ = e.to_string();
             }
         }

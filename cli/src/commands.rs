@@ -2,9 +2,11 @@
 //! `elect --watch`.
 
 use crate::duration::show;
-use crate::exit::{Failure, HELD};
+use crate::exit::{about_lease, Failure, HELD, LOST, USAGE};
 use crate::json;
-use s3_lease_host::bindings::{LockState, Options, SemaphoreState, SlotAttempt, SlotOptions};
+use s3_lease_host::bindings::{
+    Error as LeaseError, Lease, LockState, Options, SemaphoreState, SlotAttempt, SlotOptions,
+};
 use s3_lease_host::Client;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
@@ -15,11 +17,32 @@ use std::time::Duration;
 type KeyState = (Option<LockState>, Option<SemaphoreState>);
 
 fn read_key(client: &Client, key: &str) -> Result<KeyState, Failure> {
-    // A semaphore's read says it all; a lock's is read (a 304) again.
+    // One read for a plain lock, the common case. A semaphore's state
+    // names no holder (its holders are listed by `inspect_slots`, a second
+    // read: on S3 a conditional GET answered 304); so does an item of
+    // seed 003's design, for which that read finds no semaphore.
+    let state = client.inspect(key)?;
+    let maybe_semaphore = state
+        .as_ref()
+        .is_some_and(|s| s.holder_id.is_empty() && s.acquired_at_ms == 0);
+    if !maybe_semaphore {
+        return Ok((state, None));
+    }
     Ok(match client.inspect_slots(key)? {
         Some(sem) => (Some(sem.lock.clone()), Some(sem)),
-        None => (client.inspect(key)?, None),
+        None => (state, None),
     })
+}
+
+/// `held by HOLDER with token N`, or what stands for them in a lock
+/// written by a client that records neither (seed 003's design).
+pub fn held_by(s: &LockState) -> String {
+    match (s.holder_id.is_empty(), s.token) {
+        (true, 0) => "held by a client that records no holder and no token".into(),
+        (true, token) => format!("held by an unnamed holder with token {token}"),
+        (false, 0) => format!("held by {} (no token)", s.holder_id),
+        (false, token) => format!("held by {} with token {token}", s.holder_id),
+    }
 }
 
 /// One key as `status --json` prints it (`--serve`'s `/status` too).
@@ -63,7 +86,12 @@ pub fn status(client: &Client, keys: &[String], as_json: bool) -> Result<i32, Fa
                 } else {
                     s.holder_id.clone()
                 },
-                s.token.to_string(),
+                // Token 0 is never granted: a lock of seed 003's design.
+                if s.token == 0 {
+                    "-".into()
+                } else {
+                    s.token.to_string()
+                },
                 if s.live { "yes" } else { "no" }.into(),
                 if s.live {
                     show(Duration::from_millis(s.expires_in_ms))
@@ -186,9 +214,8 @@ pub fn acquire_slot(
 fn held_now(client: &Client, key: &str) -> Failure {
     let who = match client.inspect(key) {
         Ok(Some(s)) => format!(
-            "held by {} with token {}, can expire in {}",
-            s.holder_id,
-            s.token,
+            "{}, can expire in {}",
+            held_by(&s),
             show(Duration::from_millis(s.expires_in_ms))
         ),
         _ => "held".into(),
@@ -224,18 +251,85 @@ pub fn read_lease(source: Option<&str>) -> Result<s3_lease_host::bindings::Lease
 }
 
 pub fn renew(client: &Client, source: Option<&str>) -> Result<i32, Failure> {
-    let lease = client.renew(&read_lease(source)?)?;
-    println!("{}", json::lease(&lease));
+    let lease = read_lease(source)?;
+    match client.renew(&lease) {
+        Ok(renewed) => {
+            println!("{}", json::lease(&renewed));
+            Ok(0)
+        }
+        Err(e) => match lost_state(&e) {
+            Some(current) => Err(Failure::new(
+                LOST,
+                format!("cannot renew: {}", what_became_of(&lease, current)),
+            )),
+            None => Err(about_lease(e)),
+        },
+    }
+}
+
+/// Releases the lease. One already released (by an earlier `release`,
+/// or from another copy of it) is not held: that succeeds, and says so.
+pub fn release(client: &Client, source: Option<&str>, as_json: bool) -> Result<i32, Failure> {
+    let lease = read_lease(source)?;
+    let already = match client.release(&lease) {
+        Ok(()) => false,
+        Err(e) => match lost_state(&e) {
+            Some(Some(current)) if current.token == lease.token && !current.live => true,
+            Some(current) => {
+                return Err(Failure::new(
+                    LOST,
+                    format!("not released: {}", what_became_of(&lease, current)),
+                ))
+            }
+            None => return Err(about_lease(e)),
+        },
+    };
+    if already {
+        eprintln!(
+            "s3-lease: {} (token {}) was already released",
+            lease.key, lease.token
+        );
+    }
+    if as_json {
+        println!(
+            "{}",
+            json!({"released": lease.key, "token": lease.token, "already_released": already})
+        );
+    }
     Ok(0)
 }
 
-pub fn release(client: &Client, source: Option<&str>, as_json: bool) -> Result<i32, Failure> {
-    let lease = read_lease(source)?;
-    client.release(&lease)?;
-    if as_json {
-        println!("{}", json!({"released": lease.key, "token": lease.token}));
+/// `Some(current)` when the store said the lease is no longer ours.
+fn lost_state(e: &s3_lease_host::Error) -> Option<Option<&LockState>> {
+    match e.lease_error() {
+        Some(LeaseError::Lost(lost)) => Some(lost.current.as_ref()),
+        _ => None,
     }
-    Ok(0)
+}
+
+/// What happened to a lease the store no longer takes, from the lock as
+/// the store answered it.
+fn what_became_of(lease: &Lease, current: Option<&LockState>) -> String {
+    let ours = format!("the lease of {} with token {}", lease.key, lease.token);
+    match current {
+        None => format!("{ours} is gone: its lock object was deleted"),
+        Some(c) if c.token > lease.token => {
+            let now = if c.live {
+                format!("now {}", held_by(c))
+            } else {
+                format!("token {} was granted since and released", c.token)
+            };
+            format!("{ours} was superseded ({now})")
+        }
+        Some(c) if c.token == lease.token && !c.live => format!("{ours} was already released"),
+        Some(c) if c.token == lease.token => format!(
+            "{ours} was renewed since from another copy of it: use the lease the last renew printed"
+        ),
+        Some(c) => format!(
+            "{ours} no longer matches its lock object, which now records token {}",
+            c.token
+        ),
+    }
 }
 
 /// The lease for a fenced write: `--lease FILE` (or `-`), else the one
@@ -257,7 +351,10 @@ pub fn fenced_put(
 ) -> Result<i32, Failure> {
     let lease = fence_lease(lease_source)?;
     let body = read_input(body_file, "the body")?;
-    let written = client.fenced_put(&lease, object, &body, content_type)?;
+    check_body(&body, content_type)?;
+    let written = client
+        .fenced_put(&lease, object, &body, content_type)
+        .map_err(about_lease)?;
     if as_json {
         println!(
             "{}",
@@ -266,6 +363,32 @@ pub fn fenced_put(
         );
     }
     Ok(0)
+}
+
+/// What the component would refuse as an invalid argument, refused first
+/// with the flag's name (a refusal there would read as a bad lease).
+fn check_body(body: &[u8], content_type: &str) -> Result<(), Failure> {
+    // The component's bounds on a fenced object.
+    const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+    const MAX_CONTENT_TYPE_BYTES: usize = 256;
+    if body.len() > MAX_BODY_BYTES {
+        return Err(Failure::new(
+            USAGE,
+            format!(
+                "the body is {} bytes; fenced writes take at most {MAX_BODY_BYTES}",
+                body.len()
+            ),
+        ));
+    }
+    if content_type.len() > MAX_CONTENT_TYPE_BYTES
+        || !content_type.bytes().all(|b| (b' '..=b'~').contains(&b))
+    {
+        return Err(Failure::new(
+            USAGE,
+            format!("--content-type must be at most {MAX_CONTENT_TYPE_BYTES} printable ASCII characters"),
+        ));
+    }
+    Ok(())
 }
 
 pub fn fenced_get(client: &Client, object: &str, as_json: bool) -> Result<i32, Failure> {
@@ -300,7 +423,9 @@ pub fn fenced_delete(
     lease_source: Option<&str>,
     object: &str,
 ) -> Result<i32, Failure> {
-    client.fenced_delete(&fence_lease(lease_source)?, object)?;
+    client
+        .fenced_delete(&fence_lease(lease_source)?, object)
+        .map_err(about_lease)?;
     Ok(0)
 }
 
@@ -326,11 +451,11 @@ pub fn watch(
             } else {
                 match &state {
                     Some(s) if s.live => println!(
-                        "{clock} {key}: leader {} (token {}, can expire in {})",
-                        s.holder_id,
-                        s.token,
+                        "{clock} {key}: leader {}, can expire in {})",
+                        who_and_token(s),
                         show(Duration::from_millis(s.expires_in_ms))
                     ),
+                    Some(s) if s.token == 0 => println!("{clock} {key}: no leader"),
                     Some(s) => println!("{clock} {key}: no leader (last token {})", s.token),
                     None => println!("{clock} {key}: no leader (never locked)"),
                 }
@@ -341,6 +466,19 @@ pub fn watch(
         if signals.recv_timeout(every).is_ok() {
             return Ok(0);
         }
+    }
+}
+
+/// `vm/530 (token 1`: the leader as `elect --watch` names it.
+fn who_and_token(s: &LockState) -> String {
+    let who = if s.holder_id.is_empty() {
+        "unnamed"
+    } else {
+        &s.holder_id
+    };
+    match s.token {
+        0 => format!("{who} (no token"),
+        token => format!("{who} (token {token}"),
     }
 }
 

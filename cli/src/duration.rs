@@ -47,6 +47,32 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     Ok(total)
 }
 
+/// The longest lease the component grants.
+pub const MAX_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// `--ttl`: 1s to 7d, for `run`, `elect` and `acquire` alike. A lease
+/// renewed every ttl/6 needs a second to be renewed at all, and a shorter
+/// one from `acquire` can be expired by the time it is printed.
+pub fn parse_ttl(text: &str) -> Result<Duration, String> {
+    let ttl = parse(text)?;
+    if ttl < Duration::from_secs(1) {
+        return Err(format!("{} is under 1s, the shortest lease", text.trim()));
+    }
+    if ttl > MAX_TTL {
+        return Err(format!("{} is over 7 days, the longest lease", text.trim()));
+    }
+    Ok(ttl)
+}
+
+/// A duration that must not be zero (`--every`).
+pub fn parse_positive(text: &str) -> Result<Duration, String> {
+    let d = parse(text)?;
+    if d.is_zero() {
+        return Err("must be more than 0".into());
+    }
+    Ok(d)
+}
+
 /// `12.3s`, `4m05s`: for people.
 pub fn show(d: Duration) -> String {
     let secs = d.as_secs_f64();
@@ -71,5 +97,20 @@ mod tests {
         for bad in ["", "s", "10x", "-3s", "99999999999999999999s", "1.5s"] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_ttl_is_one_second_to_seven_days() {
+        assert_eq!(parse_ttl("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_ttl("7d"), Ok(MAX_TTL));
+        assert_eq!(
+            parse_ttl("100d"),
+            Err("100d is over 7 days, the longest lease".into())
+        );
+        assert_eq!(
+            parse_ttl("500ms"),
+            Err("500ms is under 1s, the shortest lease".into())
+        );
+        assert!(parse_ttl("0").is_err());
     }
 }

@@ -4,6 +4,7 @@
 
 use s3_lease_host::bindings::Error as LeaseError;
 use s3_lease_host::Error;
+use std::sync::OnceLock;
 
 /// Bad flags or arguments (clap's errors included).
 pub const USAGE: i32 = 64;
@@ -11,18 +12,20 @@ pub const USAGE: i32 = 64;
 pub const BAD_LEASE: i32 = 65;
 /// `fenced get`: the object does not exist (or was fenced-deleted).
 pub const NOT_FOUND: i32 = 66;
-/// The store failed: an S3 error, a network error, repeated 409s, a corrupt lock object.
+/// The store failed: an S3 or DynamoDB error, the network, repeated 409s,
+/// a corrupt lock object, a request the store refused as invalid.
 pub const STORE: i32 = 69;
 /// A bug in s3-lease: the component trapped or could not be loaded.
 pub const INTERNAL: i32 = 70;
-/// Held too long by someone else: `--wait` ran out (or `--wait 0` found it held).
+/// Held by someone else: `--wait` ran out (or `--wait 0` found it held).
 pub const HELD: i32 = 75;
 /// The store refused our credentials (403 AccessDenied and kin).
 pub const ACCESS_DENIED: i32 = 77;
-/// Configuration: a missing credential, a bad endpoint, an unknown bucket.
+/// Configuration: a missing credential, a bad endpoint, no such bucket or table.
 pub const CONFIG: i32 = 78;
-/// The lock was lost while held: a renew found it taken, or the renew
-/// deadline passed; `run` terminated the command.
+/// The lease is no longer ours: lost while `run` or `elect` held it (the
+/// command was stopped), or, for `renew` and `release`, taken over by a
+/// later token or renewed from another copy.
 pub const LOST: i32 = 79;
 /// A fenced write or delete was refused: a newer token already wrote.
 pub const FENCED: i32 = 80;
@@ -47,9 +50,56 @@ impl Failure {
     }
 }
 
+/// The store this run talks to, for messages: its name and endpoint.
+struct Store {
+    name: &'static str,
+    endpoint: String,
+}
+
+static STORE_IN_USE: OnceLock<Store> = OnceLock::new();
+
+/// Errors name this store (`S3` or `DynamoDB`) and, when a request did not
+/// complete, its endpoint. Set once, before the first request.
+pub fn set_store(dynamodb: bool, endpoint: &str) {
+    let _ = STORE_IN_USE.set(Store {
+        name: if dynamodb { "DynamoDB" } else { "S3" },
+        endpoint: endpoint.to_string(),
+    });
+}
+
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
-        Failure::new(code_of(&e), e.to_string())
+        Failure::new(code_of(&e), describe(&e))
+    }
+}
+
+/// The error as a person reads it: the store by name, and for a request
+/// that got no answer, where it was sent.
+pub fn describe(e: &Error) -> String {
+    let Some(store) = STORE_IN_USE.get() else {
+        return e.to_string();
+    };
+    let text = e.on_store(store.name).to_string();
+    match e.lease_error() {
+        Some(LeaseError::Transport(_)) => {
+            format!("{text} ({} endpoint {})", store.name, store.endpoint)
+        }
+        _ => text,
+    }
+}
+
+/// An error the elector kept as text (it keeps no more), named as
+/// `describe` names errors: the store, and the endpoint of a request
+/// that did not complete.
+pub fn describe_text(text: &str) -> String {
+    let Some(store) = STORE_IN_USE.get() else {
+        return text.to_string();
+    };
+    let named = text.replacen("S3 error:", &format!("{} error:", store.name), 1);
+    if named.starts_with("the request did not complete") {
+        format!("{named} ({} endpoint {})", store.name, store.endpoint)
+    } else {
+        named
     }
 }
 
@@ -61,7 +111,9 @@ pub fn code_of(e: &Error) -> i32 {
             LeaseError::Fenced(_) => FENCED,
             LeaseError::AccessDenied(_) => ACCESS_DENIED,
             LeaseError::InvalidConfig(_) | LeaseError::NoSuchBucket(_) => CONFIG,
-            LeaseError::InvalidArgument(_) => BAD_LEASE,
+            // The commands that read a lease say so (`about_lease`); the
+            // others pass only flags and arguments.
+            LeaseError::InvalidArgument(_) => USAGE,
             // A `--limit` the key's other contenders do not use: a bad flag.
             LeaseError::LimitMismatch(_) => USAGE,
             LeaseError::StoreUnsafe(_) => STORE_UNSAFE,
@@ -74,4 +126,29 @@ pub fn code_of(e: &Error) -> i32 {
         Error::Trap(_) | Error::Host(_) => INTERNAL,
         _ => INTERNAL,
     }
+}
+
+/// For `renew`, `release` and the fenced writes, whose arguments were
+/// checked before the call: an invalid argument is the lease they read.
+pub fn about_lease(e: Error) -> Failure {
+    let mut failure = Failure::from(e);
+    if failure.code == USAGE {
+        failure.code = BAD_LEASE;
+    }
+    failure
+}
+
+/// Retrying cannot fix it: no such bucket or table, credentials or a
+/// policy refused, a corrupt lock object, a request the store rejects as
+/// invalid, a bad configuration, a bug. (Transport errors, 409s, 5xx and
+/// 429 replies are worth another attempt; so are a request the store timed
+/// out, 408 or S3's 400 `RequestTimeout`, and a refused clock, which time
+/// synchronization fixes.)
+pub fn is_permanent(e: &Error) -> bool {
+    let retried = match e.lease_error() {
+        Some(LeaseError::ClockSkewed(_)) => true,
+        Some(LeaseError::S3(s)) => s.status == 408 || s.code == "RequestTimeout",
+        _ => false,
+    };
+    !e.is_transient() && !retried
 }

@@ -96,11 +96,13 @@ pub fn state(key: &str, s: Option<&LockState>, sem: Option<&SemaphoreState>) -> 
 fn lock_state(key: &str, s: Option<&LockState>) -> Value {
     match s {
         None => json!({"key": key, "live": false, "holder_id": null, "token": null}),
+        // No holder and token 0: what a lock written by a client that
+        // records neither (seed 003's design) reads as; shown as absent.
         Some(s) => json!({
             "key": key,
             "live": s.live,
-            "holder_id": s.holder_id,
-            "token": s.token,
+            "holder_id": (!s.holder_id.is_empty()).then_some(&s.holder_id),
+            "token": (s.token != 0).then_some(s.token),
             "expires_in_ms": s.expires_in_ms,
             "expires_at_ms": s.expires_at_ms,
             "acquired_at_ms": s.acquired_at_ms,

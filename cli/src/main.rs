@@ -10,10 +10,12 @@ mod json;
 mod log;
 mod metrics;
 mod preflight;
+mod probe;
 mod serve;
 mod signals;
 mod slots;
 mod supervise;
+mod tree;
 mod version;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -28,10 +30,13 @@ Exit codes:
   0    success; `run` and `elect` exit with the command's own status
        (128+N when signal N ended it)
   64   bad flags or arguments          65  a lease that is not valid or was altered
-  66   `fenced get`: no such object    69  the store failed (S3 error, network, 409s)
+  66   `fenced get`: no such object    69  the store failed (an error, the network)
   70   internal error (a bug)          75  held by someone else past --wait
-  77   access denied                   78  configuration (credentials, bucket, endpoint)
-  79   the lock was lost while held    80  fenced: a newer token already wrote
+  77   access denied                   78  configuration (credentials, no such
+                                           bucket or table, endpoint)
+  79   the lease is no longer ours: lost while held (`run` stopped the command),
+       or superseded (`renew`, `release`)
+  80   fenced: a newer token already wrote
   81   the store is not safe for this configuration (`preflight`, --check-store)
   126/127  the command could not be started / was not found
 
@@ -138,7 +143,8 @@ enum Cmd {
     Elect(ElectArgs),
     /// Holder, token, liveness and time left of each KEY.
     Status {
-        #[arg(required = true)]
+        /// The keys to show (each a lock, or a semaphore's key).
+        #[arg(required = true, value_name = "KEY")]
         keys: Vec<String>,
     },
     /// Take KEY and print the lease as JSON (keep it for renew and release).
@@ -153,12 +159,16 @@ enum Cmd {
     },
     /// Renew the lease read from stdin (or --lease) and print the new one.
     Renew {
-        #[arg(long)]
+        /// The lease as `acquire` or `renew` printed it: a JSON file, or
+        /// `-` for stdin (the default).
+        #[arg(long, value_name = "FILE")]
         lease: Option<String>,
     },
     /// Release the lease read from stdin (or --lease).
     Release {
-        #[arg(long)]
+        /// The lease as `acquire` or `renew` printed it: a JSON file, or
+        /// `-` for stdin (the default).
+        #[arg(long, value_name = "FILE")]
         lease: Option<String>,
     },
     /// Writes that S3 refuses once a newer token has written.
@@ -175,16 +185,43 @@ enum Cmd {
 
 #[derive(Args)]
 struct Hold {
+    /// The lock's name: its object (after --prefix) in the bucket, or its
+    /// item in the table. At most 1024 bytes with the prefix, no control
+    /// characters.
     key: String,
-    /// The lease's time to live; renewed every ttl/6 while held.
-    #[arg(long, default_value = "30s", value_parser = duration::parse)]
+    /// The lease's time to live, 1s to 7d. `run` and `elect` renew it every
+    /// ttl/6; a lease from `acquire` lives this long unless `renew` extends it.
+    #[arg(long, default_value = "30s", value_parser = duration::parse_ttl)]
     ttl: Duration,
-    /// Who holds it, as `status` shows (default: HOSTNAME/PID/RANDOM, unique).
-    #[arg(long)]
+    /// Who holds it, as `status` shows (default: HOSTNAME/PID/RANDOM,
+    /// unique); 1 to 256 bytes.
+    #[arg(long, value_parser = parse_holder)]
     holder: Option<String>,
-    /// Free text stored with the lock (an address, a version).
-    #[arg(long)]
+    /// Free text stored with the lock (an address, a version); at most 4096 bytes.
+    #[arg(long, value_parser = parse_metadata)]
     metadata: Option<String>,
+}
+
+/// `--holder`: what the component accepts as a holder id.
+fn parse_holder(text: &str) -> Result<String, String> {
+    if text.is_empty() || text.len() > 256 {
+        return Err(format!(
+            "a holder id is 1 to 256 bytes; this one is {}",
+            text.len()
+        ));
+    }
+    Ok(text.to_string())
+}
+
+/// `--metadata`: what the component stores with a lock.
+fn parse_metadata(text: &str) -> Result<String, String> {
+    if text.len() > 4096 {
+        return Err(format!(
+            "metadata is at most 4096 bytes; this is {}",
+            text.len()
+        ));
+    }
+    Ok(text.to_string())
 }
 
 /// A semaphore: how many may hold KEY at once, and whether to queue.
@@ -215,12 +252,14 @@ struct RunArgs {
     hold: Hold,
     #[command(flatten)]
     slots: Slots,
-    /// Give up after this long (exit 75); default: wait as long as it takes.
+    /// Give up after this long: exit 75 if someone else holds it, 69 if the
+    /// store never answered usefully; 0 is one attempt. Default: wait as
+    /// long as it takes (an error retrying cannot fix ends it at once).
     #[arg(long, value_parser = duration::parse)]
     wait: Option<Duration>,
-    /// After SIGTERM on loss, SIGKILL the command this much later
-    /// (default: 10s or ttl/4, whichever is shorter, so the command is
-    /// gone before its lease can run out).
+    /// After SIGTERM on loss, SIGKILL the command's process group this much
+    /// later (default: 10s or ttl/4, whichever is shorter, so the command
+    /// is gone before its lease can run out).
     #[arg(long, value_parser = duration::parse)]
     kill_after: Option<Duration>,
     /// Serve /status (JSON), /healthz (200, or 503 once the store has not
@@ -240,11 +279,11 @@ struct ElectArgs {
     /// Print each change of leader (one line, or a JSON object) instead of campaigning.
     #[arg(long, conflicts_with = "command")]
     watch: bool,
-    /// With --watch: how often to read the lock.
-    #[arg(long, default_value = "1s", value_parser = duration::parse)]
+    /// With --watch: how often to read the lock (at least 1ms).
+    #[arg(long, default_value = "1s", value_parser = duration::parse_positive)]
     every: Duration,
-    /// After SIGTERM on loss, SIGKILL the command this much later
-    /// (default: 10s or ttl/4, whichever is shorter).
+    /// After SIGTERM on loss, SIGKILL the command's process group this much
+    /// later (default: 10s or ttl/4, whichever is shorter).
     #[arg(long, value_parser = duration::parse)]
     kill_after: Option<Duration>,
     /// Serve /status (JSON), /healthz (200, or 503 once the store has not
@@ -252,6 +291,8 @@ struct ElectArgs {
     /// e.g. 127.0.0.1:9464 (port 0: any free port; the line on stderr says which).
     #[arg(long, value_name = "ADDR", conflicts_with = "watch")]
     serve: Option<String>,
+    /// The command and its arguments, after `--`: run while this process
+    /// leads, stopped when it stops leading, started again on the next term.
     #[arg(last = true, required_unless_present = "watch", value_name = "CMD")]
     command: Vec<String>,
 }
@@ -260,26 +301,39 @@ struct ElectArgs {
 enum FencedCmd {
     /// Write OBJECT (body from stdin or --file) with the lease's token.
     Put {
+        /// The object's key in the bucket (no prefix is added).
         object: String,
+        /// The body: a file, or `-` for stdin (the default).
         #[arg(long)]
         file: Option<String>,
+        /// The object's Content-Type, stored with it (printable ASCII, at most 256).
         #[arg(long, default_value = "application/octet-stream")]
         content_type: String,
         /// The lease (JSON file, or `-`); default: S3LEASE_LEASE, set by `run`.
-        #[arg(long)]
+        #[arg(long, value_name = "FILE")]
         lease: Option<String>,
     },
     /// Print OBJECT's body (with --json: its token and etag too).
-    Get { object: String },
+    Get {
+        /// The object's key in the bucket (no prefix is added).
+        object: String,
+    },
     /// Delete OBJECT with the lease's token.
     Delete {
+        /// The object's key in the bucket (no prefix is added).
         object: String,
-        #[arg(long)]
+        /// The lease (JSON file, or `-`); default: S3LEASE_LEASE, set by `run`.
+        #[arg(long, value_name = "FILE")]
         lease: Option<String>,
     },
 }
 
 fn main() {
+    // The guardian of a command's process group (see `tree`): this binary
+    // started again by `run` or `elect`, before any of the rest.
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(tree::GUARDIAN_ARG)) {
+        std::process::exit(tree::guard());
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -311,7 +365,9 @@ fn main() {
 }
 
 fn run(cli: Cli) -> Result<i32, Failure> {
+    check_arguments(&cli)?;
     let config = s3_config(&cli)?;
+    exit::set_store(config.dynamodb_table.is_some(), &config.endpoint);
     let runtime = Runtime::new().map_err(|e| Failure::new(exit::INTERNAL, format!("{e:#}")))?;
     let client = Client::connect(&runtime, &config)?;
     let options = |hold: &Hold| Options {
@@ -432,6 +488,59 @@ fn run(cli: Cli) -> Result<i32, Failure> {
     }
 }
 
+/// KEY and OBJECT, refused as the component would refuse them, but named
+/// as the user typed them (exit 64, nothing sent).
+fn check_arguments(cli: &Cli) -> Result<(), Failure> {
+    let prefix = cli.prefix.as_deref().unwrap_or("");
+    let keys: Vec<&str> = match &cli.command {
+        Cmd::Run(args) => vec![args.hold.key.as_str()],
+        Cmd::Elect(args) => vec![args.hold.key.as_str()],
+        Cmd::Acquire { hold, .. } => vec![hold.key.as_str()],
+        Cmd::Status { keys } => keys.iter().map(String::as_str).collect(),
+        _ => Vec::new(),
+    };
+    for key in keys {
+        check_name("KEY", key, prefix)?;
+    }
+    if let Cmd::Fenced { op } = &cli.command {
+        let object = match op {
+            FencedCmd::Put { object, .. }
+            | FencedCmd::Get { object }
+            | FencedCmd::Delete { object, .. } => object,
+        };
+        // Fenced objects are named in full: no prefix.
+        check_name("OBJECT", object, "")?;
+    }
+    Ok(())
+}
+
+/// The rule the component applies to a lock's (or a fenced object's) key.
+fn check_name(what: &str, name: &str, prefix: &str) -> Result<(), Failure> {
+    const MAX_KEY_BYTES: usize = 1024;
+    let refuse = |why: String| Err(Failure::new(exit::USAGE, why));
+    if name.is_empty() {
+        return refuse(format!("{what} must not be empty"));
+    }
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return refuse(format!(
+            "{what} {name:?} contains the control character {c:?}"
+        ));
+    }
+    let full = prefix.len() + name.len();
+    if full > MAX_KEY_BYTES {
+        let with_prefix = if prefix.is_empty() {
+            String::new()
+        } else {
+            format!(", {full} with the prefix {prefix:?}")
+        };
+        return refuse(format!(
+            "{what} is {} bytes{with_prefix}: at most {MAX_KEY_BYTES} bytes with the prefix",
+            name.len()
+        ));
+    }
+    Ok(())
+}
+
 /// What differs between `run` and `elect -- CMD`.
 struct Holding {
     command: Vec<String>,
@@ -468,6 +577,7 @@ fn hold_while_running(
         say("credentials", &line);
     }
     let elector = client.elect(&elector_config)?;
+    let fatal = std::sync::Arc::new(std::sync::Mutex::new(None));
     if let Some(addr) = &how.serve {
         let endpoint = serve::Endpoint {
             sources: metrics::Sources {
@@ -478,6 +588,7 @@ fn hold_while_running(
             status_client: Client::connect(runtime, config)?,
             holder: holder.clone(),
             renew_deadline: Duration::from_millis(elector_config.renew_deadline_ms),
+            fatal: fatal.clone(),
         };
         let bound = serve::start(addr, endpoint).map_err(|e| Failure::new(exit::USAGE, e))?;
         say(
@@ -503,13 +614,15 @@ fn hold_while_running(
         env: child_env(config),
         kill_after,
         wait: how.wait,
-        retry_period: retry_period(hold.ttl),
         quiet,
         holder: holder.clone(),
         mode: how.mode,
         signals: catch_signals()?,
+        fatal,
     };
-    let outcome = supervise::supervise(elector, supervision);
+    // A client of its own, made on the first failed step (see `probe`).
+    let probe = probe::Probe::new(&hold.key, Box::new(|| Client::connect(runtime, config)));
+    let outcome = supervise::supervise(elector, supervision, probe);
     let refreshes = client.credentials_refreshes();
     if refreshes > 0 {
         say(
@@ -554,6 +667,7 @@ fn s3_config(cli: &Cli) -> Result<S3Config, Failure> {
             "no table: --store dynamodb needs --table NAME (or S3LEASE_TABLE)",
         ));
     }
+    check_endpoints(cli)?;
     // Credentials and region from the AWS chain (as the AWS CLI finds
     // them), refreshed while we run; --endpoint and --region win.
     let mut config = S3Config::from_aws(bucket, |name| {
@@ -583,6 +697,49 @@ fn s3_config(cli: &Cli) -> Result<S3Config, Failure> {
     });
     config.preflight = cli.check_store.then_some(true);
     Ok(config)
+}
+
+/// An endpoint with a user name or password in it is refused without
+/// echoing it (the password would land in logs and cron mail), naming
+/// where it came from.
+fn check_endpoints(cli: &Cli) -> Result<(), Failure> {
+    let service = if cli.store == Some(StoreArg::Dynamodb) {
+        "AWS_ENDPOINT_URL_DYNAMODB"
+    } else {
+        "AWS_ENDPOINT_URL_S3"
+    };
+    // The one in use, as `S3Config::from_aws` picks it.
+    let in_use = match &cli.endpoint {
+        Some(endpoint) => Some(("--endpoint", endpoint.clone())),
+        None => [service, "AWS_ENDPOINT_URL"].into_iter().find_map(|name| {
+            std::env::var(name)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .map(|v| (name, v))
+        }),
+    };
+    if let Some((source, endpoint)) = in_use {
+        let rest = endpoint
+            .split_once("://")
+            .map_or(endpoint.as_str(), |(_, rest)| rest);
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        if authority.contains('@') {
+            let code = if source == "--endpoint" {
+                exit::USAGE
+            } else {
+                exit::CONFIG
+            };
+            return Err(Failure::new(
+                code,
+                format!(
+                    "{source} carries a user name or password (before an `@`); not shown here. \
+                     Give the endpoint as scheme://host[:port], and the keys as \
+                     AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or a profile)"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// What a nested `s3-lease` in the command needs to find the same locks.
@@ -626,10 +783,6 @@ fn elector_config(hold: &Hold) -> Result<ElectorConfig, Failure> {
         holder_id: Some(hold.holder.clone().unwrap_or_else(default_holder)),
         metadata: hold.metadata.clone(),
     })
-}
-
-fn retry_period(ttl: Duration) -> Duration {
-    ttl / 6
 }
 
 fn catch_signals() -> Result<std::sync::mpsc::Receiver<i32>, Failure> {

@@ -33,6 +33,9 @@ pub struct Endpoint {
     pub holder: String,
     /// The elector's renew deadline: past it without an answer, 503.
     pub renew_deadline: Duration,
+    /// Why the process is about to exit, once an error retrying cannot fix
+    /// was found: 503 with it from then on.
+    pub fatal: Arc<Mutex<Option<String>>>,
 }
 
 /// Binds `addr` and serves until the process ends; returns the bound
@@ -52,6 +55,7 @@ pub fn start(addr: &str, endpoint: Endpoint) -> Result<SocketAddr, String> {
         endpoint_sources: endpoint.sources,
         holder: endpoint.holder,
         renew_deadline: endpoint.renew_deadline,
+        fatal: endpoint.fatal,
     });
     std::thread::Builder::new()
         .name("s3-lease-serve".into())
@@ -67,6 +71,7 @@ struct Shared {
     endpoint_sources: Sources,
     holder: String,
     renew_deadline: Duration,
+    fatal: Arc<Mutex<Option<String>>>,
 }
 
 fn serve(listener: std::net::TcpListener, shared: Arc<Shared>) {
@@ -142,6 +147,17 @@ async fn answer(
 /// 200 while a step got an answer within the renew deadline (or the
 /// process is younger than that); 503 with the reason otherwise.
 fn health(shared: &Shared) -> (StatusCode, String) {
+    if let Some(why) = shared
+        .fatal
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+    {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("unhealthy: {why}\n"),
+        );
+    }
     let stats = shared.endpoint_sources.elector.stats();
     let now = Instant::now();
     let since = stats.last_success.unwrap_or(shared.started);

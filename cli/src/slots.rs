@@ -9,9 +9,10 @@
 //! half of its ttl to run: before any other contender can judge it expired.
 
 use crate::duration::show;
-use crate::exit::{Failure, HELD, LOST};
+use crate::exit::{describe as describe_error, is_permanent, Failure, HELD, LOST, STORE};
 use crate::signals;
-use crate::supervise::{exit_code, spawn_command};
+use crate::supervise::{leftovers_line, spawn_group, Stopping};
+use crate::tree::GroupState;
 use s3_lease_host::bindings::{Lease, Options, SlotAttempt, SlotOptions};
 use s3_lease_host::{Client, LostReason};
 use std::sync::mpsc::Receiver;
@@ -90,13 +91,16 @@ pub fn run_in_slot(client: &Client, r: SlotRun) -> Result<i32, Failure> {
             r.key, r.slot.limit, lease.token, lease.holder_id
         ),
     );
-    let mut child = spawn_command(&r.command, &r.env, &r.key, &lease)?;
-    let mut lost: Option<(String, Instant)> = None;
+    let mut group = spawn_group(&r.command, &r.env, &r.key, &lease, |w| {
+        r.say("warning", Some(lease.token), w)
+    })?;
+    let mut lost: Option<String> = None;
     let mut forwarded = None;
-    let mut killed = false;
+    let mut stopping = Stopping::new();
     loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            if let Some((reason, _)) = lost {
+        let state = group.poll();
+        if let GroupState::Gone(code) = state {
+            if let Some(reason) = lost {
                 return Err(Failure::new(
                     LOST,
                     format!(
@@ -124,39 +128,47 @@ pub fn run_in_slot(client: &Client, r: SlotRun) -> Result<i32, Failure> {
                 (None, Err(e)) => r.say(
                     "release-failed",
                     Some(lease.token),
-                    format!("could not release (it will expire): {e}"),
+                    format!("could not release (it will expire): {}", describe_error(&e)),
                 ),
             }
-            return Ok(exit_code(status));
+            return Ok(code);
+        }
+        if let GroupState::Leftovers(code) = state {
+            if stopping.first_leftovers(state) {
+                r.say("waiting", None, leftovers_line(code, group.pid()));
+            }
         }
         if let Ok(signal) = r.signals.try_recv() {
             r.say(
                 "signal-forwarded",
                 None,
-                format!("forwarding {} to the command", signals::name(signal)),
+                format!(
+                    "forwarding {} to the command's process group",
+                    signals::name(signal)
+                ),
             );
-            signals::send(child.id(), signal);
+            group.signal(signal);
             forwarded = Some(signal);
         }
         if lost.is_none() {
             if let Some(why) = guard.lost() {
                 let reason = describe(&why);
                 r.say("lost", None, format!(
-                    "lost the slot of {} ({reason}): sending SIGTERM to the command (pid {}), SIGKILL in {}",
+                    "lost the slot of {} ({reason}): sending SIGTERM to the command's process group {}, SIGKILL in {}",
                     r.key,
-                    child.id(),
+                    group.pid(),
                     show(r.kill_after)
                 ));
-                signals::send(child.id(), libc::SIGTERM);
-                lost = Some((reason, Instant::now()));
+                stopping.begin(&group);
+                lost = Some(reason);
             }
         }
-        if let Some((_, at)) = &lost {
-            if !killed && at.elapsed() >= r.kill_after {
-                r.say("killed", None, "the command outlived --kill-after: SIGKILL");
-                signals::send(child.id(), libc::SIGKILL);
-                killed = true;
-            }
+        if stopping.escalate(&group, r.kill_after) {
+            r.say(
+                "killed",
+                None,
+                "the command's process group outlived --kill-after: SIGKILL",
+            );
         }
         std::thread::sleep(POLL);
     }
@@ -171,12 +183,16 @@ fn describe(why: &LostReason) -> String {
 
 fn wait_for_slot(client: &Client, r: &SlotRun) -> Result<Waited, Failure> {
     let started = Instant::now();
+    let deadline = r.wait.map(|w| started + w);
     let poll = (r.ttl() / 10).clamp(Duration::from_millis(50), Duration::from_secs(1));
     let mut last_place = None;
     let mut next_line = started + Duration::from_millis(500);
+    // What the last attempt that got an answer saw: every slot held.
+    let mut seen_held: Option<String> = None;
     loop {
         let sent = Instant::now();
-        let standing = match client.try_acquire_slot(&r.key, &r.options, r.slot) {
+        // Whether this attempt saw the key held (else it failed).
+        let (standing, held) = match client.try_acquire_slot(&r.key, &r.options, r.slot) {
             Ok(SlotAttempt::Granted(lease)) => return Ok(Waited::Granted(lease, sent)),
             Ok(SlotAttempt::Queued(place)) => {
                 if last_place != Some(place) {
@@ -187,37 +203,50 @@ fn wait_for_slot(client: &Client, r: &SlotRun) -> Result<Waited, Failure> {
                     );
                     last_place = Some(place);
                 }
-                format!("place {place} in the queue")
+                (format!("place {place} in the queue"), true)
             }
-            Ok(SlotAttempt::Full(state)) => match state {
-                Some(s) if s.holder_id.is_empty() => format!(
-                    "all {} slots held; the first can expire in {}",
-                    r.slot.limit,
-                    show(Duration::from_millis(s.expires_in_ms))
-                ),
-                Some(s) => format!("held by {} as a plain lock", s.holder_id),
-                None => "all slots held".into(),
-            },
-            Err(e) if e.is_transient() => format!("the last attempt failed: {e}"),
+            Ok(SlotAttempt::Full(state)) => (
+                match state {
+                    Some(s) if s.holder_id.is_empty() => format!(
+                        "all {} slots held; the first can expire in {}",
+                        r.slot.limit,
+                        show(Duration::from_millis(s.expires_in_ms))
+                    ),
+                    Some(s) => format!("held by {} as a plain lock", s.holder_id),
+                    None => "all slots held".into(),
+                },
+                true,
+            ),
+            Err(e) if !is_permanent(&e) => (
+                format!("the last attempt failed: {}", describe_error(&e)),
+                false,
+            ),
             Err(e) => {
                 r.leave(client);
                 return Err(e.into());
             }
         };
+        if held {
+            seen_held = Some(standing.clone());
+        }
         if let Ok(signal) = r.signals.try_recv() {
             return Ok(Waited::Signalled(signal));
         }
         let now = Instant::now();
-        if r.wait.is_some_and(|w| now >= started + w) {
+        if deadline.is_some_and(|d| now >= d) {
             r.leave(client);
-            return Err(Failure::new(
-                HELD,
-                format!(
-                    "no slot of {} after {}: {standing}",
-                    r.key,
-                    show(started.elapsed())
+            let waited = show(started.elapsed());
+            // 75 only when someone was seen holding it; a store that never
+            // answered usefully is a store failure.
+            return Err(match &seen_held {
+                Some(seen) => {
+                    Failure::new(HELD, format!("no slot of {} after {waited}: {seen}", r.key))
+                }
+                None => Failure::new(
+                    STORE,
+                    format!("gave up on {} after {waited}: {standing}", r.key),
                 ),
-            ));
+            });
         }
         if now >= next_line {
             next_line = now + WAIT_LINE_EVERY;
@@ -231,8 +260,13 @@ fn wait_for_slot(client: &Client, r: &SlotRun) -> Result<Waited, Failure> {
                 ),
             );
         }
-        // Jitter, so waiters that started together do not look together.
+        // Jitter, so waiters that started together do not look together;
+        // never past the deadline.
         let jitter = Duration::from_millis(u64::from(sent.elapsed().subsec_nanos() % 50));
-        std::thread::sleep(poll + jitter);
+        let nap = match deadline {
+            Some(d) => (poll + jitter).min(d.saturating_duration_since(Instant::now())),
+            None => poll + jitter,
+        };
+        std::thread::sleep(nap);
     }
 }

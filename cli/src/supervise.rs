@@ -11,21 +11,33 @@
 //! the command running past it. Whatever a command that outlives that
 //! writes is still refused by fenced writes: its token is lower than the
 //! next holder's.
+//!
+//! "The command" is its whole process group (see `tree`): signals go to
+//! the group, and the lock is released only once no process of it is left.
 
+use crate::commands::held_by;
 use crate::duration::show;
-use crate::exit::{Failure, HELD, INTERNAL, LOST};
+use crate::exit::{describe_text, Failure, HELD, INTERNAL, LOST, STORE};
 use crate::json;
+use crate::probe::Probe;
 use crate::signals;
+use crate::tree::{CommandGroup, GroupState};
 use s3_lease_host::bindings::{Lease, Role, StopReason};
-use s3_lease_host::{ElectionEvent, Elector};
-use std::process::{Child, Command, ExitStatus};
+use s3_lease_host::{ElectionEvent, Elector, ElectorStats};
+use std::process::Command;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How often we look at the command, the elector and the signals.
 const POLL: Duration = Duration::from_millis(25);
 /// How often a waiting `run` says who holds the lock.
 const WAIT_LINE_EVERY: Duration = Duration::from_secs(5);
+/// How long a giving-up `run` waits for the read that classifies the
+/// last failure (see `probe`).
+const SETTLE: Duration = Duration::from_secs(1);
+/// How long a campaign given up waits for the elector to resign.
+const END_CAMPAIGN_WAIT: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -43,13 +55,14 @@ pub struct Supervision {
     pub kill_after: Duration,
     /// `None`: wait as long as it takes.
     pub wait: Option<Duration>,
-    /// The elector's retry period: the first attempt takes at most this.
-    pub retry_period: Duration,
     pub quiet: bool,
     /// Our holder id, for machine-readable log lines.
     pub holder: String,
     pub mode: Mode,
     pub signals: Receiver<i32>,
+    /// Set to why we are about to exit on an error retrying cannot fix,
+    /// for `--serve`'s `/healthz`.
+    pub fatal: Arc<Mutex<Option<String>>>,
 }
 
 impl Supervision {
@@ -64,6 +77,15 @@ impl Supervision {
             crate::log::say(event, &about, line.as_ref());
         }
     }
+
+    /// Ends on an error retrying cannot fix: `/healthz` says why first.
+    fn fatal(&self, failure: Failure) -> Failure {
+        *self.fatal.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!(
+            "{} (s3-lease exits with {})",
+            failure.message, failure.code
+        ));
+        failure
+    }
 }
 
 enum Campaign {
@@ -73,25 +95,24 @@ enum Campaign {
 
 enum Term {
     /// The command ended by itself while we held the lock.
-    Exited(ExitStatus),
+    Exited(i32),
     /// The lock was lost; the command was stopped. A lease the elector won
     /// again meanwhile (`elect` only) starts the next term.
     Lost {
         reason: String,
         regained: Option<Lease>,
     },
-    Signalled(i32, ExitStatus),
+    Signalled(i32, i32),
 }
 
 /// Runs the supervision to its end; the exit code on success.
-pub fn supervise(elector: Elector, s: Supervision) -> Result<i32, Failure> {
+pub fn supervise(elector: Elector, s: Supervision, mut probe: Probe) -> Result<i32, Failure> {
     let mut elector = Some(elector);
-    let started = Instant::now();
     let mut won: Option<Lease> = None;
     loop {
         let lease = match won.take() {
             Some(lease) => lease,
-            None => match campaign(elector.as_ref(), &s, started) {
+            None => match campaign(elector.as_ref(), &s, &mut probe) {
                 Ok(Campaign::Won(lease)) => lease,
                 Ok(Campaign::Signalled(signal)) => {
                     s.say(
@@ -99,11 +120,11 @@ pub fn supervise(elector: Elector, s: Supervision) -> Result<i32, Failure> {
                         None,
                         format!("{} while waiting; giving up", signals::name(signal)),
                     );
-                    resign(&mut elector);
+                    end_campaign(&mut elector);
                     return Ok(128 + signal);
                 }
                 Err(failure) => {
-                    resign(&mut elector);
+                    end_campaign(&mut elector);
                     return Err(failure);
                 }
             },
@@ -129,18 +150,20 @@ pub fn supervise(elector: Elector, s: Supervision) -> Result<i32, Failure> {
                 s.key, lease.token, lease.holder_id
             ),
         );
-        let mut child = spawn(&s, &lease)?;
-        match watch(&mut child, &mut elector, &s) {
-            Term::Exited(status) => {
+        let mut group = spawn_group(&s.command, &s.env, &s.key, &lease, |w| {
+            s.say("warning", Some(lease.token), w)
+        })?;
+        match watch(&mut group, &mut elector, &s) {
+            Term::Exited(code) => {
                 resign(&mut elector);
                 s.say(
                     "released",
                     Some(lease.token),
                     format!("released {} (token {})", s.key, lease.token),
                 );
-                return Ok(exit_code(status));
+                return Ok(code);
             }
-            Term::Signalled(signal, status) => {
+            Term::Signalled(signal, code) => {
                 resign(&mut elector);
                 s.say(
                     "released",
@@ -151,7 +174,7 @@ pub fn supervise(elector: Elector, s: Supervision) -> Result<i32, Failure> {
                         s.key
                     ),
                 );
-                return Ok(exit_code(status));
+                return Ok(code);
             }
             Term::Lost { reason, regained } => match s.mode {
                 Mode::Once => {
@@ -176,6 +199,26 @@ pub fn supervise(elector: Elector, s: Supervision) -> Result<i32, Failure> {
     }
 }
 
+/// Ends a campaign given up before leading: resigns, so a term won by a
+/// step still under way is released, but waits for that at most
+/// `END_CAMPAIGN_WAIT`: a step stuck on a silent network would hold up the
+/// exit until its request timed out. (Whatever it wins then is not
+/// released: it runs out on its own.)
+fn end_campaign(elector: &mut Option<Elector>) {
+    if let Some(e) = elector.take() {
+        let (done, resigned) = std::sync::mpsc::channel();
+        let resigning = std::thread::Builder::new()
+            .name("s3-lease-resign".into())
+            .spawn(move || {
+                let _ = e.resign();
+                let _ = done.send(());
+            });
+        if resigning.is_ok() {
+            let _ = resigned.recv_timeout(END_CAMPAIGN_WAIT);
+        }
+    }
+}
+
 fn resign(elector: &mut Option<Elector>) {
     if let Some(e) = elector.take() {
         // A failed release leaves the lease to expire: nothing to add.
@@ -183,39 +226,45 @@ fn resign(elector: &mut Option<Elector>) {
     }
 }
 
-/// Waits for leadership, one line on stderr every few seconds.
+/// Waits for leadership, one line on stderr every few seconds. Ends at
+/// once on an error retrying cannot fix, and at `--wait` (after at least
+/// one attempt: `--wait 0` is one attempt).
 fn campaign(
     elector: Option<&Elector>,
     s: &Supervision,
-    started: Instant,
+    probe: &mut Probe,
 ) -> Result<Campaign, Failure> {
     let elector = elector.ok_or_else(|| Failure::new(INTERNAL, "no elector"))?;
-    // The first attempt always completes, so `--wait 0` means "try once".
-    let deadline = s.wait.map(|w| started + w.max(s.retry_period));
-    let mut next_line = Instant::now() + Duration::from_millis(500);
+    let started = Instant::now();
+    let deadline = s.wait.map(|w| started + w);
+    let mut next_line = started + Duration::from_millis(500);
     loop {
-        match elector.events().recv_timeout(POLL) {
-            Ok(ElectionEvent::BecameLeader(lease)) => return Ok(Campaign::Won(lease)),
-            Ok(ElectionEvent::Failed(why)) => return Err(Failure::new(INTERNAL, why)),
-            Ok(_) | Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(Failure::new(INTERNAL, "the elector stopped"))
+        // Read before the events: a step counted here has already sent
+        // its events.
+        let stats = elector.stats();
+        loop {
+            match elector.events().try_recv() {
+                Ok(ElectionEvent::BecameLeader(lease)) => return Ok(Campaign::Won(lease)),
+                Ok(ElectionEvent::Failed(why)) => return Err(Failure::new(INTERNAL, why)),
+                Ok(_) => {}
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    return Err(Failure::new(INTERNAL, "the elector stopped"))
+                }
             }
+        }
+        if let Some(failure) = probe.check(stats.failed_steps) {
+            return Err(s.fatal(failure));
         }
         if let Ok(signal) = s.signals.try_recv() {
             return Ok(Campaign::Signalled(signal));
         }
         let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) {
-            return Err(Failure::new(
-                HELD,
-                format!(
-                    "{} is still held after {}: {}",
-                    s.key,
-                    show(started.elapsed()),
-                    who_holds(elector)
-                ),
-            ));
+        // `--wait 0` is one attempt: wait for it to complete. A longer wait
+        // ends on time, whatever the attempt under way is doing.
+        let one_attempt = s.wait.is_some_and(|w| w.is_zero());
+        if deadline.is_some_and(|d| now >= d) && (stats.steps > 0 || !one_attempt) {
+            return Err(give_up(elector, s, probe, &stats, started));
         }
         if now >= next_line {
             next_line = now + WAIT_LINE_EVERY;
@@ -230,96 +279,217 @@ fn campaign(
                 ),
             );
         }
+        let nap = match deadline {
+            Some(d) if d > now => POLL.min(d - now),
+            _ => POLL,
+        };
+        match elector.events().recv_timeout(nap) {
+            Ok(ElectionEvent::BecameLeader(lease)) => return Ok(Campaign::Won(lease)),
+            Ok(ElectionEvent::Failed(why)) => return Err(Failure::new(INTERNAL, why)),
+            Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(Failure::new(INTERNAL, "the elector stopped"))
+            }
+        }
+    }
+}
+
+/// `--wait` ran out: 75 if the last read saw the key held by someone
+/// else; else the store failed (69), or the error the last failure was,
+/// if retrying cannot fix it.
+fn give_up(
+    elector: &Elector,
+    s: &Supervision,
+    probe: &mut Probe,
+    stats: &ElectorStats,
+    started: Instant,
+) -> Failure {
+    let waited = show(started.elapsed());
+    if stats.steps == 0 {
+        return Failure::new(
+            STORE,
+            format!(
+                "gave up on {} after {waited}: the store has not answered the first attempt",
+                s.key
+            ),
+        );
+    }
+    if let Role::Follower(Some(state)) = elector.role() {
+        if state.live {
+            return Failure::new(
+                HELD,
+                format!(
+                    "{} is still held after {waited}: {}, can expire in {}",
+                    s.key,
+                    held_by(&state),
+                    show(Duration::from_millis(state.expires_in_ms))
+                ),
+            );
+        }
+    }
+    match elector.last_error() {
+        Some(error) => {
+            if let Some(failure) = probe.settle(stats.failed_steps, SETTLE) {
+                return s.fatal(failure);
+            }
+            Failure::new(
+                STORE,
+                format!(
+                    "gave up on {} after {waited}: the store did not answer usefully ({}), and no read saw it held",
+                    s.key,
+                    describe_text(&error)
+                ),
+            )
+        }
+        None => Failure::new(
+            HELD,
+            format!(
+                "{} is still held after {waited}: {}",
+                s.key,
+                who_holds(elector)
+            ),
+        ),
     }
 }
 
 fn who_holds(elector: &Elector) -> String {
     match elector.role() {
         Role::Follower(Some(state)) if state.live => format!(
-            "held by {} with token {}, can expire in {}",
-            if state.holder_id.is_empty() {
-                "an unnamed holder"
-            } else {
-                &state.holder_id
-            },
-            state.token,
+            "{}, can expire in {}",
+            held_by(&state),
             show(Duration::from_millis(state.expires_in_ms))
         ),
         Role::Follower(_) => "held, holder not read yet".into(),
         Role::Candidate => match elector.last_error() {
-            Some(e) => format!("the last attempt failed: {e}"),
+            Some(e) => format!("the last attempt failed: {}", describe_text(&e)),
             None => "not acquired yet".into(),
         },
         Role::Leader(lease) => format!("acquired (token {})", lease.token),
     }
 }
 
-fn spawn(s: &Supervision, lease: &Lease) -> Result<Child, Failure> {
-    spawn_command(&s.command, &s.env, &s.key, lease)
-}
-
-/// Starts the command with the lease in its environment.
-pub fn spawn_command(
+/// Starts the command, with the lease in its environment, as the leader
+/// of a process group of its own.
+pub fn spawn_group(
     command: &[String],
     env: &[(String, String)],
     key: &str,
     lease: &Lease,
-) -> Result<Child, Failure> {
+    warn: impl Fn(&str),
+) -> Result<CommandGroup, Failure> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| Failure::new(crate::exit::USAGE, "no command to run"))?;
-    Command::new(program)
-        .args(args)
+    let mut c = Command::new(program);
+    c.args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .env("S3LEASE_KEY", key)
         .env("S3LEASE_TOKEN", lease.token.to_string())
         .env("S3LEASE_HOLDER", &lease.holder_id)
-        .env("S3LEASE_LEASE", json::lease(lease).to_string())
-        .spawn()
-        .map_err(|e| {
-            // The shell's codes: 127 not found, 126 found but not runnable.
-            let code = if e.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
-            Failure::new(code, format!("cannot start {program:?}: {e}"))
-        })
+        .env("S3LEASE_LEASE", json::lease(lease).to_string());
+    CommandGroup::spawn(c, warn).map_err(|e| {
+        // The shell's codes: 127 not found, 126 found but not runnable.
+        let code = if e.kind() == std::io::ErrorKind::NotFound {
+            127
+        } else {
+            126
+        };
+        Failure::new(code, format!("cannot start {program:?}: {e}"))
+    })
 }
 
-/// Watches the command until it ends, stopping it if the lock is lost.
-fn watch(child: &mut Child, elector: &mut Option<Elector>, s: &Supervision) -> Term {
-    let mut lost: Option<(String, Instant)> = None;
-    let mut terminated = false;
-    let mut killed = false;
+/// How a supervised group is being stopped, shared by `run`, `elect` and
+/// `run --limit`: SIGTERM to the group, then SIGKILL `kill_after` later,
+/// and a line once the command itself has exited while others of its
+/// group are still running.
+pub struct Stopping {
+    since: Option<Instant>,
+    killed: bool,
+    leftovers_said: bool,
+}
+
+impl Stopping {
+    pub fn new() -> Self {
+        Stopping {
+            since: None,
+            killed: false,
+            leftovers_said: false,
+        }
+    }
+
+    /// Whether `begin` was called.
+    pub fn started(&self) -> bool {
+        self.since.is_some()
+    }
+
+    /// Starts stopping the group (once).
+    pub fn begin(&mut self, group: &CommandGroup) {
+        if self.since.is_none() {
+            group.signal(libc::SIGTERM);
+            self.since = Some(Instant::now());
+        }
+    }
+
+    /// SIGKILL once `kill_after` has passed since `begin`; true when sent now.
+    pub fn escalate(&mut self, group: &CommandGroup, kill_after: Duration) -> bool {
+        match self.since {
+            Some(at) if !self.killed && at.elapsed() >= kill_after => {
+                group.signal(libc::SIGKILL);
+                self.killed = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// True the first time the command has exited with others left.
+    pub fn first_leftovers(&mut self, state: GroupState) -> bool {
+        if matches!(state, GroupState::Leftovers(_)) && !self.leftovers_said {
+            self.leftovers_said = true;
+            return true;
+        }
+        false
+    }
+}
+
+/// The line for a command that exited while others of its group run on.
+pub fn leftovers_line(status: i32, pid: i32) -> String {
+    format!(
+        "the command exited ({status}); waiting for the processes it left in its process group {pid} (the lock is held until none is left)"
+    )
+}
+
+/// Watches the command until no process of its group is left, stopping
+/// the group if the lock is lost.
+fn watch(group: &mut CommandGroup, elector: &mut Option<Elector>, s: &Supervision) -> Term {
+    let mut lost: Option<String> = None;
+    let mut stopping = Stopping::new();
     let mut regained = None;
     let mut forwarded = None;
     loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                return match (lost, forwarded) {
-                    (Some((reason, _)), _) => Term::Lost { reason, regained },
-                    (None, Some(signal)) => Term::Signalled(signal, status),
-                    (None, None) => Term::Exited(status),
-                }
-            }
-            Ok(None) => {}
-            Err(e) => {
-                s.say(
-                    "command-error",
-                    None,
-                    format!("cannot wait for the command: {e}; killing it"),
-                );
-                let _ = child.kill();
+        let state = group.poll();
+        if let GroupState::Gone(code) = state {
+            return match (lost, forwarded) {
+                (Some(reason), _) => Term::Lost { reason, regained },
+                (None, Some(signal)) => Term::Signalled(signal, code),
+                (None, None) => Term::Exited(code),
+            };
+        }
+        if let GroupState::Leftovers(code) = state {
+            if stopping.first_leftovers(state) {
+                s.say("waiting", None, leftovers_line(code, group.pid()));
             }
         }
         if let Ok(signal) = s.signals.try_recv() {
             s.say(
                 "signal-forwarded",
                 None,
-                format!("forwarding {} to the command", signals::name(signal)),
+                format!(
+                    "forwarding {} to the command's process group",
+                    signals::name(signal)
+                ),
             );
-            signals::send(child.id(), signal);
+            group.signal(signal);
             forwarded = Some(signal);
         }
         // Read before the events: once leadership has ended, the event
@@ -338,39 +508,35 @@ fn watch(child: &mut Child, elector: &mut Option<Elector>, s: &Supervision) -> T
         match event {
             Some(ElectionEvent::BecameLeader(lease)) if lost.is_some() => regained = Some(lease),
             Some(ElectionEvent::StoppedLeading(reason)) if lost.is_none() => {
-                lost = Some((stop_reason(reason).into(), Instant::now()))
+                lost = Some(stop_reason(reason).into())
             }
-            Some(ElectionEvent::Failed(why)) if lost.is_none() => {
-                lost = Some((why, Instant::now()))
-            }
+            Some(ElectionEvent::Failed(why)) if lost.is_none() => lost = Some(why),
             _ if ended && lost.is_none() => {
-                lost = Some((
-                    stop_reason(StopReason::RenewDeadline).into(),
-                    Instant::now(),
-                ))
+                lost = Some(stop_reason(StopReason::RenewDeadline).into())
             }
             _ => {}
         }
-        if let Some((reason, at)) = &lost {
-            if !terminated {
-                terminated = true;
+        if let Some(reason) = &lost {
+            if !stopping.started() {
                 s.say("lost", None, format!(
-                    "lost the lock on {} ({reason}): sending SIGTERM to the command (pid {}), SIGKILL in {}",
+                    "lost the lock on {} ({reason}): sending SIGTERM to the command's process group {}, SIGKILL in {}",
                     s.key,
-                    child.id(),
+                    group.pid(),
                     show(s.kill_after)
                 ));
-                signals::send(child.id(), libc::SIGTERM);
-                forwarded = Some(libc::SIGTERM);
                 // No release here, even for `run`: a release that landed
                 // now would let the next holder start while this command
                 // is still stopping. The elector is resigned once the
-                // command has exited (when `supervise` drops it).
+                // group is gone (when `supervise` drops it).
+                stopping.begin(group);
+                forwarded = Some(libc::SIGTERM);
             }
-            if !killed && at.elapsed() >= s.kill_after {
-                s.say("killed", None, "the command outlived --kill-after: SIGKILL");
-                signals::send(child.id(), libc::SIGKILL);
-                killed = true;
+            if stopping.escalate(group, s.kill_after) {
+                s.say(
+                    "killed",
+                    None,
+                    "the command's process group outlived --kill-after: SIGKILL",
+                );
             }
         }
         std::thread::sleep(POLL);
@@ -383,13 +549,4 @@ fn stop_reason(reason: StopReason) -> &'static str {
         StopReason::Lost => "a renew found it taken",
         StopReason::Resigned => "resigned",
     }
-}
-
-/// The command's status as a shell reports it: 128 + N after signal N.
-pub fn exit_code(status: ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    status
-        .code()
-        .or_else(|| status.signal().map(|signal| 128 + signal))
-        .unwrap_or(INTERNAL)
 }

@@ -179,7 +179,18 @@ fn pick_ports() -> Result<u16> {
 }
 
 impl SeaweedFs {
+    /// A SeaweedFS that refuses requests to a bucket that does not exist.
     pub fn start() -> Result<SeaweedFs> {
+        Self::start_with(false)
+    }
+
+    /// A SeaweedFS as `weed mini` runs by default: a PUT to a bucket that
+    /// does not exist creates it (for an admin's keys, as ours are).
+    pub fn start_creating_buckets() -> Result<SeaweedFs> {
+        Self::start_with(true)
+    }
+
+    fn start_with(create_buckets: bool) -> Result<SeaweedFs> {
         let weed = weed_path();
         if !weed.exists() {
             bail!(
@@ -216,7 +227,7 @@ impl SeaweedFs {
             "-master.telemetry=false".into(),
             "-admin.ui=false".into(),
             "-webdav=false".into(),
-            "-s3.autoCreateBucket=false".into(),
+            format!("-s3.autoCreateBucket={create_buckets}"),
             "-s3.port.iceberg=0".into(),
             "-s3.port.lance=0".into(),
             format!("-master.port={base}"),

@@ -57,7 +57,7 @@ fn methods(io: &ModelIo) -> Vec<&'static str> {
 }
 
 #[test]
-fn an_aws_like_store_passes_in_13_requests_and_is_left_clean() {
+fn an_aws_like_store_passes_in_14_requests_and_is_left_clean() {
     let mut io = ModelIo::new(NOW);
     let report = run(&mut io);
     assert_eq!(verdicts(&report), all_pass_but(&[]), "{report:#?}");
@@ -75,12 +75,12 @@ fn an_aws_like_store_passes_in_13_requests_and_is_left_clean() {
     );
     assert!(report.config_safe);
     assert_eq!(report.recommended_strategy, Some(Strategy::SingleObject));
-    assert_eq!(report.requests, 13);
-    assert_eq!(io.requests.len(), 13);
+    assert_eq!(report.requests, 14);
+    assert_eq!(io.requests.len(), 14);
     assert_eq!(
         methods(&io),
         [
-            "PUT", "PUT", "PUT", "PUT", "PUT", "PUT", "GET", "GET", "GET", "PUT", "DELETE",
+            "GET", "PUT", "PUT", "PUT", "PUT", "PUT", "PUT", "GET", "GET", "GET", "PUT", "DELETE",
             "DELETE", "DELETE"
         ]
     );
@@ -130,7 +130,7 @@ fn a_seaweedfs_like_store_passes_with_its_differences_reported() {
     assert!(report.config_safe);
     assert_eq!(report.safe_strategies.len(), 2);
     // The body stored under a wrong hash is deleted too.
-    assert_eq!(report.requests, 14);
+    assert_eq!(report.requests, 15);
     assert!(io.store.objects.is_empty());
 }
 
@@ -477,13 +477,55 @@ fn a_store_that_cannot_be_reached_is_an_error_not_a_report() {
 }
 
 #[test]
+fn a_missing_bucket_is_found_before_anything_is_written() {
+    // A store that creates a missing bucket on the first PUT it gets (as
+    // SeaweedFS does for an admin's keys, by default): until then every
+    // request is answered NoSuchBucket.
+    let mut model = ModelIo::new(NOW);
+    let mut created = false;
+    let mut sent = Vec::new();
+    let mut io = Intercept::new(&mut model, |req, _| {
+        sent.push(req.method.as_str());
+        if req.method == Method::Put {
+            created = true;
+        }
+        (!created).then(|| Ok(reply(404, "NoSuchBucket")))
+    });
+    let outcome = driver::run(
+        &mut io,
+        preflight(Strategy::SingleObject, ExpiryClock::Server),
+    )
+    .ready();
+    drop(io);
+    assert!(
+        matches!(outcome, Err(Error::NoSuchBucket(_))),
+        "{outcome:?}"
+    );
+    assert_eq!(sent, ["GET"], "nothing written");
+}
+
+#[test]
+fn a_reader_without_list_permission_is_still_probed() {
+    // S3 answers a GET of a missing key 403 AccessDenied to a reader
+    // without s3:ListBucket: that says nothing about the bucket.
+    let mut model = ModelIo::new(NOW);
+    let mut first = true;
+    let mut io = Intercept::new(&mut model, |_, _| {
+        std::mem::take(&mut first).then(|| Ok(reply(403, "AccessDenied")))
+    });
+    let report = run(&mut io);
+    assert!(report.config_safe, "{report:#?}");
+}
+
+#[test]
 fn a_lost_reply_leaves_its_capability_unknown_and_its_object_deleted() {
     let mut model = ModelIo::new(NOW);
     let mut n = 0;
     let mut io = Intercept::new(&mut model, |req, io| {
         n += 1;
-        // The second request (PUT b) lands, and its reply is lost.
-        (n == 2).then(|| {
+        // The third request (PUT b, after the GET and PUT a) lands, and
+        // its reply is lost.
+        (n == 3).then(|| {
             let _ = io.send(req).ready();
             Err(Error::Transport("reply lost".into()))
         })
@@ -573,7 +615,7 @@ fn odd_replies() -> Vec<Result<S3Response, Error>> {
 #[test]
 fn odd_replies_at_any_step_never_panic_and_always_report_every_capability() {
     for odd in odd_replies() {
-        for at in 1..=16 {
+        for at in 1..=17 {
             let mut model = ModelIo::new(NOW);
             let mut n = 0;
             let odd = odd.clone();
@@ -589,7 +631,7 @@ fn odd_replies_at_any_step_never_panic_and_always_report_every_capability() {
             {
                 Ok(report) => {
                     assert_eq!(report.results.len(), Capability::S3_PROBES.len());
-                    assert!(report.requests <= 16, "{at}: {}", report.requests);
+                    assert!(report.requests <= 17, "{at}: {}", report.requests);
                 }
                 Err(e) => assert_eq!(at, 1, "only the first request may end it: {e:?}"),
             }
@@ -606,7 +648,7 @@ fn odd_replies_at_any_step_never_panic_and_always_report_every_capability() {
             assert!(
                 !report.config_safe || report.results.iter().all(|r| r.verdict == Verdict::Pass)
             );
-            assert!(report.requests <= 16);
+            assert!(report.requests <= 17);
         }
     }
 }

@@ -157,3 +157,150 @@ fn the_preflight_checks_the_table_and_what_only_s3_does_is_refused() {
         text(&out.stderr)
     );
 }
+
+/// A loopback proxy in front of dynalite that passes everything and counts
+/// the DynamoDB calls (`X-Amz-Target`) clients send through it.
+struct CountingProxy {
+    url: String,
+    calls: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl CountingProxy {
+    fn start(upstream: &str) -> CountingProxy {
+        use std::io::{Read, Write};
+        use std::net::{TcpListener, TcpStream};
+        let upstream = upstream.trim_start_matches("http://").to_string();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = calls.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = TcpStream::connect(&upstream) else {
+                    continue;
+                };
+                let (mut c_in, mut s_out) =
+                    (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let (mut s_in, mut c_out) = (server, client);
+                let seen = seen.clone();
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 64 * 1024];
+                    while let Ok(n) = c_in.read(&mut buf) {
+                        if n == 0 {
+                            break;
+                        }
+                        let chunk = String::from_utf8_lossy(&buf[..n]);
+                        for part in chunk.split("DynamoDB_20120810.").skip(1) {
+                            let call: String = part
+                                .chars()
+                                .take_while(char::is_ascii_alphanumeric)
+                                .collect();
+                            seen.lock().unwrap().push(call);
+                        }
+                        if s_out.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = s_out.shutdown(std::net::Shutdown::Write);
+                });
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut s_in, &mut c_out);
+                    let _ = c_out.shutdown(std::net::Shutdown::Write);
+                });
+            }
+        });
+        CountingProxy { url, calls }
+    }
+
+    /// The calls seen since the last take.
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.calls.lock().unwrap())
+    }
+}
+
+#[test]
+fn status_reads_once_a_seed003_holder_shows_as_absent_and_errors_name_dynamodb() {
+    let scene = Scene::new("dynamodb-details");
+    let table = dynalite::shared().fresh_table("cli-details").unwrap();
+    let proxy = CountingProxy::start(&dynalite::shared().url);
+    let through_proxy = |args: &[&str]| {
+        let mut c = on_table(&scene, &table, args);
+        c.env("AWS_ENDPOINT_URL_DYNAMODB", &proxy.url);
+        c.output().unwrap()
+    };
+
+    // A plain lock: one consistent GetItem (S3's second, conditional read
+    // is of no use on DynamoDB). A key never locked: one too.
+    let out = on_table(
+        &scene,
+        &table,
+        &["acquire", "held", "--holder", "h", "--ttl", "60s"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    for key in ["held", "never"] {
+        proxy.take();
+        let out = through_proxy(&["--json", "status", key]);
+        assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+        assert_eq!(proxy.take(), ["GetItem"], "status {key}");
+    }
+
+    // An item of seed 003's design: no lease body, so no holder and no token.
+    let expiry = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 60;
+    let admin = dynalite::shared().admin(&table).unwrap();
+    let put = admin
+        .send(s3_lease::dynamodb::call(
+            "PutItem",
+            &serde_json::json!({
+                "TableName": table,
+                "Item": {
+                    "key": {"S": format!("{}seed003", scene.prefix)},
+                    "lease_version": {"S": "a-version-of-seed-003"},
+                    "lease_expiry": {"N": expiry.to_string()},
+                },
+            }),
+            64 * 1024,
+        ))
+        .unwrap();
+    assert_eq!(put.status, 200, "{}", put.s3_error());
+    let out = on_table(&scene, &table, &["--json", "status", "seed003"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status[0]["live"], true, "{status}");
+    assert_eq!(status[0]["holder_id"], serde_json::Value::Null, "{status}");
+    assert_eq!(status[0]["token"], serde_json::Value::Null, "{status}");
+    let out = on_table(&scene, &table, &["status", "seed003"])
+        .output()
+        .unwrap();
+    let table_out = text(&out.stdout);
+    let row = table_out.lines().nth(1).unwrap_or_default();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[..4], ["seed003", "-", "-", "yes"], "{table_out}");
+    let out = on_table(&scene, &table, &["acquire", "seed003"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 75, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("held by a client that records no holder and no token"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A store's error names the store in use.
+    let wrong = crate::exit_codes::wrongly_keyed_table();
+    let out = on_table(&scene, &wrong, &["status", "k"]).output().unwrap();
+    assert_eq!(code(&out), 69, "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("DynamoDB error: 400 ValidationException"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("S3"), "{stderr}");
+}

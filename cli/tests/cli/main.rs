@@ -2,12 +2,14 @@
 
 mod credentials;
 mod dynamodb;
+mod exit_codes;
 mod failover;
 mod faults;
 mod install;
 mod observability;
 mod outputs;
 mod preflight;
+mod process_tree;
 mod semaphores;
 mod support;
 mod turns;

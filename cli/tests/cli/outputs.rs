@@ -208,3 +208,55 @@ fn bad_flags_and_missing_credentials_say_what_is_wrong() {
         "secrets never appear"
     );
 }
+
+/// Every argument and flag of every command says what it is in `--help`,
+/// and `acquire` promises no renewal it does not make.
+#[test]
+fn help_describes_every_argument_and_flag() {
+    let commands: [&[&str]; 12] = [
+        &["run"],
+        &["elect"],
+        &["acquire"],
+        &["renew"],
+        &["release"],
+        &["status"],
+        &["fenced", "put"],
+        &["fenced", "get"],
+        &["fenced", "delete"],
+        &["preflight"],
+        &["version"],
+        &[],
+    ];
+    for command in commands {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let out = std::process::Command::new(crate::support::bin())
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{args:?}");
+        let help = text(&out.stdout);
+        let bare: Vec<&str> = help
+            .lines()
+            .filter(|line| {
+                let t = line.trim();
+                let named = t.starts_with('<') || t.starts_with('[') || t.starts_with('-');
+                // A name alone on its line: no description follows it.
+                let alone = t
+                    .split_whitespace()
+                    .all(|w| w.starts_with(['<', '[', '-']) || w.ends_with(','));
+                line.starts_with("  ") && named && alone
+            })
+            .collect();
+        assert!(
+            bare.is_empty(),
+            "{args:?}: no description for {bare:?}\n{help}"
+        );
+    }
+    let out = std::process::Command::new(crate::support::bin())
+        .args(["acquire", "--help"])
+        .output()
+        .unwrap();
+    let help = text(&out.stdout);
+    assert!(!help.contains("renewed every ttl/6 while held"), "{help}");
+}

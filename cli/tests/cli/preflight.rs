@@ -3,6 +3,7 @@
 
 use crate::support::{code, text, Scene};
 use host_test::s3s_fs::{self, S3sFs};
+use host_test::server::SeaweedFs;
 use serde_json::Value;
 
 const CAPABILITIES: [&str; 9] = [
@@ -137,4 +138,32 @@ fn s3s_fs_fails_the_preflight_and_check_store_takes_no_lock_on_it() {
     let out = scene.run(&["--check-store", "acquire", "s", "--limit", "2"]);
     assert_eq!(code(&out), 81, "{}", text(&out.stderr));
     assert_eq!(scene.status("s")["live"], false);
+}
+
+/// A store that creates a missing bucket on the first PUT (SeaweedFS as
+/// `weed mini` runs by default): the preflight must find the bucket
+/// missing (exit 78), not create it by probing and call the store safe.
+#[test]
+fn the_preflight_finds_a_missing_bucket_before_writing_anything() {
+    // The suite's compile cache is warmed on its shared store first.
+    let _warm = Scene::new("preflight-missing-warm");
+    let server = SeaweedFs::start_creating_buckets().unwrap_or_else(|e| panic!("{e:#}"));
+    let mut endpoint = server.endpoint.clone();
+    endpoint.bucket = "s3lease-never-created".into();
+    let scene = Scene::on(endpoint, "preflight-missing");
+    let out = scene.run(&["preflight"]);
+    assert_eq!(code(&out), 78, "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no such bucket"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Still no bucket: nothing was written.
+    let out = scene.run(&["status", "k"]);
+    assert_eq!(
+        code(&out),
+        78,
+        "the preflight created the bucket: {}",
+        text(&out.stderr)
+    );
 }

@@ -124,6 +124,7 @@ fn the_preflight_costs_what_the_contract_says() {
     assert_eq!(
         shape(&log),
         [
+            s("GET", 404),    // c, never written: the bucket exists
             s("PUT", 200),    // a, If-None-Match: *
             s("PUT", 200),    // b, If-None-Match: *
             s("PUT", 412),    // a again, If-None-Match: *
