@@ -404,6 +404,11 @@ impl Elector {
         self.elector.as_mut()?.try_event()
     }
 
+    /// Whether it still campaigns.
+    pub fn is_running(&self) -> bool {
+        self.elector.as_ref().is_some_and(crate::Elector::is_running)
+    }
+
     pub fn resign(mut self) -> Result<(), Error> {
         match self.elector.take() {
             Some(elector) => self.driver.run(elector.resign()),

@@ -187,6 +187,12 @@ impl Elector {
         self.events.try_recv().ok()
     }
 
+    /// Whether it still campaigns (it stops when resigned or abandoned,
+    /// or after a `Failed` event).
+    pub fn is_running(&self) -> bool {
+        self.task.as_ref().is_some_and(|t| !t.is_finished())
+    }
+
     /// Why the last step's attempt failed, if it did (the elector keeps trying).
     pub fn last_error(&self) -> Option<String> {
         self.shared.lock().last_error.clone()
