@@ -224,19 +224,21 @@ impl Calls {
                 let mut raw = raw.lock().unwrap_or_else(|p| p.into_inner());
                 let lease = lease_of(lease);
                 let result = match body {
-                    Some(body) => raw
-                        .fenced_put(&lease, object, body, "application/json")
-                        .map(|r| {
-                            r.map(|w| Reply::Written {
-                                object_key: w.object_key,
-                                etag: w.etag,
-                                token: w.token,
-                                previous_token: w.previous_token,
-                            })
-                        }),
-                    None => raw
-                        .fenced_delete(&lease, object)
-                        .map(|r| r.map(|()| Reply::Deleted)),
+                    Some(body) => match raw.fenced_put(&lease, object, body, "application/json") {
+                        Ok(Ok(w)) => Ok(Ok(Reply::Written {
+                            object_key: w.object_key,
+                            etag: w.etag,
+                            token: w.token,
+                            previous_token: w.previous_token,
+                        })),
+                        Ok(Err(e)) => Ok(Err(e)),
+                        Err(trap) => Err(trap),
+                    },
+                    None => match raw.fenced_delete(&lease, object) {
+                        Ok(Ok(())) => Ok(Ok(Reply::Deleted)),
+                        Ok(Err(e)) => Ok(Err(e)),
+                        Err(trap) => Err(trap),
+                    },
                 };
                 match result {
                     Ok(Ok(reply)) => Ok(reply),

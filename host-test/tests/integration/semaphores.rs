@@ -231,15 +231,16 @@ fn a_holder_and_a_waiter_cost_this_many_requests_per_second() {
     holder_hooks.take_requests();
     let window = Duration::from_secs(6);
     let waited = std::thread::scope(|s| {
-        let w = s.spawn(|| waiter.acquire_slot("k", &named_options(3_000, "w"), one, window));
+        let w = s.spawn(|| {
+            waiter
+                .acquire_slot("k", &named_options(3_000, "w"), one, window)
+                .map(|g| g.token())
+                .map_err(|e| e.to_string())
+        });
         std::thread::sleep(window);
         w.join().unwrap()
     });
-    assert!(
-        waited.is_err(),
-        "the holder kept its slot: {:?}",
-        waited.map(|g| g.token())
-    );
+    assert!(waited.is_err(), "the holder kept its slot: {waited:?}");
     // The waiter leaves the queue from a thread of its own once it gives
     // up: wait for that (read by a client whose requests are not counted).
     wait_for_entries(&client(&prefix), Duration::from_secs(1), |sem| {
