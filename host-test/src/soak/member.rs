@@ -2,9 +2,9 @@
 //! product's host [`Elector`] over a [`Client`] of its own (the blocking
 //! API, on one instance built with the test hooks, so the soak's request
 //! faults apply, and with a wall clock that follows the process's skew);
-//! the member's thread watches it, writes
-//! the key's fenced object while it leads, and lives through what the plan
-//! does to its process (crash, pause, clock steps).
+//! the member's thread watches it, writes the key's fenced object while it
+//! leads, and lives through what the plan does to its process (crash,
+//! pause, clock steps).
 //!
 //! Belief is what the product reports, nothing of the soak's own: the
 //! member leads while `Elector::leading_until()` is `Some(until)` with
