@@ -92,6 +92,18 @@ pub fn named(ttl_ms: u64, holder: &str) -> Options {
     }
 }
 
+/// [`options`] for the host crate's API.
+pub fn acquire_options(ttl_ms: u64) -> s3_lease_host::AcquireOptions {
+    s3_lease_host::AcquireOptions::new(std::time::Duration::from_millis(ttl_ms))
+}
+
+/// [`named`] for the host crate's API.
+pub fn named_options(ttl_ms: u64, holder: &str) -> s3_lease_host::AcquireOptions {
+    acquire_options(ttl_ms)
+        .holder_id(holder)
+        .metadata(format!("meta of {holder}"))
+}
+
 /// try-acquire that must not trap or fail.
 pub fn try_acquire(i: &mut Instance, key: &str, o: &Options) -> Option<Lease> {
     i.try_acquire(key, o)
