@@ -5,7 +5,9 @@ use crate::duration::show;
 use crate::exit::{about_lease, Failure, HELD, LOST, USAGE};
 use crate::json;
 use s3_lease_host::blocking::{BlockingSlotGrant, Client};
-use s3_lease_host::{AcquireOptions, ErrorKind, LeaseRecord, LockState, SemaphoreState, SlotOptions};
+use s3_lease_host::{
+    AcquireOptions, ErrorKind, LeaseRecord, LockState, SemaphoreState, SlotOptions,
+};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::sync::mpsc::Receiver;
@@ -208,11 +210,7 @@ pub fn acquire_slot(
 
 fn held_now(client: &Client, key: &str) -> Failure {
     let who = match client.inspect(key) {
-        Ok(Some(s)) => format!(
-            "{}, can expire in {}",
-            held_by(&s),
-            show(s.expires_in)
-        ),
+        Ok(Some(s)) => format!("{}, can expire in {}", held_by(&s), show(s.expires_in)),
         _ => "held".into(),
     };
     Failure::new(HELD, format!("{key} is {who}"))

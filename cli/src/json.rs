@@ -3,8 +3,8 @@
 
 use crate::exit::{Failure, BAD_LEASE};
 use s3_lease_host::{LeaseRecord, LockState, SemaphoreState, SlotEntry};
-use std::time::Duration;
 use serde_json::{json, Map, Value};
+use std::time::Duration;
 
 pub fn lease(l: &LeaseRecord) -> Value {
     json!({

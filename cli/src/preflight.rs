@@ -85,23 +85,11 @@ fn print_report(report: &PreflightReport) {
     };
     println!(
         "safe strategies:     {}",
-        names(
-            report
-                .safe_strategies
-                .iter()
-                .map(|s| s.name())
-                .collect()
-        )
+        names(report.safe_strategies.iter().map(|s| s.name()).collect())
     );
     println!(
         "safe expiry clocks:  {}",
-        names(
-            report
-                .safe_expiry_clocks
-                .iter()
-                .map(|c| c.name())
-                .collect()
-        )
+        names(report.safe_expiry_clocks.iter().map(|c| c.name()).collect())
     );
     println!(
         "recommended:         {}",

@@ -13,8 +13,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The runtime a blocking client's calls, renewals and electors run on.
+#[derive(Debug)]
 struct Driver {
-    runtime: tokio::runtime::Runtime,
+    /// Taken only when the driver is dropped.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for Driver {
+    /// Without waiting for its tasks: a blocking client may be dropped in
+    /// async code, where a runtime cannot be shut down by waiting.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 impl Driver {
@@ -25,7 +37,9 @@ impl Driver {
             .enable_all()
             .build()
             .map_err(Error::host)?;
-        Ok(Arc::new(Driver { runtime }))
+        Ok(Arc::new(Driver {
+            runtime: Some(runtime),
+        }))
     }
 
     /// Runs `f` to its end on the driver's runtime; the calling thread
@@ -36,9 +50,11 @@ impl Driver {
         F::Output: Send + 'static,
     {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.runtime.spawn(async move {
-            let _ = tx.send(f.await);
-        });
+        if let Some(runtime) = &self.runtime {
+            runtime.spawn(async move {
+                let _ = tx.send(f.await);
+            });
+        }
         match rx.recv() {
             Ok(output) => output,
             // The runtime is being shut down with the driver: unreachable
@@ -69,8 +85,8 @@ impl Client {
     ) -> Result<Self, Error> {
         let driver = Driver::new()?;
         let (runtime, config) = (runtime.clone(), config.clone());
-        let client =
-            driver.run(async move { crate::Client::connect_with(&runtime, &config, options).await })?;
+        let client = driver
+            .run(async move { crate::Client::connect_with(&runtime, &config, options).await })?;
         Ok(Client { client, driver })
     }
 
@@ -104,7 +120,11 @@ impl Client {
     }
 
     /// One attempt; held (renewing in the background) if granted.
-    pub fn try_acquire(&self, key: &str, options: &AcquireOptions) -> Result<Option<LeaseGuard>, Error> {
+    pub fn try_acquire(
+        &self,
+        key: &str,
+        options: &AcquireOptions,
+    ) -> Result<Option<LeaseGuard>, Error> {
         let (key, options) = (key.to_string(), options.clone());
         let lease = self.run(|c| Box::pin(async move { c.try_acquire(&key, &options).await }))?;
         Ok(lease.map(|lease| self.guard(lease)))
@@ -118,8 +138,7 @@ impl Client {
         wait: Duration,
     ) -> Result<LeaseGuard, Error> {
         let (key, options) = (key.to_string(), options.clone());
-        let lease =
-            self.run(|c| Box::pin(async move { c.acquire(&key, &options, wait).await }))?;
+        let lease = self.run(|c| Box::pin(async move { c.acquire(&key, &options, wait).await }))?;
         Ok(self.guard(lease))
     }
 
@@ -130,8 +149,8 @@ impl Client {
         slot: SlotOptions,
     ) -> Result<BlockingSlotGrant, Error> {
         let (key, options) = (key.to_string(), options.clone());
-        let grant = self
-            .run(|c| Box::pin(async move { c.try_acquire_slot(&key, &options, slot).await }))?;
+        let grant =
+            self.run(|c| Box::pin(async move { c.try_acquire_slot(&key, &options, slot).await }))?;
         Ok(match grant {
             SlotGrant::Granted(lease) => BlockingSlotGrant::Granted(self.guard(lease)),
             SlotGrant::Queued { place } => BlockingSlotGrant::Queued { place },
@@ -147,14 +166,18 @@ impl Client {
         wait: Duration,
     ) -> Result<LeaseGuard, Error> {
         let (key, options) = (key.to_string(), options.clone());
-        let lease = self.run(|c| {
-            Box::pin(async move { c.acquire_slot(&key, &options, slot, wait).await })
-        })?;
+        let lease = self
+            .run(|c| Box::pin(async move { c.acquire_slot(&key, &options, slot, wait).await }))?;
         Ok(self.guard(lease))
     }
 
     /// Holds `record`, granted by an attempt that began at `since`.
-    pub fn hold(&self, record: LeaseRecord, since: Instant, options: &AcquireOptions) -> LeaseGuard {
+    pub fn hold(
+        &self,
+        record: LeaseRecord,
+        since: Instant,
+        options: &AcquireOptions,
+    ) -> LeaseGuard {
         let options = options.clone();
         let lease = self.run(|c| Box::pin(async move { c.hold(record, since, &options) }));
         self.guard(lease)
@@ -218,7 +241,13 @@ impl Client {
         body: &[u8],
         content_type: &str,
     ) -> Result<FencedWrite, Error> {
-        self.fenced_put_with(lease, object_key, body, content_type, FenceOptions::default())
+        self.fenced_put_with(
+            lease,
+            object_key,
+            body,
+            content_type,
+            FenceOptions::default(),
+        )
     }
 
     pub fn fenced_delete(&self, lease: &LeaseRecord, object_key: &str) -> Result<(), Error> {
@@ -248,6 +277,7 @@ impl Client {
 }
 
 /// What one attempt at a slot got, for blocking code.
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum BlockingSlotGrant {
     Granted(LeaseGuard),
@@ -257,6 +287,7 @@ pub enum BlockingSlotGrant {
 
 /// A held lease for blocking code: renewed by the client's scheduler,
 /// released on drop.
+#[derive(Debug)]
 pub struct LeaseGuard {
     lease: Option<crate::Lease>,
     driver: Arc<Driver>,
@@ -265,7 +296,9 @@ pub struct LeaseGuard {
 impl LeaseGuard {
     fn lease(&self) -> &crate::Lease {
         // Taken only by `release` and `detach`, which consume the guard.
-        self.lease.as_ref().expect("a guard holds its lease until consumed")
+        self.lease
+            .as_ref()
+            .expect("a guard holds its lease until consumed")
     }
 
     /// The lease as last renewed.
@@ -329,7 +362,11 @@ impl LeaseGuard {
         lease.held_token()?;
         let record = lease.record();
         let client = lease.client().clone();
-        let (object, body, ct) = (object_key.to_string(), body.to_vec(), content_type.to_string());
+        let (object, body, ct) = (
+            object_key.to_string(),
+            body.to_vec(),
+            content_type.to_string(),
+        );
         self.driver
             .run(async move { client.fenced_put(&record, &object, body, &ct).await })
     }
@@ -377,6 +414,10 @@ impl Elector {
         self.elector().last_error()
     }
 
+    pub fn last_failure(&self) -> Option<Error> {
+        self.elector().last_failure()
+    }
+
     pub fn stats(&self) -> ElectorStats {
         self.elector().stats()
     }
@@ -406,7 +447,9 @@ impl Elector {
 
     /// Whether it still campaigns.
     pub fn is_running(&self) -> bool {
-        self.elector.as_ref().is_some_and(crate::Elector::is_running)
+        self.elector
+            .as_ref()
+            .is_some_and(crate::Elector::is_running)
     }
 
     pub fn resign(mut self) -> Result<(), Error> {

@@ -110,23 +110,22 @@ impl Client {
         self.inner.pool.store()
     }
 
-    /// Runs `f` on the instance that serves `key`, from a blocking thread.
+    /// Runs `f` on the instance that serves `key`.
     pub(crate) async fn call<T: Send + 'static>(
         &self,
         key: &str,
-        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + 'static,
+        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + Sync + 'static,
     ) -> Result<T, Error> {
         self.call_at(self.inner.pool.index_of(key), f).await
     }
 
-    /// Runs `f` on instance `index`, from a blocking thread.
+    /// Runs `f` on instance `index` (on its worker thread).
     pub(crate) async fn call_at<T: Send + 'static>(
         &self,
         index: usize,
-        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + 'static,
+        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + Sync + 'static,
     ) -> Result<T, Error> {
-        let inner = self.inner.clone();
-        blocking(move || inner.call(index, f)).await?
+        self.inner.call(index, f).await
     }
 
     /// The store refused the credentials of `generation`: fetch new ones
@@ -222,7 +221,9 @@ impl Client {
         };
         let poll_ms = fair_poll_ms(millis(options.ttl));
         let result = self
-            .wait_for(key, wait, poll_ms, || self.slot_attempt(key, &options, slot))
+            .wait_for(key, wait, poll_ms, || {
+                self.slot_attempt(key, &options, slot)
+            })
             .await;
         if result.is_ok() {
             leave.armed = false;
@@ -289,17 +290,16 @@ impl Client {
     async fn call_granting<T: Granting + Send + 'static>(
         &self,
         key: &str,
-        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + 'static,
+        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + 'static,
     ) -> Result<T::Output, Error> {
         let (tx, rx) = oneshot::channel();
-        let inner = self.inner.clone();
-        let index = inner.pool.index_of(key);
-        let background = inner.clone();
-        tokio::task::spawn_blocking(move || {
-            let result = inner.call(index, f);
+        let index = self.inner.pool.index_of(key);
+        self.inner.pool.send_job(index, move |opener, instance| {
+            let result = opener.run(instance, f);
             if let Err(Ok(unwanted)) = tx.send(result) {
                 if let Some(lease) = unwanted.granted() {
-                    let _ = background.call(index, move |raw| raw.release(&lease));
+                    // Best effort: if it fails, the lease simply runs out.
+                    let _ = opener.run(instance, move |raw| raw.release(&lease));
                 }
             }
         });
@@ -370,7 +370,8 @@ impl Client {
     /// Releases a lease given as a record.
     pub async fn release(&self, lease: &LeaseRecord) -> Result<(), Error> {
         let wit_lease = convert::lease(lease);
-        self.call(&lease.key, move |raw| raw.release(&wit_lease)).await
+        self.call(&lease.key, move |raw| raw.release(&wit_lease))
+            .await
     }
 
     /// The key's lock state; `None` if it was never locked. For a
@@ -405,8 +406,14 @@ impl Client {
         body: Vec<u8>,
         content_type: &str,
     ) -> Result<FencedWrite, Error> {
-        self.fenced_put_with(lease, object_key, body, content_type, FenceOptions::default())
-            .await
+        self.fenced_put_with(
+            lease,
+            object_key,
+            body,
+            content_type,
+            FenceOptions::default(),
+        )
+        .await
     }
 
     pub async fn fenced_put_with(
@@ -430,8 +437,10 @@ impl Client {
     pub async fn fenced_delete(&self, lease: &LeaseRecord, object_key: &str) -> Result<(), Error> {
         let wit_lease = convert::lease(lease);
         let object = object_key.to_string();
-        self.call(&lease.key, move |raw| raw.fenced_delete(&wit_lease, &object))
-            .await
+        self.call(&lease.key, move |raw| {
+            raw.fenced_delete(&wit_lease, &object)
+        })
+        .await
     }
 
     pub async fn fenced_get(&self, object_key: &str) -> Result<Option<FencedObject>, Error> {
@@ -478,18 +487,26 @@ impl Inner {
         Ok((pool, first))
     }
 
-    /// Runs one call; if the store refused its credentials and the source
-    /// gives other ones, runs it once more with those (the store applied
-    /// nothing it refused, so the retry is safe).
-    pub fn call<T>(
-        &self,
+    /// Runs one call on instance `index`; if the store refused its
+    /// credentials and the source gives other ones, runs it once more with
+    /// those (the store applied nothing it refused, so the retry is safe).
+    pub async fn call<T: Send + 'static>(
+        self: &Arc<Self>,
         index: usize,
-        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>>,
+        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + Sync + 'static,
     ) -> Result<T, Error> {
         let generation = self.refresher.as_ref().map_or(0, |r| r.generation());
-        match self.pool.call(index, &f) {
-            Err(e) if e.refused_credentials() && self.renew_credentials(generation) => {
-                self.pool.call(index, &f)
+        let f = Arc::new(f);
+        let first = f.clone();
+        match self.pool.call_async(index, move |raw| first(raw)).await {
+            Err(e) if e.refused_credentials() => {
+                let inner = self.clone();
+                // Fetching may block (a credential process, a metadata call).
+                if blocking(move || inner.renew_credentials(generation)).await? {
+                    self.pool.call_async(index, move |raw| f(raw)).await
+                } else {
+                    Err(e)
+                }
             }
             other => other,
         }
@@ -506,7 +523,8 @@ impl Inner {
 
     /// Installs fresh credentials (the refresher's thread calls this).
     pub fn install(&self, credentials: &Credentials) -> Result<(), Error> {
-        self.pool.set_credentials(&convert::credentials(credentials))
+        self.pool
+            .set_credentials(&convert::credentials(credentials))
     }
 }
 
@@ -582,7 +600,10 @@ struct Pending<T: Granting> {
 
 impl<T: Granting> Pending<T> {
     async fn recv(&mut self) -> Result<Result<T, Error>, Error> {
-        let rx = self.rx.as_mut().ok_or_else(|| Error::host("received twice"))?;
+        let rx = self
+            .rx
+            .as_mut()
+            .ok_or_else(|| Error::host("received twice"))?;
         let result = rx
             .await
             .map_err(|_| Error::host("a call's thread ended without an answer"));
@@ -608,14 +629,12 @@ impl<T: Granting> Drop for Pending<T> {
 /// Releases `lease` from a thread of its own: nothing to wait for, and no
 /// runtime needed (a drop may happen anywhere).
 pub(crate) fn release_in_background(inner: Weak<Inner>, index: usize, lease: wit::Lease) {
-    let _ = std::thread::Builder::new()
-        .name("s3-lease-release".into())
-        .spawn(move || {
-            if let Some(inner) = inner.upgrade() {
-                // Best effort: if it fails, the lease simply runs out.
-                let _ = inner.call(index, move |raw| raw.release(&lease));
-            }
+    if let Some(inner) = inner.upgrade() {
+        // Best effort: if it fails, the lease simply runs out.
+        inner.pool.send_job(index, move |opener, instance| {
+            let _ = opener.run(instance, move |raw| raw.release(&lease));
         });
+    }
 }
 
 /// Leaves a fair queue when a wait for a slot is dropped or gives up.
@@ -631,17 +650,12 @@ impl Drop for LeaveOnDrop<'_> {
         if !self.armed {
             return;
         }
-        let inner = Arc::downgrade(&self.client.inner);
         let (key, holder) = (self.key.to_string(), std::mem::take(&mut self.holder_id));
-        let index = self.client.inner.pool.index_of(&key);
-        let _ = std::thread::Builder::new()
-            .name("s3-lease-leave".into())
-            .spawn(move || {
-                if let Some(inner) = inner.upgrade() {
-                    // Best effort: a place left behind expires after its ttl.
-                    let _ = inner.call(index, move |raw| raw.leave_queue(&key, &holder));
-                }
-            });
+        let pool = &self.client.inner.pool;
+        pool.send_job(pool.index_of(&key), move |opener, instance| {
+            // Best effort: a place left behind expires after its ttl.
+            let _ = opener.run(instance, move |raw| raw.leave_queue(&key, &holder));
+        });
     }
 }
 

@@ -2,8 +2,8 @@
 
 use crate::bindings::{Config, Store};
 use crate::convert;
-use crate::types::{Addressing, Credentials, ExpiryClock, Strategy};
 use crate::credentials::{AwsChain, SharedSource};
+use crate::types::{Addressing, Credentials, ExpiryClock, Strategy};
 use crate::Error;
 use std::fmt;
 

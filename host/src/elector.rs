@@ -46,7 +46,7 @@ struct Shared {
 
 struct State {
     leadership: Machine,
-    last_error: Option<String>,
+    last_error: Option<Error>,
     stats: ElectorStats,
 }
 
@@ -81,7 +81,11 @@ impl Shared {
         let _ = self.events.send(event);
     }
 
-    fn report_all(&self, state: &mut State, events: Vec<leadership::Event<LeaseRecord, LockState>>) {
+    fn report_all(
+        &self,
+        state: &mut State,
+        events: Vec<leadership::Event<LeaseRecord, LockState>>,
+    ) {
         for event in events {
             self.report(state, from_machine(event));
         }
@@ -195,6 +199,12 @@ impl Elector {
 
     /// Why the last step's attempt failed, if it did (the elector keeps trying).
     pub fn last_error(&self) -> Option<String> {
+        self.last_failure().map(|e| e.to_string())
+    }
+
+    /// The last step's error itself, if it failed: its `kind()` says
+    /// whether retrying can fix it.
+    pub fn last_failure(&self) -> Option<Error> {
         self.shared.lock().last_error.clone()
     }
 
@@ -269,6 +279,10 @@ impl ElectorWatcher {
     }
 
     pub fn last_error(&self) -> Option<String> {
+        self.shared.lock().last_error.as_ref().map(Error::to_string)
+    }
+
+    pub fn last_failure(&self) -> Option<Error> {
         self.shared.lock().last_error.clone()
     }
 }
@@ -356,7 +370,7 @@ fn apply(
     let failed = step.last_error.is_some();
     state.last_error = step
         .last_error
-        .map(|e| convert::from_error(e, client.store_name()).to_string());
+        .map(|e| convert::from_error(e, client.store_name()));
     let machine_step = leadership::Step {
         role: match convert::from_role(step.role) {
             Role::Leader(l) => leadership::Role::Leader(l),

@@ -74,7 +74,8 @@ pub struct Error {
     kind: ErrorKind,
     /// The store in use (`S3`, `DynamoDB`), for the store's own errors.
     store: &'static str,
-    detail: Detail,
+    /// Boxed: an error stays two words and a tag wide in a `Result`.
+    detail: Box<Detail>,
 }
 
 /// What each kind carries.
@@ -128,7 +129,7 @@ impl Error {
         Error {
             kind,
             store,
-            detail,
+            detail: Box::new(detail),
         }
     }
 
@@ -173,7 +174,7 @@ impl Error {
     /// Who holds the key, when the error says: the current holder of a
     /// lost lease, the last holder seen by a wait that ran out.
     pub fn holder(&self) -> Option<&LockState> {
-        match &self.detail {
+        match &*self.detail {
             Detail::Lost { current, .. } => current.as_ref(),
             Detail::Timeout { holder, .. } => holder.as_ref(),
             _ => None,
@@ -182,7 +183,7 @@ impl Error {
 
     /// The store's request id, when it answered with an error.
     pub fn request_id(&self) -> Option<&str> {
-        match &self.detail {
+        match &*self.detail {
             Detail::Reply(r) if !r.request_id.is_empty() => Some(&r.request_id),
             _ => None,
         }
@@ -190,7 +191,7 @@ impl Error {
 
     /// The store's HTTP status, when it answered with an error.
     pub fn status(&self) -> Option<u16> {
-        match &self.detail {
+        match &*self.detail {
             Detail::Reply(r) => Some(r.status),
             Detail::Unsafe(r) => r.status,
             _ => None,
@@ -199,7 +200,7 @@ impl Error {
 
     /// The store's error code (`AccessDenied`, `NoSuchBucket`, ...).
     pub fn code(&self) -> Option<&str> {
-        match &self.detail {
+        match &*self.detail {
             Detail::Reply(r) if !r.code.is_empty() => Some(&r.code),
             _ => None,
         }
@@ -207,15 +208,44 @@ impl Error {
 
     /// The configuration field an `InvalidConfig` error is about.
     pub fn field(&self) -> Option<&str> {
-        match &self.detail {
+        match &*self.detail {
             Detail::Config { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+
+    /// The lease's key, for a lost lease or a wait that ran out.
+    pub fn key(&self) -> Option<&str> {
+        match &*self.detail {
+            Detail::Lost { key, .. } | Detail::Timeout { key, .. } | Detail::Limit { key, .. } => {
+                Some(key)
+            }
+            _ => None,
+        }
+    }
+
+    /// Our token: of a lost lease, or of a refused fenced write.
+    pub fn our_token(&self) -> Option<u64> {
+        match &*self.detail {
+            Detail::Lost { token, .. } => Some(*token),
+            Detail::Fenced { our_token, .. } => Some(*our_token),
+            _ => None,
+        }
+    }
+
+    /// The object a fenced write was refused on, or a corrupt lock object.
+    pub fn object_key(&self) -> Option<&str> {
+        match &*self.detail {
+            Detail::Fenced { object_key, .. } | Detail::Corrupt { object_key, .. } => {
+                Some(object_key)
+            }
             _ => None,
         }
     }
 
     /// The token a fenced write found stored (above ours).
     pub fn stored_token(&self) -> Option<u64> {
-        match &self.detail {
+        match &*self.detail {
             Detail::Fenced { stored_token, .. } => Some(*stored_token),
             _ => None,
         }
@@ -223,7 +253,7 @@ impl Error {
 
     /// The capability a `StoreUnsafe` error names.
     pub fn capability(&self) -> Option<&CapabilityResult> {
-        match &self.detail {
+        match &*self.detail {
             Detail::Unsafe(r) => Some(r),
             _ => None,
         }
@@ -231,7 +261,7 @@ impl Error {
 
     /// How long a `Timeout` waited.
     pub fn waited(&self) -> Option<Duration> {
-        match &self.detail {
+        match &*self.detail {
             Detail::Timeout { waited, .. } => Some(*waited),
             _ => None,
         }
@@ -278,7 +308,7 @@ impl fmt::Display for Error {
             self.store
         };
         let reply = |f: &mut fmt::Formatter<'_>, what: &str| -> fmt::Result {
-            let Detail::Reply(r) = &self.detail else {
+            let Detail::Reply(r) = &*self.detail else {
                 return f.write_str(what);
             };
             write!(f, "{what}: {} {}", r.status, r.code)?;
@@ -290,7 +320,7 @@ impl fmt::Display for Error {
             }
             Ok(())
         };
-        match (&self.kind, &self.detail) {
+        match (&self.kind, &*self.detail) {
             (_, Detail::Lost { key, token, current }) => {
                 write!(f, "lost the lease on {key} (token {token})")?;
                 holder(f, current.as_ref())

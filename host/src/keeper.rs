@@ -124,8 +124,9 @@ async fn renew(
     };
     let index = held.index;
     let lease = convert::lease(&record);
-    crate::client::blocking(move || inner.call(index, move |raw| raw.renew(&lease)))
-        .await?
+    inner
+        .call(index, move |raw| raw.renew(&lease))
+        .await
         .map(convert::from_lease)
 }
 

@@ -32,16 +32,22 @@ pub enum LostReason {
 #[non_exhaustive]
 pub enum LeaseStatus {
     /// Surely held until then unless renewed first, with this token.
-    Held { until: Instant, token: u64 },
+    Held {
+        until: Instant,
+        token: u64,
+    },
     Lost(LostReason),
 }
 
 /// What one attempt at a semaphore's slot got.
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum SlotGrant {
     Granted(Lease),
     /// Waiting in line (fair): the `place`-th live waiter, 1-based.
-    Queued { place: u32 },
+    Queued {
+        place: u32,
+    },
     /// No slot for this caller now; the state read, when there was one.
     Full(Option<LockState>),
 }
@@ -99,13 +105,15 @@ impl Held {
                 token: state.record.token,
             },
             _ => {
-                let reason = state.lost.get_or_insert_with(|| match state.guard.end(now) {
-                    Some(End::Released) => LostReason::Released,
-                    Some(End::Failed) => {
-                        LostReason::Failed(state.last_error.clone().unwrap_or_default())
-                    }
-                    _ => LostReason::Expired(state.last_error.clone()),
-                });
+                let reason = state
+                    .lost
+                    .get_or_insert_with(|| match state.guard.end(now) {
+                        Some(End::Released) => LostReason::Released,
+                        Some(End::Failed) => {
+                            LostReason::Failed(state.last_error.clone().unwrap_or_default())
+                        }
+                        _ => LostReason::Expired(state.last_error.clone()),
+                    });
                 LeaseStatus::Lost(reason.clone())
             }
         };
@@ -144,7 +152,12 @@ impl Held {
 
 impl Lease {
     /// Holds `record`, granted by an attempt that began at `since`.
-    pub(crate) fn start(client: Client, record: LeaseRecord, since: Instant, timing: Timing) -> Lease {
+    pub(crate) fn start(
+        client: Client,
+        record: LeaseRecord,
+        since: Instant,
+        timing: Timing,
+    ) -> Lease {
         let origin = since;
         let now = millis(origin.elapsed());
         let guard = Attempt::start(0).granted(timing, now);
@@ -317,6 +330,16 @@ impl Lease {
         state.lost.get_or_insert(LostReason::Released);
         self.held.publish(&mut state);
         held.then(|| state.record.clone())
+    }
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.held.lock();
+        f.debug_struct("Lease")
+            .field("record", &state.record)
+            .field("lost", &state.lost)
+            .finish()
     }
 }
 

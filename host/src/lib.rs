@@ -37,12 +37,12 @@
 //! public only with the `unstable-raw` feature (tests use it to reach one
 //! instance directly), and may change in any release.
 
-mod blocking_impl;
 #[cfg(feature = "unstable-raw")]
 pub mod bindings;
 #[cfg(not(feature = "unstable-raw"))]
 #[allow(dead_code, unused_imports)]
 mod bindings;
+mod blocking_impl;
 mod client;
 mod compile_cache;
 mod config;
@@ -85,11 +85,11 @@ pub use error::{Error, ErrorKind};
 pub use lease::{Lease, LeaseStatus, LostReason, SlotGrant};
 #[cfg(feature = "unstable-raw")]
 pub use raw::RawInstance;
-#[cfg(feature = "unstable-raw")]
-pub use runtime::{InstanceOptions, State};
 #[cfg(not(feature = "unstable-raw"))]
 pub(crate) use runtime::InstanceOptions;
 pub use runtime::{Build, LoadReport, Runtime, RuntimeOptions};
+#[cfg(feature = "unstable-raw")]
+pub use runtime::{InstanceOptions, State};
 pub use source::ComponentSource;
 pub use stats::{ElectorStats, LatencyHistogram, RequestCounts};
 pub use types::{
