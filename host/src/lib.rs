@@ -79,7 +79,7 @@ pub mod blocking {
 pub use client::{Client, ClientOptions};
 pub use compile_cache::{CacheOutcome, CompileCache};
 pub use config::S3Config;
-pub use credentials::{AwsChain, CredentialsSource, FetchedCredentials, SharedSource};
+pub use credentials::{AwsChain, CredentialsSource, FetchedCredentials, SdkProvider, SharedSource};
 pub use elector::{Elector, ElectorWatcher};
 pub use error::{Error, ErrorKind};
 pub use lease::{Lease, LeaseStatus, LostReason, SlotGrant};

@@ -301,36 +301,35 @@ fn client_config(endpoint: &Endpoint, prefix: &str, profile: KeyProfile) -> Conf
 
 /// The host crate's config with the same contents as `c`.
 fn host_config(c: &Config) -> s3_lease_host::S3Config {
-    s3_lease_host::S3Config {
-        endpoint: c.endpoint.clone(),
-        region: c.region.clone(),
-        bucket: c.bucket.clone(),
-        addressing: match c.addressing {
+    let mut credentials = s3_lease_host::Credentials::new(
+        &c.credentials.access_key_id,
+        &c.credentials.secret_access_key,
+    );
+    credentials.session_token = c.credentials.session_token.clone();
+    let mut h = s3_lease_host::S3Config::new(&c.bucket, &c.region, credentials)
+        .with_endpoint(&c.endpoint)
+        .with_addressing(match c.addressing {
             AddressingStyle::Path => s3_lease_host::Addressing::Path,
             AddressingStyle::VirtualHosted => s3_lease_host::Addressing::VirtualHosted,
-        },
-        access_key_id: c.credentials.access_key_id.clone(),
-        secret_access_key: c.credentials.secret_access_key.clone(),
-        session_token: c.credentials.session_token.clone(),
-        key_prefix: c.key_prefix.clone(),
-        request_timeout_ms: c.request_timeout_ms,
-        strategy: c.strategy.map(|s| match s {
-            Strategy::SingleObject => s3_lease_host::Strategy::SingleObject,
-            Strategy::EpochObjects => s3_lease_host::Strategy::EpochObjects,
-        }),
-        expiry_clock: c.expiry_clock.map(|clock| match clock {
-            ExpiryClock::Server => s3_lease_host::ExpiryClock::Server,
-            ExpiryClock::Holder => s3_lease_host::ExpiryClock::Holder,
-            ExpiryClock::Observed => s3_lease_host::ExpiryClock::Observed,
-        }),
-        preflight: c.preflight,
-        seal_key: c.seal_key.clone(),
-        dynamodb_table: match &c.store {
-            Some(s3_lease_host::bindings::Store::Dynamodb(table)) => Some(table.clone()),
-            _ => None,
-        },
-        credentials_source: None,
-    }
+        });
+    h.key_prefix = c.key_prefix.clone();
+    h.request_timeout = c.request_timeout_ms.map(|ms| Duration::from_millis(ms.into()));
+    h.strategy = c.strategy.map(|s| match s {
+        Strategy::SingleObject => s3_lease_host::Strategy::SingleObject,
+        Strategy::EpochObjects => s3_lease_host::Strategy::EpochObjects,
+    });
+    h.expiry_clock = c.expiry_clock.map(|clock| match clock {
+        ExpiryClock::Server => s3_lease_host::ExpiryClock::Server,
+        ExpiryClock::Holder => s3_lease_host::ExpiryClock::Holder,
+        ExpiryClock::Observed => s3_lease_host::ExpiryClock::Observed,
+    });
+    h.preflight = c.preflight;
+    h.seal_key = c.seal_key.clone();
+    h.dynamodb_table = match &c.store {
+        Some(s3_lease_host::bindings::Store::Dynamodb(table)) => Some(table.clone()),
+        _ => None,
+    };
+    h
 }
 
 /// Runs a soak against `endpoint`: the run, then the checks over its history.

@@ -48,14 +48,11 @@ fn fetched(
     expires: SystemTime,
 ) -> FetchedCredentials {
     let credentials = Credentials::new(key, secret);
-    FetchedCredentials {
-        credentials: match token {
-            Some(token) => credentials.with_session_token(token),
-            None => credentials,
-        },
-        expires: Some(expires),
-        source: "test".into(),
-    }
+    let credentials = match token {
+        Some(token) => credentials.with_session_token(token),
+        None => credentials,
+    };
+    FetchedCredentials::new(credentials, Some(expires), "test")
 }
 
 fn through_gate(prefix: &str, keep_same: bool) -> (Arc<TokenGate>, Arc<FromGate>, S3Config) {

@@ -215,7 +215,7 @@ const DEADLINE_MS: u64 = 2_000;
 fn elector(table: &str, prefix: &str, url: &str, holder: &str) -> s3_lease_host::blocking::Elector {
     let mut config = dynamo().host_config(table, prefix).unwrap();
     config.endpoint = url.to_string();
-    config.request_timeout_ms = Some(30_000);
+    config.request_timeout = Some(std::time::Duration::from_secs(30));
     let client = s3_lease_host::blocking::Client::connect(harness().runtime(), &config).unwrap();
     client
         .elect(

@@ -7,6 +7,8 @@
 //!   shared config and credentials files (static keys, `credential_process`,
 //!   `role_arn`, SSO), web identity, ECS and EKS container credentials,
 //!   EC2 instance metadata.
+//! - [`SdkProvider`]: the credentials provider of an `aws_config::SdkConfig`
+//!   a service has already loaded.
 //! - A client connected with a source keeps its credentials fresh on a
 //!   thread of its own (`refresh`), and on a store's `ExpiredToken` or
 //!   `InvalidAccessKeyId` fetches new ones once and retries once.
@@ -14,7 +16,7 @@
 mod aws_chain;
 pub(crate) mod refresh;
 
-pub use aws_chain::AwsChain;
+pub use aws_chain::{AwsChain, SdkProvider};
 
 use crate::types::Credentials;
 use crate::Error;
@@ -25,12 +27,29 @@ use std::time::SystemTime;
 /// Credentials as a source handed them out. `Debug` shows neither the
 /// secret key nor the session token.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct FetchedCredentials {
     pub credentials: Credentials,
     /// When they stop working; `None` for long-term keys.
     pub expires: Option<SystemTime>,
     /// Which source gave them (`Environment`, `Profile`, `IMDSv2`, ...).
     pub source: String,
+}
+
+impl FetchedCredentials {
+    /// `credentials` from `source` (a name for logs and errors), good
+    /// until `expires` (`None`: long-term keys).
+    pub fn new(
+        credentials: Credentials,
+        expires: Option<SystemTime>,
+        source: impl Into<String>,
+    ) -> Self {
+        FetchedCredentials {
+            credentials,
+            expires,
+            source: source.into(),
+        }
+    }
 }
 
 impl fmt::Debug for FetchedCredentials {

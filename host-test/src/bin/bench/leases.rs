@@ -229,15 +229,15 @@ async fn probe(
 
 /// The threads and resident memory of this process, from /proc/self/status.
 #[derive(Clone, Copy, Default)]
-struct Status {
-    threads: u64,
-    rss_kib: u64,
+pub(super) struct Status {
+    pub(super) threads: u64,
+    pub(super) rss_kib: u64,
     /// The resident peak so far (`VmHWM`).
     peak_rss_kib: u64,
 }
 
 impl Status {
-    fn read() -> Result<Self> {
+    pub(super) fn read() -> Result<Self> {
         let text = std::fs::read_to_string("/proc/self/status")?;
         let field = |name: &str| -> Result<u64> {
             text.lines()
@@ -275,7 +275,7 @@ async fn watch_status(until: Instant) -> Result<StatusPeaks> {
 }
 
 /// This process's CPU time so far, user and system, in clock ticks.
-fn cpu_ticks() -> Result<u64> {
+pub(super) fn cpu_ticks() -> Result<u64> {
     let stat = std::fs::read_to_string("/proc/self/stat")?;
     // The command name (field 2) is in parentheses and may hold spaces:
     // count from the last `)`. utime and stime are fields 14 and 15.
@@ -294,7 +294,7 @@ fn cpu_ticks() -> Result<u64> {
 }
 
 /// `getconf CLK_TCK` (100 on Linux unless it says otherwise).
-fn clock_ticks_per_second() -> u64 {
+pub(super) fn clock_ticks_per_second() -> u64 {
     std::process::Command::new("getconf")
         .arg("CLK_TCK")
         .output()

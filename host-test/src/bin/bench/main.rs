@@ -23,13 +23,15 @@
 //! `bench builds [ROUNDS]` runs only the two builds of the component side by
 //! side (`builds.rs`); `bench leases [N [SECONDS]]` only the scale
 //! measurement (`leases.rs`): one process holding N leases through one
-//! async client.
+//! async client; `bench ceiling [STEP [SECONDS]]` adds leases STEP at a
+//! time until renews come late, and says what ran out (`ceiling.rs`).
 //!
 //! Numbers, not pass/fail. It prints the machine, the commit and the build
 //! profile it ran on: a debug build of wasmtime runs several times slower.
 
 mod boto3;
 mod builds;
+mod ceiling;
 mod dynamodb;
 mod floor;
 mod leases;
@@ -252,6 +254,7 @@ fn main() -> Result<()> {
     let rounds: usize = match (only_builds, only_leases) {
         (true, _) => arg(2).map_or(Ok(200), |r| r.parse())?,
         (_, true) => 0,
+        _ if mode.as_deref() == Some("ceiling") => 0,
         _ => arg(1).map_or(Ok(200), |r| r.parse())?,
     };
     let (endpoint, _server) = match Endpoint::from_env() {
@@ -268,6 +271,18 @@ fn main() -> Result<()> {
     } else {
         "release"
     };
+    if mode.as_deref() == Some("ceiling") {
+        let settings = ceiling::Settings {
+            step: arg(2).map_or(Ok(2_500), |n| n.parse())?,
+            hold: Duration::from_secs(arg(3).map_or(Ok(60), |s| s.parse())?),
+        };
+        println!(
+            "s3-lease benchmark: {profile} build of the host, S3 at {}\n  {}",
+            endpoint.url,
+            provenance()
+        );
+        return ceiling::run(&endpoint, &format!("{prefix}ceiling/"), &settings);
+    }
     if only_leases {
         let settings = leases::Settings {
             leases: arg(2).map_or(Ok(10_000), |n| n.parse())?,
