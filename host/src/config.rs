@@ -410,9 +410,15 @@ mod tests {
         );
         assert_eq!(c.access_key_id, "AKIDSDK");
         assert_eq!(c.session_token.as_deref(), Some("t0ken-value"));
-        assert!(c.credentials_source.is_some(), "refreshed from the provider");
+        assert!(
+            c.credentials_source.is_some(),
+            "refreshed from the provider"
+        );
         let text = format!("{c:?}");
-        assert!(!text.contains("s3cr3t") && !text.contains("t0ken"), "{text}");
+        assert!(
+            !text.contains("s3cr3t") && !text.contains("t0ken"),
+            "{text}"
+        );
 
         let d = S3Config::from_sdk_config(&sdk, "", Some("locks")).unwrap();
         assert_eq!(d.dynamodb_table.as_deref(), Some("locks"));
