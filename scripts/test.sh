@@ -39,7 +39,7 @@ finished "building the tests"
 
 # --nocapture: the suite prints what it measured (request counts, sizes).
 echo "test.sh: cargo test --workspace (~480 tests, $RUST_TEST_THREADS at a time per suite)"
-cargo test --locked --workspace -- --nocapture
+cargo test --locked --workspace --no-fail-fast -- --nocapture
 finished "running every suite (unit, simulation, integration, command line, composed function)"
 
 # The WASI 0.3 build through the same host: the integration suite's core
