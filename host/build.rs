@@ -3,6 +3,11 @@
 //!
 //! - `S3LEASE_COMPONENT` names a built component (the README's scripts set
 //!   it): that file is embedded as it is.
+//! - Otherwise, a packaged crate (as a registry has it) carries the
+//!   release component in `component/s3_lease.wasm`, beside the SHA-256
+//!   it was packed with (`component/s3_lease.wasm.sha256`, written by
+//!   `scripts/package.sh`): it is embedded if its bytes match, and the
+//!   build fails if they do not.
 //! - Otherwise, when this crate sits in the s3-lease workspace, the
 //!   component is built here with the command `scripts/setup.sh` runs (same
 //!   profile, same lock file), in a target directory of its own (a nested
@@ -40,9 +45,12 @@ fn main() {
                 }
             }
         }
-        None => match build_component(&out) {
-            Ok(built) => built,
-            Err(why) => return warn(&format!("no component embedded: {why}")),
+        None => match packaged_component() {
+            Some(packaged) => packaged,
+            None => match build_component(&out) {
+                Ok(built) => built,
+                Err(why) => return warn(&format!("no component embedded: {why}")),
+            },
         },
     };
     if !bytes.starts_with(b"\0asm") {
@@ -55,6 +63,35 @@ fn main() {
 
 fn warn(message: &str) {
     println!("cargo::warning={message}");
+}
+
+/// The component a packaged crate carries, checked against the SHA-256 it
+/// was packed with; `None` outside a package.
+fn packaged_component() -> Option<(Vec<u8>, String)> {
+    let dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR")?).join("component");
+    let (wasm, sum) = (dir.join("s3_lease.wasm"), dir.join("s3_lease.wasm.sha256"));
+    println!("cargo::rerun-if-changed={}", wasm.display());
+    println!("cargo::rerun-if-changed={}", sum.display());
+    let bytes = std::fs::read(&wasm).ok()?;
+    let expected = std::fs::read_to_string(&sum).unwrap_or_default();
+    let actual = sha256_hex(&bytes);
+    // A package whose component is not the one it was packed with must
+    // not build into anything.
+    assert!(
+        expected.trim() == actual,
+        "{} has SHA-256 {actual}, but the package says {}: the package is damaged",
+        wasm.display(),
+        expected.trim()
+    );
+    Some((bytes, format!("packaged, SHA-256 {actual}")))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Builds the component from the workspace this crate belongs to; returns

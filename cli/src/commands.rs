@@ -4,10 +4,10 @@
 use crate::duration::show;
 use crate::exit::{about_lease, Failure, HELD, LOST, USAGE};
 use crate::json;
-use s3_lease_host::bindings::{
-    Error as LeaseError, Lease, LockState, Options, SemaphoreState, SlotAttempt, SlotOptions,
+use s3_lease_host::blocking::{BlockingSlotGrant, Client};
+use s3_lease_host::{
+    AcquireOptions, ErrorKind, LeaseRecord, LockState, SemaphoreState, SlotOptions,
 };
-use s3_lease_host::Client;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::sync::mpsc::Receiver;
@@ -24,7 +24,7 @@ fn read_key(client: &Client, key: &str) -> Result<KeyState, Failure> {
     let state = client.inspect(key)?;
     let maybe_semaphore = state
         .as_ref()
-        .is_some_and(|s| s.holder_id.is_empty() && s.acquired_at_ms == 0);
+        .is_some_and(|s| s.holder_id.is_none() && s.acquired_at_ms.is_none());
     if !maybe_semaphore {
         return Ok((state, None));
     }
@@ -37,11 +37,11 @@ fn read_key(client: &Client, key: &str) -> Result<KeyState, Failure> {
 /// `held by HOLDER with token N`, or what stands for them in a lock
 /// written by a client that records neither (seed 003's design).
 pub fn held_by(s: &LockState) -> String {
-    match (s.holder_id.is_empty(), s.token) {
-        (true, 0) => "held by a client that records no holder and no token".into(),
-        (true, token) => format!("held by an unnamed holder with token {token}"),
-        (false, 0) => format!("held by {} (no token)", s.holder_id),
-        (false, token) => format!("held by {} with token {token}", s.holder_id),
+    match (&s.holder_id, s.token) {
+        (None, None) => "held by a client that records no holder and no token".into(),
+        (None, Some(token)) => format!("held by an unnamed holder with token {token}"),
+        (Some(holder), None) => format!("held by {holder} (no token)"),
+        (Some(holder), Some(token)) => format!("held by {holder} with token {token}"),
     }
 }
 
@@ -81,20 +81,12 @@ pub fn status(client: &Client, keys: &[String], as_json: bool) -> Result<i32, Fa
             None => [key.clone(), "-".into(), "-".into(), "no".into(), "-".into()],
             Some(s) => [
                 key.clone(),
-                if s.holder_id.is_empty() {
-                    "-".into()
-                } else {
-                    s.holder_id.clone()
-                },
-                // Token 0 is never granted: a lock of seed 003's design.
-                if s.token == 0 {
-                    "-".into()
-                } else {
-                    s.token.to_string()
-                },
+                s.holder_id.clone().unwrap_or_else(|| "-".into()),
+                // A lock of seed 003's design records no token.
+                s.token.map_or_else(|| "-".into(), |t| t.to_string()),
                 if s.live { "yes" } else { "no" }.into(),
                 if s.live {
-                    show(Duration::from_millis(s.expires_in_ms))
+                    show(s.expires_in)
                 } else {
                     "-".into()
                 },
@@ -110,9 +102,9 @@ pub fn status(client: &Client, keys: &[String], as_json: bool) -> Result<i32, Fa
 fn semaphore_rows(table: &mut Vec<[String; 5]>, key: &str, sem: &SemaphoreState) {
     let held = sem.holders.iter().filter(|h| h.live).count();
     let waiting = sem.queue.iter().filter(|w| w.live).count();
-    let left = |live: bool, ms: u64| {
+    let left = |live: bool, d: Duration| {
         if live {
-            show(Duration::from_millis(ms))
+            show(d)
         } else {
             "expired".into()
         }
@@ -120,10 +112,10 @@ fn semaphore_rows(table: &mut Vec<[String; 5]>, key: &str, sem: &SemaphoreState)
     table.push([
         key.to_string(),
         format!("{held} of {} slots held, {waiting} waiting", sem.limit),
-        sem.lock.token.to_string(),
+        sem.lock.token.unwrap_or(0).to_string(),
         if sem.lock.live { "yes" } else { "no" }.into(),
         if sem.lock.live {
-            show(Duration::from_millis(sem.lock.expires_in_ms))
+            show(sem.lock.expires_in)
         } else {
             "-".into()
         },
@@ -132,9 +124,9 @@ fn semaphore_rows(table: &mut Vec<[String; 5]>, key: &str, sem: &SemaphoreState)
         table.push([
             "  slot".into(),
             h.holder_id.clone(),
-            h.token.to_string(),
+            h.token.unwrap_or(0).to_string(),
             if h.live { "yes" } else { "no" }.into(),
-            left(h.live, h.expires_in_ms),
+            left(h.live, h.expires_in),
         ]);
     }
     for (i, w) in sem.queue.iter().enumerate() {
@@ -143,7 +135,7 @@ fn semaphore_rows(table: &mut Vec<[String; 5]>, key: &str, sem: &SemaphoreState)
             w.holder_id.clone(),
             "-".into(),
             if w.live { "yes" } else { "no" }.into(),
-            left(w.live, w.expires_in_ms),
+            left(w.live, w.expires_in),
         ]);
     }
 }
@@ -166,17 +158,26 @@ pub fn print_table<const N: usize>(rows: &[[String; N]]) {
 pub fn acquire(
     client: &Client,
     key: &str,
-    options: &Options,
+    options: &AcquireOptions,
     wait: Duration,
 ) -> Result<i32, Failure> {
-    let lease = if wait.is_zero() {
+    let guard = if wait.is_zero() {
         match client.try_acquire(key, options)? {
-            Some(lease) => lease,
+            Some(guard) => guard,
             None => return Err(held_now(client, key)),
         }
     } else {
         client.acquire(key, options, wait)?
     };
+    print_detached(guard)
+}
+
+/// Prints a granted lease for a later `renew` or `release`, held on the
+/// store until its ttl runs out (this process does not renew it).
+fn print_detached(guard: s3_lease_host::blocking::LeaseGuard) -> Result<i32, Failure> {
+    let lease = guard
+        .detach()
+        .ok_or_else(|| Failure::new(crate::exit::INTERNAL, "the lease was let go"))?;
     println!("{}", json::lease(&lease));
     Ok(0)
 }
@@ -185,18 +186,15 @@ pub fn acquire(
 pub fn acquire_slot(
     client: &Client,
     key: &str,
-    options: &Options,
+    options: &AcquireOptions,
     slot: SlotOptions,
     wait: Duration,
 ) -> Result<i32, Failure> {
-    let lease = if wait.is_zero() {
+    let guard = if wait.is_zero() {
         // One attempt: no place is kept in the queue past this process.
-        let once = SlotOptions {
-            fair: false,
-            ..slot
-        };
+        let once = slot.fair(false);
         match client.try_acquire_slot(key, options, once)? {
-            SlotAttempt::Granted(lease) => lease,
+            BlockingSlotGrant::Granted(guard) => guard,
             _ => {
                 return Err(Failure::new(
                     HELD,
@@ -207,17 +205,12 @@ pub fn acquire_slot(
     } else {
         client.acquire_slot(key, options, slot, wait)?
     };
-    println!("{}", json::lease(&lease));
-    Ok(0)
+    print_detached(guard)
 }
 
 fn held_now(client: &Client, key: &str) -> Failure {
     let who = match client.inspect(key) {
-        Ok(Some(s)) => format!(
-            "{}, can expire in {}",
-            held_by(&s),
-            show(Duration::from_millis(s.expires_in_ms))
-        ),
+        Ok(Some(s)) => format!("{}, can expire in {}", held_by(&s), show(s.expires_in)),
         _ => "held".into(),
     };
     Failure::new(HELD, format!("{key} is {who}"))
@@ -245,7 +238,7 @@ fn read_input(source: Option<&str>, what: &str) -> Result<Vec<u8>, Failure> {
 }
 
 /// The lease from `--lease FILE`, `-` or no flag meaning stdin.
-pub fn read_lease(source: Option<&str>) -> Result<s3_lease_host::bindings::Lease, Failure> {
+pub fn read_lease(source: Option<&str>) -> Result<LeaseRecord, Failure> {
     let bytes = read_input(source, "the lease")?;
     json::parse_lease(&String::from_utf8_lossy(&bytes))
 }
@@ -274,7 +267,7 @@ pub fn release(client: &Client, source: Option<&str>, as_json: bool) -> Result<i
     let already = match client.release(&lease) {
         Ok(()) => false,
         Err(e) => match lost_state(&e) {
-            Some(Some(current)) if current.token == lease.token && !current.live => true,
+            Some(Some(current)) if current.token == Some(lease.token) && !current.live => true,
             Some(current) => {
                 return Err(Failure::new(
                     LOST,
@@ -301,40 +294,38 @@ pub fn release(client: &Client, source: Option<&str>, as_json: bool) -> Result<i
 
 /// `Some(current)` when the store said the lease is no longer ours.
 fn lost_state(e: &s3_lease_host::Error) -> Option<Option<&LockState>> {
-    match e.lease_error() {
-        Some(LeaseError::Lost(lost)) => Some(lost.current.as_ref()),
-        _ => None,
-    }
+    (e.kind() == ErrorKind::Lost).then(|| e.holder())
 }
 
 /// What happened to a lease the store no longer takes, from the lock as
 /// the store answered it.
-fn what_became_of(lease: &Lease, current: Option<&LockState>) -> String {
+fn what_became_of(lease: &LeaseRecord, current: Option<&LockState>) -> String {
     let ours = format!("the lease of {} with token {}", lease.key, lease.token);
-    match current {
-        None => format!("{ours} is gone: its lock object was deleted"),
-        Some(c) if c.token > lease.token => {
-            let now = if c.live {
-                format!("now {}", held_by(c))
-            } else {
-                format!("token {} was granted since and released", c.token)
-            };
-            format!("{ours} was superseded ({now})")
-        }
-        Some(c) if c.token == lease.token && !c.live => format!("{ours} was already released"),
-        Some(c) if c.token == lease.token => format!(
+    let Some(c) = current else {
+        return format!("{ours} is gone: its lock object was deleted");
+    };
+    let token = c.token.unwrap_or(0);
+    if token > lease.token {
+        let now = if c.live {
+            format!("now {}", held_by(c))
+        } else {
+            format!("token {token} was granted since and released")
+        };
+        format!("{ours} was superseded ({now})")
+    } else if token == lease.token && !c.live {
+        format!("{ours} was already released")
+    } else if token == lease.token {
+        format!(
             "{ours} was renewed since from another copy of it: use the lease the last renew printed"
-        ),
-        Some(c) => format!(
-            "{ours} no longer matches its lock object, which now records token {}",
-            c.token
-        ),
+        )
+    } else {
+        format!("{ours} no longer matches its lock object, which now records token {token}")
     }
 }
 
 /// The lease for a fenced write: `--lease FILE` (or `-`), else the one
 /// `s3-lease run` hands its command in `S3LEASE_LEASE`.
-pub fn fence_lease(source: Option<&str>) -> Result<s3_lease_host::bindings::Lease, Failure> {
+pub fn fence_lease(source: Option<&str>) -> Result<LeaseRecord, Failure> {
     match (source, std::env::var("S3LEASE_LEASE")) {
         (None, Ok(text)) => json::parse_lease(&text),
         (source, _) => read_lease(source),
@@ -402,7 +393,7 @@ pub fn fenced_get(client: &Client, object: &str, as_json: bool) -> Result<i32, F
         ));
     };
     if as_json {
-        let mut out = json!({"object_key": found.object_key, "token": found.token, "etag": found.etag,
+        let mut out = json!({"object_key": found.object_key, "token": found.token.unwrap_or(0), "etag": found.etag,
                              "content_type": found.content_type, "bytes": found.body.len()});
         if let Ok(text) = std::str::from_utf8(&found.body) {
             out["body"] = Value::String(text.to_string());
@@ -437,7 +428,7 @@ pub fn watch(
     as_json: bool,
     signals: &Receiver<i32>,
 ) -> Result<i32, Failure> {
-    let mut last: Option<(bool, String, u64)> = None;
+    let mut last: Option<(bool, Option<String>, Option<u64>)> = None;
     loop {
         let state = client.inspect(key)?;
         let now = summary(state.as_ref());
@@ -453,10 +444,12 @@ pub fn watch(
                     Some(s) if s.live => println!(
                         "{clock} {key}: leader {}, can expire in {})",
                         who_and_token(s),
-                        show(Duration::from_millis(s.expires_in_ms))
+                        show(s.expires_in)
                     ),
-                    Some(s) if s.token == 0 => println!("{clock} {key}: no leader"),
-                    Some(s) => println!("{clock} {key}: no leader (last token {})", s.token),
+                    Some(LockState { token: None, .. }) => println!("{clock} {key}: no leader"),
+                    Some(LockState {
+                        token: Some(token), ..
+                    }) => println!("{clock} {key}: no leader (last token {token})"),
                     None => println!("{clock} {key}: no leader (never locked)"),
                 }
             }
@@ -471,22 +464,18 @@ pub fn watch(
 
 /// `vm/530 (token 1`: the leader as `elect --watch` names it.
 fn who_and_token(s: &LockState) -> String {
-    let who = if s.holder_id.is_empty() {
-        "unnamed"
-    } else {
-        &s.holder_id
-    };
+    let who = s.holder_id.as_deref().unwrap_or("unnamed");
     match s.token {
-        0 => format!("{who} (no token"),
-        token => format!("{who} (token {token}"),
+        None => format!("{who} (no token"),
+        Some(token) => format!("{who} (token {token}"),
     }
 }
 
-fn summary(state: Option<&LockState>) -> (bool, String, u64) {
+fn summary(state: Option<&LockState>) -> (bool, Option<String>, Option<u64>) {
     match state {
         Some(s) if s.live => (true, s.holder_id.clone(), s.token),
-        Some(s) => (false, String::new(), s.token),
-        None => (false, String::new(), 0),
+        Some(s) => (false, None, s.token),
+        None => (false, None, None),
     }
 }
 

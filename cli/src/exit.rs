@@ -2,8 +2,7 @@
 //! `run` and `elect` otherwise exit with the command's own status (128 + N
 //! when a signal N ended it). The codes follow sysexits(3) where one fits.
 
-use s3_lease_host::bindings::Error as LeaseError;
-use s3_lease_host::Error;
+use s3_lease_host::{Error, ErrorKind};
 use std::sync::OnceLock;
 
 /// Bad flags or arguments (clap's errors included).
@@ -79,11 +78,9 @@ pub fn describe(e: &Error) -> String {
     let Some(store) = STORE_IN_USE.get() else {
         return e.to_string();
     };
-    let text = e.on_store(store.name).to_string();
-    match e.lease_error() {
-        Some(LeaseError::Transport(_)) => {
-            format!("{text} ({} endpoint {})", store.name, store.endpoint)
-        }
+    let text = e.to_string();
+    match e.kind() {
+        ErrorKind::Transport => format!("{text} ({} endpoint {})", store.name, store.endpoint),
         _ => text,
     }
 }
@@ -104,26 +101,23 @@ pub fn describe_text(text: &str) -> String {
 }
 
 pub fn code_of(e: &Error) -> i32 {
-    match e {
-        Error::Lease(lease) => match &**lease {
-            LeaseError::Lost(_) => LOST,
-            LeaseError::Timeout(_) => HELD,
-            LeaseError::Fenced(_) => FENCED,
-            LeaseError::AccessDenied(_) => ACCESS_DENIED,
-            LeaseError::InvalidConfig(_) | LeaseError::NoSuchBucket(_) => CONFIG,
-            // The commands that read a lease say so (`about_lease`); the
-            // others pass only flags and arguments.
-            LeaseError::InvalidArgument(_) => USAGE,
-            // A `--limit` the key's other contenders do not use: a bad flag.
-            LeaseError::LimitMismatch(_) => USAGE,
-            LeaseError::StoreUnsafe(_) => STORE_UNSAFE,
-            LeaseError::Conflict(_)
-            | LeaseError::ClockSkewed(_)
-            | LeaseError::CorruptLockObject(_)
-            | LeaseError::S3(_)
-            | LeaseError::Transport(_) => STORE,
-        },
-        Error::Trap(_) | Error::Host(_) => INTERNAL,
+    match e.kind() {
+        ErrorKind::Lost => LOST,
+        ErrorKind::Timeout => HELD,
+        ErrorKind::Fenced => FENCED,
+        ErrorKind::AccessDenied => ACCESS_DENIED,
+        ErrorKind::InvalidConfig | ErrorKind::NoSuchStore => CONFIG,
+        // The commands that read a lease say so (`about_lease`); the
+        // others pass only flags and arguments.
+        ErrorKind::InvalidArgument => USAGE,
+        // A `--limit` the key's other contenders do not use: a bad flag.
+        ErrorKind::LimitMismatch => USAGE,
+        ErrorKind::StoreUnsafe => STORE_UNSAFE,
+        ErrorKind::Conflict
+        | ErrorKind::ClockSkewed
+        | ErrorKind::CorruptLockObject
+        | ErrorKind::Store
+        | ErrorKind::Transport => STORE,
         _ => INTERNAL,
     }
 }
@@ -145,9 +139,9 @@ pub fn about_lease(e: Error) -> Failure {
 /// out, 408 or S3's 400 `RequestTimeout`, and a refused clock, which time
 /// synchronization fixes.)
 pub fn is_permanent(e: &Error) -> bool {
-    let retried = match e.lease_error() {
-        Some(LeaseError::ClockSkewed(_)) => true,
-        Some(LeaseError::S3(s)) => s.status == 408 || s.code == "RequestTimeout",
+    let retried = match e.kind() {
+        ErrorKind::ClockSkewed => true,
+        ErrorKind::Store => e.status() == Some(408) || e.code() == Some("RequestTimeout"),
         _ => false,
     };
     !e.is_transient() && !retried

@@ -2,10 +2,11 @@
 //! exactly (the component refuses an altered one: its seal covers every field).
 
 use crate::exit::{Failure, BAD_LEASE};
-use s3_lease_host::bindings::{Lease, LockState, SemaphoreState, Slot};
+use s3_lease_host::{LeaseRecord, LockState, SemaphoreState, SlotEntry};
 use serde_json::{json, Map, Value};
+use std::time::Duration;
 
-pub fn lease(l: &Lease) -> Value {
+pub fn lease(l: &LeaseRecord) -> Value {
     json!({
         "key": l.key,
         "token": l.token,
@@ -13,14 +14,14 @@ pub fn lease(l: &Lease) -> Value {
         "etag": l.etag,
         "expires_at_ms": l.expires_at_ms,
         "acquired_at_ms": l.acquired_at_ms,
-        "ttl_ms": l.ttl_ms,
+        "ttl_ms": u64::try_from(l.ttl.as_millis()).unwrap_or(u64::MAX),
         "metadata": l.metadata,
         "seal": l.seal,
     })
 }
 
 /// A lease as `lease` printed it.
-pub fn parse_lease(text: &str) -> Result<Lease, Failure> {
+pub fn parse_lease(text: &str) -> Result<LeaseRecord, Failure> {
     let bad =
         |why: String| Failure::new(BAD_LEASE, format!("not a lease printed by s3-lease: {why}"));
     let value: Value = serde_json::from_str(text.trim()).map_err(|e| bad(e.to_string()))?;
@@ -38,17 +39,17 @@ pub fn parse_lease(text: &str) -> Result<Lease, Failure> {
             .as_u64()
             .ok_or_else(|| bad(format!("`{name}` is not a whole number")))
     };
-    Ok(Lease {
-        key: text_field("key")?,
-        token: number("token")?,
-        holder_id: text_field("holder_id")?,
-        etag: text_field("etag")?,
-        expires_at_ms: number("expires_at_ms")?,
-        acquired_at_ms: number("acquired_at_ms")?,
-        ttl_ms: number("ttl_ms")?,
-        metadata: text_field("metadata")?,
-        seal: text_field("seal")?,
-    })
+    Ok(LeaseRecord::from_parts(
+        text_field("key")?,
+        number("token")?,
+        text_field("holder_id")?,
+        text_field("etag")?,
+        number("expires_at_ms")?,
+        number("acquired_at_ms")?,
+        Duration::from_millis(number("ttl_ms")?),
+        text_field("metadata")?,
+        text_field("seal")?,
+    ))
 }
 
 fn field<'a>(object: &'a Map<String, Value>, name: &str) -> Result<&'a Value, Failure> {
@@ -65,7 +66,7 @@ fn field<'a>(object: &'a Map<String, Value>, name: &str) -> Result<&'a Value, Fa
 pub fn state(key: &str, s: Option<&LockState>, sem: Option<&SemaphoreState>) -> Value {
     let mut value = lock_state(key, s);
     if let (Some(sem), Value::Object(map)) = (sem, &mut value) {
-        let slots = |slots: &[Slot]| -> Vec<Value> {
+        let slots = |slots: &[SlotEntry]| -> Vec<Value> {
             slots
                 .iter()
                 .map(|e| {
@@ -73,7 +74,7 @@ pub fn state(key: &str, s: Option<&LockState>, sem: Option<&SemaphoreState>) -> 
                         "holder_id": e.holder_id,
                         "token": e.token,
                         "live": e.live,
-                        "expires_in_ms": e.expires_in_ms,
+                        "expires_in_ms": ms(e.expires_in),
                         "expires_at_ms": e.expires_at_ms,
                         "acquired_at_ms": e.acquired_at_ms,
                         "metadata": e.metadata,
@@ -96,18 +97,22 @@ pub fn state(key: &str, s: Option<&LockState>, sem: Option<&SemaphoreState>) -> 
 fn lock_state(key: &str, s: Option<&LockState>) -> Value {
     match s {
         None => json!({"key": key, "live": false, "holder_id": null, "token": null}),
-        // No holder and token 0: what a lock written by a client that
-        // records neither (seed 003's design) reads as; shown as absent.
+        // A lock written by a client that records no holder or no token
+        // (seed 003's design) shows them as absent.
         Some(s) => json!({
             "key": key,
             "live": s.live,
-            "holder_id": (!s.holder_id.is_empty()).then_some(&s.holder_id),
-            "token": (s.token != 0).then_some(s.token),
-            "expires_in_ms": s.expires_in_ms,
+            "holder_id": s.holder_id,
+            "token": s.token,
+            "expires_in_ms": ms(s.expires_in),
             "expires_at_ms": s.expires_at_ms,
-            "acquired_at_ms": s.acquired_at_ms,
+            "acquired_at_ms": s.acquired_at_ms.unwrap_or(0),
             "metadata": s.metadata,
             "etag": s.etag,
         }),
     }
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

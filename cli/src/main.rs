@@ -20,8 +20,9 @@ mod version;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use exit::Failure;
-use s3_lease_host::bindings::{ElectorConfig, ExpiryClock, Options, SlotOptions, Strategy};
-use s3_lease_host::{Client, Runtime, S3Config};
+use s3_lease_host::blocking::Client;
+use s3_lease_host::{AcquireOptions, ElectorConfig, ExpiryClock, SlotOptions, Strategy};
+use s3_lease_host::{Runtime, S3Config};
 use std::time::Duration;
 use supervise::{Mode, Supervision};
 
@@ -239,10 +240,8 @@ struct Slots {
 impl Slots {
     /// `None` for a plain lock (no `--limit`, no `--fair`).
     fn options(self) -> Option<SlotOptions> {
-        (self.limit.is_some() || self.fair).then(|| SlotOptions {
-            limit: self.limit.unwrap_or(1),
-            fair: self.fair,
-        })
+        (self.limit.is_some() || self.fair)
+            .then(|| SlotOptions::new(self.limit.unwrap_or(1)).fair(self.fair))
     }
 }
 
@@ -370,10 +369,13 @@ fn run(cli: Cli) -> Result<i32, Failure> {
     exit::set_store(config.dynamodb_table.is_some(), &config.endpoint);
     let runtime = Runtime::new().map_err(|e| Failure::new(exit::INTERNAL, format!("{e:#}")))?;
     let client = Client::connect(&runtime, &config)?;
-    let options = |hold: &Hold| Options {
-        ttl_ms: millis(hold.ttl),
-        holder_id: Some(hold.holder.clone().unwrap_or_else(default_holder)),
-        metadata: hold.metadata.clone(),
+    let options = |hold: &Hold| {
+        let options = AcquireOptions::new(hold.ttl)
+            .holder_id(hold.holder.clone().unwrap_or_else(default_holder));
+        match &hold.metadata {
+            Some(metadata) => options.metadata(metadata.clone()),
+            None => options,
+        }
     };
     let strategy = config.strategy.unwrap_or(Strategy::SingleObject);
     let slots = match &cli.command {
@@ -428,11 +430,10 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             ))
         }
         Cmd::Run(args) if args.slots.options().is_some() => {
-            let slot = args.slots.options().unwrap_or(SlotOptions {
-                limit: 1,
-                fair: false,
-            });
-            let slot_options = options(&args.hold);
+            let slot = args.slots.options().unwrap_or(SlotOptions::new(1));
+            // Held for half the ttl after each renew was sent, as `run`'s
+            // elector's renew deadline (see `slots`).
+            let slot_options = options(&args.hold).deadline(args.hold.ttl / 2);
             if !cli.quiet {
                 if let Some(line) = credentials_line(&config) {
                     let about = log::About {
@@ -587,7 +588,7 @@ fn hold_while_running(
             },
             status_client: Client::connect(runtime, config)?,
             holder: holder.clone(),
-            renew_deadline: Duration::from_millis(elector_config.renew_deadline_ms),
+            renew_deadline: elector_config.renew_deadline,
             fatal: fatal.clone(),
         };
         let bound = serve::start(addr, endpoint).map_err(|e| Failure::new(exit::USAGE, e))?;
@@ -759,10 +760,10 @@ fn child_env(config: &S3Config) -> Vec<(String, String)> {
     // A lease's seal covers the strategy: a nested `fenced put` must use
     // the same one, and judge expiry the same way.
     if let Some(strategy) = config.strategy {
-        env.push(("S3LEASE_STRATEGY".into(), strategy.wit_name().into()));
+        env.push(("S3LEASE_STRATEGY".into(), strategy.name().into()));
     }
     if let Some(clock) = config.expiry_clock {
-        env.push(("S3LEASE_EXPIRY_CLOCK".into(), clock.wit_name().into()));
+        env.push(("S3LEASE_EXPIRY_CLOCK".into(), clock.name().into()));
     }
     env
 }
@@ -774,23 +775,20 @@ fn elector_config(hold: &Hold) -> Result<ElectorConfig, Failure> {
     if hold.ttl < Duration::from_secs(1) {
         return Err(Failure::new(exit::USAGE, "--ttl must be at least 1s"));
     }
-    let ttl = millis(hold.ttl);
-    Ok(ElectorConfig {
-        key: hold.key.clone(),
-        lease_duration_ms: ttl,
-        renew_deadline_ms: ttl / 2,
-        retry_period_ms: ttl / 6,
-        holder_id: Some(hold.holder.clone().unwrap_or_else(default_holder)),
-        metadata: hold.metadata.clone(),
+    let ttl = hold.ttl;
+    let config = ElectorConfig::new(hold.key.clone())
+        .lease_duration(ttl)
+        .renew_deadline(ttl / 2)
+        .retry_period(ttl / 6)
+        .holder_id(hold.holder.clone().unwrap_or_else(default_holder));
+    Ok(match &hold.metadata {
+        Some(metadata) => config.metadata(metadata.clone()),
+        None => config,
     })
 }
 
 fn catch_signals() -> Result<std::sync::mpsc::Receiver<i32>, Failure> {
     signals::catch().map_err(|e| Failure::new(exit::INTERNAL, format!("cannot catch signals: {e}")))
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// `HOSTNAME/PID/RANDOM`: who holds a lock, readable in `status`, and

@@ -4,8 +4,9 @@
 //! safe instead), so a deploy script can refuse a store before relying on it.
 
 use crate::exit::{Failure, STORE_UNSAFE};
-use s3_lease_host::bindings::{Strategy, Verdict};
-use s3_lease_host::{Client, PreflightReport};
+use s3_lease_host::blocking::Client;
+use s3_lease_host::{PreflightReport, Strategy, Verdict};
+
 use serde_json::{json, Value};
 
 pub fn preflight(client: &Client, strategy: Strategy, as_json: bool) -> Result<i32, Failure> {
@@ -52,10 +53,10 @@ fn print_report(report: &PreflightReport) {
         let verdict = match (r.verdict, r.silent) {
             (Verdict::Fail, true) => "FAIL (silent)".to_string(),
             (Verdict::Fail, false) => "FAIL".to_string(),
-            (v, _) => v.wit_name().to_string(),
+            (v, _) => v.name().to_string(),
         };
         rows.push([
-            r.capability.wit_name().to_string(),
+            r.capability.name().to_string(),
             verdict,
             r.status.map_or("-".into(), |s| s.to_string()),
             if r.code.is_empty() {
@@ -84,29 +85,17 @@ fn print_report(report: &PreflightReport) {
     };
     println!(
         "safe strategies:     {}",
-        names(
-            report
-                .safe_strategies
-                .iter()
-                .map(|s| s.wit_name())
-                .collect()
-        )
+        names(report.safe_strategies.iter().map(|s| s.name()).collect())
     );
     println!(
         "safe expiry clocks:  {}",
-        names(
-            report
-                .safe_expiry_clocks
-                .iter()
-                .map(|c| c.wit_name())
-                .collect()
-        )
+        names(report.safe_expiry_clocks.iter().map(|c| c.name()).collect())
     );
     println!(
         "recommended:         {}",
         report
             .recommended_strategy
-            .map_or("none: no strategy is safe on this store", |s| s.wit_name())
+            .map_or("none: no strategy is safe on this store", |s| s.name())
     );
     println!(
         "this configuration:  {}",
@@ -139,17 +128,17 @@ fn unsafe_summary(report: &PreflightReport, strategy: Strategy) -> String {
         })
         .map(|r| {
             let how = if r.silent { " (silent)" } else { "" };
-            format!("{} {}{how}", r.capability.wit_name(), r.verdict.wit_name())
+            format!("{} {}{how}", r.capability.name(), r.verdict.name())
         })
         .collect();
     let instead = match report.recommended_strategy {
-        Some(s) if s != strategy => format!("; {} is safe here", s.wit_name()),
+        Some(s) if s != strategy => format!("; {} is safe here", s.name()),
         Some(_) => "; another expiry clock is safe here".into(),
         None => "; no strategy is safe here".into(),
     };
     format!(
         "the store is not safe for {} with this configuration ({}){instead}",
-        strategy.wit_name(),
+        strategy.name(),
         failed.join(", ")
     )
 }
@@ -160,8 +149,8 @@ fn report_json(report: &PreflightReport) -> Value {
         .iter()
         .map(|r| {
             json!({
-                "capability": r.capability.wit_name(),
-                "verdict": r.verdict.wit_name(),
+                "capability": r.capability.name(),
+                "verdict": r.verdict.name(),
                 "status": r.status,
                 "code": r.code,
                 "detail": r.detail,
@@ -176,9 +165,9 @@ fn report_json(report: &PreflightReport) -> Value {
             "offset_ms": o.offset_ms,
             "uncertainty_ms": o.uncertainty_ms,
         })),
-        "safe_strategies": report.safe_strategies.iter().map(|s| s.wit_name()).collect::<Vec<_>>(),
-        "safe_expiry_clocks": report.safe_expiry_clocks.iter().map(|c| c.wit_name()).collect::<Vec<_>>(),
-        "recommended_strategy": report.recommended_strategy.map(|s| s.wit_name()),
+        "safe_strategies": report.safe_strategies.iter().map(|s| s.name()).collect::<Vec<_>>(),
+        "safe_expiry_clocks": report.safe_expiry_clocks.iter().map(|c| c.name()).collect::<Vec<_>>(),
+        "recommended_strategy": report.recommended_strategy.map(|s| s.name()),
         "notes": report.notes,
         "requests": report.requests,
     })

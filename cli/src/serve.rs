@@ -16,8 +16,8 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use s3_lease_host::bindings::Role;
-use s3_lease_host::Client;
+use s3_lease_host::blocking::Client;
+use s3_lease_host::Role;
 use serde_json::json;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -186,7 +186,7 @@ fn status(shared: &Shared) -> (StatusCode, serde_json::Value) {
     let role = match shared.endpoint_sources.elector.role() {
         Role::Leader(_) => "leader",
         Role::Follower(_) => "follower",
-        Role::Candidate => "candidate",
+        _ => "candidate",
     };
     let client = shared
         .status_client

@@ -13,8 +13,8 @@ use crate::exit::{describe as describe_error, is_permanent, Failure, HELD, LOST,
 use crate::signals;
 use crate::supervise::{leftovers_line, spawn_group, Stopping};
 use crate::tree::GroupState;
-use s3_lease_host::bindings::{Lease, Options, SlotAttempt, SlotOptions};
-use s3_lease_host::{Client, LostReason};
+use s3_lease_host::blocking::{BlockingSlotGrant, Client, LeaseGuard};
+use s3_lease_host::{AcquireOptions, LostReason, SlotOptions};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,8 @@ const WAIT_LINE_EVERY: Duration = Duration::from_secs(5);
 
 pub struct SlotRun {
     pub key: String,
-    pub options: Options,
+    /// Its deadline half the ttl (see the module).
+    pub options: AcquireOptions,
     pub slot: SlotOptions,
     pub command: Vec<String>,
     pub env: Vec<(String, String)>,
@@ -50,7 +51,7 @@ impl SlotRun {
     }
 
     fn ttl(&self) -> Duration {
-        Duration::from_millis(self.options.ttl_ms)
+        self.options.ttl
     }
 
     /// A place left behind blocks the queue for its ttl: give it up.
@@ -64,14 +65,14 @@ impl SlotRun {
 }
 
 enum Waited {
-    Granted(Lease, Instant),
+    Granted(LeaseGuard),
     Signalled(i32),
 }
 
 /// Waits for a slot, runs the command in it, releases it.
 pub fn run_in_slot(client: &Client, r: SlotRun) -> Result<i32, Failure> {
-    let (lease, sent) = match wait_for_slot(client, &r)? {
-        Waited::Granted(lease, sent) => (lease, sent),
+    let guard = match wait_for_slot(client, &r)? {
+        Waited::Granted(guard) => guard,
         Waited::Signalled(signal) => {
             r.say(
                 "gave-up",
@@ -82,7 +83,7 @@ pub fn run_in_slot(client: &Client, r: SlotRun) -> Result<i32, Failure> {
             return Ok(128 + signal);
         }
     };
-    let guard = client.guard(lease.clone(), sent, r.ttl() / 2);
+    let lease = guard.record();
     r.say(
         "acquired",
         Some(lease.token),
@@ -177,7 +178,10 @@ pub fn run_in_slot(client: &Client, r: SlotRun) -> Result<i32, Failure> {
 fn describe(why: &LostReason) -> String {
     match why {
         LostReason::Taken(_) => "a renew found it taken".into(),
-        LostReason::Expired(e) => format!("no renew succeeded before its deadline: {e}"),
+        LostReason::Expired(Some(e)) => format!("no renew succeeded before its deadline: {e}"),
+        LostReason::Expired(None) => "no renew succeeded before its deadline".into(),
+        LostReason::Failed(e) => format!("a renew failed: {e}"),
+        _ => "given up".into(),
     }
 }
 
@@ -193,8 +197,8 @@ fn wait_for_slot(client: &Client, r: &SlotRun) -> Result<Waited, Failure> {
         let sent = Instant::now();
         // Whether this attempt saw the key held (else it failed).
         let (standing, held) = match client.try_acquire_slot(&r.key, &r.options, r.slot) {
-            Ok(SlotAttempt::Granted(lease)) => return Ok(Waited::Granted(lease, sent)),
-            Ok(SlotAttempt::Queued(place)) => {
+            Ok(BlockingSlotGrant::Granted(guard)) => return Ok(Waited::Granted(guard)),
+            Ok(BlockingSlotGrant::Queued { place }) => {
                 if last_place != Some(place) {
                     r.say(
                         "queued",
@@ -205,18 +209,19 @@ fn wait_for_slot(client: &Client, r: &SlotRun) -> Result<Waited, Failure> {
                 }
                 (format!("place {place} in the queue"), true)
             }
-            Ok(SlotAttempt::Full(state)) => (
-                match state {
-                    Some(s) if s.holder_id.is_empty() => format!(
+            Ok(BlockingSlotGrant::Full(state)) => (
+                match state.map(|s| (s.holder_id, s.expires_in)) {
+                    Some((None, expires_in)) => format!(
                         "all {} slots held; the first can expire in {}",
                         r.slot.limit,
-                        show(Duration::from_millis(s.expires_in_ms))
+                        show(expires_in)
                     ),
-                    Some(s) => format!("held by {} as a plain lock", s.holder_id),
+                    Some((Some(holder), _)) => format!("held by {holder} as a plain lock"),
                     None => "all slots held".into(),
                 },
                 true,
             ),
+            Ok(_) => ("not granted".into(), false),
             Err(e) if !is_permanent(&e) => (
                 format!("the last attempt failed: {}", describe_error(&e)),
                 false,

@@ -22,10 +22,10 @@ use crate::json;
 use crate::probe::Probe;
 use crate::signals;
 use crate::tree::{CommandGroup, GroupState};
-use s3_lease_host::bindings::{Lease, Role, StopReason};
-use s3_lease_host::{ElectionEvent, Elector, ElectorStats};
+use s3_lease_host::blocking::Elector;
+use s3_lease_host::{ElectionEvent, ElectorStats, LeaseRecord as Lease, Role, StopReason};
 use std::process::Command;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -112,7 +112,7 @@ pub fn supervise(elector: Elector, s: Supervision, mut probe: Probe) -> Result<i
     loop {
         let lease = match won.take() {
             Some(lease) => lease,
-            None => match campaign(elector.as_ref(), &s, &mut probe) {
+            None => match campaign(elector.as_mut(), &s, &mut probe) {
                 Ok(Campaign::Won(lease)) => lease,
                 Ok(Campaign::Signalled(signal)) => {
                     s.say(
@@ -230,7 +230,7 @@ fn resign(elector: &mut Option<Elector>) {
 /// once on an error retrying cannot fix, and at `--wait` (after at least
 /// one attempt: `--wait 0` is one attempt).
 fn campaign(
-    elector: Option<&Elector>,
+    elector: Option<&mut Elector>,
     s: &Supervision,
     probe: &mut Probe,
 ) -> Result<Campaign, Failure> {
@@ -242,16 +242,15 @@ fn campaign(
         // Read before the events: a step counted here has already sent
         // its events.
         let stats = elector.stats();
-        loop {
-            match elector.events().try_recv() {
-                Ok(ElectionEvent::BecameLeader(lease)) => return Ok(Campaign::Won(lease)),
-                Ok(ElectionEvent::Failed(why)) => return Err(Failure::new(INTERNAL, why)),
-                Ok(_) => {}
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => {
-                    return Err(Failure::new(INTERNAL, "the elector stopped"))
-                }
+        while let Some(event) = elector.try_event() {
+            match event {
+                ElectionEvent::BecameLeader(lease) => return Ok(Campaign::Won(lease)),
+                ElectionEvent::Failed(why) => return Err(Failure::new(INTERNAL, why)),
+                _ => {}
             }
+        }
+        if !elector.is_running() {
+            return Err(Failure::new(INTERNAL, "the elector stopped"));
         }
         if let Some(failure) = probe.check(stats.failed_steps) {
             return Err(s.fatal(failure));
@@ -283,13 +282,10 @@ fn campaign(
             Some(d) if d > now => POLL.min(d - now),
             _ => POLL,
         };
-        match elector.events().recv_timeout(nap) {
-            Ok(ElectionEvent::BecameLeader(lease)) => return Ok(Campaign::Won(lease)),
-            Ok(ElectionEvent::Failed(why)) => return Err(Failure::new(INTERNAL, why)),
-            Ok(_) | Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(Failure::new(INTERNAL, "the elector stopped"))
-            }
+        match elector.recv_event_timeout(nap) {
+            Some(ElectionEvent::BecameLeader(lease)) => return Ok(Campaign::Won(lease)),
+            Some(ElectionEvent::Failed(why)) => return Err(Failure::new(INTERNAL, why)),
+            _ => {}
         }
     }
 }
@@ -322,7 +318,7 @@ fn give_up(
                     "{} is still held after {waited}: {}, can expire in {}",
                     s.key,
                     held_by(&state),
-                    show(Duration::from_millis(state.expires_in_ms))
+                    show(state.expires_in)
                 ),
             );
         }
@@ -357,7 +353,7 @@ fn who_holds(elector: &Elector) -> String {
         Role::Follower(Some(state)) if state.live => format!(
             "{}, can expire in {}",
             held_by(&state),
-            show(Duration::from_millis(state.expires_in_ms))
+            show(state.expires_in)
         ),
         Role::Follower(_) => "held, holder not read yet".into(),
         Role::Candidate => match elector.last_error() {
@@ -365,6 +361,7 @@ fn who_holds(elector: &Elector) -> String {
             None => "not acquired yet".into(),
         },
         Role::Leader(lease) => format!("acquired (token {})", lease.token),
+        _ => "not acquired yet".into(),
     }
 }
 
@@ -498,12 +495,15 @@ fn watch(group: &mut CommandGroup, elector: &mut Option<Elector>, s: &Supervisio
             e.leading_until()
                 .is_none_or(|until| Instant::now() >= until)
         });
-        let event = match elector.as_ref().map(|e| e.events().try_recv()) {
-            Some(Ok(event)) => Some(event),
-            Some(Err(TryRecvError::Disconnected)) if lost.is_none() => {
-                Some(ElectionEvent::Failed("the elector stopped".into()))
-            }
-            _ => None,
+        let event = match elector.as_mut() {
+            Some(e) => match e.try_event() {
+                Some(event) => Some(event),
+                None if !e.is_running() && lost.is_none() => {
+                    Some(ElectionEvent::Failed("the elector stopped".into()))
+                }
+                None => None,
+            },
+            None => None,
         };
         match event {
             Some(ElectionEvent::BecameLeader(lease)) if lost.is_some() => regained = Some(lease),
@@ -548,5 +548,6 @@ fn stop_reason(reason: StopReason) -> &'static str {
         StopReason::RenewDeadline => "no renew succeeded before the renew deadline",
         StopReason::Lost => "a renew found it taken",
         StopReason::Resigned => "resigned",
+        _ => "it ended",
     }
 }

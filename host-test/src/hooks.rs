@@ -256,3 +256,9 @@ pub fn is_fault_error(e: &crate::bindings::Error) -> bool {
         E::Transport(_) | E::Conflict(_) | E::S3(_) | E::Timeout(_)
     )
 }
+
+/// The same, for an error of the host crate's API.
+pub fn is_fault(e: &s3_lease_host::Error) -> bool {
+    use s3_lease_host::ErrorKind as K;
+    matches!(e.kind(), K::Transport | K::Conflict | K::Store | K::Timeout)
+}

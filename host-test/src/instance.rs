@@ -5,7 +5,9 @@
 use crate::hooks::Hooks;
 use anyhow::Result;
 use s3_lease_host::raw::RawInstance;
-use s3_lease_host::{CompileCache, ComponentSource, InstanceOptions, Runtime, RuntimeOptions};
+use s3_lease_host::{
+    ClientOptions, CompileCache, ComponentSource, InstanceOptions, Runtime, RuntimeOptions,
+};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -95,6 +97,28 @@ impl Harness {
             wall_clock: Some(Arc::new(clock.clone())),
         };
         (options, hooks, clock)
+    }
+
+    /// A client of the host API on one instance (as a program with one
+    /// client per key would have it) whose requests go through `hooks`
+    /// and whose wall clock is `clock`: each instance the client makes
+    /// (a trap discards one) gets clones of both.
+    pub fn client_options(&self, hooks: &Hooks, clock: &SkewedClock) -> ClientOptions {
+        let (hooks, clock) = (hooks.clone(), clock.clone());
+        ClientOptions::default()
+            .instances(1)
+            .instance_options(move || InstanceOptions {
+                hooks: Some(Box::new(hooks.clone())),
+                wall_clock: Some(Arc::new(clock.clone())),
+            })
+    }
+
+    /// [`Harness::client_options`] with fresh hooks and clock, to count,
+    /// fault and skew.
+    pub fn test_client_options(&self) -> (ClientOptions, Hooks, SkewedClock) {
+        let hooks = Hooks::new(self.runtime.http().clone());
+        let clock = SkewedClock::default();
+        (self.client_options(&hooks, &clock), hooks, clock)
     }
 
     /// A store with its own WASI context, clock and HTTP hooks.

@@ -12,6 +12,7 @@
 //! - [`s3s_fs`]: s3s-fs, a real store that must fail the preflight.
 //! - [`simulated`]: hook rules that make SeaweedFS behave like weaker
 //!   stores (conditions ignored, 501 to `If-Match`).
+//! - [`records`]: a host API lease record to the bindings' lease and back.
 
 pub mod admin;
 pub mod aws_fakes;
@@ -20,6 +21,7 @@ pub mod dynalite;
 pub mod fault_proxy;
 pub mod hooks;
 pub mod instance;
+pub mod records;
 pub mod s3s_fs;
 pub mod server;
 pub mod simulated;

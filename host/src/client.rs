@@ -1,203 +1,330 @@
-//! The typed client: the WIT calls with Rust types and one error enum,
-//! shareable across threads (calls on one client take turns).
+//! The async client: the contract's calls with the crate's own types, run
+//! on a pool of instances (`pool`) from tokio's blocking threads, so that
+//! no call blocks an async task and many run at once; waits happen here,
+//! between calls, so a waiting acquire holds no instance.
 
-use crate::bindings::exports::s3_lease::lease::types::Timeout;
-use crate::bindings::{
-    Credentials, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject, FencedWrite,
-    Lease, LockState, Options, PreflightReport, SemaphoreState, SlotAttempt, SlotOptions,
-};
+use crate::bindings as wit;
+use crate::convert::{self, millis};
 use crate::credentials::refresh::Refresher;
-use crate::credentials::refused_credentials;
+use crate::credentials::{FetchedCredentials, SharedSource};
 use crate::elector::Elector;
-use crate::guard::LeaseGuard;
+use crate::keeper::Keeper;
+use crate::lease::{Lease, SlotGrant};
+use crate::pool::{MakeOptions, Pool};
 use crate::raw::RawInstance;
-use crate::{Error, InstanceOptions, Runtime, S3Config};
+use crate::types::*;
+use crate::{Error, ErrorKind, InstanceOptions, Runtime, S3Config};
+use s3_lease_keep::guard::Timing;
 use s3_lease_keep::wait::{fair_poll_ms, Missed, Wait};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
 
-/// A client of one bucket: an instance of the component of its own.
-/// Clones share the instance.
-#[derive(Clone)]
-pub struct Client {
-    inner: Arc<Mutex<Slot>>,
-    /// With a credentials source: keeps the instance's credentials fresh.
-    refresher: Option<Arc<Refresher>>,
+/// How a client runs: how many instances it keeps (each serves one call at
+/// a time; each key's calls go to one of them).
+#[non_exhaustive]
+pub struct ClientOptions {
+    /// Default 8.
+    pub instances: usize,
+    /// Per-instance hooks and clocks, for tests.
+    pub(crate) make_options: MakeOptions,
 }
 
-/// The instance, or why it is gone.
-enum Slot {
-    Live(Box<RawInstance>),
-    Trapped(String),
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            instances: 8,
+            make_options: Box::new(InstanceOptions::default),
+        }
+    }
+}
+
+impl ClientOptions {
+    pub fn instances(mut self, n: usize) -> Self {
+        self.instances = n.max(1);
+        self
+    }
+
+    /// Makes each instance's hooks and clocks (tests fault requests and
+    /// skew clocks through these).
+    #[cfg(feature = "unstable-raw")]
+    pub fn instance_options(
+        mut self,
+        make: impl Fn() -> InstanceOptions + Send + Sync + 'static,
+    ) -> Self {
+        self.make_options = Box::new(make);
+        self
+    }
+}
+
+/// A client of one store (a bucket, or a DynamoDB table). Cheap to clone:
+/// clones share its instances, its renewing of leases and its credentials.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub pool: Pool,
+    /// With a credentials source: keeps the instances' credentials fresh.
+    refresher: Option<Refresher>,
+    pub keeper: Keeper,
 }
 
 impl Client {
-    /// A new instance of the component with this configuration (validated
-    /// by the component; no request is sent to the store).
-    ///
-    /// With `config.credentials_source` (as [`S3Config::from_env`] sets it),
-    /// the client takes its credentials from there and keeps them fresh: a
-    /// thread fetches new ones ahead of expiry (five minutes, or a quarter
-    /// of a short lifetime) and hands them to the live instance, and a call
-    /// the store refuses as `ExpiredToken`, `InvalidToken` or
-    /// `InvalidAccessKeyId` fetches once and is sent once more.
-    pub fn connect(runtime: &Runtime, config: &S3Config) -> Result<Self, Error> {
-        Self::connect_with(runtime, config, InstanceOptions::default())
+    /// A client with [`ClientOptions::default`]. No request is sent: the
+    /// component only validates the configuration.
+    pub async fn connect(runtime: &Runtime, config: &S3Config) -> Result<Self, Error> {
+        Self::connect_with(runtime, config, ClientOptions::default()).await
     }
 
-    /// [`Client::connect`] with HTTP hooks or a wall clock of your own.
-    pub fn connect_with(
+    pub async fn connect_with(
         runtime: &Runtime,
         config: &S3Config,
-        options: InstanceOptions,
+        options: ClientOptions,
     ) -> Result<Self, Error> {
-        let mut wit = config.to_wit();
-        let first = match &config.credentials_source {
-            Some(source) => {
-                let fetched = source.latest()?;
-                wit.credentials = fetched.credentials.clone();
-                Some((source.clone(), fetched))
+        let (runtime, config) = (runtime.clone(), config.clone());
+        let (pool, first) = blocking(move || Inner::pool(runtime, config, options)).await??;
+        let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
+            let refresher = first.and_then(|(source, fetched)| {
+                let weak = weak.clone();
+                let install = move |c: &Credentials| match weak.upgrade() {
+                    Some(inner) => inner.install(c),
+                    None => Err(Error::host("the client is gone")),
+                };
+                // Only a thread that cannot start fails this: the
+                // credentials then stay as fetched.
+                Refresher::start(source, fetched, Box::new(install)).ok()
+            });
+            Inner {
+                pool,
+                refresher,
+                keeper: Keeper::start(weak.clone()),
             }
-            None => None,
-        };
-        let mut raw = runtime.instantiate(options).map_err(Error::Host)?;
-        flatten(raw.open(&wit))?;
-        let inner = Arc::new(Mutex::new(Slot::Live(Box::new(raw))));
-        let refresher = match first {
-            Some((source, fetched)) => {
-                let slot = Arc::downgrade(&inner);
-                let install = Box::new(move |c: &Credentials| install(&slot, c));
-                Some(Arc::new(Refresher::start(source, fetched, install)?))
-            }
-            None => None,
-        };
-        Ok(Client { inner, refresher })
+        });
+        Ok(Client { inner })
     }
 
-    /// Runs one call; if the store refused its credentials and the client
-    /// has a source that gives other ones, runs it once more with those.
-    /// (The store applied nothing it refused, so the retry is safe; every
-    /// call bounds itself as usual, and an elector's steps by the renew
-    /// deadline.)
-    pub(crate) fn call<T>(
+    /// The store's name (`S3`, `DynamoDB`), as errors name it.
+    pub fn store_name(&self) -> &'static str {
+        self.inner.pool.store()
+    }
+
+    /// Runs `f` on the instance that serves `key`.
+    pub(crate) async fn call<T: Send + 'static>(
         &self,
-        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, LeaseError>>,
+        key: &str,
+        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + Sync + 'static,
     ) -> Result<T, Error> {
-        let generation = self.credentials_refreshes();
-        match self.call_once(&f) {
-            Err(Error::Lease(e))
-                if refused_credentials(&e) && self.renew_credentials(generation) =>
-            {
-                self.call_once(&f)
-            }
-            other => other,
-        }
+        self.call_at(self.inner.pool.index_of(key), f).await
+    }
+
+    /// Runs `f` on instance `index` (on its worker thread).
+    pub(crate) async fn call_at<T: Send + 'static>(
+        &self,
+        index: usize,
+        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + Sync + 'static,
+    ) -> Result<T, Error> {
+        self.inner.call(index, f).await
     }
 
     /// The store refused the credentials of `generation`: fetch new ones
     /// unless that already happened. True if the next call carries others.
-    pub(crate) fn renew_credentials(&self, generation: u64) -> bool {
-        self.refresher
-            .as_ref()
-            .is_some_and(|r| r.after_refusal(generation))
+    pub(crate) async fn renew_credentials(&self, generation: u64) -> bool {
+        let inner = self.inner.clone();
+        blocking(move || inner.renew_credentials(generation))
+            .await
+            .unwrap_or(false)
     }
 
-    /// How many times new credentials went into this client from its
-    /// source (0 without one): pass it to [`Client::renew_credentials`].
+    /// Replaces the credentials (a host refreshing temporary ones): the
+    /// next request of every instance signs with them. Leases stay valid.
+    pub async fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error> {
+        let inner = self.inner.clone();
+        let credentials = convert::credentials(credentials);
+        blocking(move || inner.pool.set_credentials(&credentials)).await?
+    }
+
+    /// How many times new credentials went in from the client's source.
     pub fn credentials_refreshes(&self) -> u64 {
-        self.refresher.as_ref().map_or(0, |r| r.generation())
+        self.inner.refresher.as_ref().map_or(0, |r| r.generation())
     }
 
     /// Why the last refresh of the credentials failed, while it has not
     /// succeeded since (the old ones stay in until then).
     pub fn credentials_error(&self) -> Option<String> {
-        self.refresher.as_ref().and_then(|r| r.last_error())
+        self.inner.refresher.as_ref().and_then(|r| r.last_error())
     }
 
-    /// Runs one call on the instance. A trap discards the instance: wasmtime
-    /// refuses to enter it again, and a half-run call may have broken its state.
-    fn call_once<T>(
+    /// One attempt at the lock: held (renewing itself) if granted, `None`
+    /// while someone else holds a live lease.
+    pub async fn try_acquire(
         &self,
-        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, LeaseError>>,
-    ) -> Result<T, Error> {
-        let mut slot = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let raw = match &mut *slot {
-            Slot::Live(raw) => raw,
-            Slot::Trapped(message) => return Err(Error::Trap(message.clone())),
-        };
-        match f(raw) {
-            Ok(result) => result.map_err(Error::from),
-            Err(trap) => {
-                let message = format!("{trap:#}");
-                *slot = Slot::Trapped(message.clone());
-                Err(Error::Trap(message))
-            }
+        key: &str,
+        options: &AcquireOptions,
+    ) -> Result<Option<Lease>, Error> {
+        let attempt = Instant::now();
+        match self.attempt(key, options).await? {
+            Attempted::Granted(record) => Ok(Some(self.hold(record, attempt, options))),
+            Attempted::Missed(..) => Ok(None),
         }
     }
 
-    /// Replaces the credentials, for a host that refreshes temporary ones
-    /// (STS, instance roles): the next request signs with them, and so do
-    /// the electors of [`Client::elect`], started before or after. Call it
-    /// a few minutes before the old ones expire. Leases stay valid (their
-    /// seal takes nothing from credentials), and so do guards. Credentials
-    /// the constructor would refuse are an `invalid-config` error, and the
-    /// old ones stay.
-    pub fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error> {
-        self.call(|i| i.set_credentials(credentials))
-    }
-
-    /// One attempt; `None` while someone else holds a live lease.
-    pub fn try_acquire(&self, key: &str, options: &Options) -> Result<Option<Lease>, Error> {
-        self.call(|i| i.try_acquire(key, options))
-    }
-
-    /// Waits up to `wait` for the lock, then fails with a timeout naming
-    /// the holder. The waiting happens here, between calls: the client
-    /// serves its other callers (renewals of its other locks among them)
-    /// while this one waits.
-    pub fn acquire(&self, key: &str, options: &Options, wait: Duration) -> Result<Lease, Error> {
-        self.acquire_attempt(key, options, wait)
-            .map(|(lease, _)| lease)
-    }
-
-    /// [`Client::acquire`], with the instant the granting attempt began.
-    fn acquire_attempt(
+    /// Waits up to `wait` for the lock, then holds it (renewing itself), or
+    /// fails with a timeout naming the holder. Waiting happens between
+    /// calls. Cancel-safe: dropping the future leaves nothing held.
+    pub async fn acquire(
         &self,
         key: &str,
-        options: &Options,
+        options: &AcquireOptions,
         wait: Duration,
-    ) -> Result<(Lease, Instant), Error> {
+    ) -> Result<Lease, Error> {
         let options = with_holder_id(options);
-        // An `acquire` with no time to wait is one attempt that names the
-        // holder when it finds one: what a waiter backs off by.
-        let attempt = |c: &Client| match c.call(|i| i.acquire(key, &options, 0)) {
-            Ok(lease) => Ok(Attempted::Granted(lease)),
-            Err(Error::Lease(e)) => match *e {
-                LeaseError::Timeout(t) => Ok(Attempted::Missed(
-                    Missed::Held {
-                        expires_in_ms: t.holder.as_ref().map(|h| h.expires_in_ms),
-                    },
-                    t.holder,
-                )),
-                other => Err(Error::Lease(Box::new(other))),
-            },
-            Err(e) => Err(e),
+        let (record, attempt) = self
+            .wait_for(key, wait, 0, || self.attempt(key, &options))
+            .await?;
+        Ok(self.hold(record, attempt, &options))
+    }
+
+    /// One attempt at one of `key`'s slots (a semaphore): held if granted.
+    /// A fair waiter that stops trying should [`Client::leave_queue`].
+    pub async fn try_acquire_slot(
+        &self,
+        key: &str,
+        options: &AcquireOptions,
+        slot: SlotOptions,
+    ) -> Result<SlotGrant, Error> {
+        let attempt = Instant::now();
+        Ok(match self.slot_attempt(key, options, slot).await? {
+            Attempted::Granted(record) => SlotGrant::Granted(self.hold(record, attempt, options)),
+            Attempted::Missed(Missed::Queued, _, place) => SlotGrant::Queued { place },
+            Attempted::Missed(_, seen, _) => SlotGrant::Full(seen),
+        })
+    }
+
+    /// Waits up to `wait` for a slot, then holds it; a fair waiter leaves
+    /// the queue when it gives up (or is dropped).
+    pub async fn acquire_slot(
+        &self,
+        key: &str,
+        options: &AcquireOptions,
+        slot: SlotOptions,
+        wait: Duration,
+    ) -> Result<Lease, Error> {
+        // One holder id for the whole wait: a fair waiter keeps its place.
+        let options = with_holder_id(options);
+        let mut leave = LeaveOnDrop {
+            client: self,
+            key,
+            holder_id: options.holder_id.clone().unwrap_or_default(),
+            armed: slot.fair,
         };
-        self.wait_for(key, wait, 0, attempt, |_| {})
+        let poll_ms = fair_poll_ms(millis(options.ttl));
+        let result = self
+            .wait_for(key, wait, poll_ms, || {
+                self.slot_attempt(key, &options, slot)
+            })
+            .await;
+        if result.is_ok() {
+            leave.armed = false;
+        }
+        let (record, attempt) = result?;
+        Ok(self.hold(record, attempt, &options))
+    }
+
+    /// Keeps `record`, granted by an attempt that began at `since`, held
+    /// (renewing on the client's scheduler) until the lease is dropped or
+    /// released: for a lease granted through the record calls.
+    pub fn hold(&self, record: LeaseRecord, since: Instant, options: &AcquireOptions) -> Lease {
+        let timing = match options.deadline {
+            Some(deadline) => Timing::new(millis(record.ttl), millis(deadline)),
+            None => Timing::for_ttl(millis(record.ttl)),
+        };
+        Lease::start(self.clone(), record, since, timing)
+    }
+
+    /// One grant attempt; a grant that comes back after the caller gave
+    /// up waiting for it (the future dropped) is released.
+    async fn attempt(&self, key: &str, options: &AcquireOptions) -> Result<Attempted, Error> {
+        let wit_options = convert::options(options);
+        let key_owned = key.to_string();
+        // `acquire` with no time to wait: one attempt that names the holder.
+        let outcome = self
+            .call_granting(key, move |raw| raw.acquire(&key_owned, &wit_options, 0))
+            .await;
+        match outcome {
+            Ok(attempted) => Ok(attempted),
+            Err(e) if e.kind() == ErrorKind::Timeout => Ok(Attempted::Missed(
+                Missed::Held {
+                    expires_in_ms: e.holder().map(|h| millis(h.expires_in)),
+                },
+                e.holder().cloned(),
+                0,
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn slot_attempt(
+        &self,
+        key: &str,
+        options: &AcquireOptions,
+        slot: SlotOptions,
+    ) -> Result<Attempted, Error> {
+        let (wit_options, wit_slot) = (convert::options(options), convert::slot_options(slot));
+        let key_owned = key.to_string();
+        let attempt = self
+            .call_granting(key, move |raw| {
+                raw.try_acquire_slot(&key_owned, &wit_options, wit_slot)
+                    .map(|r| r.map(SlotOutcome))
+            })
+            .await?;
+        Ok(attempt)
+    }
+
+    /// A call that may grant a lease, run so that a grant nobody waits for
+    /// any more is released: if the caller's future is dropped while the
+    /// call runs, the blocking call sees its receiver gone and releases;
+    /// if it is dropped once the grant is in the channel, the receiver's
+    /// guard takes it out and releases it.
+    async fn call_granting<T: Granting + Send + 'static>(
+        &self,
+        key: &str,
+        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + 'static,
+    ) -> Result<T::Output, Error> {
+        let (tx, rx) = oneshot::channel();
+        let index = self.inner.pool.index_of(key);
+        self.inner.pool.send_job(index, move |opener, instance| {
+            let result = opener.run(instance, f);
+            if let Err(Ok(unwanted)) = tx.send(result) {
+                if let Some(lease) = unwanted.granted() {
+                    // Best effort: if it fails, the lease simply runs out.
+                    let _ = opener.run(instance, move |raw| raw.release(&lease));
+                }
+            }
+        });
+        let mut pending = Pending {
+            rx: Some(rx),
+            inner: self.inner.clone(),
+            index,
+        };
+        let result = pending.recv().await?;
+        result.map(Granting::output)
     }
 
     /// Tries `attempt` until it grants or `wait` has passed, pausing
-    /// between attempts as `s3_lease_keep::wait` says (backoff, a holder's
-    /// expiry, a queued waiter's `poll_ms`). Transient errors are retried
-    /// within the wait; any other ends it. `leave` runs when it gives up.
-    fn wait_for<T>(
+    /// between attempts as `s3_lease_keep::wait` says. Transient errors
+    /// are retried within the wait; any other ends it.
+    async fn wait_for<F>(
         &self,
         key: &str,
         wait: Duration,
         poll_ms: u64,
-        mut attempt: impl FnMut(&Client) -> Result<Attempted<T>, Error>,
-        leave: impl FnOnce(&Client),
-    ) -> Result<(T, Instant), Error> {
+        mut attempt: impl FnMut() -> F,
+    ) -> Result<(LeaseRecord, Instant), Error>
+    where
+        F: std::future::Future<Output = Result<Attempted, Error>>,
+    {
         let started = Instant::now();
         let ms = |at: Instant| millis(at.saturating_duration_since(started));
         let mut schedule = Wait::new(0, millis(wait));
@@ -205,9 +332,9 @@ impl Client {
         loop {
             let began = Instant::now();
             let mut last_error = None;
-            let missed = match attempt(self) {
-                Ok(Attempted::Granted(granted)) => return Ok((granted, began)),
-                Ok(Attempted::Missed(missed, seen)) => {
+            let missed = match attempt().await {
+                Ok(Attempted::Granted(record)) => return Ok((record, began)),
+                Ok(Attempted::Missed(missed, seen, _)) => {
                     if seen.is_some() {
                         holder = seen;
                     }
@@ -217,235 +344,327 @@ impl Client {
                     last_error = Some(e);
                     Missed::Undecided
                 }
-                Err(e) => {
-                    leave(self);
-                    return Err(e);
-                }
+                Err(e) => return Err(e),
             };
             let now = ms(Instant::now());
             if schedule.is_over(now) {
-                leave(self);
                 return Err(last_error.unwrap_or_else(|| {
-                    Error::from(LeaseError::Timeout(Timeout {
-                        key: key.to_string(),
-                        waited_ms: now,
-                        holder,
-                    }))
+                    convert::timeout(key, Duration::from_millis(now), holder)
+                        .with_store(self.store_name())
                 }));
             }
-            let pause = schedule.pause_ms(missed, now, random_u64(), poll_ms);
-            std::thread::sleep(Duration::from_millis(pause));
+            let pause = schedule.pause_ms(missed, now, crate::random_u64(), poll_ms);
+            tokio::time::sleep(Duration::from_millis(pause)).await;
         }
     }
 
-    /// One attempt at one of `key`'s `slot.limit` slots (a semaphore);
-    /// with `slot.fair`, joins or keeps a place in its queue. A waiter that
-    /// stops trying should [`Client::leave_queue`].
-    pub fn try_acquire_slot(
-        &self,
-        key: &str,
-        options: &Options,
-        slot: SlotOptions,
-    ) -> Result<SlotAttempt, Error> {
-        self.call(|i| i.try_acquire_slot(key, options, slot))
+    /// Extends a lease given as a record; keep the returned one, the old
+    /// one is spent. (A [`Lease`] renews itself.)
+    pub async fn renew(&self, lease: &LeaseRecord) -> Result<LeaseRecord, Error> {
+        let wit_lease = convert::lease(lease);
+        self.call(&lease.key, move |raw| raw.renew(&wit_lease))
+            .await
+            .map(convert::from_lease)
     }
 
-    /// Waits up to `wait` for a slot, then fails with a timeout (a fair
-    /// waiter leaves the queue first). As [`Client::acquire`], the waiting
-    /// happens between calls.
-    pub fn acquire_slot(
-        &self,
-        key: &str,
-        options: &Options,
-        slot: SlotOptions,
-        wait: Duration,
-    ) -> Result<Lease, Error> {
-        self.acquire_slot_attempt(key, options, slot, wait)
-            .map(|(lease, _)| lease)
-    }
-
-    /// [`Client::acquire_slot`], with the instant the granting attempt began.
-    fn acquire_slot_attempt(
-        &self,
-        key: &str,
-        options: &Options,
-        slot: SlotOptions,
-        wait: Duration,
-    ) -> Result<(Lease, Instant), Error> {
-        // One holder id for the whole wait: a fair waiter keeps its place.
-        let options = with_holder_id(options);
-        let holder_id = options.holder_id.clone().unwrap_or_default();
-        let attempt = |c: &Client| {
-            Ok(match c.try_acquire_slot(key, &options, slot)? {
-                SlotAttempt::Granted(lease) => Attempted::Granted(lease),
-                SlotAttempt::Queued(_) => Attempted::Missed(Missed::Queued, None),
-                SlotAttempt::Full(seen) => Attempted::Missed(
-                    Missed::Held {
-                        expires_in_ms: seen.as_ref().map(|s| s.expires_in_ms),
-                    },
-                    seen,
-                ),
-            })
-        };
-        let leave = |c: &Client| {
-            if slot.fair {
-                // Best effort: a place left behind expires after its ttl.
-                let _ = c.leave_queue(key, &holder_id);
-            }
-        };
-        let poll_ms = fair_poll_ms(options.ttl_ms);
-        self.wait_for(key, wait, poll_ms, attempt, leave)
-    }
-
-    /// A semaphore's holders and queue; `None` for a plain lock or no object.
-    pub fn inspect_slots(&self, key: &str) -> Result<Option<SemaphoreState>, Error> {
-        self.call(|i| i.inspect_slots(key))
-    }
-
-    /// Gives up `holder_id`'s place in `key`'s queue, if it has one.
-    pub fn leave_queue(&self, key: &str, holder_id: &str) -> Result<(), Error> {
-        self.call(|i| i.leave_queue(key, holder_id))
-    }
-
-    /// Waits up to `wait` for a slot and holds it until the guard is
-    /// dropped, renewing it in the background: [`Client::lock`] for a
-    /// semaphore. One guard per slot.
-    pub fn lock_slot(
-        &self,
-        key: &str,
-        options: &Options,
-        slot: SlotOptions,
-        wait: Duration,
-    ) -> Result<LeaseGuard, Error> {
-        let (lease, attempt) = self.acquire_slot_attempt(key, options, slot, wait)?;
-        Ok(LeaseGuard::granted(self.clone(), lease, attempt))
-    }
-
-    /// Guards a lease this client's `try_acquire` or `try_acquire_slot`
-    /// granted, whose write was sent no earlier than `sent`: renewed in the
-    /// background, counted held for `deadline` after each renew is sent,
-    /// released on drop (see [`LeaseGuard::start_with`]).
-    pub fn guard(&self, lease: Lease, sent: Instant, deadline: Duration) -> LeaseGuard {
-        LeaseGuard::start_with(self.clone(), lease, sent, deadline)
-    }
-
-    /// Extends the lease; keep the returned one, the old one is spent.
-    pub fn renew(&self, lease: &Lease) -> Result<Lease, Error> {
-        self.call(|i| i.renew(lease))
-    }
-
-    pub fn release(&self, lease: &Lease) -> Result<(), Error> {
-        self.call(|i| i.release(lease))
+    /// Releases a lease given as a record.
+    pub async fn release(&self, lease: &LeaseRecord) -> Result<(), Error> {
+        let wit_lease = convert::lease(lease);
+        self.call(&lease.key, move |raw| raw.release(&wit_lease))
+            .await
     }
 
     /// The key's lock state; `None` if it was never locked. For a
     /// semaphore, [`Client::inspect_slots`] lists its holders and queue.
-    pub fn inspect(&self, key: &str) -> Result<Option<LockState>, Error> {
-        self.call(|i| i.inspect(key))
+    pub async fn inspect(&self, key: &str) -> Result<Option<LockState>, Error> {
+        let k = key.to_string();
+        self.call(key, move |raw| raw.inspect(&k))
+            .await
+            .map(|s| s.map(convert::from_lock_state))
     }
 
-    pub fn fenced_put(
+    /// A semaphore's holders and queue; `None` for a plain lock or no object.
+    pub async fn inspect_slots(&self, key: &str) -> Result<Option<SemaphoreState>, Error> {
+        let k = key.to_string();
+        self.call(key, move |raw| raw.inspect_slots(&k))
+            .await
+            .map(|s| s.map(convert::from_semaphore_state))
+    }
+
+    /// Gives up `holder_id`'s place in `key`'s queue, if it has one.
+    pub async fn leave_queue(&self, key: &str, holder_id: &str) -> Result<(), Error> {
+        let (k, h) = (key.to_string(), holder_id.to_string());
+        self.call(key, move |raw| raw.leave_queue(&k, &h)).await
+    }
+
+    /// A fenced write under `lease`'s token (a [`Lease`] has its own,
+    /// under its current token).
+    pub async fn fenced_put(
         &self,
-        lease: &Lease,
+        lease: &LeaseRecord,
         object_key: &str,
-        body: &[u8],
+        body: Vec<u8>,
         content_type: &str,
     ) -> Result<FencedWrite, Error> {
-        self.call(|i| i.fenced_put(lease, object_key, body, content_type))
+        self.fenced_put_with(
+            lease,
+            object_key,
+            body,
+            content_type,
+            FenceOptions::default(),
+        )
+        .await
     }
 
-    pub fn fenced_put_with(
+    pub async fn fenced_put_with(
         &self,
-        lease: &Lease,
+        lease: &LeaseRecord,
         object_key: &str,
-        body: &[u8],
+        body: Vec<u8>,
         content_type: &str,
         options: FenceOptions,
     ) -> Result<FencedWrite, Error> {
-        self.call(|i| i.fenced_put_with(lease, object_key, body, content_type, options))
+        let wit_lease = convert::lease(lease);
+        let (object, content_type) = (object_key.to_string(), content_type.to_string());
+        let options = convert::fence_options(options);
+        self.call(&lease.key, move |raw| {
+            raw.fenced_put_with(&wit_lease, &object, &body, &content_type, options)
+        })
+        .await
+        .map(convert::from_fenced_write)
     }
 
-    pub fn fenced_delete(&self, lease: &Lease, object_key: &str) -> Result<(), Error> {
-        self.call(|i| i.fenced_delete(lease, object_key))
+    pub async fn fenced_delete(&self, lease: &LeaseRecord, object_key: &str) -> Result<(), Error> {
+        let wit_lease = convert::lease(lease);
+        let object = object_key.to_string();
+        self.call(&lease.key, move |raw| {
+            raw.fenced_delete(&wit_lease, &object)
+        })
+        .await
     }
 
-    pub fn fenced_get(&self, object_key: &str) -> Result<Option<FencedObject>, Error> {
-        self.call(|i| i.fenced_get(object_key))
+    pub async fn fenced_get(&self, object_key: &str) -> Result<Option<FencedObject>, Error> {
+        let object = object_key.to_string();
+        self.call(object_key, move |raw| raw.fenced_get(&object))
+            .await
+            .map(|o| o.map(convert::from_fenced_object))
     }
 
     /// Probes the store with real requests under a scratch prefix (deleted
     /// afterwards): which capabilities a lock needs it has, and which
     /// strategies and expiry clocks are safe on it.
-    pub fn preflight(&self) -> Result<PreflightReport, Error> {
-        self.call(|i| i.preflight())
+    pub async fn preflight(&self) -> Result<PreflightReport, Error> {
+        self.call("", |raw| raw.preflight())
+            .await
+            .map(convert::from_preflight_report)
     }
 
-    /// Waits up to `wait` for the lock and holds it until the guard is
-    /// dropped, renewing it in the background.
-    pub fn lock(&self, key: &str, options: &Options, wait: Duration) -> Result<LeaseGuard, Error> {
-        let (lease, attempt) = self.acquire_attempt(key, options, wait)?;
-        Ok(LeaseGuard::granted(self.clone(), lease, attempt))
-    }
-
-    /// One attempt at [`Client::lock`]; `None` while someone else holds it.
-    pub fn try_lock(&self, key: &str, options: &Options) -> Result<Option<LeaseGuard>, Error> {
-        let attempt = Instant::now();
-        Ok(self
-            .try_acquire(key, options)?
-            .map(|lease| LeaseGuard::granted(self.clone(), lease, attempt)))
-    }
-
-    /// Campaigns for `config.key` on a thread of its own until the
-    /// returned [`Elector`] is resigned or dropped.
-    pub fn elect(&self, config: &ElectorConfig) -> Result<Elector, Error> {
-        Elector::start(self.clone(), config)
+    /// Campaigns for `config.key` on a task of its own until the returned
+    /// [`Elector`] is resigned or dropped.
+    pub async fn elect(&self, config: &ElectorConfig) -> Result<Elector, Error> {
+        Elector::start(self.clone(), config).await
     }
 }
 
-/// Puts credentials into a client's instance, while the client lives.
-fn install(slot: &Weak<Mutex<Slot>>, credentials: &Credentials) -> Result<(), Error> {
-    let Some(slot) = slot.upgrade() else {
-        return Err(Error::Trap("the client is gone".into()));
-    };
-    let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
-    match &mut *slot {
-        Slot::Live(raw) => flatten(raw.set_credentials(credentials)),
-        Slot::Trapped(message) => Err(Error::Trap(message.clone())),
+impl Inner {
+    /// The pool, and the first credentials when they come from a source.
+    #[allow(clippy::type_complexity)]
+    fn pool(
+        runtime: Runtime,
+        config: S3Config,
+        options: ClientOptions,
+    ) -> Result<(Pool, Option<(SharedSource, FetchedCredentials)>), Error> {
+        let mut wit_config = config.to_wit();
+        let first = match &config.credentials_source {
+            Some(source) => {
+                let fetched = source.latest()?;
+                wit_config.credentials = convert::credentials(&fetched.credentials);
+                Some((source.clone(), fetched))
+            }
+            None => None,
+        };
+        let pool = Pool::new(runtime, wit_config, options.instances, options.make_options)?;
+        Ok((pool, first))
+    }
+
+    /// Runs one call on instance `index`; if the store refused its
+    /// credentials and the source gives other ones, runs it once more with
+    /// those (the store applied nothing it refused, so the retry is safe).
+    pub async fn call<T: Send + 'static>(
+        self: &Arc<Self>,
+        index: usize,
+        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + Sync + 'static,
+    ) -> Result<T, Error> {
+        let generation = self.refresher.as_ref().map_or(0, |r| r.generation());
+        let f = Arc::new(f);
+        let first = f.clone();
+        match self.pool.call_async(index, move |raw| first(raw)).await {
+            Err(e) if e.refused_credentials() => {
+                let inner = self.clone();
+                // Fetching may block (a credential process, a metadata call).
+                if blocking(move || inner.renew_credentials(generation)).await? {
+                    self.pool.call_async(index, move |raw| f(raw)).await
+                } else {
+                    Err(e)
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// The store refused the credentials of `generation`: fetch new ones
+    /// (once per generation) and put them in. True if the next call
+    /// carries others.
+    fn renew_credentials(&self, generation: u64) -> bool {
+        self.refresher
+            .as_ref()
+            .is_some_and(|r| r.after_refusal(generation))
+    }
+
+    /// Installs fresh credentials (the refresher's thread calls this).
+    pub fn install(&self, credentials: &Credentials) -> Result<(), Error> {
+        self.pool
+            .set_credentials(&convert::credentials(credentials))
     }
 }
 
-pub(crate) fn flatten<T>(result: anyhow::Result<Result<T, LeaseError>>) -> Result<T, Error> {
-    match result {
-        Ok(inner) => inner.map_err(Error::from),
-        Err(trap) => Err(Error::Trap(format!("{trap:#}"))),
+/// Runs blocking work (a component call) on tokio's blocking threads.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::host(format!("a call's thread ended: {e}")))
+}
+
+/// What one attempt of a wait found: the grant, or why not (with the
+/// holder when read, and a queued waiter's place).
+pub(crate) enum Attempted {
+    Granted(LeaseRecord),
+    Missed(Missed, Option<LockState>, u32),
+}
+
+/// A call's result that may carry a grant (released if nobody takes it).
+pub(crate) trait Granting {
+    type Output;
+    fn granted(&self) -> Option<wit::Lease>;
+    fn output(self) -> Self::Output;
+}
+
+impl Granting for wit::Lease {
+    type Output = Attempted;
+    fn granted(&self) -> Option<wit::Lease> {
+        Some(self.clone())
+    }
+    fn output(self) -> Attempted {
+        Attempted::Granted(convert::from_lease(self))
     }
 }
 
-pub(crate) fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+/// A slot attempt's outcome, as a grant or a miss.
+pub(crate) struct SlotOutcome(wit::SlotAttempt);
+
+impl Granting for SlotOutcome {
+    type Output = Attempted;
+    fn granted(&self) -> Option<wit::Lease> {
+        match &self.0 {
+            wit::SlotAttempt::Granted(lease) => Some(lease.clone()),
+            _ => None,
+        }
+    }
+    fn output(self) -> Attempted {
+        match self.0 {
+            wit::SlotAttempt::Granted(lease) => Attempted::Granted(convert::from_lease(lease)),
+            wit::SlotAttempt::Queued(place) => Attempted::Missed(Missed::Queued, None, place),
+            wit::SlotAttempt::Full(seen) => {
+                let seen = seen.map(convert::from_lock_state);
+                Attempted::Missed(
+                    Missed::Held {
+                        expires_in_ms: seen.as_ref().map(|s| millis(s.expires_in)),
+                    },
+                    seen,
+                    0,
+                )
+            }
+        }
+    }
 }
 
-/// What one attempt of a wait found.
-enum Attempted<T> {
-    Granted(T),
-    /// Not granted; the holder as read, when it was.
-    Missed(Missed, Option<LockState>),
+/// The receiving end of a granting call: if dropped before the grant was
+/// taken, it takes it out and releases it.
+struct Pending<T: Granting> {
+    rx: Option<oneshot::Receiver<Result<T, Error>>>,
+    inner: Arc<Inner>,
+    index: usize,
+}
+
+impl<T: Granting> Pending<T> {
+    async fn recv(&mut self) -> Result<Result<T, Error>, Error> {
+        let rx = self
+            .rx
+            .as_mut()
+            .ok_or_else(|| Error::host("received twice"))?;
+        let result = rx
+            .await
+            .map_err(|_| Error::host("a call's thread ended without an answer"));
+        self.rx = None;
+        result
+    }
+}
+
+impl<T: Granting> Drop for Pending<T> {
+    fn drop(&mut self) {
+        let Some(mut rx) = self.rx.take() else {
+            return;
+        };
+        rx.close();
+        if let Ok(Ok(result)) = rx.try_recv() {
+            if let Some(lease) = result.granted() {
+                release_in_background(Arc::downgrade(&self.inner), self.index, lease);
+            }
+        }
+    }
+}
+
+/// Releases `lease` from a thread of its own: nothing to wait for, and no
+/// runtime needed (a drop may happen anywhere).
+pub(crate) fn release_in_background(inner: Weak<Inner>, index: usize, lease: wit::Lease) {
+    if let Some(inner) = inner.upgrade() {
+        // Best effort: if it fails, the lease simply runs out.
+        inner.pool.send_job(index, move |opener, instance| {
+            let _ = opener.run(instance, move |raw| raw.release(&lease));
+        });
+    }
+}
+
+/// Leaves a fair queue when a wait for a slot is dropped or gives up.
+struct LeaveOnDrop<'a> {
+    client: &'a Client,
+    key: &'a str,
+    holder_id: String,
+    armed: bool,
+}
+
+impl Drop for LeaveOnDrop<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (key, holder) = (self.key.to_string(), std::mem::take(&mut self.holder_id));
+        let pool = &self.client.inner.pool;
+        pool.send_job(pool.index_of(&key), move |opener, instance| {
+            // Best effort: a place left behind expires after its ttl.
+            let _ = opener.run(instance, move |raw| raw.leave_queue(&key, &holder));
+        });
+    }
 }
 
 /// `options` with a holder id: the caller's, or one chosen now for the
 /// whole wait (the component would choose one per call).
-fn with_holder_id(options: &Options) -> Options {
+fn with_holder_id(options: &AcquireOptions) -> AcquireOptions {
     let mut options = options.clone();
     options
         .holder_id
-        .get_or_insert_with(|| format!("holder-{:016x}", random_u64()));
+        .get_or_insert_with(|| format!("holder-{:016x}", crate::random_u64()));
     options
-}
-
-/// Jitter for backoffs, and holder ids: std's per-process random keys.
-fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(Instant::now().elapsed().as_nanos());
-    hasher.finish()
 }

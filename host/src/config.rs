@@ -1,24 +1,36 @@
 //! The client configuration, from code or from the usual AWS variables.
 
-use crate::bindings::{AddressingStyle, Config, Credentials, ExpiryClock, Store, Strategy};
+use crate::bindings::{Config, Store};
+use crate::convert;
 use crate::credentials::{AwsChain, SharedSource};
+use crate::types::{Addressing, Credentials, ExpiryClock, Strategy};
 use crate::Error;
 use std::fmt;
+use std::time::Duration;
 
 /// Where the locks live and how to reach them. `Debug` never shows the
 /// secret key, the session token or the seal key.
+///
+/// Made by [`S3Config::from_env`] (the AWS chain, as the SDKs read it),
+/// [`S3Config::from_sdk_config`] (an `SdkConfig` the service already
+/// has), [`S3Config::new`] or [`S3Config::dynamodb`] (keys in hand), then
+/// changed with the `with_*` methods or its fields.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct S3Config {
     /// `https://s3.<region>.amazonaws.com`, or any S3-compatible endpoint.
     pub endpoint: String,
     pub region: String,
     pub bucket: String,
-    pub addressing: AddressingStyle,
+    pub addressing: Addressing,
     pub access_key_id: String,
     pub secret_access_key: String,
     pub session_token: Option<String>,
+    /// Prepended to every key this client names (`locks/`, say).
     pub key_prefix: Option<String>,
-    pub request_timeout_ms: Option<u32>,
+    /// How long one request may take before the component gives it up
+    /// (whole milliseconds; default the component's, 10 s).
+    pub request_timeout: Option<Duration>,
     pub strategy: Option<Strategy>,
     pub expiry_clock: Option<ExpiryClock>,
     /// Run the store preflight before the first grant; refuse to grant on
@@ -41,6 +53,132 @@ pub struct S3Config {
 }
 
 impl S3Config {
+    /// A bucket on AWS's own S3 in `region`, virtual-hosted addressing,
+    /// with fixed keys; everything else at its default.
+    pub fn new(
+        bucket: impl Into<String>,
+        region: impl Into<String>,
+        credentials: Credentials,
+    ) -> Self {
+        let region = region.into();
+        S3Config {
+            endpoint: format!("https://s3.{region}.amazonaws.com"),
+            region,
+            bucket: bucket.into(),
+            addressing: Addressing::VirtualHosted,
+            access_key_id: credentials.access_key_id,
+            secret_access_key: credentials.secret_access_key,
+            session_token: credentials.session_token,
+            key_prefix: None,
+            request_timeout: None,
+            strategy: None,
+            expiry_clock: None,
+            preflight: None,
+            seal_key: None,
+            dynamodb_table: None,
+            credentials_source: None,
+        }
+    }
+
+    /// A DynamoDB table on AWS in `region`, with fixed keys.
+    pub fn dynamodb(
+        table: impl Into<String>,
+        region: impl Into<String>,
+        credentials: Credentials,
+    ) -> Self {
+        let mut config = Self::new("", region, credentials);
+        config.endpoint = format!("https://dynamodb.{}.amazonaws.com", config.region);
+        config.dynamodb_table = Some(table.into());
+        config
+    }
+
+    /// From an `SdkConfig` the service has already loaded (with
+    /// `aws_config::load_defaults` or its own builder): its region, its
+    /// endpoint URL if it names one (then path-style addressing), and its
+    /// credentials provider, which a live client refreshes from as the
+    /// SDK's own clients would. `table` keeps the locks in DynamoDB rather
+    /// than `bucket`. Fetches credentials once, here.
+    pub fn from_sdk_config(
+        sdk: &aws_config::SdkConfig,
+        bucket: &str,
+        table: Option<&str>,
+    ) -> Result<Self, Error> {
+        let region = sdk
+            .region()
+            .map(|r| r.to_string())
+            .ok_or_else(|| Error::invalid_config("region", "the SdkConfig names no region"))?;
+        let provider = sdk.credentials_provider().ok_or_else(|| {
+            Error::invalid_config("credentials", "the SdkConfig has no credentials provider")
+        })?;
+        let source = SharedSource::new(crate::credentials::SdkProvider::new(provider)?);
+        let first = source.fetch()?;
+        let mut config = match table {
+            Some(table) => Self::dynamodb(table, region, first.credentials),
+            None => Self::new(bucket, region, first.credentials),
+        };
+        if let Some(url) = sdk.endpoint_url() {
+            config = config.with_endpoint(url);
+        }
+        config.credentials_source = Some(source);
+        Ok(config)
+    }
+
+    /// An S3-compatible endpoint (or a local DynamoDB) instead of AWS's;
+    /// addressing becomes path-style, as most such stores want (change it
+    /// after with [`S3Config::with_addressing`]).
+    pub fn with_endpoint(mut self, url: impl Into<String>) -> Self {
+        self.endpoint = url.into();
+        self.addressing = Addressing::Path;
+        self
+    }
+
+    pub fn with_addressing(mut self, addressing: Addressing) -> Self {
+        self.addressing = addressing;
+        self
+    }
+
+    pub fn with_key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.key_prefix = Some(prefix.into());
+        self
+    }
+
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    pub fn with_strategy(mut self, strategy: Strategy) -> Self {
+        self.strategy = Some(strategy);
+        self
+    }
+
+    pub fn with_expiry_clock(mut self, clock: ExpiryClock) -> Self {
+        self.expiry_clock = Some(clock);
+        self
+    }
+
+    /// Run the store preflight before the first grant.
+    pub fn with_preflight(mut self, preflight: bool) -> Self {
+        self.preflight = Some(preflight);
+        self
+    }
+
+    pub fn with_seal_key(mut self, key: impl Into<String>) -> Self {
+        self.seal_key = Some(key.into());
+        self
+    }
+
+    /// Credentials from `source`, fetched now and refreshed by a live
+    /// client before they expire.
+    pub fn with_credentials_source(mut self, source: SharedSource) -> Result<Self, Error> {
+        let first = source.latest()?.credentials;
+        self.access_key_id = first.access_key_id;
+        self.secret_access_key = first.secret_access_key;
+        self.session_token = first.session_token;
+        self.credentials_source = Some(source);
+        Ok(self)
+    }
+
     /// From the environment and the AWS configuration files, as the AWS
     /// SDKs read them: credentials and region from the AWS chain
     /// ([`AwsChain`]: environment, profile files, web identity, container
@@ -93,11 +231,11 @@ impl S3Config {
                 )
             })
         };
-        let credentials = Credentials {
-            access_key_id: required("AWS_ACCESS_KEY_ID")?,
-            secret_access_key: required("AWS_SECRET_ACCESS_KEY")?,
-            session_token: var("AWS_SESSION_TOKEN"),
-        };
+        let mut credentials = Credentials::new(
+            required("AWS_ACCESS_KEY_ID")?,
+            required("AWS_SECRET_ACCESS_KEY")?,
+        );
+        credentials.session_token = var("AWS_SESSION_TOKEN");
         Self::settings(bucket, &var, region, credentials)
     }
 
@@ -110,16 +248,16 @@ impl S3Config {
         let table = dynamodb_table(var)?;
         let custom_endpoint = custom_endpoint(var);
         let addressing = match var("S3LEASE_ADDRESSING").as_deref() {
-            Some("path") => AddressingStyle::Path,
-            Some("virtual-hosted") => AddressingStyle::VirtualHosted,
+            Some("path") => Addressing::Path,
+            Some("virtual-hosted") => Addressing::VirtualHosted,
             Some(other) => {
                 return Err(Error::invalid_config(
                     "S3LEASE_ADDRESSING",
                     format!("{other:?} is neither `path` nor `virtual-hosted`"),
                 ))
             }
-            None if custom_endpoint.is_some() => AddressingStyle::Path,
-            None => AddressingStyle::VirtualHosted,
+            None if custom_endpoint.is_some() => Addressing::Path,
+            None => Addressing::VirtualHosted,
         };
         let endpoint = match (&table, custom_endpoint) {
             (_, Some(endpoint)) => endpoint,
@@ -135,7 +273,7 @@ impl S3Config {
             secret_access_key: credentials.secret_access_key,
             session_token: credentials.session_token,
             key_prefix: None,
-            request_timeout_ms: None,
+            request_timeout: None,
             strategy: None,
             expiry_clock: None,
             preflight: None,
@@ -145,22 +283,30 @@ impl S3Config {
         })
     }
 
-    /// The WIT record the component takes.
-    pub fn to_wit(&self) -> Config {
+    /// The WIT record the component takes (with `unstable-raw`, for
+    /// callers that drive an instance call by call).
+    #[cfg(feature = "unstable-raw")]
+    pub fn wit_config(&self) -> Config {
+        self.to_wit()
+    }
+
+    pub(crate) fn to_wit(&self) -> Config {
         Config {
             endpoint: self.endpoint.clone(),
             region: self.region.clone(),
             bucket: self.bucket.clone(),
-            addressing: self.addressing,
-            credentials: Credentials {
+            addressing: convert::addressing(self.addressing),
+            credentials: crate::bindings::Credentials {
                 access_key_id: self.access_key_id.clone(),
                 secret_access_key: self.secret_access_key.clone(),
                 session_token: self.session_token.clone(),
             },
             key_prefix: self.key_prefix.clone(),
-            request_timeout_ms: self.request_timeout_ms,
-            strategy: self.strategy,
-            expiry_clock: self.expiry_clock,
+            request_timeout_ms: self
+                .request_timeout
+                .map(|t| u32::try_from(t.as_millis()).unwrap_or(u32::MAX)),
+            strategy: self.strategy.map(convert::strategy),
+            expiry_clock: self.expiry_clock.map(convert::expiry_clock),
             preflight: self.preflight,
             seal_key: self.seal_key.clone(),
             store: self.dynamodb_table.clone().map(Store::Dynamodb),
@@ -217,7 +363,7 @@ impl fmt::Debug for S3Config {
                 &self.session_token.as_ref().map(|_| "<redacted>"),
             )
             .field("key_prefix", &self.key_prefix)
-            .field("request_timeout_ms", &self.request_timeout_ms)
+            .field("request_timeout", &self.request_timeout)
             .field("strategy", &self.strategy)
             .field("expiry_clock", &self.expiry_clock)
             .field("preflight", &self.preflight)
@@ -242,6 +388,58 @@ mod tests {
     }
 
     #[test]
+    fn takes_region_endpoint_and_credentials_from_an_sdk_config() {
+        use aws_credential_types::provider::SharedCredentialsProvider;
+        let sdk = aws_config::SdkConfig::builder()
+            .region(aws_config::Region::new("eu-west-1"))
+            .endpoint_url("http://127.0.0.1:9000")
+            .credentials_provider(SharedCredentialsProvider::new(
+                aws_credential_types::Credentials::new(
+                    "AKIDSDK",
+                    "s3cr3t-value",
+                    Some("t0ken-value".into()),
+                    None,
+                    "test",
+                ),
+            ))
+            .build();
+        let c = S3Config::from_sdk_config(&sdk, "locks", None).unwrap();
+        assert_eq!(
+            (c.region.as_str(), c.endpoint.as_str(), c.addressing),
+            ("eu-west-1", "http://127.0.0.1:9000", Addressing::Path)
+        );
+        assert_eq!(c.access_key_id, "AKIDSDK");
+        assert_eq!(c.session_token.as_deref(), Some("t0ken-value"));
+        assert!(
+            c.credentials_source.is_some(),
+            "refreshed from the provider"
+        );
+        let text = format!("{c:?}");
+        assert!(
+            !text.contains("s3cr3t") && !text.contains("t0ken"),
+            "{text}"
+        );
+
+        let d = S3Config::from_sdk_config(&sdk, "", Some("locks")).unwrap();
+        assert_eq!(d.dynamodb_table.as_deref(), Some("locks"));
+        let bare = aws_config::SdkConfig::builder().build();
+        let e = S3Config::from_sdk_config(&bare, "locks", None).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidConfig);
+    }
+
+    #[test]
+    fn builds_from_keys_in_hand() {
+        let c = S3Config::new("locks", "us-west-2", Credentials::new("AKID", "secret"))
+            .with_key_prefix("locks/")
+            .with_request_timeout(Duration::from_secs(3));
+        assert_eq!(c.endpoint, "https://s3.us-west-2.amazonaws.com");
+        assert_eq!(c.addressing, Addressing::VirtualHosted);
+        assert_eq!(c.to_wit().request_timeout_ms, Some(3_000));
+        let d = S3Config::dynamodb("locks", "us-west-2", Credentials::new("AKID", "secret"));
+        assert_eq!(d.endpoint, "https://dynamodb.us-west-2.amazonaws.com");
+    }
+
+    #[test]
     fn reads_the_aws_variables() {
         let c = S3Config::from_vars(
             "locks",
@@ -257,7 +455,7 @@ mod tests {
         .unwrap();
         assert_eq!(c.endpoint, "http://127.0.0.1:9000");
         assert_eq!(c.region, "eu-west-1");
-        assert_eq!(c.addressing, AddressingStyle::Path);
+        assert_eq!(c.addressing, Addressing::Path);
         assert_eq!(c.seal_key.as_deref(), Some("se4l-key-value"));
         assert_eq!(c.to_wit().seal_key.as_deref(), Some("se4l-key-value"));
         let debug = format!("{c:?}");
@@ -272,7 +470,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(aws.endpoint, "https://s3.us-east-1.amazonaws.com");
-        assert_eq!(aws.addressing, AddressingStyle::VirtualHosted);
+        assert_eq!(aws.addressing, Addressing::VirtualHosted);
         assert_eq!(aws.seal_key, None);
     }
 

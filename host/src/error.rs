@@ -1,192 +1,411 @@
-//! One error type for everything the host API does.
+//! One error type for everything the crate does: a kind to branch on, and
+//! what the store or the component said. No secret is ever in it.
 
-use crate::bindings::{Error as LeaseError, LockState};
+use crate::types::{CapabilityResult, LockState};
 use std::fmt;
+use std::time::Duration;
 
 /// What went wrong, as a case to branch on.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Error {
-    /// The component's answer (the WIT `error` variant): lost, conflict,
-    /// access denied, timeout, fenced, a store error with its code and
-    /// request id, ... Host-side configuration problems (a missing
-    /// credential) are `LeaseError::InvalidConfig` too.
-    Lease(Box<LeaseError>),
-    /// The component trapped: a bug in s3-lease. The instance is discarded;
-    /// every later call on the same client returns this again.
-    Trap(String),
-    /// The host could not load, compile or instantiate the component.
-    Host(anyhow::Error),
+pub enum ErrorKind {
+    /// The lease was taken over or is gone (`Error::holder` says by whom).
+    Lost,
+    /// The store kept answering 409 (a busy key) after re-reads.
+    Conflict,
+    /// The store refused this machine's clock, even after adopting its own.
+    ClockSkewed,
+    /// The store refused the credentials or the policy denies the call.
+    AccessDenied,
+    /// No such bucket (or DynamoDB table).
+    NoSuchStore,
+    /// A lock object that is not one of ours (or not readable).
+    CorruptLockObject,
+    /// Any other error reply of the store (`Error::status`, `Error::code`).
+    Store,
+    /// The request did not complete (refused, reset, timed out).
+    Transport,
+    /// The configuration cannot work (`Error::field` names what).
+    InvalidConfig,
+    /// An argument cannot work: a bad key, ttl or limit, a lease altered
+    /// or not ours. Nothing was written.
+    InvalidArgument,
+    /// The wait ran out (`Error::holder` names who held the key).
+    Timeout,
+    /// A fenced write was refused: a newer token already wrote.
+    Fenced,
+    /// The store preflight found the store unsafe for this configuration.
+    StoreUnsafe,
+    /// The key is a semaphore of another limit.
+    LimitMismatch,
+    /// A bug in s3-lease: the component trapped. The instance is discarded.
+    Trap,
+    /// The host could not load, compile or run the component.
+    Host,
+}
+
+impl ErrorKind {
+    /// Its name in the contract (`lost`, `access-denied`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Lost => "lost",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::ClockSkewed => "clock-skewed",
+            ErrorKind::AccessDenied => "access-denied",
+            ErrorKind::NoSuchStore => "no-such-bucket",
+            ErrorKind::CorruptLockObject => "corrupt-lock-object",
+            ErrorKind::Store => "s3",
+            ErrorKind::Transport => "transport",
+            ErrorKind::InvalidConfig => "invalid-config",
+            ErrorKind::InvalidArgument => "invalid-argument",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Fenced => "fenced",
+            ErrorKind::StoreUnsafe => "store-unsafe",
+            ErrorKind::LimitMismatch => "limit-mismatch",
+            ErrorKind::Trap => "trap",
+            ErrorKind::Host => "host",
+        }
+    }
+}
+
+/// An error, with what the store or the component said.
+#[derive(Debug, Clone)]
+pub struct Error {
+    kind: ErrorKind,
+    /// The store in use (`S3`, `DynamoDB`), for the store's own errors.
+    store: &'static str,
+    /// Boxed: an error stays two words and a tag wide in a `Result`.
+    detail: Box<Detail>,
+}
+
+/// What each kind carries.
+#[derive(Debug, Clone)]
+pub(crate) enum Detail {
+    /// A store's error reply.
+    Reply(Reply),
+    Lost {
+        key: String,
+        token: u64,
+        current: Option<LockState>,
+    },
+    Corrupt {
+        object_key: String,
+        reason: String,
+    },
+    Message(String),
+    Config {
+        field: String,
+        reason: String,
+    },
+    Timeout {
+        key: String,
+        waited: Duration,
+        holder: Option<LockState>,
+    },
+    Fenced {
+        object_key: String,
+        stored_token: u64,
+        our_token: u64,
+    },
+    Unsafe(Box<CapabilityResult>),
+    Limit {
+        key: String,
+        stored: u32,
+        requested: u32,
+    },
+}
+
+/// An error reply of the store.
+#[derive(Debug, Clone)]
+pub(crate) struct Reply {
+    pub status: u16,
+    pub code: String,
+    pub message: String,
+    pub request_id: String,
 }
 
 impl Error {
+    pub(crate) fn new(kind: ErrorKind, store: &'static str, detail: Detail) -> Self {
+        Error {
+            kind,
+            store,
+            detail: Box::new(detail),
+        }
+    }
+
     pub(crate) fn invalid_config(field: &str, reason: impl Into<String>) -> Self {
-        Error::from(LeaseError::InvalidConfig(
-            crate::bindings::exports::s3_lease::lease::types::InvalidConfig {
+        Error::new(
+            ErrorKind::InvalidConfig,
+            "",
+            Detail::Config {
                 field: field.to_string(),
                 reason: reason.into(),
             },
-        ))
+        )
+    }
+
+    pub(crate) fn host(e: impl fmt::Display) -> Self {
+        Error::new(ErrorKind::Host, "", Detail::Message(format!("{e:#}")))
+    }
+
+    pub(crate) fn trap(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Trap, "", Detail::Message(message.into()))
+    }
+
+    pub(crate) fn with_store(mut self, store: &'static str) -> Self {
+        self.store = store;
+        self
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
     }
 
     /// Worth another attempt: the store or the network may recover
     /// (transport errors, repeated 409s, 5xx and 429 replies).
     pub fn is_transient(&self) -> bool {
-        match self.lease_error() {
-            Some(LeaseError::Transport(_) | LeaseError::Conflict(_)) => true,
-            Some(LeaseError::S3(e)) => e.status >= 500 || e.status == 429,
+        match self.kind {
+            ErrorKind::Transport | ErrorKind::Conflict => true,
+            ErrorKind::Store => self.status().is_some_and(|s| s >= 500 || s == 429),
             _ => false,
         }
     }
 
-    /// The component's error, when this is one.
-    pub fn lease_error(&self) -> Option<&LeaseError> {
-        match self {
-            Error::Lease(e) => Some(e),
+    /// Who holds the key, when the error says: the current holder of a
+    /// lost lease, the last holder seen by a wait that ran out.
+    pub fn holder(&self) -> Option<&LockState> {
+        match &*self.detail {
+            Detail::Lost { current, .. } => current.as_ref(),
+            Detail::Timeout { holder, .. } => holder.as_ref(),
             _ => None,
         }
     }
 
-    /// As `Display`, with a store's error named after the store in use
-    /// (`"S3"`, `"DynamoDB"`): the component reports both stores' errors
-    /// in S3's shape, and `Display` cannot know which one answered.
-    pub fn on_store<'a>(&'a self, store: &'a str) -> impl fmt::Display + 'a {
-        OnStore { error: self, store }
-    }
-}
-
-struct OnStore<'a> {
-    error: &'a Error,
-    store: &'a str,
-}
-
-impl fmt::Display for OnStore<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.error {
-            Error::Lease(e) => fmt::Display::fmt(
-                &Describe {
-                    error: e,
-                    store: self.store,
-                },
-                f,
-            ),
-            other => fmt::Display::fmt(other, f),
+    /// The store's request id, when it answered with an error.
+    pub fn request_id(&self) -> Option<&str> {
+        match &*self.detail {
+            Detail::Reply(r) if !r.request_id.is_empty() => Some(&r.request_id),
+            _ => None,
         }
     }
+
+    /// The store's HTTP status, when it answered with an error.
+    pub fn status(&self) -> Option<u16> {
+        match &*self.detail {
+            Detail::Reply(r) => Some(r.status),
+            Detail::Unsafe(r) => r.status,
+            _ => None,
+        }
+    }
+
+    /// The store's error code (`AccessDenied`, `NoSuchBucket`, ...).
+    pub fn code(&self) -> Option<&str> {
+        match &*self.detail {
+            Detail::Reply(r) if !r.code.is_empty() => Some(&r.code),
+            _ => None,
+        }
+    }
+
+    /// The configuration field an `InvalidConfig` error is about.
+    pub fn field(&self) -> Option<&str> {
+        match &*self.detail {
+            Detail::Config { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+
+    /// The lease's key, for a lost lease or a wait that ran out.
+    pub fn key(&self) -> Option<&str> {
+        match &*self.detail {
+            Detail::Lost { key, .. } | Detail::Timeout { key, .. } | Detail::Limit { key, .. } => {
+                Some(key)
+            }
+            _ => None,
+        }
+    }
+
+    /// Our token: of a lost lease, or of a refused fenced write.
+    pub fn our_token(&self) -> Option<u64> {
+        match &*self.detail {
+            Detail::Lost { token, .. } => Some(*token),
+            Detail::Fenced { our_token, .. } => Some(*our_token),
+            _ => None,
+        }
+    }
+
+    /// The object a fenced write was refused on, or a corrupt lock object.
+    pub fn object_key(&self) -> Option<&str> {
+        match &*self.detail {
+            Detail::Fenced { object_key, .. } | Detail::Corrupt { object_key, .. } => {
+                Some(object_key)
+            }
+            _ => None,
+        }
+    }
+
+    /// The token a fenced write found stored (above ours).
+    pub fn stored_token(&self) -> Option<u64> {
+        match &*self.detail {
+            Detail::Fenced { stored_token, .. } => Some(*stored_token),
+            _ => None,
+        }
+    }
+
+    /// The capability a `StoreUnsafe` error names.
+    pub fn capability(&self) -> Option<&CapabilityResult> {
+        match &*self.detail {
+            Detail::Unsafe(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// How long a `Timeout` waited.
+    pub fn waited(&self) -> Option<Duration> {
+        match &*self.detail {
+            Detail::Timeout { waited, .. } => Some(*waited),
+            _ => None,
+        }
+    }
+
+    /// The store's error code refused the credentials as expired or
+    /// unknown: new credentials may fix it, and the store applied nothing.
+    pub(crate) fn refused_credentials(&self) -> bool {
+        matches!(self.kind, ErrorKind::AccessDenied | ErrorKind::Store)
+            && self.code().is_some_and(|code| {
+                matches!(
+                    code,
+                    "ExpiredToken"
+                        | "InvalidToken"
+                        | "InvalidAccessKeyId"
+                        | "TokenRefreshRequired"
+                        | "ExpiredTokenException"
+                        | "UnrecognizedClientException"
+                )
+            })
+    }
 }
 
-impl From<LeaseError> for Error {
-    fn from(e: LeaseError) -> Self {
-        Error::Lease(Box::new(e))
-    }
+/// The error a held lease's holder gets once past its safe margin.
+pub(crate) fn lost(record: &crate::types::LeaseRecord) -> Error {
+    Error::new(
+        ErrorKind::Lost,
+        "",
+        Detail::Lost {
+            key: record.key.clone(),
+            token: record.token,
+            current: None,
+        },
+    )
 }
 
 impl std::error::Error for Error {}
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Lease(e) => fmt::Display::fmt(
-                &Describe {
-                    error: e,
-                    store: "S3",
-                },
-                f,
-            ),
-            Error::Trap(message) => write!(f, "the s3-lease component trapped (a bug): {message}"),
-            Error::Host(e) => write!(f, "{e:#}"),
-        }
-    }
-}
-
-struct Describe<'a> {
-    error: &'a LeaseError,
-    /// The store's name, for its errors.
-    store: &'a str,
-}
-
-impl fmt::Display for Describe<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s3 = |f: &mut fmt::Formatter<'_>,
-                  what: &str,
-                  e: &crate::bindings::exports::s3_lease::lease::types::S3Error| {
-            write!(f, "{what}: {} {}", e.status, e.code)?;
-            if !e.message.is_empty() {
-                write!(f, ": {}", e.message)?;
+        let store = if self.store.is_empty() {
+            "the store"
+        } else {
+            self.store
+        };
+        let reply = |f: &mut fmt::Formatter<'_>, what: &str| -> fmt::Result {
+            let Detail::Reply(r) = &*self.detail else {
+                return f.write_str(what);
+            };
+            write!(f, "{what}: {} {}", r.status, r.code)?;
+            if !r.message.is_empty() {
+                write!(f, ": {}", r.message)?;
             }
-            if !e.request_id.is_empty() {
-                write!(f, " (request id {})", e.request_id)?;
+            if !r.request_id.is_empty() {
+                write!(f, " (request id {})", r.request_id)?;
             }
             Ok(())
         };
-        match self.error {
-            LeaseError::Lost(l) => {
-                write!(f, "lost the lease on {} (token {})", l.key, l.token)?;
-                holder(f, l.current.as_ref())
+        match (&self.kind, &*self.detail) {
+            (_, Detail::Lost { key, token, current }) => {
+                write!(f, "lost the lease on {key} (token {token})")?;
+                holder(f, current.as_ref())
             }
-            LeaseError::Conflict(e) => s3(f, "the store kept answering 409 after re-reads", e),
-            LeaseError::ClockSkewed(e) => s3(f, "the store refused this machine's clock", e),
-            LeaseError::AccessDenied(e) => {
-                s3(f, "access denied (check the credentials and policy)", e)
-            }
-            LeaseError::NoSuchBucket(e) if e.code == "ResourceNotFoundException" => {
-                s3(f, "no such DynamoDB table", e)
-            }
-            LeaseError::NoSuchBucket(e) => s3(f, "no such bucket", e),
-            LeaseError::CorruptLockObject(c) => {
-                write!(
-                    f,
-                    "the lock object {} is not one of ours: {}",
-                    c.object_key, c.reason
-                )
-            }
-            LeaseError::S3(e) => s3(f, &format!("{} error", self.store), e),
-            LeaseError::Transport(m) => write!(f, "the request did not complete: {m}"),
-            LeaseError::InvalidConfig(c) => {
-                write!(f, "invalid configuration, {}: {}", c.field, c.reason)
-            }
-            LeaseError::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
-            LeaseError::Timeout(t) => {
-                write!(f, "gave up on {} after {} ms", t.key, t.waited_ms)?;
-                holder(f, t.holder.as_ref())
-            }
-            LeaseError::Fenced(x) => write!(
+            (ErrorKind::Conflict, _) => reply(
                 f,
-                "fenced: {} was written under token {}, ours is {}",
-                x.object_key, x.stored_token, x.our_token
+                &format!("{store} kept answering 409 after re-reads"),
             ),
-            LeaseError::StoreUnsafe(r) => {
-                use crate::bindings::Verdict;
-                let name = r.capability.wit_name();
-                let verdict = if r.verdict == Verdict::Unknown {
+            (ErrorKind::ClockSkewed, _) => reply(f, &format!("{store} refused this machine's clock")),
+            (ErrorKind::AccessDenied, _) => reply(
+                f,
+                &format!("access denied by {store} (check the credentials and policy)"),
+            ),
+            (ErrorKind::NoSuchStore, _) if self.store == "DynamoDB" => {
+                reply(f, "no such DynamoDB table")
+            }
+            (ErrorKind::NoSuchStore, _) => reply(f, "no such bucket"),
+            (_, Detail::Corrupt { object_key, reason }) => {
+                write!(f, "the lock object {object_key} is not one of ours: {reason}")
+            }
+            (ErrorKind::Store, _) => reply(f, &format!("{store} error")),
+            (ErrorKind::Transport, Detail::Message(m)) => {
+                write!(f, "the request did not complete: {m}")
+            }
+            (_, Detail::Config { field, reason }) => {
+                write!(f, "invalid configuration, {field}: {reason}")
+            }
+            (ErrorKind::InvalidArgument, Detail::Message(m)) => write!(f, "invalid argument: {m}"),
+            (_, Detail::Timeout { key, waited, holder: seen }) => {
+                write!(f, "gave up on {key} after {} ms", waited.as_millis())?;
+                holder(f, seen.as_ref())
+            }
+            (
+                _,
+                Detail::Fenced {
+                    object_key,
+                    stored_token,
+                    our_token,
+                },
+            ) => write!(
+                f,
+                "fenced: {object_key} was written under token {stored_token}, ours is {our_token}"
+            ),
+            (_, Detail::Unsafe(r)) => {
+                let verdict = if r.verdict == crate::types::Verdict::Unknown {
                     "could not show"
                 } else {
                     "failed"
                 };
-                write!(f, "the store's preflight {verdict} {name}")?;
+                write!(f, "the store's preflight {verdict} {}", r.capability.name())?;
                 if let Some(status) = r.status {
                     write!(f, " (HTTP {status} {})", r.code)?;
                 }
                 write!(f, ": {}; no lease is granted on it", r.detail)
             }
-            LeaseError::LimitMismatch(m) => write!(
+            (
+                _,
+                Detail::Limit {
+                    key,
+                    stored,
+                    requested,
+                },
+            ) => write!(
                 f,
-                "{} admits {} holder(s) at once and this call asked for {}: every contender \
-                 must use the same limit (it can change once nobody holds or waits for the key)",
-                m.key, m.stored, m.requested
+                "{key} admits {stored} holder(s) at once and this call asked for {requested}: every \
+                 contender must use the same limit (it can change once nobody holds or waits for the key)"
             ),
+            (ErrorKind::Trap, Detail::Message(m)) => {
+                write!(f, "the s3-lease component trapped (a bug): {m}")
+            }
+            (_, Detail::Message(m)) => f.write_str(m),
+            (_, Detail::Reply(_)) => reply(f, &format!("{store} error")),
         }
     }
 }
 
 fn holder(f: &mut fmt::Formatter<'_>, state: Option<&LockState>) -> fmt::Result {
-    match state {
+    let Some(s) = state else {
+        return Ok(());
+    };
+    match (&s.holder_id, s.token) {
+        (Some(holder), Some(token)) => write!(f, "; held by {holder} with token {token}"),
+        (None, Some(token)) => write!(f, "; token {token}"),
+        (Some(holder), None) => write!(f, "; held by {holder}"),
         // A client of another design (seed 003's) records neither.
-        Some(s) if s.holder_id.is_empty() && s.token == 0 => {
-            write!(f, "; held by a client that records no holder and no token")
-        }
-        Some(s) if s.holder_id.is_empty() => write!(f, "; token {}", s.token),
-        Some(s) => write!(f, "; held by {} with token {}", s.holder_id, s.token),
-        None => Ok(()),
+        (None, None) => write!(f, "; held by a client that records no holder and no token"),
     }
 }

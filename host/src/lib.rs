@@ -1,50 +1,108 @@
-//! Embed s3-lease in a Rust program.
+//! Embed s3-lease in a Rust program: leases, locks, semaphores and leader
+//! election on S3 (or DynamoDB) conditional writes, the s3-lease
+//! WebAssembly component running in wasmtime.
 //!
 //! - [`Runtime`]: the component (built into this crate, or from a path),
-//!   compiled once per process and cached on disk across processes
-//!   ([`CompileCache`]), with pooled keep-alive HTTP(S) for its requests.
-//! - [`Client`]: the WIT API with Rust types and one [`Error`] enum.
-//! - [`LeaseGuard`]: a held lock that renews itself and is released on drop.
-//! - [`Elector`]: leader election on a thread, with [`ElectionEvent`]s.
+//!   compiled once per process and cached on disk across processes, with
+//!   pooled keep-alive HTTP(S) for its requests.
+//! - [`Client`]: async, on tokio. Its calls run on a few instances of the
+//!   component from tokio's blocking threads, so many run at once and none
+//!   blocks a task; waits happen between calls.
+//! - [`Lease`]: a held lease. It renews itself on its client's scheduler
+//!   (one task for all of them), says when it is lost ([`Lease::lost`],
+//!   [`Lease::watch`]), refuses its token once past its safe margin, and is
+//!   released when dropped.
+//! - [`Elector`]: leader election, its role something async code can
+//!   select on.
+//! - [`blocking`]: the same for code that is not async.
 //!
 //! ```no_run
-//! use s3_lease_host::{Client, Runtime, S3Config, bindings::Options};
+//! use s3_lease_host::{AcquireOptions, Client, Runtime, S3Config};
 //! use std::time::Duration;
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let runtime = Runtime::new()?;
-//! let client = Client::connect(&runtime, &S3Config::from_env("my-bucket")?)?;
-//! let options = Options { ttl_ms: 30_000, holder_id: None, metadata: None };
-//! let guard = client.lock("nightly-report", &options, Duration::from_secs(60))?;
-//! println!("token {}", guard.token());
-//! // ... work, passing guard.token() along with every write ...
-//! guard.release()?;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! let client = Client::connect(&runtime, &S3Config::from_env("my-bucket")?).await?;
+//! let options = AcquireOptions::new(Duration::from_secs(30));
+//! let lease = client.acquire("nightly-report", &options, Duration::from_secs(60)).await?;
+//! lease.fenced_put("reports/latest.json", b"{}".to_vec(), "application/json").await?;
+//! lease.release().await?;
+//! # Ok(()) }
 //! ```
+//!
+//! **What is stable.** The types this crate defines are its API: a minor
+//! release may add a method, a field to a `#[non_exhaustive]` struct or a
+//! case to a `#[non_exhaustive]` enum, and a contract change of the
+//! component that only adds cases shows here as such an addition. The
+//! generated bindings and wasmtime's types are not part of it: they are
+//! public only with the `unstable-raw` feature (tests use it to reach one
+//! instance directly), and may change in any release.
 
+#[cfg(feature = "unstable-raw")]
 pub mod bindings;
+#[cfg(not(feature = "unstable-raw"))]
+#[allow(dead_code, unused_imports)]
+mod bindings;
+mod blocking_impl;
 mod client;
 mod compile_cache;
 mod config;
+mod convert;
 pub mod credentials;
 mod elector;
 mod error;
-mod guard;
+#[cfg(feature = "unstable-raw")]
 pub mod http;
+#[cfg(not(feature = "unstable-raw"))]
+mod http;
+mod keeper;
+mod lease;
+#[cfg(feature = "unstable-raw")]
 pub mod monotonic;
+#[cfg(not(feature = "unstable-raw"))]
+mod monotonic;
+mod pool;
+#[cfg(feature = "unstable-raw")]
 pub mod raw;
+#[cfg(not(feature = "unstable-raw"))]
+#[allow(dead_code)]
+mod raw;
 mod runtime;
 mod source;
 pub mod stats;
+mod types;
 
-/// What [`Client::preflight`] reports.
-pub use bindings::{Capability, CapabilityResult, ClockOffset, PreflightReport, Verdict};
-pub use client::Client;
+/// Blocking versions of the client, its leases and its electors.
+pub mod blocking {
+    pub use crate::blocking_impl::{BlockingSlotGrant, Client, Elector, LeaseGuard};
+}
+
+pub use client::{Client, ClientOptions};
 pub use compile_cache::{CacheOutcome, CompileCache};
 pub use config::S3Config;
-pub use credentials::{AwsChain, CredentialsSource, FetchedCredentials, SharedSource};
-pub use elector::{ElectionEvent, Elector, ElectorWatcher};
-pub use error::Error;
-pub use guard::{LeaseGuard, LostReason};
+pub use credentials::{AwsChain, CredentialsSource, FetchedCredentials, SdkProvider, SharedSource};
+pub use elector::{Elector, ElectorWatcher};
+pub use error::{Error, ErrorKind};
+pub use lease::{Lease, LeaseStatus, LostReason, SlotGrant};
+#[cfg(feature = "unstable-raw")]
 pub use raw::RawInstance;
-pub use runtime::{Build, InstanceOptions, LoadReport, Runtime, RuntimeOptions, State};
+#[cfg(not(feature = "unstable-raw"))]
+pub(crate) use runtime::InstanceOptions;
+pub use runtime::{Build, LoadReport, Runtime, RuntimeOptions};
+#[cfg(feature = "unstable-raw")]
+pub use runtime::{InstanceOptions, State};
 pub use source::ComponentSource;
 pub use stats::{ElectorStats, LatencyHistogram, RequestCounts};
+pub use types::{
+    AcquireOptions, Addressing, Capability, CapabilityResult, ClockOffset, Credentials,
+    ElectionEvent, ElectorConfig, ExpiryClock, FenceOptions, FencedObject, FencedWrite,
+    LeaseRecord, LockState, PreflightReport, Role, SemaphoreState, SlotEntry, SlotOptions,
+    StopReason, Strategy, Verdict,
+};
+
+/// Jitter for backoffs, and holder ids: std's per-process random keys.
+pub(crate) fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(0);
+    hasher.finish()
+}

@@ -116,9 +116,14 @@ enum ExportIndices {
     Wasip3(async_lease::GuestIndices),
 }
 
-/// The compiled, linked component. Cheap to share (`Arc` it) and to
-/// instantiate from: each instance gets its own store.
+/// The compiled, linked component. Cheap to clone (clones share it) and
+/// to instantiate from: each instance gets its own store.
+#[derive(Clone)]
 pub struct Runtime {
+    inner: Arc<Loaded>,
+}
+
+struct Loaded {
     engine: Engine,
     pre: InstancePre<State>,
     exports: ExportIndices,
@@ -180,51 +185,61 @@ impl Runtime {
             component_bytes: wasm.len(),
         };
         Ok(Runtime {
-            engine,
-            pre,
-            exports,
-            http,
-            requests: Arc::default(),
-            report,
+            inner: Arc::new(Loaded {
+                engine,
+                pre,
+                exports,
+                http,
+                requests: Arc::default(),
+                report,
+            }),
         })
     }
 
+    #[cfg(feature = "unstable-raw")]
     pub fn engine(&self) -> &Engine {
-        &self.engine
+        &self.inner.engine
     }
 
     pub fn load_report(&self) -> LoadReport {
-        self.report
+        self.inner.report
     }
 
     /// The sender instances use unless given hooks of their own; test hooks
     /// pass requests on to it.
+    #[cfg(feature = "unstable-raw")]
     pub fn http(&self) -> &HttpSender {
-        &self.http
+        &self.inner.http
     }
 
     /// Requests sent by this runtime's instances through its own sender (not
     /// those of instances given hooks of their own), by operation and outcome.
     pub fn request_counts(&self) -> &Arc<RequestCounts> {
-        &self.requests
+        &self.inner.requests
     }
 
     /// The linked, not yet instantiated component, for hosts that bind to
     /// it with other bindings (an older version of the WIT, say).
+    #[cfg(feature = "unstable-raw")]
     pub fn instance_pre(&self) -> &InstancePre<State> {
-        &self.pre
+        &self.inner.pre
     }
 
     /// Which build of the component this runtime loaded.
     pub fn build(&self) -> Build {
-        match self.exports {
+        match self.inner.exports {
             ExportIndices::Wasip2(_) => Build::Wasip2,
             ExportIndices::Wasip3(_) => Build::Wasip3,
         }
     }
 
     /// A store of its own, with WASI and wasi:http.
+    #[cfg(feature = "unstable-raw")]
     pub fn store(&self, options: InstanceOptions) -> Store<State> {
+        self.new_store(options)
+    }
+
+    fn new_store(&self, options: InstanceOptions) -> Store<State> {
         let mut wasi = WasiCtx::builder();
         wasi.monotonic_clock(crate::monotonic::ProcessMonotonicClock);
         if let Some(clock) = options.wall_clock {
@@ -232,8 +247,8 @@ impl Runtime {
         }
         let hooks = options.hooks.unwrap_or_else(|| {
             Box::new(SendHooks {
-                sender: self.http.clone(),
-                counts: self.requests.clone(),
+                sender: self.inner.http.clone(),
+                counts: self.inner.requests.clone(),
             })
         });
         let state = State {
@@ -242,19 +257,25 @@ impl Runtime {
             http: WasiHttpCtx::new(),
             hooks,
         };
-        Store::new(&self.engine, state)
+        Store::new(&self.inner.engine, state)
     }
 
-    /// A fresh instance of the component.
+    /// A fresh instance of the component (with `unstable-raw`, callers
+    /// make one to drive it call by call).
+    #[cfg(feature = "unstable-raw")]
     pub fn instantiate(&self, options: InstanceOptions) -> Result<RawInstance> {
-        let mut store = self.store(options);
-        let calls = match &self.exports {
+        self.instance(options)
+    }
+
+    pub(crate) fn instance(&self, options: InstanceOptions) -> Result<RawInstance> {
+        let mut store = self.new_store(options);
+        let calls = match &self.inner.exports {
             ExportIndices::Wasip2(indices) => {
-                let instance = self.pre.instantiate(&mut store)?;
+                let instance = self.inner.pre.instantiate(&mut store)?;
                 Calls::Wasip2(indices.load(&mut store, &instance)?)
             }
             ExportIndices::Wasip3(indices) => {
-                let instance = in_tokio(self.pre.instantiate_async(&mut store))?;
+                let instance = in_tokio(self.inner.pre.instantiate_async(&mut store))?;
                 Calls::Wasip3(indices.load(&mut store, &instance)?)
             }
         };

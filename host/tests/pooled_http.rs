@@ -3,7 +3,8 @@
 //! request like S3 does for a missing key, and counts the connections it
 //! accepts.
 
-use s3_lease_host::{Client, CompileCache, ComponentSource, Runtime, RuntimeOptions, S3Config};
+use s3_lease_host::blocking::Client;
+use s3_lease_host::{CompileCache, ComponentSource, Runtime, RuntimeOptions, S3Config};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -21,7 +21,8 @@
 //!
 //! It uses only the product host, `s3-lease-host`: the component embedded in
 //! the binary (or `S3LEASE_COMPONENT`), and HTTP hooks of its own to cut a
-//! node's network.
+//! node's network. Driving an instance call by call and giving it hooks
+//! takes the crate's `unstable-raw` feature.
 
 mod network;
 
@@ -546,7 +547,7 @@ fn main() -> Result<()> {
     let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis();
     let prefix = format!("demo/{stamp}/");
     s3.key_prefix = Some(prefix.clone());
-    let mut config = s3.to_wit();
+    let mut config = s3.wit_config();
     if std::env::var("S3LEASE_STRATEGY").as_deref() == Ok("epoch-objects") {
         config.strategy = Some(Strategy::EpochObjects);
     }

@@ -1,9 +1,10 @@
 //! One member of the soak: one process's campaign for one key, run by the
-//! product's host [`Elector`] over a [`Client`] of its own (built with the
-//! test hooks, so the soak's request faults apply, and with a wall clock
-//! that follows the process's skew); the member's thread watches it, writes
-//! the key's fenced object while it leads, and lives through what the plan
-//! does to its process (crash, pause, clock steps).
+//! product's host [`Elector`] over a [`Client`] of its own (the blocking
+//! API, on one instance built with the test hooks, so the soak's request
+//! faults apply, and with a wall clock that follows the process's skew);
+//! the member's thread watches it, writes the key's fenced object while it
+//! leads, and lives through what the plan does to its process (crash,
+//! pause, clock steps).
 //!
 //! Belief is what the product reports, nothing of the soak's own: the
 //! member leads while `Elector::leading_until()` is `Some(until)` with
@@ -22,12 +23,14 @@ use super::process::Process;
 use super::schedule::{instance_seed, RequestFaults};
 use super::unwatched::Unwatched;
 use super::{key_name, Shared, NOBODY, RENEW_DEADLINE_MS, RETRY_MS, WRITE_EVERY_MS};
-use crate::bindings::{ElectorConfig, Error as LeaseError, FencedWrite, Lease};
-use crate::hooks::Hooks;
+use crate::bindings::ElectorConfig as WitElectorConfig;
+use crate::hooks::{is_fault, is_fault_error, Hooks};
 use crate::instance::SkewedClock;
+use crate::records::lease_of;
 use s3_lease::testing::rng::Rng;
+use s3_lease_host::blocking::{Client, Elector};
 use s3_lease_host::raw::RawInstance;
-use s3_lease_host::{Client, ElectionEvent, Elector};
+use s3_lease_host::{ElectionEvent, ElectorConfig, ErrorKind, InstanceOptions, LeaseRecord};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread::JoinHandle;
@@ -47,11 +50,44 @@ const UNTIL_TOLD: Duration = Duration::from_secs(24 * 3600);
 
 /// What the member knows it leads with, from one look at its elector.
 struct Leading {
-    lease: Lease,
+    lease: LeaseRecord,
     /// Leadership ends at this instant unless renewed first.
     until: Instant,
     /// No later than the grant of `lease.token`.
     granted_after: Instant,
+}
+
+/// An elector's event as the member judges it: the product's, or the
+/// unwatched caller's (which reads the bindings' events).
+pub(super) enum Event {
+    BecameLeader(u64),
+    /// The reason, as `Debug` shows it.
+    StoppedLeading(String),
+    LeaderChanged,
+    Failed(String),
+    /// A kind of event this member does not know (the product's list may
+    /// grow): counted, not judged.
+    Other,
+}
+
+impl Event {
+    fn of(event: ElectionEvent) -> Self {
+        match event {
+            ElectionEvent::BecameLeader(lease) => Event::BecameLeader(lease.token),
+            ElectionEvent::StoppedLeading(reason) => Event::StoppedLeading(format!("{reason:?}")),
+            ElectionEvent::LeaderChanged(_) => Event::LeaderChanged,
+            ElectionEvent::Failed(message) => Event::Failed(message),
+            _ => Event::Other,
+        }
+    }
+}
+
+/// Why an elector's last step failed, and the kind of injected fault that
+/// explains it (`None`: no fault does).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct StepError {
+    pub message: String,
+    pub fault: Option<&'static str>,
 }
 
 /// The campaign of one process for the member's key.
@@ -91,16 +127,20 @@ impl Campaign {
         }
     }
 
-    fn next_event(&self) -> Option<ElectionEvent> {
+    fn next_event(&mut self) -> Option<Event> {
         match self {
-            Campaign::Product(e) => e.events().try_recv().ok(),
+            Campaign::Product(e) => e.try_event().map(Event::of),
             Campaign::Unwatched(u) => u.events().try_recv().ok(),
         }
     }
 
-    fn last_error(&self) -> Option<String> {
+    fn last_error(&self) -> Option<StepError> {
         match self {
-            Campaign::Product(e) => e.last_error(),
+            // The host elector reports its error as text only.
+            Campaign::Product(e) => e.last_error().map(|message| StepError {
+                fault: error_kind(&message),
+                message,
+            }),
             Campaign::Unwatched(u) => u.last_error(),
         }
     }
@@ -122,42 +162,121 @@ enum Calls {
     Raw(Arc<Mutex<RawInstance>>),
 }
 
-/// `Err`: a trap. `Ok(None)`: deleted.
-type CallResult = Result<Result<Option<FencedWrite>, LeaseError>, String>;
+/// What a fenced call got back, from either kind of caller.
+enum Reply {
+    Written {
+        object_key: String,
+        etag: String,
+        token: u64,
+        previous_token: Option<u64>,
+    },
+    Deleted,
+    Fenced(Refusal),
+    /// Any other error: its kind's name, and whether an injected fault
+    /// explains it.
+    Failed {
+        kind: &'static str,
+        fault: bool,
+        detail: String,
+    },
+}
+
+/// A fenced write's refusal: a newer token already wrote.
+#[derive(Debug)]
+struct Refusal {
+    object_key: String,
+    our_token: u64,
+    stored_token: u64,
+}
+
+/// `Err`: a trap.
+type CallResult = Result<Reply, String>;
 
 impl Calls {
-    fn fenced(&self, lease: &Lease, object: &str, body: Option<&[u8]>) -> CallResult {
+    fn fenced(&self, lease: &LeaseRecord, object: &str, body: Option<&[u8]>) -> CallResult {
         match self {
             Calls::Client(c) => {
                 let result = match body {
                     Some(body) => c
                         .fenced_put(lease, object, body, "application/json")
-                        .map(Some),
-                    None => c.fenced_delete(lease, object).map(|()| None),
+                        .map(|w| Reply::Written {
+                            object_key: w.object_key,
+                            etag: w.etag,
+                            token: w.token,
+                            previous_token: w.previous_token,
+                        }),
+                    None => c.fenced_delete(lease, object).map(|()| Reply::Deleted),
                 };
                 match result {
-                    Ok(w) => Ok(Ok(w)),
-                    Err(s3_lease_host::Error::Lease(e)) => Ok(Err(*e)),
-                    Err(other) => Err(other.to_string()),
+                    Ok(reply) => Ok(reply),
+                    Err(e) if matches!(e.kind(), ErrorKind::Trap | ErrorKind::Host) => {
+                        Err(e.to_string())
+                    }
+                    Err(e) if e.kind() == ErrorKind::Fenced => Ok(Reply::Fenced(refusal(&e))),
+                    Err(e) => Ok(Reply::Failed {
+                        kind: e.kind().name(),
+                        fault: is_fault(&e),
+                        detail: format!("{e:?}"),
+                    }),
                 }
             }
             Calls::Raw(raw) => {
                 let mut raw = raw.lock().unwrap_or_else(|p| p.into_inner());
+                let lease = lease_of(lease);
                 let result = match body {
-                    Some(body) => match raw.fenced_put(lease, object, body, "application/json") {
-                        Ok(Ok(w)) => Ok(Ok(Some(w))),
+                    Some(body) => match raw.fenced_put(&lease, object, body, "application/json") {
+                        Ok(Ok(w)) => Ok(Ok(Reply::Written {
+                            object_key: w.object_key,
+                            etag: w.etag,
+                            token: w.token,
+                            previous_token: w.previous_token,
+                        })),
                         Ok(Err(e)) => Ok(Err(e)),
                         Err(trap) => Err(trap),
                     },
-                    None => match raw.fenced_delete(lease, object) {
-                        Ok(Ok(())) => Ok(Ok(None)),
+                    None => match raw.fenced_delete(&lease, object) {
+                        Ok(Ok(())) => Ok(Ok(Reply::Deleted)),
                         Ok(Err(e)) => Ok(Err(e)),
                         Err(trap) => Err(trap),
                     },
                 };
-                result.map_err(|trap| format!("{trap:#}"))
+                match result {
+                    Ok(Ok(reply)) => Ok(reply),
+                    Ok(Err(crate::bindings::Error::Fenced(f))) => Ok(Reply::Fenced(Refusal {
+                        object_key: f.object_key,
+                        our_token: f.our_token,
+                        stored_token: f.stored_token,
+                    })),
+                    Ok(Err(e)) => Ok(Reply::Failed {
+                        kind: e.kind(),
+                        fault: is_fault_error(&e),
+                        detail: format!("{e:?}"),
+                    }),
+                    Err(trap) => Err(format!("{trap:#}")),
+                }
             }
         }
+    }
+}
+
+/// A fenced refusal of the host API: its stored token, and the object and
+/// our token as its message names them (the error has no accessor for
+/// those two); a message that names neither gives a refusal that names
+/// another object and token 0, which the member flags.
+fn refusal(e: &s3_lease_host::Error) -> Refusal {
+    let text = e.to_string();
+    let named = text
+        .strip_prefix("fenced: ")
+        .and_then(|rest| rest.rsplit_once(" was written under token "))
+        .and_then(|(object, tokens)| {
+            let (_, ours) = tokens.split_once(", ours is ")?;
+            Some((object.to_string(), ours.parse().ok()?))
+        });
+    let (object_key, our_token) = named.unwrap_or_else(|| (format!("(unnamed: {text})"), 0));
+    Refusal {
+        object_key,
+        our_token,
+        stored_token: e.stored_token().unwrap_or(0),
     }
 }
 
@@ -170,7 +289,7 @@ struct Life {
 
 struct OpenTerm {
     token: u64,
-    lease: Lease,
+    lease: LeaseRecord,
     start: Instant,
     /// The latest `leading_until` observed: belief never runs past it.
     promised: Instant,
@@ -187,7 +306,7 @@ struct WriteJob {
     p: usize,
     k: usize,
     generation: u32,
-    lease: Lease,
+    lease: LeaseRecord,
     object: String,
     value: u64,
     body: String,
@@ -211,7 +330,7 @@ pub struct Member<'a> {
     /// What the events read so far say: the token led, or none.
     event_leading: Option<u64>,
     event_token: u64,
-    last_error: Option<String>,
+    last_error: Option<StepError>,
     pause_seen: u64,
     next_write: Instant,
     /// The write under way while leading (at most one).
@@ -235,7 +354,7 @@ fn violation(p: usize, generation: u32, k: usize, invariant: &'static str, d: St
 fn error_kind(message: &str) -> Option<&'static str> {
     [
         ("the request did not complete", "transport"),
-        ("the store kept answering 409", "conflict"),
+        ("S3 kept answering 409", "conflict"),
         ("S3 error:", "s3"),
         ("gave up on", "timeout"),
     ]
@@ -296,11 +415,11 @@ impl<'a> Member<'a> {
         self.event_token = 0;
         self.last_error = None;
         let harness = self.shared.harness;
-        let (mut options, hooks, _) = harness.test_options();
+        let hooks = Hooks::new(harness.runtime().http().clone());
         // The process's clock: a jump moves every instance of it at once.
-        options.wall_clock = Some(Arc::new(SkewedClock {
+        let clock = SkewedClock {
             offset_ms: self.process.clock_offset_ms.clone(),
-        }));
+        };
         hooks.set_policy(
             RequestFaults::new(
                 instance_seed(self.shared.config.seed, self.p, self.k, self.generation),
@@ -310,16 +429,21 @@ impl<'a> Member<'a> {
             )
             .into_policy(),
         );
-        let config = ElectorConfig {
-            key: key_name(self.k),
-            lease_duration_ms: super::LEASE_MS,
-            renew_deadline_ms: RENEW_DEADLINE_MS,
-            retry_period_ms: RETRY_MS,
-            // A fresh random id per elector: a restart is a new holder.
-            holder_id: None,
-            metadata: Some(format!("process {} generation {}", self.p, self.generation)),
-        };
+        // A fresh random id per elector (none given): a restart is a new holder.
+        let metadata = format!("process {} generation {}", self.p, self.generation);
         let made = if self.shared.config.no_watchdog {
+            let config = WitElectorConfig {
+                key: key_name(self.k),
+                lease_duration_ms: super::LEASE_MS,
+                renew_deadline_ms: RENEW_DEADLINE_MS,
+                retry_period_ms: RETRY_MS,
+                holder_id: None,
+                metadata: Some(metadata),
+            };
+            let options = InstanceOptions {
+                hooks: Some(Box::new(hooks.clone())),
+                wall_clock: Some(Arc::new(clock)),
+            };
             harness
                 .runtime()
                 .instantiate(options)
@@ -336,7 +460,13 @@ impl<'a> Member<'a> {
                     (Campaign::Unwatched(u), calls)
                 })
         } else {
+            let config = ElectorConfig::new(key_name(self.k))
+                .lease_duration(Duration::from_millis(super::LEASE_MS))
+                .renew_deadline(Duration::from_millis(RENEW_DEADLINE_MS))
+                .retry_period(Duration::from_millis(RETRY_MS))
+                .metadata(metadata);
             let host_config = &self.shared.host_configs[self.k];
+            let options = harness.client_options(&hooks, &clock);
             Client::connect_with(harness.runtime(), host_config, options)
                 .map_err(|e| format!("connect: {e}"))
                 .and_then(|client| match client.elect(&config) {
@@ -409,7 +539,7 @@ impl<'a> Member<'a> {
 
     /// One look at the elector: its events in order, then whether it leads.
     fn observe(&mut self) {
-        let Some(life) = self.life.as_ref() else {
+        let Some(life) = self.life.as_mut() else {
             return;
         };
         let mut events = Vec::new();
@@ -426,10 +556,10 @@ impl<'a> Member<'a> {
         }
         if error != self.last_error {
             if let Some(e) = &error {
-                match error_kind(e) {
+                match e.fault {
                     Some(kind) => *self.record.step_errors.entry(kind).or_default() += 1,
                     None => {
-                        let detail = format!("the elector failed unexpectedly: {e}");
+                        let detail = format!("the elector failed unexpectedly: {}", e.message);
                         self.violation("no unexpected errors", detail);
                     }
                 }
@@ -461,39 +591,35 @@ impl<'a> Member<'a> {
     /// Checks the events' order (leader only after `BecameLeader`, tokens
     /// rising, `StoppedLeading` only while leading) and ends the term at a
     /// `StoppedLeading` that follows its `BecameLeader`.
-    fn judge_event(&mut self, event: ElectionEvent, now: Instant) {
+    fn judge_event(&mut self, event: Event, now: Instant) {
         self.record.events += 1;
         match event {
-            ElectionEvent::BecameLeader(lease) => {
+            Event::BecameLeader(token) => {
                 if let Some(led) = self.event_leading {
-                    let detail =
-                        format!("became leader with t{} while leading t{led}", lease.token);
+                    let detail = format!("became leader with t{token} while leading t{led}");
                     self.violation("elector contract", detail);
                 }
-                if lease.token < self.event_token {
-                    let detail = format!(
-                        "became leader with t{} after t{}",
-                        lease.token, self.event_token
-                    );
+                if token < self.event_token {
+                    let detail = format!("became leader with t{token} after t{}", self.event_token);
                     self.violation("elector contract", detail);
                 }
-                self.event_token = self.event_token.max(lease.token);
-                self.event_leading = Some(lease.token);
-                if let Some(t) = self.term.as_mut().filter(|t| t.token == lease.token) {
+                self.event_token = self.event_token.max(token);
+                self.event_leading = Some(token);
+                if let Some(t) = self.term.as_mut().filter(|t| t.token == token) {
                     t.announced = true;
                 }
             }
-            ElectionEvent::StoppedLeading(reason) => {
+            Event::StoppedLeading(reason) => {
                 if self.event_leading.take().is_none() {
-                    let detail = format!("stopped leading ({reason:?}) while not leading");
+                    let detail = format!("stopped leading ({reason}) while not leading");
                     self.violation("elector contract", detail);
                 }
                 if self.term.as_ref().is_some_and(|t| t.announced) {
-                    self.close_term(now, &format!("stopped leading ({reason:?})"));
+                    self.close_term(now, &format!("stopped leading ({reason})"));
                 }
             }
-            ElectionEvent::LeaderChanged(_) => {}
-            ElectionEvent::Failed(message) => {
+            Event::LeaderChanged | Event::Other => {}
+            Event::Failed(message) => {
                 self.violation("nothing traps", format!("the elector failed: {message}"));
                 self.event_leading = None;
                 self.close_term(now, "the elector failed");
@@ -572,9 +698,13 @@ impl<'a> Member<'a> {
         };
         let taken = life.hooks.take_requests();
         self.count_requests(taken);
-        let campaign = life.campaign;
-        self.abandoning
-            .push(std::thread::spawn(move || campaign.abandon()));
+        let (campaign, calls) = (life.campaign, life.calls);
+        // The client goes with it there: the last handle of a client stops
+        // its runtime, which waits for the calls still running.
+        self.abandoning.push(std::thread::spawn(move || {
+            campaign.abandon();
+            drop(calls);
+        }));
         // Its write, if any, finishes (or not) in the background.
         if let Some(w) = self.writing.take() {
             self.background.push(w);
@@ -670,7 +800,7 @@ impl<'a> Member<'a> {
 
     /// One fenced write (or, rarely, delete) to the key's current object
     /// with `lease`'s token inside the body, on a thread of its own.
-    fn write(&mut self, lease: Lease, zombie: bool) {
+    fn write(&mut self, lease: LeaseRecord, zombie: bool) {
         let now = Instant::now();
         self.next_write = now + Duration::from_millis(WRITE_EVERY_MS);
         let Some(life) = self.life.as_ref() else {
@@ -725,21 +855,26 @@ fn write(job: WriteJob) -> WriteDone {
             flag("nothing traps", format!("fenced call trapped: {trap}"));
             FencedOutcome::Unknown("trap".into())
         }
-        Ok(Ok(Some(w))) => {
-            if w.token != token || &w.object_key != object {
+        Ok(Reply::Written {
+            object_key,
+            etag,
+            token: written,
+            previous_token,
+        }) => {
+            if written != token || &object_key != object {
                 flag(
                     "fenced replies",
-                    format!("wrote {object} with t{token} and got {w:?}"),
+                    format!("wrote {object} with t{token} and got t{written} on {object_key}"),
                 );
             }
             FencedOutcome::Written {
-                token: w.token,
-                etag: w.etag,
-                previous_token: w.previous_token,
+                token: written,
+                etag,
+                previous_token,
             }
         }
-        Ok(Ok(None)) => FencedOutcome::Deleted,
-        Ok(Err(LeaseError::Fenced(f))) => {
+        Ok(Reply::Deleted) => FencedOutcome::Deleted,
+        Ok(Reply::Fenced(f)) => {
             if f.our_token != token || &f.object_key != object {
                 flag(
                     "fenced replies",
@@ -751,14 +886,18 @@ fn write(job: WriteJob) -> WriteDone {
                 stored_token: f.stored_token,
             }
         }
-        Ok(Err(e)) => {
-            if !crate::hooks::is_fault_error(&e) {
+        Ok(Reply::Failed {
+            kind,
+            fault,
+            detail,
+        }) => {
+            if !fault {
                 flag(
                     "no unexpected errors",
-                    format!("fenced call failed unexpectedly: {e:?}"),
+                    format!("fenced call failed unexpectedly: {detail}"),
                 );
             }
-            FencedOutcome::Unknown(e.kind().into())
+            FencedOutcome::Unknown(kind.into())
         }
     };
     let op = FencedOp {

@@ -6,9 +6,10 @@
 //! past the lease, wall clocks skewed and stepping). The recorded history
 //! is then checked ([`judge`]: the checkers the simulation is judged by) and summarised ([`report`]).
 //!
-//! A process is `keys` clients of the product host (`s3_lease_host::Client`,
-//! one per key, as the keys use different strategies and expiry clocks),
-//! each running the product's host `Elector` for its key, watched by a
+//! A process is `keys` clients of the product host
+//! (`s3_lease_host::blocking::Client`, one per key, as the keys use
+//! different strategies and expiry clocks), each running the product's
+//! host `Elector` for its key, watched by a
 //! member thread that believes what the elector reports ([`member`]);
 //! crashes, pauses and clock steps hit all of a process's clients at once
 //! ([`process`]).
@@ -16,8 +17,8 @@
 //! Beside the keys, `slot_keys` semaphore keys (single-object, limits 2
 //! and 3, fair and not): each process runs a slot member per semaphore key
 //! ([`slot_member`]) on a client of its own, under the same faults, that
-//! waits for a slot, holds it with the host crate's `LeaseGuard` while the
-//! guard says held, and gives it back.
+//! waits for a slot, holds it with the host crate's
+//! `blocking::LeaseGuard` while the guard says held, and gives it back.
 //!
 //! Only the plan replays from the seed (which requests fail how, which
 //! process is hit when and how): thread timing does not.
@@ -31,7 +32,7 @@ pub mod schedule;
 mod slot_member;
 mod unwatched;
 
-use crate::bindings::{Config, ExpiryClock, Strategy};
+use crate::bindings::{AddressingStyle, Config, ExpiryClock, Strategy};
 use crate::server::Endpoint;
 use crate::Harness;
 use history::{FinalRead, FoundObject, History, MemberRecord, SlotRecord, Violation};
@@ -300,26 +301,37 @@ fn client_config(endpoint: &Endpoint, prefix: &str, profile: KeyProfile) -> Conf
 
 /// The host crate's config with the same contents as `c`.
 fn host_config(c: &Config) -> s3_lease_host::S3Config {
-    s3_lease_host::S3Config {
-        endpoint: c.endpoint.clone(),
-        region: c.region.clone(),
-        bucket: c.bucket.clone(),
-        addressing: c.addressing,
-        access_key_id: c.credentials.access_key_id.clone(),
-        secret_access_key: c.credentials.secret_access_key.clone(),
-        session_token: c.credentials.session_token.clone(),
-        key_prefix: c.key_prefix.clone(),
-        request_timeout_ms: c.request_timeout_ms,
-        strategy: c.strategy,
-        expiry_clock: c.expiry_clock,
-        preflight: c.preflight,
-        seal_key: c.seal_key.clone(),
-        dynamodb_table: match &c.store {
-            Some(s3_lease_host::bindings::Store::Dynamodb(table)) => Some(table.clone()),
-            _ => None,
-        },
-        credentials_source: None,
-    }
+    let mut credentials = s3_lease_host::Credentials::new(
+        &c.credentials.access_key_id,
+        &c.credentials.secret_access_key,
+    );
+    credentials.session_token = c.credentials.session_token.clone();
+    let mut h = s3_lease_host::S3Config::new(&c.bucket, &c.region, credentials)
+        .with_endpoint(&c.endpoint)
+        .with_addressing(match c.addressing {
+            AddressingStyle::Path => s3_lease_host::Addressing::Path,
+            AddressingStyle::VirtualHosted => s3_lease_host::Addressing::VirtualHosted,
+        });
+    h.key_prefix = c.key_prefix.clone();
+    h.request_timeout = c
+        .request_timeout_ms
+        .map(|ms| Duration::from_millis(ms.into()));
+    h.strategy = c.strategy.map(|s| match s {
+        Strategy::SingleObject => s3_lease_host::Strategy::SingleObject,
+        Strategy::EpochObjects => s3_lease_host::Strategy::EpochObjects,
+    });
+    h.expiry_clock = c.expiry_clock.map(|clock| match clock {
+        ExpiryClock::Server => s3_lease_host::ExpiryClock::Server,
+        ExpiryClock::Holder => s3_lease_host::ExpiryClock::Holder,
+        ExpiryClock::Observed => s3_lease_host::ExpiryClock::Observed,
+    });
+    h.preflight = c.preflight;
+    h.seal_key = c.seal_key.clone();
+    h.dynamodb_table = match &c.store {
+        Some(s3_lease_host::bindings::Store::Dynamodb(table)) => Some(table.clone()),
+        _ => None,
+    };
+    h
 }
 
 /// Runs a soak against `endpoint`: the run, then the checks over its history.

@@ -1,8 +1,8 @@
 //! One slot member: one process's use of one semaphore key, on a
-//! [`Client`] of its own built as the elector members build theirs (the
-//! test hooks with the soak's request faults, and a wall clock that
-//! follows the process's skew), living through what the plan does to its
-//! process (crash, pause, clock steps).
+//! [`Client`] of its own (the blocking API, one instance) built as the
+//! elector members build theirs (the test hooks with the soak's request
+//! faults, and a wall clock that follows the process's skew), living
+//! through what the plan does to its process (crash, pause, clock steps).
 //!
 //! It loops: wait for a slot, hold it, give it back, rest a little.
 //!
@@ -10,9 +10,10 @@
 //!   tenth of the ttl (plus up to 50 ms of jitter), with one holder id for
 //!   the whole wait (a fresh one per wait), so a fair waiter keeps its
 //!   place by asking again.
-//! - **Hold** with `Client::guard(lease, sent, ttl / 2)`, `sent` the instant
-//!   taken just before the attempt that granted it (as `s3-lease run`
-//!   does). Belief is what the guard reports, nothing of the soak's own:
+//! - **Hold** the [`LeaseGuard`] the grant comes back as, with a deadline
+//!   of half the ttl (`AcquireOptions::deadline`, as `s3-lease run`
+//!   passes), counted from the start of the attempt that granted it.
+//!   Belief is what the guard reports, nothing of the soak's own:
 //!   the member holds the slot from the grant's answer for as long as
 //!   `is_held()` says so, sampled every [`TICK`]. A term ends at the last
 //!   sample that said held: when a sample says not held (the guard lost
@@ -32,11 +33,11 @@ use super::history::{Grant, SlotRecord, Term, Violation, Wait};
 use super::process::Process;
 use super::schedule::{instance_seed, RequestFaults};
 use super::{slot_key_name, Break, Shared, SlotKeyProfile, LEASE_MS};
-use crate::bindings::{Options, SlotAttempt, SlotOptions};
-use crate::hooks::{Hooks, RequestRecord};
+use crate::hooks::{is_fault, Hooks, RequestRecord};
 use crate::instance::SkewedClock;
 use s3_lease::testing::rng::Rng;
-use s3_lease_host::{Client, LeaseGuard, LostReason};
+use s3_lease_host::blocking::{BlockingSlotGrant, Client, LeaseGuard};
+use s3_lease_host::{AcquireOptions, ErrorKind, LostReason, SlotOptions};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;
@@ -137,15 +138,11 @@ pub struct SlotMember<'a> {
     phase: Phase,
     rng: Rng,
     pause_seen: u64,
-    /// Guards being dropped (a drop waits for a renew under way).
+    /// Guards and clients being dropped (see [`SlotMember::drop_guard`]).
     dropping: Vec<JoinHandle<()>>,
     /// The process's wall-clock offset as last read, and when.
     clock_seen: (i64, Instant),
     record: SlotRecord,
-}
-
-fn is_fault(e: &s3_lease_host::Error) -> bool {
-    e.lease_error().is_some_and(crate::hooks::is_fault_error)
 }
 
 impl<'a> SlotMember<'a> {
@@ -212,11 +209,11 @@ impl<'a> SlotMember<'a> {
         self.pause_seen = self.process.latest_pause().map_or(0, |(n, _)| n);
         self.rng = Rng::new(self.seed() ^ 0x5107);
         let harness = self.shared.harness;
-        let (mut options, hooks, _) = harness.test_options();
+        let hooks = Hooks::new(harness.runtime().http().clone());
         // The process's clock: a jump moves every instance of it at once.
-        options.wall_clock = Some(Arc::new(SkewedClock {
+        let clock = SkewedClock {
             offset_ms: self.process.clock_offset_ms.clone(),
-        }));
+        };
         hooks.set_policy(
             RequestFaults::new(
                 self.seed(),
@@ -227,6 +224,7 @@ impl<'a> SlotMember<'a> {
             .into_policy(),
         );
         let config = &self.shared.slot_host_configs[self.j];
+        let options = harness.client_options(&hooks, &clock);
         match Client::connect_with(harness.runtime(), config, options) {
             Ok(client) => {
                 self.life = Some(Life {
@@ -353,15 +351,12 @@ impl<'a> SlotMember<'a> {
             return;
         };
         let client = life.client.clone();
-        let options = Options {
-            ttl_ms: LEASE_MS,
-            holder_id: Some(w.holder_id.clone()),
-            metadata: Some(format!("process {} generation {}", self.p, self.generation)),
-        };
-        let slot = SlotOptions {
-            limit: self.profile.requested_limit(self.shared.config.broken),
-            fair: self.profile.fair,
-        };
+        let options = AcquireOptions::new(Duration::from_millis(LEASE_MS))
+            .holder_id(w.holder_id.clone())
+            .metadata(format!("process {} generation {}", self.p, self.generation))
+            .deadline(DEADLINE);
+        let slot = SlotOptions::new(self.profile.requested_limit(self.shared.config.broken))
+            .fair(self.profile.fair);
         let holder_id = w.holder_id.clone();
         let sent = Instant::now();
         let result = client.try_acquire_slot(&self.key, &options, slot);
@@ -380,11 +375,11 @@ impl<'a> SlotMember<'a> {
         w.start.get_or_insert(sent);
         w.next_attempt = answered + ATTEMPT_EVERY + jitter;
         match result {
-            Ok(SlotAttempt::Granted(lease)) => {
+            Ok(BlockingSlotGrant::Granted(guard)) => {
                 self.record.counts.granted += 1;
-                self.granted(client, lease, sent, answered);
+                self.granted(guard, sent, answered);
             }
-            Ok(SlotAttempt::Queued(place)) => {
+            Ok(BlockingSlotGrant::Queued { place }) => {
                 self.record.counts.queued += 1;
                 w.keep_place_to(sent);
                 w.last_queued = Some(sent);
@@ -402,7 +397,12 @@ impl<'a> SlotMember<'a> {
                     self.count_requests();
                 }
             }
-            Ok(SlotAttempt::Full(_)) => self.record.counts.full += 1,
+            Ok(BlockingSlotGrant::Full(_)) => self.record.counts.full += 1,
+            Ok(_) => {
+                self.record.counts.failed += 1;
+                let detail = "try-acquire-slot answered a case this member does not know".into();
+                self.violation("slot answers", detail);
+            }
             Err(e) => {
                 self.record.counts.failed += 1;
                 let unclear = sent_requests
@@ -420,17 +420,12 @@ impl<'a> SlotMember<'a> {
     }
 
     /// Ends the wait, records the grant and starts holding.
-    fn granted(
-        &mut self,
-        client: Client,
-        lease: crate::bindings::Lease,
-        sent: Instant,
-        at: Instant,
-    ) {
+    fn granted(&mut self, guard: LeaseGuard, sent: Instant, at: Instant) {
         let Phase::Waiting(mut w) = std::mem::replace(&mut self.phase, Phase::Resting(at)) else {
+            self.drop_guard(guard);
             return;
         };
-        let token = lease.token;
+        let token = guard.token();
         self.record.grants.push(Grant {
             key: self.j,
             process: self.p,
@@ -441,7 +436,6 @@ impl<'a> SlotMember<'a> {
         });
         w.keep_place_to(sent);
         self.end_wait(w, Some((sent, at, token)), at);
-        let guard = client.guard(lease, sent, DEADLINE);
         let held = guard.is_held() || self.ignores_guard();
         let now = Instant::now();
         if !held {
@@ -520,7 +514,7 @@ impl<'a> SlotMember<'a> {
         self.record.counts.released += 1;
         if let Err(e) = result {
             self.record.counts.release_failed += 1;
-            let lost = matches!(e.lease_error(), Some(crate::bindings::Error::Lost(_)));
+            let lost = e.kind() == ErrorKind::Lost;
             if !lost && !is_fault(&e) {
                 self.violation("no unexpected errors", format!("release failed: {e}"));
             }
@@ -566,16 +560,20 @@ impl<'a> SlotMember<'a> {
         }
     }
 
-    /// Drops a guard on a thread of its own: the drop waits for a renew
-    /// under way (held, maybe, by a pause), then releases unless the slot
-    /// is lost (a dead process's requests are refused).
+    /// Drops a guard on a thread of its own: it releases unless the slot
+    /// is lost (a dead process's requests are refused), and if it holds
+    /// the last handle of its client, the drop stops the client's runtime,
+    /// which waits for the calls still running (a renew a pause holds).
     fn drop_guard(&mut self, guard: LeaseGuard) {
         self.dropping.push(std::thread::spawn(move || drop(guard)));
     }
 
+    /// Lets the client go, on a thread of its own (as a guard).
     fn end_life(&mut self) {
         self.count_requests();
-        self.life = None;
+        if let Some(life) = self.life.take() {
+            self.dropping.push(std::thread::spawn(move || drop(life)));
+        }
     }
 
     /// The process died: its guard stops without giving anything back, its

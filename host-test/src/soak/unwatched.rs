@@ -7,9 +7,12 @@
 //! broken caller on purpose; the product's [`s3_lease_host::Elector`] is
 //! what the soak runs otherwise.
 
-use crate::bindings::{ElectorConfig, ElectorEvent, Lease, Role};
+use super::member::{Event, StepError};
+use crate::bindings::{ElectorConfig, ElectorEvent, Role};
+use crate::hooks::is_fault_error;
+use crate::records::record_of;
 use s3_lease_host::raw::RawInstance;
-use s3_lease_host::ElectionEvent;
+use s3_lease_host::LeaseRecord;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -23,8 +26,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct State {
     /// As the last step said: the lease, and when the step that first
     /// returned its token began (no later than the grant).
-    leading: Option<(Lease, Instant)>,
-    last_error: Option<String>,
+    leading: Option<(LeaseRecord, Instant)>,
+    last_error: Option<StepError>,
     stop: bool,
 }
 
@@ -35,7 +38,7 @@ struct Shared {
 
 pub struct Unwatched {
     shared: Arc<Shared>,
-    events: Receiver<ElectionEvent>,
+    events: Receiver<Event>,
     stepper: Option<JoinHandle<()>>,
     /// The instance, shared with the caller's fenced writes (calls take turns).
     pub instance: Arc<Mutex<RawInstance>>,
@@ -72,15 +75,15 @@ impl Unwatched {
 
     /// The lease while the last step said leader, and when the step that
     /// first returned its token began.
-    pub fn leading(&self) -> Option<(Lease, Instant)> {
+    pub fn leading(&self) -> Option<(LeaseRecord, Instant)> {
         lock(&self.shared.state).leading.clone()
     }
 
-    pub fn events(&self) -> &Receiver<ElectionEvent> {
+    pub fn events(&self) -> &Receiver<Event> {
         &self.events
     }
 
-    pub fn last_error(&self) -> Option<String> {
+    pub fn last_error(&self) -> Option<StepError> {
         lock(&self.shared.state).last_error.clone()
     }
 
@@ -105,7 +108,7 @@ fn step_until_stopped(
     instance: &Mutex<RawInstance>,
     handle: wasmtime::component::ResourceAny,
     shared: &Shared,
-    events: &Sender<ElectionEvent>,
+    events: &Sender<Event>,
     retry: Duration,
 ) {
     loop {
@@ -118,21 +121,22 @@ fn step_until_stopped(
             Ok(step) => step,
             Err(trap) => {
                 lock(&shared.state).leading = None;
-                let _ = events.send(ElectionEvent::Failed(format!("{trap:#}")));
+                let _ = events.send(Event::Failed(format!("{trap:#}")));
                 return;
             }
         };
         let mut state = lock(&shared.state);
         for event in step.events {
             let _ = events.send(match event {
-                ElectorEvent::BecameLeader(l) => ElectionEvent::BecameLeader(l),
-                ElectorEvent::StoppedLeading(r) => ElectionEvent::StoppedLeading(r),
-                ElectorEvent::LeaderChanged(s) => ElectionEvent::LeaderChanged(s),
+                ElectorEvent::BecameLeader(l) => Event::BecameLeader(l.token),
+                ElectorEvent::StoppedLeading(r) => Event::StoppedLeading(format!("{r:?}")),
+                ElectorEvent::LeaderChanged(_) => Event::LeaderChanged,
             });
         }
-        state.last_error = step
-            .last_error
-            .map(|e| s3_lease_host::Error::from(e).to_string());
+        state.last_error = step.last_error.map(|e| StepError {
+            message: format!("{}: {e:?}", e.kind()),
+            fault: is_fault_error(&e).then(|| e.kind()),
+        });
         // Believed from the last step's role alone: `leading_until_ms`
         // is ignored, which is the bug this caller stands for.
         state.leading = match step.role {
@@ -141,7 +145,7 @@ fn step_until_stopped(
                     Some((old, since)) if old.token == lease.token => *since,
                     _ => start,
                 };
-                Some((lease, since))
+                Some((record_of(lease), since))
             }
             _ => None,
         };

@@ -3,12 +3,13 @@
 //! leader that keeps its lease across rotations whose old keys are revoked
 //! by the store itself.
 
-use super::{endpoint, fresh_prefix, harness, options};
+use super::{acquire_options as options, endpoint, fresh_prefix, harness};
 use host_test::aws_fakes::gate::{Issued, TokenGate};
-use host_test::bindings::{Credentials, ElectorConfig, Error as LeaseError, Role};
 use host_test::server::SeaweedFs;
+use s3_lease_host::blocking::{Client, Elector};
 use s3_lease_host::{
-    Client, CredentialsSource, ElectionEvent, Error, FetchedCredentials, S3Config, SharedSource,
+    Credentials, CredentialsSource, ElectionEvent, ElectorConfig, Error, ErrorKind,
+    FetchedCredentials, LeaseRecord, Role, S3Config, SharedSource,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -46,15 +47,12 @@ fn fetched(
     token: Option<&str>,
     expires: SystemTime,
 ) -> FetchedCredentials {
-    FetchedCredentials {
-        credentials: Credentials {
-            access_key_id: key.into(),
-            secret_access_key: secret.into(),
-            session_token: token.map(str::to_string),
-        },
-        expires: Some(expires),
-        source: "test".into(),
-    }
+    let credentials = Credentials::new(key, secret);
+    let credentials = match token {
+        Some(token) => credentials.with_session_token(token),
+        None => credentials,
+    };
+    FetchedCredentials::new(credentials, Some(expires), "test")
 }
 
 fn through_gate(prefix: &str, keep_same: bool) -> (Arc<TokenGate>, Arc<FromGate>, S3Config) {
@@ -84,21 +82,19 @@ fn current_key(source: &FromGate) -> String {
 
 /// Elects `client` on "leader" (renew deadline half the lease, retry a
 /// sixth) and waits until it leads.
-fn lead(client: &Client, lease_ms: u64) -> (s3_lease_host::Elector, host_test::bindings::Lease) {
-    let elector = client
-        .elect(&ElectorConfig {
-            key: "leader".into(),
-            lease_duration_ms: lease_ms,
-            renew_deadline_ms: lease_ms / 2,
-            retry_period_ms: lease_ms / 6,
-            holder_id: Some("rotating".into()),
-            metadata: None,
-        })
+fn lead(client: &Client, lease_ms: u64) -> (Elector, LeaseRecord) {
+    let mut elector = client
+        .elect(
+            &ElectorConfig::new("leader")
+                .lease_duration(Duration::from_millis(lease_ms))
+                .renew_deadline(Duration::from_millis(lease_ms / 2))
+                .retry_period(Duration::from_millis(lease_ms / 6))
+                .holder_id("rotating"),
+        )
         .unwrap();
     let won = elector
-        .events()
-        .recv_timeout(Duration::from_secs(10))
-        .unwrap();
+        .recv_event_timeout(Duration::from_secs(10))
+        .expect("an event");
     let ElectionEvent::BecameLeader(lease) = won else {
         panic!("{won:?}");
     };
@@ -110,9 +106,12 @@ fn a_refused_key_is_fetched_again_once_and_the_call_sent_again() {
     let prefix = fresh_prefix("creds-refused");
     let (gate, source, config) = through_gate(&prefix, false);
     let client = Client::connect(harness().runtime(), &config).unwrap();
+    // As a record: the test renews it itself.
     let lease = client
         .acquire("k", &options(30_000), Duration::from_secs(5))
-        .unwrap();
+        .unwrap()
+        .detach()
+        .expect("held");
     assert_eq!(source.fetches.load(Ordering::SeqCst), 1);
     let first = current_key(&source);
     gate.revoke(&first);
@@ -133,11 +132,13 @@ fn a_source_that_gives_the_refused_key_again_gets_no_retry() {
     let client = Client::connect(harness().runtime(), &config).unwrap();
     let lease = client
         .acquire("k", &options(30_000), Duration::from_secs(5))
-        .unwrap();
+        .unwrap()
+        .detach()
+        .expect("held");
     gate.revoke(&current_key(&source));
     let err = client.renew(&lease).unwrap_err();
     assert!(
-        matches!(err.lease_error(), Some(LeaseError::AccessDenied(e)) if e.code == "InvalidAccessKeyId"),
+        err.kind() == ErrorKind::AccessDenied && err.code() == Some("InvalidAccessKeyId"),
         "{err}"
     );
     // One fetch after the refusal, the same key: not sent again.
@@ -154,7 +155,7 @@ fn a_leader_whose_key_is_revoked_renews_with_new_ones_before_its_deadline() {
     let prefix = fresh_prefix("creds-leader-revoked");
     let (gate, source, config) = through_gate(&prefix, false);
     let client = Client::connect(harness().runtime(), &config).unwrap();
-    let (elector, _) = lead(&client, 6_000);
+    let (mut elector, _) = lead(&client, 6_000);
     gate.revoke(&current_key(&source));
     std::thread::sleep(Duration::from_millis(4_000));
     assert!(
@@ -162,7 +163,7 @@ fn a_leader_whose_key_is_revoked_renews_with_new_ones_before_its_deadline() {
         "{:?}",
         elector.last_error()
     );
-    let events: Vec<_> = elector.events().try_iter().collect();
+    let events: Vec<_> = std::iter::from_fn(|| elector.try_event()).collect();
     assert!(
         !events
             .iter()
@@ -290,7 +291,7 @@ fn a_leader_keeps_its_lease_across_three_rotations_revoked_by_seaweedfs() {
         .unwrap();
     config.credentials_source = Some(SharedSource::from_arc(source.clone()));
     let client = Client::connect(harness().runtime(), &config).unwrap();
-    let (elector, lease) = lead(&client, 4_000);
+    let (mut elector, lease) = lead(&client, 4_000);
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(16) {
         std::thread::sleep(Duration::from_millis(200));
@@ -303,7 +304,7 @@ fn a_leader_keeps_its_lease_across_three_rotations_revoked_by_seaweedfs() {
             ),
         }
     }
-    let events: Vec<_> = elector.events().try_iter().collect();
+    let events: Vec<_> = std::iter::from_fn(|| elector.try_event()).collect();
     assert!(
         events
             .iter()

@@ -5,7 +5,7 @@
 //! network goes silent (a loopback fault proxy) handing over to another.
 
 use super::*;
-use host_test::bindings::{ElectorConfig, Role, Verdict};
+use host_test::bindings::Verdict;
 use host_test::dynalite::{self, DynamoEndpoint};
 use host_test::fault_proxy::{Fault as ProxyFault, FaultProxy};
 use host_test::hooks::{Fault, RequestRecord};
@@ -212,20 +212,19 @@ fn the_preflight_passes_a_table_keyed_by_key_and_reports_its_ttl() {
 const LEASE_MS: u64 = 3_000;
 const DEADLINE_MS: u64 = 2_000;
 
-fn elector(table: &str, prefix: &str, url: &str, holder: &str) -> s3_lease_host::Elector {
+fn elector(table: &str, prefix: &str, url: &str, holder: &str) -> s3_lease_host::blocking::Elector {
     let mut config = dynamo().host_config(table, prefix).unwrap();
     config.endpoint = url.to_string();
-    config.request_timeout_ms = Some(30_000);
-    let client = s3_lease_host::Client::connect(harness().runtime(), &config).unwrap();
+    config.request_timeout = Some(std::time::Duration::from_secs(30));
+    let client = s3_lease_host::blocking::Client::connect(harness().runtime(), &config).unwrap();
     client
-        .elect(&ElectorConfig {
-            key: "k".into(),
-            lease_duration_ms: LEASE_MS,
-            renew_deadline_ms: DEADLINE_MS,
-            retry_period_ms: 250,
-            holder_id: Some(holder.into()),
-            metadata: None,
-        })
+        .elect(
+            &s3_lease_host::ElectorConfig::new("k")
+                .lease_duration(Duration::from_millis(LEASE_MS))
+                .renew_deadline(Duration::from_millis(DEADLINE_MS))
+                .retry_period(Duration::from_millis(250))
+                .holder_id(holder),
+        )
         .unwrap()
 }
 
@@ -245,15 +244,15 @@ fn a_leader_whose_network_goes_silent_stops_by_its_deadline_and_the_follower_tak
     let proxy = FaultProxy::in_front_of(&dynamo().url).unwrap();
     let a = elector(&table, &prefix, &proxy.url(), "a");
     wait_for(Duration::from_secs(10), "a leads", || {
-        matches!(a.role(), Role::Leader(_))
+        matches!(a.role(), s3_lease_host::Role::Leader(_))
     });
     let b = elector(&table, &prefix, &dynamo().url, "b");
     wait_for(
         Duration::from_secs(10),
         "b follows a",
-        || matches!(b.role(), Role::Follower(Some(s)) if s.holder_id == "a"),
+        || matches!(b.role(), s3_lease_host::Role::Follower(Some(s)) if s.holder_id.as_deref() == Some("a")),
     );
-    let Role::Leader(a_lease) = a.role() else {
+    let s3_lease_host::Role::Leader(a_lease) = a.role() else {
         panic!("a leads")
     };
 
@@ -262,7 +261,7 @@ fn a_leader_whose_network_goes_silent_stops_by_its_deadline_and_the_follower_tak
     let last_reply = proxy.last_reply().expect("a had replies");
     // a stops by its renew deadline, counted from before its last reply.
     let stopped = wait_for(Duration::from_secs(10), "a stops leading", || {
-        !matches!(a.role(), Role::Leader(_))
+        !matches!(a.role(), s3_lease_host::Role::Leader(_))
     });
     assert!(
         silent_at + stopped <= last_reply + Duration::from_millis(DEADLINE_MS + 200),
@@ -274,10 +273,10 @@ fn a_leader_whose_network_goes_silent_stops_by_its_deadline_and_the_follower_tak
     // unchanged for the lease and its slack: never while a leads, and not
     // before a lease after that version was written (before a's last reply).
     wait_for(Duration::from_secs(15), "b leads", || {
-        matches!(b.role(), Role::Leader(_))
+        matches!(b.role(), s3_lease_host::Role::Leader(_))
     });
     let b_led_at = Instant::now();
-    let Role::Leader(b_lease) = b.role() else {
+    let s3_lease_host::Role::Leader(b_lease) = b.role() else {
         panic!("b leads")
     };
     assert!(

@@ -1,12 +1,14 @@
-//! The host crate's typed API (`s3_lease_host::{Client, LeaseGuard,
-//! Elector}`) against the real server: the guard renews in the background,
-//! releases on drop and notices a lock taken from it; the elector thread
-//! hands leadership over; errors are typed and keep secrets out.
+//! The host crate's typed API (`s3_lease_host::blocking::{Client,
+//! LeaseGuard, Elector}`) against the real server: the guard renews in the
+//! background, releases on drop and notices a lock taken from it; the
+//! elector hands leadership over; errors are typed and keep secrets out.
 
-use super::{endpoint, fresh_prefix, harness, options};
-use host_test::bindings::{ElectorConfig, Error as LeaseError};
-use s3_lease_host::{Client, ElectionEvent, Error, LostReason, S3Config};
-use std::time::Duration;
+use super::{acquire_options as options, endpoint, fresh_prefix, harness};
+use s3_lease_host::blocking::Client;
+use s3_lease_host::{
+    Credentials, ElectionEvent, ElectorConfig, ErrorKind, ExpiryClock, LostReason, S3Config,
+};
+use std::time::{Duration, Instant};
 
 fn s3_config(prefix: &str) -> S3Config {
     endpoint().host_config(prefix).unwrap()
@@ -16,12 +18,29 @@ fn client(prefix: &str) -> Client {
     Client::connect(harness().runtime(), &s3_config(prefix)).unwrap()
 }
 
+/// Waits up to `limit` for the key's lock object to say released (a
+/// dropped guard releases from a thread of its own).
+fn wait_released(c: &Client, key: &str, limit: Duration) {
+    let started = Instant::now();
+    loop {
+        let state = c.inspect(key).unwrap().expect("the lock object");
+        if !state.live && state.expires_at_ms == 0 {
+            return;
+        }
+        assert!(
+            started.elapsed() < limit,
+            "not released {limit:?} after the drop: {state:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_guard_renews_in_the_background_and_releases_on_drop() {
     let prefix = fresh_prefix("guard");
     let (a, b) = (client(&prefix), client(&prefix));
     let guard = a
-        .lock("k", &options(1_500), Duration::from_secs(5))
+        .acquire("k", &options(1_500), Duration::from_secs(5))
         .unwrap();
     std::thread::sleep(Duration::from_millis(4_000));
     assert!(
@@ -29,18 +48,20 @@ fn a_guard_renews_in_the_background_and_releases_on_drop() {
         "renewed past twice its ttl: {:?}",
         guard.lost()
     );
-    assert_eq!(
-        b.try_acquire("k", &options(1_500)).unwrap(),
-        None,
+    assert!(
+        b.try_acquire("k", &options(1_500)).unwrap().is_none(),
         "still held"
     );
     let token = guard.token();
     drop(guard);
+    // Well within the ttl: the lease was renewed at most a third of its
+    // deadline before the drop.
+    wait_released(&b, "k", Duration::from_millis(500));
     let next = b
         .try_acquire("k", &options(1_500))
         .unwrap()
         .expect("released on drop");
-    assert!(next.token > token);
+    assert!(next.token() > token);
 }
 
 #[test]
@@ -48,7 +69,7 @@ fn a_guard_notices_its_lock_taken_behind_its_back() {
     let prefix = fresh_prefix("guard-taken");
     let a = client(&prefix);
     let guard = a
-        .lock("k", &options(1_500), Duration::from_secs(5))
+        .acquire("k", &options(1_500), Duration::from_secs(5))
         .unwrap();
     let admin = endpoint().admin().unwrap();
     let object = format!("{prefix}k");
@@ -59,7 +80,9 @@ fn a_guard_notices_its_lock_taken_behind_its_back() {
     record["write"] = "intruder-write".into();
     admin.put(&object, record.to_string().as_bytes()).unwrap();
     match guard.wait_lost(Duration::from_secs(3)) {
-        Some(LostReason::Taken(Some(state))) => assert_eq!(state.holder_id, "intruder"),
+        Some(LostReason::Taken(Some(state))) => {
+            assert_eq!(state.holder_id.as_deref(), Some("intruder"))
+        }
         other => panic!("expected taken by the intruder, got {other:?}"),
     }
     assert!(!guard.is_held());
@@ -68,32 +91,29 @@ fn a_guard_notices_its_lock_taken_behind_its_back() {
 #[test]
 fn the_elector_thread_hands_leadership_over_on_resign() {
     let prefix = fresh_prefix("elector-thread");
-    let config = |holder: &str| ElectorConfig {
-        key: "leader".into(),
-        lease_duration_ms: 3_000,
-        renew_deadline_ms: 2_000,
-        retry_period_ms: 200,
-        holder_id: Some(holder.into()),
-        metadata: None,
+    let config = |holder: &str| {
+        ElectorConfig::new("leader")
+            .lease_duration(Duration::from_millis(3_000))
+            .renew_deadline(Duration::from_millis(2_000))
+            .retry_period(Duration::from_millis(200))
+            .holder_id(holder)
     };
-    let first = client(&prefix).elect(&config("first")).unwrap();
+    let mut first = client(&prefix).elect(&config("first")).unwrap();
     let lease = match first
-        .events()
-        .recv_timeout(Duration::from_secs(10))
-        .unwrap()
+        .recv_event_timeout(Duration::from_secs(10))
+        .expect("an event")
     {
         ElectionEvent::BecameLeader(lease) => lease,
         other => panic!("{other:?}"),
     };
-    let second = client(&prefix).elect(&config("second")).unwrap();
+    let mut second = client(&prefix).elect(&config("second")).unwrap();
     std::thread::sleep(Duration::from_millis(600));
     assert_eq!(second.leader_lease(), None, "one leader at a time");
     first.resign().unwrap();
     let next = loop {
         match second
-            .events()
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap()
+            .recv_event_timeout(Duration::from_secs(10))
+            .expect("an event")
         {
             ElectionEvent::BecameLeader(l) => break l,
             ElectionEvent::LeaderChanged(_) => continue,
@@ -110,10 +130,7 @@ fn errors_are_typed_and_keep_the_secret_out() {
     config.secret_access_key = "not-the-secret-s3lease".into();
     let c = Client::connect(harness().runtime(), &config).unwrap();
     let e = c.inspect("k").unwrap_err();
-    match &e {
-        Error::Lease(inner) => assert!(matches!(**inner, LeaseError::AccessDenied(_)), "{inner:?}"),
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(e.kind(), ErrorKind::AccessDenied, "{e:?}");
     let shown = format!("{e} {e:?} {config:?}");
     assert!(!shown.contains("not-the-secret-s3lease"), "{shown}");
     assert!(e.to_string().contains("403"), "{e}");
@@ -125,34 +142,35 @@ fn errors_are_typed_and_keep_the_secret_out() {
 /// still renews, since the seal no longer follows the credentials.
 #[test]
 fn set_credentials_swaps_a_live_clients_keys_and_keeps_its_leases() {
-    use host_test::bindings::Credentials;
     let prefix = fresh_prefix("set-credentials");
     let a = client(&prefix);
-    let lease = a.try_acquire("k", &options(30_000)).unwrap().expect("free");
+    // As a record: the test renews it itself.
+    let lease = a
+        .try_acquire("k", &options(30_000))
+        .unwrap()
+        .expect("free")
+        .detach()
+        .expect("held");
     let e = endpoint();
-    let right = Credentials {
-        access_key_id: e.access_key_id.clone(),
-        secret_access_key: e.secret_access_key.clone(),
-        session_token: e.session_token.clone(),
+    let with_token = |c: Credentials| match &e.session_token {
+        Some(token) => c.with_session_token(token.clone()),
+        None => c,
     };
-    let wrong = Credentials {
-        access_key_id: "NOT-A-KEY-OF-THIS-STORE".into(),
-        secret_access_key: "wrong-secret-wrong-secret".into(),
-        session_token: None,
-    };
+    let right = with_token(Credentials::new(
+        e.access_key_id.clone(),
+        e.secret_access_key.clone(),
+    ));
+    let wrong = Credentials::new("NOT-A-KEY-OF-THIS-STORE", "wrong-secret-wrong-secret");
     a.set_credentials(&wrong).unwrap();
     let refused = a.renew(&lease).unwrap_err();
     assert!(
-        matches!(&refused, Error::Lease(e) if matches!(**e, LeaseError::AccessDenied(_) | LeaseError::S3(_))),
+        matches!(refused.kind(), ErrorKind::AccessDenied | ErrorKind::Store),
         "{refused:?}"
     );
     assert!(!format!("{refused:?} {refused}").contains("wrong-secret"));
-    let empty = Credentials {
-        access_key_id: String::new(),
-        ..right.clone()
-    };
+    let empty = with_token(Credentials::new("", right.secret_access_key.clone()));
     assert!(
-        matches!(a.set_credentials(&empty), Err(Error::Lease(e)) if matches!(*e, LeaseError::InvalidConfig(_))),
+        matches!(a.set_credentials(&empty), Err(e) if e.kind() == ErrorKind::InvalidConfig),
         "empty keys refused, the old ones kept"
     );
     a.set_credentials(&right).unwrap();
@@ -172,15 +190,13 @@ fn set_credentials_swaps_a_live_clients_keys_and_keeps_its_leases() {
 #[test]
 fn a_guard_counts_its_lease_from_the_grants_send_not_its_reply() {
     use host_test::hooks::Fault;
-    use s3_lease_host::bindings::ExpiryClock;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    use std::time::Instant;
     let prefix = fresh_prefix("guard-from-send");
     let mut config = s3_config(&prefix);
     config.expiry_clock = Some(ExpiryClock::Holder);
-    let (instance, hooks, _) = harness().test_options();
-    let a = Client::connect_with(harness().runtime(), &config, instance).unwrap();
+    let (options_a, hooks, _) = harness().test_client_options();
+    let a = Client::connect_with(harness().runtime(), &config, options_a).unwrap();
     let b = Client::connect(harness().runtime(), &config).unwrap();
     let delayed = Arc::new(AtomicBool::new(false));
     let object = format!("{prefix}k");
@@ -191,7 +207,7 @@ fn a_guard_counts_its_lease_from_the_grants_send_not_its_reply() {
     });
     let sent = Instant::now();
     let guard = a
-        .try_lock("k", &options(2_000))
+        .try_acquire("k", &options(2_000))
         .unwrap()
         .expect("granted: the reply came before the lease ran out");
     assert!(sent.elapsed() >= Duration::from_millis(1_500));
@@ -200,12 +216,12 @@ fn a_guard_counts_its_lease_from_the_grants_send_not_its_reply() {
         .acquire("k", &options(2_000), Duration::from_secs(10))
         .unwrap();
     let at = sent.elapsed();
-    assert!(taken.token > guard.token());
+    assert!(taken.token() > guard.token());
     assert!(
         !guard.is_held(),
         "{at:?} after its grant was sent, while b holds token {}, a's guard still claims the lock \
          until {:?} from then; a's requests: {:#?}",
-        taken.token,
+        taken.token(),
         guard.held_until().map(|u| u - sent),
         hooks.requests()
     );

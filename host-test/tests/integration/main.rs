@@ -2,6 +2,7 @@
 //! server (SeaweedFS started by the fixture, or the `AWS_*` endpoint).
 //! One test binary, so one server for the whole run.
 
+mod async_client;
 mod bad_input;
 mod compat;
 mod component_shape;
@@ -90,6 +91,18 @@ pub fn named(ttl_ms: u64, holder: &str) -> Options {
         holder_id: Some(holder.into()),
         metadata: Some(format!("meta of {holder}")),
     }
+}
+
+/// [`options`] for the host crate's API.
+pub fn acquire_options(ttl_ms: u64) -> s3_lease_host::AcquireOptions {
+    s3_lease_host::AcquireOptions::new(std::time::Duration::from_millis(ttl_ms))
+}
+
+/// [`named`] for the host crate's API.
+pub fn named_options(ttl_ms: u64, holder: &str) -> s3_lease_host::AcquireOptions {
+    acquire_options(ttl_ms)
+        .holder_id(holder)
+        .metadata(format!("meta of {holder}"))
 }
 
 /// try-acquire that must not trap or fail.

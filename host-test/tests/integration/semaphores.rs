@@ -3,9 +3,10 @@
 //! crate's guard per slot.
 
 use super::request_counts::{s, shape};
-use super::{endpoint, fresh_prefix, harness, named, opened};
+use super::{endpoint, fresh_prefix, harness, named, named_options, opened};
 use host_test::bindings::{SlotAttempt, SlotOptions};
-use s3_lease_host::{Client, S3Config};
+use s3_lease_host::blocking::{BlockingSlotGrant, Client};
+use s3_lease_host::S3Config;
 use std::time::Duration;
 
 const TWO: SlotOptions = SlotOptions {
@@ -132,14 +133,11 @@ fn client(prefix: &str) -> Client {
 fn a_guard_per_slot_renews_and_releases_on_drop() {
     let prefix = fresh_prefix("semaphore-guards");
     let c = client(&prefix);
-    let three = SlotOptions {
-        limit: 3,
-        fair: false,
-    };
+    let three = s3_lease_host::SlotOptions::new(3);
     let guards: Vec<_> = ["a", "b", "c"]
         .iter()
         .map(|h| {
-            c.lock_slot("k", &named(1_500, h), three, Duration::from_secs(5))
+            c.acquire_slot("k", &named_options(1_500, h), three, Duration::from_secs(5))
                 .unwrap()
         })
         .collect();
@@ -152,23 +150,63 @@ fn a_guard_per_slot_renews_and_releases_on_drop() {
         "{:?}",
         guards.iter().map(|g| g.lost()).collect::<Vec<_>>()
     );
-    let full = c.try_acquire_slot("k", &named(1_500, "d"), three).unwrap();
-    assert!(matches!(full, SlotAttempt::Full(Some(_))), "{full:?}");
+    let full = c
+        .try_acquire_slot("k", &named_options(1_500, "d"), three)
+        .unwrap();
+    assert!(
+        matches!(full, BlockingSlotGrant::Full(Some(_))),
+        "{}",
+        describe(&full)
+    );
     let mut guards = guards;
     drop(guards.remove(1));
-    let d = c.try_acquire_slot("k", &named(1_500, "d"), three).unwrap();
+    // A dropped guard releases from a thread of its own: b's entry is gone
+    // well within the ttl (a lapsed entry would stay, not live).
+    wait_for_entries(&c, Duration::from_millis(500), |sem| {
+        !sem.holders.iter().any(|h| h.holder_id == "b")
+    });
+    let d = c
+        .try_acquire_slot("k", &named_options(1_500, "d"), three)
+        .unwrap();
     match d {
-        SlotAttempt::Granted(lease) => assert_eq!(lease.token, 4),
-        other => panic!("the dropped slot was released: {other:?}"),
+        BlockingSlotGrant::Granted(guard) => assert_eq!(guard.token(), 4),
+        other => panic!("the dropped slot was released: {}", describe(&other)),
     }
     for g in guards {
         g.release().unwrap();
     }
 }
 
+/// Waits up to `limit` for the semaphore's entries to be as `ready` says.
+fn wait_for_entries(
+    c: &Client,
+    limit: Duration,
+    ready: impl Fn(&s3_lease_host::SemaphoreState) -> bool,
+) {
+    let started = std::time::Instant::now();
+    loop {
+        let sem = c.inspect_slots("k").unwrap().expect("a semaphore");
+        if ready(&sem) {
+            return;
+        }
+        assert!(started.elapsed() < limit, "{limit:?}: {sem:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// What a slot attempt got, for messages (a guard has no `Debug`).
+fn describe(grant: &BlockingSlotGrant) -> String {
+    match grant {
+        BlockingSlotGrant::Granted(guard) => format!("granted with token {}", guard.token()),
+        BlockingSlotGrant::Queued { place } => format!("queued at place {place}"),
+        BlockingSlotGrant::Full(seen) => format!("full: {seen:?}"),
+        _ => "an answer of another kind".into(),
+    }
+}
+
 /// A client of the product host crate whose requests the test counts.
 fn counted_client(prefix: &str) -> (Client, host_test::hooks::Hooks) {
-    let (options, hooks, _) = harness().test_options();
+    let (options, hooks, _) = harness().test_client_options();
     let config: S3Config = endpoint().host_config(prefix).unwrap();
     let client = Client::connect_with(harness().runtime(), &config, options).unwrap();
     (client, hooks)
@@ -183,28 +221,31 @@ fn a_holder_and_a_waiter_cost_this_many_requests_per_second() {
     let prefix = fresh_prefix("semaphore-rates");
     let (holder, holder_hooks) = counted_client(&prefix);
     let (waiter, waiter_hooks) = counted_client(&prefix);
-    let one = SlotOptions {
-        limit: 1,
-        fair: true,
-    };
+    let one = s3_lease_host::SlotOptions::new(1).fair(true);
     let ttl = Duration::from_secs(3);
-    let sent = std::time::Instant::now();
-    let lease = match holder
-        .try_acquire_slot("k", &named(3_000, "h"), one)
-        .unwrap()
-    {
-        SlotAttempt::Granted(lease) => lease,
-        other => panic!("{other:?}"),
+    let as_run = |holder: &str| named_options(3_000, holder).deadline(ttl / 2);
+    let guard = match holder.try_acquire_slot("k", &as_run("h"), one).unwrap() {
+        BlockingSlotGrant::Granted(guard) => guard,
+        other => panic!("{}", describe(&other)),
     };
-    let guard = holder.guard(lease, sent, ttl / 2);
     holder_hooks.take_requests();
     let window = Duration::from_secs(6);
     let waited = std::thread::scope(|s| {
-        let w = s.spawn(|| waiter.acquire_slot("k", &named(3_000, "w"), one, window));
+        let w = s.spawn(|| {
+            waiter
+                .acquire_slot("k", &named_options(3_000, "w"), one, window)
+                .map(|g| g.token())
+                .map_err(|e| e.to_string())
+        });
         std::thread::sleep(window);
         w.join().unwrap()
     });
     assert!(waited.is_err(), "the holder kept its slot: {waited:?}");
+    // The waiter leaves the queue from a thread of its own once it gives
+    // up: wait for that (read by a client whose requests are not counted).
+    wait_for_entries(&client(&prefix), Duration::from_secs(1), |sem| {
+        sem.queue.is_empty()
+    });
     assert!(guard.is_held(), "{:?}", guard.lost());
     let per_s = |n: usize| n as f64 / window.as_secs_f64();
     let held = holder_hooks.take_requests();

@@ -12,10 +12,10 @@
 //! watchdog can end leadership on time).
 
 use super::{endpoint, fresh_prefix, harness};
-use host_test::bindings::{ElectorConfig, Role, Strategy};
 use host_test::fault_proxy::{Fault, FaultProxy};
+use s3_lease_host::blocking::{Client, Elector};
 use s3_lease_host::http::{HttpSender, IoFuture, RequestOptions, ResponseFuture, WasiBody};
-use s3_lease_host::{Client, Elector, InstanceOptions};
+use s3_lease_host::{ClientOptions, ElectorConfig, InstanceOptions, Role, Strategy};
 use std::time::{Duration, Instant};
 
 const LEASE_MS: u64 = 4_000;
@@ -44,29 +44,31 @@ impl s3_lease_host::http::WasiHttpHooks for IgnoresTimeouts {
 fn client(prefix: &str, proxy: &FaultProxy, strategy: Strategy, ignores_timeouts: bool) -> Client {
     let mut config = endpoint().host_config(prefix).unwrap();
     config.endpoint = proxy.url();
-    config.request_timeout_ms = Some(REQUEST_TIMEOUT_MS);
+    config.request_timeout = Some(std::time::Duration::from_millis(REQUEST_TIMEOUT_MS.into()));
     config.strategy = Some(strategy);
     let runtime = harness().runtime();
-    let options = InstanceOptions {
-        hooks: ignores_timeouts.then(|| {
-            Box::new(IgnoresTimeouts(runtime.http().clone()))
-                as Box<dyn s3_lease_host::http::WasiHttpHooks>
-        }),
-        wall_clock: None,
-    };
+    let sender = runtime.http().clone();
+    let options = ClientOptions::default()
+        .instances(1)
+        .instance_options(move || InstanceOptions {
+            hooks: ignores_timeouts.then(|| {
+                Box::new(IgnoresTimeouts(sender.clone()))
+                    as Box<dyn s3_lease_host::http::WasiHttpHooks>
+            }),
+            wall_clock: None,
+        });
     Client::connect_with(runtime, &config, options).unwrap()
 }
 
 fn elector(client: &Client, holder: &str) -> Elector {
     client
-        .elect(&ElectorConfig {
-            key: "k".into(),
-            lease_duration_ms: LEASE_MS,
-            renew_deadline_ms: DEADLINE_MS,
-            retry_period_ms: RETRY_MS,
-            holder_id: Some(holder.into()),
-            metadata: None,
-        })
+        .elect(
+            &ElectorConfig::new("k")
+                .lease_duration(Duration::from_millis(LEASE_MS))
+                .renew_deadline(Duration::from_millis(DEADLINE_MS))
+                .retry_period(Duration::from_millis(RETRY_MS))
+                .holder_id(holder),
+        )
         .unwrap()
 }
 
@@ -99,7 +101,7 @@ fn a_silent_leader_stops_leading_by_its_deadline(strategy: Strategy, ignores_tim
     wait_for(
         Duration::from_secs(20),
         "b to follow a",
-        || matches!(b.role(), Role::Follower(Some(s)) if s.holder_id == "a" && s.live),
+        || matches!(b.role(), Role::Follower(Some(s)) if s.holder_id.as_deref() == Some("a") && s.live),
     );
     // A few renews of a's.
     std::thread::sleep(Duration::from_millis(3 * RETRY_MS));

@@ -1,7 +1,7 @@
 //! The AWS SDKs' credential chain, from `aws-config`, tried in its order.
 
 use super::{CredentialsSource, FetchedCredentials};
-use crate::bindings::Credentials;
+use crate::types::Credentials;
 use crate::Error;
 use aws_config::provider_config::ProviderConfig;
 use aws_config::Region;
@@ -72,7 +72,7 @@ impl AwsChain {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| Error::Host(e.into()))?;
+            .map_err(Error::host)?;
         let region = match region {
             Some(r) => Some(Region::new(r)),
             None => on_own_thread(&runtime, find_region(imds_region)),
@@ -200,19 +200,7 @@ impl AwsChain {
     ) -> Option<Result<FetchedCredentials, Error>> {
         let where_ = WHERE.iter().find(|(n, _)| *n == name).map_or("", |w| w.1);
         match on_own_thread(&self.runtime, provider.provide_credentials()) {
-            Ok(c) => Some(Ok(FetchedCredentials {
-                credentials: Credentials {
-                    access_key_id: c.access_key_id().to_string(),
-                    secret_access_key: c.secret_access_key().to_string(),
-                    // An empty token is no token, as with the variables.
-                    session_token: c
-                        .session_token()
-                        .filter(|t| !t.is_empty())
-                        .map(str::to_string),
-                },
-                expires: c.expiry(),
-                source: name.to_string(),
-            })),
+            Ok(c) => Some(Ok(fetched(&c, name))),
             Err(e @ CredentialsError::CredentialsNotLoaded(_)) => {
                 looked.push(format!("- {name}, {where_}: {}", causes(&e)));
                 None
@@ -228,6 +216,52 @@ impl AwsChain {
                 )))
             }
         }
+    }
+}
+
+/// The SDK's credentials as ours, named by the source that gave them.
+fn fetched(c: &aws_credential_types::Credentials, source: &str) -> FetchedCredentials {
+    let mut credentials = Credentials::new(c.access_key_id(), c.secret_access_key());
+    // An empty token is no token, as with the variables.
+    credentials.session_token = c
+        .session_token()
+        .filter(|t| !t.is_empty())
+        .map(str::to_string);
+    FetchedCredentials::new(credentials, c.expiry(), source)
+}
+
+/// The credentials provider of an [`aws_config::SdkConfig`] a service has
+/// already loaded (its own chain, an assumed role, a custom provider), as
+/// a [`CredentialsSource`]: each fetch asks the provider, which keeps and
+/// refreshes its own cache as the SDK's clients would.
+pub struct SdkProvider {
+    provider: SharedCredentialsProvider,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl SdkProvider {
+    pub fn new(provider: SharedCredentialsProvider) -> Result<Self, Error> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(Error::host)?;
+        Ok(SdkProvider { provider, runtime })
+    }
+}
+
+impl CredentialsSource for SdkProvider {
+    fn fetch(&self) -> Result<FetchedCredentials, Error> {
+        on_own_thread(&self.runtime, self.provider.provide_credentials())
+            .map(|c| fetched(&c, "SdkConfig"))
+            .map_err(|e| {
+                Error::invalid_config(
+                    "credentials",
+                    format!(
+                        "the SdkConfig's credentials provider failed: {}",
+                        causes(&e)
+                    ),
+                )
+            })
     }
 }
 

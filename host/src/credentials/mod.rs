@@ -7,6 +7,8 @@
 //!   shared config and credentials files (static keys, `credential_process`,
 //!   `role_arn`, SSO), web identity, ECS and EKS container credentials,
 //!   EC2 instance metadata.
+//! - [`SdkProvider`]: the credentials provider of an `aws_config::SdkConfig`
+//!   a service has already loaded.
 //! - A client connected with a source keeps its credentials fresh on a
 //!   thread of its own (`refresh`), and on a store's `ExpiredToken` or
 //!   `InvalidAccessKeyId` fetches new ones once and retries once.
@@ -14,9 +16,9 @@
 mod aws_chain;
 pub(crate) mod refresh;
 
-pub use aws_chain::AwsChain;
+pub use aws_chain::{AwsChain, SdkProvider};
 
-use crate::bindings::{Credentials, Error as LeaseError};
+use crate::types::Credentials;
 use crate::Error;
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -25,12 +27,29 @@ use std::time::SystemTime;
 /// Credentials as a source handed them out. `Debug` shows neither the
 /// secret key nor the session token.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct FetchedCredentials {
     pub credentials: Credentials,
     /// When they stop working; `None` for long-term keys.
     pub expires: Option<SystemTime>,
     /// Which source gave them (`Environment`, `Profile`, `IMDSv2`, ...).
     pub source: String,
+}
+
+impl FetchedCredentials {
+    /// `credentials` from `source` (a name for logs and errors), good
+    /// until `expires` (`None`: long-term keys).
+    pub fn new(
+        credentials: Credentials,
+        expires: Option<SystemTime>,
+        source: impl Into<String>,
+    ) -> Self {
+        FetchedCredentials {
+            credentials,
+            expires,
+            source: source.into(),
+        }
+    }
 }
 
 impl fmt::Debug for FetchedCredentials {
@@ -129,27 +148,6 @@ impl fmt::Debug for SharedSource {
     }
 }
 
-/// True when the store refused the request's credentials as expired or
-/// unknown (S3 answers 400 `ExpiredToken` / `InvalidToken`, 403
-/// `InvalidAccessKeyId`; DynamoDB `ExpiredTokenException` and
-/// `UnrecognizedClientException`): new credentials may fix it. The store did not
-/// apply the request, so sending it again is safe.
-pub fn refused_credentials(error: &LeaseError) -> bool {
-    let e = match error {
-        LeaseError::AccessDenied(e) | LeaseError::S3(e) => e,
-        _ => return false,
-    };
-    matches!(
-        e.code.as_str(),
-        "ExpiredToken"
-            | "InvalidToken"
-            | "InvalidAccessKeyId"
-            | "TokenRefreshRequired"
-            | "ExpiredTokenException"
-            | "UnrecognizedClientException"
-    )
-}
-
 /// One set of credentials, the same every time: [`S3Config::from_vars`]'s
 /// keys as a source.
 ///
@@ -173,11 +171,8 @@ mod tests {
     #[test]
     fn debug_shows_no_secret() {
         let fetched = FetchedCredentials {
-            credentials: Credentials {
-                access_key_id: "ASIAVISIBLE".into(),
-                secret_access_key: "s3cr3t-value".into(),
-                session_token: Some("t0ken-value".into()),
-            },
+            credentials: Credentials::new("ASIAVISIBLE", "s3cr3t-value")
+                .with_session_token("t0ken-value"),
             expires: None,
             source: "Ec2InstanceMetadata".into(),
         };
@@ -200,37 +195,5 @@ mod tests {
             !text.contains("s3cr3t") && !text.contains("t0ken"),
             "{text}"
         );
-    }
-
-    #[test]
-    fn only_refusals_of_the_credentials_call_for_new_ones() {
-        use crate::bindings::exports::s3_lease::lease::types::S3Error;
-        let e = |status, code: &str| S3Error {
-            status,
-            code: code.into(),
-            message: String::new(),
-            request_id: String::new(),
-        };
-        assert!(refused_credentials(&LeaseError::S3(e(400, "ExpiredToken"))));
-        assert!(refused_credentials(&LeaseError::AccessDenied(e(
-            403,
-            "ExpiredTokenException"
-        ))));
-        assert!(refused_credentials(&LeaseError::AccessDenied(e(
-            403,
-            "InvalidAccessKeyId"
-        ))));
-        assert!(!refused_credentials(&LeaseError::AccessDenied(e(
-            403,
-            "AccessDenied"
-        ))));
-        assert!(!refused_credentials(&LeaseError::AccessDenied(e(
-            403,
-            "SignatureDoesNotMatch"
-        ))));
-        assert!(!refused_credentials(&LeaseError::S3(e(
-            500,
-            "InternalError"
-        ))));
     }
 }

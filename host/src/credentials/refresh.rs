@@ -5,7 +5,7 @@
 //! and fetches.
 
 use super::{FetchedCredentials, SharedSource};
-use crate::bindings::Credentials;
+use crate::types::Credentials;
 use crate::Error;
 use s3_lease_keep::refresh::{self, Refresh};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -117,7 +117,7 @@ impl Refresher {
         std::thread::Builder::new()
             .name("s3-lease-credentials".into())
             .spawn(move || refresh_until_stopped(&thread))
-            .map_err(|e| Error::Host(e.into()))?;
+            .map_err(Error::host)?;
         Ok(Refresher { shared })
     }
 
@@ -201,11 +201,7 @@ mod tests {
         fn fetch(&self) -> Result<FetchedCredentials, Error> {
             self.0.fetch_add(1, Ordering::Relaxed);
             Ok(FetchedCredentials {
-                credentials: Credentials {
-                    access_key_id: "AKID".into(),
-                    secret_access_key: "secret".into(),
-                    session_token: None,
-                },
+                credentials: Credentials::new("AKID", "secret"),
                 expires: Some(SystemTime::now() - Duration::from_secs(3600)),
                 source: "test".into(),
             })

@@ -16,10 +16,10 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client as HyperClient};
 use hyper_util::rt::TokioExecutor;
 use s3_lease::s3::{prepare, Method, S3Request};
-use s3_lease_host::bindings::Credentials;
+use s3_lease_host::blocking::Client;
 use s3_lease_host::http::{full, HttpSender, IoFuture, ResponseFuture};
 use s3_lease_host::{
-    Client, CompileCache, ComponentSource, InstanceOptions, Runtime, RuntimeOptions,
+    CompileCache, ComponentSource, Credentials, InstanceOptions, Runtime, RuntimeOptions,
 };
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -350,18 +350,19 @@ pub fn run(e: &Endpoint, prefix: &str, rounds: usize) -> Result<Report> {
         next: runtime.http().clone(),
         sent: Arc::default(),
     };
+    let timed_hooks = hooks.clone();
     let client = Client::connect_with(
         &runtime,
         &e.host_config(prefix)?,
-        InstanceOptions {
-            hooks: Some(Box::new(hooks.clone())),
+        crate::one_instance().instance_options(move || InstanceOptions {
+            hooks: Some(Box::new(timed_hooks.clone())),
             wall_clock: None,
-        },
+        }),
     )?;
-    let credentials = Credentials {
-        access_key_id: e.access_key_id.clone(),
-        secret_access_key: e.secret_access_key.clone(),
-        session_token: e.session_token.clone(),
+    let credentials = Credentials::new(e.access_key_id.clone(), e.secret_access_key.clone());
+    let credentials = match &e.session_token {
+        Some(token) => credentials.with_session_token(token.clone()),
+        None => credentials,
     };
 
     // A first round, not counted: connections open, and the renew's PUT

@@ -20,19 +20,29 @@
 //!
 //!     ./scripts/bench.sh [ROUNDS]     (builds what it needs, then runs this)
 //!
+//! `bench builds [ROUNDS]` runs only the two builds of the component side by
+//! side (`builds.rs`); `bench leases [N [SECONDS]]` only the scale
+//! measurement (`leases.rs`): one process holding N leases through one
+//! async client; `bench ceiling [STEP [SECONDS]]` adds leases STEP at a
+//! time until renews come late, and says what ran out (`ceiling.rs`).
+//!
 //! Numbers, not pass/fail. It prints the machine, the commit and the build
 //! profile it ran on: a debug build of wasmtime runs several times slower.
 
 mod boto3;
 mod builds;
+mod ceiling;
 mod dynamodb;
 mod floor;
+mod leases;
 mod sigv4;
 
 use anyhow::{bail, Context, Result};
 use host_test::server::{Endpoint, SeaweedFs};
-use s3_lease_host::bindings::Options;
-use s3_lease_host::{CompileCache, ComponentSource, Runtime, RuntimeOptions};
+use s3_lease_host::blocking::Client;
+use s3_lease_host::{
+    AcquireOptions, ClientOptions, CompileCache, ComponentSource, Runtime, RuntimeOptions,
+};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -91,19 +101,23 @@ fn in_process_start_to_lock(
         cache,
         pooled_http: true,
     })?;
-    let client = s3_lease_host::Client::connect(&runtime, &e.host_config(prefix)?)?;
+    let client = Client::connect(&runtime, &e.host_config(prefix)?)?;
+    // Left to run out, as before: nothing more is sent once it is taken.
     client
         .try_acquire(key, &options())?
-        .context("the key was free")?;
+        .context("the key was free")?
+        .detach();
     Ok(started.elapsed())
 }
 
-fn options() -> Options {
-    Options {
-        ttl_ms: 60_000,
-        holder_id: None,
-        metadata: None,
-    }
+fn options() -> AcquireOptions {
+    AcquireOptions::new(Duration::from_secs(60))
+}
+
+/// A client of one instance, as the figures before the async client were
+/// taken with (each key's calls go to one instance either way).
+fn one_instance() -> ClientOptions {
+    ClientOptions::default().instances(1)
 }
 
 /// This process's CPU time (user + system, all threads), in ms.
@@ -138,7 +152,7 @@ fn per_operation_on(
     config: &s3_lease_host::S3Config,
     rounds: usize,
 ) -> Result<[boto3::Figures; 4]> {
-    let client = s3_lease_host::Client::connect(runtime, config)?;
+    let client = Client::connect_with(runtime, config, one_instance())?;
     let mut samples: [Vec<Duration>; 4] = Default::default();
     let mut cpu = [0.0f64; 4];
     let mut timed = |op: usize, call: &mut dyn FnMut() -> Result<()>| -> Result<()> {
@@ -170,11 +184,13 @@ fn per_operation_on(
 type Timed<'a> = dyn FnMut(usize, &mut dyn FnMut() -> Result<()>) -> Result<()> + 'a;
 
 /// The table's operations on `key`, in order, each through `timed`:
-/// try-acquire (0), renew (1), release (2), inspect (3).
-fn four_operations(client: &s3_lease_host::Client, key: &str, timed: &mut Timed) -> Result<()> {
+/// try-acquire (0), renew (1), release (2), inspect (3). The grant is
+/// taken as a record (`detach`): renew and release are the client's calls.
+fn four_operations(client: &Client, key: &str, timed: &mut Timed) -> Result<()> {
     let mut lease = None;
     timed(0, &mut || {
-        lease = Some(client.try_acquire(key, &options())?.context("free")?);
+        let held = client.try_acquire(key, &options())?.context("free")?;
+        lease = Some(held.detach().context("held")?);
         Ok(())
     })?;
     let mut held = lease.context("granted")?;
@@ -230,10 +246,17 @@ fn provenance() -> String {
 
 fn main() -> Result<()> {
     // `bench builds [ROUNDS]`: only the two builds of the component, side by side.
-    let only_builds = std::env::args().nth(1).as_deref() == Some("builds");
-    let rounds: usize = std::env::args()
-        .nth(if only_builds { 2 } else { 1 })
-        .map_or(Ok(200), |r| r.parse())?;
+    let mode = std::env::args().nth(1);
+    let only_builds = mode.as_deref() == Some("builds");
+    // `bench leases [N [SECONDS]]`: only the scale measurement.
+    let only_leases = mode.as_deref() == Some("leases");
+    let arg = |n: usize| std::env::args().nth(n);
+    let rounds: usize = match (only_builds, only_leases) {
+        (true, _) => arg(2).map_or(Ok(200), |r| r.parse())?,
+        (_, true) => 0,
+        _ if mode.as_deref() == Some("ceiling") => 0,
+        _ => arg(1).map_or(Ok(200), |r| r.parse())?,
+    };
     let (endpoint, _server) = match Endpoint::from_env() {
         Some(e) => (e?, None),
         None => {
@@ -248,6 +271,31 @@ fn main() -> Result<()> {
     } else {
         "release"
     };
+    if mode.as_deref() == Some("ceiling") {
+        let settings = ceiling::Settings {
+            step: arg(2).map_or(Ok(2_500), |n| n.parse())?,
+            hold: Duration::from_secs(arg(3).map_or(Ok(60), |s| s.parse())?),
+        };
+        println!(
+            "s3-lease benchmark: {profile} build of the host, S3 at {}\n  {}",
+            endpoint.url,
+            provenance()
+        );
+        return ceiling::run(&endpoint, &format!("{prefix}ceiling/"), &settings);
+    }
+    if only_leases {
+        let settings = leases::Settings {
+            leases: arg(2).map_or(Ok(10_000), |n| n.parse())?,
+            hold: Duration::from_secs(arg(3).map_or(Ok(600), |s| s.parse())?),
+            ttl: Duration::from_secs(30),
+        };
+        println!(
+            "s3-lease benchmark: {profile} build of the host, S3 at {}\n  {}",
+            endpoint.url,
+            provenance()
+        );
+        return leases::run(&endpoint, &format!("{prefix}leases/"), &settings);
+    }
     println!(
         "s3-lease benchmark: {profile} build of the host, S3 at {}, {rounds} rounds\n  {}",
         endpoint.url,

@@ -1,0 +1,200 @@
+//! The async client (`s3_lease_host::Client`) on tokio, against the real
+//! server: calls made from async code never panic; a waiting acquire holds
+//! nothing, so it never delays another lease's renew, even on one instance;
+//! a dropped acquire leaves nothing held; many leases renew on one task.
+
+use super::{acquire_options as options, endpoint, fresh_prefix, harness};
+use host_test::hooks::Fault;
+use s3_lease_host::{Client, ClientOptions, ErrorKind, LeaseStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Runs `test` on a multi-thread runtime, the harness (SeaweedFS, the
+/// compiled component) set up first, outside it.
+fn on_tokio<F: std::future::Future>(test: impl FnOnce() -> F) -> F::Output {
+    let _ = (endpoint(), harness());
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(test())
+}
+
+async fn client(prefix: &str, options: ClientOptions) -> Client {
+    let config = endpoint().host_config(prefix).unwrap();
+    Client::connect_with(harness().runtime(), &config, options)
+        .await
+        .unwrap()
+}
+
+/// Threads of this process, from the kernel's own count.
+fn threads() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Threads:").map(|n| n.trim().parse().ok()))
+                .flatten()
+        })
+        .unwrap_or(0)
+}
+
+/// Every call, the blocking facade's too, from inside a runtime: none
+/// panics (the old host drove the component with `Handle::block_on`, which
+/// panics there).
+#[test]
+fn calls_from_async_code_never_panic() {
+    let prefix = fresh_prefix("async-no-panic");
+    let _ = (endpoint(), harness());
+    for flavor in ["current_thread", "multi_thread"] {
+        let runtime = match flavor {
+            "current_thread" => tokio::runtime::Builder::new_current_thread(),
+            _ => tokio::runtime::Builder::new_multi_thread(),
+        }
+        .enable_all()
+        .build()
+        .unwrap();
+        runtime.block_on(async {
+            let c = client(&prefix, ClientOptions::default()).await;
+            assert_eq!(c.inspect(&format!("{flavor}-never")).await.unwrap(), None);
+            let lease = c
+                .acquire(flavor, &options(2_000), Duration::from_secs(5))
+                .await
+                .unwrap();
+            lease.release().await.unwrap();
+            // The blocking facade, called from async code: it blocks this
+            // thread, and does not panic.
+            let config = endpoint().host_config(&prefix).unwrap();
+            let blocking =
+                s3_lease_host::blocking::Client::connect(harness().runtime(), &config).unwrap();
+            assert!(blocking.inspect(flavor).unwrap().is_some());
+        });
+    }
+}
+
+/// One instance for everything: `a` is held (ttl 2 s, renewed every
+/// 600 ms) while the same client waits 6 s for `b`, which another client
+/// holds. The waiting acquire holds the instance only for each attempt, so
+/// `a`'s renews go through between them and `a` is never lost. (The old
+/// host held its one instance for the whole wait: `a` was lost after its
+/// deadline.)
+#[test]
+fn a_waiting_acquire_never_delays_another_leases_renew() {
+    on_tokio(a_waiting_acquire_never_delays_another_leases_renew_async)
+}
+
+async fn a_waiting_acquire_never_delays_another_leases_renew_async() {
+    let prefix = fresh_prefix("async-wait");
+    let one = client(&prefix, ClientOptions::default().instances(1)).await;
+    let other = client(&prefix, ClientOptions::default()).await;
+    let a = one
+        .acquire("a", &options(2_000), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let b = other
+        .acquire("b", &options(30_000), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let waited = one
+        .acquire("b", &options(2_000), Duration::from_secs(6))
+        .await;
+    assert_eq!(waited.err().map(|e| e.kind()), Some(ErrorKind::Timeout));
+    assert!(started.elapsed() >= Duration::from_secs(6));
+    assert!(
+        a.is_held(),
+        "a was lost while b was waited for: {:?}",
+        a.lost_reason()
+    );
+    a.release().await.unwrap();
+    b.release().await.unwrap();
+}
+
+/// A grant whose reply comes after the caller gave up on it is released:
+/// the acquire is dropped while its PUT (delayed 1 s) is under way; the
+/// grant lands, and is released at once, not left to its ttl (60 s).
+#[test]
+fn a_dropped_acquire_leaves_nothing_held() {
+    on_tokio(a_dropped_acquire_leaves_nothing_held_async)
+}
+
+async fn a_dropped_acquire_leaves_nothing_held_async() {
+    let prefix = fresh_prefix("async-cancel");
+    let (hooks, clock) = (
+        harness().test_options().1,
+        host_test::instance::SkewedClock::default(),
+    );
+    let delayed = Arc::new(AtomicBool::new(false));
+    let object = format!("{prefix}k");
+    hooks.add_rule(move |request: &mut http::request::Parts| {
+        let grant = request.method == http::Method::PUT && request.uri.path().ends_with(&object);
+        (grant && !delayed.swap(true, Ordering::SeqCst))
+            .then_some(Fault::Delay(Duration::from_millis(1_000)))
+    });
+    let c = client(&prefix, harness().client_options(&hooks, &clock)).await;
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(300),
+        c.acquire("k", &options(60_000), Duration::from_secs(10)),
+    )
+    .await;
+    assert!(
+        gave_up.is_err(),
+        "the acquire was still waiting for its PUT"
+    );
+    tokio::time::sleep(Duration::from_millis(2_000)).await;
+    let other = client(&prefix, ClientOptions::default()).await;
+    let state = other.inspect("k").await.unwrap().expect("the grant landed");
+    assert_eq!(state.token, Some(1));
+    assert!(
+        !state.live,
+        "the grant nobody waited for is still held: {state:?}"
+    );
+    let lease = other
+        .try_acquire("k", &options(60_000))
+        .await
+        .unwrap()
+        .expect("free at once");
+    assert_eq!(lease.token(), 2);
+    lease.release().await.unwrap();
+}
+
+/// 300 leases (ttl 3 s) held for 8 s through one client: none lost, each
+/// renewed, and no thread per lease (the old host started one each).
+#[test]
+fn many_leases_renew_on_one_scheduler() {
+    on_tokio(many_leases_renew_on_one_scheduler_async)
+}
+
+async fn many_leases_renew_on_one_scheduler_async() {
+    let prefix = fresh_prefix("async-many");
+    let c = client(&prefix, ClientOptions::default()).await;
+    let before = threads();
+    let mut leases = Vec::new();
+    for i in 0..300 {
+        let key = format!("k{i}");
+        leases.push(
+            c.try_acquire(&key, &options(3_000))
+                .await
+                .unwrap()
+                .expect("free"),
+        );
+    }
+    let tokens: Vec<u64> = leases.iter().map(|l| l.token()).collect();
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let grown = threads().saturating_sub(before);
+    for (lease, token) in leases.iter().zip(&tokens) {
+        assert!(
+            matches!(*lease.watch().borrow(), LeaseStatus::Held { .. }),
+            "lost: {:?}",
+            lease.lost_reason()
+        );
+        assert_eq!(lease.token(), *token, "renewed under its own token");
+        assert!(lease.record().etag != "", "renewed");
+    }
+    assert!(grown < 40, "{grown} more threads for 300 leases");
+    for lease in leases {
+        lease.release().await.unwrap();
+    }
+}

@@ -1,0 +1,475 @@
+//! The same client for code that is not async: every call runs on the
+//! client's own small tokio runtime, and the calling thread waits for its
+//! answer on a plain channel. So a call never panics, whether or not the
+//! caller is inside a runtime (it blocks the calling thread, as any
+//! blocking call does; async code should use [`crate::Client`]).
+
+use crate::types::*;
+use crate::{
+    ClientOptions, ElectorStats, Error, LeaseStatus, LostReason, Runtime, S3Config, SlotGrant,
+};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The runtime a blocking client's calls, renewals and electors run on.
+#[derive(Debug)]
+struct Driver {
+    /// Taken only when the driver is dropped.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for Driver {
+    /// Without waiting for its tasks: a blocking client may be dropped in
+    /// async code, where a runtime cannot be shut down by waiting.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Driver {
+    fn new() -> Result<Arc<Driver>, Error> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("s3-lease")
+            .enable_all()
+            .build()
+            .map_err(Error::host)?;
+        Ok(Arc::new(Driver {
+            runtime: Some(runtime),
+        }))
+    }
+
+    /// Runs `f` to its end on the driver's runtime; the calling thread
+    /// waits on a channel (never `block_on`, which panics in a runtime).
+    fn run<F>(&self, f: F) -> F::Output
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        if let Some(runtime) = &self.runtime {
+            runtime.spawn(async move {
+                let _ = tx.send(f.await);
+            });
+        }
+        match rx.recv() {
+            Ok(output) => output,
+            // The runtime is being shut down with the driver: unreachable
+            // while `self` is borrowed.
+            Err(_) => panic!("the s3-lease driver stopped"),
+        }
+    }
+}
+
+/// A client for code that is not async: [`crate::Client`]'s calls, waited
+/// for. Clones share the client.
+#[derive(Clone)]
+pub struct Client {
+    client: crate::Client,
+    driver: Arc<Driver>,
+}
+
+impl Client {
+    /// See [`crate::Client::connect`].
+    pub fn connect(runtime: &Runtime, config: &S3Config) -> Result<Self, Error> {
+        Self::connect_with(runtime, config, ClientOptions::default())
+    }
+
+    pub fn connect_with(
+        runtime: &Runtime,
+        config: &S3Config,
+        options: ClientOptions,
+    ) -> Result<Self, Error> {
+        let driver = Driver::new()?;
+        let (runtime, config) = (runtime.clone(), config.clone());
+        let client = driver
+            .run(async move { crate::Client::connect_with(&runtime, &config, options).await })?;
+        Ok(Client { client, driver })
+    }
+
+    /// The async client underneath (the same instances and scheduler).
+    pub fn as_async(&self) -> &crate::Client {
+        &self.client
+    }
+
+    fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(crate::Client) -> std::pin::Pin<Box<dyn Future<Output = T> + Send>>,
+    ) -> T {
+        self.driver.run(f(self.client.clone()))
+    }
+
+    pub fn store_name(&self) -> &'static str {
+        self.client.store_name()
+    }
+
+    pub fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error> {
+        let credentials = credentials.clone();
+        self.run(|c| Box::pin(async move { c.set_credentials(&credentials).await }))
+    }
+
+    pub fn credentials_refreshes(&self) -> u64 {
+        self.client.credentials_refreshes()
+    }
+
+    pub fn credentials_error(&self) -> Option<String> {
+        self.client.credentials_error()
+    }
+
+    /// One attempt; held (renewing in the background) if granted.
+    pub fn try_acquire(
+        &self,
+        key: &str,
+        options: &AcquireOptions,
+    ) -> Result<Option<LeaseGuard>, Error> {
+        let (key, options) = (key.to_string(), options.clone());
+        let lease = self.run(|c| Box::pin(async move { c.try_acquire(&key, &options).await }))?;
+        Ok(lease.map(|lease| self.guard(lease)))
+    }
+
+    /// Waits up to `wait` for the lock, then holds it.
+    pub fn acquire(
+        &self,
+        key: &str,
+        options: &AcquireOptions,
+        wait: Duration,
+    ) -> Result<LeaseGuard, Error> {
+        let (key, options) = (key.to_string(), options.clone());
+        let lease = self.run(|c| Box::pin(async move { c.acquire(&key, &options, wait).await }))?;
+        Ok(self.guard(lease))
+    }
+
+    pub fn try_acquire_slot(
+        &self,
+        key: &str,
+        options: &AcquireOptions,
+        slot: SlotOptions,
+    ) -> Result<BlockingSlotGrant, Error> {
+        let (key, options) = (key.to_string(), options.clone());
+        let grant =
+            self.run(|c| Box::pin(async move { c.try_acquire_slot(&key, &options, slot).await }))?;
+        Ok(match grant {
+            SlotGrant::Granted(lease) => BlockingSlotGrant::Granted(self.guard(lease)),
+            SlotGrant::Queued { place } => BlockingSlotGrant::Queued { place },
+            SlotGrant::Full(seen) => BlockingSlotGrant::Full(seen),
+        })
+    }
+
+    pub fn acquire_slot(
+        &self,
+        key: &str,
+        options: &AcquireOptions,
+        slot: SlotOptions,
+        wait: Duration,
+    ) -> Result<LeaseGuard, Error> {
+        let (key, options) = (key.to_string(), options.clone());
+        let lease = self
+            .run(|c| Box::pin(async move { c.acquire_slot(&key, &options, slot, wait).await }))?;
+        Ok(self.guard(lease))
+    }
+
+    /// Holds `record`, granted by an attempt that began at `since`.
+    pub fn hold(
+        &self,
+        record: LeaseRecord,
+        since: Instant,
+        options: &AcquireOptions,
+    ) -> LeaseGuard {
+        let options = options.clone();
+        let lease = self.run(|c| Box::pin(async move { c.hold(record, since, &options) }));
+        self.guard(lease)
+    }
+
+    fn guard(&self, lease: crate::Lease) -> LeaseGuard {
+        LeaseGuard {
+            lease: Some(lease),
+            driver: self.driver.clone(),
+        }
+    }
+
+    pub fn renew(&self, lease: &LeaseRecord) -> Result<LeaseRecord, Error> {
+        let lease = lease.clone();
+        self.run(|c| Box::pin(async move { c.renew(&lease).await }))
+    }
+
+    pub fn release(&self, lease: &LeaseRecord) -> Result<(), Error> {
+        let lease = lease.clone();
+        self.run(|c| Box::pin(async move { c.release(&lease).await }))
+    }
+
+    pub fn inspect(&self, key: &str) -> Result<Option<LockState>, Error> {
+        let key = key.to_string();
+        self.run(|c| Box::pin(async move { c.inspect(&key).await }))
+    }
+
+    pub fn inspect_slots(&self, key: &str) -> Result<Option<SemaphoreState>, Error> {
+        let key = key.to_string();
+        self.run(|c| Box::pin(async move { c.inspect_slots(&key).await }))
+    }
+
+    pub fn leave_queue(&self, key: &str, holder_id: &str) -> Result<(), Error> {
+        let (key, holder) = (key.to_string(), holder_id.to_string());
+        self.run(|c| Box::pin(async move { c.leave_queue(&key, &holder).await }))
+    }
+
+    pub fn fenced_put_with(
+        &self,
+        lease: &LeaseRecord,
+        object_key: &str,
+        body: &[u8],
+        content_type: &str,
+        options: FenceOptions,
+    ) -> Result<FencedWrite, Error> {
+        let (lease, object, body, ct) = (
+            lease.clone(),
+            object_key.to_string(),
+            body.to_vec(),
+            content_type.to_string(),
+        );
+        self.run(|c| {
+            Box::pin(async move { c.fenced_put_with(&lease, &object, body, &ct, options).await })
+        })
+    }
+
+    pub fn fenced_put(
+        &self,
+        lease: &LeaseRecord,
+        object_key: &str,
+        body: &[u8],
+        content_type: &str,
+    ) -> Result<FencedWrite, Error> {
+        self.fenced_put_with(
+            lease,
+            object_key,
+            body,
+            content_type,
+            FenceOptions::default(),
+        )
+    }
+
+    pub fn fenced_delete(&self, lease: &LeaseRecord, object_key: &str) -> Result<(), Error> {
+        let (lease, object) = (lease.clone(), object_key.to_string());
+        self.run(|c| Box::pin(async move { c.fenced_delete(&lease, &object).await }))
+    }
+
+    pub fn fenced_get(&self, object_key: &str) -> Result<Option<FencedObject>, Error> {
+        let object = object_key.to_string();
+        self.run(|c| Box::pin(async move { c.fenced_get(&object).await }))
+    }
+
+    pub fn preflight(&self) -> Result<PreflightReport, Error> {
+        self.run(|c| Box::pin(async move { c.preflight().await }))
+    }
+
+    /// Campaigns for `config.key` until the returned elector is resigned
+    /// or dropped.
+    pub fn elect(&self, config: &ElectorConfig) -> Result<Elector, Error> {
+        let config = config.clone();
+        let elector = self.run(|c| Box::pin(async move { c.elect(&config).await }))?;
+        Ok(Elector {
+            elector: Some(elector),
+            driver: self.driver.clone(),
+        })
+    }
+}
+
+/// What one attempt at a slot got, for blocking code.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BlockingSlotGrant {
+    Granted(LeaseGuard),
+    Queued { place: u32 },
+    Full(Option<LockState>),
+}
+
+/// A held lease for blocking code: renewed by the client's scheduler,
+/// released on drop.
+#[derive(Debug)]
+pub struct LeaseGuard {
+    lease: Option<crate::Lease>,
+    driver: Arc<Driver>,
+}
+
+impl LeaseGuard {
+    fn lease(&self) -> &crate::Lease {
+        // Taken only by `release` and `detach`, which consume the guard.
+        self.lease
+            .as_ref()
+            .expect("a guard holds its lease until consumed")
+    }
+
+    /// The lease as last renewed.
+    pub fn record(&self) -> LeaseRecord {
+        self.lease().record()
+    }
+
+    pub fn token(&self) -> u64 {
+        self.lease().token()
+    }
+
+    pub fn is_held(&self) -> bool {
+        self.lease().is_held()
+    }
+
+    pub fn held_until(&self) -> Option<Instant> {
+        self.lease().held_until()
+    }
+
+    /// Why it is no longer held, if it is not.
+    pub fn lost(&self) -> Option<LostReason> {
+        self.lease().lost_reason()
+    }
+
+    /// Blocks until the lease is lost or `timeout` passes; the loss, if it
+    /// came (at the safe margin even while a renew hangs).
+    pub fn wait_lost(&self, timeout: Duration) -> Option<LostReason> {
+        let mut watch = self.lease().watch();
+        let until = Instant::now() + timeout;
+        loop {
+            if let Some(reason) = self.lost() {
+                return Some(reason);
+            }
+            let now = Instant::now();
+            if now >= until {
+                return None;
+            }
+            let wake = match &*watch.borrow_and_update() {
+                LeaseStatus::Held { until: held, .. } => until.min(*held),
+                _ => now,
+            };
+            let mut changes = watch.clone();
+            self.driver.run(async move {
+                let sleep = tokio::time::sleep_until(tokio::time::Instant::from_std(wake));
+                tokio::select! {
+                    _ = changes.changed() => {}
+                    _ = sleep => {}
+                }
+            });
+        }
+    }
+
+    /// A fenced write under the lease's current token.
+    pub fn fenced_put(
+        &self,
+        object_key: &str,
+        body: &[u8],
+        content_type: &str,
+    ) -> Result<FencedWrite, Error> {
+        let lease = self.lease();
+        lease.held_token()?;
+        let record = lease.record();
+        let client = lease.client().clone();
+        let (object, body, ct) = (
+            object_key.to_string(),
+            body.to_vec(),
+            content_type.to_string(),
+        );
+        self.driver
+            .run(async move { client.fenced_put(&record, &object, body, &ct).await })
+    }
+
+    /// Stops renewing and releases the lock.
+    pub fn release(mut self) -> Result<(), Error> {
+        match self.lease.take() {
+            Some(lease) => self.driver.run(lease.release()),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops renewing and hands the lease over as a record.
+    pub fn detach(mut self) -> Option<LeaseRecord> {
+        self.lease.take().map(crate::Lease::detach)
+    }
+}
+
+/// A campaign for blocking code. Dropping it resigns (and waits for the
+/// release).
+pub struct Elector {
+    elector: Option<crate::Elector>,
+    driver: Arc<Driver>,
+}
+
+impl Elector {
+    fn elector(&self) -> &crate::Elector {
+        // Taken only by `resign` and `abandon`, which consume the handle.
+        self.elector.as_ref().expect("an elector until consumed")
+    }
+
+    pub fn role(&self) -> Role {
+        self.elector().role()
+    }
+
+    pub fn leading_until(&self) -> Option<Instant> {
+        self.elector().leading_until()
+    }
+
+    pub fn leader_lease(&self) -> Option<LeaseRecord> {
+        self.elector().leader_lease()
+    }
+
+    pub fn last_error(&self) -> Option<String> {
+        self.elector().last_error()
+    }
+
+    pub fn last_failure(&self) -> Option<Error> {
+        self.elector().last_failure()
+    }
+
+    pub fn stats(&self) -> ElectorStats {
+        self.elector().stats()
+    }
+
+    pub fn watcher(&self) -> crate::ElectorWatcher {
+        self.elector().watcher()
+    }
+
+    /// The next leadership change, waiting up to `timeout` for it.
+    pub fn recv_event_timeout(&mut self, timeout: Duration) -> Option<ElectionEvent> {
+        let mut elector = self.elector.take()?;
+        let (elector, event) = self.driver.run(async move {
+            let event = tokio::time::timeout(timeout, elector.next_event())
+                .await
+                .ok()
+                .flatten();
+            (elector, event)
+        });
+        self.elector = Some(elector);
+        event
+    }
+
+    /// The next change if one is waiting.
+    pub fn try_event(&mut self) -> Option<ElectionEvent> {
+        self.elector.as_mut()?.try_event()
+    }
+
+    /// Whether it still campaigns.
+    pub fn is_running(&self) -> bool {
+        self.elector
+            .as_ref()
+            .is_some_and(crate::Elector::is_running)
+    }
+
+    pub fn resign(mut self) -> Result<(), Error> {
+        match self.elector.take() {
+            Some(elector) => self.driver.run(elector.resign()),
+            None => Ok(()),
+        }
+    }
+
+    pub fn abandon(mut self) {
+        if let Some(elector) = self.elector.take() {
+            self.driver.run(elector.abandon());
+        }
+    }
+}
+
+impl Drop for Elector {
+    fn drop(&mut self) {
+        if let Some(elector) = self.elector.take() {
+            let _ = self.driver.run(elector.resign());
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! Between the crate's own types and the generated bindings: the only
+//! place that knows both, so a change of the contract is a change here.
+
+use crate::bindings as wit;
+use crate::bindings::exports::s3_lease::lease::types as witt;
+use crate::error::{Detail, Error, ErrorKind, Reply};
+use crate::types::*;
+use std::time::Duration;
+
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn nonzero(v: u64) -> Option<u64> {
+    (v != 0).then_some(v)
+}
+
+fn nonempty(s: String) -> Option<String> {
+    (!s.is_empty()).then_some(s)
+}
+
+pub(crate) fn strategy(s: Strategy) -> wit::Strategy {
+    match s {
+        Strategy::SingleObject => wit::Strategy::SingleObject,
+        Strategy::EpochObjects => wit::Strategy::EpochObjects,
+    }
+}
+
+pub(crate) fn from_strategy(s: wit::Strategy) -> Strategy {
+    match s {
+        wit::Strategy::SingleObject => Strategy::SingleObject,
+        wit::Strategy::EpochObjects => Strategy::EpochObjects,
+    }
+}
+
+pub(crate) fn expiry_clock(c: ExpiryClock) -> wit::ExpiryClock {
+    match c {
+        ExpiryClock::Server => wit::ExpiryClock::Server,
+        ExpiryClock::Holder => wit::ExpiryClock::Holder,
+        ExpiryClock::Observed => wit::ExpiryClock::Observed,
+    }
+}
+
+pub(crate) fn from_expiry_clock(c: wit::ExpiryClock) -> ExpiryClock {
+    match c {
+        wit::ExpiryClock::Server => ExpiryClock::Server,
+        wit::ExpiryClock::Holder => ExpiryClock::Holder,
+        wit::ExpiryClock::Observed => ExpiryClock::Observed,
+    }
+}
+
+pub(crate) fn addressing(a: Addressing) -> wit::AddressingStyle {
+    match a {
+        Addressing::Path => wit::AddressingStyle::Path,
+        Addressing::VirtualHosted => wit::AddressingStyle::VirtualHosted,
+    }
+}
+
+pub(crate) fn credentials(c: &Credentials) -> wit::Credentials {
+    wit::Credentials {
+        access_key_id: c.access_key_id.clone(),
+        secret_access_key: c.secret_access_key.clone(),
+        session_token: c.session_token.clone(),
+    }
+}
+
+pub(crate) fn options(o: &AcquireOptions) -> wit::Options {
+    wit::Options {
+        ttl_ms: millis(o.ttl),
+        holder_id: o.holder_id.clone(),
+        metadata: o.metadata.clone(),
+    }
+}
+
+pub(crate) fn slot_options(o: SlotOptions) -> wit::SlotOptions {
+    wit::SlotOptions {
+        limit: o.limit,
+        fair: o.fair,
+    }
+}
+
+pub(crate) fn fence_options(o: FenceOptions) -> wit::FenceOptions {
+    wit::FenceOptions {
+        reject_equal_token: o.reject_equal_token,
+    }
+}
+
+pub(crate) fn lease(l: &LeaseRecord) -> wit::Lease {
+    wit::Lease {
+        key: l.key.clone(),
+        token: l.token,
+        holder_id: l.holder_id.clone(),
+        etag: l.etag.clone(),
+        expires_at_ms: l.expires_at_ms,
+        acquired_at_ms: l.acquired_at_ms,
+        ttl_ms: millis(l.ttl),
+        metadata: l.metadata.clone(),
+        seal: l.seal.clone(),
+    }
+}
+
+pub(crate) fn from_lease(l: wit::Lease) -> LeaseRecord {
+    LeaseRecord {
+        key: l.key,
+        token: l.token,
+        holder_id: l.holder_id,
+        etag: l.etag,
+        expires_at_ms: l.expires_at_ms,
+        acquired_at_ms: l.acquired_at_ms,
+        ttl: Duration::from_millis(l.ttl_ms),
+        metadata: l.metadata,
+        seal: l.seal,
+    }
+}
+
+pub(crate) fn from_lock_state(s: wit::LockState) -> LockState {
+    LockState {
+        key: s.key,
+        holder_id: nonempty(s.holder_id),
+        token: nonzero(s.token),
+        expires_at_ms: s.expires_at_ms,
+        acquired_at_ms: nonzero(s.acquired_at_ms),
+        metadata: s.metadata,
+        etag: s.etag,
+        live: s.live,
+        expires_in: Duration::from_millis(s.expires_in_ms),
+    }
+}
+
+fn from_slot(s: wit::Slot) -> SlotEntry {
+    SlotEntry {
+        holder_id: s.holder_id,
+        token: nonzero(s.token),
+        expires_at_ms: s.expires_at_ms,
+        acquired_at_ms: s.acquired_at_ms,
+        metadata: s.metadata,
+        live: s.live,
+        expires_in: Duration::from_millis(s.expires_in_ms),
+    }
+}
+
+pub(crate) fn from_semaphore_state(s: wit::SemaphoreState) -> SemaphoreState {
+    SemaphoreState {
+        lock: from_lock_state(s.lock),
+        limit: s.limit,
+        holders: s.holders.into_iter().map(from_slot).collect(),
+        queue: s.queue.into_iter().map(from_slot).collect(),
+    }
+}
+
+pub(crate) fn from_fenced_write(w: wit::FencedWrite) -> FencedWrite {
+    FencedWrite {
+        object_key: w.object_key,
+        etag: w.etag,
+        token: w.token,
+        previous_token: w.previous_token,
+    }
+}
+
+pub(crate) fn from_fenced_object(o: wit::FencedObject) -> FencedObject {
+    FencedObject {
+        object_key: o.object_key,
+        body: o.body,
+        etag: o.etag,
+        content_type: o.content_type,
+        token: nonzero(o.token),
+    }
+}
+
+pub(crate) fn elector_config(c: &ElectorConfig) -> wit::ElectorConfig {
+    wit::ElectorConfig {
+        key: c.key.clone(),
+        lease_duration_ms: millis(c.lease_duration),
+        renew_deadline_ms: millis(c.renew_deadline),
+        retry_period_ms: millis(c.retry_period),
+        holder_id: c.holder_id.clone(),
+        metadata: c.metadata.clone(),
+    }
+}
+
+pub(crate) fn from_role(r: wit::Role) -> Role {
+    match r {
+        wit::Role::Leader(l) => Role::Leader(from_lease(l)),
+        wit::Role::Follower(seen) => Role::Follower(seen.map(from_lock_state)),
+        wit::Role::Candidate => Role::Candidate,
+    }
+}
+
+pub(crate) fn from_stop_reason(r: wit::StopReason) -> StopReason {
+    match r {
+        wit::StopReason::RenewDeadline => StopReason::RenewDeadline,
+        wit::StopReason::Lost => StopReason::Lost,
+        wit::StopReason::Resigned => StopReason::Resigned,
+    }
+}
+
+fn from_capability(c: wit::Capability) -> Capability {
+    match c {
+        wit::Capability::IfNoneMatchExisting => Capability::IfNoneMatchExisting,
+        wit::Capability::IfMatchPut => Capability::IfMatchPut,
+        wit::Capability::IfMatchMissingKey => Capability::IfMatchMissingKey,
+        wit::Capability::IfMatchDelete => Capability::IfMatchDelete,
+        wit::Capability::ServerDates => Capability::ServerDates,
+        wit::Capability::ListStartAfter => Capability::ListStartAfter,
+        wit::Capability::ConditionalGet => Capability::ConditionalGet,
+        wit::Capability::PayloadHash => Capability::PayloadHash,
+        wit::Capability::ClockOffset => Capability::ClockOffset,
+        wit::Capability::TableKeySchema => Capability::TableKeySchema,
+        wit::Capability::TtlAttribute => Capability::TtlAttribute,
+    }
+}
+
+fn from_verdict(v: wit::Verdict) -> Verdict {
+    match v {
+        wit::Verdict::Pass => Verdict::Pass,
+        wit::Verdict::Fail => Verdict::Fail,
+        wit::Verdict::Unknown => Verdict::Unknown,
+    }
+}
+
+fn from_capability_result(r: wit::CapabilityResult) -> CapabilityResult {
+    CapabilityResult {
+        capability: from_capability(r.capability),
+        verdict: from_verdict(r.verdict),
+        status: r.status,
+        code: r.code,
+        detail: r.detail,
+        silent: r.silent,
+    }
+}
+
+pub(crate) fn from_preflight_report(r: wit::PreflightReport) -> PreflightReport {
+    PreflightReport {
+        results: r.results.into_iter().map(from_capability_result).collect(),
+        clock_offset: r.clock_offset.map(|c| ClockOffset {
+            offset_ms: c.offset_ms,
+            uncertainty_ms: c.uncertainty_ms,
+        }),
+        safe_strategies: r.safe_strategies.into_iter().map(from_strategy).collect(),
+        safe_expiry_clocks: r
+            .safe_expiry_clocks
+            .into_iter()
+            .map(from_expiry_clock)
+            .collect(),
+        recommended_strategy: r.recommended_strategy.map(from_strategy),
+        config_safe: r.config_safe,
+        notes: r.notes,
+        requests: r.requests,
+    }
+}
+
+fn reply(e: witt::S3Error) -> Detail {
+    Detail::Reply(Reply {
+        status: e.status,
+        code: e.code,
+        message: e.message,
+        request_id: e.request_id,
+    })
+}
+
+/// The component's error as ours, naming the store in use.
+pub(crate) fn from_error(e: wit::Error, store: &'static str) -> Error {
+    let (kind, detail) = match e {
+        wit::Error::Lost(l) => (
+            ErrorKind::Lost,
+            Detail::Lost {
+                key: l.key,
+                token: l.token,
+                current: l.current.map(from_lock_state),
+            },
+        ),
+        wit::Error::Conflict(e) => (ErrorKind::Conflict, reply(e)),
+        wit::Error::ClockSkewed(e) => (ErrorKind::ClockSkewed, reply(e)),
+        wit::Error::AccessDenied(e) => (ErrorKind::AccessDenied, reply(e)),
+        wit::Error::NoSuchBucket(e) => (ErrorKind::NoSuchStore, reply(e)),
+        wit::Error::CorruptLockObject(c) => (
+            ErrorKind::CorruptLockObject,
+            Detail::Corrupt {
+                object_key: c.object_key,
+                reason: c.reason,
+            },
+        ),
+        wit::Error::S3(e) => (ErrorKind::Store, reply(e)),
+        wit::Error::Transport(m) => (ErrorKind::Transport, Detail::Message(m)),
+        wit::Error::InvalidConfig(c) => (
+            ErrorKind::InvalidConfig,
+            Detail::Config {
+                field: c.field,
+                reason: c.reason,
+            },
+        ),
+        wit::Error::InvalidArgument(m) => (ErrorKind::InvalidArgument, Detail::Message(m)),
+        wit::Error::Timeout(t) => (
+            ErrorKind::Timeout,
+            Detail::Timeout {
+                key: t.key,
+                waited: Duration::from_millis(t.waited_ms),
+                holder: t.holder.map(from_lock_state),
+            },
+        ),
+        wit::Error::Fenced(x) => (
+            ErrorKind::Fenced,
+            Detail::Fenced {
+                object_key: x.object_key,
+                stored_token: x.stored_token,
+                our_token: x.our_token,
+            },
+        ),
+        wit::Error::StoreUnsafe(r) => (
+            ErrorKind::StoreUnsafe,
+            Detail::Unsafe(Box::new(from_capability_result(r))),
+        ),
+        wit::Error::LimitMismatch(m) => (
+            ErrorKind::LimitMismatch,
+            Detail::Limit {
+                key: m.key,
+                stored: m.stored,
+                requested: m.requested,
+            },
+        ),
+    };
+    Error::new(kind, store, detail)
+}
+
+/// A `Timeout` error for a wait of the host's own.
+pub(crate) fn timeout(key: &str, waited: Duration, holder: Option<LockState>) -> Error {
+    Error::new(
+        ErrorKind::Timeout,
+        "",
+        Detail::Timeout {
+            key: key.to_string(),
+            waited,
+            holder,
+        },
+    )
+}

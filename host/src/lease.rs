@@ -1,0 +1,358 @@
+//! A held lease: renewed by its client's scheduler (`keeper`), judged by
+//! `s3_lease_keep::guard` (held for the deadline after the send of the
+//! write that granted or last renewed it, on this process's monotonic
+//! clock, however late a reply comes), and released when dropped.
+
+use crate::client::{release_in_background, Client};
+use crate::convert::{self, millis};
+use crate::types::{FenceOptions, FencedWrite, LeaseRecord, LockState};
+use crate::{Error, ErrorKind};
+use s3_lease_keep::guard::{Attempt, End, Guard, Timing};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Why a lease is no longer held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// A renew found another grant in place (or the lock object gone).
+    Taken(Option<LockState>),
+    /// No renew succeeded before the claim ran out (the last error, if
+    /// renews failed; a reply after the claim ran out does not count).
+    Expired(Option<String>),
+    /// A renew failed with an error that retrying cannot fix.
+    Failed(String),
+    /// Released, or given up by its holder.
+    Released,
+}
+
+/// What a lease is now, as its watchers see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LeaseStatus {
+    /// Surely held until then unless renewed first, with this token.
+    Held {
+        until: Instant,
+        token: u64,
+    },
+    Lost(LostReason),
+}
+
+/// What one attempt at a semaphore's slot got.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SlotGrant {
+    Granted(Lease),
+    /// Waiting in line (fair): the `place`-th live waiter, 1-based.
+    Queued {
+        place: u32,
+    },
+    /// No slot for this caller now; the state read, when there was one.
+    Full(Option<LockState>),
+}
+
+/// A held lease. It renews itself on its client's scheduler (no thread or
+/// task of its own) until it is released, dropped, or lost; watch it with
+/// [`Lease::watch`] or [`Lease::lost`].
+pub struct Lease {
+    pub(crate) held: Arc<Held>,
+    client: Client,
+}
+
+/// What the scheduler and the lease's handle share.
+pub(crate) struct Held {
+    /// Unique in the process: the scheduler's name for it.
+    pub(crate) id: u64,
+    /// The guard's clock counts from the start of the granting attempt.
+    origin: Instant,
+    pub(crate) index: usize,
+    state: Mutex<HeldState>,
+    status: watch::Sender<LeaseStatus>,
+}
+
+pub(crate) struct HeldState {
+    pub record: LeaseRecord,
+    pub guard: Guard,
+    pub lost: Option<LostReason>,
+    pub last_error: Option<String>,
+    /// The handle let go: the scheduler stops.
+    pub stopped: bool,
+}
+
+impl Held {
+    pub fn lock(&self) -> MutexGuard<'_, HeldState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Now, on the guard's clock.
+    pub fn now_ms(&self) -> u64 {
+        millis(self.origin.elapsed())
+    }
+
+    pub fn instant(&self, ms: u64) -> Instant {
+        self.origin
+            .checked_add(Duration::from_millis(ms))
+            .unwrap_or_else(|| self.origin + Duration::from_secs(100 * 365 * 24 * 3600))
+    }
+
+    /// Says what the guard says now to the watchers, if it changed.
+    pub fn publish(&self, state: &mut HeldState) {
+        let now = self.now_ms();
+        let status = match state.guard.held_until(now) {
+            Some(until) if state.lost.is_none() => LeaseStatus::Held {
+                until: self.instant(until),
+                token: state.record.token,
+            },
+            _ => {
+                let reason = state
+                    .lost
+                    .get_or_insert_with(|| match state.guard.end(now) {
+                        Some(End::Released) => LostReason::Released,
+                        Some(End::Failed) => {
+                            LostReason::Failed(state.last_error.clone().unwrap_or_default())
+                        }
+                        _ => LostReason::Expired(state.last_error.clone()),
+                    });
+                LeaseStatus::Lost(reason.clone())
+            }
+        };
+        self.status.send_if_modified(|current| {
+            let changed = *current != status;
+            *current = status;
+            changed
+        });
+    }
+
+    /// A renew's outcome, `now_ms` its reply.
+    pub fn renewed(&self, result: Result<LeaseRecord, Error>, now_ms: u64) {
+        let mut state = self.lock();
+        match result {
+            Ok(record) => {
+                state.guard.renewed(now_ms);
+                if state.guard.is_held(now_ms) {
+                    state.record = record;
+                } else {
+                    state.last_error =
+                        Some("the renew's reply came after the lease's safe margin".into());
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Lost => {
+                state.guard.renew_refused(now_ms);
+                state.lost = Some(LostReason::Taken(e.holder().cloned()));
+            }
+            Err(e) => {
+                state.guard.renew_failed(now_ms, e.is_transient());
+                state.last_error = Some(e.to_string());
+            }
+        }
+        self.publish(&mut state);
+    }
+}
+
+impl Lease {
+    /// Holds `record`, granted by an attempt that began at `since`.
+    pub(crate) fn start(
+        client: Client,
+        record: LeaseRecord,
+        since: Instant,
+        timing: Timing,
+    ) -> Lease {
+        let origin = since;
+        let now = millis(origin.elapsed());
+        let guard = Attempt::start(0).granted(timing, now);
+        let (status, _) = watch::channel(LeaseStatus::Lost(LostReason::Expired(None)));
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let held = Arc::new(Held {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            origin,
+            index: client.inner.pool.index_of(&record.key),
+            state: Mutex::new(HeldState {
+                record,
+                guard,
+                lost: None,
+                last_error: None,
+                stopped: false,
+            }),
+            status,
+        });
+        held.publish(&mut held.lock());
+        client.inner.keeper.keep(held.clone());
+        Lease { held, client }
+    }
+
+    /// The client that keeps it.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The lease as last renewed.
+    pub fn record(&self) -> LeaseRecord {
+        self.held.lock().record.clone()
+    }
+
+    /// The fencing token (pass it with every write the lock protects), as
+    /// last renewed.
+    pub fn token(&self) -> u64 {
+        self.held.lock().record.token
+    }
+
+    /// The token, while the lease is surely held: past the safe margin a
+    /// holder must stop writing, so the token is refused (`Lost`).
+    pub fn held_token(&self) -> Result<u64, Error> {
+        let state = self.held.lock();
+        if state.guard.is_held(self.held.now_ms()) && state.lost.is_none() {
+            Ok(state.record.token)
+        } else {
+            Err(crate::error::lost(&state.record))
+        }
+    }
+
+    /// Whether the lease is surely still held, judged now.
+    pub fn is_held(&self) -> bool {
+        self.held_until().is_some()
+    }
+
+    /// While held: until when, unless a renew succeeds first.
+    pub fn held_until(&self) -> Option<Instant> {
+        let state = self.held.lock();
+        let until = state.guard.held_until(self.held.now_ms())?;
+        state.lost.is_none().then(|| self.held.instant(until))
+    }
+
+    /// Why it is no longer held, if it is not.
+    pub fn lost_reason(&self) -> Option<LostReason> {
+        let mut state = self.held.lock();
+        self.held.publish(&mut state);
+        state
+            .guard
+            .held_until(self.held.now_ms())
+            .filter(|_| state.lost.is_none())
+            .map_or_else(|| state.lost.clone(), |_| None)
+    }
+
+    /// Changes of the lease's status, as they happen: each renew moves
+    /// `until`; the loss is the last change. (It says `Held` until the
+    /// instant it may stop: compare `until` with now, or await
+    /// [`Lease::lost`], which wakes at that instant by itself.)
+    pub fn watch(&self) -> watch::Receiver<LeaseStatus> {
+        self.held.status.subscribe()
+    }
+
+    /// Resolves when the lease is lost: at its safe margin even while a
+    /// renew hangs, or when a renew finds it taken.
+    pub async fn lost(&self) -> LostReason {
+        let mut changes = self.watch();
+        loop {
+            let status = changes.borrow_and_update().clone();
+            match status {
+                LeaseStatus::Lost(reason) => return reason,
+                LeaseStatus::Held { until, .. } => {
+                    let deadline = tokio::time::Instant::from_std(until);
+                    tokio::select! {
+                        changed = changes.changed() => {
+                            if changed.is_err() {
+                                return self.lost_reason().unwrap_or(LostReason::Released);
+                            }
+                        }
+                        _ = tokio::time::sleep_until(deadline) => {
+                            if let Some(reason) = self.lost_reason() {
+                                return reason;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A fenced write under the lease's current token; refused without a
+    /// request once the lease is no longer surely held.
+    pub async fn fenced_put(
+        &self,
+        object_key: &str,
+        body: Vec<u8>,
+        content_type: &str,
+    ) -> Result<FencedWrite, Error> {
+        self.fenced_put_with(object_key, body, content_type, FenceOptions::default())
+            .await
+    }
+
+    pub async fn fenced_put_with(
+        &self,
+        object_key: &str,
+        body: Vec<u8>,
+        content_type: &str,
+        options: FenceOptions,
+    ) -> Result<FencedWrite, Error> {
+        self.held_token()?;
+        let record = self.record();
+        self.client
+            .fenced_put_with(&record, object_key, body, content_type, options)
+            .await
+    }
+
+    pub async fn fenced_delete(&self, object_key: &str) -> Result<(), Error> {
+        self.held_token()?;
+        let record = self.record();
+        self.client.fenced_delete(&record, object_key).await
+    }
+
+    /// Stops renewing and releases the lease, so others need not wait out
+    /// its ttl. A lease no longer held is not released (it ran out).
+    pub async fn release(self) -> Result<(), Error> {
+        match self.stop() {
+            Some(record) => self.client.release(&record).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Stops renewing and hands the lease over as a record, still held on
+    /// the store until its ttl runs out: for another process to renew.
+    pub fn detach(self) -> LeaseRecord {
+        let record = self.record();
+        let mut state = self.held.lock();
+        state.stopped = true;
+        state.lost = Some(LostReason::Released);
+        record
+    }
+
+    /// Stops the scheduler keeping it; the record if it was still held
+    /// (worth releasing).
+    fn stop(&self) -> Option<LeaseRecord> {
+        let now = self.held.now_ms();
+        let mut state = self.held.lock();
+        if state.stopped {
+            return None;
+        }
+        state.stopped = true;
+        let held = state.guard.stop(now) && state.lost.is_none();
+        state.lost.get_or_insert(LostReason::Released);
+        self.held.publish(&mut state);
+        held.then(|| state.record.clone())
+    }
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.held.lock();
+        f.debug_struct("Lease")
+            .field("record", &state.record)
+            .field("lost", &state.lost)
+            .finish()
+    }
+}
+
+impl Drop for Lease {
+    /// Stops renewing and releases without blocking (a thread of its own
+    /// sends the release; if it fails, the lease simply runs out).
+    fn drop(&mut self) {
+        if let Some(record) = self.stop() {
+            release_in_background(
+                Arc::downgrade(&self.client.inner),
+                self.held.index,
+                convert::lease(&record),
+            );
+        }
+    }
+}

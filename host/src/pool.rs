@@ -1,0 +1,233 @@
+//! The instances a client's calls run in, each on a thread of its own.
+//!
+//! A call of the WASI 0.2 component blocks its thread for as long as its
+//! requests take, so one instance serves one call at a time. A client keeps
+//! a few instances, each with a worker thread that runs the calls sent to
+//! it in turn, and sends each key's calls to the same one (by a hash of the
+//! key): what an instance remembers of a key (its last read, for
+//! conditional GETs and the `observed` clock; the leases it wrote, renewed
+//! without a read) is found again, and calls on one key take turns while
+//! calls on other keys run beside them. A call holds its instance only while
+//! it runs: waiting happens between calls. So a client's threads are its
+//! instances' workers, however many leases it holds or calls it makes.
+//!
+//! The workers belong to no tokio runtime: wasmtime runs their requests on
+//! its own, which outlives any caller's (a caller's runtime shut down while
+//! a call is under way must not cancel the call's I/O from under it).
+//!
+//! A trap discards the instance: wasmtime refuses to enter it again, and a
+//! half-run call may have broken its state. The key's next call makes a new
+//! one. A panic is taken as a trap.
+
+use crate::bindings::{self as wit, Config};
+use crate::convert;
+use crate::raw::RawInstance;
+use crate::{Error, InstanceOptions, Runtime};
+use std::hash::{Hash, Hasher};
+use std::panic::AssertUnwindSafe;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Makes the per-instance options (test hooks, clocks) of each new instance.
+pub type MakeOptions = Box<dyn Fn() -> InstanceOptions + Send + Sync>;
+
+/// A call sent to a worker: it runs with the worker's instance.
+type Job = Box<dyn FnOnce(&Opener, &mut Option<RawInstance>) + Send>;
+
+pub(crate) struct Pool {
+    opener: Arc<Opener>,
+    workers: Vec<mpsc::Sender<Job>>,
+}
+
+/// What a worker needs to make its instance.
+pub(crate) struct Opener {
+    runtime: Runtime,
+    /// The config new instances open with (credentials kept current).
+    config: Mutex<Config>,
+    make_options: MakeOptions,
+    /// The store's name, for its errors.
+    store: &'static str,
+}
+
+impl Pool {
+    /// A pool of `size` instances (at least one), each made on its first
+    /// call; the first is made now, so a config the component refuses is
+    /// an error here.
+    pub fn new(
+        runtime: Runtime,
+        config: Config,
+        size: usize,
+        make_options: MakeOptions,
+    ) -> Result<Self, Error> {
+        let store = match &config.store {
+            Some(wit::Store::Dynamodb(_)) => "DynamoDB",
+            _ => "S3",
+        };
+        let opener = Arc::new(Opener {
+            runtime,
+            config: Mutex::new(config),
+            make_options,
+            store,
+        });
+        let mut workers = Vec::new();
+        for index in 0..size.max(1) {
+            let (tx, rx) = mpsc::channel::<Job>();
+            let opener = opener.clone();
+            std::thread::Builder::new()
+                .name(format!("s3-lease-{index}"))
+                .spawn(move || {
+                    let mut instance = None;
+                    // Ends once the pool is gone and every call sent ran.
+                    for job in rx {
+                        job(&opener, &mut instance);
+                    }
+                })
+                .map_err(Error::host)?;
+            workers.push(tx);
+        }
+        let pool = Pool { opener, workers };
+        pool.call(0, |_| Ok(Ok(())))?;
+        Ok(pool)
+    }
+
+    pub fn store(&self) -> &'static str {
+        self.opener.store
+    }
+
+    /// Which instance serves `key`.
+    pub fn index_of(&self, key: &str) -> usize {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut hasher);
+        (hasher.finish() % self.workers.len() as u64) as usize
+    }
+
+    /// Sends `f` to instance `index`'s worker; `done` gets its result.
+    pub fn send<T: Send + 'static>(
+        &self,
+        index: usize,
+        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + 'static,
+        done: impl FnOnce(Result<T, Error>) + Send + 'static,
+    ) {
+        self.send_job(index, move |opener, instance| done(opener.run(instance, f)));
+    }
+
+    /// Runs `f` on instance `index`, waiting for it (for threads that may
+    /// block: the blocking facade's, the refresher's).
+    pub fn call<T: Send + 'static>(
+        &self,
+        index: usize,
+        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + 'static,
+    ) -> Result<T, Error> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.send(index, f, move |result| {
+            let _ = tx.send(result);
+        });
+        rx.recv()
+            .unwrap_or_else(|_| Err(Error::host("the instance's worker stopped")))
+    }
+
+    /// Runs `f` on instance `index`, awaiting it.
+    pub async fn call_async<T: Send + 'static>(
+        &self,
+        index: usize,
+        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + 'static,
+    ) -> Result<T, Error> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(index, f, move |result| {
+            let _ = tx.send(result);
+        });
+        rx.await
+            .unwrap_or_else(|_| Err(Error::host("the instance's worker stopped")))
+    }
+
+    /// Runs `job` on instance `index`'s worker with the instance itself
+    /// (none until its first call made it), waiting for it.
+    pub fn with_instance<T: Send + 'static>(
+        &self,
+        index: usize,
+        job: impl FnOnce(&Opener, &mut Option<RawInstance>) -> T + Send + 'static,
+    ) -> Option<T> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.send_job(index, move |opener, instance| {
+            let _ = tx.send(job(opener, instance));
+        });
+        rx.recv().ok()
+    }
+
+    /// Sends `job` to instance `index`'s worker, not waiting for it.
+    pub fn send_job(
+        &self,
+        index: usize,
+        job: impl FnOnce(&Opener, &mut Option<RawInstance>) + Send + 'static,
+    ) {
+        // A worker lives as long as its sender, which the pool holds.
+        let _ = self.workers[index % self.workers.len()].send(Box::new(job));
+    }
+
+    /// Replaces the credentials of the live instances and of those made
+    /// later. Credentials the component refuses change nothing.
+    pub fn set_credentials(&self, credentials: &wit::Credentials) -> Result<(), Error> {
+        let old = std::mem::replace(
+            &mut lock(&self.opener.config).credentials,
+            credentials.clone(),
+        );
+        for index in 0..self.workers.len() {
+            let c = credentials.clone();
+            let result = self
+                .with_instance(index, move |opener, instance| match instance {
+                    Some(_) => opener.run(instance, |raw| raw.set_credentials(&c)),
+                    None => Ok(()),
+                })
+                .unwrap_or_else(|| Err(Error::host("the instance's worker stopped")));
+            if let Err(e) = result {
+                lock(&self.opener.config).credentials = old;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Opener {
+    /// Runs `f` on the worker's instance, making it first if needed.
+    pub fn run<T>(
+        &self,
+        instance: &mut Option<RawInstance>,
+        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>>,
+    ) -> Result<T, Error> {
+        if instance.is_none() {
+            *instance = Some(self.open()?);
+        }
+        let Some(raw) = instance.as_mut() else {
+            return Err(Error::trap("no instance"));
+        };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| f(raw))) {
+            Ok(Ok(result)) => result.map_err(|e| convert::from_error(e, self.store)),
+            Ok(Err(trap)) => {
+                *instance = None;
+                Err(Error::trap(format!("{trap:#}")))
+            }
+            Err(_) => {
+                *instance = None;
+                Err(Error::trap("the host panicked during the call"))
+            }
+        }
+    }
+
+    fn open(&self) -> Result<RawInstance, Error> {
+        let mut raw = self
+            .runtime
+            .instance((self.make_options)())
+            .map_err(Error::host)?;
+        let config = lock(&self.config).clone();
+        match raw.open(&config) {
+            Ok(Ok(())) => Ok(raw),
+            Ok(Err(e)) => Err(convert::from_error(e, self.store)),
+            Err(trap) => Err(Error::trap(format!("{trap:#}"))),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,481 @@
+//! The crate's own types: what a caller passes and gets back. They are
+//! ours, not the generated bindings', so a change of the component's
+//! contract does not change them unless the caller would see it;
+//! `#[non_exhaustive]` lets a minor release add a case or a field.
+
+use std::fmt;
+use std::time::Duration;
+
+/// How a key's lock lives in the store (see the guarantees).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Strategy {
+    /// One lock object per key, updated by compare-and-swap (the default).
+    SingleObject,
+    /// One object per leader epoch, for stores with `If-None-Match` but
+    /// not `If-Match`.
+    EpochObjects,
+}
+
+/// Which clock decides that a lease nobody released has expired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ExpiryClock {
+    /// The store's (`Last-Modified` and `Date`): the default on S3.
+    Server,
+    /// The holder's wall clock, against the reader's (the design's rule).
+    Holder,
+    /// The reader's monotonic clock: the same version seen unchanged for
+    /// the ttl (the default on DynamoDB).
+    Observed,
+}
+
+/// How bucket requests are addressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Addressing {
+    /// `https://endpoint/bucket/key`.
+    Path,
+    /// `https://bucket.endpoint/key` (AWS's default).
+    VirtualHosted,
+}
+
+macro_rules! names {
+    ($($ty:ident { $($case:ident => $name:literal),* $(,)? })*) => {$(
+        impl $ty {
+            /// Its name in the contract, the command line and JSON.
+            pub fn name(self) -> &'static str {
+                match self { $($ty::$case => $name),* }
+            }
+        }
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    )*};
+}
+
+names! {
+    Strategy { SingleObject => "single-object", EpochObjects => "epoch-objects" }
+    ExpiryClock { Server => "server", Holder => "holder", Observed => "observed" }
+    Addressing { Path => "path", VirtualHosted => "virtual-hosted" }
+}
+
+/// Keys that sign requests. `Debug` shows the key id only.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Credentials {
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    pub session_token: Option<String>,
+}
+
+impl Credentials {
+    pub fn new(access_key_id: impl Into<String>, secret_access_key: impl Into<String>) -> Self {
+        Credentials {
+            access_key_id: access_key_id.into(),
+            secret_access_key: secret_access_key.into(),
+            session_token: None,
+        }
+    }
+
+    /// With a session token (temporary credentials: STS, roles).
+    pub fn with_session_token(mut self, token: impl Into<String>) -> Self {
+        self.session_token = Some(token.into());
+        self
+    }
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials")
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &"<redacted>")
+            .field(
+                "session_token",
+                &self.session_token.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+/// How to take a lock: its ttl, who holds it, what it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AcquireOptions {
+    /// How long a lease lasts without a renew (1 ms ..= 7 days).
+    pub ttl: Duration,
+    /// Who holds it; the same holder id takes over its own live lease.
+    /// Default: one chosen per wait.
+    pub holder_id: Option<String>,
+    /// Up to 4 KiB kept in the lock object, for readers.
+    pub metadata: Option<String>,
+    /// A held lease counts as held for this long after the send of the
+    /// write that granted or last renewed it, and renews every third of
+    /// it (at most the ttl). Default: nine tenths of the ttl; a supervisor
+    /// that needs time to stop what it runs passes less (`s3-lease run`
+    /// passes half).
+    pub deadline: Option<Duration>,
+}
+
+impl AcquireOptions {
+    pub fn new(ttl: Duration) -> Self {
+        AcquireOptions {
+            ttl,
+            holder_id: None,
+            metadata: None,
+            deadline: None,
+        }
+    }
+
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    pub fn holder_id(mut self, holder_id: impl Into<String>) -> Self {
+        self.holder_id = Some(holder_id.into());
+        self
+    }
+
+    pub fn metadata(mut self, metadata: impl Into<String>) -> Self {
+        self.metadata = Some(metadata.into());
+        self
+    }
+}
+
+/// A semaphore's slot options: how many may hold the key at once, and
+/// whether waiters are served in the order they asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SlotOptions {
+    /// 1 ..= 64; every contender of a key passes the same.
+    pub limit: u32,
+    pub fair: bool,
+}
+
+impl SlotOptions {
+    pub fn new(limit: u32) -> Self {
+        SlotOptions { limit, fair: false }
+    }
+
+    /// Wait in the key's queue: slots go to live waiters in the order
+    /// they joined.
+    pub fn fair(mut self, fair: bool) -> Self {
+        self.fair = fair;
+        self
+    }
+}
+
+/// A granted lease, as plain data: the record a holder keeps (a file, a
+/// database, another process) and hands back to renew, release and fence
+/// with. Sealed: an altered copy is refused before anything is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaseRecord {
+    /// The key as the caller named it.
+    pub key: String,
+    /// The fencing token: rises on every grant of the key, never reused.
+    pub token: u64,
+    pub holder_id: String,
+    /// The lock object's entity tag after our last write.
+    pub etag: String,
+    /// When it lapses unless renewed (the holder's wall clock, ms since
+    /// the Unix epoch).
+    pub expires_at_ms: u64,
+    /// When it was granted (the holder's wall clock).
+    pub acquired_at_ms: u64,
+    /// The ttl renewals extend it by.
+    pub ttl: Duration,
+    pub metadata: String,
+    /// The seal (opaque).
+    pub seal: String,
+}
+
+impl LeaseRecord {
+    /// A record read back from where the caller kept it; the component
+    /// checks its seal before using it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_parts(
+        key: String,
+        token: u64,
+        holder_id: String,
+        etag: String,
+        expires_at_ms: u64,
+        acquired_at_ms: u64,
+        ttl: Duration,
+        metadata: String,
+        seal: String,
+    ) -> Self {
+        LeaseRecord {
+            key,
+            token,
+            holder_id,
+            etag,
+            expires_at_ms,
+            acquired_at_ms,
+            ttl,
+            metadata,
+            seal,
+        }
+    }
+}
+
+/// A key's lock as read now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockState {
+    pub key: String,
+    /// `None` when the object records no holder (a client of the plain
+    /// design wrote it, or a semaphore: see [`SemaphoreState`]).
+    pub holder_id: Option<String>,
+    /// The last token granted; `None` when the object records none.
+    pub token: Option<u64>,
+    /// 0 once released (the holder's wall clock, or the store's).
+    pub expires_at_ms: u64,
+    pub acquired_at_ms: Option<u64>,
+    pub metadata: String,
+    pub etag: String,
+    /// Not released, and not expired by the client's expiry clock.
+    pub live: bool,
+    /// How long until the clock that judges `live` first calls it expired.
+    pub expires_in: Duration,
+}
+
+/// One holder of a semaphore's slot, or one waiter in its queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SlotEntry {
+    pub holder_id: String,
+    /// The slot's fencing token; `None` for a waiter.
+    pub token: Option<u64>,
+    pub expires_at_ms: u64,
+    pub acquired_at_ms: u64,
+    pub metadata: String,
+    pub live: bool,
+    pub expires_in: Duration,
+}
+
+/// A semaphore's holders and queue, as read now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SemaphoreState {
+    pub lock: LockState,
+    pub limit: u32,
+    /// In the order granted.
+    pub holders: Vec<SlotEntry>,
+    /// In the order joined: the order slots go to live waiters.
+    pub queue: Vec<SlotEntry>,
+}
+
+/// A fenced write that was accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FencedWrite {
+    pub object_key: String,
+    pub etag: String,
+    /// The lease's token, now recorded on the object.
+    pub token: u64,
+    /// The token recorded before (`None`: written without one, or absent).
+    pub previous_token: Option<u64>,
+}
+
+/// A fenced object as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FencedObject {
+    pub object_key: String,
+    pub body: Vec<u8>,
+    pub etag: String,
+    pub content_type: String,
+    /// The token of the write that stored it (`None`: written without one).
+    pub token: Option<u64>,
+}
+
+/// How a fenced write treats a stored object with its own token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct FenceOptions {
+    /// Refuse an object written under the same token too (strict `<`).
+    pub reject_equal_token: bool,
+}
+
+impl FenceOptions {
+    pub fn reject_equal_token(mut self, reject: bool) -> Self {
+        self.reject_equal_token = reject;
+        self
+    }
+}
+
+/// An elector's parameters: client-go's three durations, validated as
+/// `0 < retry_period < renew_deadline < lease_duration`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ElectorConfig {
+    pub key: String,
+    /// The lease's ttl (default 15 s).
+    pub lease_duration: Duration,
+    /// Leadership ends this long after the last successful renew was sent
+    /// (default 10 s).
+    pub renew_deadline: Duration,
+    /// A leader renews, and a follower looks, this often (default 2 s).
+    pub retry_period: Duration,
+    pub holder_id: Option<String>,
+    pub metadata: Option<String>,
+}
+
+impl ElectorConfig {
+    pub fn new(key: impl Into<String>) -> Self {
+        ElectorConfig {
+            key: key.into(),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+            holder_id: None,
+            metadata: None,
+        }
+    }
+
+    pub fn lease_duration(mut self, d: Duration) -> Self {
+        self.lease_duration = d;
+        self
+    }
+
+    pub fn renew_deadline(mut self, d: Duration) -> Self {
+        self.renew_deadline = d;
+        self
+    }
+
+    pub fn retry_period(mut self, d: Duration) -> Self {
+        self.retry_period = d;
+        self
+    }
+
+    pub fn holder_id(mut self, holder_id: impl Into<String>) -> Self {
+        self.holder_id = Some(holder_id.into());
+        self
+    }
+
+    pub fn metadata(mut self, metadata: impl Into<String>) -> Self {
+        self.metadata = Some(metadata.into());
+        self
+    }
+}
+
+/// Where an elector stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Role {
+    /// It leads with this lease: fence what it writes with its token.
+    Leader(LeaseRecord),
+    /// Someone else leads (when known: the state last read).
+    Follower(Option<LockState>),
+    /// Nobody is known to lead, or the last attempt failed.
+    Candidate,
+}
+
+/// Why leadership ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// No renew succeeded before the renew deadline.
+    RenewDeadline,
+    /// A renew found the lease taken.
+    Lost,
+    Resigned,
+}
+
+/// What an elector saw, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ElectionEvent {
+    BecameLeader(LeaseRecord),
+    StoppedLeading(StopReason),
+    LeaderChanged(Option<LockState>),
+    /// The elector could not go on (a bug: the component trapped); if it
+    /// was leading, it no longer is.
+    Failed(String),
+}
+
+/// A capability the store preflight checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Capability {
+    IfNoneMatchExisting,
+    IfMatchPut,
+    IfMatchMissingKey,
+    IfMatchDelete,
+    ServerDates,
+    ListStartAfter,
+    ConditionalGet,
+    PayloadHash,
+    ClockOffset,
+    TableKeySchema,
+    TtlAttribute,
+}
+
+/// What a probe showed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Unknown,
+}
+
+names! {
+    Capability {
+        IfNoneMatchExisting => "if-none-match-existing",
+        IfMatchPut => "if-match-put",
+        IfMatchMissingKey => "if-match-missing-key",
+        IfMatchDelete => "if-match-delete",
+        ServerDates => "server-dates",
+        ListStartAfter => "list-start-after",
+        ConditionalGet => "conditional-get",
+        PayloadHash => "payload-hash",
+        ClockOffset => "clock-offset",
+        TableKeySchema => "table-key-schema",
+        TtlAttribute => "ttl-attribute",
+    }
+    Verdict { Pass => "pass", Fail => "fail", Unknown => "unknown" }
+}
+
+/// One capability's probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CapabilityResult {
+    pub capability: Capability,
+    pub verdict: Verdict,
+    /// The HTTP status the deciding probe got, if any.
+    pub status: Option<u16>,
+    pub code: String,
+    pub detail: String,
+    /// The store accepted what it did not apply.
+    pub silent: bool,
+}
+
+/// How far the store's clock is from ours, as the preflight measured it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClockOffset {
+    /// The store's clock minus ours, ms.
+    pub offset_ms: i64,
+    pub uncertainty_ms: u64,
+}
+
+/// What the store preflight found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PreflightReport {
+    pub results: Vec<CapabilityResult>,
+    pub clock_offset: Option<ClockOffset>,
+    pub safe_strategies: Vec<Strategy>,
+    pub safe_expiry_clocks: Vec<ExpiryClock>,
+    pub recommended_strategy: Option<Strategy>,
+    /// The client's own strategy and expiry clock are safe here.
+    pub config_safe: bool,
+    pub notes: Vec<String>,
+    /// Requests the probes sent.
+    pub requests: u32,
+}
