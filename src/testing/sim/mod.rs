@@ -4,7 +4,8 @@
 //! strategies, semaphores and fair queues, fenced writes), the component's
 //! elector, and the host's machines from `s3_lease_keep`: the guard that
 //! says until when a held lease is held and when to renew it, the
-//! leadership watchdog, and the waiting schedule. Each process is a future
+//! leadership watchdog, the waiting schedule, and the credential refresh
+//! schedule (a refresher beside each process's calls). Each process is a future
 //! the simulation polls (`host`), on one virtual true time, against one
 //! store model (S3, or DynamoDB behind its translation); nothing is a copy
 //! of the code under test.
@@ -23,6 +24,9 @@
 //!   for longer than a lease, and step their wall clocks both ways by
 //!   minutes (never under `holder`, whose rule needs clocks in sync);
 //!   monotonic clocks drift by up to 200 ppm;
+//! - credentials expire and rotate: a source hands out new keys with an
+//!   expiry (an hour, minutes, seconds; already expired, or at once), may
+//!   fail or be slow, and the store refuses keys past their expiry;
 //! - and callers misbehave: they alter leases, try spent ones, take their
 //!   own key again under the same holder id, renew lapsed leases, and
 //!   write after a pause with the lease they had.
@@ -32,7 +36,9 @@
 //! `testing::history`'s checkers, the soak's too: tokens unique and rising,
 //! never more believed holders than a key's limit, spent leases never
 //! renewing, queue order, fenced objects linearizable. Every write the
-//! store applies to a semaphore key is judged as it lands (`store_rules`).
+//! store applies to a semaphore key is judged as it lands (`store_rules`),
+//! and every credential fetch and request as it happens
+//! (`credential_checks`: fetches paced, keys from a healthy source fresh).
 //!
 //! Everything comes from one seed: a failing run prints it, and
 //! `S3LEASE_SIM_SEED=<seed>` replays it.
