@@ -6,9 +6,16 @@ use super::world::World;
 use super::START_MS;
 use s3_lease_keep::refresh::MIN_PACE_MS;
 
+#[cfg(test)]
+mod tests;
+
 /// Fetches a refresher may make beyond one per pace over its life (its
 /// first, and one due the instant it starts).
 const SPARE_FETCHES: u64 = 2;
+
+pub const PACED: &str = "a credential refresher fetches at most once per pace";
+pub const BOUNDED: &str = "a credential refresher's fetches are bounded by its life over the pace";
+pub const FRESH: &str = "credentials from a healthy source are renewed before they expire";
 
 impl World {
     /// `actor`'s refresher begins a fetch at `wall_ms` on its own clock.
@@ -29,7 +36,7 @@ impl World {
         if let Some((last, jumps)) = previous {
             if jumps == self.hosts[actor].credentials.jumps && wall_ms < last + MIN_PACE_MS {
                 self.violated(
-                    "a credential refresher fetches at most once per pace",
+                    PACED,
                     format!(
                         "{who}: a fetch at {wall_ms} ms on its clock, {} ms after the last",
                         wall_ms.saturating_sub(last)
@@ -39,7 +46,7 @@ impl World {
         }
         if fetches > allowed {
             self.violated(
-                "a credential refresher's fetches are bounded by its life over the pace",
+                BOUNDED,
                 format!(
                     "{who}: {fetches} fetches in {} ms",
                     now - self.hosts[actor].credentials.life_start
@@ -70,7 +77,7 @@ impl World {
             let expired = self.source.expiry(&key).unwrap_or(0);
             let (skew, fetched) = (c.max_skew_ms, c.last_fetch);
             self.violated(
-                "credentials from a healthy source are renewed before they expire",
+                FRESH,
                 format!(
                     "{who}: sent at {wall} ms with {key}, expired at {expired} ms; \
                      its clock at most {skew} ms off, last fetch at {fetched:?} (its clock)"

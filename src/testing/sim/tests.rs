@@ -28,6 +28,7 @@ fn hunt(dynamodb: bool, floor_steps: u64) -> Report {
     if let Some(seed) = env(replay) {
         let mut rng = Rng::new(seed ^ 0x5EED_5EED_5EED_5EED);
         println!("seed {seed}: {:#?}", Setup::new(&mut rng, dynamodb));
+        println!("credentials: {:?}", Source::new(seed).plan);
         let sim = if dynamodb {
             Sim::on_dynamodb(seed)
         } else {
