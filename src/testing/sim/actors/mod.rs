@@ -61,8 +61,7 @@ async fn beside(first: Task, second: Task) {
 
 /// An error the injected faults explain: a transport error (a lost reply,
 /// a reset, a timeout), a 409 that persisted, a 5xx, a throttle, keys
-/// refused as expired. Anything
-/// else failing an operation is a bug.
+/// refused as expired. Anything else failing an operation is a bug.
 pub fn is_injected_fault(e: &Error) -> bool {
     match e {
         Error::Transport(_) | Error::Conflict(_) => true,
