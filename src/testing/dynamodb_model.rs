@@ -37,6 +37,10 @@ pub struct DynamoModel {
     /// The next this many writes are refused with
     /// `TransactionConflictException` (a transaction held the item).
     pub conflict_next: u32,
+    /// The next this many calls are refused with `ExpiredTokenException`,
+    /// as DynamoDB answers a call signed with temporary keys past their
+    /// expiry.
+    pub expired_token_next: u32,
     /// Calls that reached the table, by operation.
     pub calls: Vec<String>,
     next_request_id: u64,
@@ -53,6 +57,7 @@ impl DynamoModel {
             now_ms,
             throttle_next: 0,
             conflict_next: 0,
+            expired_token_next: 0,
             calls: Vec::new(),
             next_request_id: 1,
         }
@@ -119,7 +124,14 @@ impl DynamoModel {
         self.calls.push(operation.to_string());
         let request_id = format!("MODEL{:010}", self.next_request_id);
         self.next_request_id += 1;
-        let outcome = if self.throttle_next > 0 {
+        let outcome = if self.expired_token_next > 0 {
+            self.expired_token_next -= 1;
+            Err((
+                "ExpiredTokenException",
+                400,
+                "The security token included in the request is expired".to_string(),
+            ))
+        } else if self.throttle_next > 0 {
             self.throttle_next -= 1;
             Err((
                 "ProvisionedThroughputExceededException",

@@ -113,6 +113,9 @@ pub struct S3Model {
     /// one-character prefix has no position a token could name: answered
     /// as usual, and not counted.
     pub empty_list_pages: u32,
+    /// Refuse the next this-many requests with 400 `ExpiredToken`, as S3
+    /// answers a request signed with temporary keys past their expiry.
+    pub expired_token_next: u32,
     pub next_request_id: u64,
 }
 
@@ -229,6 +232,7 @@ impl S3Model {
             checks_payload_hash: true,
             list_page_keys: None,
             empty_list_pages: 0,
+            expired_token_next: 0,
             next_request_id: 1,
         }
     }
@@ -255,7 +259,13 @@ impl S3Model {
     pub fn handle(&mut self, req: &S3Request) -> S3Response {
         let request_id = format!("{:016X}", self.next_request_id);
         self.next_request_id = self.next_request_id.wrapping_add(1);
-        let outcome = if req.object_key.is_empty() {
+        let outcome = if self.expired_token_next > 0 {
+            self.expired_token_next -= 1;
+            Err(Refusal::bad_request(
+                "ExpiredToken",
+                "The provided token has expired.",
+            ))
+        } else if req.object_key.is_empty() {
             self.on_bucket(req)
         } else if req.object_key.len() > MAX_KEY_BYTES {
             Err(Refusal::bad_request(

@@ -66,10 +66,19 @@ pub struct Waiting {
     pub outcome: Option<Result<S3Response, Error>>,
 }
 
-/// The `Io` of one process (one generation of one actor).
+/// Which of a process's threads waits: its calls, or its credential
+/// refresher (which runs beside them, as the host's thread does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    Calls,
+    Refresher,
+}
+
+/// The `Io` of one thread of one process (one generation of one actor).
 pub struct SimIo {
     pub world: Rc<RefCell<World>>,
     pub actor: usize,
+    pub lane: Lane,
 }
 
 impl SimIo {
@@ -87,7 +96,7 @@ impl SimIo {
     async fn wait(&self, ticket: u64) {
         poll_fn(|_| {
             let mut w = self.world.borrow_mut();
-            let waiting = &mut w.hosts[self.actor].waiting;
+            let waiting = w.hosts[self.actor].lane(self.lane);
             if waiting.done == Some(ticket) {
                 waiting.done = None;
                 waiting.ticket = None;
@@ -101,7 +110,8 @@ impl SimIo {
 
     /// Sleeps until true time `at`.
     pub async fn sleep_until(&mut self, at: u64) {
-        let ticket = self.with(|w, id| w.resume_at(id, at));
+        let lane = self.lane;
+        let ticket = self.with(|w, id| w.resume_at(id, lane, at));
         self.wait(ticket).await;
     }
 

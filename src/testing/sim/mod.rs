@@ -4,7 +4,8 @@
 //! strategies, semaphores and fair queues, fenced writes), the component's
 //! elector, and the host's machines from `s3_lease_keep`: the guard that
 //! says until when a held lease is held and when to renew it, the
-//! leadership watchdog, and the waiting schedule. Each process is a future
+//! leadership watchdog, the waiting schedule, and the credential refresh
+//! schedule (a refresher beside each process's calls). Each process is a future
 //! the simulation polls (`host`), on one virtual true time, against one
 //! store model (S3, or DynamoDB behind its translation); nothing is a copy
 //! of the code under test.
@@ -23,6 +24,9 @@
 //!   for longer than a lease, and step their wall clocks both ways by
 //!   minutes (never under `holder`, whose rule needs clocks in sync);
 //!   monotonic clocks drift by up to 200 ppm;
+//! - credentials expire and rotate: a source hands out new keys with an
+//!   expiry (an hour, minutes, seconds; already expired, or at once), may
+//!   fail or be slow, and the store refuses keys past their expiry;
 //! - and callers misbehave: they alter leases, try spent ones, take their
 //!   own key again under the same holder id, renew lapsed leases, and
 //!   write after a pause with the lease they had.
@@ -32,12 +36,16 @@
 //! `testing::history`'s checkers, the soak's too: tokens unique and rising,
 //! never more believed holders than a key's limit, spent leases never
 //! renewing, queue order, fenced objects linearizable. Every write the
-//! store applies to a semaphore key is judged as it lands (`store_rules`).
+//! store applies to a semaphore key is judged as it lands (`store_rules`),
+//! and every credential fetch and request as it happens
+//! (`credential_checks`: fetches paced, keys from a healthy source fresh).
 //!
 //! Everything comes from one seed: a failing run prints it, and
 //! `S3LEASE_SIM_SEED=<seed>` replays it.
 
 mod actors;
+mod credential_checks;
+mod credentials;
 mod host;
 mod setup;
 mod store;
@@ -54,6 +62,7 @@ use crate::testing::history::{self, Checked, Found, History, Violation};
 use crate::testing::rng::Rng;
 use crate::testing::s3_model::{MissingIfMatch, Object, S3Model};
 use actors::Task;
+use credentials::Source;
 use setup::{ActorKind, SEMAPHORE_KEYS};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -118,6 +127,18 @@ pub struct Report {
     /// Fenced objects checked for linearizability, and their calls.
     pub objects_checked: u64,
     pub object_ops: u64,
+    /// Credentials: fetches by refreshers (failed ones too), keys put into
+    /// clients, seeds whose source fails or hands out expired keys.
+    pub credential_fetches: u64,
+    pub credential_fetches_failed: u64,
+    pub credentials_installed: u64,
+    pub seeds_with_unhealthy_source: u64,
+    /// Requests the freshness checker judged (a healthy source, a process
+    /// neither stalled nor off the source's clock by more than the lead).
+    pub sends_judged_fresh: u64,
+    /// Requests sent with expired keys, and those the store refused so.
+    pub sent_expired: u64,
+    pub expired_refused: u64,
 }
 
 impl std::ops::AddAssign<&Report> for Report {
@@ -168,7 +189,14 @@ impl std::ops::AddAssign<&Report> for Report {
             fair_grants_from_queue,
             fair_passes,
             objects_checked,
-            object_ops
+            object_ops,
+            credential_fetches,
+            credential_fetches_failed,
+            credentials_installed,
+            seeds_with_unhealthy_source,
+            sends_judged_fresh,
+            sent_expired,
+            expired_refused
         );
         self.max_slots_stored = self.max_slots_stored.max(o.max_slots_stored);
         for (a, b) in self.max_slots_believed.iter_mut().zip(o.max_slots_believed) {
@@ -213,8 +241,10 @@ impl Sim {
             SimStore::S3(s3)
         };
         let history = History::new(setup.key_specs());
-        let mut world = World::new(rng, setup, store, history);
+        let source = Source::new(seed);
+        let mut world = World::new(rng, setup, store, history, source);
         world.report.seeds = 1;
+        world.report.seeds_with_unhealthy_source = u64::from(!world.source.plan.is_healthy());
         world.report.seeds_with_short_lists = u64::from(world.setup.list_page_keys.is_some());
         world.report.seeds_without_if_match = u64::from(world.setup.epoch_without_if_match);
         let mut kinds = vec![ActorKind::Locker; 4];
@@ -316,10 +346,16 @@ impl Sim {
                 sent,
                 reply,
                 acting_for,
+                signed_with,
             } => {
-                self.world
-                    .borrow_mut()
-                    .apply(actor, request, sent, reply, &acting_for)?;
+                self.world.borrow_mut().apply(
+                    actor,
+                    request,
+                    sent,
+                    reply,
+                    &acting_for,
+                    signed_with.as_deref(),
+                )?;
             }
             Event::Resume {
                 actor,

@@ -47,6 +47,22 @@ impl SimStore {
         }
     }
 
+    /// The store's answer to `request` signed with keys past their
+    /// expiry: S3's 400 `ExpiredToken`, or DynamoDB's
+    /// `ExpiredTokenException` (read back as a 403). Nothing is applied.
+    pub fn refuse_expired_token(&mut self, request: &S3Request) -> S3Response {
+        match self {
+            SimStore::S3(m) => m.expired_token_next = 1,
+            SimStore::DynamoDb(m) => m.expired_token_next = 1,
+        }
+        let answer = self.handle(request);
+        match self {
+            SimStore::S3(m) => m.expired_token_next = 0,
+            SimStore::DynamoDb(m) => m.expired_token_next = 0,
+        }
+        answer
+    }
+
     pub fn clear_conflicts(&mut self) {
         match self {
             SimStore::S3(m) => m.conflicts = 0,

@@ -28,6 +28,7 @@ fn hunt(dynamodb: bool, floor_steps: u64) -> Report {
     if let Some(seed) = env(replay) {
         let mut rng = Rng::new(seed ^ 0x5EED_5EED_5EED_5EED);
         println!("seed {seed}: {:#?}", Setup::new(&mut rng, dynamodb));
+        println!("credentials: {:?}", Source::new(seed).plan);
         let sim = if dynamodb {
             Sim::on_dynamodb(seed)
         } else {
@@ -111,6 +112,18 @@ fn locks_leaders_and_semaphores_keep_their_guarantees_on_s3() {
         r.slots_dropped_expired > 20 && r.places_dropped_expired > 20,
         "{r:#?}"
     );
+    // Credentials expired and rotated: refreshers fetched (some fetches
+    // failed), the store refused expired keys, and many requests were
+    // judged fresh.
+    assert!(
+        r.credential_fetches > 3_000 && r.credential_fetches_failed > 100,
+        "{r:#?}"
+    );
+    assert!(
+        r.seeds_with_unhealthy_source > 5 && r.expired_refused > 5_000,
+        "{r:#?}"
+    );
+    assert!(r.sends_judged_fresh > 50_000, "{r:#?}");
 }
 
 #[test]
@@ -128,4 +141,9 @@ fn locks_leaders_and_semaphores_keep_their_guarantees_on_dynamodb() {
     assert_eq!(r.fenced_accepted + r.fenced_refused, 0, "{r:#?}");
     assert_eq!(r.max_slots_believed, [3, 2, 1], "{r:#?}");
     assert!(r.slot_grants > 200 && r.fair_grants_checked > 100, "{r:#?}");
+    assert!(
+        r.credential_fetches > 1_500 && r.expired_refused > 2_000,
+        "{r:#?}"
+    );
+    assert!(r.sends_judged_fresh > 20_000, "{r:#?}");
 }

@@ -1,7 +1,8 @@
 //! The simulated world: true time, the store, the network between the
 //! processes and the store, the faults, and what the run records.
 
-use super::host::{Clock, Waiting};
+use super::credentials::{HostCredentials, Source};
+use super::host::{Clock, Lane, Waiting};
 use super::setup::{ActorKind, Setup};
 use super::store::SimStore;
 use super::store_rules::StoreRules;
@@ -43,6 +44,18 @@ pub struct Host {
     /// Its last request and when that was first sent: the driver sends a
     /// throttled request again as it was, its content planned before.
     pub last_send: Option<(S3Request, u64)>,
+    /// The credentials of this life, and its refresher's wait.
+    pub credentials: HostCredentials,
+}
+
+impl Host {
+    /// What the thread on `lane` waits for.
+    pub fn lane(&mut self, lane: Lane) -> &mut Waiting {
+        match lane {
+            Lane::Calls => &mut self.waiting,
+            Lane::Refresher => &mut self.credentials.waiting,
+        }
+    }
 }
 
 /// What happens at an instant.
@@ -60,6 +73,8 @@ pub enum Event {
         sent: u64,
         reply: Option<u64>,
         acting_for: String,
+        /// The access key it was signed with.
+        signed_with: Option<String>,
     },
     /// A send or sleep ends: the process runs again. `failure`: the send's
     /// transport error, when its reply does not come.
@@ -116,6 +131,8 @@ pub struct World {
     pub history: History,
     pub report: Report,
     pub store_rules: StoreRules,
+    /// Where every process's credentials come from.
+    pub source: Source,
     terms: BTreeMap<u64, OpenTerm>,
     /// Per key: the object its fenced writes go to now, and calls on it.
     fenced_objects: BTreeMap<String, (u32, u32)>,
@@ -125,7 +142,7 @@ pub struct World {
 }
 
 impl World {
-    pub fn new(rng: Rng, setup: Setup, store: SimStore, history: History) -> Self {
+    pub fn new(rng: Rng, setup: Setup, store: SimStore, history: History, source: Source) -> Self {
         let store_rules = StoreRules::new(&setup);
         World {
             now: 0,
@@ -138,6 +155,7 @@ impl World {
             history,
             report: Report::default(),
             store_rules,
+            source,
             terms: BTreeMap::new(),
             fenced_objects: BTreeMap::new(),
             next_value: 1,
@@ -173,6 +191,7 @@ impl World {
             requests: 0,
             acting_for: String::new(),
             last_send: None,
+            credentials: HostCredentials::new(self.now, clock.wall_offset_ms),
         });
         self.schedule(
             self.now + delay,
@@ -212,10 +231,11 @@ impl World {
         }
     }
 
-    /// The process waits until true time `at`; its ticket.
-    pub fn resume_at(&mut self, actor: usize, at: u64) -> u64 {
+    /// The process's thread on `lane` waits until true time `at`; its
+    /// ticket.
+    pub fn resume_at(&mut self, actor: usize, lane: Lane, at: u64) -> u64 {
         let ticket = self.next_seq();
-        self.hosts[actor].waiting.ticket = Some(ticket);
+        self.hosts[actor].lane(lane).ticket = Some(ticket);
         let generation = self.hosts[actor].generation;
         self.schedule(
             at,
@@ -299,6 +319,7 @@ impl World {
             _ => start,
         };
         self.hosts[actor].last_send = Some((request.clone(), first_sent));
+        let signed_with = self.signed_with(actor);
         if applied {
             let acting_for = self.hosts[actor].acting_for.clone();
             self.schedule(
@@ -309,6 +330,7 @@ impl World {
                     sent: first_sent,
                     reply: comes_back.then_some(ticket),
                     acting_for,
+                    signed_with,
                 },
             );
         }
@@ -333,6 +355,7 @@ impl World {
         sent: u64,
         reply: Option<u64>,
         acting_for: &str,
+        signed_with: Option<&str>,
     ) -> Result<(), Violation> {
         let conditional = request
             .headers
@@ -357,7 +380,14 @@ impl World {
             .store_rules
             .watches(&request)
             .then(|| self.store.object(&request.object_key));
-        let answer = if self.setup.refuses_if_match(&request) {
+        // Signed with keys past their expiry: refused before anything else
+        // (400 `ExpiredToken` on S3), and nothing applied.
+        let expired = signed_with.is_some_and(|key| self.source.expired(key, START_MS + self.now));
+        let answer = if expired {
+            self.report.expired_refused += 1;
+            self.hosts[actor].credentials.refused += 1;
+            self.store.refuse_expired_token(&request)
+        } else if self.setup.refuses_if_match(&request) {
             S3Response {
                 status: 501,
                 ..S3Response::default()
@@ -428,7 +458,14 @@ impl World {
     ) -> bool {
         let now = self.now;
         let host = &mut self.hosts[actor];
-        if !host.alive || host.generation != generation || host.waiting.ticket != Some(ticket) {
+        let lane = if host.waiting.ticket == Some(ticket) {
+            Lane::Calls
+        } else if host.credentials.waiting.ticket == Some(ticket) {
+            Lane::Refresher
+        } else {
+            return false;
+        };
+        if !host.alive || host.generation != generation {
             return false;
         }
         if now < host.paused_until {
@@ -445,11 +482,13 @@ impl World {
             return false;
         }
         let host = &mut self.hosts[actor];
-        host.waiting.outcome = match host.replies.remove(&ticket) {
-            Some(reply) => Some(Ok(reply)),
-            None => failure.map(|f| Err(Error::Transport(f.into()))),
-        };
-        host.waiting.done = Some(ticket);
+        if lane == Lane::Calls {
+            host.waiting.outcome = match host.replies.remove(&ticket) {
+                Some(reply) => Some(Ok(reply)),
+                None => failure.map(|f| Err(Error::Transport(f.into()))),
+            };
+        }
+        host.lane(lane).done = Some(ticket);
         true
     }
 
@@ -466,6 +505,7 @@ impl World {
         let host = &mut self.hosts[actor];
         host.alive = false;
         host.waiting = Waiting::default();
+        host.credentials.waiting = Waiting::default();
         host.replies.clear();
         self.close_terms_of(actor, self.now, "crash");
         self.report.crashes += 1;
@@ -477,6 +517,7 @@ impl World {
         let clock = self.new_clock(kind);
         let host = &mut self.hosts[actor];
         host.clock = clock;
+        host.credentials = HostCredentials::new(self.now, clock.wall_offset_ms);
         host.generation += 1;
         host.alive = true;
         host.paused_until = 0;
@@ -488,6 +529,7 @@ impl World {
         let ttl = self.setup.ttl_of(self.hosts[actor].kind);
         let until = self.now + self.rng.range(ttl / 2, 3 * ttl);
         self.hosts[actor].paused_until = until;
+        self.hosts[actor].credentials.stalled = true;
         self.report.pauses += 1;
     }
 
@@ -505,6 +547,8 @@ impl World {
         } else {
             (*offset + sign * jump).clamp(-900_000, 900_000)
         };
+        let offset = *offset;
+        self.hosts[actor].credentials.jumped(offset);
         self.report.clock_jumps += 1;
     }
 

@@ -6,9 +6,10 @@
 mod elector;
 mod holding;
 mod locker;
+mod refresher;
 mod slots;
 
-use super::host::SimIo;
+use super::host::{Lane, SimIo};
 use super::setup::ActorKind;
 use super::world::World;
 use crate::error::Error;
@@ -22,35 +23,63 @@ use std::rc::Rc;
 
 pub type Task = Pin<Box<dyn Future<Output = ()>>>;
 
-/// The task of one life of `actor`.
+/// The task of one life of `actor`: its calls, and beside them its
+/// credential refresher (polled first, so the first keys are in before
+/// the first call).
 pub fn spawn(world: &Rc<RefCell<World>>, actor: usize) -> Task {
-    let io = SimIo {
+    let io = |lane| SimIo {
         world: world.clone(),
         actor,
+        lane,
     };
     let kind = world.borrow().hosts[actor].kind;
-    match kind {
-        ActorKind::Locker => Box::pin(locker::run(io, None)),
-        ActorKind::PlainOnSemaphore(n) => Box::pin(locker::run(io, Some(n))),
-        ActorKind::Elector => Box::pin(elector::run(io)),
-        ActorKind::Slots(n) => Box::pin(slots::run(io, n)),
-    }
+    let calls: Task = match kind {
+        ActorKind::Locker => Box::pin(locker::run(io(Lane::Calls), None)),
+        ActorKind::PlainOnSemaphore(n) => Box::pin(locker::run(io(Lane::Calls), Some(n))),
+        ActorKind::Elector => Box::pin(elector::run(io(Lane::Calls))),
+        ActorKind::Slots(n) => Box::pin(slots::run(io(Lane::Calls), n)),
+    };
+    let refresher: Task = Box::pin(refresher::run(io(Lane::Refresher)));
+    Box::pin(beside(refresher, calls))
+}
+
+/// Runs `first` and `second` together until `second` ends: each poll
+/// polls both (one whose wait is not over just waits on).
+async fn beside(first: Task, second: Task) {
+    let mut first = Some(first);
+    let mut second = second;
+    std::future::poll_fn(move |cx| {
+        if let Some(f) = first.as_mut() {
+            if f.as_mut().poll(cx).is_ready() {
+                first = None;
+            }
+        }
+        second.as_mut().poll(cx)
+    })
+    .await
 }
 
 /// An error the injected faults explain: a transport error (a lost reply,
-/// a reset, a timeout), a 409 that persisted, a 5xx, a throttle. Anything
-/// else failing an operation is a bug.
+/// a reset, a timeout), a 409 that persisted, a 5xx, a throttle, keys
+/// refused as expired. Anything else failing an operation is a bug.
 pub fn is_injected_fault(e: &Error) -> bool {
     match e {
         Error::Transport(_) | Error::Conflict(_) => true,
+        Error::S3(s) if s.code == "ExpiredToken" => true,
         Error::S3(s) => matches!(s.status, 409 | 412 | 429 | 501) || s.status >= 500,
+        Error::AccessDenied(s) => s.code == "ExpiredTokenException",
         _ => false,
     }
 }
 
 /// An error an operation may end with here, or a violation.
 pub fn expect_fault(io: &SimIo, what: &str, e: &Error) {
-    if !is_injected_fault(e) {
+    // A HEAD's reply has no body, so no code: a bare 400 is its keys
+    // refused as expired, if the store refused this life's keys before.
+    let bare_400 = matches!(e, Error::S3(s) if s.status == 400 && s.code.is_empty());
+    let refused = io.with(|w, id| w.hosts[id].credentials.refused > 0);
+    let explained = is_injected_fault(e) || (bare_400 && refused);
+    if !explained {
         let who = io.with(|w, id| w.who(id));
         io.with(|w, _| {
             w.violated(
