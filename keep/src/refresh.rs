@@ -33,6 +33,8 @@ pub struct Refresh {
     /// doubles each time up to `MAX_PACE_MS`, back to `MIN_PACE_MS` after
     /// one that did.
     pace_ms: u64,
+    /// When the last fetch asked for by a refused request began.
+    last_on_demand: Option<u64>,
 }
 
 impl Refresh {
@@ -42,6 +44,7 @@ impl Refresh {
             due: None,
             expires: None,
             pace_ms: MIN_PACE_MS,
+            last_on_demand: None,
         };
         refresh.fetched(now_ms, expires_ms);
         refresh
@@ -80,6 +83,20 @@ impl Refresh {
     pub fn failed(&mut self, now_ms: u64) {
         let left = self.expires.map_or(0, |e| e.saturating_sub(now_ms));
         self.back_off(now_ms, (left / 4).clamp(self.pace_ms, MAX_PACE_MS));
+    }
+
+    /// A request was refused at `now_ms` as signed with bad or expired
+    /// credentials: may a fetch go now, out of schedule? The first may;
+    /// then at most one every `MIN_PACE_MS`, so a source that keeps handing
+    /// out refused credentials costs a fetch a second, not one per call.
+    pub fn on_demand(&mut self, now_ms: u64) -> bool {
+        let allowed = self
+            .last_on_demand
+            .is_none_or(|last| now_ms < last || now_ms >= last.saturating_add(MIN_PACE_MS));
+        if allowed {
+            self.last_on_demand = Some(now_ms);
+        }
+        allowed
     }
 
     fn back_off(&mut self, now_ms: u64, wait_ms: u64) {
@@ -122,6 +139,16 @@ mod tests {
         // Good credentials put the pace back.
         r.fetched(now, Some(now + 3_600_000));
         assert_eq!(r.due(), Some(now + 3_600_000 - LEAD_MS));
+    }
+
+    /// Refused calls ask for fetches out of schedule: the first goes at
+    /// once, then one a second at most, however many calls are refused.
+    #[test]
+    fn fetches_asked_for_by_refused_calls_are_paced_too() {
+        let mut r = Refresh::new(T0, Some(T0 + 3_600_000));
+        let allowed = (0..5_000u64).filter(|i| r.on_demand(T0 + i)).count();
+        assert_eq!(allowed, 5, "one a second over 5 s");
+        assert!(r.on_demand(T0 + 6_000));
     }
 
     #[test]

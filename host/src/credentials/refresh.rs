@@ -127,8 +127,8 @@ impl Refresher {
     }
 
     /// The store refused the credentials of `generation`: unless newer ones
-    /// went in meanwhile, fetch now. True if a retry will carry other
-    /// credentials than the refused ones.
+    /// went in meanwhile, fetch now (at most once a second). True if a
+    /// retry will carry other credentials than the refused ones.
     pub(crate) fn after_refusal(&self, generation: u64) -> bool {
         let _one = self
             .shared
@@ -137,6 +137,16 @@ impl Refresher {
             .unwrap_or_else(|p| p.into_inner());
         if self.generation() != generation {
             return true;
+        }
+        // Paced: a source that keeps handing out refused credentials would
+        // otherwise be asked once per refused call.
+        if !self
+            .shared
+            .lock()
+            .schedule
+            .on_demand(wall_ms(SystemTime::now()))
+        {
+            return false;
         }
         self.shared.refresh().unwrap_or(false)
     }
