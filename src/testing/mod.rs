@@ -2,6 +2,7 @@
 //! one-client `Io` over it, and a linearizability checker for the fenced
 //! register.
 
+pub mod azure_model;
 pub mod dynamodb_model;
 pub mod history;
 pub mod intercept;
