@@ -261,6 +261,9 @@ impl ClientCore {
         if let Some(table) = self.config.store.table() {
             op = op.on_dynamodb(table);
         }
+        if self.config.store.azure().is_some() {
+            op = op.on_azure();
+        }
         let report = driver::run(io, op).await?;
         self.store = match report.gate(self.config.strategy, self.config.expiry_clock) {
             Gate::Open => StoreCheck::Safe,

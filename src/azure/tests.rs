@@ -620,3 +620,89 @@ impl crate::driver::Io for SkewedIo<'_> {
         crate::driver::Io::random_u64(self.io)
     }
 }
+
+#[test]
+fn the_preflight_passes_a_container_and_refuses_one_that_races() {
+    use crate::capability::{Capability, Verdict};
+    use crate::preflight::RACE_REQUESTS;
+    use crate::testing::racing::{Race, Racing};
+    let mut io = AzureIo::new(START_MS);
+    let report = client().preflight(&mut io).ready().unwrap();
+    let verdict = |report: &crate::preflight::Report, cap: Capability| {
+        report
+            .results
+            .iter()
+            .find(|r| r.capability == cap)
+            .cloned()
+            .unwrap_or_else(|| panic!("{cap:?} not reported"))
+    };
+    for cap in [
+        Capability::IfNoneMatchExisting,
+        Capability::IfMatchPut,
+        Capability::IfMatchMissingKey,
+        Capability::IfMatchDelete,
+        Capability::ServerDates,
+        Capability::ConditionalGet,
+        Capability::PayloadHash,
+        Capability::ClockOffset,
+        Capability::ConcurrentCreate,
+        Capability::ConcurrentUpdate,
+    ] {
+        let r = verdict(&report, cap);
+        assert_eq!(r.verdict, Verdict::Pass, "{cap:?}: {}", r.detail);
+    }
+    // Azure's own answers, as the protocol reads them.
+    let create = verdict(&report, Capability::IfNoneMatchExisting);
+    assert_eq!(
+        (create.status, create.code.as_str()),
+        (Some(412), "BlobAlreadyExists")
+    );
+    let missing = verdict(&report, Capability::IfMatchMissingKey);
+    assert_eq!(
+        (missing.status, missing.code.as_str()),
+        (Some(412), "ConditionNotMet")
+    );
+    let hash = verdict(&report, Capability::PayloadHash);
+    assert_eq!(hash.code, "Md5Mismatch");
+    assert!(hash.detail.contains("Content-MD5"), "{}", hash.detail);
+    let list = verdict(&report, Capability::ListStartAfter);
+    assert_eq!(list.verdict, Verdict::Fail);
+    assert!(report.config_safe, "{report:#?}");
+    assert_eq!(report.safe_strategies, [Strategy::SingleObject]);
+    assert_eq!(
+        report.safe_expiry_clocks,
+        [
+            ExpiryClock::Holder,
+            ExpiryClock::Server,
+            ExpiryClock::Observed
+        ]
+    );
+    // 12 probes (no LIST) and their cleanup, then the race.
+    assert_eq!(report.requests, 12 + RACE_REQUESTS);
+    assert_eq!(io.take_requests().len() as u32, report.requests);
+    assert!(
+        io.store.containers[CONTAINER].is_empty(),
+        "{:?}",
+        io.store.containers
+    );
+
+    // The same container behind a store that checks, then writes.
+    let mut model = AzureIo::new(START_MS);
+    let mut racing = Racing {
+        io: &mut model,
+        race: Race::CheckThenWrite,
+    };
+    let report = client().preflight(&mut racing).ready().unwrap();
+    let create = verdict(&report, Capability::ConcurrentCreate);
+    assert_eq!(
+        (create.verdict, create.silent),
+        (Verdict::Fail, true),
+        "{create:?}"
+    );
+    assert!(
+        create.detail.starts_with("round 1 of 3"),
+        "{}",
+        create.detail
+    );
+    assert!(!report.config_safe);
+}

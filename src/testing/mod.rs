@@ -8,6 +8,7 @@ pub mod history;
 pub mod intercept;
 pub mod linearizability;
 pub mod model_io;
+pub mod racing;
 pub mod rng;
 pub mod s3_model;
 pub mod sigv4_cases;
