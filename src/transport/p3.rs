@@ -107,10 +107,13 @@ pub async fn send(req: &HttpRequest) -> Result<S3Response, Error> {
     Ok(with_body(reply, body, false))
 }
 
+/// A request in flight.
+type Pending<'a> = Pin<Box<dyn Future<Output = Result<S3Response, Error>> + 'a>>;
+
 /// Every request at once: their futures polled together, so they race at
 /// the store.
 pub async fn send_all(reqs: &[HttpRequest]) -> Vec<Result<S3Response, Error>> {
-    let mut pending: Vec<Pin<Box<dyn Future<Output = Result<S3Response, Error>> + '_>>> = reqs
+    let mut pending: Vec<Pending<'_>> = reqs
         .iter()
         .map(|r| Box::pin(send(r)) as Pin<Box<dyn Future<Output = _>>>)
         .collect();
