@@ -91,9 +91,8 @@ fn config(rng: &mut Rng) -> (ClientConfig, String) {
 fn request(rng: &mut Rng) -> S3Request {
     let key = blob_name(rng);
     let etag = format!("\"0x8DC{:012X}\"", rng.next_u64() >> 16);
-    let body = |rng: &mut Rng| -> Vec<u8> {
-        (0..rng.below(300)).map(|_| rng.next_u64() as u8).collect()
-    };
+    let body =
+        |rng: &mut Rng| -> Vec<u8> { (0..rng.below(300)).map(|_| rng.next_u64() as u8).collect() };
     match rng.below(7) {
         0 => S3Request::new(Method::Get, &key, 1024),
         1 => S3Request::new(Method::Get, &key, 1024).header("if-none-match", &etag),
@@ -119,7 +118,10 @@ fn request(rng: &mut Rng) -> S3Request {
             .header(META_TOMBSTONE, pick(rng, &["true", "false"]))
             .header(META_WRITE, &format!("{:016x}", rng.next_u64()))
             .body(
-                pick(rng, &["text/plain; charset=utf-8", "application/octet-stream", ""]),
+                pick(
+                    rng,
+                    &["text/plain; charset=utf-8", "application/octet-stream", ""],
+                ),
                 body(rng),
             ),
         // The preflight's body with a wrong declared hash.
@@ -214,7 +216,8 @@ fn every_shared_key_signature_is_the_azure_sdks() {
     for (i, (http, sdk)) in ours.iter().zip(&signed).enumerate() {
         let ours = header(http, "authorization").unwrap();
         assert_eq!(
-            ours, sdk.authorization,
+            ours,
+            sdk.authorization,
             "case {i} (seed {seed}): {} {}\nthe SDK signed:\n{}\n---\nheaders: {:?}",
             http.method.as_str(),
             http.path_and_query,
@@ -225,5 +228,8 @@ fn every_shared_key_signature_is_the_azure_sdks() {
         with_md5 += usize::from(header(http, "content-md5").is_some());
     }
     // The generator reached every kind of request.
-    assert!(with_metadata > 20 && with_md5 > 20, "{with_metadata} {with_md5}");
+    assert!(
+        with_metadata > 20 && with_md5 > 20,
+        "{with_metadata} {with_md5}"
+    );
 }

@@ -3,8 +3,9 @@
 
 use crate::bindings::exports::s3_lease::lease::types::Timeout;
 use crate::bindings::{
-    Credentials, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject, FencedWrite,
-    Lease, LockState, Options, PreflightReport, SemaphoreState, SlotAttempt, SlotOptions,
+    AzureCredential, Credentials, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject,
+    FencedWrite, Lease, LockState, Options, PreflightReport, SemaphoreState, SlotAttempt,
+    SlotOptions, Store,
 };
 use crate::credentials::refresh::Refresher;
 use crate::credentials::refused_credentials;
@@ -52,10 +53,18 @@ impl Client {
         options: InstanceOptions,
     ) -> Result<Self, Error> {
         let mut wit = config.to_wit();
+        let azure = config.azure.clone();
         let first = match &config.credentials_source {
             Some(source) => {
                 let fetched = source.latest()?;
-                wit.credentials = fetched.credentials.clone();
+                match (&azure, &mut wit.store) {
+                    // A managed identity's token (see `credentials::azure`).
+                    (Some(a), Some(Store::AzureBlob(blob))) => {
+                        blob.credential =
+                            a.wit_credential(Some(&fetched.credentials.secret_access_key));
+                    }
+                    _ => wit.credentials = fetched.credentials.clone(),
+                }
                 Some((source.clone(), fetched))
             }
             None => None,
@@ -66,7 +75,14 @@ impl Client {
         let refresher = match first {
             Some((source, fetched)) => {
                 let slot = Arc::downgrade(&inner);
-                let install = Box::new(move |c: &Credentials| install(&slot, c));
+                let on_azure = azure.is_some();
+                let install = Box::new(move |c: &Credentials| {
+                    if on_azure {
+                        install_azure_token(&slot, &c.secret_access_key)
+                    } else {
+                        install(&slot, c)
+                    }
+                });
                 Some(Arc::new(Refresher::start(source, fetched, install)?))
             }
             None => None,
@@ -403,6 +419,20 @@ impl Client {
 }
 
 /// Puts credentials into a client's instance, while the client lives.
+/// A managed identity's fresh token into an Azure client.
+fn install_azure_token(slot: &Weak<Mutex<Slot>>, token: &str) -> Result<(), Error> {
+    let Some(slot) = slot.upgrade() else {
+        return Err(Error::Trap("the client is gone".into()));
+    };
+    let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+    match &mut *slot {
+        Slot::Live(raw) => {
+            flatten(raw.set_azure_credential(&AzureCredential::Bearer(token.into())))
+        }
+        Slot::Trapped(message) => Err(Error::Trap(message.clone())),
+    }
+}
+
 fn install(slot: &Weak<Mutex<Slot>>, credentials: &Credentials) -> Result<(), Error> {
     let Some(slot) = slot.upgrade() else {
         return Err(Error::Trap("the client is gone".into()));

@@ -1,6 +1,9 @@
 //! The client configuration, from code or from the usual AWS variables.
 
-use crate::bindings::{AddressingStyle, Config, Credentials, ExpiryClock, Store, Strategy};
+use crate::bindings::{
+    AddressingStyle, AzureBlob, Config, Credentials, ExpiryClock, Store, Strategy,
+};
+use crate::credentials::azure::{self, AzureAuth, AzureStore};
 use crate::credentials::{AwsChain, SharedSource};
 use crate::Error;
 use std::fmt;
@@ -33,6 +36,11 @@ pub struct S3Config {
     /// Keep the locks in this DynamoDB table instead of the bucket (the WIT
     /// `store`); `endpoint` is then DynamoDB's. Default: none, S3.
     pub dynamodb_table: Option<String>,
+    /// Keep the locks in this Azure Blob Storage container instead (the
+    /// WIT store `azure-blob`): `endpoint` and `addressing` are then the
+    /// account's, and the AWS fields unused. Set by
+    /// [`S3Config::from_azure_vars`]. Default: none.
+    pub azure: Option<AzureStore>,
     /// Where a client takes its credentials from and refreshes them
     /// (`access_key_id`, `secret_access_key` and `session_token` are then
     /// only the first ones fetched). Set by
@@ -59,6 +67,9 @@ impl S3Config {
     /// `var`'s `AWS_REGION` or `AWS_DEFAULT_REGION`, else the profile's,
     /// else (on AWS's own endpoint) instance metadata's, else `us-east-1`.
     pub fn from_aws(bucket: &str, var: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        if on_azure(&var) {
+            return Self::from_azure_vars(&azure_container(bucket, &var)?, var);
+        }
         let given_region = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION"));
         let on_aws = custom_endpoint(&var).is_none();
         let chain = AwsChain::load(given_region, on_aws)?;
@@ -82,6 +93,9 @@ impl S3Config {
     /// `AWS_ENDPOINT_URL_DYNAMODB` or `AWS_ENDPOINT_URL` (default AWS's in
     /// the region). Tests pass a map.
     pub fn from_vars(bucket: &str, var: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        if on_azure(&var) {
+            return Self::from_azure_vars(&azure_container(bucket, &var)?, var);
+        }
         let region = var("AWS_REGION")
             .or_else(|| var("AWS_DEFAULT_REGION"))
             .unwrap_or_else(|| "us-east-1".to_string());
@@ -99,6 +113,50 @@ impl S3Config {
             session_token: var("AWS_SESSION_TOKEN"),
         };
         Self::settings(bucket, &var, region, credentials)
+    }
+
+    /// An Azure Blob Storage container's config, from the variables the
+    /// Azure SDKs read (see `credentials::azure`): a connection string
+    /// (`AZURE_STORAGE_CONNECTION_STRING`), else `AZURE_STORAGE_ACCOUNT`
+    /// with `AZURE_STORAGE_KEY` or `AZURE_STORAGE_SAS_TOKEN`, else the
+    /// account's managed identity (a bearer token fetched here, then kept
+    /// fresh on a live client). `S3LEASE_SEAL_KEY` as for S3.
+    pub fn from_azure_vars(
+        container: &str,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, Error> {
+        let store = azure::from_vars(container, &var)?;
+        let credentials_source = match &store.credential {
+            AzureAuth::ManagedIdentity(identity) => {
+                let source = SharedSource::new(identity.clone());
+                source.fetch()?;
+                Some(source)
+            }
+            AzureAuth::SharedKey(_) | AzureAuth::Sas(_) => None,
+        };
+        Ok(S3Config {
+            endpoint: store.endpoint.clone(),
+            // Azure takes no region and no AWS keys: the component ignores these.
+            region: "azure".into(),
+            bucket: String::new(),
+            addressing: if store.path_style {
+                AddressingStyle::Path
+            } else {
+                AddressingStyle::VirtualHosted
+            },
+            access_key_id: String::new(),
+            secret_access_key: String::new(),
+            session_token: None,
+            key_prefix: None,
+            request_timeout_ms: None,
+            strategy: None,
+            expiry_clock: None,
+            preflight: None,
+            seal_key: var("S3LEASE_SEAL_KEY"),
+            dynamodb_table: None,
+            azure: Some(store),
+            credentials_source,
+        })
     }
 
     fn settings(
@@ -141,6 +199,7 @@ impl S3Config {
             preflight: None,
             seal_key: var("S3LEASE_SEAL_KEY"),
             dynamodb_table: table,
+            azure: None,
             credentials_source: None,
         })
     }
@@ -163,7 +222,14 @@ impl S3Config {
             expiry_clock: self.expiry_clock,
             preflight: self.preflight,
             seal_key: self.seal_key.clone(),
-            store: self.dynamodb_table.clone().map(Store::Dynamodb),
+            store: match &self.azure {
+                Some(azure) => Some(Store::AzureBlob(AzureBlob {
+                    account: azure.account.clone(),
+                    container: azure.container.clone(),
+                    credential: azure.wit_credential(None),
+                })),
+                None => self.dynamodb_table.clone().map(Store::Dynamodb),
+            },
         }
     }
 }
@@ -183,6 +249,22 @@ fn on_dynamodb(var: &impl Fn(&str) -> Option<String>) -> bool {
     var("S3LEASE_STORE").is_some_and(|s| s.eq_ignore_ascii_case("dynamodb"))
 }
 
+fn on_azure(var: &impl Fn(&str) -> Option<String>) -> bool {
+    var("S3LEASE_STORE").is_some_and(|s| s.eq_ignore_ascii_case("azure-blob"))
+}
+
+/// `S3LEASE_CONTAINER`, else the bucket given (the command line's `--container`).
+fn azure_container(bucket: &str, var: &impl Fn(&str) -> Option<String>) -> Result<String, Error> {
+    var("S3LEASE_CONTAINER")
+        .or_else(|| (!bucket.is_empty()).then(|| bucket.to_string()))
+        .ok_or_else(|| {
+            Error::invalid_config(
+                "S3LEASE_CONTAINER",
+                "is not set: an azure-blob store needs its container (--container)",
+            )
+        })
+}
+
 /// `S3LEASE_STORE` (`s3`, the default, or `dynamodb`) and `S3LEASE_TABLE`.
 fn dynamodb_table(var: &impl Fn(&str) -> Option<String>) -> Result<Option<String>, Error> {
     match var("S3LEASE_STORE")
@@ -198,7 +280,7 @@ fn dynamodb_table(var: &impl Fn(&str) -> Option<String>) -> Result<Option<String
         }),
         Some(other) => Err(Error::invalid_config(
             "S3LEASE_STORE",
-            format!("{other:?} is neither `s3` nor `dynamodb`"),
+            format!("{other:?} is none of `s3`, `dynamodb` and `azure-blob`"),
         )),
     }
 }
@@ -223,6 +305,7 @@ impl fmt::Debug for S3Config {
             .field("preflight", &self.preflight)
             .field("seal_key", &self.seal_key.as_ref().map(|_| "<redacted>"))
             .field("dynamodb_table", &self.dynamodb_table)
+            .field("azure", &self.azure)
             .field("credentials_source", &self.credentials_source)
             .finish()
     }
@@ -299,6 +382,30 @@ mod tests {
         assert!(err.to_string().contains("S3LEASE_TABLE"), "{err}");
         let err = with(&[("S3LEASE_STORE", "redis")]).unwrap_err();
         assert!(err.to_string().contains("S3LEASE_STORE"), "{err}");
+        let c = with(&[
+            ("S3LEASE_STORE", "azure-blob"),
+            ("S3LEASE_CONTAINER", "locks"),
+            (
+                "AZURE_STORAGE_CONNECTION_STRING",
+                "UseDevelopmentStorage=true",
+            ),
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.endpoint.as_str(), c.addressing),
+            ("http://127.0.0.1:10000", AddressingStyle::Path)
+        );
+        match c.to_wit().store {
+            Some(Store::AzureBlob(b)) => {
+                assert_eq!(
+                    (b.account.as_str(), b.container.as_str()),
+                    ("devstoreaccount1", "locks")
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = with(&[("S3LEASE_STORE", "azure-blob")]).unwrap_err();
+        assert!(err.to_string().contains("S3LEASE_CONTAINER"), "{err}");
         assert_eq!(with(&[]).unwrap().to_wit().store, None);
     }
 

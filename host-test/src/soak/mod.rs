@@ -318,6 +318,7 @@ fn host_config(c: &Config) -> s3_lease_host::S3Config {
             Some(s3_lease_host::bindings::Store::Dynamodb(table)) => Some(table.clone()),
             _ => None,
         },
+        azure: None,
         credentials_source: None,
     }
 }

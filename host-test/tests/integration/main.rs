@@ -2,6 +2,7 @@
 //! server (SeaweedFS started by the fixture, or the `AWS_*` endpoint).
 //! One test binary, so one server for the whole run.
 
+mod azure;
 mod bad_input;
 mod compat;
 mod component_shape;

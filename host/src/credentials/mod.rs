@@ -12,6 +12,7 @@
 //!   `InvalidAccessKeyId` fetches new ones once and retries once.
 
 mod aws_chain;
+pub mod azure;
 pub(crate) mod refresh;
 
 pub use aws_chain::AwsChain;
@@ -147,6 +148,8 @@ pub fn refused_credentials(error: &LeaseError) -> bool {
             | "TokenRefreshRequired"
             | "ExpiredTokenException"
             | "UnrecognizedClientException"
+            // Azure: an expired or unknown bearer token.
+            | "InvalidAuthenticationInfo"
     )
 }
 
