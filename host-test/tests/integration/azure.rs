@@ -393,3 +393,87 @@ fn microsofts_sdk_and_the_component_share_one_lock_blob() {
         );
     }
 }
+
+/// A managed identity's token, through the host crate: fetched from a fake
+/// identity endpoint on loopback before the client starts, sent as
+/// `Authorization: Bearer`, and replaced on the live client by the
+/// credential refresher before it expires (here a 4 s token, refreshed a
+/// quarter of its life ahead). Azurite takes bearer tokens only over HTTPS,
+/// so what is checked is what the client sends, at the host's hook.
+#[test]
+fn a_managed_identitys_token_is_sent_then_refreshed_on_a_live_client() {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::{Arc, Mutex};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let identity = format!("http://{}/msi/token", listener.local_addr().unwrap());
+    let served = Arc::new(AtomicU32::new(0));
+    let count = served.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+            let expires = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+                + 4;
+            let body = format!(r#"{{"access_token":"token-{n}","expires_on":"{expires}"}}"#);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let mut config =
+        s3_lease_host::S3Config::from_azure_vars(&azure().container, |name| match name {
+            "AZURE_STORAGE_ACCOUNT" => Some(azure().account.clone()),
+            "IDENTITY_ENDPOINT" => Some(identity.clone()),
+            "IDENTITY_HEADER" => Some("identity-header".into()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        1,
+        "fetched once, before the client"
+    );
+    config.endpoint = azure().url.clone();
+    config.addressing = host_test::bindings::AddressingStyle::Path;
+    config.key_prefix = Some(fresh_prefix("az-identity"));
+    let (options, hooks, _clock) = harness().test_options();
+    let sent = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = sent.clone();
+    hooks.add_rule(move |parts| {
+        let auth = parts
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        seen.lock().unwrap().push(auth);
+        None
+    });
+    let client =
+        s3_lease_host::Client::connect_with(harness().runtime(), &config, options).unwrap();
+    let _ = client.inspect("k");
+    assert_eq!(
+        sent.lock().unwrap().first().map(String::as_str),
+        Some("Bearer token-1")
+    );
+    std::thread::sleep(Duration::from_millis(4_500));
+    sent.lock().unwrap().clear();
+    let _ = client.inspect("k");
+    let later = sent.lock().unwrap().clone();
+    assert!(
+        later
+            .iter()
+            .all(|a| a.starts_with("Bearer token-") && a != "Bearer token-1"),
+        "the refresher installed a newer token: {later:?}"
+    );
+    assert!(client.credentials_refreshes() >= 1);
+}
