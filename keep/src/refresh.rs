@@ -65,7 +65,7 @@ impl Refresh {
                 self.due = None;
                 self.pace_ms = MIN_PACE_MS;
             }
-            Some(due) if true => {
+            Some(due) if due >= now_ms.saturating_add(MIN_PACE_MS) => {
                 self.due = Some(due);
                 self.pace_ms = MIN_PACE_MS;
             }
