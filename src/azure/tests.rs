@@ -677,8 +677,9 @@ fn the_preflight_passes_a_container_and_refuses_one_that_races() {
             ExpiryClock::Observed
         ]
     );
-    // 12 probes (no LIST) and their cleanup, then the race.
-    assert_eq!(report.requests, 12 + RACE_REQUESTS);
+    // 13 probes (the GET that finds a missing container first, no LIST)
+    // and their cleanup, then the race.
+    assert_eq!(report.requests, 13 + RACE_REQUESTS);
     assert_eq!(io.take_requests().len() as u32, report.requests);
     assert!(
         io.store.containers[CONTAINER].is_empty(),

@@ -248,8 +248,8 @@ fn the_preflight_passes_azurite_with_its_race_and_leaves_nothing() {
         (hash.verdict, hash.code.as_str()),
         (Verdict::Pass, "Md5Mismatch")
     );
-    assert_eq!(report.requests, 69);
-    assert_eq!(a.hooks.take_requests().len(), 69);
+    assert_eq!(report.requests, 70);
+    assert_eq!(a.hooks.take_requests().len(), 70);
 }
 
 #[test]

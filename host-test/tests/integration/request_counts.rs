@@ -122,7 +122,7 @@ fn the_preflight_costs_what_the_contract_says() {
         return;
     }
     assert_eq!(
-        shape(&log[..12]),
+        shape(&log[..13]),
         [
             s("GET", 404),    // c, never written: the bucket exists
             s("PUT", 200),    // a, If-None-Match: *
@@ -147,7 +147,7 @@ fn the_preflight_costs_what_the_contract_says() {
         r.extend(vec![s("PUT", loser); 7]);
         r
     };
-    let race = &log[12..66];
+    let race = &log[13..67];
     for (n, chunk) in race.chunks(9).enumerate() {
         let mut writers = shape(&chunk[..8]);
         writers.sort();
@@ -157,11 +157,11 @@ fn the_preflight_costs_what_the_contract_says() {
         assert_eq!(shape(&chunk[8..]), [s("GET", 200)], "race round {n}'s read");
     }
     assert_eq!(
-        shape(&log[66..]),
+        shape(&log[67..]),
         vec![s("DELETE", 204); 5],
         "the cleanup: b, the wrongly hashed object, the three keys raced"
     );
-    assert_eq!(report.requests, 71);
+    assert_eq!(report.requests, 72);
     // Only the probe that means to sends a wrong payload hash.
     let wrong: Vec<_> = log.iter().filter(|r| !r.payload_hash_ok).collect();
     assert_eq!(wrong.len(), 1, "{wrong:?}");
