@@ -1,45 +1,68 @@
 #!/usr/bin/env bash
 # Every test: native unit tests of the sans-IO core, the SigV4 cross-check
-# against botocore and the Shared Key one against Azure's Python SDK, the host crate, the command line (the built binary), and the
-# integration suite (the built component in
+# against botocore and the Shared Key one against Azure's Python SDK, the
+# host crate, the command line (the built binary), and the integration
+# suite (the built component in
 # wasmtime against a real S3 server: SeaweedFS on 127.0.0.1, started by the
 # suite, or the endpoint named by AWS_ENDPOINT_URL); then the soak smoke, the
-# one-step install check and the demo's shared build.
+# one-step install check and the demo's shared build. Each step says how long
+# it took, and the last lines sum them up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
+step_started=$started
+summary=""
+# `finished LABEL`: how long the step since the last one took, kept for the
+# summary printed at the end (docs/testing.md explains each row).
+finished() {
+    local now
+    now=$(date +%s)
+    echo "test.sh: $1 took $((now - step_started)) s"
+    summary+=$(printf '\n  %5d s  %s' $((now - step_started)) "$1")
+    step_started=$now
+}
+
 source scripts/setup.sh
+finished "setup: what the demo needs (component, venv, wasm-opt)"
 setup_test_tools
 install_s3s_fs
-echo "test.sh: setup took $(($(date +%s) - started)) s"
+finished "setup: what only the tests need (wac, jco, the HTTP function, dynalite, s3s-fs)"
 
-tests_started=$(date +%s)
-# --nocapture: the suite prints what it measured (request counts, sizes).
+# Most tests wait on a server, not on the CPU: more run at once than the
+# machine has cores (set RUST_TEST_THREADS to override).
+export RUST_TEST_THREADS=${RUST_TEST_THREADS:-6}
+
 # The same dependency build as the demo's (workspace-hack), so after the demo
-# this compiles only the test code (~3 min); on its own wasmtime too (~11 min).
-echo "test.sh: cargo test --workspace (builds, then runs ~450 tests; ~10 min after the demo on 2 cores, ~21 min without it)"
-cargo test --locked --workspace -- --nocapture
+# this compiles only the test code; on its own wasmtime too (~11 min on 2 cores).
+echo "test.sh: building every test (cargo test --workspace --no-run)"
+cargo test --locked --workspace --no-run
+finished "building the tests"
+
+# --nocapture: the suite prints what it measured (request counts, sizes).
+echo "test.sh: cargo test --workspace (~480 tests, $RUST_TEST_THREADS at a time per suite)"
+cargo test --locked --workspace --no-fail-fast -- --nocapture
+finished "running every suite (unit, simulation, integration, command line, composed function)"
 
 # The WASI 0.3 build through the same host: the integration suite's core
 # cases, the semaphores and the DynamoDB store again, on it (wasip3.rs, in
 # the run above, covers what only it does: calls at the same time through
 # one instance). --workspace: the test build's features, so nothing
 # compiles again.
-echo "test.sh: the integration suite's core cases on the WASI 0.3 build (~2 min)"
+echo "test.sh: the integration suite's core cases on the WASI 0.3 build (~1 min)"
 S3LEASE_COMPONENT="$S3LEASE_COMPONENT_P3" cargo test --locked --workspace --test integration -- \
     --nocapture lifecycle:: fencing:: elector:: lost_replies:: preflight:: request_counts:: \
     semaphores:: dynamodb:: azure::
+finished "the integration suite's core cases again, on the WASI 0.3 build"
 
-# The soak smoke: 60 s of electors and fenced writes under seeded faults,
+# The soak smoke: 30 s of electors and fenced writes under seeded faults,
 # then the history checked. In the dev profile the suite just built (a
 # release build would compile wasmtime again). A failure prints its seed;
 # S3LEASE_SEED=<seed> replays its plan.
-soak_started=$(date +%s)
 # `cargo test --workspace` built the soak binary with the workspace's
 # features; `cargo run -p host-test` would build wasmtime again with fewer.
-echo "test.sh: the soak smoke (60 s)"
-"${CARGO_TARGET_DIR:-target}/debug/soak" --seconds 60
-echo "test.sh: soak smoke took $(($(date +%s) - soak_started)) s"
+echo "test.sh: the soak smoke (30 s)"
+"${CARGO_TARGET_DIR:-target}/debug/soak" --seconds 30
+finished "the soak smoke"
 
 # One-step install: built without S3LEASE_COMPONENT, the command line builds
 # the component itself (host/build.rs); it must embed setup.sh's bytes.
@@ -50,4 +73,12 @@ env -u S3LEASE_COMPONENT S3LEASE_SETUP_COMPONENT="$S3LEASE_COMPONENT" \
 
 echo "test.sh: the demo's build shares the tests' (a drift would cost a second wasmtime build)"
 python3 scripts/check_demo_build_shared.py
-echo "test.sh: all tests passed in $(($(date +%s) - tests_started)) s after setup; $(($(date +%s) - started)) s in all"
+finished "the one-step install and the shared-build check"
+
+# What a release would publish, packed without uploading: the host crate
+# must carry setup.sh's component, checked by its SHA-256.
+echo "test.sh: the crates a release publishes, packed (scripts/package.sh)"
+bash scripts/package.sh
+finished "the release's crates, packed"
+echo "test.sh: all tests passed; where the time went:$summary"
+echo "test.sh: $(($(date +%s) - started)) s in all"

@@ -334,7 +334,7 @@ impl fmt::Display for Error {
             (ErrorKind::ClockSkewed, _) => reply(f, &format!("{store} refused this machine's clock")),
             (ErrorKind::AccessDenied, _) => reply(
                 f,
-                &format!("{store} denied access (check the credentials and policy)"),
+                &format!("access denied by {store} (check the credentials and policy)"),
             ),
             (ErrorKind::NoSuchStore, _) if self.store == "DynamoDB" => {
                 reply(f, "no such DynamoDB table")
