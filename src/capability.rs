@@ -35,6 +35,12 @@ pub enum Capability {
     /// `token`, the one number they carry). Off, or on any other
     /// attribute, passes.
     TtlAttribute,
+    /// Of writers racing to create one new key with `If-None-Match: *`,
+    /// exactly one wins, round after round (see `preflight::race`).
+    ConcurrentCreate,
+    /// Of writers racing to update one key with `If-Match` on the same
+    /// ETag, exactly one wins, round after round.
+    ConcurrentUpdate,
 }
 
 impl Capability {
@@ -65,6 +71,8 @@ impl Capability {
             Capability::ClockOffset => "clock-offset",
             Capability::TableKeySchema => "table-key-schema",
             Capability::TtlAttribute => "ttl-attribute",
+            Capability::ConcurrentCreate => "concurrent-create",
+            Capability::ConcurrentUpdate => "concurrent-update",
         }
     }
 }

@@ -102,10 +102,12 @@ pub struct ClientCore {
     /// release plans from it and skips its read while nobody wrote since.
     latest: KeyMap<LockState>,
     /// single-object: the lock object this client last wrote per key (a
-    /// grant, renew or release). An etag is a hash of the bytes, which
-    /// include the token, so the pair stays true whatever happens to the
-    /// key since: a lease with this etag and token renews without the read
-    /// that checks its token (see `RewriteOwn`).
+    /// grant, renew or release). On S3 an etag is a hash of the bytes,
+    /// which include the token; on Azure it names one write (every write
+    /// gets a new one, never an old one back); either way the pair stays
+    /// true whatever happens to the key since: a lease with this etag and
+    /// token renews without the read that checks its token (see
+    /// `RewriteOwn`).
     wrote: KeyMap<Wrote>,
     /// What the last preflight decided about the store, for this config.
     store: StoreCheck,
@@ -260,6 +262,9 @@ impl ClientCore {
         );
         if let Some(table) = self.config.store.table() {
             op = op.on_dynamodb(table);
+        }
+        if self.config.store.azure().is_some() {
+            op = op.on_azure();
         }
         let report = driver::run(io, op).await?;
         self.store = match report.gate(self.config.strategy, self.config.expiry_clock) {

@@ -7,6 +7,10 @@ use crate::error::Error;
 use crate::sigv4::Credentials;
 use core::fmt;
 
+mod azure;
+
+pub use azure::{AzureBlob, AzureCredential};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Addressing {
     Path,
@@ -70,14 +74,33 @@ pub enum Store {
     S3,
     /// Items in a DynamoDB table (see `dynamodb`).
     DynamoDb { table: String },
+    /// Blobs in an Azure Blob Storage container (see `azure`).
+    AzureBlob(AzureBlob),
 }
 
 impl Store {
     /// The table, for a DynamoDB store.
     pub fn table(&self) -> Option<&str> {
         match self {
-            Store::S3 => None,
             Store::DynamoDb { table } => Some(table),
+            Store::S3 | Store::AzureBlob(_) => None,
+        }
+    }
+
+    /// The account and container, for an Azure Blob store.
+    pub fn azure(&self) -> Option<&AzureBlob> {
+        match self {
+            Store::AzureBlob(blob) => Some(blob),
+            Store::S3 | Store::DynamoDb { .. } => None,
+        }
+    }
+
+    /// What `config.store` names, for errors: `s3`, `dynamodb`, `azure-blob`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Store::S3 => "s3",
+            Store::DynamoDb { .. } => "dynamodb",
+            Store::AzureBlob(_) => "azure-blob",
         }
     }
 }
@@ -132,12 +155,14 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     /// What the lease seal's key derives from: the bucket, or for a
-    /// DynamoDB store its table (`dynamodb:` cannot begin a bucket name,
-    /// so a lease of one store is never accepted by the other).
+    /// DynamoDB store its table, for an Azure one its account and container
+    /// (`dynamodb:` and `azure:` cannot begin a bucket name, so a lease of
+    /// one store is never accepted by another).
     pub fn seal_scope(&self) -> String {
         match &self.store {
             Store::S3 => self.bucket.clone(),
             Store::DynamoDb { table } => format!("dynamodb:{table}"),
+            Store::AzureBlob(blob) => format!("azure:{}/{}", blob.account, blob.container),
         }
     }
 }
@@ -149,13 +174,18 @@ const MAX_KEY_PREFIX_BYTES: usize = 512;
 impl ClientConfig {
     pub fn validate(raw: RawConfig) -> Result<Self, Error> {
         let (scheme, endpoint_authority) = parse_endpoint(&raw.endpoint)?;
-        check_region(&raw.region)?;
         let store = raw.store.unwrap_or_default();
+        // Azure takes neither a region nor AWS credentials: its own
+        // credential is the store's.
         match &store {
             Store::S3 => check_bucket(&raw.bucket, raw.addressing)?,
             Store::DynamoDb { table } => check_table(table)?,
+            Store::AzureBlob(blob) => azure::check(blob)?,
         }
-        check_credentials(&raw.credentials)?;
+        if store.azure().is_none() {
+            check_region(&raw.region)?;
+            check_credentials(&raw.credentials)?;
+        }
         let key_prefix = raw.key_prefix.unwrap_or_default();
         if key_prefix.len() > MAX_KEY_PREFIX_BYTES {
             return Err(Error::invalid_config(
@@ -180,7 +210,14 @@ impl ClientConfig {
             ));
         }
         let strategy = raw.strategy.unwrap_or(Strategy::SingleObject);
-        let on_dynamodb = store != Store::S3;
+        let on_dynamodb = store.table().is_some();
+        if store.azure().is_some() && strategy == Strategy::EpochObjects {
+            return Err(Error::invalid_config(
+                "strategy",
+                "epoch-objects is for S3 stores without If-Match, and lists a bucket by start-after; \
+                 Azure has If-Match, and an azure-blob store uses single-object",
+            ));
+        }
         // DynamoDB stamps no write time on an item: `observed` is the
         // default rule there, and `server` cannot be had.
         let expiry_clock = raw.expiry_clock.unwrap_or(if on_dynamodb {

@@ -25,6 +25,22 @@ pub trait Io {
     fn monotonic_ms(&mut self) -> u64;
     fn sleep_ms(&mut self, ms: u64) -> impl Future<Output = ()>;
     fn random_u64(&mut self) -> u64;
+    /// Sends the requests at once, so they race at the store, and reads
+    /// every reply (in the requests' order). The default sends them one
+    /// after another: right for stores applied one request at a time (the
+    /// test models); the wasi transports overlap them.
+    fn send_all(
+        &mut self,
+        requests: &[S3Request],
+    ) -> impl Future<Output = Vec<Result<S3Response, Error>>> {
+        async move {
+            let mut replies = Vec::with_capacity(requests.len());
+            for request in requests {
+                replies.push(self.send(request).await);
+            }
+            replies
+        }
+    }
     /// The server refused our signing time and told its own (`Date`):
     /// sign later requests on its clock. Lease times are not affected.
     fn correct_signing_clock(&mut self, _server_ms: u64) {}
@@ -63,6 +79,32 @@ impl<I: Io> Io for Within<'_, I> {
         bounded.within_ms = Some(request.within_ms.map_or(left, |w| w.min(left)));
         self.io.send(&bounded).await
     }
+    async fn send_all(&mut self, requests: &[S3Request]) -> Vec<Result<S3Response, Error>> {
+        let Some(until_ms) = self.until_ms else {
+            return self.io.send_all(requests).await;
+        };
+        let left = until_ms.saturating_sub(self.io.monotonic_ms());
+        if left == 0 {
+            return requests
+                .iter()
+                .map(|_| {
+                    Err(Error::Transport(
+                        "not sent: the renew deadline had passed".into(),
+                    ))
+                })
+                .collect();
+        }
+        let left = u32::try_from(left).unwrap_or(u32::MAX);
+        let bounded: Vec<S3Request> = requests
+            .iter()
+            .map(|r| {
+                let mut r = r.clone();
+                r.within_ms = Some(r.within_ms.map_or(left, |w| w.min(left)));
+                r
+            })
+            .collect();
+        self.io.send_all(&bounded).await
+    }
     fn now_ms(&mut self) -> u64 {
         self.io.now_ms()
     }
@@ -93,6 +135,12 @@ pub async fn run<O: Operation>(io: &mut impl Io, mut op: O) -> Result<O::Output,
                     Ok(response) => op.on_response(response, now),
                     Err(error) => op.on_transport_error(error, now),
                 };
+            }
+            // Once each, no retries: a race is judged on what each writer got.
+            Step::SendAll(requests) => {
+                let replies = io.send_all(&requests).await;
+                let now = io.now_ms();
+                step = op.on_replies(replies, now);
             }
         }
     }

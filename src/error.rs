@@ -124,6 +124,9 @@ impl fmt::Display for Error {
             Error::NoSuchBucket(e) if e.code == "ResourceNotFoundException" => {
                 write!(f, "no such DynamoDB table: {e}")
             }
+            Error::NoSuchBucket(e) if e.code == "ContainerNotFound" => {
+                write!(f, "no such Azure container: {e}")
+            }
             Error::NoSuchBucket(e) => write!(f, "no such bucket: {e}"),
             Error::CorruptLockObject { object_key, reason } => {
                 write!(f, "lock object {object_key:?} is not readable: {reason}")

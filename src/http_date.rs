@@ -6,6 +6,23 @@ const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
 
+const WEEKDAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+
+/// The IMF-fixdate of a Unix time in seconds (Azure's `x-ms-date`).
+pub fn format(unix_seconds: u64) -> alloc::string::String {
+    let days = unix_seconds / 86_400;
+    let secs = unix_seconds % 86_400;
+    let (year, month, day) = crate::sigv4::civil_from_days(days as i64);
+    format!(
+        "{}, {day:02} {} {year:04} {:02}:{:02}:{:02} GMT",
+        WEEKDAYS[(days % 7 + 4) as usize % 7],
+        MONTHS[(month as usize).saturating_sub(1) % 12],
+        secs / 3600,
+        (secs % 3600) / 60,
+        secs % 60
+    )
+}
+
 /// Milliseconds since the Unix epoch, or `None` for anything else.
 pub fn parse_ms(value: &str) -> Option<u64> {
     let mut parts = value.split_whitespace();
@@ -62,6 +79,21 @@ mod tests {
             parse_ms("Tue, 29 Feb 2028 23:59:59 GMT"),
             Some(1_835_481_599_000)
         );
+    }
+
+    #[test]
+    fn formats_what_it_parses() {
+        assert_eq!(format(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(format(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(format(1_835_481_599), "Tue, 29 Feb 2028 23:59:59 GMT");
+        for s in [0, 86_399, 951_782_400, 1_795_336_756, 4_102_444_800] {
+            assert_eq!(parse_ms(&format(s)), Some(s * 1000), "{s}");
+            assert_eq!(
+                format(s),
+                crate::testing::s3_model::http_date(s * 1000),
+                "{s}"
+            );
+        }
     }
 
     #[test]

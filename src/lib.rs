@@ -23,17 +23,20 @@ mod prelude {
 }
 
 // The layers, bottom to top: a module uses lower layers and those named before it in its own.
-//  1. leaves: limits, text, http_date, json_out, sigv4 (signing), capability (preflight findings),
-//     ready (runs a future that never suspends)
+//  1. leaves: limits, text, http_date, json_out, sigv4 (signing), base64, shared_key (Azure's
+//     signing), capability (preflight findings), ready (runs a future that never suspends)
 //  2. lock_object: the record a lock object stores, and its state as read
 //  3. error: the crate's one error enum, over what its cases carry (layers 1 and 2)
 //  4. config: the validated configuration, with its strategy, expiry clock and seal key
 //  5. s3: requests, replies, LIST pages; lease: Lease, Grant, where a key's object lives;
-//     dynamodb: the same requests as DynamoDB calls; wire: the configured store's
+//     dynamodb: the same requests as DynamoDB calls; azure: as Azure Blob calls;
+//     wire: the configured store's
 //  6. expiry: when an unreleased lease has expired; seal: leases a caller cannot alter
 //  7. protocol: the Operation/Step trait of every state machine, and AcquireOutcome
 //  8. strategy::{single_object, epoch}, fenced, preflight: operations; driver: runs them
 //  9. client (an operation per call, per strategy), elector; wasm only: transport, component
+pub mod azure;
+pub mod base64;
 pub mod capability;
 pub mod client;
 pub mod config;
@@ -53,6 +56,7 @@ pub mod protocol;
 pub mod ready;
 pub mod s3;
 pub mod seal;
+pub mod shared_key;
 pub mod sigv4;
 pub mod strategy;
 mod text;

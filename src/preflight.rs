@@ -15,6 +15,7 @@ use crate::prelude::*;
 
 mod findings;
 mod offset;
+mod race;
 mod table;
 mod verdict;
 
@@ -23,6 +24,7 @@ mod tests;
 
 pub use crate::capability::{Capability, CapabilityResult, Verdict};
 pub use offset::ClockOffset;
+pub use race::{REQUESTS as RACE_REQUESTS, ROUNDS as RACE_ROUNDS, WRITERS as RACE_WRITERS};
 pub use verdict::Gate;
 
 use crate::config::Strategy;
@@ -32,12 +34,14 @@ use crate::protocol::{Operation, Step};
 use crate::s3::{self, list_request, Method, S3Request, S3Response};
 use crate::sigv4;
 use offset::OffsetBounds;
+use race::{Race, RaceStep};
 
 /// What the preflight found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
     /// One per capability probed: `Capability::S3_PROBES` in order (on a
-    /// DynamoDB table without the payload hash, then the table's two).
+    /// DynamoDB table without the payload hash, then the table's two),
+    /// then the race's two.
     pub results: Vec<CapabilityResult>,
     pub clock_offset: Option<ClockOffset>,
     pub safe_strategies: Vec<Strategy>,
@@ -228,6 +232,19 @@ pub struct Preflight {
     /// that only S3 has (LIST, payload hash) are left out.
     table: Option<String>,
     table_results: Vec<CapabilityResult>,
+    /// An Azure Blob store: no LIST probe (single-object only there).
+    azure: bool,
+    /// The race, run after the probes (see `race`).
+    race: Race,
+    /// Where the race stands: not yet, under way, or over.
+    racing: Racing,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Racing {
+    NotYet,
+    UnderWay,
+    Over,
 }
 
 impl Preflight {
@@ -236,6 +253,7 @@ impl Preflight {
     /// run's bodies and wrong ETag its own (16 hex digits, say).
     pub fn new(scratch: String, nonce: String, strategy: Strategy, clock: ExpiryClock) -> Self {
         Preflight {
+            race: Race::new(scratch.clone(), nonce.clone()),
             scratch,
             nonce,
             strategy,
@@ -253,6 +271,8 @@ impl Preflight {
             requests: 0,
             table: None,
             table_results: Vec::new(),
+            azure: false,
+            racing: Racing::NotYet,
         }
     }
 
@@ -260,6 +280,14 @@ impl Preflight {
     /// the condition probes, sent as the store's calls (see `dynamodb`).
     pub fn on_dynamodb(mut self, table: &str) -> Self {
         self.table = Some(table.to_string());
+        self
+    }
+
+    /// Probes an Azure Blob container: the condition probes as Put, Get
+    /// and Delete Blob, the payload hash as `Content-MD5`, no LIST (see
+    /// `azure`).
+    pub fn on_azure(mut self) -> Self {
+        self.azure = true;
         self
     }
 
@@ -309,6 +337,8 @@ impl Preflight {
             // Not DynamoDB calls: an item store has no listing by prefix
             // and no payload hash of its own.
             Phase::ListAfter | Phase::WrongHash if on_dynamodb => return None,
+            // No listing on Azure: its clients use single-object.
+            Phase::ListAfter if self.azure => return None,
             Phase::CreateFirst => put(&a, self.body("first")).header("if-none-match", "*"),
             Phase::CreateSecond => {
                 put(&self.key("b"), self.body("second")).header("if-none-match", "*")
@@ -469,6 +499,11 @@ impl Preflight {
         }
         self.phase = None;
         self.probed = true;
+        if self.racing == Racing::NotYet {
+            self.racing = Racing::UnderWay;
+            let step = self.race.start();
+            return self.raced(step, now_ms);
+        }
         if let Some((key, _)) = self.left.pop() {
             self.deleting = Some(key.clone());
             self.requests += 1;
@@ -477,6 +512,25 @@ impl Preflight {
             return Step::Send(S3Request::new(Method::Delete, &key, MAX_REPLY_BYTES));
         }
         Step::Done(Ok(self.report()))
+    }
+
+    /// The race's next step as the preflight's; once it is over, the keys
+    /// it raced join the cleanup.
+    fn raced(&mut self, step: RaceStep, now_ms: u64) -> Step<Report> {
+        self.sent_at_ms = now_ms;
+        match step {
+            RaceStep::Send(request) => Step::Send(request),
+            RaceStep::SendAll(requests) => Step::SendAll(requests),
+            RaceStep::Done => {
+                self.racing = Racing::Over;
+                for key in self.race.raced() {
+                    if self.left_as(key).is_none() {
+                        self.left.push((key.clone(), Left::Maybe));
+                    }
+                }
+                self.advance(now_ms)
+            }
+        }
     }
 
     fn report(&self) -> Report {
@@ -494,6 +548,24 @@ impl Preflight {
             }
             results.extend(self.table_results.iter().cloned());
         }
+        if self.azure {
+            for r in results.iter_mut() {
+                match r.capability {
+                    Capability::ListStartAfter => {
+                        r.verdict = Verdict::Fail;
+                        r.status = None;
+                        r.detail = "not probed: this client lists no blobs on Azure; \
+                                    epoch-objects is for S3 stores, a container takes single-object"
+                            .into();
+                    }
+                    Capability::PayloadHash => {
+                        r.detail = r.detail.replace("x-amz-content-sha256", "Content-MD5");
+                    }
+                    _ => {}
+                }
+            }
+        }
+        results.extend(self.race.results());
         let mut notes = Vec::new();
         for failure in &self.cleanup_failures {
             notes.push(failure.clone());
@@ -504,7 +576,7 @@ impl Preflight {
             self.strategy,
             self.clock,
             notes,
-            self.requests,
+            self.requests + self.race.requests,
         )
     }
 
@@ -550,6 +622,10 @@ impl Operation for Preflight {
     }
 
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Report> {
+        if self.racing == Racing::UnderWay {
+            let step = self.race.on_read(Ok(r));
+            return self.raced(step, now_ms);
+        }
         if self.deleting.is_some() {
             if let Some(date) = server_time(&r, "date") {
                 self.offset.add(self.sent_at_ms, now_ms, date);
@@ -565,6 +641,10 @@ impl Operation for Preflight {
     }
 
     fn on_transport_error(&mut self, error: Error, now_ms: u64) -> Step<Report> {
+        if self.racing == Racing::UnderWay {
+            let step = self.race.on_read(Err(error));
+            return self.raced(step, now_ms);
+        }
         if self.deleting.is_some() {
             self.cleaned(Err(&error));
             return self.advance(now_ms);
@@ -575,5 +655,20 @@ impl Operation for Preflight {
         }
         self.record(None, Some(error.to_string()), now_ms);
         self.advance(now_ms)
+    }
+
+    fn on_replies(&mut self, replies: Vec<Result<S3Response, Error>>, now_ms: u64) -> Step<Report> {
+        if self.racing != Racing::UnderWay {
+            return Step::Done(Err(Error::InvalidArgument(
+                "the preflight sent no batch of requests".into(),
+            )));
+        }
+        for r in replies.iter().flatten() {
+            if let Some(date) = server_time(r, "date") {
+                self.offset.add(self.sent_at_ms, now_ms, date);
+            }
+        }
+        let step = self.race.on_replies(replies);
+        self.raced(step, now_ms)
     }
 }

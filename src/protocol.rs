@@ -7,6 +7,8 @@
 //! `strategy::epoch`), the fenced writes and the store preflight are all
 //! `Operation`s; `driver` runs them.
 
+use crate::prelude::*;
+
 use crate::error::Error;
 use crate::lease::Lease;
 use crate::lock_object::LockState;
@@ -16,10 +18,14 @@ use crate::s3::{S3Request, S3Response};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step<T> {
     Send(S3Request),
+    /// These requests at once, racing each other (the preflight's race:
+    /// see `preflight::race`); their replies come back together, in order.
+    SendAll(Vec<S3Request>),
     Done(Result<T, Error>),
 }
 
-/// A protocol operation: `start`, then one `on_response` per `Send`.
+/// A protocol operation: `start`, then one `on_response` per `Send`, one
+/// `on_replies` per `SendAll`.
 pub trait Operation {
     type Output;
     fn start(&mut self, now_ms: u64) -> Step<Self::Output>;
@@ -29,6 +35,17 @@ pub trait Operation {
     /// find out whether their write landed.
     fn on_transport_error(&mut self, error: Error, _now_ms: u64) -> Step<Self::Output> {
         Step::Done(Err(error))
+    }
+    /// The replies to a `SendAll`, in its order. Only operations that send
+    /// batches override it.
+    fn on_replies(
+        &mut self,
+        _replies: Vec<Result<S3Response, Error>>,
+        _now_ms: u64,
+    ) -> Step<Self::Output> {
+        Step::Done(Err(Error::InvalidArgument(
+            "this operation sends no batch of requests".into(),
+        )))
     }
 }
 

@@ -143,6 +143,19 @@ pub fn is_secret_header(name: &str) -> bool {
     .any(|secret| name.eq_ignore_ascii_case(secret))
 }
 
+/// A path and query as `Debug` shows it: an Azure SAS token's signature
+/// (`sig=`), a credential as long as the token lives, redacted.
+fn shown_path(path_and_query: &str) -> String {
+    let Some((path, query)) = path_and_query.split_once('?') else {
+        return path_and_query.to_string();
+    };
+    let params = query.split('&').map(|p| match p.split_once('=') {
+        Some((name, _)) if name.eq_ignore_ascii_case("sig") => format!("{name}=<redacted>"),
+        _ => p.to_string(),
+    });
+    format!("{path}?{}", crate::text::join(params, "&"))
+}
+
 impl fmt::Debug for HttpRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let headers: Vec<(&str, &str)> = self
@@ -157,7 +170,7 @@ impl fmt::Debug for HttpRequest {
             .field("method", &self.method)
             .field("scheme", &self.scheme)
             .field("authority", &self.authority)
-            .field("path_and_query", &self.path_and_query)
+            .field("path_and_query", &shown_path(&self.path_and_query))
             .field("headers", &headers)
             .field("body", &Body(&self.body))
             .field("timeout_ms", &self.timeout_ms)
@@ -275,9 +288,13 @@ impl S3Response {
 /// record unreadable: the reason, reported as `corrupt-lock-object`.
 pub const UNREADABLE_HEADER: &str = "x-s3lease-unreadable";
 
-/// The store itself is missing: S3's bucket, DynamoDB's table.
+/// The store itself is missing: S3's bucket, DynamoDB's table, Azure's
+/// container.
 fn is_missing_store(code: &str) -> bool {
-    code == "NoSuchBucket" || code == "ResourceNotFoundException"
+    matches!(
+        code,
+        "NoSuchBucket" | "ResourceNotFoundException" | "ContainerNotFound"
+    )
 }
 
 /// The header that carries the SHA-256 of the body, signed with the request.

@@ -1,8 +1,10 @@
 //! Between the protocol and the network: a request the protocol emits
 //! becomes a signed HTTP request for the configured store, and the store's
 //! reply becomes the S3 reply the protocol reads. For S3 the reply is
-//! already that; for DynamoDB it is translated (see `dynamodb`).
+//! already that; for DynamoDB and Azure it is translated (see `dynamodb`,
+//! `azure`).
 
+use crate::azure;
 use crate::config::{ClientConfig, Store};
 use crate::dynamodb;
 use crate::s3::{self, HttpRequest, S3Request, S3Response, UNREADABLE_HEADER};
@@ -12,6 +14,7 @@ pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> Htt
     match &config.store {
         Store::S3 => s3::prepare(config, req, unix_seconds),
         Store::DynamoDb { table } => dynamodb::prepare(config, table, req, unix_seconds),
+        Store::AzureBlob(blob) => azure::prepare(config, blob, req, unix_seconds),
     }
 }
 
@@ -28,5 +31,6 @@ pub fn read_reply(config: &ClientConfig, req: &S3Request, reply: S3Response) -> 
             ..reply
         },
         Store::DynamoDb { .. } => dynamodb::read_reply(req, reply),
+        Store::AzureBlob(_) => azure::read_reply(req, reply),
     }
 }

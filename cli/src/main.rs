@@ -69,10 +69,17 @@ struct Cli {
     /// The bucket that holds the locks.
     #[arg(long, env = "S3LEASE_BUCKET", global = true)]
     bucket: Option<String>,
-    /// Where the locks are kept: objects in the bucket (s3, the default) or
-    /// items in a DynamoDB table (dynamodb, with --table).
+    /// Where the locks are kept: objects in the bucket (s3, the default),
+    /// items in a DynamoDB table (dynamodb, with --table), or blobs in an
+    /// Azure Blob Storage container (azure-blob, with --container; the
+    /// account from AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT
+    /// with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, else its managed
+    /// identity).
     #[arg(long, value_enum, env = "S3LEASE_STORE", global = true)]
     store: Option<StoreArg>,
+    /// The Azure container of `--store azure-blob`.
+    #[arg(long, env = "S3LEASE_CONTAINER", global = true)]
+    container: Option<String>,
     /// The DynamoDB table of `--store dynamodb`: partition key `key`
     /// (string). Its TTL never removes a lock item (not on `token`).
     #[arg(long, env = "S3LEASE_TABLE", global = true)]
@@ -121,6 +128,7 @@ struct Cli {
 enum StoreArg {
     S3,
     Dynamodb,
+    AzureBlob,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -653,8 +661,15 @@ fn credentials_line(config: &S3Config) -> Option<String> {
 
 fn s3_config(cli: &Cli) -> Result<S3Config, Failure> {
     let on_dynamodb = cli.store == Some(StoreArg::Dynamodb);
+    let on_azure = cli.store == Some(StoreArg::AzureBlob);
+    if on_azure && cli.container.is_none() {
+        return Err(Failure::new(
+            exit::CONFIG,
+            "no container: --store azure-blob needs --container NAME (or S3LEASE_CONTAINER)",
+        ));
+    }
     let bucket =
-        match (cli.bucket.as_deref(), on_dynamodb) {
+        match (cli.bucket.as_deref(), on_dynamodb || on_azure) {
             (Some(bucket), _) => bucket,
             (None, true) => "",
             (None, false) => return Err(Failure::new(
@@ -680,8 +695,10 @@ fn s3_config(cli: &Cli) -> Result<S3Config, Failure> {
             "S3LEASE_STORE" => cli.store.map(|s| match s {
                 StoreArg::S3 => "s3".to_string(),
                 StoreArg::Dynamodb => "dynamodb".to_string(),
+                StoreArg::AzureBlob => "azure-blob".to_string(),
             }),
             "S3LEASE_TABLE" => cli.table.clone(),
+            "S3LEASE_CONTAINER" => cli.container.clone(),
             _ => None,
         };
         flag.or_else(|| std::env::var(name).ok().filter(|v| !v.is_empty()))
@@ -756,6 +773,11 @@ fn child_env(config: &S3Config) -> Vec<(String, String)> {
     if let Some(table) = &config.dynamodb_table {
         env.push(("S3LEASE_STORE".into(), "dynamodb".into()));
         env.push(("S3LEASE_TABLE".into(), table.clone()));
+    }
+    // The account's credentials are the environment's, inherited.
+    if let Some(azure) = &config.azure_blob {
+        env.push(("S3LEASE_STORE".into(), "azure-blob".into()));
+        env.push(("S3LEASE_CONTAINER".into(), azure.container.clone()));
     }
     // A lease's seal covers the strategy: a nested `fenced put` must use
     // the same one, and judge expiry the same way.

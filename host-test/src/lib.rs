@@ -10,17 +10,23 @@
 //! - [`admin`]: raw S3 calls from the host (create a bucket, plant corrupt
 //!   objects), signed by the crate's own SigV4 code.
 //! - [`s3s_fs`]: s3s-fs, a real store that must fail the preflight.
+//! - [`racing_store`]: SeaweedFS behind a server that checks conditions,
+//!   then writes: racing writers all win; the preflight must refuse it.
+//! - [`azurite`]: Azurite, Microsoft's Azure Storage emulator, for the
+//!   azure-blob store.
 //! - [`simulated`]: hook rules that make SeaweedFS behave like weaker
 //!   stores (conditions ignored, 501 to `If-Match`).
 //! - [`records`]: a host API lease record to the bindings' lease and back.
 
 pub mod admin;
 pub mod aws_fakes;
+pub mod azurite;
 pub mod bindings;
 pub mod dynalite;
 pub mod fault_proxy;
 pub mod hooks;
 pub mod instance;
+pub mod racing_store;
 pub mod records;
 pub mod s3s_fs;
 pub mod server;

@@ -10,9 +10,9 @@ wasmtime::component::bindgen!({
         package s3-lease:host;
         /// Never instantiated as a whole: its exports are bound one by one.
         world either-build {
-            export s3-lease:lease/types@0.6.0;
-            export s3-lease:lease/lease@0.6.0;
-            export s3-lease:lease/async-lease@0.6.0;
+            export s3-lease:lease/types@0.7.0;
+            export s3-lease:lease/lease@0.7.0;
+            export s3-lease:lease/async-lease@0.7.0;
         }
     ",
     world: "s3-lease:host/either-build",
@@ -24,10 +24,10 @@ wasmtime::component::bindgen!({
 });
 
 pub use exports::s3_lease::lease::types::{
-    AddressingStyle, Capability, CapabilityResult, ClockOffset, Config, Credentials, ElectorConfig,
-    ElectorEvent, Error, ExpiryClock, FenceOptions, FencedObject, FencedWrite, Lease,
-    LimitMismatch, LockState, Options, PreflightReport, Role, SemaphoreState, Slot, SlotAttempt,
-    SlotOptions, StepResult, StopReason, Store, Strategy, Verdict,
+    AddressingStyle, AzureBlob, AzureCredential, Capability, CapabilityResult, ClockOffset, Config,
+    Credentials, ElectorConfig, ElectorEvent, Error, ExpiryClock, FenceOptions, FencedObject,
+    FencedWrite, Lease, LimitMismatch, LockState, Options, PreflightReport, Role, SemaphoreState,
+    Slot, SlotAttempt, SlotOptions, StepResult, StopReason, Store, Strategy, Verdict,
 };
 
 /// The contract's own (kebab-case) names, for messages, tables and JSON.
@@ -55,6 +55,8 @@ wit_names! {
         ClockOffset => "clock-offset",
         TableKeySchema => "table-key-schema",
         TtlAttribute => "ttl-attribute",
+        ConcurrentCreate => "concurrent-create",
+        ConcurrentUpdate => "concurrent-update",
     }
     Verdict { Pass => "pass", Fail => "fail", Unknown => "unknown" }
     Strategy { SingleObject => "single-object", EpochObjects => "epoch-objects" }

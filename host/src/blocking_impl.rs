@@ -6,7 +6,8 @@
 
 use crate::types::*;
 use crate::{
-    ClientOptions, ElectorStats, Error, LeaseStatus, LostReason, Runtime, S3Config, SlotGrant,
+    AzureCredential, ClientOptions, ElectorStats, Error, LeaseStatus, LostReason, Runtime,
+    S3Config, SlotGrant,
 };
 use std::future::Future;
 use std::sync::Arc;
@@ -104,6 +105,12 @@ impl Client {
 
     pub fn store_name(&self) -> &'static str {
         self.client.store_name()
+    }
+
+    /// See [`crate::Client::set_azure_credential`].
+    pub fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error> {
+        let credential = credential.clone();
+        self.run(|c| Box::pin(async move { c.set_azure_credential(&credential).await }))
     }
 
     pub fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error> {

@@ -6,14 +6,14 @@
 use crate::bindings as wit;
 use crate::convert::{self, millis};
 use crate::credentials::refresh::Refresher;
-use crate::credentials::{FetchedCredentials, SharedSource};
+use crate::credentials::{AzureToken, FetchedCredentials, SharedSource, SharedTokenSource};
 use crate::elector::Elector;
 use crate::keeper::Keeper;
 use crate::lease::{Lease, SlotGrant};
 use crate::pool::{MakeOptions, Pool};
 use crate::raw::RawInstance;
 use crate::types::*;
-use crate::{Error, ErrorKind, InstanceOptions, Runtime, S3Config};
+use crate::{AzureCredential, Error, ErrorKind, InstanceOptions, Runtime, S3Config};
 use s3_lease_keep::guard::Timing;
 use s3_lease_keep::wait::{fair_poll_ms, Missed, Wait};
 use std::sync::{Arc, Weak};
@@ -86,16 +86,28 @@ impl Client {
         let (runtime, config) = (runtime.clone(), config.clone());
         let (pool, first) = blocking(move || Inner::pool(runtime, config, options)).await??;
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
-            let refresher = first.and_then(|(source, fetched)| {
-                let weak = weak.clone();
-                let install = move |c: &Credentials| match weak.upgrade() {
-                    Some(inner) => inner.install(c),
-                    None => Err(Error::host("the client is gone")),
-                };
-                // Only a thread that cannot start fails this: the
-                // credentials then stay as fetched.
-                Refresher::start(source, fetched, Box::new(install)).ok()
-            });
+            let client = weak.clone();
+            // Only a thread that cannot start fails this: the credentials
+            // then stay as fetched.
+            let refresher = match first {
+                Some(First::Aws(source, fetched)) => {
+                    let install = move |c: &Credentials| match client.upgrade() {
+                        Some(inner) => inner.install(c),
+                        None => Err(Error::host("the client is gone")),
+                    };
+                    let (first, expires) = (fetched.credentials, fetched.expires);
+                    Refresher::start(source, first, expires, Box::new(install)).ok()
+                }
+                Some(First::Azure(source, token)) => {
+                    let install = move |token: &String| match client.upgrade() {
+                        Some(inner) => inner.install_token(token),
+                        None => Err(Error::host("the client is gone")),
+                    };
+                    let (first, expires) = (token.token, token.expires);
+                    Refresher::start(source, first, expires, Box::new(install)).ok()
+                }
+                None => None,
+            };
             Inner {
                 pool,
                 refresher,
@@ -143,6 +155,14 @@ impl Client {
         let inner = self.inner.clone();
         let credentials = convert::credentials(credentials);
         blocking(move || inner.pool.set_credentials(&credentials)).await?
+    }
+
+    /// Replaces an Azure client's credential (a host refreshing its own
+    /// bearer tokens): the next requests carry it.
+    pub async fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error> {
+        let inner = self.inner.clone();
+        let credential = convert::azure_credential(credential);
+        blocking(move || inner.pool.set_azure_credential(&credential)).await?
     }
 
     /// How many times new credentials went in from the client's source.
@@ -265,8 +285,9 @@ impl Client {
         }
     }
 
-    // The generated error is large; it lives only until `call_granting`
-    // turns it into our boxed `Error`.
+    // The closure returns the contract's generated error as it came (its
+    // `timeout` case holds a lock state: 168 bytes); `call_granting` turns
+    // it into the crate's boxed `Error`.
     #[allow(clippy::result_large_err)]
     async fn slot_attempt(
         &self,
@@ -471,20 +492,30 @@ impl Client {
 
 impl Inner {
     /// The pool, and the first credentials when they come from a source.
-    #[allow(clippy::type_complexity)]
     fn pool(
         runtime: Runtime,
         config: S3Config,
         options: ClientOptions,
-    ) -> Result<(Pool, Option<(SharedSource, FetchedCredentials)>), Error> {
+    ) -> Result<(Pool, Option<First>), Error> {
         let mut wit_config = config.to_wit();
-        let first = match &config.credentials_source {
-            Some(source) => {
+        let token_source = config
+            .azure_blob
+            .as_ref()
+            .and_then(|b| b.token_source.clone());
+        let first = match (token_source, &config.credentials_source) {
+            (Some(source), _) => {
+                let token = source.latest()?;
+                if let Some(wit::Store::AzureBlob(blob)) = &mut wit_config.store {
+                    blob.credential = wit::AzureCredential::Bearer(token.token.clone());
+                }
+                Some(First::Azure(source, token))
+            }
+            (None, Some(source)) => {
                 let fetched = source.latest()?;
                 wit_config.credentials = convert::credentials(&fetched.credentials);
-                Some((source.clone(), fetched))
+                Some(First::Aws(source.clone(), fetched))
             }
-            None => None,
+            (None, None) => None,
         };
         let pool = Pool::new(runtime, wit_config, options.instances, options.make_options)?;
         Ok((pool, first))
@@ -529,6 +560,20 @@ impl Inner {
         self.pool
             .set_credentials(&convert::credentials(credentials))
     }
+
+    /// Installs an Azure client's fresh bearer token (the refresher's
+    /// thread calls this).
+    fn install_token(&self, token: &str) -> Result<(), Error> {
+        self.pool
+            .set_azure_credential(&wit::AzureCredential::Bearer(token.to_string()))
+    }
+}
+
+/// The first credentials a client's refresher starts from, with their
+/// source: AWS keys, or an Azure bearer token.
+enum First {
+    Aws(SharedSource, FetchedCredentials),
+    Azure(SharedTokenSource, AzureToken),
 }
 
 /// Runs blocking work (a component call) on tokio's blocking threads.

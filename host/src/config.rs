@@ -1,8 +1,11 @@
-//! The client configuration, from code or from the usual AWS variables.
+//! The client configuration, from code or from the usual AWS (or Azure)
+//! variables.
 
+use crate::azure_blob::{AzureBlob, AzureCredential};
 use crate::bindings::{Config, Store};
 use crate::convert;
-use crate::credentials::{AwsChain, SharedSource};
+use crate::credentials::azure::{self, AccountAuth};
+use crate::credentials::{AwsChain, SharedSource, SharedTokenSource};
 use crate::types::{Addressing, Credentials, ExpiryClock, Strategy};
 use crate::Error;
 use std::fmt;
@@ -13,8 +16,9 @@ use std::time::Duration;
 ///
 /// Made by [`S3Config::from_env`] (the AWS chain, as the SDKs read it),
 /// [`S3Config::from_sdk_config`] (an `SdkConfig` the service already
-/// has), [`S3Config::new`] or [`S3Config::dynamodb`] (keys in hand), then
-/// changed with the `with_*` methods or its fields.
+/// has), [`S3Config::new`], [`S3Config::dynamodb`] or
+/// [`S3Config::azure_blob`] (keys in hand), then changed with the `with_*`
+/// methods or its fields.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct S3Config {
@@ -45,6 +49,10 @@ pub struct S3Config {
     /// Keep the locks in this DynamoDB table instead of the bucket (the WIT
     /// `store`); `endpoint` is then DynamoDB's. Default: none, S3.
     pub dynamodb_table: Option<String>,
+    /// Keep the locks in this Azure Blob Storage container instead (the
+    /// WIT store `azure-blob`): `endpoint` and `addressing` are then the
+    /// account's, and the AWS fields unused. Default: none.
+    pub azure_blob: Option<AzureBlob>,
     /// Where a client takes its credentials from and refreshes them
     /// (`access_key_id`, `secret_access_key` and `session_token` are then
     /// only the first ones fetched). Set by
@@ -76,8 +84,27 @@ impl S3Config {
             preflight: None,
             seal_key: None,
             dynamodb_table: None,
+            azure_blob: None,
             credentials_source: None,
         }
+    }
+
+    /// A container of an Azure Blob Storage account
+    /// (`https://<account>.blob.core.windows.net`); an emulator's root
+    /// (Azurite: `http://127.0.0.1:10000`) with [`S3Config::with_endpoint`].
+    /// A bearer token that must be kept fresh: then
+    /// [`S3Config::with_azure_token_source`].
+    pub fn azure_blob(
+        account: impl Into<String>,
+        container: impl Into<String>,
+        credential: AzureCredential,
+    ) -> Self {
+        let blob = AzureBlob::new(account, container, credential);
+        // Azure takes no region, bucket or AWS keys: the component ignores these.
+        let mut config = Self::new("", "azure", Credentials::new("", ""));
+        config.endpoint = format!("https://{}.blob.core.windows.net", blob.account);
+        config.azure_blob = Some(blob);
+        config
     }
 
     /// A DynamoDB table on AWS in `region`, with fixed keys.
@@ -168,6 +195,23 @@ impl S3Config {
         self
     }
 
+    /// An Azure client's bearer tokens from `source` (a
+    /// [`ManagedIdentity`](crate::credentials::ManagedIdentity), say): the
+    /// first fetched now, the next ones installed by a live client before
+    /// they expire. An `invalid-config` error on a config that is not an
+    /// Azure Blob store's.
+    pub fn with_azure_token_source(mut self, source: SharedTokenSource) -> Result<Self, Error> {
+        let Some(blob) = &mut self.azure_blob else {
+            return Err(Error::invalid_config(
+                "credentials",
+                "an Azure token source is for an azure-blob store (S3Config::azure_blob)",
+            ));
+        };
+        blob.credential = AzureCredential::BearerToken(source.latest()?.token);
+        blob.token_source = Some(source);
+        Ok(self)
+    }
+
     /// Credentials from `source`, fetched now and refreshed by a live
     /// client before they expire.
     pub fn with_credentials_source(mut self, source: SharedSource) -> Result<Self, Error> {
@@ -185,7 +229,8 @@ impl S3Config {
     /// credentials, instance metadata), refreshed on a live client; the
     /// rest as [`S3Config::from_vars`] reads it. Credentials are fetched
     /// once here; with none anywhere, an `invalid-config` error lists where
-    /// it looked.
+    /// it looked. `S3LEASE_STORE=azure-blob`: an Azure container instead, as
+    /// [`S3Config::from_azure_vars`] reads it.
     pub fn from_env(bucket: &str) -> Result<Self, Error> {
         Self::from_aws(bucket, |name| {
             std::env::var(name).ok().filter(|v| !v.is_empty())
@@ -197,6 +242,9 @@ impl S3Config {
     /// `var`'s `AWS_REGION` or `AWS_DEFAULT_REGION`, else the profile's,
     /// else (on AWS's own endpoint) instance metadata's, else `us-east-1`.
     pub fn from_aws(bucket: &str, var: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        if on_azure(&var) {
+            return Self::from_azure_vars(&azure_container(bucket, &var)?, var);
+        }
         let given_region = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION"));
         let on_aws = custom_endpoint(&var).is_none();
         let chain = AwsChain::load(given_region, on_aws)?;
@@ -218,8 +266,12 @@ impl S3Config {
     /// variable. `S3LEASE_STORE=dynamodb` with `S3LEASE_TABLE` keeps the
     /// locks in that DynamoDB table; its endpoint is then
     /// `AWS_ENDPOINT_URL_DYNAMODB` or `AWS_ENDPOINT_URL` (default AWS's in
-    /// the region). Tests pass a map.
+    /// the region). `S3LEASE_STORE=azure-blob`: [`S3Config::from_azure_vars`].
+    /// Tests pass a map.
     pub fn from_vars(bucket: &str, var: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        if on_azure(&var) {
+            return Self::from_azure_vars(&azure_container(bucket, &var)?, var);
+        }
         let region = var("AWS_REGION")
             .or_else(|| var("AWS_DEFAULT_REGION"))
             .unwrap_or_else(|| "us-east-1".to_string());
@@ -237,6 +289,36 @@ impl S3Config {
         );
         credentials.session_token = var("AWS_SESSION_TOKEN");
         Self::settings(bucket, &var, region, credentials)
+    }
+
+    /// An Azure Blob Storage container's config, from the variables the
+    /// Azure SDKs read (see `credentials::azure`): a connection string
+    /// (`AZURE_STORAGE_CONNECTION_STRING`), else `AZURE_STORAGE_ACCOUNT`
+    /// with `AZURE_STORAGE_KEY` or `AZURE_STORAGE_SAS_TOKEN`, else the
+    /// account's managed identity (a bearer token fetched here, then kept
+    /// fresh on a live client). `S3LEASE_SEAL_KEY` as for S3.
+    pub fn from_azure_vars(
+        container: &str,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, Error> {
+        let account = azure::from_vars(&var)?;
+        let (credential, identity) = match account.auth {
+            AccountAuth::Credential(c) => (c, None),
+            // Replaced by the first token, fetched below.
+            AccountAuth::ManagedIdentity(m) => {
+                (AzureCredential::BearerToken(String::new()), Some(m))
+            }
+        };
+        let mut config = Self::azure_blob(account.account, container, credential);
+        config.endpoint = account.endpoint;
+        if account.path_style {
+            config.addressing = Addressing::Path;
+        }
+        config.seal_key = var("S3LEASE_SEAL_KEY");
+        match identity {
+            Some(identity) => config.with_azure_token_source(SharedTokenSource::new(identity)),
+            None => Ok(config),
+        }
     }
 
     fn settings(
@@ -279,6 +361,7 @@ impl S3Config {
             preflight: None,
             seal_key: var("S3LEASE_SEAL_KEY"),
             dynamodb_table: table,
+            azure_blob: None,
             credentials_source: None,
         })
     }
@@ -309,7 +392,10 @@ impl S3Config {
             expiry_clock: self.expiry_clock.map(convert::expiry_clock),
             preflight: self.preflight,
             seal_key: self.seal_key.clone(),
-            store: self.dynamodb_table.clone().map(Store::Dynamodb),
+            store: match &self.azure_blob {
+                Some(blob) => Some(Store::AzureBlob(convert::azure_blob(blob))),
+                None => self.dynamodb_table.clone().map(Store::Dynamodb),
+            },
         }
     }
 }
@@ -329,7 +415,24 @@ fn on_dynamodb(var: &impl Fn(&str) -> Option<String>) -> bool {
     var("S3LEASE_STORE").is_some_and(|s| s.eq_ignore_ascii_case("dynamodb"))
 }
 
-/// `S3LEASE_STORE` (`s3`, the default, or `dynamodb`) and `S3LEASE_TABLE`.
+fn on_azure(var: &impl Fn(&str) -> Option<String>) -> bool {
+    var("S3LEASE_STORE").is_some_and(|s| s.eq_ignore_ascii_case("azure-blob"))
+}
+
+/// `S3LEASE_CONTAINER`, else the bucket given (the command line's `--container`).
+fn azure_container(bucket: &str, var: &impl Fn(&str) -> Option<String>) -> Result<String, Error> {
+    var("S3LEASE_CONTAINER")
+        .or_else(|| (!bucket.is_empty()).then(|| bucket.to_string()))
+        .ok_or_else(|| {
+            Error::invalid_config(
+                "S3LEASE_CONTAINER",
+                "is not set: an azure-blob store needs its container (--container)",
+            )
+        })
+}
+
+/// `S3LEASE_STORE` (`s3`, the default, `dynamodb` or `azure-blob`) and
+/// `S3LEASE_TABLE`.
 fn dynamodb_table(var: &impl Fn(&str) -> Option<String>) -> Result<Option<String>, Error> {
     match var("S3LEASE_STORE")
         .map(|s| s.to_ascii_lowercase())
@@ -344,7 +447,7 @@ fn dynamodb_table(var: &impl Fn(&str) -> Option<String>) -> Result<Option<String
         }),
         Some(other) => Err(Error::invalid_config(
             "S3LEASE_STORE",
-            format!("{other:?} is neither `s3` nor `dynamodb`"),
+            format!("{other:?} is none of `s3`, `dynamodb` and `azure-blob`"),
         )),
     }
 }
@@ -369,6 +472,7 @@ impl fmt::Debug for S3Config {
             .field("preflight", &self.preflight)
             .field("seal_key", &self.seal_key.as_ref().map(|_| "<redacted>"))
             .field("dynamodb_table", &self.dynamodb_table)
+            .field("azure_blob", &self.azure_blob)
             .field("credentials_source", &self.credentials_source)
             .finish()
     }
@@ -497,7 +601,91 @@ mod tests {
         assert!(err.to_string().contains("S3LEASE_TABLE"), "{err}");
         let err = with(&[("S3LEASE_STORE", "redis")]).unwrap_err();
         assert!(err.to_string().contains("S3LEASE_STORE"), "{err}");
+        let c = with(&[
+            ("S3LEASE_STORE", "azure-blob"),
+            ("S3LEASE_CONTAINER", "locks"),
+            (
+                "AZURE_STORAGE_CONNECTION_STRING",
+                "UseDevelopmentStorage=true",
+            ),
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.endpoint.as_str(), c.addressing),
+            ("http://127.0.0.1:10000", Addressing::Path)
+        );
+        match c.to_wit().store {
+            Some(Store::AzureBlob(b)) => {
+                assert_eq!(
+                    (b.account.as_str(), b.container.as_str()),
+                    ("devstoreaccount1", "locks")
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = with(&[("S3LEASE_STORE", "azure-blob")]).unwrap_err();
+        assert!(err.to_string().contains("S3LEASE_CONTAINER"), "{err}");
         assert_eq!(with(&[]).unwrap().to_wit().store, None);
+    }
+
+    #[test]
+    fn builds_an_azure_container_and_shows_none_of_its_secrets() {
+        for credential in [
+            AzureCredential::AccountKey("s3cr3t-key".into()),
+            AzureCredential::Sas("sv=1&sig=s3cr3t-sas".into()),
+            AzureCredential::BearerToken("s3cr3t-token".into()),
+        ] {
+            let c =
+                S3Config::azure_blob("acct", "locks", credential.clone()).with_key_prefix("locks/");
+            assert_eq!(c.endpoint, "https://acct.blob.core.windows.net");
+            assert_eq!(c.addressing, Addressing::VirtualHosted);
+            let Some(Store::AzureBlob(b)) = c.to_wit().store else {
+                panic!("not an Azure store")
+            };
+            assert_eq!(
+                (b.account.as_str(), b.container.as_str()),
+                ("acct", "locks")
+            );
+            assert_eq!(b.credential, convert::azure_credential(&credential));
+            let text = format!("{c:?} {credential:?} {:?}", c.azure_blob);
+            assert!(!text.contains("s3cr3t"), "{text}");
+        }
+        let local = S3Config::azure_blob("devstoreaccount1", "c", AzureCredential::Sas("x".into()))
+            .with_endpoint("http://127.0.0.1:10000");
+        assert_eq!(local.addressing, Addressing::Path);
+    }
+
+    /// Tokens handed out by a test: each fetch a new one.
+    struct Counter(std::sync::atomic::AtomicU32);
+
+    impl crate::credentials::TokenSource for Counter {
+        fn fetch(&self) -> Result<crate::credentials::AzureToken, Error> {
+            let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(crate::credentials::AzureToken::new(
+                format!("s3cr3t-token-{n}"),
+                None,
+            ))
+        }
+    }
+
+    #[test]
+    fn a_token_source_gives_the_first_token_and_only_to_an_azure_store() {
+        let source = SharedTokenSource::new(Counter(0.into()));
+        let c = S3Config::azure_blob("acct", "c", AzureCredential::BearerToken(String::new()))
+            .with_azure_token_source(source.clone())
+            .unwrap();
+        let blob = c.azure_blob.clone().unwrap();
+        assert_eq!(
+            blob.credential,
+            AzureCredential::BearerToken("s3cr3t-token-0".into())
+        );
+        assert_eq!(blob.token_source, Some(source.clone()));
+        let text = format!("{c:?} {source:?} {:?}", source.latest().unwrap());
+        assert!(!text.contains("s3cr3t"), "{text}");
+        let err = S3Config::new("b", "us-east-1", Credentials::new("a", "s"))
+            .with_azure_token_source(source)
+            .unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::InvalidConfig);
     }
 
     #[test]

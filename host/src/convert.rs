@@ -1,6 +1,7 @@
 //! Between the crate's own types and the generated bindings: the only
 //! place that knows both, so a change of the contract is a change here.
 
+use crate::azure_blob::{AzureBlob, AzureCredential};
 use crate::bindings as wit;
 use crate::bindings::exports::s3_lease::lease::types as witt;
 use crate::error::{Detail, Error, ErrorKind, Reply};
@@ -61,6 +62,22 @@ pub(crate) fn credentials(c: &Credentials) -> wit::Credentials {
         access_key_id: c.access_key_id.clone(),
         secret_access_key: c.secret_access_key.clone(),
         session_token: c.session_token.clone(),
+    }
+}
+
+pub(crate) fn azure_credential(c: &AzureCredential) -> wit::AzureCredential {
+    match c {
+        AzureCredential::AccountKey(key) => wit::AzureCredential::SharedKey(key.clone()),
+        AzureCredential::Sas(sas) => wit::AzureCredential::Sas(sas.clone()),
+        AzureCredential::BearerToken(token) => wit::AzureCredential::Bearer(token.clone()),
+    }
+}
+
+pub(crate) fn azure_blob(b: &AzureBlob) -> wit::AzureBlob {
+    wit::AzureBlob {
+        account: b.account.clone(),
+        container: b.container.clone(),
+        credential: azure_credential(&b.credential),
     }
 }
 
@@ -207,6 +224,8 @@ fn from_capability(c: wit::Capability) -> Capability {
         wit::Capability::ClockOffset => Capability::ClockOffset,
         wit::Capability::TableKeySchema => Capability::TableKeySchema,
         wit::Capability::TtlAttribute => Capability::TtlAttribute,
+        wit::Capability::ConcurrentCreate => Capability::ConcurrentCreate,
+        wit::Capability::ConcurrentUpdate => Capability::ConcurrentUpdate,
     }
 }
 

@@ -280,6 +280,8 @@ impl Error {
                         | "TokenRefreshRequired"
                         | "ExpiredTokenException"
                         | "UnrecognizedClientException"
+                        // Azure: an expired or unknown bearer token.
+                        | "InvalidAuthenticationInfo"
                 )
             })
     }

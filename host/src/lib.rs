@@ -1,5 +1,5 @@
 //! Embed s3-lease in a Rust program: leases, locks, semaphores and leader
-//! election on S3 (or DynamoDB) conditional writes, the s3-lease
+//! election on S3 (or DynamoDB, or Azure Blob Storage) conditional writes, the s3-lease
 //! WebAssembly component running in wasmtime.
 //!
 //! - [`Runtime`]: the component (built into this crate, or from a path),
@@ -37,6 +37,7 @@
 //! public only with the `unstable-raw` feature (tests use it to reach one
 //! instance directly), and may change in any release.
 
+mod azure_blob;
 #[cfg(feature = "unstable-raw")]
 pub mod bindings;
 #[cfg(not(feature = "unstable-raw"))]
@@ -76,6 +77,7 @@ pub mod blocking {
     pub use crate::blocking_impl::{BlockingSlotGrant, Client, Elector, LeaseGuard};
 }
 
+pub use azure_blob::{AzureBlob, AzureCredential};
 pub use client::{Client, ClientOptions};
 pub use compile_cache::{CacheOutcome, CompileCache};
 pub use config::S3Config;

@@ -61,7 +61,8 @@ impl Pool {
     ) -> Result<Self, Error> {
         let store = match &config.store {
             Some(wit::Store::Dynamodb(_)) => "DynamoDB",
-            _ => "S3",
+            Some(wit::Store::AzureBlob(_)) => "Azure Blob Storage",
+            None | Some(wit::Store::S3) => "S3",
         };
         let opener = Arc::new(Opener {
             runtime,
@@ -181,6 +182,41 @@ impl Pool {
                 .unwrap_or_else(|| Err(Error::host("the instance's worker stopped")));
             if let Err(e) = result {
                 lock(&self.opener.config).credentials = old;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Pool {
+    /// Replaces an Azure client's credential (a refreshed bearer token) in
+    /// the live instances and in those made later. A credential the
+    /// component refuses changes nothing.
+    pub fn set_azure_credential(&self, credential: &wit::AzureCredential) -> Result<(), Error> {
+        let old = match &mut lock(&self.opener.config).store {
+            Some(wit::Store::AzureBlob(blob)) => {
+                std::mem::replace(&mut blob.credential, credential.clone())
+            }
+            _ => {
+                return Err(Error::invalid_config(
+                    "credential",
+                    "an Azure credential is for an azure-blob store",
+                ))
+            }
+        };
+        for index in 0..self.workers.len() {
+            let c = credential.clone();
+            let result = self
+                .with_instance(index, move |opener, instance| match instance {
+                    Some(_) => opener.run(instance, |raw| raw.set_azure_credential(&c)),
+                    None => Ok(()),
+                })
+                .unwrap_or_else(|| Err(Error::host("the instance's worker stopped")));
+            if let Err(e) = result {
+                if let Some(wit::Store::AzureBlob(blob)) = &mut lock(&self.opener.config).store {
+                    blob.credential = old;
+                }
                 return Err(e);
             }
         }

@@ -13,9 +13,9 @@
 
 use crate::bindings::exports::s3_lease::lease::{async_lease, lease};
 use crate::bindings::{
-    Config, Credentials, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject,
-    FencedWrite, Lease, LockState, Options, PreflightReport, SemaphoreState, SlotAttempt,
-    SlotOptions, StepResult,
+    AzureCredential, Config, Credentials, ElectorConfig, Error as LeaseError, FenceOptions,
+    FencedObject, FencedWrite, Lease, LockState, Options, PreflightReport, SemaphoreState,
+    SlotAttempt, SlotOptions, StepResult,
 };
 use crate::runtime::{Build, State};
 use anyhow::{Context, Result};
@@ -143,6 +143,15 @@ impl RawInstance {
     pub fn set_credentials(&mut self, credentials: &Credentials) -> Result<Result<(), LeaseError>> {
         let client = self.client()?;
         plain_call!(self, client, call_set_credentials, client, credentials)
+    }
+
+    /// Replaces an Azure client's credential (a refreshed bearer token).
+    pub fn set_azure_credential(
+        &mut self,
+        credential: &AzureCredential,
+    ) -> Result<Result<(), LeaseError>> {
+        let client = self.client()?;
+        plain_call!(self, client, call_set_azure_credential, client, credential)
     }
 
     pub fn try_acquire(

@@ -413,6 +413,10 @@ pub enum Capability {
     ClockOffset,
     TableKeySchema,
     TtlAttribute,
+    /// The preflight's race: of writers creating one key at once, one wins.
+    ConcurrentCreate,
+    /// The preflight's race: of writers updating one key at once, one wins.
+    ConcurrentUpdate,
 }
 
 /// What a probe showed.
@@ -437,6 +441,8 @@ names! {
         ClockOffset => "clock-offset",
         TableKeySchema => "table-key-schema",
         TtlAttribute => "ttl-attribute",
+        ConcurrentCreate => "concurrent-create",
+        ConcurrentUpdate => "concurrent-update",
     }
     Verdict { Pass => "pass", Fail => "fail", Unknown => "unknown" }
 }

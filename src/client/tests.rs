@@ -195,9 +195,9 @@ fn a_preflighted_client_probes_once_then_grants() {
     let mut c = preflighted(Strategy::SingleObject, ExpiryClock::Server);
     let mut io = io();
     granted(&mut c, &mut io, "a");
-    // 14 probes and their cleanup, the seal key (GET: none; PUT), then the
-    // grant's GET and PUT.
-    assert_eq!(io.take_requests().len(), 14 + 2 + 2);
+    // 14 probes and their cleanup, the race (57), the seal key (GET:
+    // none; PUT), then the grant's GET and PUT.
+    assert_eq!(io.take_requests().len(), 14 + 57 + 2 + 2);
     assert!(io
         .store
         .objects

@@ -23,6 +23,9 @@ impl GuestClient for Client {
     fn set_credentials(&self, credentials: wit::Credentials) -> Result<(), wit::Error> {
         Client::set_credentials(self, credentials)
     }
+    fn set_azure_credential(&self, credential: wit::AzureCredential) -> Result<(), wit::Error> {
+        Client::set_azure_credential(self, credential)
+    }
     async fn try_acquire(
         &self,
         key: String,

@@ -140,6 +140,8 @@ pub(super) fn to_wit_result(r: CapabilityResult) -> wit::CapabilityResult {
             Capability::ClockOffset => wit::Capability::ClockOffset,
             Capability::TableKeySchema => wit::Capability::TableKeySchema,
             Capability::TtlAttribute => wit::Capability::TtlAttribute,
+            Capability::ConcurrentCreate => wit::Capability::ConcurrentCreate,
+            Capability::ConcurrentUpdate => wit::Capability::ConcurrentUpdate,
         },
         verdict: match r.verdict {
             Verdict::Pass => wit::Verdict::Pass,

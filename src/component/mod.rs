@@ -16,7 +16,10 @@ use convert::*;
 
 use crate::bindings::exports::s3_lease::lease::types as wit;
 use crate::client::ClientCore;
-use crate::config::{check_credentials, Addressing, ClientConfig, RawConfig, Store, Strategy};
+use crate::config::{
+    check_credentials, Addressing, AzureBlob, AzureCredential, ClientConfig, RawConfig, Store,
+    Strategy,
+};
 use crate::driver::Within;
 use crate::elector::{Elector, ElectorConfig};
 use crate::error::Error;
@@ -26,7 +29,7 @@ use crate::protocol::AcquireOutcome;
 use crate::seal::SealKey;
 use crate::sigv4::Credentials;
 use crate::strategy::single_object::semaphore::SlotOutcome;
-use crate::transport::{random_hex_id, random_u64, WasiIo};
+use crate::transport::{random_hex_id, random_u64, Secrets, WasiIo};
 use alloc::rc::Rc;
 use core::cell::{Cell, RefCell};
 use turns::Turns;
@@ -39,10 +42,11 @@ pub struct Client {
     /// Added to the wall clock when signing, once a server refused our time
     /// as skewed (see `driver::run`).
     signing_offset_ms: Cell<i64>,
-    /// The credentials of the latest `set-credentials`, shared with the
-    /// electors made from this client: they sign with them too, and so
-    /// does a call already under way from its next request on.
-    credentials: Rc<RefCell<Credentials>>,
+    /// The credentials of the latest `set-credentials` and
+    /// `set-azure-credential`, shared with the electors made from this
+    /// client: they sign with them too, and so does a call already under
+    /// way from its next request on.
+    secrets: Rc<RefCell<Secrets>>,
 }
 
 impl Client {
@@ -54,7 +58,7 @@ impl Client {
         let config = core.config.clone();
         let mut io = WasiIo {
             config: &config,
-            credentials: &self.credentials,
+            secrets: &self.secrets,
             signing_offset_ms: &self.signing_offset_ms,
         };
         // Through a `Within` without a deadline, the elector's `Io` type:
@@ -68,7 +72,7 @@ impl Client {
 
     fn from_config(config: ClientConfig) -> Self {
         Client {
-            credentials: Rc::new(RefCell::new(config.credentials.clone())),
+            secrets: Rc::new(RefCell::new(Secrets::of(&config))),
             core: Turns::new(ClientCore::new(config.clone())),
             config,
             signing_offset_ms: Cell::new(0),
@@ -104,10 +108,16 @@ impl Client {
             }),
             preflight: config.preflight,
             seal_key: config.seal_key.map(SealKey::new),
-            store: config.store.map(|s| match s {
-                wit::Store::S3 => Store::S3,
-                wit::Store::Dynamodb(table) => Store::DynamoDb { table },
-            }),
+            store: match config.store {
+                None => None,
+                Some(wit::Store::S3) => Some(Store::S3),
+                Some(wit::Store::Dynamodb(table)) => Some(Store::DynamoDb { table }),
+                Some(wit::Store::AzureBlob(blob)) => Some(Store::AzureBlob(AzureBlob {
+                    account: blob.account,
+                    container: blob.container,
+                    credential: azure_credential(blob.credential).map_err(to_wit_error)?,
+                })),
+            },
         };
         ClientConfig::validate(raw)
             .map(Client::from_config)
@@ -123,7 +133,25 @@ impl Client {
         // Not through the core: a call under way may hold it, and its
         // next request should sign with these already.
         check_credentials(&credentials).map_err(to_wit_error)?;
-        *self.credentials.borrow_mut() = credentials;
+        self.secrets.borrow_mut().aws = credentials;
+        Ok(())
+    }
+
+    pub(super) fn set_azure_credential(
+        &self,
+        credential: wit::AzureCredential,
+    ) -> Result<(), wit::Error> {
+        if self.config.store.azure().is_none() {
+            return Err(to_wit_error(Error::invalid_config(
+                "store",
+                format!(
+                    "an Azure credential for a client of the {} store",
+                    self.config.store.name()
+                ),
+            )));
+        }
+        let credential = azure_credential(credential).map_err(to_wit_error)?;
+        self.secrets.borrow_mut().azure = Some(credential);
         Ok(())
     }
 
@@ -327,8 +355,17 @@ impl Client {
         Ok(ElectorResource {
             elector: Turns::new(elector),
             signing_offset_ms: Cell::new(self.signing_offset_ms.get()),
-            credentials: Rc::clone(&self.credentials),
+            secrets: Rc::clone(&self.secrets),
         })
+    }
+}
+
+/// An Azure credential from the WIT's, checked as the config checks it.
+fn azure_credential(credential: wit::AzureCredential) -> Result<AzureCredential, Error> {
+    match credential {
+        wit::AzureCredential::SharedKey(key) => AzureCredential::shared_key(&key),
+        wit::AzureCredential::Sas(token) => AzureCredential::sas(&token),
+        wit::AzureCredential::Bearer(token) => AzureCredential::bearer(&token),
     }
 }
 
@@ -336,8 +373,9 @@ impl Client {
 pub struct ElectorResource {
     elector: Turns<Elector>,
     signing_offset_ms: Cell<i64>,
-    /// Its client's credentials, as `set-credentials` last set them.
-    credentials: Rc<RefCell<Credentials>>,
+    /// Its client's credentials, as `set-credentials` and
+    /// `set-azure-credential` last set them.
+    secrets: Rc<RefCell<Secrets>>,
 }
 
 impl ElectorResource {
@@ -346,7 +384,7 @@ impl ElectorResource {
         let config = elector.client_config().clone();
         let mut io = WasiIo {
             config: &config,
-            credentials: &self.credentials,
+            secrets: &self.secrets,
             signing_offset_ms: &self.signing_offset_ms,
         };
         f(&mut elector, &mut io).await

@@ -530,3 +530,34 @@ fn a_server_cannot_call_an_item_unreadable_with_the_translations_own_header() {
 }
 
 mod sweeper;
+
+#[test]
+fn the_preflight_races_the_tables_conditions_too() {
+    use crate::capability::{Capability, Verdict};
+    use crate::testing::racing::{Race, Racing};
+    for (race, passes) in [(Race::Atomic, true), (Race::CheckThenWrite, false)] {
+        let mut table = DynamoIo::new("locks", START_MS);
+        let mut io = Racing {
+            io: &mut table,
+            race,
+        };
+        let report = client().preflight(&mut io).ready().unwrap();
+        for cap in [Capability::ConcurrentCreate, Capability::ConcurrentUpdate] {
+            let r = report.results.iter().find(|r| r.capability == cap).unwrap();
+            let want = if passes { Verdict::Pass } else { Verdict::Fail };
+            assert_eq!(r.verdict, want, "{race:?} {cap:?}: {}", r.detail);
+        }
+        assert_eq!(report.config_safe, passes, "{race:?}");
+        // Racing PutItems, then a consistent GetItem per round.
+        let calls = &table.table.calls;
+        assert!(
+            calls.iter().filter(|c| *c == "PutItem").count() >= 48,
+            "{calls:?}"
+        );
+        assert!(
+            table.table.items.is_empty(),
+            "{:?}",
+            table.table.items.keys()
+        );
+    }
+}

@@ -33,6 +33,7 @@ impl Client {
         loop {
             match step {
                 Step::Done(result) => return result,
+                Step::SendAll(_) => panic!("a fenced write sends no batch"),
                 Step::Send(request) => {
                     if request.method == Method::Put {
                         before_put(self);

@@ -110,7 +110,10 @@ pub(super) fn results(seen: &Probes, offset: &OffsetBounds) -> Vec<CapabilityRes
             Capability::ConditionalGet => conditional_get(seen),
             Capability::PayloadHash => payload_hash(seen),
             Capability::ClockOffset => clock_offset(offset),
-            Capability::TableKeySchema | Capability::TtlAttribute => result(
+            Capability::TableKeySchema
+            | Capability::TtlAttribute
+            | Capability::ConcurrentCreate
+            | Capability::ConcurrentUpdate => result(
                 c,
                 Verdict::Unknown,
                 None,

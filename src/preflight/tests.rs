@@ -39,8 +39,15 @@ fn verdicts(report: &Report) -> Vec<(Capability, Verdict)> {
         .collect()
 }
 
+/// Every capability an S3 store is reported on: the probes, then the race.
+fn reported() -> Vec<Capability> {
+    let mut all = Capability::S3_PROBES.to_vec();
+    all.extend([Capability::ConcurrentCreate, Capability::ConcurrentUpdate]);
+    all
+}
+
 fn all_pass_but(failing: &[(Capability, Verdict)]) -> Vec<(Capability, Verdict)> {
-    Capability::S3_PROBES
+    reported()
         .iter()
         .map(|&c| {
             let v = failing
@@ -56,8 +63,12 @@ fn methods(io: &ModelIo) -> Vec<&'static str> {
     io.requests.iter().map(|r| r.method.as_str()).collect()
 }
 
+/// The probes' 14 requests, the race's 57 (two races of 3 rounds of 8
+/// writers and a read, and a DELETE per key raced).
+const PASSING_REQUESTS: u32 = 14 + RACE_REQUESTS;
+
 #[test]
-fn an_aws_like_store_passes_in_14_requests_and_is_left_clean() {
+fn an_aws_like_store_passes_in_71_requests_and_is_left_clean() {
     let mut io = ModelIo::new(NOW);
     let report = run(&mut io);
     assert_eq!(verdicts(&report), all_pass_but(&[]), "{report:#?}");
@@ -75,15 +86,22 @@ fn an_aws_like_store_passes_in_14_requests_and_is_left_clean() {
     );
     assert!(report.config_safe);
     assert_eq!(report.recommended_strategy, Some(Strategy::SingleObject));
-    assert_eq!(report.requests, 14);
-    assert_eq!(io.requests.len(), 14);
+    assert_eq!(RACE_REQUESTS, 57);
+    assert_eq!(report.requests, PASSING_REQUESTS);
+    assert_eq!(io.requests.len(), 71);
+    let methods = methods(&io);
     assert_eq!(
-        methods(&io),
+        methods[..13],
         [
             "GET", "PUT", "PUT", "PUT", "PUT", "PUT", "PUT", "GET", "GET", "GET", "PUT", "DELETE",
-            "DELETE", "DELETE"
+            "DELETE"
         ]
     );
+    // Each race round: 8 writers, then a read; then the cleanup deletes
+    // the probes' second key and the three keys raced.
+    let round = [["PUT"; 8].as_slice(), &["GET"]].concat();
+    assert_eq!(methods[13..67], round.repeat(6));
+    assert_eq!(methods[67..], ["DELETE"; 4]);
     assert!(io.store.objects.is_empty(), "{:?}", io.store.objects.keys());
     assert!(io
         .requests
@@ -101,7 +119,17 @@ fn an_aws_like_store_passes_in_14_requests_and_is_left_clean() {
     assert!(report
         .notes
         .iter()
-        .any(|n| n.contains("Atomicity under concurrency")));
+        .any(|n| n.contains("Raced 8 concurrent writers per round, 3 rounds")));
+    let create = verdict(&report, Capability::ConcurrentCreate);
+    assert_eq!(
+        create.detail,
+        "8 concurrent If-None-Match: * creates of one new key, 3 rounds: exactly one won each round"
+    );
+    let update = verdict(&report, Capability::ConcurrentUpdate);
+    assert_eq!(
+        update.detail,
+        "8 concurrent If-Match updates carrying one ETag, 3 rounds: exactly one won each round"
+    );
     assert_eq!(
         report.gate(Strategy::SingleObject, ExpiryClock::Holder),
         Gate::Open
@@ -130,7 +158,7 @@ fn a_seaweedfs_like_store_passes_with_its_differences_reported() {
     assert!(report.config_safe);
     assert_eq!(report.safe_strategies.len(), 2);
     // The body stored under a wrong hash is deleted too.
-    assert_eq!(report.requests, 15);
+    assert_eq!(report.requests, PASSING_REQUESTS + 1);
     assert!(io.store.objects.is_empty());
 }
 
@@ -167,9 +195,14 @@ fn a_store_without_if_match_recommends_epoch_objects() {
             (Capability::IfMatchPut, Verdict::Fail),
             (Capability::IfMatchMissingKey, Verdict::Fail),
             (Capability::IfMatchDelete, Verdict::Fail),
+            // Every racing update answered 501: no round decided.
+            (Capability::ConcurrentUpdate, Verdict::Unknown),
         ])
     );
     assert_eq!(verdict(&report, Capability::IfMatchPut).status, Some(501));
+    assert!(verdict(&report, Capability::ConcurrentUpdate)
+        .detail
+        .contains("none of 8 writers won (HTTP 501)"));
     assert!(report.results.iter().all(|r| !r.silent));
     assert_eq!(report.safe_strategies, [Strategy::EpochObjects]);
     assert_eq!(report.recommended_strategy, Some(Strategy::EpochObjects));
@@ -615,7 +648,7 @@ fn odd_replies() -> Vec<Result<S3Response, Error>> {
 #[test]
 fn odd_replies_at_any_step_never_panic_and_always_report_every_capability() {
     for odd in odd_replies() {
-        for at in 1..=17 {
+        for at in 1..=17 + RACE_REQUESTS {
             let mut model = ModelIo::new(NOW);
             let mut n = 0;
             let odd = odd.clone();
@@ -630,8 +663,12 @@ fn odd_replies_at_any_step_never_panic_and_always_report_every_capability() {
             .ready()
             {
                 Ok(report) => {
-                    assert_eq!(report.results.len(), Capability::S3_PROBES.len());
-                    assert!(report.requests <= 17, "{at}: {}", report.requests);
+                    assert_eq!(report.results.len(), reported().len());
+                    assert!(
+                        report.requests <= 17 + RACE_REQUESTS,
+                        "{at}: {}",
+                        report.requests
+                    );
                 }
                 Err(e) => assert_eq!(at, 1, "only the first request may end it: {e:?}"),
             }
@@ -648,7 +685,143 @@ fn odd_replies_at_any_step_never_panic_and_always_report_every_capability() {
             assert!(
                 !report.config_safe || report.results.iter().all(|r| r.verdict == Verdict::Pass)
             );
-            assert!(report.requests <= 17);
+            assert!(report.requests <= 17 + RACE_REQUESTS);
         }
+    }
+}
+
+mod race {
+    //! The race: stores that honour every condition one request at a time
+    //! and break when writers race.
+    use super::*;
+    use crate::testing::racing::{Race, Racing};
+
+    fn raced(race: Race) -> (Report, ModelIo) {
+        let mut model = ModelIo::new(NOW);
+        let report = run(&mut Racing {
+            io: &mut model,
+            race,
+        });
+        (report, model)
+    }
+
+    #[test]
+    fn a_store_that_checks_then_writes_is_refused_naming_the_round() {
+        let (report, model) = raced(Race::CheckThenWrite);
+        // One request at a time it is faithful: every probe passes.
+        for c in Capability::S3_PROBES {
+            assert_eq!(verdict(&report, c).verdict, Verdict::Pass, "{c:?}");
+        }
+        let create = verdict(&report, Capability::ConcurrentCreate);
+        assert_eq!(
+            (create.verdict, create.silent, create.status),
+            (Verdict::Fail, true, Some(200))
+        );
+        assert!(
+            create.detail.starts_with(
+                "round 1 of 3: 8 of 8 concurrent If-None-Match: * creates of one new key succeeded"
+            ),
+            "{}",
+            create.detail
+        );
+        let update = verdict(&report, Capability::ConcurrentUpdate);
+        assert_eq!((update.verdict, update.silent), (Verdict::Fail, true));
+        assert!(
+            update.detail.starts_with(
+                "round 1 of 3: 8 of 8 concurrent If-Match updates carrying one ETag succeeded"
+            ),
+            "{}",
+            update.detail
+        );
+        assert!(report.safe_strategies.is_empty(), "{report:#?}");
+        assert!(!report.config_safe);
+        match report.gate(Strategy::SingleObject, ExpiryClock::Server) {
+            Gate::Closed(r) => assert_eq!(r.capability, Capability::ConcurrentCreate),
+            other => panic!("{other:?}"),
+        }
+        match report.gate(Strategy::EpochObjects, ExpiryClock::Server) {
+            Gate::Closed(r) => assert_eq!(r.capability, Capability::ConcurrentCreate),
+            other => panic!("{other:?}"),
+        }
+        // The keys raced are deleted with the rest.
+        assert!(
+            model.store.objects.is_empty(),
+            "{:?}",
+            model.store.objects.keys()
+        );
+    }
+
+    #[test]
+    fn a_refused_write_that_lands_anyway_is_refused_too() {
+        let (report, _) = raced(Race::RefusedButApplied);
+        let create = verdict(&report, Capability::ConcurrentCreate);
+        assert_eq!((create.verdict, create.silent), (Verdict::Fail, true));
+        assert!(
+            create.detail.contains("round 1 of 3")
+                && create.detail.contains("a second write landed"),
+            "{}",
+            create.detail
+        );
+        assert!(!report.config_safe);
+    }
+
+    #[test]
+    fn an_atomic_store_passes_every_round() {
+        let (report, _) = raced(Race::Atomic);
+        assert_eq!(verdicts(&report), all_pass_but(&[]));
+    }
+
+    /// Lost replies and 5xx among the racing writers decide nothing: an
+    /// atomic store is never called broken for them, and a capability
+    /// with no clear round is unknown (probed again), never passed.
+    #[test]
+    fn unclear_replies_never_fail_an_atomic_store() {
+        for lose_every in [2, 3, 8] {
+            let mut model = ModelIo::new(NOW);
+            let mut n = 0;
+            let mut io = Intercept::new(&mut model, |req, io| {
+                // Only the racing writers: their bodies say "race".
+                if !req.body.windows(4).any(|w| w == b"race") {
+                    return None;
+                }
+                n += 1;
+                (n % lose_every == 0).then(|| {
+                    let applied = io.send(req).ready();
+                    match n % 3 {
+                        0 => Err(Error::Transport("reply lost".into())),
+                        _ => applied.map(|_| S3Response {
+                            status: 503,
+                            ..S3Response::default()
+                        }),
+                    }
+                })
+            });
+            let report = run(&mut io);
+            for c in [Capability::ConcurrentCreate, Capability::ConcurrentUpdate] {
+                let r = verdict(&report, c);
+                assert!(
+                    !r.silent && r.verdict != Verdict::Fail,
+                    "{lose_every}: {r:?}"
+                );
+            }
+        }
+        // Every writer's reply lost: nothing decided.
+        let mut model = ModelIo::new(NOW);
+        let mut io = Intercept::new(&mut model, |req, io| {
+            req.body.windows(4).any(|w| w == b"race").then(|| {
+                let _ = io.send(req).ready();
+                Err(Error::Transport("reply lost".into()))
+            })
+        });
+        let report = run(&mut io);
+        let create = verdict(&report, Capability::ConcurrentCreate);
+        assert_eq!(create.verdict, Verdict::Unknown, "{create:?}");
+        assert!(
+            matches!(
+                report.gate(Strategy::SingleObject, ExpiryClock::Server),
+                Gate::Undecided(_)
+            ),
+            "{report:#?}"
+        );
     }
 }

@@ -2,11 +2,13 @@
 //! one-client `Io` over it, and a linearizability checker for the fenced
 //! register.
 
+pub mod azure_model;
 pub mod dynamodb_model;
 pub mod history;
 pub mod intercept;
 pub mod linearizability;
 pub mod model_io;
+pub mod racing;
 pub mod rng;
 pub mod s3_model;
 pub mod sigv4_cases;

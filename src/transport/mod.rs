@@ -7,7 +7,7 @@
 use crate::prelude::*;
 
 use crate::bindings::wasi::http::types::{ErrorCode, Method as HttpMethod, Scheme as HttpScheme};
-use crate::config::{ClientConfig, Scheme};
+use crate::config::{AzureCredential, ClientConfig, Scheme, Store};
 use crate::driver::Io;
 use crate::error::Error;
 use crate::s3::{HttpRequest, Method, S3Request, S3Response};
@@ -15,23 +15,62 @@ use crate::sigv4::Credentials;
 use crate::wire;
 use core::cell::{Cell, RefCell};
 
+/// What requests are signed with now: the latest `set-credentials` and
+/// `set-azure-credential` (none yet: the config's).
+#[derive(Debug, Clone)]
+pub struct Secrets {
+    pub aws: Credentials,
+    pub azure: Option<AzureCredential>,
+}
+
+impl Secrets {
+    pub fn of(config: &ClientConfig) -> Self {
+        Secrets {
+            aws: config.credentials.clone(),
+            azure: None,
+        }
+    }
+}
+
 pub struct WasiIo<'a> {
     pub config: &'a ClientConfig,
-    /// Signs with these rather than `config`'s: the latest `set-credentials`.
-    pub credentials: &'a RefCell<Credentials>,
+    /// Signs with these rather than `config`'s.
+    pub secrets: &'a RefCell<Secrets>,
     /// Server clock minus ours, for signing only (kept by the client).
     pub signing_offset_ms: &'a Cell<i64>,
 }
 
-impl Io for WasiIo<'_> {
-    async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
+impl WasiIo<'_> {
+    /// `request` signed with the latest credentials, at the signing clock.
+    fn prepare(&mut self, request: &S3Request) -> crate::s3::HttpRequest {
         let signing_ms = self
             .now_ms()
             .saturating_add_signed(self.signing_offset_ms.get());
         let mut config = self.config.clone();
-        config.credentials = self.credentials.borrow().clone();
-        let reply = wasi::send(&wire::prepare(&config, request, signing_ms / 1000)).await?;
+        let secrets = self.secrets.borrow();
+        config.credentials = secrets.aws.clone();
+        if let (Some(credential), Store::AzureBlob(blob)) = (&secrets.azure, &mut config.store) {
+            blob.credential = credential.clone();
+        }
+        wire::prepare(&config, request, signing_ms / 1000)
+    }
+}
+
+impl Io for WasiIo<'_> {
+    async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
+        let reply = wasi::send(&self.prepare(request)).await?;
         Ok(wire::read_reply(self.config, request, reply))
+    }
+
+    /// All of them on the wire before any reply is awaited.
+    async fn send_all(&mut self, requests: &[S3Request]) -> Vec<Result<S3Response, Error>> {
+        let prepared: Vec<_> = requests.iter().map(|r| self.prepare(r)).collect();
+        let replies = wasi::send_all(&prepared).await;
+        replies
+            .into_iter()
+            .zip(requests)
+            .map(|(reply, request)| reply.map(|r| wire::read_reply(self.config, request, r)))
+            .collect()
     }
 
     fn correct_signing_clock(&mut self, server_ms: u64) {

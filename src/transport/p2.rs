@@ -11,7 +11,8 @@ use super::{
 use crate::bindings::wasi::clocks::{monotonic_clock, wall_clock};
 use crate::bindings::wasi::http::outgoing_handler;
 use crate::bindings::wasi::http::types::{
-    Fields, HeaderError, IncomingBody, OutgoingBody, OutgoingRequest, RequestOptions,
+    Fields, FutureIncomingResponse, HeaderError, IncomingBody, OutgoingBody, OutgoingRequest,
+    RequestOptions,
 };
 use crate::bindings::wasi::io::streams::StreamError;
 use crate::bindings::wasi::random::random;
@@ -40,6 +41,22 @@ pub fn random_u64() -> u64 {
 }
 
 pub async fn send(req: &HttpRequest) -> Result<S3Response, Error> {
+    let pending = start(req)?;
+    finish(req, pending)
+}
+
+/// Every request handed to the host first (it sends each as it gets it),
+/// then each reply read: they race at the store.
+pub async fn send_all(reqs: &[HttpRequest]) -> Vec<Result<S3Response, Error>> {
+    let pending: Vec<_> = reqs.iter().map(start).collect();
+    reqs.iter()
+        .zip(pending)
+        .map(|(req, pending)| pending.and_then(|p| finish(req, p)))
+        .collect()
+}
+
+/// Hands `req` to the host, body written: its reply is on the way.
+fn start(req: &HttpRequest) -> Result<FutureIncomingResponse, Error> {
     let headers = Fields::from_list(&header_entries(req)).map_err(|e| {
         let why = match e {
             HeaderError::InvalidSyntax => "invalid syntax",
@@ -63,7 +80,11 @@ pub async fn send(req: &HttpRequest) -> Result<S3Response, Error> {
     write_body(&body, &req.body)?;
     OutgoingBody::finish(body, None)
         .map_err(|e| transport("request body", &error_code_text(&e)))?;
+    Ok(future)
+}
 
+/// Waits for the reply to a started request, and reads it.
+fn finish(req: &HttpRequest, future: FutureIncomingResponse) -> Result<S3Response, Error> {
     future.subscribe().block();
     let response = match future.get() {
         Some(Ok(Ok(response))) => response,

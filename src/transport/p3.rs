@@ -19,7 +19,7 @@ use crate::bindings::wasi::random::random;
 use crate::error::Error;
 use crate::s3::{HttpRequest, S3Response};
 use core::future::{poll_fn, Future};
-use core::pin::pin;
+use core::pin::{pin, Pin};
 use core::task::Poll;
 
 /// Read at most this much per stream read.
@@ -105,6 +105,37 @@ pub async fn send(req: &HttpRequest) -> Result<S3Response, Error> {
         }
     }
     Ok(with_body(reply, body, false))
+}
+
+/// A request in flight.
+type Pending<'a> = Pin<Box<dyn Future<Output = Result<S3Response, Error>> + 'a>>;
+
+/// Every request at once: their futures polled together, so they race at
+/// the store.
+pub async fn send_all(reqs: &[HttpRequest]) -> Vec<Result<S3Response, Error>> {
+    let mut pending: Vec<Pending<'_>> = reqs
+        .iter()
+        .map(|r| Box::pin(send(r)) as Pin<Box<dyn Future<Output = _>>>)
+        .collect();
+    let mut done: Vec<Option<Result<S3Response, Error>>> = reqs.iter().map(|_| None).collect();
+    poll_fn(|cx| {
+        for (future, out) in pending.iter_mut().zip(done.iter_mut()) {
+            if out.is_none() {
+                if let Poll::Ready(reply) = future.as_mut().poll(cx) {
+                    *out = Some(reply);
+                }
+            }
+        }
+        if done.iter().all(Option::is_some) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+    done.into_iter()
+        .map(|d| d.unwrap_or_else(|| Err(transport("response", "not ready"))))
+        .collect()
 }
 
 /// Polls both until both are done: the request and its body's writer.

@@ -1,5 +1,6 @@
 //! The `s3-lease` binary, run as a user would, against a real S3 server.
 
+mod azure;
 mod credentials;
 mod dynamodb;
 mod exit_codes;

@@ -6,7 +6,7 @@ use host_test::s3s_fs::{self, S3sFs};
 use host_test::server::SeaweedFs;
 use serde_json::Value;
 
-const CAPABILITIES: [&str; 9] = [
+const CAPABILITIES: [&str; 11] = [
     "if-none-match-existing",
     "if-match-put",
     "if-match-missing-key",
@@ -16,6 +16,8 @@ const CAPABILITIES: [&str; 9] = [
     "conditional-get",
     "payload-hash",
     "clock-offset",
+    "concurrent-create",
+    "concurrent-update",
 ];
 
 fn verdict<'a>(report: &'a Value, capability: &str) -> &'a str {
@@ -50,7 +52,10 @@ fn seaweedfs_passes_the_preflight_as_a_table_and_as_json() {
     ] {
         assert_eq!(verdict(&report, needed), "pass", "{report}");
     }
-    assert!(report["requests"].as_u64().unwrap_or(0) >= 13, "{report}");
+    assert!(report["requests"].as_u64().unwrap_or(0) >= 70, "{report}");
+    for race in ["concurrent-create", "concurrent-update"] {
+        assert_eq!(verdict(&report, race), "pass", "{report}");
+    }
     assert!(
         report["safe_strategies"]
             .as_array()
@@ -166,4 +171,31 @@ fn the_preflight_finds_a_missing_bucket_before_writing_anything() {
         "the preflight created the bucket: {}",
         text(&out.stderr)
     );
+}
+
+/// A store that checks each condition, then writes without it a while
+/// later (SeaweedFS behind `host_test::racing_store`): every probe passes
+/// one at a time, the race finds several winners, exit 81, naming the
+/// capability and the round; `--check-store` takes no lock there.
+#[test]
+fn a_store_that_lets_racing_writers_all_win_is_refused_with_81() {
+    let store = host_test::racing_store::RacingStore::start(
+        host_test::server::shared(),
+        std::time::Duration::from_millis(200),
+    )
+    .unwrap();
+    let scene = Scene::on(store.endpoint(), "preflight-racing");
+    let out = scene.run(&["preflight"]);
+    assert_eq!(code(&out), 81, "{}", text(&out.stderr));
+    let (table, stderr) = (text(&out.stdout), text(&out.stderr));
+    println!("s3-lease preflight on a store that checks, then writes:\n{table}{stderr}");
+    assert!(table.contains("concurrent-create"), "{table}");
+    assert!(table.contains("round 1 of 3: "), "{table}");
+    assert!(table.contains("of 8 concurrent"), "{table}");
+    assert!(stderr.contains("concurrent-create fail"), "{stderr}");
+    let ran = scene.path("ran");
+    let touch = format!("touch {}", ran.display());
+    let out = scene.run(&["--check-store", "run", "k", "--", "sh", "-c", &touch]);
+    assert_eq!(code(&out), 81, "{}", text(&out.stderr));
+    assert!(!ran.exists(), "the command ran on a racing store");
 }

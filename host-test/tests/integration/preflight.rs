@@ -95,7 +95,14 @@ fn seaweedfs_passes_with_its_differences_reported() {
         [Strategy::SingleObject, Strategy::EpochObjects]
     );
     assert!(report.config_safe);
-    assert!(report.notes.iter().any(|n| n.contains("Atomicity")));
+    assert!(report
+        .notes
+        .iter()
+        .any(|n| n.contains("Raced 8 concurrent writers per round")));
+    for race in [Capability::ConcurrentCreate, Capability::ConcurrentUpdate] {
+        let r = result(&report, race);
+        assert_eq!(r.verdict, Verdict::Pass, "{race:?}: {}", r.detail);
+    }
     assert_no_scratch_left(&prefix);
     if !on_seaweedfs() {
         return;
@@ -233,4 +240,65 @@ fn a_store_that_ignores_delete_if_match_fails() {
     );
     assert!(report.safe_strategies.is_empty());
     assert_no_scratch_left(&prefix);
+}
+
+/// SeaweedFS behind a server that checks each PUT's condition itself, then
+/// writes without it 200 ms later (`host_test::racing_store`): one request
+/// at a time it is exact, and every probe passes; the race finds several
+/// winners and the store is refused, naming the round.
+#[test]
+fn a_store_that_checks_then_writes_is_refused_by_the_race() {
+    let store = host_test::racing_store::RacingStore::start(
+        endpoint(),
+        std::time::Duration::from_millis(200),
+    )
+    .unwrap();
+    let racing = store.endpoint();
+    let prefix = fresh_prefix("preflight-racing");
+    let mut i = opened_with(&racing.config(&prefix));
+    let report = preflight(&mut i);
+    print(
+        "a store that checks, then writes (SeaweedFS behind a racing server)",
+        &report,
+    );
+    for probe in [
+        Capability::IfNoneMatchExisting,
+        Capability::IfMatchPut,
+        Capability::IfMatchMissingKey,
+    ] {
+        assert_eq!(result(&report, probe).verdict, Verdict::Pass, "{probe:?}");
+    }
+    for race in [Capability::ConcurrentCreate, Capability::ConcurrentUpdate] {
+        let r = result(&report, race);
+        assert_eq!(
+            (r.verdict, r.silent),
+            (Verdict::Fail, true),
+            "{race:?}: {r:?}"
+        );
+        assert!(r.detail.starts_with("round 1 of 3: "), "{}", r.detail);
+        assert!(r.detail.contains("of 8 concurrent"), "{}", r.detail);
+    }
+    assert!(report.safe_strategies.is_empty());
+    assert!(!report.config_safe);
+    assert!(
+        store
+            .written_after_check
+            .load(std::sync::atomic::Ordering::Relaxed)
+            > 8
+    );
+    assert_no_scratch_left(&prefix);
+    // And a client that preflights refuses to grant there.
+    let mut guarded = opened_with(&{
+        let mut c = racing.config(&prefix);
+        c.preflight = Some(true);
+        c
+    });
+    let err = guarded
+        .try_acquire("k", &options(10_000))
+        .unwrap()
+        .unwrap_err();
+    match err {
+        E::StoreUnsafe(r) => assert_eq!(r.capability, Capability::ConcurrentCreate),
+        other => panic!("{other:?}"),
+    }
 }

@@ -9,14 +9,22 @@
 //!   EC2 instance metadata.
 //! - [`SdkProvider`]: the credentials provider of an `aws_config::SdkConfig`
 //!   a service has already loaded.
+//! - [`TokenSource`]: anything that hands out Azure Storage bearer tokens;
+//!   [`ManagedIdentity`], an Azure machine's own.
 //! - A client connected with a source keeps its credentials fresh on a
 //!   thread of its own (`refresh`), and on a store's `ExpiredToken` or
-//!   `InvalidAccessKeyId` fetches new ones once and retries once.
+//!   `InvalidAccessKeyId` (Azure: `InvalidAuthenticationInfo`) fetches new
+//!   ones once and retries once.
 
 mod aws_chain;
+pub mod azure;
+pub mod managed_identity;
 pub(crate) mod refresh;
+mod tokens;
 
 pub use aws_chain::{AwsChain, SdkProvider};
+pub use managed_identity::ManagedIdentity;
+pub use tokens::{AzureToken, SharedTokenSource, TokenSource};
 
 use crate::types::Credentials;
 use crate::Error;

@@ -123,6 +123,7 @@ impl EpochRewrite {
     fn forward(&mut self, step: Step<Option<LockState>>) -> Step<Lease> {
         match step {
             Step::Send(request) => Step::Send(request),
+            Step::SendAll(requests) => Step::SendAll(requests),
             // Whatever the reading found (or failed to), the lease is lost.
             Step::Done(found) => self.lost_to(found.ok().flatten()),
         }

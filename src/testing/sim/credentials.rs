@@ -7,6 +7,7 @@
 //! rest of a seed's world is drawn as it was before credentials expired.
 
 use super::host::Waiting;
+use super::setup::StoreKind;
 use crate::sigv4::Credentials;
 use crate::testing::rng::Rng;
 use s3_lease_keep::refresh::LEAD_MS;
@@ -113,6 +114,23 @@ impl Source {
             issued: 0,
             expiries: BTreeMap::new(),
         }
+    }
+
+    /// The source of a simulation on `kind`. On Azure the client signs
+    /// with the account's key, which the AWS keys a source hands out do not
+    /// replace: its source hands out keys that last the run (a managed
+    /// identity's token refresh is the host's, tested against a fake
+    /// metadata endpoint).
+    pub fn for_store(seed: u64, kind: StoreKind) -> Self {
+        let mut source = Source::new(seed);
+        if kind == StoreKind::Azure {
+            source.plan = SourcePlan {
+                lifetime: Lifetime::For(HOUR_MS),
+                fails: 0.0,
+                slow: 0.0,
+            };
+        }
+        source
     }
 
     /// How long the next fetch takes (ms, never 0: time moves on).

@@ -55,7 +55,7 @@ mod world;
 #[cfg(test)]
 mod tests;
 
-pub use setup::Setup;
+pub use setup::{Setup, StoreKind};
 
 use crate::fenced::{META_TOKEN, META_TOMBSTONE};
 use crate::testing::history::{self, Checked, Found, History, Violation};
@@ -214,22 +214,31 @@ pub struct Sim {
 impl Sim {
     /// A run on the S3 model.
     pub fn new(seed: u64) -> Self {
-        Sim::on(seed, false)
+        Sim::on(seed, StoreKind::S3)
     }
 
     /// A run on the DynamoDB model: single-object keys only (a table has
     /// no listing), no fenced writes (they are S3's), and the clocks a
     /// table allows (`holder`, `observed`); calls are also throttled.
     pub fn on_dynamodb(seed: u64) -> Self {
-        Sim::on(seed, true)
+        Sim::on(seed, StoreKind::DynamoDb)
     }
 
-    fn on(seed: u64, dynamodb: bool) -> Self {
+    /// A run on the Azure model: single-object keys only, every expiry
+    /// clock, fenced writes; racing writes meet 503 `ServerBusy` rather
+    /// than S3's 409.
+    pub fn on_azure(seed: u64) -> Self {
+        Sim::on(seed, StoreKind::Azure)
+    }
+
+    pub fn on(seed: u64, kind: StoreKind) -> Self {
         // Mixed, so sim seed n is not another suite's seed n.
         let mut rng = Rng::new(seed ^ 0x5EED_5EED_5EED_5EED);
-        let setup = Setup::new(&mut rng, dynamodb);
-        let store = if dynamodb {
+        let setup = Setup::for_store(&mut rng, kind);
+        let store = if kind == StoreKind::DynamoDb {
             SimStore::new_dynamodb(START_MS)
+        } else if kind == StoreKind::Azure {
+            SimStore::new_azure(START_MS)
         } else {
             let mut s3 = S3Model::new(START_MS);
             s3.missing_if_match = if rng.chance(0.5) {
@@ -241,7 +250,7 @@ impl Sim {
             SimStore::S3(s3)
         };
         let history = History::new(setup.key_specs());
-        let source = Source::new(seed);
+        let source = Source::for_store(seed, kind);
         let mut world = World::new(rng, setup, store, history, source);
         world.report.seeds = 1;
         world.report.seeds_with_unhealthy_source = u64::from(!world.source.plan.is_healthy());
@@ -460,14 +469,25 @@ pub fn run_seeds(
     total_steps: u64,
     dynamodb: bool,
 ) -> Result<Report, Failed> {
+    let kind = if dynamodb {
+        StoreKind::DynamoDb
+    } else {
+        StoreKind::S3
+    };
+    run_store_seeds(first, steps, total_steps, kind)
+}
+
+/// `run_seeds` on any store model.
+pub fn run_store_seeds(
+    first: u64,
+    steps: u64,
+    total_steps: u64,
+    kind: StoreKind,
+) -> Result<Report, Failed> {
     let mut total = Report::default();
     let mut seed = first;
     while total.steps < total_steps {
-        let sim = if dynamodb {
-            Sim::on_dynamodb(seed)
-        } else {
-            Sim::new(seed)
-        };
+        let sim = Sim::on(seed, kind);
         let (report, result) = sim.run(steps);
         total += &report;
         if let Err(v) = result {

@@ -4,6 +4,7 @@
 use super::store::TABLE;
 use crate::config::{ClientConfig, ExpiryClock, Store, Strategy};
 use crate::s3::S3Request;
+use crate::testing::azure_model::CONTAINER;
 use crate::testing::history::KeySpec;
 use crate::testing::rng::Rng;
 
@@ -95,9 +96,20 @@ impl Group {
     }
 }
 
+/// Which store model a run is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    S3,
+    DynamoDb,
+    Azure,
+}
+
 #[derive(Debug, Clone)]
 pub struct Setup {
     pub dynamodb: bool,
+    /// An Azure Blob container: single-object only, every clock, fenced
+    /// writes; no listing, no 501s.
+    pub azure: bool,
     pub locks: Group,
     pub leader: Group,
     pub electors: usize,
@@ -115,8 +127,27 @@ pub struct Setup {
 
 impl Setup {
     pub fn new(rng: &mut Rng, dynamodb: bool) -> Self {
+        let kind = if dynamodb {
+            StoreKind::DynamoDb
+        } else {
+            StoreKind::S3
+        };
+        Setup::for_store(rng, kind)
+    }
+
+    pub fn for_store(rng: &mut Rng, kind: StoreKind) -> Self {
+        let dynamodb = kind == StoreKind::DynamoDb;
+        let azure = kind == StoreKind::Azure;
         let combination = |rng: &mut Rng| {
-            if dynamodb {
+            if azure {
+                // A container: single-object, by any clock.
+                let clock = [
+                    ExpiryClock::Holder,
+                    ExpiryClock::Server,
+                    ExpiryClock::Observed,
+                ][rng.below(3) as usize];
+                (Strategy::SingleObject, clock)
+            } else if dynamodb {
                 // A table has no listing (single-object only) and no
                 // server time of a write (no `server`).
                 let clock = if rng.chance(0.5) {
@@ -182,6 +213,7 @@ impl Setup {
         let semaphores = [semaphore(rng), semaphore(rng), semaphore(rng)];
         Setup {
             dynamodb,
+            azure,
             locks,
             leader,
             electors: rng.range(3, 5) as usize,
@@ -189,8 +221,9 @@ impl Setup {
             request_timeout_ms: [None, Some(1_000), Some(3_000), Some(30_000)]
                 [rng.below(4) as usize],
             ignores_timeouts: [0.0, 0.2, 0.5][rng.below(3) as usize],
-            epoch_without_if_match: !dynamodb && rng.chance(0.25),
-            list_page_keys: (!dynamodb && rng.chance(0.3)).then(|| 1 + rng.below(3) as usize),
+            epoch_without_if_match: !dynamodb && !azure && rng.chance(0.25),
+            list_page_keys: (!dynamodb && !azure && rng.chance(0.3))
+                .then(|| 1 + rng.below(3) as usize),
             duration_ms: 120_000,
         }
     }
@@ -228,6 +261,12 @@ impl Setup {
             raw.store = Some(Store::DynamoDb {
                 table: TABLE.into(),
             });
+        }
+        if self.azure {
+            raw.endpoint = "http://127.0.0.1:10000".into();
+            raw.store = crate::testing::azure_model::client_config(CONTAINER)
+                .store
+                .into();
         }
         ClientConfig::validate(raw).expect("the simulation's configs are valid")
     }

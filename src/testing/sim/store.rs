@@ -1,9 +1,11 @@
-//! The store a simulation runs on: the S3 model, or the DynamoDB model
-//! behind the `dynamodb` translation (its clients' requests are the same
-//! protocol's; the model answers as DynamoDB would, read back as S3 shapes).
+//! The store a simulation runs on: the S3 model, or the DynamoDB or Azure
+//! model behind its translation (its clients' requests are the same
+//! protocol's; the model answers as the store would, read back as S3 shapes).
 
+use crate::azure::s3_metadata_name;
 use crate::dynamodb::decode_item;
 use crate::s3::{S3Request, S3Response};
+use crate::testing::azure_model::{AzureModel, CONTAINER};
 use crate::testing::dynamodb_model::DynamoModel;
 use crate::testing::s3_model::{Object, S3Model};
 
@@ -14,6 +16,7 @@ pub const TABLE: &str = "sim-table";
 pub enum SimStore {
     S3(S3Model),
     DynamoDb(DynamoModel),
+    Azure(AzureModel),
 }
 
 impl SimStore {
@@ -21,6 +24,7 @@ impl SimStore {
         match self {
             SimStore::S3(m) => m.handle(request),
             SimStore::DynamoDb(m) => m.handle(request),
+            SimStore::Azure(m) => m.handle(request),
         }
     }
 
@@ -28,37 +32,43 @@ impl SimStore {
         match self {
             SimStore::S3(m) => m.now_ms = now_ms,
             SimStore::DynamoDb(m) => m.now_ms = now_ms,
+            SimStore::Azure(m) => m.now_ms = now_ms,
         }
     }
 
     pub fn s3(&mut self) -> Option<&mut S3Model> {
         match self {
             SimStore::S3(m) => Some(m),
-            SimStore::DynamoDb(_) => None,
+            SimStore::DynamoDb(_) | SimStore::Azure(_) => None,
         }
     }
 
     /// The next conditional write meets a conflict: S3's 409, or
-    /// DynamoDB's `TransactionConflictException`. Neither is applied.
+    /// DynamoDB's `TransactionConflictException`, or Azure's 503
+    /// `ServerBusy` (it has no 409 for racing writes). None is applied.
     pub fn inject_conflict(&mut self) {
         match self {
             SimStore::S3(m) => m.conflicts = 1,
             SimStore::DynamoDb(m) => m.conflict_next = 1,
+            SimStore::Azure(m) => m.busy_next = 1,
         }
     }
 
     /// The store's answer to `request` signed with keys past their
     /// expiry: S3's 400 `ExpiredToken`, or DynamoDB's
-    /// `ExpiredTokenException` (read back as a 403). Nothing is applied.
+    /// `ExpiredTokenException` (read back as a 403), or Azure's 403
+    /// `AuthenticationFailed`. Nothing is applied.
     pub fn refuse_expired_token(&mut self, request: &S3Request) -> S3Response {
         match self {
             SimStore::S3(m) => m.expired_token_next = 1,
             SimStore::DynamoDb(m) => m.expired_token_next = 1,
+            SimStore::Azure(m) => m.expired_token_next = 1,
         }
         let answer = self.handle(request);
         match self {
             SimStore::S3(m) => m.expired_token_next = 0,
             SimStore::DynamoDb(m) => m.expired_token_next = 0,
+            SimStore::Azure(m) => m.expired_token_next = 0,
         }
         answer
     }
@@ -67,6 +77,7 @@ impl SimStore {
         match self {
             SimStore::S3(m) => m.conflicts = 0,
             SimStore::DynamoDb(m) => m.conflict_next = 0,
+            SimStore::Azure(m) => m.busy_next = 0,
         }
     }
 
@@ -85,7 +96,26 @@ impl SimStore {
                     metadata: Vec::new(),
                 })
             }
+            // Its metadata under S3's names, as the client reads them.
+            SimStore::Azure(m) => {
+                let blob = m.containers.get(CONTAINER)?.get(key)?;
+                Some(Object {
+                    body: blob.body.clone(),
+                    etag: blob.etag.clone(),
+                    last_modified_ms: blob.last_modified_ms,
+                    content_type: blob.content_type.clone(),
+                    metadata: blob
+                        .metadata
+                        .iter()
+                        .filter_map(|(k, v)| Some((s3_metadata_name(k)?, v.clone())))
+                        .collect(),
+                })
+            }
         }
+    }
+
+    pub fn new_azure(now_ms: u64) -> SimStore {
+        SimStore::Azure(AzureModel::new(now_ms))
     }
 
     pub fn new_dynamodb(now_ms: u64) -> SimStore {

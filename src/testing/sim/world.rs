@@ -679,9 +679,9 @@ impl World {
 
     /// What `key`'s objects hold at the end, for the checkers.
     pub fn final_reads(&mut self) {
-        let Some(s3) = self.store.s3() else {
+        if self.setup.dynamodb {
             return;
-        };
+        }
         let objects: Vec<String> = {
             let mut names: Vec<String> = self
                 .history
@@ -695,8 +695,8 @@ impl World {
         };
         let mut finals = Vec::new();
         for object in objects {
-            let found = s3.object(&object);
-            finals.push(super::final_read(&object, found));
+            let found = self.store.object(&object);
+            finals.push(super::final_read(&object, found.as_ref()));
         }
         self.history.finals = finals;
     }

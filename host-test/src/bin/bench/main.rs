@@ -9,8 +9,9 @@
 //!   default connection per request, and for a plain boto3 client of the
 //!   single-object design (`scripts/design_bench.py`), with the ratios;
 //! - the same operations on a DynamoDB table (`dynamodb.rs`: dynalite
-//!   started here, or `S3LEASE_BENCH_TABLE`), beside S3's, through the same
-//!   host and client code;
+//!   started here, or `S3LEASE_BENCH_TABLE`) and on an Azure Blob container
+//!   (`azure.rs`: Azurite started here, or `S3LEASE_BENCH_CONTAINER`),
+//!   beside S3's, through the same host and client code;
 //! - the floor (`floor.rs`): the bare requests each operation sends,
 //!   signed ahead of time and sent by a plain keep-alive client, interleaved
 //!   with the component's operations, each operation's p50 as a ratio to
@@ -29,6 +30,7 @@
 //! Numbers, not pass/fail. It prints the machine, the commit and the build
 //! profile it ran on: a debug build of wasmtime runs several times slower.
 
+mod azure;
 mod boto3;
 mod builds;
 mod ceiling;
@@ -393,27 +395,46 @@ fn main() -> Result<()> {
          the component, GET + PUT for the design client)"
     );
 
-    match dynamodb::table(&format!("{prefix}dynamodb/")) {
-        Ok(table) => {
-            let d = per_operation(&table.config, true, rounds)?;
-            println!(
-                "\nper operation, S3 and DynamoDB side by side (ms; pooled HTTP; DynamoDB: {})\n\
-                 {:<14} {:>27} {:>27}",
-                table.what, "", "S3", "DynamoDB"
-            );
-            println!(
-                "{:<14} {:>9}{:>9}{:>9} {:>9}{:>9}{:>9}",
-                "operation", "p50", "p99", "cpu", "p50", "p99", "cpu"
-            );
-            for (i, name) in boto3::OPERATIONS.iter().enumerate() {
-                let (p, d) = (pooled[i], d[i]);
-                println!(
-                    "{name:<14} {:>9.2}{:>9.2}{:>9.3} {:>9.2}{:>9.2}{:>9.3}",
-                    p.p50, p.p99, p.cpu, d.p50, d.p99, d.cpu
-                );
-            }
-        }
-        Err(e) => println!("\nDynamoDB figures: skipped ({e:#})"),
+    // The three stores side by side, in this one run.
+    let dynamodb = dynamodb::table(&format!("{prefix}dynamodb/"))
+        .and_then(|t| Ok((per_operation(&t.config, true, rounds)?, t.what)));
+    let azure = azure::container(&format!("{prefix}azure/"))
+        .and_then(|c| Ok((per_operation(&c.config, true, rounds)?, c.what)));
+    let what = |r: &Result<([boto3::Figures; 4], String)>| match r {
+        Ok((_, what)) => what.clone(),
+        Err(e) => format!("skipped ({e:#})"),
+    };
+    println!(
+        "\nper operation, S3, DynamoDB and Azure Blob side by side (ms; pooled HTTP)\n  \
+         DynamoDB: {}\n  Azure Blob: {}\n{:<14} {:>27} {:>27} {:>27}",
+        what(&dynamodb),
+        what(&azure),
+        "",
+        "S3",
+        "DynamoDB",
+        "Azure Blob"
+    );
+    println!(
+        "{:<14} {:>9}{:>9}{:>9} {:>9}{:>9}{:>9} {:>9}{:>9}{:>9}",
+        "operation", "p50", "p99", "cpu", "p50", "p99", "cpu", "p50", "p99", "cpu"
+    );
+    let cells = |r: &Result<([boto3::Figures; 4], String)>, i: usize| match r {
+        Ok((stats, _)) => format!(
+            "{:>9.2}{:>9.2}{:>9.3}",
+            stats[i].p50, stats[i].p99, stats[i].cpu
+        ),
+        Err(_) => format!("{:>9}{:>9}{:>9}", "-", "-", "-"),
+    };
+    for (i, name) in boto3::OPERATIONS.iter().enumerate() {
+        let p = pooled[i];
+        println!(
+            "{name:<14} {:>9.2}{:>9.2}{:>9.3} {} {}",
+            p.p50,
+            p.p99,
+            p.cpu,
+            cells(&dynamodb, i),
+            cells(&azure, i)
+        );
     }
 
     floor::run(&endpoint, &format!("{prefix}floor/"), rounds)?.print();

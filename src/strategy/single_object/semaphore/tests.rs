@@ -321,6 +321,7 @@ fn a_write_after_a_lost_reply_takes_a_new_write_id() {
     );
     let send = |step: Step<_>| match step {
         Step::Send(r) => r,
+        Step::SendAll(_) => panic!("expected one request, got a batch"),
         Step::Done(d) => panic!("expected a request, got {d:?}"),
     };
     // a's grant lands; its reply is lost, and its re-read is slow.

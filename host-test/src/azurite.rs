@@ -1,0 +1,233 @@
+//! An Azure Blob Storage endpoint for tests: Azurite (npm, Microsoft's
+//! emulator), from `S3LEASE_AZURITE` or the workspace's
+//! `host-test/azurite/node_modules/azurite/dist/src/blob/main.js`
+//! (installed by `scripts/setup.sh`), started with node on a free loopback
+//! port, its blobs in memory, and watched so that it stops when this
+//! process ends. It checks Shared Key signatures, and answers conditional
+//! writes as Azure does (409 `BlobAlreadyExists`, 412 `ConditionNotMet`).
+
+use crate::admin::Admin;
+use crate::bindings::{AddressingStyle, AzureBlob, AzureCredential, Config, Credentials, Store};
+use anyhow::{bail, Context, Result};
+use s3_lease::config::{Addressing, ClientConfig, RawConfig};
+use s3_lease::s3::{Method, S3Request};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub use s3_lease_host::credentials::azure::{DEV_ACCOUNT, DEV_KEY};
+
+/// Azurite's blob service: `S3LEASE_AZURITE`, else setup.sh's install.
+pub fn azurite_path() -> PathBuf {
+    crate::env_or_workspace_path(
+        "S3LEASE_AZURITE",
+        "host-test/azurite/node_modules/azurite/dist/src/blob/main.js",
+    )
+}
+
+/// An Azure account's blob endpoint and its key.
+#[derive(Debug, Clone)]
+pub struct AzureEndpoint {
+    /// `http://127.0.0.1:<port>`: the account goes first in every path.
+    pub url: String,
+    pub account: String,
+    pub key: String,
+    /// The container the tests' locks live in.
+    pub container: String,
+}
+
+impl AzureEndpoint {
+    /// The connection string the Azure SDKs (and our host) read.
+    pub fn connection_string(&self) -> String {
+        format!(
+            "DefaultEndpointsProtocol=http;AccountName={};AccountKey={};BlobEndpoint={}/{};",
+            self.account, self.key, self.url, self.account
+        )
+    }
+
+    /// The crate's validated config for `container`: what the admin calls
+    /// sign with.
+    pub fn client_config(&self, container: &str) -> Result<ClientConfig> {
+        let credential = s3_lease::config::AzureCredential::shared_key(&self.key)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        ClientConfig::validate(RawConfig {
+            endpoint: self.url.clone(),
+            region: "azure".into(),
+            bucket: String::new(),
+            addressing: Addressing::Path,
+            credentials: s3_lease::sigv4::Credentials {
+                access_key_id: String::new(),
+                secret_access_key: String::new(),
+                session_token: None,
+            },
+            key_prefix: None,
+            request_timeout_ms: None,
+            strategy: None,
+            expiry_clock: None,
+            preflight: None,
+            seal_key: None,
+            store: Some(s3_lease::config::Store::AzureBlob(
+                s3_lease::config::AzureBlob {
+                    account: self.account.clone(),
+                    container: container.to_string(),
+                    credential,
+                },
+            )),
+        })
+        .map_err(|e| anyhow::anyhow!("{e}"))
+    }
+
+    /// Raw Blob calls on `container`, outside the component.
+    pub fn admin(&self) -> Result<Admin> {
+        Admin::new(self.client_config(&self.container)?)
+    }
+
+    /// The component's config, keys under `key_prefix`, signed with the
+    /// account key.
+    pub fn config(&self, key_prefix: &str) -> Config {
+        self.config_with(key_prefix, AzureCredential::SharedKey(self.key.clone()))
+    }
+
+    pub fn config_with(&self, key_prefix: &str, credential: AzureCredential) -> Config {
+        Config {
+            endpoint: self.url.clone(),
+            region: "azure".into(),
+            bucket: String::new(),
+            addressing: AddressingStyle::Path,
+            credentials: Credentials {
+                access_key_id: String::new(),
+                secret_access_key: String::new(),
+                session_token: None,
+            },
+            key_prefix: Some(key_prefix.to_string()),
+            request_timeout_ms: None,
+            strategy: None,
+            expiry_clock: None,
+            preflight: None,
+            seal_key: None,
+            store: Some(Store::AzureBlob(AzureBlob {
+                account: self.account.clone(),
+                container: self.container.clone(),
+                credential,
+            })),
+        }
+    }
+
+    /// The host crate's config, from the variables a user's program reads.
+    pub fn host_config(&self, key_prefix: &str) -> Result<s3_lease_host::S3Config> {
+        let mut c = s3_lease_host::S3Config::from_azure_vars(&self.container, |name| match name {
+            "AZURE_STORAGE_CONNECTION_STRING" => Some(self.connection_string()),
+            _ => None,
+        })
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        c.key_prefix = Some(key_prefix.to_string());
+        Ok(c)
+    }
+
+    /// Creates the container (Create Container); an existing one is fine.
+    pub fn create_container(&self) -> Result<()> {
+        let mut req = S3Request::new(Method::Put, "", 64 * 1024);
+        req.query = vec![("restype".into(), "container".into())];
+        let r = self.admin()?.send(req)?;
+        match r.status {
+            200 | 201 => Ok(()),
+            409 if r.s3_error().code == "ContainerAlreadyExists" => Ok(()),
+            _ => bail!("creating container {}: {}", self.container, r.s3_error()),
+        }
+    }
+}
+
+/// A running Azurite; stopped when dropped or when this process exits.
+pub struct Azurite {
+    pub endpoint: AzureEndpoint,
+    watchdog: Child,
+}
+
+impl Drop for Azurite {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg(self.watchdog.id().to_string())
+            .status();
+        let _ = self.watchdog.wait();
+    }
+}
+
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
+}
+
+impl Azurite {
+    pub fn start() -> Result<Azurite> {
+        let main = azurite_path();
+        if !main.exists() {
+            bail!(
+                "Azurite not found at {}: run scripts/test.sh (it installs it), or set S3LEASE_AZURITE",
+                main.display()
+            );
+        }
+        let port = free_port()?;
+        let dir =
+            std::env::temp_dir().join(format!("s3lease-azurite-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        // In memory (so no --location: its own directory is the working
+        // one), no access log, any API version.
+        let script = r#"
+            main="$1"; port="$2"; dir="$3"
+            cd "$dir" || exit 1
+            node "$main" --blobHost 127.0.0.1 --blobPort "$port" \
+                --inMemoryPersistence --skipApiVersionCheck --silent --disableTelemetry >"$dir/azurite.log" 2>&1 &
+            a=$!
+            trap 'kill "$a" 2>/dev/null; wait "$a" 2>/dev/null; rm -rf "$dir"; exit 0' TERM INT
+            while kill -0 "$S3LEASE_PARENT" 2>/dev/null && kill -0 "$a" 2>/dev/null; do sleep 0.3; done
+            kill "$a" 2>/dev/null; wait "$a" 2>/dev/null; rm -rf "$dir"
+        "#;
+        let watchdog = Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .arg("watchdog")
+            .arg(&main)
+            .arg(port.to_string())
+            .arg(&dir)
+            .env("S3LEASE_PARENT", std::process::id().to_string())
+            .stdin(Stdio::null())
+            .spawn()
+            .context("starting Azurite")?;
+        let server = Azurite {
+            endpoint: AzureEndpoint {
+                url: format!("http://127.0.0.1:{port}"),
+                account: DEV_ACCOUNT.into(),
+                key: DEV_KEY.into(),
+                container: "s3-lease-test".into(),
+            },
+            watchdog,
+        };
+        server.wait_ready(&dir)?;
+        server.endpoint.create_container()?;
+        Ok(server)
+    }
+
+    fn wait_ready(&self, dir: &std::path::Path) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let address = self.endpoint.url.trim_start_matches("http://").to_string();
+        loop {
+            if std::net::TcpStream::connect(&address).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let log = std::fs::read_to_string(dir.join("azurite.log")).unwrap_or_default();
+                bail!("Azurite not listening after 30 s; its log:\n{log}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// The Azurite shared by all tests of this process: started once.
+pub fn shared() -> &'static AzureEndpoint {
+    static SHARED: OnceLock<Azurite> = OnceLock::new();
+    &SHARED
+        .get_or_init(|| Azurite::start().unwrap_or_else(|e| panic!("no Azurite: {e:#}")))
+        .endpoint
+}

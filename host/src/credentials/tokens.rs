@@ -1,0 +1,101 @@
+//! Azure bearer tokens: where a live Azure client takes fresh ones from
+//! (a managed identity, or the caller's own [`TokenSource`]), and the last
+//! one fetched, shared by the clients of one config.
+
+use super::refresh;
+use crate::Error;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+/// A bearer token for Azure Storage and when it expires. `Debug` never
+/// shows the token.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AzureToken {
+    pub token: String,
+    /// `None`: the source did not say.
+    pub expires: Option<SystemTime>,
+}
+
+impl AzureToken {
+    pub fn new(token: impl Into<String>, expires: Option<SystemTime>) -> Self {
+        AzureToken {
+            token: token.into(),
+            expires,
+        }
+    }
+}
+
+impl fmt::Debug for AzureToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AzureToken")
+            .field("token", &"<redacted>")
+            .field("expires", &self.expires)
+            .finish()
+    }
+}
+
+/// Hands out Azure Storage bearer tokens, a fresh one on every call (a
+/// client calls it ahead of expiry, and once after the store refused the
+/// old one). Errors must not carry secrets.
+pub trait TokenSource: Send + Sync + 'static {
+    fn fetch(&self) -> Result<AzureToken, Error>;
+}
+
+/// A [`TokenSource`] an Azure client refreshes from, in an [`AzureBlob`]
+/// (compared by identity). It keeps the last token fetched, so that
+/// clients connected from one config do not each fetch one again.
+///
+/// [`AzureBlob`]: crate::AzureBlob
+#[derive(Clone)]
+pub struct SharedTokenSource {
+    source: Arc<dyn TokenSource>,
+    /// The last fetch, and when it was made.
+    last: Arc<Mutex<Option<(SystemTime, AzureToken)>>>,
+}
+
+impl SharedTokenSource {
+    pub fn new(source: impl TokenSource) -> Self {
+        SharedTokenSource {
+            source: Arc::new(source),
+            last: Arc::default(),
+        }
+    }
+
+    /// Fetches from the source now, and keeps what it gave.
+    pub fn fetch(&self) -> Result<AzureToken, Error> {
+        let token = self.source.fetch()?;
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((SystemTime::now(), token.clone()));
+        Ok(token)
+    }
+
+    /// The last token fetched, unless it is due for a refresh (or there is
+    /// none yet): then a fetch.
+    pub fn latest(&self) -> Result<AzureToken, Error> {
+        let last = self.last.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        match last {
+            Some((at, t))
+                if refresh::due_at(at, t.expires).is_none_or(|due| due > SystemTime::now()) =>
+            {
+                Ok(t)
+            }
+            _ => self.fetch(),
+        }
+    }
+}
+
+impl PartialEq for SharedTokenSource {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.source, &other.source)
+    }
+}
+
+impl Eq for SharedTokenSource {}
+
+impl fmt::Debug for SharedTokenSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SharedTokenSource(..)")
+    }
+}
