@@ -26,7 +26,7 @@ source scripts/setup.sh
 finished "setup: what the demo needs (component, venv, wasm-opt)"
 setup_test_tools
 install_s3s_fs
-finished "setup: what only the tests need (wac, jco, the HTTP function, dynalite, s3s-fs)"
+finished "setup: what only the tests need (wac, jco, the HTTP function, dynalite, Azurite, s3s-fs)"
 
 # Most tests wait on a server, not on the CPU: more run at once than the
 # machine has cores (set RUST_TEST_THREADS to override).
