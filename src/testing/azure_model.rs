@@ -56,9 +56,6 @@ pub struct AzureModel {
     /// The next this many writes are refused with 503 `ServerBusy`
     /// before anything is applied: Azure's throttling.
     pub busy_next: u32,
-    /// Refuse the next this-many requests as Azure refuses a token past
-    /// its expiry: 403 `AuthenticationFailed`, nothing applied.
-    pub expired_token_next: u32,
     /// The client config `handle` signs with.
     pub client: ClientConfig,
     next_etag: u64,
@@ -171,7 +168,6 @@ impl AzureModel {
             sas_signatures: Vec::new(),
             bearer_tokens: Vec::new(),
             busy_next: 0,
-            expired_token_next: 0,
             client: client_config(CONTAINER),
             next_etag: 1,
             next_request_id: 1,
@@ -215,19 +211,7 @@ impl AzureModel {
     pub fn handle_http(&mut self, req: &HttpRequest) -> S3Response {
         let request_id = format!("{:08x}-0000-0000-0000-model{:07}", self.next_request_id, 0);
         self.next_request_id += 1;
-        let outcome = if self.expired_token_next > 0 {
-            self.expired_token_next -= 1;
-            Err(Refusal {
-                detail: Some("Signed expiry time has passed.".into()),
-                ..refuse(
-                    403,
-                    "AuthenticationFailed",
-                    "Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.",
-                )
-            })
-        } else {
-            self.authorized(req).and_then(|()| self.serve(req))
-        };
+        let outcome = self.authorized(req).and_then(|()| self.serve(req));
         let mut reply = match outcome {
             Ok(reply) => reply,
             Err(refusal) => self.error_reply(req, &refusal, &request_id),

@@ -15,9 +15,7 @@
 use super::leases::{clock_ticks_per_second, cpu_ticks, Status};
 use anyhow::{Context, Result};
 use host_test::server::Endpoint;
-use s3_lease_host::{
-    AcquireOptions, Client, CompileCache, ComponentSource, Lease, Runtime, RuntimeOptions,
-};
+use s3_lease_host::{AcquireOptions, Client, Lease, Runtime};
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 
@@ -37,15 +35,7 @@ const ACQUIRE_WAIT: Duration = Duration::from_secs(20);
 const MAX_LEASES: usize = 100_000;
 
 pub fn run(endpoint: &Endpoint, prefix: &str, settings: &Settings) -> Result<()> {
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let runtime = Runtime::with_options(RuntimeOptions {
-        source: ComponentSource::from_env(),
-        cache: CompileCache::from_env(),
-        pooled_http: true,
-    })?;
-    let config = endpoint.host_config(prefix)?;
+    let (tokio, runtime, config) = super::leases::setup(endpoint, prefix)?;
     tokio.block_on(climb(&runtime, &config, settings))
 }
 

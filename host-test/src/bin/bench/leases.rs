@@ -41,7 +41,12 @@ const PROBE_EVERY: Duration = Duration::from_millis(200);
 /// The probe cycles through this many keys of its own.
 const PROBE_KEYS: usize = 16;
 
-pub fn run(endpoint: &Endpoint, prefix: &str, settings: &Settings) -> Result<()> {
+/// What both scale measurements run on: a tokio runtime, the component
+/// with pooled HTTP, and the endpoint's config under `prefix`.
+pub(super) fn setup(
+    endpoint: &Endpoint,
+    prefix: &str,
+) -> Result<(tokio::runtime::Runtime, Runtime, s3_lease_host::S3Config)> {
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -50,7 +55,11 @@ pub fn run(endpoint: &Endpoint, prefix: &str, settings: &Settings) -> Result<()>
         cache: CompileCache::from_env(),
         pooled_http: true,
     })?;
-    let config = endpoint.host_config(prefix)?;
+    Ok((tokio, runtime, endpoint.host_config(prefix)?))
+}
+
+pub fn run(endpoint: &Endpoint, prefix: &str, settings: &Settings) -> Result<()> {
+    let (tokio, runtime, config) = setup(endpoint, prefix)?;
     let report = tokio.block_on(hold(&runtime, &config, settings))?;
     report.print(settings, &endpoint.url);
     if report.lost > 0 || report.tokens_changed > 0 {

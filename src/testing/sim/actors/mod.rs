@@ -77,12 +77,8 @@ pub fn expect_fault(io: &SimIo, what: &str, e: &Error) {
     // A HEAD's reply has no body, so no code: a bare 400 is its keys
     // refused as expired, if the store refused this life's keys before.
     let bare_400 = matches!(e, Error::S3(s) if s.status == 400 && s.code.is_empty());
-    // Azure says the same `AuthenticationFailed` for an expired token as
-    // for a bad signature: explained only once the store refused this
-    // life's keys as expired.
-    let azure_refusal = matches!(e, Error::AccessDenied(s) if s.code == "AuthenticationFailed");
     let refused = io.with(|w, id| w.hosts[id].credentials.refused > 0);
-    let explained = is_injected_fault(e) || ((bare_400 || azure_refusal) && refused);
+    let explained = is_injected_fault(e) || (bare_400 && refused);
     if !explained {
         let who = io.with(|w, id| w.who(id));
         io.with(|w, _| {
