@@ -71,16 +71,33 @@ enum Waited {
 
 /// Waits for a slot, runs the command in it, releases it.
 pub fn run_in_slot(client: &Client, r: SlotRun) -> Result<i32, Failure> {
-    let guard = match wait_for_slot(client, &r)? {
-        Waited::Granted(guard) => guard,
-        Waited::Signalled(signal) => {
-            r.say(
-                "gave-up",
-                None,
-                format!("{} while waiting; giving up", signals::name(signal)),
-            );
-            r.leave(client);
-            return Ok(128 + signal);
+    let started = Instant::now();
+    let guard = loop {
+        match wait_for_slot(client, &r, started)? {
+            // The slot may have run out between the grant and now (a
+            // stalled process): never start the command outside it.
+            Waited::Granted(guard) if guard.lost().is_some() => {
+                let token = guard.record().token;
+                let _ = guard.release();
+                r.say(
+                    "ended-before-start",
+                    Some(token),
+                    format!(
+                        "the slot of {} ran out before the command could start; waiting again",
+                        r.key
+                    ),
+                );
+            }
+            Waited::Granted(guard) => break guard,
+            Waited::Signalled(signal) => {
+                r.say(
+                    "gave-up",
+                    None,
+                    format!("{} while waiting; giving up", signals::name(signal)),
+                );
+                r.leave(client);
+                return Ok(128 + signal);
+            }
         }
     };
     let lease = guard.record();
@@ -185,8 +202,9 @@ fn describe(why: &LostReason) -> String {
     }
 }
 
-fn wait_for_slot(client: &Client, r: &SlotRun) -> Result<Waited, Failure> {
-    let started = Instant::now();
+/// Waits for a slot; `started` is when the whole wait began (`--wait`
+/// counts from it).
+fn wait_for_slot(client: &Client, r: &SlotRun, started: Instant) -> Result<Waited, Failure> {
     let deadline = r.wait.map(|w| started + w);
     let poll = (r.ttl() / 10).clamp(Duration::from_millis(50), Duration::from_secs(1));
     let mut last_place = None;

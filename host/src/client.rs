@@ -177,16 +177,19 @@ impl Client {
     }
 
     /// One attempt at the lock: held (renewing itself) if granted, `None`
-    /// while someone else holds a live lease.
+    /// while someone else holds a live lease. A grant whose reply came
+    /// after its claim ran out is released and fails the attempt with a
+    /// transient error (worth another).
     pub async fn try_acquire(
         &self,
         key: &str,
         options: &AcquireOptions,
     ) -> Result<Option<Lease>, Error> {
-        let attempt = Instant::now();
         match self.attempt(key, options).await? {
-            Attempted::Granted(record) => Ok(Some(self.hold(record, attempt, options))),
-            Attempted::Missed(..) => Ok(None),
+            (Attempted::Granted(record), began) => {
+                self.keep_grant(record, began, options).map(Some)
+            }
+            (Attempted::Missed(..), _) => Ok(None),
         }
     }
 
@@ -200,25 +203,25 @@ impl Client {
         wait: Duration,
     ) -> Result<Lease, Error> {
         let options = with_holder_id(options);
-        let (record, attempt) = self
-            .wait_for(key, wait, 0, || self.attempt(key, &options))
-            .await?;
-        Ok(self.hold(record, attempt, &options))
+        self.wait_for(key, &options, wait, 0, || self.attempt(key, &options))
+            .await
     }
 
-    /// One attempt at one of `key`'s slots (a semaphore): held if granted.
-    /// A fair waiter that stops trying should [`Client::leave_queue`].
+    /// One attempt at one of `key`'s slots (a semaphore): held if granted
+    /// (a late grant fails as in [`Client::try_acquire`]). A fair waiter
+    /// that stops trying should [`Client::leave_queue`].
     pub async fn try_acquire_slot(
         &self,
         key: &str,
         options: &AcquireOptions,
         slot: SlotOptions,
     ) -> Result<SlotGrant, Error> {
-        let attempt = Instant::now();
         Ok(match self.slot_attempt(key, options, slot).await? {
-            Attempted::Granted(record) => SlotGrant::Granted(self.hold(record, attempt, options)),
-            Attempted::Missed(Missed::Queued, _, place) => SlotGrant::Queued { place },
-            Attempted::Missed(_, seen, _) => SlotGrant::Full(seen),
+            (Attempted::Granted(record), began) => {
+                SlotGrant::Granted(self.keep_grant(record, began, options)?)
+            }
+            (Attempted::Missed(Missed::Queued, _, place), _) => SlotGrant::Queued { place },
+            (Attempted::Missed(_, seen, _), _) => SlotGrant::Full(seen),
         })
     }
 
@@ -241,31 +244,59 @@ impl Client {
         };
         let poll_ms = fair_poll_ms(millis(options.ttl));
         let result = self
-            .wait_for(key, wait, poll_ms, || {
+            .wait_for(key, &options, wait, poll_ms, || {
                 self.slot_attempt(key, &options, slot)
             })
             .await;
         if result.is_ok() {
             leave.armed = false;
         }
-        let (record, attempt) = result?;
-        Ok(self.hold(record, attempt, &options))
+        result
     }
 
     /// Keeps `record`, granted by an attempt that began at `since`, held
     /// (renewing on the client's scheduler) until the lease is dropped or
     /// released: for a lease granted through the record calls.
     pub fn hold(&self, record: LeaseRecord, since: Instant, options: &AcquireOptions) -> Lease {
-        let timing = match options.deadline {
-            Some(deadline) => Timing::new(millis(record.ttl), millis(deadline)),
-            None => Timing::for_ttl(millis(record.ttl)),
-        };
+        let timing = timing(record.ttl, options);
         Lease::start(self.clone(), record, since, timing)
     }
 
-    /// One grant attempt; a grant that comes back after the caller gave
-    /// up waiting for it (the future dropped) is released.
-    async fn attempt(&self, key: &str, options: &AcquireOptions) -> Result<Attempted, Error> {
+    /// Holds a grant of one of our attempts, begun at `began`, unless its
+    /// reply came after the claim it gives had run out (a busy machine, a
+    /// slow store): such a grant is released and the attempt counts as a
+    /// transient failure, so that no caller starts work under a lease
+    /// that is already over.
+    fn keep_grant(
+        &self,
+        record: LeaseRecord,
+        began: Instant,
+        options: &AcquireOptions,
+    ) -> Result<Lease, Error> {
+        let timing = timing(record.ttl, options);
+        let took = began.elapsed();
+        if millis(took) < timing.deadline_ms {
+            return Ok(Lease::start(self.clone(), record, began, timing));
+        }
+        let index = self.inner.pool.index_of(&record.key);
+        release_in_background(Arc::downgrade(&self.inner), index, convert::lease(&record));
+        Err(Error::transport(format!(
+            "the grant of {} came {} ms after its attempt began, past the lease's safe \
+             margin of {} ms (released)",
+            record.key,
+            millis(took),
+            timing.deadline_ms
+        )))
+    }
+
+    /// One grant attempt, with when its call began on the instance; a
+    /// grant that comes back after the caller gave up waiting for it (the
+    /// future dropped) is released.
+    async fn attempt(
+        &self,
+        key: &str,
+        options: &AcquireOptions,
+    ) -> Result<(Attempted, Instant), Error> {
         let wit_options = convert::options(options);
         let key_owned = key.to_string();
         // `acquire` with no time to wait: one attempt that names the holder.
@@ -274,12 +305,15 @@ impl Client {
             .await;
         match outcome {
             Ok(attempted) => Ok(attempted),
-            Err(e) if e.kind() == ErrorKind::Timeout => Ok(Attempted::Missed(
-                Missed::Held {
-                    expires_in_ms: e.holder().map(|h| millis(h.expires_in)),
-                },
-                e.holder().cloned(),
-                0,
+            Err(e) if e.kind() == ErrorKind::Timeout => Ok((
+                Attempted::Missed(
+                    Missed::Held {
+                        expires_in_ms: e.holder().map(|h| millis(h.expires_in)),
+                    },
+                    e.holder().cloned(),
+                    0,
+                ),
+                Instant::now(),
             )),
             Err(e) => Err(e),
         }
@@ -294,7 +328,7 @@ impl Client {
         key: &str,
         options: &AcquireOptions,
         slot: SlotOptions,
-    ) -> Result<Attempted, Error> {
+    ) -> Result<(Attempted, Instant), Error> {
         let (wit_options, wit_slot) = (convert::options(options), convert::slot_options(slot));
         let key_owned = key.to_string();
         let attempt = self
@@ -306,20 +340,28 @@ impl Client {
         Ok(attempt)
     }
 
-    /// A call that may grant a lease, run so that a grant nobody waits for
-    /// any more is released: if the caller's future is dropped while the
-    /// call runs, the blocking call sees its receiver gone and releases;
-    /// if it is dropped once the grant is in the channel, the receiver's
-    /// guard takes it out and releases it.
+    /// A call that may grant a lease, with the instant the call began on
+    /// its instance (after any wait for the instance and its making: the
+    /// granting write was sent after it, so a grant counted from it is
+    /// counted safely). Run so that a grant nobody waits for any more is
+    /// released: if the caller's future is dropped while the call runs,
+    /// the blocking call sees its receiver gone and releases; if it is
+    /// dropped once the grant is in the channel, the receiver's guard
+    /// takes it out and releases it.
     async fn call_granting<T: Granting + Send + 'static>(
         &self,
         key: &str,
         f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + 'static,
-    ) -> Result<T::Output, Error> {
+    ) -> Result<(T::Output, Instant), Error> {
         let (tx, rx) = oneshot::channel();
         let index = self.inner.pool.index_of(key);
         self.inner.pool.send_job(index, move |opener, instance| {
-            let result = opener.run(instance, f);
+            let mut began = Instant::now();
+            let result = opener.run(instance, |raw| {
+                began = Instant::now();
+                f(raw)
+            });
+            let result = result.map(|granting| Began(granting, began));
             if let Err(Ok(unwanted)) = tx.send(result) {
                 if let Some(lease) = unwanted.granted() {
                     // Best effort: if it fails, the lease simply runs out.
@@ -337,28 +379,36 @@ impl Client {
     }
 
     /// Tries `attempt` until it grants or `wait` has passed, pausing
-    /// between attempts as `s3_lease_keep::wait` says. Transient errors
-    /// are retried within the wait; any other ends it.
+    /// between attempts as `s3_lease_keep::wait` says, then holds the
+    /// grant. Transient errors (a grant that came too late among them) are
+    /// retried within the wait; any other ends it.
     async fn wait_for<F>(
         &self,
         key: &str,
+        options: &AcquireOptions,
         wait: Duration,
         poll_ms: u64,
         mut attempt: impl FnMut() -> F,
-    ) -> Result<(LeaseRecord, Instant), Error>
+    ) -> Result<Lease, Error>
     where
-        F: std::future::Future<Output = Result<Attempted, Error>>,
+        F: std::future::Future<Output = Result<(Attempted, Instant), Error>>,
     {
         let started = Instant::now();
         let ms = |at: Instant| millis(at.saturating_duration_since(started));
         let mut schedule = Wait::new(0, millis(wait));
         let mut holder = None;
         loop {
-            let began = Instant::now();
+            let result = match attempt().await {
+                Ok((Attempted::Granted(record), began)) => {
+                    self.keep_grant(record, began, options).map(Ok)
+                }
+                Ok((Attempted::Missed(missed, seen, _), _)) => Ok(Err((missed, seen))),
+                Err(e) => Err(e),
+            };
             let mut last_error = None;
-            let missed = match attempt().await {
-                Ok(Attempted::Granted(record)) => return Ok((record, began)),
-                Ok(Attempted::Missed(missed, seen, _)) => {
+            let missed = match result {
+                Ok(Ok(lease)) => return Ok(lease),
+                Ok(Err((missed, seen))) => {
                     if seen.is_some() {
                         holder = seen;
                     }
@@ -638,6 +688,19 @@ impl Granting for SlotOutcome {
     }
 }
 
+/// A granting call's result with the instant its call began.
+pub(crate) struct Began<T>(T, Instant);
+
+impl<T: Granting> Granting for Began<T> {
+    type Output = (T::Output, Instant);
+    fn granted(&self) -> Option<wit::Lease> {
+        self.0.granted()
+    }
+    fn output(self) -> Self::Output {
+        (self.0.output(), self.1)
+    }
+}
+
 /// The receiving end of a granting call: if dropped before the grant was
 /// taken, it takes it out and releases it.
 struct Pending<T: Granting> {
@@ -671,6 +734,14 @@ impl<T: Granting> Drop for Pending<T> {
                 release_in_background(Arc::downgrade(&self.inner), self.index, lease);
             }
         }
+    }
+}
+
+/// How a lease granted with `options` is counted and renewed.
+fn timing(ttl: Duration, options: &AcquireOptions) -> Timing {
+    match options.deadline {
+        Some(deadline) => Timing::new(millis(ttl), millis(deadline)),
+        None => Timing::for_ttl(millis(ttl)),
     }
 }
 

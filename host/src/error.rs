@@ -148,6 +148,11 @@ impl Error {
         Error::new(ErrorKind::Host, "", Detail::Message(format!("{e:#}")))
     }
 
+    /// A call that did not complete in time to be of use.
+    pub(crate) fn transport(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Transport, "", Detail::Message(message.into()))
+    }
+
     pub(crate) fn trap(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Trap, "", Detail::Message(message.into()))
     }

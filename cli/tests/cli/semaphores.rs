@@ -92,7 +92,7 @@ fn twelve_runs_with_limit_three_never_exceed_three_at_once_and_all_run() {
                 &scene,
                 "backups",
                 &holder,
-                &["--limit", "3", "--ttl", "6s"],
+                &["--limit", "3", "--ttl", "10s"],
                 "1",
             );
             (holder, child)

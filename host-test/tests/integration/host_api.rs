@@ -228,3 +228,117 @@ fn a_guard_counts_its_lease_from_the_grants_send_not_its_reply() {
     let until = guard.held_until();
     assert_eq!(until, None, "{at:?}: held until {until:?}");
 }
+
+/// A grant whose reply comes after the claim it gives has run out is never
+/// handed out: `try_acquire` releases it and fails with a transient error
+/// (nothing held, nothing to start work under), and `acquire` releases it
+/// and tries again within its wait, returning a lease that is held. ttl
+/// 2 s, claim 1 s (as `s3-lease run` claims half the ttl); the first
+/// granting PUT of each key is sent 1.4 s late: inside the ttl, so the
+/// component grants it, but past the claim.
+#[test]
+fn a_grant_whose_reply_comes_after_its_claim_is_released_not_handed_out() {
+    use host_test::hooks::Fault;
+    use std::sync::Arc;
+    use std::sync::Mutex;
+    let prefix = fresh_prefix("late-grant");
+    let config = s3_config(&prefix);
+    let (options_a, hooks, _) = harness().test_client_options();
+    let a = Client::connect_with(harness().runtime(), &config, options_a).unwrap();
+    let b = client(&prefix);
+    let delayed: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (tried_object, waited_object) = (format!("{prefix}tried"), format!("{prefix}waited"));
+    let waited_path = waited_object.clone();
+    hooks.add_rule(move |request: &mut http::request::Parts| {
+        let path = request.uri.path().to_string();
+        let lock_object = path.ends_with(&tried_object) || path.ends_with(&waited_object);
+        let mut delayed = delayed.lock().unwrap();
+        (request.method == http::Method::PUT && lock_object && !delayed.contains(&path)).then(
+            || {
+                delayed.push(path);
+                Fault::Delay(Duration::from_millis(1_400))
+            },
+        )
+    });
+
+    let claim_half = options(2_000).deadline(Duration::from_secs(1));
+    let sent = Instant::now();
+    let tried = a.try_acquire("tried", &claim_half);
+    let error = match tried {
+        Err(e) => e,
+        Ok(got) => panic!(
+            "a grant that came too late ({:?}) is not handed out: {:?}; {:#?}",
+            sent.elapsed(),
+            got.map(|g| g.is_held()),
+            hooks.requests()
+        ),
+    };
+    assert!(error.is_transient(), "worth another attempt: {error}");
+    assert!(error.to_string().contains("safe margin"), "{error}");
+    // Released, not left to run out: b gets it well before a's ttl would end.
+    let asked = Instant::now();
+    let taken = b
+        .acquire("tried", &options(2_000), Duration::from_secs(10))
+        .unwrap();
+    assert!(
+        asked.elapsed() < Duration::from_millis(1_500),
+        "the late grant was released: b waited {:?}",
+        asked.elapsed()
+    );
+    taken.release().unwrap();
+
+    let waited = a
+        .acquire("waited", &claim_half, Duration::from_secs(10))
+        .unwrap();
+    assert!(
+        waited.is_held(),
+        "acquire hands out only a lease that is held"
+    );
+    let writes: Vec<String> = hooks
+        .requests()
+        .iter()
+        .filter(|r| r.path_and_query.ends_with(&waited_path) && r.method != "GET")
+        .map(|r| r.method.clone())
+        .collect();
+    assert!(
+        writes.len() >= 3,
+        "granted late, released, granted again: {writes:?}"
+    );
+    waited.release().unwrap();
+}
+
+/// A grant is counted from when its call began on its instance, not from
+/// when it was asked for: a call that waited for its instance behind a
+/// slow one (one instance; a read of another key answered 1.5 s late) is
+/// not judged late by the wait, as its write was sent after it.
+#[test]
+fn a_grant_is_counted_from_its_call_not_from_a_wait_for_the_instance() {
+    use host_test::hooks::Fault;
+    let prefix = fresh_prefix("queued-grant");
+    let (options_a, hooks, _) = harness().test_client_options();
+    let a = Client::connect_with(harness().runtime(), &s3_config(&prefix), options_a).unwrap();
+    // The seal key, read once and cached: not part of what is timed.
+    a.try_acquire("warm", &options(2_000)).unwrap().unwrap();
+    let slow_object = format!("{prefix}slow");
+    hooks.add_rule(move |request: &mut http::request::Parts| {
+        (request.method == http::Method::GET && request.uri.path().ends_with(&slow_object))
+            .then_some(Fault::Delay(Duration::from_millis(1_500)))
+    });
+    let claim_half = options(2_000).deadline(Duration::from_secs(1));
+    std::thread::scope(|s| {
+        s.spawn(|| a.inspect("slow").unwrap());
+        std::thread::sleep(Duration::from_millis(200));
+        let asked = Instant::now();
+        let guard = a
+            .try_acquire("fast", &claim_half)
+            .unwrap()
+            .expect("free, and granted");
+        assert!(
+            asked.elapsed() > Duration::from_millis(1_000),
+            "it waited behind the slow call ({:?})",
+            asked.elapsed()
+        );
+        assert!(guard.is_held(), "counted from its own call: held");
+        guard.release().unwrap();
+    });
+}
