@@ -8,12 +8,11 @@
 
 use crate::admin::Admin;
 use crate::bindings::{AddressingStyle, AzureBlob, AzureCredential, Config, Credentials, Store};
-use anyhow::{bail, Context, Result};
+use crate::watchdog::{self, free_port, Watchdog};
+use anyhow::{bail, Result};
 use s3_lease::config::{Addressing, ClientConfig, RawConfig};
 use s3_lease::s3::{Method, S3Request};
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -142,20 +141,7 @@ impl AzureEndpoint {
 /// A running Azurite; stopped when dropped or when this process exits.
 pub struct Azurite {
     pub endpoint: AzureEndpoint,
-    watchdog: Child,
-}
-
-impl Drop for Azurite {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg(self.watchdog.id().to_string())
-            .status();
-        let _ = self.watchdog.wait();
-    }
-}
-
-fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
+    _watchdog: Watchdog,
 }
 
 impl Azurite {
@@ -183,17 +169,12 @@ impl Azurite {
             while kill -0 "$S3LEASE_PARENT" 2>/dev/null && kill -0 "$a" 2>/dev/null; do sleep 0.3; done
             kill "$a" 2>/dev/null; wait "$a" 2>/dev/null; rm -rf "$dir"
         "#;
-        let watchdog = Command::new("bash")
-            .arg("-c")
-            .arg(script)
-            .arg("watchdog")
-            .arg(&main)
-            .arg(port.to_string())
-            .arg(&dir)
-            .env("S3LEASE_PARENT", std::process::id().to_string())
-            .stdin(Stdio::null())
-            .spawn()
-            .context("starting Azurite")?;
+        let port_arg = port.to_string();
+        let watchdog = watchdog::start(
+            "Azurite",
+            script,
+            &[main.as_os_str(), port_arg.as_ref(), dir.as_os_str()],
+        )?;
         let server = Azurite {
             endpoint: AzureEndpoint {
                 url: format!("http://127.0.0.1:{port}"),
@@ -201,7 +182,7 @@ impl Azurite {
                 key: DEV_KEY.into(),
                 container: "s3-lease-test".into(),
             },
-            watchdog,
+            _watchdog: watchdog,
         };
         server.wait_ready(&dir)?;
         server.endpoint.create_container()?;

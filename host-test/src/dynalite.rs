@@ -12,13 +12,12 @@
 
 use crate::admin::Admin;
 use crate::bindings::{AddressingStyle, Config, Credentials, Store};
-use anyhow::{bail, Context, Result};
+use crate::watchdog::{self, free_port, Watchdog};
+use anyhow::{bail, Result};
 use s3_lease::config::{Addressing, ClientConfig, RawConfig};
 use s3_lease::dynamodb;
 use serde_json::json;
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -160,20 +159,7 @@ impl DynamoEndpoint {
 /// A running dynalite; stopped when dropped or when this process exits.
 pub struct Dynalite {
     pub endpoint: DynamoEndpoint,
-    watchdog: Child,
-}
-
-impl Drop for Dynalite {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg(self.watchdog.id().to_string())
-            .status();
-        let _ = self.watchdog.wait();
-    }
-}
-
-fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
+    _watchdog: Watchdog,
 }
 
 impl Dynalite {
@@ -195,16 +181,8 @@ impl Dynalite {
             while kill -0 "$S3LEASE_PARENT" 2>/dev/null && kill -0 "$d" 2>/dev/null; do sleep 0.3; done
             kill "$d" 2>/dev/null; wait "$d" 2>/dev/null
         "#;
-        let watchdog = Command::new("bash")
-            .arg("-c")
-            .arg(script)
-            .arg("watchdog")
-            .arg(&cli)
-            .arg(port.to_string())
-            .env("S3LEASE_PARENT", std::process::id().to_string())
-            .stdin(Stdio::null())
-            .spawn()
-            .context("starting dynalite")?;
+        let port_arg = port.to_string();
+        let watchdog = watchdog::start("dynalite", script, &[cli.as_os_str(), port_arg.as_ref()])?;
         let server = Dynalite {
             endpoint: DynamoEndpoint {
                 url: format!("http://127.0.0.1:{port}"),
@@ -212,7 +190,7 @@ impl Dynalite {
                 access_key_id: "DYNALITEKEY".into(),
                 secret_access_key: "dynalite-secret".into(),
             },
-            watchdog,
+            _watchdog: watchdog,
         };
         server.wait_ready()?;
         Ok(server)

@@ -32,6 +32,7 @@ pub mod s3s_fs;
 pub mod server;
 pub mod simulated;
 pub mod soak;
+pub mod watchdog;
 
 pub use instance::{Harness, Instance};
 

@@ -4,11 +4,11 @@
 //! names another binary.
 
 use crate::server::Endpoint;
-use anyhow::{bail, Context, Result};
+use crate::watchdog::{self, free_port, Watchdog};
+use anyhow::{bail, Result};
 use s3_lease::config::Addressing;
-use std::net::TcpListener;
+use std::ffi::OsStr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The `s3s-fs` binary: `S3LEASE_S3S_FS`, else `.tools/bin/s3s-fs` of the workspace.
@@ -20,16 +20,7 @@ pub fn binary() -> PathBuf {
 /// removed) when dropped or when this process ends.
 pub struct S3sFs {
     pub endpoint: Endpoint,
-    watchdog: Child,
-}
-
-impl Drop for S3sFs {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg(self.watchdog.id().to_string())
-            .status();
-        let _ = self.watchdog.wait();
-    }
+    _watchdog: Watchdog,
 }
 
 impl S3sFs {
@@ -38,7 +29,7 @@ impl S3sFs {
         if !bin.exists() {
             bail!("s3s-fs not found at {}", bin.display());
         }
-        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let port = free_port()?;
         let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
         let dir = std::env::temp_dir().join(format!("s3lease-s3s-{}-{stamp}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
@@ -61,20 +52,23 @@ impl S3sFs {
             while kill -0 "$S3LEASE_PARENT" 2>/dev/null && kill -0 "$c" 2>/dev/null; do sleep 0.3; done
             stop
         "#;
-        let watchdog = Command::new("bash")
-            .arg("-c")
-            .arg(script)
-            .arg("watchdog")
-            .arg(&bin)
-            .arg(&dir)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--access-key", &endpoint.access_key_id])
-            .args(["--secret-key", &endpoint.secret_access_key])
-            .env("S3LEASE_PARENT", std::process::id().to_string())
-            .stdin(Stdio::null())
-            .spawn()
-            .context("starting s3s-fs")?;
-        let server = S3sFs { endpoint, watchdog };
+        let port_arg = port.to_string();
+        let args: [&OsStr; 10] = [
+            bin.as_ref(),
+            dir.as_ref(),
+            "--host".as_ref(),
+            "127.0.0.1".as_ref(),
+            "--port".as_ref(),
+            port_arg.as_ref(),
+            "--access-key".as_ref(),
+            endpoint.access_key_id.as_ref(),
+            "--secret-key".as_ref(),
+            endpoint.secret_access_key.as_ref(),
+        ];
+        let server = S3sFs {
+            _watchdog: watchdog::start("s3s-fs", script, &args)?,
+            endpoint,
+        };
         let admin = server.endpoint.admin()?;
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {

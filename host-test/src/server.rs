@@ -9,11 +9,13 @@
 
 use crate::admin::Admin;
 use crate::bindings::{AddressingStyle, Config, Credentials};
+use crate::watchdog::{self, Watchdog};
 use anyhow::{bail, Context, Result};
 use s3_lease::config::{Addressing, ClientConfig, RawConfig};
+use std::ffi::OsStr;
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -142,18 +144,8 @@ impl Endpoint {
 /// this process exits.
 pub struct SeaweedFs {
     pub endpoint: Endpoint,
-    watchdog: Child,
+    _watchdog: Watchdog,
     pub data_dir: PathBuf,
-}
-
-impl Drop for SeaweedFs {
-    fn drop(&mut self) {
-        // TERM lets the watchdog stop weed and clean up its directory.
-        let _ = Command::new("kill")
-            .arg(self.watchdog.id().to_string())
-            .status();
-        let _ = self.watchdog.wait();
-    }
 }
 
 /// The `weed` binary: `S3LEASE_WEED`, else `.venv/bin/weed` of the workspace.
@@ -255,20 +247,12 @@ impl SeaweedFs {
             while kill -0 "$S3LEASE_PARENT" 2>/dev/null && kill -0 "$w" 2>/dev/null; do sleep 0.3; done
             stop
         "#;
-        let watchdog = Command::new("bash")
-            .arg("-c")
-            .arg(script)
-            .arg("watchdog")
-            .arg(&weed)
-            .arg(&data_dir)
-            .args(&args)
-            .env("S3LEASE_PARENT", std::process::id().to_string())
-            .stdin(Stdio::null())
-            .spawn()
-            .context("starting SeaweedFS")?;
+        let mut watched: Vec<&OsStr> = vec![weed.as_ref(), data_dir.as_ref()];
+        watched.extend(args.iter().map(OsStr::new));
+        let watchdog = watchdog::start("SeaweedFS", script, &watched)?;
         let server = SeaweedFs {
             endpoint,
-            watchdog,
+            _watchdog: watchdog,
             data_dir,
         };
         server.wait_ready()?;

@@ -398,17 +398,19 @@ impl Client {
         let mut schedule = Wait::new(0, millis(wait));
         let mut holder = None;
         loop {
-            let result = match attempt().await {
-                Ok((Attempted::Granted(record), began)) => {
-                    self.keep_grant(record, began, options).map(Ok)
-                }
-                Ok((Attempted::Missed(missed, seen, _), _)) => Ok(Err((missed, seen))),
-                Err(e) => Err(e),
-            };
             let mut last_error = None;
-            let missed = match result {
-                Ok(Ok(lease)) => return Ok(lease),
-                Ok(Err((missed, seen))) => {
+            let missed = match attempt().await {
+                Ok((Attempted::Granted(record), began)) => {
+                    match self.keep_grant(record, began, options) {
+                        Ok(lease) => return Ok(lease),
+                        // Granted too late: released, worth another attempt.
+                        Err(e) => {
+                            last_error = Some(e);
+                            Missed::Undecided
+                        }
+                    }
+                }
+                Ok((Attempted::Missed(missed, seen, _), _)) => {
                     if seen.is_some() {
                         holder = seen;
                     }

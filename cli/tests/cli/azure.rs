@@ -4,8 +4,8 @@
 //! reads it, and `preflight` passes it, race included.
 
 use crate::support::{code, text, Scene};
+use crate::turns::take_turns;
 use host_test::azurite;
-use std::collections::BTreeMap;
 use std::process::Command;
 
 /// `s3-lease ARGS` on the test container, no AWS setting that matters.
@@ -26,47 +26,15 @@ fn processes_take_turns_on_an_azure_key_without_overlap_and_with_tokens_one_to_n
     const PROCESSES: usize = 3;
     const RUNS_EACH: usize = 3;
     let scene = Scene::new("azure-turns");
-    let job = r#"echo "$S3LEASE_TOKEN start $(date +%s%N)" >> "$SCENE/log"; sleep 0.05; echo "$S3LEASE_TOKEN end $(date +%s%N)" >> "$SCENE/log""#;
-    std::thread::scope(|s| {
-        for p in 0..PROCESSES {
-            let scene = &scene;
-            s.spawn(move || {
-                for _ in 0..RUNS_EACH {
-                    let holder = format!("worker-{p}");
-                    let out = on_azure(
-                        scene,
-                        &[
-                            "run", "turns", "--ttl", "4s", "--quiet", "--holder", &holder, "--",
-                            "sh", "-c", job,
-                        ],
-                    )
-                    .output()
-                    .unwrap();
-                    assert_eq!(code(&out), 0, "worker {p}: {}", text(&out.stderr));
-                }
-            });
-        }
+    let by_start = take_turns(&scene, PROCESSES, RUNS_EACH, "0.05", |args| {
+        on_azure(&scene, args)
     });
-    let mut runs: BTreeMap<u64, (u128, u128)> = BTreeMap::new();
-    for line in std::fs::read_to_string(scene.path("log")).unwrap().lines() {
-        let parts: Vec<&str> = line.split_whitespace().collect();
-        let [token, what, at] = parts[..] else {
-            panic!("bad line {line:?}")
-        };
-        let entry = runs.entry(token.parse().unwrap()).or_default();
-        match what {
-            "start" => entry.0 = at.parse().unwrap(),
-            _ => entry.1 = at.parse().unwrap(),
-        }
-    }
-    let tokens: Vec<u64> = runs.keys().copied().collect();
+    let mut tokens: Vec<u64> = by_start.iter().map(|run| run.2).collect();
+    tokens.sort();
     assert_eq!(
         tokens,
         (1..=(PROCESSES * RUNS_EACH) as u64).collect::<Vec<_>>()
     );
-    let mut by_start: Vec<(u128, u128, u64)> =
-        runs.iter().map(|(t, (s, e))| (*s, *e, *t)).collect();
-    by_start.sort();
     for pair in by_start.windows(2) {
         assert!(
             pair[1].0 >= pair[0].1,

@@ -3,8 +3,8 @@
 //! what only S3 can do is refused with exit 78 before any request.
 
 use crate::support::{code, text, Scene};
+use crate::turns::take_turns;
 use host_test::dynalite;
-use std::collections::BTreeMap;
 use std::process::Command;
 
 /// `s3-lease ARGS` on `table`, with the scene's prefix and cache.
@@ -28,48 +28,15 @@ fn processes_take_turns_on_a_dynamodb_key_without_overlap_and_with_tokens_one_to
     const RUNS_EACH: usize = 4;
     let scene = Scene::new("dynamodb-turns");
     let table = dynalite::shared().fresh_table("cli-turns").unwrap();
-    let job = r#"echo "$S3LEASE_TOKEN start $(date +%s%N)" >> "$SCENE/log"; sleep 0.05; echo "$S3LEASE_TOKEN end $(date +%s%N)" >> "$SCENE/log""#;
-    std::thread::scope(|s| {
-        for p in 0..PROCESSES {
-            let (scene, table) = (&scene, &table);
-            s.spawn(move || {
-                for _ in 0..RUNS_EACH {
-                    let holder = format!("worker-{p}");
-                    let out = on_table(
-                        scene,
-                        table,
-                        &[
-                            "run", "turns", "--ttl", "4s", "--quiet", "--holder", &holder, "--",
-                            "sh", "-c", job,
-                        ],
-                    )
-                    .output()
-                    .unwrap();
-                    assert_eq!(code(&out), 0, "worker {p}: {}", text(&out.stderr));
-                }
-            });
-        }
+    let by_start = take_turns(&scene, PROCESSES, RUNS_EACH, "0.05", |args| {
+        on_table(&scene, &table, args)
     });
-    let mut runs: BTreeMap<u64, (u128, u128)> = BTreeMap::new();
-    for line in std::fs::read_to_string(scene.path("log")).unwrap().lines() {
-        let parts: Vec<&str> = line.split_whitespace().collect();
-        let [token, what, at] = parts[..] else {
-            panic!("bad line {line:?}")
-        };
-        let entry = runs.entry(token.parse().unwrap()).or_default();
-        match what {
-            "start" => entry.0 = at.parse().unwrap(),
-            _ => entry.1 = at.parse().unwrap(),
-        }
-    }
-    let tokens: Vec<u64> = runs.keys().copied().collect();
+    let mut tokens: Vec<u64> = by_start.iter().map(|run| run.2).collect();
+    tokens.sort();
     assert_eq!(
         tokens,
         (1..=(PROCESSES * RUNS_EACH) as u64).collect::<Vec<_>>()
     );
-    let mut by_start: Vec<(u128, u128, u64)> =
-        runs.iter().map(|(t, (s, e))| (*s, *e, *t)).collect();
-    by_start.sort();
     for pair in by_start.windows(2) {
         assert!(
             pair[1].0 >= pair[0].1,

@@ -1,29 +1,41 @@
-//! Four processes take turns on one key through `s3-lease run`.
+//! Four processes take turns on one key through `s3-lease run`; and the
+//! turn-taking the Azure and DynamoDB tests share.
 
 use crate::support::{code, text, Scene};
 use std::collections::BTreeMap;
+use std::process::Command;
 
 const PROCESSES: usize = 4;
 const RUNS_EACH: usize = 13;
 
-/// Each run appends `TOKEN start NANOS` and `TOKEN end NANOS` to one log
-/// (appends of short lines are atomic); sorted by start, every run must end
-/// before the next starts, with a higher token.
-#[test]
-fn four_processes_take_turns_without_overlap_and_with_rising_tokens() {
-    let scene = Scene::new("turns");
-    let log = scene.path("log");
-    let job = r#"echo "$S3LEASE_TOKEN start $(date +%s%N)" >> "$SCENE/log"; sleep 0.03; echo "$S3LEASE_TOKEN end $(date +%s%N)" >> "$SCENE/log""#;
+/// `processes` threads each `s3-lease run turns` `runs_each` times in a
+/// row (ttl 4 s), through `command` (the store's settings), every run
+/// succeeding. Each run appends `TOKEN start NANOS` and `TOKEN end NANOS`
+/// to the scene's log (appends of short lines are atomic), holding `hold`
+/// seconds between. Returns the runs as (start, end, token), sorted by
+/// start.
+pub fn take_turns(
+    scene: &Scene,
+    processes: usize,
+    runs_each: usize,
+    hold: &str,
+    command: impl Fn(&[&str]) -> Command + Sync,
+) -> Vec<(u128, u128, u64)> {
+    let job = format!(
+        r#"echo "$S3LEASE_TOKEN start $(date +%s%N)" >> "$SCENE/log"; sleep {hold}; echo "$S3LEASE_TOKEN end $(date +%s%N)" >> "$SCENE/log""#
+    );
     std::thread::scope(|s| {
-        for p in 0..PROCESSES {
-            let scene = &scene;
+        for p in 0..processes {
+            let (command, job) = (&command, &job);
             s.spawn(move || {
-                for _ in 0..RUNS_EACH {
+                for _ in 0..runs_each {
                     let holder = format!("worker-{p}");
-                    let out = scene.run(&[
+                    let out = command(&[
                         "run", "turns", "--ttl", "4s", "--quiet", "--holder", &holder, "--", "sh",
                         "-c", job,
-                    ]);
+                    ])
+                    .output()
+                    .unwrap();
                     assert_eq!(code(&out), 0, "worker {p}: {}", text(&out.stderr));
                 }
             });
@@ -31,7 +43,7 @@ fn four_processes_take_turns_without_overlap_and_with_rising_tokens() {
     });
 
     let mut runs: BTreeMap<u64, (Option<u128>, Option<u128>)> = BTreeMap::new();
-    for line in std::fs::read_to_string(&log).unwrap().lines() {
+    for line in std::fs::read_to_string(scene.path("log")).unwrap().lines() {
         let parts: Vec<&str> = line.split_whitespace().collect();
         let [token, what, at] = parts[..] else {
             panic!("bad line {line:?}")
@@ -44,16 +56,25 @@ fn four_processes_take_turns_without_overlap_and_with_rising_tokens() {
             other => panic!("bad line {other}"),
         }
     }
-    assert_eq!(
-        runs.len(),
-        PROCESSES * RUNS_EACH,
-        "every run has a token of its own"
-    );
     let mut by_start: Vec<(u128, u128, u64)> = runs
         .iter()
         .map(|(token, (start, end))| (start.unwrap(), end.unwrap(), *token))
         .collect();
     by_start.sort();
+    by_start
+}
+
+/// Sorted by start, every run must end before the next starts, with a
+/// higher token.
+#[test]
+fn four_processes_take_turns_without_overlap_and_with_rising_tokens() {
+    let scene = Scene::new("turns");
+    let by_start = take_turns(&scene, PROCESSES, RUNS_EACH, "0.03", |args| scene.cmd(args));
+    assert_eq!(
+        by_start.len(),
+        PROCESSES * RUNS_EACH,
+        "every run has a token of its own"
+    );
     for pair in by_start.windows(2) {
         let ((_, end, token), (next_start, _, next_token)) = (pair[0], pair[1]);
         assert!(
