@@ -394,7 +394,7 @@ fn azures_answers_are_the_protocols() {
 #[test]
 fn each_call_costs_what_it_costs_on_s3() {
     let mut c = client();
-    let mut io = AzureIo::new(START_MS);
+    let mut io = AzureIo::starting_at(START_MS);
     let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
     else {
         panic!("not granted")
@@ -486,7 +486,7 @@ fn put_change(body: &[u8]) -> Change {
 #[test]
 fn a_stale_holder_is_fenced_out_and_equal_bytes_never_pass_a_stale_condition() {
     let mut c = client();
-    let mut io = AzureIo::new(START_MS);
+    let mut io = AzureIo::starting_at(START_MS);
     let AcquireOutcome::Granted(first) = c.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
     else {
         panic!()
@@ -536,7 +536,7 @@ fn a_stale_holder_is_fenced_out_and_equal_bytes_never_pass_a_stale_condition() {
 fn two_clients_exclude_each_other_and_a_lost_grant_reply_is_recognised() {
     let mut a = client();
     let mut b = client();
-    let mut io = AzureIo::new(START_MS);
+    let mut io = AzureIo::starting_at(START_MS);
     io.lose_put_replies = 2; // the seal key's create, then the grant
     let AcquireOutcome::Granted(lease) = a.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
     else {
@@ -558,7 +558,7 @@ fn two_clients_exclude_each_other_and_a_lost_grant_reply_is_recognised() {
 
 #[test]
 fn a_missing_container_and_a_stale_signing_clock_are_typed() {
-    let mut io = AzureIo::new(START_MS);
+    let mut io = AzureIo::starting_at(START_MS);
     io.store.containers.clear();
     let e = client()
         .try_acquire(&mut io, "k", &grant("a"))
@@ -570,7 +570,7 @@ fn a_missing_container_and_a_stale_signing_clock_are_typed() {
     );
     // A client whose clock is 20 minutes slow is refused once, adopts
     // the server's Date for signing, and goes on.
-    let mut io = AzureIo::new(START_MS);
+    let mut io = AzureIo::starting_at(START_MS);
     let config = config();
     let mut skewed = SkewedIo {
         io: &mut io,
@@ -626,7 +626,7 @@ fn the_preflight_passes_a_container_and_refuses_one_that_races() {
     use crate::capability::{Capability, Verdict};
     use crate::preflight::RACE_REQUESTS;
     use crate::testing::racing::{Race, Racing};
-    let mut io = AzureIo::new(START_MS);
+    let mut io = AzureIo::starting_at(START_MS);
     let report = client().preflight(&mut io).ready().unwrap();
     let verdict = |report: &crate::preflight::Report, cap: Capability| {
         report
@@ -688,7 +688,7 @@ fn the_preflight_passes_a_container_and_refuses_one_that_races() {
     );
 
     // The same container behind a store that checks, then writes.
-    let mut model = AzureIo::new(START_MS);
+    let mut model = AzureIo::starting_at(START_MS);
     let mut racing = Racing {
         io: &mut model,
         race: Race::CheckThenWrite,

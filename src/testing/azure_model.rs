@@ -21,6 +21,7 @@ use crate::azure;
 use crate::config::{AzureBlob, AzureCredential, ClientConfig, Store};
 use crate::s3::{HttpRequest, Method, S3Request, S3Response};
 use crate::shared_key::{self, AccountKey, SignedRequest};
+use crate::testing::model_io::{Model, ModelIo};
 use crate::testing::s3_model::http_date;
 use md5::{Digest, Md5};
 use std::collections::BTreeMap;
@@ -539,66 +540,26 @@ fn split(path_and_query: &str) -> (&str, Vec<(String, String)>) {
     (path, pairs)
 }
 
+impl Model for AzureModel {
+    fn handle(&mut self, request: &S3Request) -> S3Response {
+        AzureModel::handle(self, request)
+    }
+    fn advance(&mut self, ms: u64) {
+        AzureModel::advance(self, ms);
+    }
+    fn now_ms(&self) -> u64 {
+        self.now_ms
+    }
+}
+
 /// One client talking to the Azure model: the `Io` of unit tests, its wall
 /// clock the model's.
-pub struct AzureIo {
-    pub store: AzureModel,
-    /// This client's wall clock is `store.now_ms + clock_offset_ms`.
-    pub clock_offset_ms: i64,
-    pub monotonic_ms: u64,
-    /// Every protocol request sent, in order.
-    pub requests: Vec<S3Request>,
-    /// The next this many PUTs are applied, then their replies lost.
-    pub lose_put_replies: u32,
-    random: u64,
-}
+pub type AzureIo = ModelIo<AzureModel>;
 
 impl AzureIo {
-    pub fn new(now_ms: u64) -> Self {
-        AzureIo {
-            store: AzureModel::new(now_ms),
-            clock_offset_ms: 0,
-            monotonic_ms: 0,
-            requests: Vec::new(),
-            lose_put_replies: 0,
-            random: 7,
-        }
-    }
-
-    pub fn advance(&mut self, ms: u64) {
-        self.store.advance(ms);
-        self.monotonic_ms = self.monotonic_ms.saturating_add(ms);
-    }
-
-    /// The requests sent since the last call.
-    pub fn take_requests(&mut self) -> Vec<S3Request> {
-        std::mem::take(&mut self.requests)
-    }
-}
-
-impl crate::driver::Io for AzureIo {
-    async fn send(&mut self, request: &S3Request) -> Result<S3Response, crate::error::Error> {
-        self.requests.push(request.clone());
-        let reply = self.store.handle(request);
-        if request.method == Method::Put && self.lose_put_replies > 0 {
-            self.lose_put_replies -= 1;
-            return Err(crate::error::Error::Transport("reply lost".into()));
-        }
-        Ok(reply)
-    }
-    fn now_ms(&mut self) -> u64 {
-        let now = i128::from(self.store.now_ms) + i128::from(self.clock_offset_ms);
-        u64::try_from(now.max(0)).unwrap_or(u64::MAX)
-    }
-    fn monotonic_ms(&mut self) -> u64 {
-        self.monotonic_ms
-    }
-    async fn sleep_ms(&mut self, ms: u64) {
-        self.advance(ms);
-    }
-    fn random_u64(&mut self) -> u64 {
-        let r = self.random;
-        self.random = self.random.wrapping_add(1 << 32);
-        r
+    /// A client of an empty Azure model whose clock reads `now_ms`.
+    /// (Not `new`: `ModelIo::new` is the S3 model's.)
+    pub fn starting_at(now_ms: u64) -> Self {
+        ModelIo::of(AzureModel::new(now_ms))
     }
 }

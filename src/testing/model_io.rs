@@ -8,11 +8,31 @@ use crate::error::Error;
 use crate::s3::{S3Request, S3Response};
 use std::collections::VecDeque;
 
-/// Runs once against the store, just before a request reaches it.
-pub type StoreHook = Box<dyn FnOnce(&mut S3Model)>;
+/// A store model a client's `Io` talks to (S3's, Azure's).
+pub trait Model {
+    fn handle(&mut self, request: &S3Request) -> S3Response;
+    /// The store's clock moves on.
+    fn advance(&mut self, ms: u64);
+    fn now_ms(&self) -> u64;
+}
 
-pub struct ModelIo {
-    pub store: S3Model,
+impl Model for S3Model {
+    fn handle(&mut self, request: &S3Request) -> S3Response {
+        S3Model::handle(self, request)
+    }
+    fn advance(&mut self, ms: u64) {
+        S3Model::advance(self, ms);
+    }
+    fn now_ms(&self) -> u64 {
+        self.now_ms
+    }
+}
+
+/// Runs once against the store, just before a request reaches it.
+pub type StoreHook<S = S3Model> = Box<dyn FnOnce(&mut S)>;
+
+pub struct ModelIo<S = S3Model> {
+    pub store: S,
     /// This client's wall clock is `store.now_ms + clock_offset_ms`: skew.
     pub clock_offset_ms: i64,
     pub monotonic_ms: u64,
@@ -23,7 +43,7 @@ pub struct ModelIo {
     pub scripted: VecDeque<S3Response>,
     /// Run once just before the next request reaches the store: another
     /// writer sneaking in between this client's requests.
-    pub before_send: Option<StoreHook>,
+    pub before_send: Option<StoreHook<S>>,
     /// The next request that reaches the store is applied, then its reply
     /// is lost: `send` returns a transport error.
     pub lose_next_reply: bool,
@@ -37,8 +57,15 @@ pub struct ModelIo {
 impl ModelIo {
     /// A client of an empty model at `now_ms`, its clock exactly the store's.
     pub fn new(now_ms: u64) -> Self {
+        ModelIo::of(S3Model::new(now_ms))
+    }
+}
+
+impl<S: Model> ModelIo<S> {
+    /// A client of `store`, its clock exactly the store's.
+    pub fn of(store: S) -> Self {
         ModelIo {
-            store: S3Model::new(now_ms),
+            store,
             clock_offset_ms: 0,
             monotonic_ms: 0,
             requests: Vec::new(),
@@ -63,7 +90,7 @@ impl ModelIo {
     }
 }
 
-impl Io for ModelIo {
+impl<S: Model> Io for ModelIo<S> {
     async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
         self.requests.push(request.clone());
         if let Some(reply) = self.scripted.pop_front() {
@@ -84,7 +111,7 @@ impl Io for ModelIo {
     }
 
     fn now_ms(&mut self) -> u64 {
-        let now = i128::from(self.store.now_ms) + i128::from(self.clock_offset_ms);
+        let now = i128::from(self.store.now_ms()) + i128::from(self.clock_offset_ms);
         u64::try_from(now.max(0)).unwrap_or(u64::MAX)
     }
 
