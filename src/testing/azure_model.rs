@@ -23,6 +23,7 @@ use crate::s3::{HttpRequest, Method, S3Request, S3Response};
 use crate::shared_key::{self, AccountKey, SignedRequest};
 use crate::testing::model_io::{Model, ModelIo};
 use crate::testing::s3_model::http_date;
+use crate::testing::uri::{percent_decode, split_target};
 use md5::{Digest, Md5};
 use std::collections::BTreeMap;
 
@@ -116,29 +117,6 @@ fn is_identifier(name: &str) -> bool {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A client config of the model's account, path addressing, Shared Key.
@@ -271,7 +249,7 @@ impl AzureModel {
                 "An HTTP header that's mandatory for this request is not specified.",
             ));
         }
-        let (path, query) = split(&req.path_and_query);
+        let (path, query) = split_target(&req.path_and_query);
         if let Some(auth) = header(req, "authorization") {
             if let Some(token) = auth.strip_prefix("Bearer ") {
                 return if self.bearer_tokens.iter().any(|t| t == token) {
@@ -323,7 +301,7 @@ impl AzureModel {
     }
 
     fn serve(&mut self, req: &HttpRequest) -> Result<S3Response, Refusal> {
-        let (path, _) = split(&req.path_and_query);
+        let (path, _) = split_target(&req.path_and_query);
         let path = percent_decode(path);
         let rest = path.strip_prefix('/').unwrap_or(&path);
         // Emulator addressing puts the account first.
@@ -522,22 +500,6 @@ impl AzureModel {
             ..S3Response::default()
         })
     }
-}
-
-/// The path, and the query's pairs decoded.
-fn split(path_and_query: &str) -> (&str, Vec<(String, String)>) {
-    let Some((path, query)) = path_and_query.split_once('?') else {
-        return (path_and_query, Vec::new());
-    };
-    let pairs = query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (percent_decode(k), percent_decode(v))
-        })
-        .collect();
-    (path, pairs)
 }
 
 impl Model for AzureModel {

@@ -13,6 +13,7 @@ pub mod rng;
 pub mod s3_model;
 pub mod sigv4_cases;
 pub mod sim;
+pub mod uri;
 
 /// A write id no other call in this process gets: tests that reuse one id
 /// across operations would make an operation "recognise" another's write.
