@@ -17,6 +17,7 @@
 //! - [`simulated`]: hook rules that make SeaweedFS behave like weaker
 //!   stores (conditions ignored, 501 to `If-Match`).
 //! - [`records`]: a host API lease record to the bindings' lease and back.
+//! - [`watchdog`]: how every test server stops when this process ends.
 
 pub mod admin;
 pub mod aws_fakes;
