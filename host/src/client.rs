@@ -85,6 +85,7 @@ impl Client {
     ) -> Result<Self, Error> {
         let (runtime, config) = (runtime.clone(), config.clone());
         let (pool, first) = blocking(move || Inner::pool(runtime, config, options)).await??;
+        let mut keeper_failed = None;
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
             let client = weak.clone();
             // Only a thread that cannot start fails this: the credentials
@@ -108,13 +109,21 @@ impl Client {
                 }
                 None => None,
             };
+            // The connect fails if the scheduler's thread cannot start.
+            let keeper = Keeper::start(weak.clone()).unwrap_or_else(|e| {
+                keeper_failed = Some(e);
+                Keeper::stopped()
+            });
             Inner {
                 pool,
                 refresher,
-                keeper: Keeper::start(weak.clone()),
+                keeper,
             }
         });
-        Ok(Client { inner })
+        match keeper_failed {
+            Some(e) => Err(e),
+            None => Ok(Client { inner }),
+        }
     }
 
     /// The store's name (`S3`, `DynamoDB`), as errors name it.
@@ -163,6 +172,12 @@ impl Client {
         let inner = self.inner.clone();
         let credential = convert::azure_credential(credential);
         blocking(move || inner.pool.set_azure_credential(&credential)).await?
+    }
+
+    /// What the client's scheduler of renewals holds and has done.
+    /// Shared by its clones; see [`crate::ClientStats`].
+    pub fn stats(&self) -> crate::ClientStats {
+        self.inner.keeper.stats()
     }
 
     /// How many times new credentials went in from the client's source.

@@ -1,116 +1,221 @@
-//! A client's scheduler of renewals: one task for all its held leases.
+//! A client's scheduler of renewals: one thread of the client's own for
+//! all its held leases.
 //!
-//! Each lease's guard (`s3_lease_keep::guard`) says when it is due; the
-//! task sleeps until the earliest instant any guard names, then asks each
-//! due guard what to do: renew (a task of its own runs the call on the
-//! client's instances and reports back), wake again later, or stop (the
-//! lease is lost or let go). A hung renew never holds the others back, and
-//! a guard is asked again at its claim's end, so a lease is reported lost
-//! on time while its renew still hangs.
+//! When each lease is looked at next is `s3_lease_keep::schedule` (one
+//! entry per lease, replaced when rescheduled: its size and the work of a
+//! renew stay flat however long leases are held); what to do then is each
+//! lease's guard (`s3_lease_keep::guard`): renew (a task runs the call on
+//! the client's instances and reports back), wake again later, or stop
+//! (the lease is lost or let go). This driver only sleeps until the
+//! schedule's next instant and asks. A hung renew never holds the others
+//! back, and a lease whose renew is under way is looked at again at its
+//! claim's end, so it is reported lost on time while its renew still hangs.
+//!
+//! The thread runs a small current-thread tokio runtime of its own, not the
+//! caller's: a client connected on one runtime keeps its leases renewed
+//! when used on another, or after the one it was connected on has ended.
+//! The thread ends once the client and every clone of it are gone.
 
 use crate::client::Inner;
 use crate::convert;
 use crate::lease::Held;
+use crate::stats::ClientStats;
+use crate::Error;
 use s3_lease_keep::guard::Next;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
-use std::sync::{Arc, Weak};
-use std::time::Instant;
+use s3_lease_keep::schedule::Schedule;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
-/// The handle leases register with.
+/// The handle leases register with; owned by the client.
 pub(crate) struct Keeper {
-    tx: Option<mpsc::UnboundedSender<Arc<Held>>>,
+    /// Ids of leases to look at now (a new one, one let go).
+    tx: mpsc::UnboundedSender<u64>,
+    shared: Arc<Shared>,
+}
+
+/// What the scheduler's thread and the client share.
+#[derive(Default)]
+struct Shared {
+    /// The leases kept, by id: put in when a lease starts (so a close right
+    /// after a grant finds it), taken out when it ends or is let go.
+    leases: Mutex<HashMap<u64, Weak<Held>>>,
+    stats: Mutex<ClientStats>,
+}
+
+impl Shared {
+    fn leases(&self) -> MutexGuard<'_, HashMap<u64, Weak<Held>>> {
+        self.leases.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn stats(&self) -> MutexGuard<'_, ClientStats> {
+        self.stats.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl Keeper {
-    /// Starts the task on the current tokio runtime.
-    pub fn start(client: Weak<Inner>) -> Keeper {
+    /// Starts the scheduler's thread; fails only if no thread can start.
+    pub fn start(client: Weak<Inner>) -> Result<Keeper, Error> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let renewals = tx.downgrade();
-        tokio::spawn(run(client, rx, renewals));
-        Keeper { tx: Some(tx) }
+        let shared = Arc::new(Shared::default());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .map_err(Error::host)?;
+        let driver = Driver {
+            client,
+            outcomes: tx.downgrade(),
+            shared: shared.clone(),
+            schedule: Schedule::new(),
+            origin: Instant::now(),
+        };
+        std::thread::Builder::new()
+            .name("s3-lease-keeper".into())
+            .spawn(move || {
+                runtime.block_on(driver.run(rx));
+                // Renews still under way are dropped, not awaited: the
+                // client is gone, and nobody waits for them any more.
+                runtime.shutdown_background();
+            })
+            .map_err(Error::host)?;
+        Ok(Keeper { tx, shared })
     }
 
-    /// Asks the scheduler to look at `held` now.
-    pub fn keep(&self, held: Arc<Held>) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(held);
+    /// A keeper with no thread, for a client whose connect fails.
+    pub fn stopped() -> Keeper {
+        let (tx, _) = mpsc::unbounded_channel();
+        Keeper {
+            tx,
+            shared: Arc::default(),
         }
+    }
+
+    /// Keeps `held` renewed from now on.
+    pub fn keep(&self, held: &Arc<Held>) {
+        self.shared.leases().insert(held.id, Arc::downgrade(held));
+        let _ = self.tx.send(held.id);
+    }
+
+    /// Asks the scheduler to look at lease `id` now (it was let go: it
+    /// leaves the schedule at once).
+    pub fn look(&self, id: u64) {
+        let _ = self.tx.send(id);
+    }
+
+    pub fn stats(&self) -> ClientStats {
+        self.shared.stats().clone()
     }
 }
 
-async fn run(
+/// The scheduler itself, on its thread.
+struct Driver {
     client: Weak<Inner>,
-    mut rx: mpsc::UnboundedReceiver<Arc<Held>>,
-    renewals: mpsc::WeakUnboundedSender<Arc<Held>>,
-) {
-    // When each lease is due, earliest first; a lease is looked at when
-    // its entry comes due (entries of a lease already looked at since are
-    // harmless: looking again only asks its guard).
-    let mut due: BinaryHeap<Reverse<(Instant, u64)>> = BinaryHeap::new();
-    let mut leases: HashMap<u64, Weak<Held>> = HashMap::new();
-    loop {
-        let wake = due.peek().map(|Reverse((at, _))| *at);
-        let now_due = tokio::select! {
-            message = rx.recv() => match message {
-                Some(held) => {
-                    leases.insert(held.id, Arc::downgrade(&held));
-                    vec![held.id]
-                }
-                // The client is gone, and every lease with it.
-                None => return,
-            },
-            _ = sleep_until(wake) => {
-                let now = Instant::now();
-                let mut ready = Vec::new();
-                while let Some(Reverse((at, id))) = due.peek().copied() {
-                    if at > now {
-                        break;
+    /// For renew tasks to say their outcome is in (weak: the thread ends
+    /// when the client's sender is gone, whatever renews are under way).
+    outcomes: mpsc::WeakUnboundedSender<u64>,
+    shared: Arc<Shared>,
+    schedule: Schedule,
+    /// The schedule's clock counts milliseconds from here.
+    origin: Instant,
+}
+
+impl Driver {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<u64>) {
+        loop {
+            // An instant of the schedule's clock came from a real one, so
+            // it fits; were it not so, that lease would wait for a message.
+            let wake = self
+                .schedule
+                .next_wake()
+                .and_then(|ms| self.origin.checked_add(Duration::from_millis(ms)));
+            tokio::select! {
+                message = rx.recv() => match message {
+                    Some(id) => self.look(id),
+                    // The client is gone, and every lease with it.
+                    None => return,
+                },
+                _ = sleep_until(wake) => {
+                    // Floored: an entry at or before it is surely due.
+                    let now = self.origin.elapsed().as_millis();
+                    let now = u64::try_from(now).unwrap_or(u64::MAX);
+                    while let Some(id) = self.schedule.pop_due(now) {
+                        self.look(id);
                     }
-                    due.pop();
-                    ready.push(id);
                 }
-                ready
+            }
+            let kept = self.shared.leases().len() as u64;
+            let mut stats = self.shared.stats();
+            stats.leases_kept = kept;
+            stats.scheduled_entries = self.schedule.len() as u64;
+        }
+    }
+
+    /// `at` on the schedule's clock, rounded up: waking at it, the guard's
+    /// own (floored) clock has reached the instant it named.
+    fn ms_of(&self, at: Instant) -> u64 {
+        let d = at.saturating_duration_since(self.origin);
+        let ms = d.as_millis() + u128::from(!d.subsec_nanos().is_multiple_of(1_000_000));
+        u64::try_from(ms).unwrap_or(u64::MAX)
+    }
+
+    /// Asks lease `id`'s guard what to do now, and does it; the lease's
+    /// one entry goes where the guard says, or out.
+    fn look(&mut self, id: u64) {
+        self.shared.stats().scheduler_steps += 1;
+        let held = self.shared.leases().get(&id).and_then(Weak::upgrade);
+        let Some(held) = held else {
+            // Let go, closed, or its handle and any renew of it are gone.
+            self.forget(id);
+            return;
+        };
+        let next = {
+            let mut state = held.lock();
+            if state.stopped {
+                None
+            } else {
+                let next = state.guard.poll(held.now_ms());
+                held.publish(&mut state);
+                Some((next, state.record.clone()))
             }
         };
-        for id in now_due {
-            let Some(held) = leases.get(&id).and_then(Weak::upgrade) else {
-                leases.remove(&id);
-                continue;
-            };
-            let next = {
-                let mut state = held.lock();
-                if state.stopped {
-                    None
-                } else {
-                    let next = state.guard.poll(held.now_ms());
-                    held.publish(&mut state);
-                    Some((next, state.record.clone()))
-                }
-            };
-            match next {
-                None | Some((Next::Ended(_), _)) => {
-                    leases.remove(&id);
-                }
-                Some((Next::WakeAt(at), _)) => due.push(Reverse((held.instant(at), id))),
-                Some((Next::Renew, record)) => {
-                    // A hung renew must not keep the loss from being seen:
-                    // look again at the claim's end.
-                    if let Some(until) = held.lock().guard.held_until(held.now_ms()) {
-                        due.push(Reverse((held.instant(until), id)));
+        match next {
+            None | Some((Next::Ended(_), _)) => self.forget(id),
+            Some((Next::WakeAt(at), _)) => {
+                let at = self.ms_of(held.instant(at));
+                self.schedule.set(id, at);
+            }
+            Some((Next::Renew, record)) => {
+                // A hung renew must not keep the loss from being seen:
+                // look again at the claim's end (the renew's outcome comes
+                // in sooner and reschedules).
+                let until = held.lock().guard.held_until(held.now_ms());
+                let at = until.map_or(Instant::now(), |until| held.instant(until));
+                let at = self.ms_of(at);
+                self.schedule.set(id, at);
+                self.shared.stats().renews_sent += 1;
+                let (client, outcomes, shared) = (
+                    self.client.clone(),
+                    self.outcomes.clone(),
+                    self.shared.clone(),
+                );
+                tokio::spawn(async move {
+                    let result = renew(&client, &held, record).await;
+                    if result.is_err() {
+                        shared.stats().renews_failed += 1;
                     }
-                    let (client, renewals) = (client.clone(), renewals.clone());
-                    tokio::spawn(async move {
-                        let result = renew(&client, &held, record).await;
-                        held.renewed(result, held.now_ms());
-                        if let Some(tx) = renewals.upgrade() {
-                            let _ = tx.send(held);
-                        }
-                    });
-                }
+                    held.renewed(result, held.now_ms());
+                    if let Some(tx) = outcomes.upgrade() {
+                        let _ = tx.send(held.id);
+                    }
+                });
             }
         }
+    }
+
+    fn forget(&mut self, id: u64) {
+        self.schedule.remove(id);
+        self.shared.leases().remove(&id);
     }
 }
 

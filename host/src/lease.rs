@@ -177,7 +177,7 @@ impl Lease {
             status,
         });
         held.publish(&mut held.lock());
-        client.inner.keeper.keep(held.clone());
+        client.inner.keeper.keep(&held);
         Lease { held, client }
     }
 

@@ -93,7 +93,7 @@ pub use runtime::{Build, LoadReport, Runtime, RuntimeOptions};
 #[cfg(feature = "unstable-raw")]
 pub use runtime::{InstanceOptions, State};
 pub use source::ComponentSource;
-pub use stats::{ElectorStats, LatencyHistogram, RequestCounts};
+pub use stats::{ClientStats, ElectorStats, LatencyHistogram, RequestCounts};
 pub use types::{
     AcquireOptions, Addressing, Capability, CapabilityResult, ClockOffset, Credentials,
     ElectionEvent, ElectorConfig, ExpiryClock, FenceOptions, FencedObject, FencedWrite,

@@ -80,6 +80,26 @@ pub struct ElectorStats {
     pub acquire_latency: LatencyHistogram,
 }
 
+/// What a [`crate::Client`]'s scheduler of renewals is doing: read it to
+/// watch a service that holds many leases for a long time (the scheduler's
+/// size and work must stay flat however long they are held).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClientStats {
+    /// Leases the scheduler keeps now: held ones (a lease let go leaves
+    /// it at once; one lost leaves when the scheduler next looks at it).
+    pub leases_kept: u64,
+    /// Entries in the scheduler: one per kept lease, never more.
+    pub scheduled_entries: u64,
+    /// Renews sent since the client connected.
+    pub renews_sent: u64,
+    /// Of those, renews that failed or found the lease taken.
+    pub renews_failed: u64,
+    /// Times the scheduler looked at a lease (one come due, a new one, a
+    /// renew's outcome): its work, about two per renew whatever the time held.
+    pub scheduler_steps: u64,
+}
+
 /// Requests a runtime's instances sent through its own sender, by operation
 /// (`get`, `head`, `put`, `delete`, `list`, `post`) and outcome (the HTTP
 /// status, or `error` when no answer came).

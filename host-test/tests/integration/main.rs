@@ -17,6 +17,7 @@ mod fencing;
 mod fencing_history;
 mod host_api;
 mod interop;
+mod keeping;
 mod lifecycle;
 mod lost_replies;
 mod many_keys;
