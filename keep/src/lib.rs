@@ -4,9 +4,10 @@
 //! what a host believes and when it acts: until when a held lease is
 //! surely held and when to renew it ([`guard`]), until when an elector
 //! leads whatever its step is doing ([`leadership`]), when each of many
-//! held leases is looked at next, one entry per lease ([`schedule`]), and
-//! when to fetch credentials again ([`refresh`]). None of them reads a
-//! clock, sleeps or
+//! held leases is looked at next, one entry per lease ([`schedule`]),
+//! when a guardian ends a supervised command its supervisor no longer
+//! keeps ([`supervision`]), and when to fetch credentials again
+//! ([`refresh`]). None of them reads a clock, sleeps or
 //! sends: a driver does that, and only that. The host crate's drivers run
 //! them on real time (threads, tasks); the deterministic simulation
 //! (`s3_lease::testing::sim`) runs the same machines on virtual time, so
@@ -26,4 +27,5 @@ pub mod guard;
 pub mod leadership;
 pub mod refresh;
 pub mod schedule;
+pub mod supervision;
 pub mod wait;
