@@ -31,13 +31,48 @@ pub struct About<'a> {
 }
 
 /// One progress line. `event` is a stable name (`acquired`, `lost`, …);
-/// `message` is the human text, the same in both formats.
+/// `message` is the human text, the same in both formats (escaped for a
+/// terminal in the human one; JSON escapes what it must itself).
 pub fn say(event: &str, about: &About, message: &str) {
     if is_json() {
         eprintln!("{}", record(event, about, message, SystemTime::now()));
     } else {
-        eprintln!("s3-lease: {message}");
+        eprintln!("s3-lease: {}", shown(message));
     }
+}
+
+/// `text` safe to print to a terminal: every control character (C0, DEL,
+/// C1: escape sequences, carriage returns, newlines that would forge a
+/// line) and every character that reorders or hides text (bidirectional
+/// overrides and isolates, zero-width marks) written as an escape (`\x1b`,
+/// `\u{202e}`). Whatever the store holds (a holder id, metadata, an error
+/// naming them) was written by whoever could take the lock: it goes
+/// through this before any human-readable output. JSON output is exact.
+pub fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_odd) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if !is_odd(c) => out.push(c),
+            c if u32::from(c) < 0x80 => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+        }
+    }
+    out.into()
+}
+
+fn is_odd(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{200b}'..='\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{061c}'
+                | '\u{feff}'
+        )
 }
 
 fn record(event: &str, about: &About, message: &str, now: SystemTime) -> Value {
@@ -84,7 +119,23 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use std::time::Duration;
+
+    #[test]
+    fn what_a_terminal_would_obey_is_escaped() {
+        assert_eq!(shown("vm-1/530/ab"), "vm-1/530/ab");
+        assert_eq!(shown("naïve ✓"), "naïve ✓");
+        assert_eq!(
+            shown("a\x1b]0;owned\x07b\x1b[2J\r\nc\u{9b}"),
+            "a\\x1b]0;owned\\x07b\\x1b[2J\\x0d\\x0ac\\u{9b}"
+        );
+        assert_eq!(shown("x\u{202e}y\u{2066}z"), "x\\u{202e}y\\u{2066}z");
+        assert_eq!(shown("\x7f"), "\\x7f");
+        // Escaping twice changes nothing more.
+        let once = shown("\x1b[31m").into_owned();
+        assert_eq!(shown(&once), once);
+    }
 
     #[test]
     fn timestamps_are_rfc3339_utc() {

@@ -1,19 +1,39 @@
 //! SIGINT, SIGTERM and SIGHUP, caught so they can be forwarded to the
 //! command's process group (and so waiting can stop cleanly) rather than
-//! kill us with the lock held.
+//! kill us with the lock held. And Ctrl-Z: SIGTSTP stops the command's
+//! group with us (as a shell stops a whole job), SIGCONT resumes it.
+//! While we are stopped the lock is not renewed; the guardian (see
+//! `tree`) ends the group at the lock's deadline all the same.
 
 use std::sync::mpsc::{channel, Receiver};
 
 pub fn catch() -> std::io::Result<Receiver<i32>> {
-    let mut signals =
-        signal_hook::iterator::Signals::new([libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
+    let mut signals = signal_hook::iterator::Signals::new([
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGTSTP,
+        libc::SIGCONT,
+    ])?;
     let (tx, rx) = channel();
     std::thread::Builder::new()
         .name("s3-lease-signals".into())
         .spawn(move || {
             for signal in signals.forever() {
-                if tx.send(signal).is_err() {
-                    break;
+                match signal {
+                    libc::SIGTSTP => {
+                        crate::tree::signal_running_group(libc::SIGTSTP);
+                        // Then stop ourselves, as SIGTSTP's default would.
+                        let _ = signal_hook::low_level::emulate_default_handler(libc::SIGTSTP);
+                    }
+                    // We run again (after a stop of any kind): so does the
+                    // command.
+                    libc::SIGCONT => crate::tree::signal_running_group(libc::SIGCONT),
+                    _ => {
+                        if tx.send(signal).is_err() {
+                            break;
+                        }
+                    }
                 }
             }
         })?;

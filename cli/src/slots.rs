@@ -109,7 +109,10 @@ pub fn run_in_slot(client: &Client, r: SlotRun) -> Result<i32, Failure> {
             r.key, r.slot.limit, lease.token, lease.holder_id
         ),
     );
-    let mut group = spawn_group(&r.command, &r.env, &r.key, &lease, |w| {
+    // Checked above: the slot is held (else the guardian ends it at once).
+    let held_until = guard.held_until().unwrap_or_else(Instant::now);
+    let held = (held_until, r.kill_after);
+    let mut group = spawn_group(&r.command, &r.env, &r.key, &lease, held, |w| {
         r.say("warning", Some(lease.token), w)
     })?;
     let mut lost: Option<String> = None;
@@ -118,6 +121,11 @@ pub fn run_in_slot(client: &Client, r: SlotRun) -> Result<i32, Failure> {
     loop {
         let state = group.poll();
         if let GroupState::Gone(code) = state {
+            // Gone while we were not looking (stopped, starved), past the
+            // deadline: the guardian may have ended it; the slot is lost.
+            if let (None, Some(why)) = (&lost, guard.lost()) {
+                lost = Some(describe(&why));
+            }
             if let Some(reason) = lost {
                 return Err(Failure::new(
                     LOST,
@@ -169,6 +177,10 @@ pub fn run_in_slot(client: &Client, r: SlotRun) -> Result<i32, Failure> {
             forwarded = Some(signal);
         }
         if lost.is_none() {
+            if let Some(until) = guard.held_until() {
+                // The guardian's deadline: ends the group if we cannot.
+                group.held_until(until);
+            }
             if let Some(why) = guard.lost() {
                 let reason = describe(&why);
                 r.say("lost", None, format!(
@@ -177,7 +189,7 @@ pub fn run_in_slot(client: &Client, r: SlotRun) -> Result<i32, Failure> {
                     group.pid(),
                     show(r.kill_after)
                 ));
-                stopping.begin(&group);
+                stopping.begin(&mut group);
                 lost = Some(reason);
             }
         }
@@ -205,10 +217,11 @@ fn describe(why: &LostReason) -> String {
 /// Waits for a slot; `started` is when the whole wait began (`--wait`
 /// counts from it).
 fn wait_for_slot(client: &Client, r: &SlotRun, started: Instant) -> Result<Waited, Failure> {
-    let deadline = r.wait.map(|w| started + w);
+    // A wait too long for the clock to count is a wait for ever.
+    let deadline = r.wait.and_then(|w| started.checked_add(w));
     let poll = (r.ttl() / 10).clamp(Duration::from_millis(50), Duration::from_secs(1));
     let mut last_place = None;
-    let mut next_line = started + Duration::from_millis(500);
+    let mut next_line = started + crate::supervise::FIRST_WAIT_LINE;
     // What the last attempt that got an answer saw: every slot held.
     let mut seen_held: Option<String> = None;
     loop {
@@ -234,7 +247,9 @@ fn wait_for_slot(client: &Client, r: &SlotRun, started: Instant) -> Result<Waite
                         r.slot.limit,
                         show(expires_in)
                     ),
-                    Some((Some(holder), _)) => format!("held by {holder} as a plain lock"),
+                    Some((Some(holder), _)) => {
+                        format!("held by {} as a plain lock", crate::log::shown(&holder))
+                    }
                     None => "all slots held".into(),
                 },
                 true,

@@ -33,6 +33,8 @@ use std::time::{Duration, Instant};
 const POLL: Duration = Duration::from_millis(25);
 /// How often a waiting `run` says who holds the lock.
 const WAIT_LINE_EVERY: Duration = Duration::from_secs(5);
+/// When a waiting `run` first says it.
+pub const FIRST_WAIT_LINE: Duration = Duration::from_millis(500);
 /// How long a giving-up `run` waits for the read that classifies the
 /// last failure (see `probe`).
 const SETTLE: Duration = Duration::from_secs(1);
@@ -131,7 +133,11 @@ pub fn supervise(elector: Elector, s: Supervision, mut probe: Probe) -> Result<i
         };
         // Leadership may have ended between the win and now (a stalled
         // process): never start the command outside it.
-        if elector.as_ref().and_then(Elector::leading_until).is_none() {
+        let leading_until = elector
+            .as_ref()
+            .and_then(Elector::leading_until)
+            .filter(|until| Instant::now() < *until);
+        let Some(leading_until) = leading_until else {
             s.say(
                 "ended-before-start",
                 Some(lease.token),
@@ -141,7 +147,7 @@ pub fn supervise(elector: Elector, s: Supervision, mut probe: Probe) -> Result<i
                 ),
             );
             continue;
-        }
+        };
         s.say(
             "acquired",
             Some(lease.token),
@@ -150,10 +156,11 @@ pub fn supervise(elector: Elector, s: Supervision, mut probe: Probe) -> Result<i
                 s.key, lease.token, lease.holder_id
             ),
         );
-        let mut group = spawn_group(&s.command, &s.env, &s.key, &lease, |w| {
+        let held = (leading_until, s.kill_after);
+        let mut group = spawn_group(&s.command, &s.env, &s.key, &lease, held, |w| {
             s.say("warning", Some(lease.token), w)
         })?;
-        match watch(&mut group, &mut elector, &s) {
+        match watch(&mut group, &mut elector, &s, leading_until) {
             Term::Exited(code) => {
                 resign(&mut elector);
                 s.say(
@@ -236,8 +243,9 @@ fn campaign(
 ) -> Result<Campaign, Failure> {
     let elector = elector.ok_or_else(|| Failure::new(INTERNAL, "no elector"))?;
     let started = Instant::now();
-    let deadline = s.wait.map(|w| started + w);
-    let mut next_line = started + Duration::from_millis(500);
+    // A wait too long for the clock to count is a wait for ever.
+    let deadline = s.wait.and_then(|w| started.checked_add(w));
+    let mut next_line = started + FIRST_WAIT_LINE;
     loop {
         // Read before the events: a step counted here has already sent
         // its events.
@@ -251,6 +259,17 @@ fn campaign(
         }
         if !elector.is_running() {
             return Err(Failure::new(INTERNAL, "the elector stopped"));
+        }
+        // Still leading, with no event to say so: the last term's command
+        // was ended at a deadline this process saw pass before it saw the
+        // elector renew (it was stopped or starved). The next term is now.
+        if let Role::Leader(lease) = elector.role() {
+            if elector
+                .leading_until()
+                .is_some_and(|until| Instant::now() < until)
+            {
+                return Ok(Campaign::Won(lease));
+            }
         }
         if let Some(failure) = probe.check(stats.failed_steps) {
             return Err(s.fatal(failure));
@@ -366,12 +385,14 @@ fn who_holds(elector: &Elector) -> String {
 }
 
 /// Starts the command, with the lease in its environment, as the leader
-/// of a process group of its own.
+/// of a process group of its own, which the guardian ends at `held_until`
+/// unless fed a later deadline (SIGKILL `kill_after` after SIGTERM).
 pub fn spawn_group(
     command: &[String],
     env: &[(String, String)],
     key: &str,
     lease: &Lease,
+    (held_until, kill_after): (Instant, Duration),
     warn: impl Fn(&str),
 ) -> Result<CommandGroup, Failure> {
     let (program, args) = command
@@ -384,7 +405,7 @@ pub fn spawn_group(
         .env("S3LEASE_TOKEN", lease.token.to_string())
         .env("S3LEASE_HOLDER", &lease.holder_id)
         .env("S3LEASE_LEASE", json::lease(lease).to_string());
-    CommandGroup::spawn(c, warn).map_err(|e| {
+    CommandGroup::spawn(c, held_until, kill_after, warn).map_err(|e| {
         // The shell's codes: 127 not found, 126 found but not runnable.
         let code = if e.kind() == std::io::ErrorKind::NotFound {
             127
@@ -419,10 +440,12 @@ impl Stopping {
         self.since.is_some()
     }
 
-    /// Starts stopping the group (once).
-    pub fn begin(&mut self, group: &CommandGroup) {
+    /// Starts stopping the group (once); the guardian is told, so that
+    /// the SIGKILL comes on time even if we cannot send it.
+    pub fn begin(&mut self, group: &mut CommandGroup) {
         if self.since.is_none() {
             group.signal(libc::SIGTERM);
+            group.ending();
             self.since = Some(Instant::now());
         }
     }
@@ -457,15 +480,28 @@ pub fn leftovers_line(status: i32, pid: i32) -> String {
 }
 
 /// Watches the command until no process of its group is left, stopping
-/// the group if the lock is lost.
-fn watch(group: &mut CommandGroup, elector: &mut Option<Elector>, s: &Supervision) -> Term {
+/// the group if the lock is lost. `held_until`: the deadline the guardian
+/// was given with the group.
+fn watch(
+    group: &mut CommandGroup,
+    elector: &mut Option<Elector>,
+    s: &Supervision,
+    mut held_until: Instant,
+) -> Term {
     let mut lost: Option<String> = None;
     let mut stopping = Stopping::new();
     let mut regained = None;
     let mut forwarded = None;
     loop {
         let state = group.poll();
+        // The deadline passed before we saw it extended (we were stopped
+        // or starved): the guardian ends the group, and the lock counts as
+        // lost, even if the elector has won a new term since.
+        let lapsed = Instant::now() >= held_until;
         if let GroupState::Gone(code) = state {
+            if lost.is_none() && lapsed {
+                lost = Some(LAPSED.into());
+            }
             return match (lost, forwarded) {
                 (Some(reason), _) => Term::Lost { reason, regained },
                 (None, Some(signal)) => Term::Signalled(signal, code),
@@ -491,10 +527,16 @@ fn watch(group: &mut CommandGroup, elector: &mut Option<Elector>, s: &Supervisio
         }
         // Read before the events: once leadership has ended, the event
         // that says why is already queued.
-        let ended = elector.as_ref().is_some_and(|e| {
-            e.leading_until()
-                .is_none_or(|until| Instant::now() >= until)
-        });
+        let leading_until = elector.as_ref().and_then(Elector::leading_until);
+        let ended = lapsed
+            || (elector.is_some() && leading_until.is_none_or(|until| Instant::now() >= until));
+        if let (Some(until), false, None) = (leading_until, ended, &lost) {
+            // The guardian's deadline: it ends the group if we cannot.
+            if until > held_until {
+                held_until = until;
+                group.held_until(until);
+            }
+        }
         let event = match elector.as_mut() {
             Some(e) => match e.try_event() {
                 Some(event) => Some(event),
@@ -542,6 +584,9 @@ fn watch(group: &mut CommandGroup, elector: &mut Option<Elector>, s: &Supervisio
         std::thread::sleep(POLL);
     }
 }
+
+/// Why a command that ended while we could not look was lost.
+pub const LAPSED: &str = "the renew deadline passed while s3-lease could not act (stopped or starved); the guardian ends the command's process group at that deadline";
 
 fn stop_reason(reason: StopReason) -> &'static str {
     match reason {

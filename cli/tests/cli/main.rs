@@ -12,5 +12,6 @@ mod outputs;
 mod preflight;
 mod process_tree;
 mod semaphores;
+mod stops;
 mod support;
 mod turns;
