@@ -80,6 +80,13 @@ impl Grant {
                 "holder-id must be 1 to {MAX_HOLDER_ID_BYTES} bytes"
             )));
         }
+        // Operators read holder ids on terminals (`status`, waiting lines):
+        // none may carry escape sequences or forge a line.
+        if let Some(c) = holder_id.chars().find(|c| c.is_control()) {
+            return Err(Error::InvalidArgument(format!(
+                "holder-id must not contain control characters (it has {c:?})"
+            )));
+        }
         if metadata.len() > MAX_METADATA_BYTES {
             return Err(Error::InvalidArgument(format!(
                 "metadata is {} bytes; at most {MAX_METADATA_BYTES}",
@@ -199,6 +206,29 @@ mod tests {
             "s3-lease-seal-key.json",
         ] {
             object_key("p/", key).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_holder_id_with_a_control_character_is_refused() {
+        for bad in [
+            "a\x1b]0;owned\x07",
+            "x\x1b[2J",
+            "two\nlines",
+            "cr\r",
+            "del\x7f",
+            "c1\u{9b}",
+        ] {
+            assert!(
+                matches!(
+                    Grant::new(10_000, bad.into(), String::new()),
+                    Err(Error::InvalidArgument(_))
+                ),
+                "{bad:?}"
+            );
+        }
+        for good in ["vm-1/530/0123456789abcdef", "naïve ✓", "a b"] {
+            Grant::new(10_000, good.into(), "free\ntext".into()).unwrap();
         }
     }
 
