@@ -4,6 +4,7 @@
 use crate::duration::show;
 use crate::exit::{about_lease, Failure, HELD, LOST, USAGE};
 use crate::json;
+use crate::log::shown;
 use s3_lease_host::blocking::{BlockingSlotGrant, Client};
 use s3_lease_host::{
     AcquireOptions, ErrorKind, LeaseRecord, LockState, SemaphoreState, SlotOptions,
@@ -35,9 +36,10 @@ fn read_key(client: &Client, key: &str) -> Result<KeyState, Failure> {
 }
 
 /// `held by HOLDER with token N`, or what stands for them in a lock
-/// written by a client that records neither (seed 003's design).
+/// written by a client that records neither (seed 003's design). The
+/// holder id as read from the store, escaped for a terminal.
 pub fn held_by(s: &LockState) -> String {
-    match (&s.holder_id, s.token) {
+    match (s.holder_id.as_deref().map(shown), s.token) {
         (None, None) => "held by a client that records no holder and no token".into(),
         (None, Some(token)) => format!("held by an unnamed holder with token {token}"),
         (Some(holder), None) => format!("held by {holder} (no token)"),
@@ -81,7 +83,9 @@ pub fn status(client: &Client, keys: &[String], as_json: bool) -> Result<i32, Fa
             None => [key.clone(), "-".into(), "-".into(), "no".into(), "-".into()],
             Some(s) => [
                 key.clone(),
-                s.holder_id.clone().unwrap_or_else(|| "-".into()),
+                s.holder_id
+                    .as_deref()
+                    .map_or_else(|| "-".into(), |h| shown(h).into()),
                 // A lock of seed 003's design records no token.
                 s.token.map_or_else(|| "-".into(), |t| t.to_string()),
                 if s.live { "yes" } else { "no" }.into(),
@@ -123,7 +127,7 @@ fn semaphore_rows(table: &mut Vec<[String; 5]>, key: &str, sem: &SemaphoreState)
     for h in &sem.holders {
         table.push([
             "  slot".into(),
-            h.holder_id.clone(),
+            shown(&h.holder_id).into(),
             h.token.unwrap_or(0).to_string(),
             if h.live { "yes" } else { "no" }.into(),
             left(h.live, h.expires_in),
@@ -132,7 +136,7 @@ fn semaphore_rows(table: &mut Vec<[String; 5]>, key: &str, sem: &SemaphoreState)
     for (i, w) in sem.queue.iter().enumerate() {
         table.push([
             format!("  queue {}", i + 1),
-            w.holder_id.clone(),
+            shown(&w.holder_id).into(),
             "-".into(),
             if w.live { "yes" } else { "no" }.into(),
             left(w.live, w.expires_in),
@@ -464,7 +468,7 @@ pub fn watch(
 
 /// `vm/530 (token 1`: the leader as `elect --watch` names it.
 fn who_and_token(s: &LockState) -> String {
-    let who = s.holder_id.as_deref().unwrap_or("unnamed");
+    let who = shown(s.holder_id.as_deref().unwrap_or("unnamed"));
     match s.token {
         None => format!("{who} (no token"),
         Some(token) => format!("{who} (token {token}"),

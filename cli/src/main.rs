@@ -48,6 +48,10 @@ profile in ~/.aws/config and ~/.aws/credentials (keys, credential_process,
 role_arn, SSO); web identity (AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN);
 ECS/EKS container credentials; EC2 instance metadata. Temporary credentials
 are refreshed before they expire, and once more if S3 calls them expired.
+S3LEASE_ENDPOINT and S3LEASE_REGION, when set, win over the AWS variables
+(not over the flags): `run` and `elect` set them (and S3LEASE_BUCKET, ...)
+for the command, so a nested s3-lease finds the same locks, and leave the
+command's AWS variables as they were.
 
 Leases are sealed against edits, forgery and use on another lock. The seal
 takes nothing from the credentials: a lease stored by `acquire` renews in a
@@ -87,10 +91,13 @@ struct Cli {
     /// Prefix of every lock object (e.g. `locks/`).
     #[arg(long, env = "S3LEASE_PREFIX", global = true)]
     prefix: Option<String>,
-    /// Store endpoint (default: AWS_ENDPOINT_URL, else AWS S3 or DynamoDB in the region).
+    /// Store endpoint (default: S3LEASE_ENDPOINT, else AWS_ENDPOINT_URL_S3
+    /// or AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL, else AWS S3 or
+    /// DynamoDB in the region).
     #[arg(long, global = true)]
     endpoint: Option<String>,
-    /// Region (default: AWS_REGION, AWS_DEFAULT_REGION, us-east-1).
+    /// Region (default: S3LEASE_REGION, AWS_REGION, AWS_DEFAULT_REGION, the
+    /// profile's, us-east-1).
     #[arg(long, global = true)]
     region: Option<String>,
     /// Lock strategy; all users of a key must agree.
@@ -203,7 +210,7 @@ struct Hold {
     #[arg(long, default_value = "30s", value_parser = duration::parse_ttl)]
     ttl: Duration,
     /// Who holds it, as `status` shows (default: HOSTNAME/PID/RANDOM,
-    /// unique); 1 to 256 bytes.
+    /// unique); 1 to 256 bytes, no control characters.
     #[arg(long, value_parser = parse_holder)]
     holder: Option<String>,
     /// Free text stored with the lock (an address, a version); at most 4096 bytes.
@@ -211,12 +218,18 @@ struct Hold {
     metadata: Option<String>,
 }
 
-/// `--holder`: what the component accepts as a holder id.
+/// `--holder`: what the component accepts as a holder id. No control
+/// characters: `status` and the waiting lines print it to terminals.
 fn parse_holder(text: &str) -> Result<String, String> {
     if text.is_empty() || text.len() > 256 {
         return Err(format!(
             "a holder id is 1 to 256 bytes; this one is {}",
             text.len()
+        ));
+    }
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "a holder id has no control characters; this one has {c:?}"
         ));
     }
     Ok(text.to_string())
@@ -261,7 +274,8 @@ struct RunArgs {
     slots: Slots,
     /// Give up after this long: exit 75 if someone else holds it, 69 if the
     /// store never answered usefully; 0 is one attempt. Default: wait as
-    /// long as it takes (an error retrying cannot fix ends it at once).
+    /// long as it takes (an error retrying cannot fix ends it at once), as
+    /// does a wait too long for the clock to count.
     #[arg(long, value_parser = duration::parse)]
     wait: Option<Duration>,
     /// After SIGTERM on loss, SIGKILL the command's process group this much
@@ -363,7 +377,7 @@ fn main() {
                     serde_json::json!({"event": "error", "error": failure.message, "exit_code": failure.code})
                 );
             } else {
-                eprintln!("s3-lease: {}", failure.message);
+                eprintln!("s3-lease: {}", log::shown(&failure.message));
             }
             failure.code
         }
@@ -374,6 +388,8 @@ fn main() {
 fn run(cli: Cli) -> Result<i32, Failure> {
     check_arguments(&cli)?;
     let config = s3_config(&cli)?;
+    // For a nested s3-lease in `run` and `elect`'s command.
+    let endpoint = endpoint_in_use(&cli).map(|(_, endpoint)| endpoint);
     exit::set_store(config.dynamodb_table.is_some(), &config.endpoint);
     let runtime = Runtime::new().map_err(|e| Failure::new(exit::INTERNAL, format!("{e:#}")))?;
     let client = Client::connect(&runtime, &config)?;
@@ -457,7 +473,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                 options: slot_options,
                 slot,
                 command: args.command,
-                env: child_env(&config),
+                env: child_env(&config, endpoint.clone()),
                 kill_after: args
                     .kill_after
                     .unwrap_or_else(|| (args.hold.ttl / 4).min(Duration::from_secs(10))),
@@ -474,6 +490,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                 wait: args.wait,
                 mode: Mode::Once,
                 serve: args.serve,
+                endpoint,
             };
             hold_while_running(&runtime, &client, &config, &args.hold, hold, cli.quiet)
         }
@@ -491,6 +508,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                 wait: None,
                 mode: Mode::EveryTerm,
                 serve: args.serve,
+                endpoint,
             };
             hold_while_running(&runtime, &client, &config, &args.hold, hold, cli.quiet)
         }
@@ -558,6 +576,8 @@ struct Holding {
     mode: Mode,
     /// `--serve ADDR`.
     serve: Option<String>,
+    /// The endpoint given, for a nested s3-lease (see `child_env`).
+    endpoint: Option<String>,
 }
 
 /// Campaigns for `hold.key` through an elector and runs the command while
@@ -620,7 +640,7 @@ fn hold_while_running(
     let supervision = Supervision {
         key: hold.key.clone(),
         command: how.command,
-        env: child_env(config),
+        env: child_env(config, how.endpoint),
         kill_after,
         wait: how.wait,
         quiet,
@@ -689,9 +709,9 @@ fn s3_config(cli: &Cli) -> Result<S3Config, Failure> {
     let mut config = S3Config::from_aws(bucket, |name| {
         let flag = match name {
             "AWS_ENDPOINT_URL" | "AWS_ENDPOINT_URL_S3" | "AWS_ENDPOINT_URL_DYNAMODB" => {
-                cli.endpoint.clone()
+                endpoint_in_use(cli).map(|(_, endpoint)| endpoint)
             }
-            "AWS_REGION" => cli.region.clone(),
+            "AWS_REGION" => cli.region.clone().or_else(|| env_var(REGION_VAR)),
             "S3LEASE_STORE" => cli.store.map(|s| match s {
                 StoreArg::S3 => "s3".to_string(),
                 StoreArg::Dynamodb => "dynamodb".to_string(),
@@ -717,26 +737,38 @@ fn s3_config(cli: &Cli) -> Result<S3Config, Failure> {
     Ok(config)
 }
 
-/// An endpoint with a user name or password in it is refused without
-/// echoing it (the password would land in logs and cron mail), naming
-/// where it came from.
-fn check_endpoints(cli: &Cli) -> Result<(), Failure> {
+/// Where `run` and `elect` tell a nested s3-lease the store is (and
+/// where a user can, without touching what other AWS tools read).
+const ENDPOINT_VAR: &str = "S3LEASE_ENDPOINT";
+const REGION_VAR: &str = "S3LEASE_REGION";
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// The endpoint given, and where: `--endpoint`, else `S3LEASE_ENDPOINT`,
+/// else the AWS variables as the AWS SDKs read them (the store's own
+/// service variable, then `AWS_ENDPOINT_URL`). `None`: the store's own
+/// endpoint in the region.
+fn endpoint_in_use(cli: &Cli) -> Option<(&'static str, String)> {
     let service = if cli.store == Some(StoreArg::Dynamodb) {
         "AWS_ENDPOINT_URL_DYNAMODB"
     } else {
         "AWS_ENDPOINT_URL_S3"
     };
-    // The one in use, as `S3Config::from_aws` picks it.
-    let in_use = match &cli.endpoint {
+    match &cli.endpoint {
         Some(endpoint) => Some(("--endpoint", endpoint.clone())),
-        None => [service, "AWS_ENDPOINT_URL"].into_iter().find_map(|name| {
-            std::env::var(name)
-                .ok()
-                .filter(|v| !v.is_empty())
-                .map(|v| (name, v))
-        }),
-    };
-    if let Some((source, endpoint)) = in_use {
+        None => [ENDPOINT_VAR, service, "AWS_ENDPOINT_URL"]
+            .into_iter()
+            .find_map(|name| env_var(name).map(|v| (name, v))),
+    }
+}
+
+/// An endpoint with a user name or password in it is refused without
+/// echoing it (the password would land in logs and cron mail), naming
+/// where it came from.
+fn check_endpoints(cli: &Cli) -> Result<(), Failure> {
+    if let Some((source, endpoint)) = endpoint_in_use(cli) {
         let rest = endpoint
             .split_once("://")
             .map_or(endpoint.as_str(), |(_, rest)| rest);
@@ -760,13 +792,20 @@ fn check_endpoints(cli: &Cli) -> Result<(), Failure> {
     Ok(())
 }
 
-/// What a nested `s3-lease` in the command needs to find the same locks.
-fn child_env(config: &S3Config) -> Vec<(String, String)> {
-    let mut env = vec![
-        ("S3LEASE_BUCKET".to_string(), config.bucket.clone()),
-        ("AWS_ENDPOINT_URL".to_string(), config.endpoint.clone()),
-        ("AWS_REGION".to_string(), config.region.clone()),
-    ];
+/// What a nested `s3-lease` in the command needs to find the same locks:
+/// in `S3LEASE_*` variables only. The command's AWS variables stay as
+/// they were: the AWS SDKs and CLI read `AWS_ENDPOINT_URL` for every
+/// service, so setting it to the lock store would send a job's own AWS
+/// calls there. `endpoint`: the one given, if any (else the store's own,
+/// which a nested call finds as we did).
+fn child_env(config: &S3Config, endpoint: Option<String>) -> Vec<(String, String)> {
+    let mut env = vec![("S3LEASE_BUCKET".to_string(), config.bucket.clone())];
+    if config.azure_blob.is_none() {
+        if let Some(endpoint) = endpoint {
+            env.push((ENDPOINT_VAR.into(), endpoint));
+        }
+        env.push((REGION_VAR.into(), config.region.clone()));
+    }
     if let Some(prefix) = &config.key_prefix {
         env.push(("S3LEASE_PREFIX".into(), prefix.clone()));
     }

@@ -260,3 +260,144 @@ fn help_describes_every_argument_and_flag() {
     let help = text(&out.stdout);
     assert!(!help.contains("renewed every ttl/6 while held"), "{help}");
 }
+
+/// A `--wait` (or `--kill-after`) too long for the clock to count is a
+/// wait for ever, not a crash: the run goes ahead (here at once, the key
+/// being free).
+#[test]
+fn a_wait_too_long_for_the_clock_waits_for_ever() {
+    let scene = Scene::new("wait-max");
+    const MAX: &str = "18446744073709551615";
+    for args in [
+        &["run", "k", "--wait", MAX, "--", "true"][..],
+        &["run", "k", "--limit", "2", "--wait", MAX, "--", "true"],
+        &["run", "k", "--kill-after", MAX, "--", "true"],
+        &[
+            "run",
+            "k",
+            "--limit",
+            "2",
+            "--kill-after",
+            MAX,
+            "--",
+            "true",
+        ],
+    ] {
+        let out = scene.run(args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", text(&out.stderr));
+    }
+}
+
+/// The command's environment is the user's, plus `S3LEASE_*`: `run` sets
+/// no AWS variable (the AWS SDKs and CLI read `AWS_ENDPOINT_URL` for every
+/// service, so the job's own AWS calls would go to the lock store), and a
+/// nested `s3-lease` still finds the store, through `S3LEASE_ENDPOINT`.
+#[test]
+fn run_leaves_the_commands_aws_environment_as_it_was() {
+    let scene = Scene::new("child-env");
+    let job = r#"echo "endpoint=${AWS_ENDPOINT_URL-unset} region=${AWS_REGION-unset}"
+s3-lease --json status k"#;
+    // No AWS endpoint or region in the user's environment: the store given
+    // by flags.
+    let mut cmd = scene.cmd(&[
+        "run",
+        "k",
+        "--holder",
+        "env-a",
+        "--endpoint",
+        &scene.endpoint.url,
+        "--region",
+        &scene.endpoint.region,
+        "--",
+        "sh",
+        "-c",
+        job,
+    ]);
+    cmd.env_remove("AWS_ENDPOINT_URL").env_remove("AWS_REGION");
+    let out = cmd.output().unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let (first, nested) = stdout.split_once('\n').unwrap();
+    assert_eq!(first, "endpoint=unset region=unset");
+    let nested = json(nested.as_bytes());
+    assert_eq!(nested[0]["holder_id"], "env-a", "{nested}");
+
+    // The user's own AWS endpoint (for their job's AWS calls) stays theirs,
+    // whatever store the locks are on.
+    let theirs = "http://127.0.0.1:9/not-the-lock-store";
+    let mut cmd = scene.cmd(&[
+        "run",
+        "k",
+        "--holder",
+        "env-b",
+        "--endpoint",
+        &scene.endpoint.url,
+        "--",
+        "sh",
+        "-c",
+        job,
+    ]);
+    cmd.env("AWS_ENDPOINT_URL", theirs)
+        .env("AWS_REGION", "eu-west-3");
+    let out = cmd.output().unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let (first, nested) = stdout.split_once('\n').unwrap();
+    assert_eq!(first, format!("endpoint={theirs} region=eu-west-3"));
+    assert_eq!(json(nested.as_bytes())[0]["holder_id"], "env-b");
+}
+
+/// A holder id is read from the store, where whoever could take the lock
+/// wrote it: `status` prints it escaped for a terminal (no escape sequence
+/// reaches it), and exact in JSON. `--holder` refuses control characters.
+#[test]
+fn holder_ids_from_the_store_reach_terminals_escaped() {
+    let scene = Scene::new("escapes");
+    let hostile = "evil\u{1b}]0;owned\u{7}\u{1b}[2J\r\nforged\u{202e}";
+    // Another client writes the lock object raw.
+    let out = scene.run(&["acquire", "k", "--ttl", "60s", "--holder", "plain"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let admin = scene.endpoint.admin().unwrap();
+    let object = format!("{}k", scene.prefix);
+    let (body, _etag) = admin.get(&object).unwrap().expect("the lock object");
+    let mut record: Value = serde_json::from_slice(&body).unwrap();
+    record["holder"] = hostile.into();
+    admin.put(&object, record.to_string().as_bytes()).unwrap();
+
+    let escaped = "evil\\x1b]0;owned\\x07\\x1b[2J\\x0d\\x0aforged\\u{202e}";
+    let out = scene.run(&["status", "k"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(table.contains(escaped), "{table:?}");
+    assert!(
+        !table.contains('\u{1b}') && !table.contains('\r'),
+        "{table:?}"
+    );
+    assert_eq!(table.lines().count(), 2, "{table:?}");
+    // Exact in JSON.
+    assert_eq!(scene.status("k")["holder_id"], hostile);
+    // And in the lines of a waiter, and the error it ends with.
+    let out = scene.run(&["run", "k", "--wait", "1s", "--", "true"]);
+    assert_eq!(code(&out), 75, "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains(escaped), "{stderr:?}");
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+    let out = scene.run(&["acquire", "k"]);
+    assert_eq!(code(&out), 75, "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stderr).contains('\u{1b}'),
+        "{:?}",
+        text(&out.stderr)
+    );
+    let mut watch = scene.cmd(&["elect", "k", "--watch"]);
+    let mut child = watch.stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut first = String::new();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(first.contains(escaped), "{first:?}");
+    // Refused where we take a lock.
+    let out = scene.run(&["run", "other", "--holder", hostile, "--", "true"]);
+    assert_eq!(code(&out), 64, "{}", text(&out.stderr));
+}
