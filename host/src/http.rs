@@ -6,6 +6,7 @@
 //! connections live on a small runtime of their own, so they survive whatever
 //! runtime (or none) the caller happens to be on.
 
+use crate::own_runtime::OwnRuntime;
 use crate::stats::RequestCounts;
 use anyhow::{Context, Result};
 use bytes::Bytes;
@@ -67,7 +68,9 @@ impl HttpSender {
 #[derive(Clone)]
 pub struct PooledHttp {
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
-    runtime: Arc<tokio::runtime::Runtime>,
+    /// Shut down without waiting when the last clone goes, wherever that
+    /// is (async code among others).
+    runtime: Arc<OwnRuntime>,
 }
 
 impl PooledHttp {
@@ -100,7 +103,7 @@ impl PooledHttp {
             .context("starting the HTTP runtime")?;
         Ok(PooledHttp {
             client,
-            runtime: Arc::new(runtime),
+            runtime: Arc::new(OwnRuntime::new(runtime)),
         })
     }
 

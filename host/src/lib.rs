@@ -61,6 +61,7 @@ mod lease;
 pub mod monotonic;
 #[cfg(not(feature = "unstable-raw"))]
 mod monotonic;
+mod own_runtime;
 mod pool;
 #[cfg(feature = "unstable-raw")]
 pub mod raw;

@@ -4,7 +4,10 @@
 //! and no order of drops and runtime shutdowns panics.
 
 use super::{acquire_options as options, endpoint, fresh_prefix, harness};
-use s3_lease_host::{Client, ClientStats, LeaseStatus};
+use aws_credential_types::provider::SharedCredentialsProvider;
+use s3_lease_host::{Client, ClientStats, Lease, SdkProvider, SharedSource};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -20,6 +23,20 @@ async fn client(prefix: &str) -> Client {
     Client::connect(harness().runtime(), &config).await.unwrap()
 }
 
+/// A free key's lease. At so short a ttl, a grant on a loaded machine may
+/// come back past its margin (the first call of an instance makes it):
+/// such a grant is released and refused as transient, so try again.
+async fn held(c: &Client, key: &str, ttl_ms: u64) -> Lease {
+    let mut tries = 0;
+    loop {
+        match c.try_acquire(key, &options(ttl_ms)).await {
+            Ok(lease) => return lease.expect("free"),
+            Err(e) if e.is_transient() && tries < 5 => tries += 1,
+            Err(e) => panic!("acquire {key}: {e}"),
+        }
+    }
+}
+
 /// 20 leases at ttl 300 ms (a renew every 90 ms each) held for 3 s: the
 /// scheduler never holds more entries than the leases it keeps, and the
 /// renews flow. (The old scheduler pushed two entries for each one it
@@ -32,8 +49,7 @@ fn the_scheduler_holds_one_entry_per_lease_however_often_they_renew() {
         let c = client(&prefix).await;
         let mut leases = Vec::new();
         for i in 0..20 {
-            let lease = c.try_acquire(&format!("k{i}"), &options(300)).await;
-            leases.push(lease.unwrap().expect("free"));
+            leases.push(held(&c, &format!("k{i}"), 300).await);
         }
         let start = Instant::now();
         let mut most = ClientStats::default();
@@ -59,4 +75,114 @@ fn the_scheduler_holds_one_entry_per_lease_however_often_they_renew() {
         );
         drop(leases);
     });
+}
+
+/// A client connected on one runtime, which then ends, and used on
+/// another: its leases still renew (ttl 600 ms, held for 2 s). The old
+/// scheduler was a task of the connecting runtime: it ended with it, and
+/// later leases were silently never renewed.
+#[test]
+fn a_client_keeps_renewing_after_the_runtime_it_was_connected_on_ends() {
+    let _ = (endpoint(), harness());
+    let prefix = fresh_prefix("keeping-runtimes");
+    let first = runtime();
+    let c = first.block_on(client(&prefix));
+    first.shutdown_timeout(Duration::from_secs(5));
+    runtime().block_on(async {
+        let lease = held(&c, "k", 600).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let stats = c.stats();
+        assert!(
+            lease.is_held() && stats.renews_sent > 0,
+            "held after 2 s: {}, {:?}, {stats:?}",
+            lease.is_held(),
+            lease.lost_reason()
+        );
+        lease.release().await.unwrap();
+    });
+}
+
+/// Panics in this process, on any thread, whose message says a runtime
+/// was dropped where blocking is not allowed (counted from the first call).
+fn runtime_drop_panics() -> usize {
+    static COUNT: AtomicUsize = AtomicUsize::new(0);
+    static HOOK: OnceLock<()> = OnceLock::new();
+    HOOK.get_or_init(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            if message.contains("Cannot drop a runtime") {
+                COUNT.fetch_add(1, Ordering::SeqCst);
+            }
+            previous(info)
+        }));
+    });
+    COUNT.load(Ordering::SeqCst)
+}
+
+/// A service whose credentials come from a source with a runtime of its
+/// own (the AWS SDK's providers are async: the AWS chain and an
+/// `SdkConfig`'s provider each run one), holding 20 leases at ttl 300 ms
+/// (a renew under way most of the time), is dropped by its runtime's
+/// shutdown, three times over: no thread panics. (Such a source's runtime,
+/// dropped in async code or in a runtime's shutdown, panicked: "Cannot
+/// drop a runtime in a context where blocking is not allowed".) The source
+/// alone, dropped in async code, is tried too.
+#[test]
+fn a_runtime_shut_down_while_renews_are_under_way_never_panics() {
+    let _ = (endpoint(), harness());
+    let before = runtime_drop_panics();
+    let source = || {
+        let e = endpoint();
+        let keys = aws_credential_types::Credentials::new(
+            &e.access_key_id,
+            &e.secret_access_key,
+            e.session_token.clone(),
+            None,
+            "test",
+        );
+        let provider = SharedCredentialsProvider::new(keys);
+        SharedSource::new(SdkProvider::new(provider).unwrap())
+    };
+    for round in 0..3 {
+        let prefix = fresh_prefix(&format!("keeping-shutdown-{round}"));
+        let config = endpoint()
+            .host_config(&prefix)
+            .unwrap()
+            .with_credentials_source(source())
+            .unwrap();
+        let rt = runtime();
+        let service = rt.block_on(async {
+            let c = Client::connect(harness().runtime(), &config).await.unwrap();
+            let mut leases = Vec::new();
+            for i in 0..20 {
+                leases.push(held(&c, &format!("k{i}"), 300).await);
+            }
+            (leases, c, config)
+        });
+        rt.spawn(async move {
+            let _service = service;
+            std::future::pending::<()>().await
+        });
+        let shutdown = std::thread::spawn(move || drop(rt)).join();
+        assert!(shutdown.is_ok(), "the runtime's shutdown panicked");
+    }
+    let alone = source();
+    let dropped = std::thread::spawn(move || runtime().block_on(async move { drop(alone) }));
+    assert!(
+        dropped.join().is_ok(),
+        "dropping the source in async code panicked"
+    );
+    // Renews under way at the shutdown end on the scheduler's thread.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        runtime_drop_panics(),
+        before,
+        "a runtime was dropped in async code"
+    );
 }

@@ -1,6 +1,7 @@
 //! The AWS SDKs' credential chain, from `aws-config`, tried in its order.
 
 use super::{CredentialsSource, FetchedCredentials};
+use crate::own_runtime::OwnRuntime;
 use crate::types::Credentials;
 use crate::Error;
 use aws_config::provider_config::ProviderConfig;
@@ -25,7 +26,9 @@ pub struct AwsChain {
     environment: SharedCredentialsProvider,
     rest: OnceLock<Vec<(&'static str, SharedCredentialsProvider)>>,
     region: Option<Region>,
-    runtime: tokio::runtime::Runtime,
+    /// Its own (the SDK's providers are async), shut down without waiting
+    /// when the chain is dropped: that may happen in async code.
+    runtime: OwnRuntime,
 }
 
 /// The SDK's provider configuration with an HTTPS client on ring.
@@ -83,7 +86,7 @@ impl AwsChain {
             ),
             rest: OnceLock::new(),
             region,
-            runtime,
+            runtime: OwnRuntime::new(runtime),
         })
     }
 
@@ -236,7 +239,8 @@ fn fetched(c: &aws_credential_types::Credentials, source: &str) -> FetchedCreden
 /// refreshes its own cache as the SDK's clients would.
 pub struct SdkProvider {
     provider: SharedCredentialsProvider,
-    runtime: tokio::runtime::Runtime,
+    /// Its own, shut down without waiting when dropped (as the chain's).
+    runtime: OwnRuntime,
 }
 
 impl SdkProvider {
@@ -245,7 +249,10 @@ impl SdkProvider {
             .enable_all()
             .build()
             .map_err(Error::host)?;
-        Ok(SdkProvider { provider, runtime })
+        Ok(SdkProvider {
+            provider,
+            runtime: OwnRuntime::new(runtime),
+        })
     }
 }
 
