@@ -6,6 +6,7 @@
 mod commands;
 mod duration;
 mod exit;
+mod guardian;
 mod json;
 mod log;
 mod metrics;
@@ -352,8 +353,8 @@ enum FencedCmd {
 fn main() {
     // The guardian of a command's process group (see `tree`): this binary
     // started again by `run` or `elect`, before any of the rest.
-    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(tree::GUARDIAN_ARG)) {
-        std::process::exit(tree::guard());
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(guardian::GUARDIAN_ARG)) {
+        std::process::exit(guardian::guard());
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -1,0 +1,239 @@
+//! The guardian of a command's process group: this binary started again
+//! (`s3-lease __s3-lease-guardian KILL_AFTER_MS`) in a process group of its
+//! own, so that signals meant for ours (a terminal's Ctrl-C or Ctrl-Z,
+//! `timeout`'s group kill) do not reach it. It reads a pipe only the
+//! supervisor writes: the group's pid, then each new deadline until which
+//! the lock is surely held; it keeps them in a dead-man's switch
+//! (`s3_lease_keep::supervision`), which decides, on the guardian's own
+//! clock, when to end the group. See `tree` for what this guards against.
+//!
+//! Lines on the pipe: the group's pid; `until MS` (a new deadline); `ending
+//! MS` (the supervisor sent SIGTERM itself at MS, on a loss); `done` (the
+//! group is gone on its own). Its end: the supervisor is gone. Times are
+//! on the system's monotonic clock, which both processes read.
+
+use rustix::process::{self, Pid, Signal};
+use s3_lease_keep::supervision::{Act, Switch, Why};
+use std::io::{BufRead, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// The first argument that makes this binary a guardian (see `guard`).
+pub const GUARDIAN_ARG: &str = "__s3-lease-guardian";
+
+/// Now on the system's monotonic clock, in ms: the clock the guardian and
+/// we share (an `Instant` means nothing to another process).
+fn monotonic_ms() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    let secs = u64::try_from(t.tv_sec).unwrap_or(0);
+    let millis = u64::try_from(t.tv_nsec).unwrap_or(0) / 1_000_000;
+    secs.saturating_mul(1_000).saturating_add(millis)
+}
+
+/// `at` on the monotonic clock in ms; rounded down (earlier is safe).
+fn as_monotonic_ms(at: Instant) -> u64 {
+    let left = at.saturating_duration_since(Instant::now());
+    monotonic_ms().saturating_add(u64::try_from(left.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The guardian process, from the supervisor's side: the write end of
+/// its pipe.
+pub struct Guardian {
+    child: Child,
+    pipe: ChildStdin,
+    /// The last deadline sent.
+    fed: Option<u64>,
+}
+
+impl Guardian {
+    pub fn start(kill_after: Duration) -> std::io::Result<Guardian> {
+        let exe = std::env::current_exe()?;
+        let kill_after_ms = u64::try_from(kill_after.as_millis()).unwrap_or(u64::MAX);
+        let mut child = Command::new(exe)
+            .arg(GUARDIAN_ARG)
+            .arg(kill_after_ms.to_string())
+            // Its own group: signals meant for ours (a terminal's Ctrl-C
+            // or Ctrl-Z, `timeout`'s group kill) must not reach it.
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()?;
+        let pipe = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no pipe to the guardian"))?;
+        // A guardian that reads slowly must never block us: a deadline
+        // that does not fit in the pipe is dropped (the guardian then acts
+        // on an earlier one, which is safe).
+        rustix::io::ioctl_fionbio(&pipe, true)?;
+        Ok(Guardian {
+            child,
+            pipe,
+            fed: None,
+        })
+    }
+
+    /// Names the group to end, and its first deadline.
+    pub fn watch(&mut self, group: Pid, held_until: Instant) -> std::io::Result<()> {
+        writeln!(self.pipe, "{}", group.as_raw_pid())?;
+        let until = as_monotonic_ms(held_until);
+        self.fed = Some(until);
+        writeln!(self.pipe, "until {until}")
+    }
+
+    pub fn feed(&mut self, held_until: Instant) {
+        let until = as_monotonic_ms(held_until);
+        // Rounding makes the same deadline differ by a millisecond.
+        if self.fed.is_some_and(|fed| until.abs_diff(fed) <= 1) {
+            return;
+        }
+        // One short line: written whole or not at all (a pipe's writes
+        // up to PIPE_BUF are atomic).
+        if writeln!(self.pipe, "until {until}").is_ok() {
+            self.fed = Some(until);
+        }
+    }
+
+    pub fn ending(&mut self) {
+        let _ = writeln!(self.pipe, "ending {}", monotonic_ms());
+    }
+
+    /// The group is gone on its own: the guardian exits without killing.
+    pub fn release(mut self) {
+        let _ = rustix::io::ioctl_fionbio(&self.pipe, false);
+        let _ = writeln!(self.pipe, "done");
+        drop(self.pipe);
+        let _ = self.child.wait();
+    }
+}
+
+/// What the guardian reads from its pipe: a line, or its end.
+type Heard = Option<String>;
+
+/// The guardian's whole life: read the group's id, then keep the switch
+/// with what the pipe says, sleeping between, and send what it says to.
+pub fn guard() -> i32 {
+    // Signals sent to a terminal's or a supervisor's group are not ours to
+    // act on: only the pipe and the deadline decide. (Registered handlers
+    // that only set a flag: the signals then do nothing here.)
+    let ignored = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGTSTP,
+    ] {
+        let _ = signal_hook::flag::register(signal, ignored.clone());
+    }
+    let kill_after_ms = std::env::args()
+        .nth(2)
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .unwrap_or(0);
+    let Some(pipe) = read_pipe() else {
+        return 0;
+    };
+    let group = match pipe.recv() {
+        Ok(Some(line)) => line.trim().parse::<i32>().ok().and_then(Pid::from_raw),
+        _ => None,
+    };
+    let Some(group) = group else {
+        return 0;
+    };
+    let mut switch = Switch::new(kill_after_ms);
+    // Whether the supervisor is ending the group itself (it said so).
+    let mut supervisor_ending = false;
+    loop {
+        let now = monotonic_ms();
+        let heard = match switch.poll(now) {
+            Act::Exit => return 0,
+            Act::Terminate => {
+                terminate(group, kill_after_ms);
+                continue;
+            }
+            Act::Kill => {
+                kill(group, switch.why(), supervisor_ending);
+                continue;
+            }
+            Act::SleepUntil(Some(at)) => {
+                match pipe.recv_timeout(Duration::from_millis(at.saturating_sub(now))) {
+                    Ok(heard) => heard,
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => None,
+                }
+            }
+            Act::SleepUntil(None) => pipe.recv().unwrap_or(None),
+        };
+        let Some(line) = heard else {
+            switch.supervisor_gone();
+            continue;
+        };
+        let now = monotonic_ms();
+        match line.trim().split_once(' ') {
+            Some(("until", ms)) => {
+                if let Ok(until) = ms.parse() {
+                    switch.held_until(now, until);
+                }
+            }
+            Some(("ending", ms)) => {
+                if let Ok(at) = ms.parse() {
+                    supervisor_ending = true;
+                    switch.supervisor_ends(now, at);
+                }
+            }
+            _ if line.trim() == "done" => switch.released(),
+            _ => {}
+        }
+    }
+}
+
+/// The pipe's lines, read on a thread of their own so that the deadline
+/// is kept while nothing comes; `None` at its end.
+fn read_pipe() -> Option<Receiver<Heard>> {
+    let (tx, rx) = mpsc::channel::<Heard>();
+    std::thread::Builder::new()
+        .name("s3-lease-guardian-pipe".into())
+        .spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if tx.send(Some(line)).is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send(None);
+        })
+        .ok()?;
+    Some(rx)
+}
+
+/// The deadline passed: SIGTERM to the group, and SIGCONT so that a
+/// stopped member (Ctrl-Z) sees it.
+fn terminate(group: Pid, kill_after_ms: u64) {
+    let _ = process::kill_process_group(group, Signal::TERM);
+    let _ = process::kill_process_group(group, Signal::CONT);
+    eprintln!(
+        "s3-lease: the lock was not renewed before its deadline while s3-lease could not act (stopped, e.g. by Ctrl-Z or SIGSTOP, or starved): sent SIGTERM to the command's process group {}, SIGKILL in {}",
+        group.as_raw_pid(),
+        crate::duration::show(Duration::from_millis(kill_after_ms))
+    );
+}
+
+fn kill(group: Pid, why: Option<Why>, supervisor_ending: bool) {
+    if process::kill_process_group(group, Signal::KILL).is_err() {
+        // Nobody left.
+        return;
+    }
+    let group = group.as_raw_pid();
+    match why {
+        Some(Why::SupervisorGone) => eprintln!(
+            "s3-lease: the s3-lease process that ran the command is gone: killed the command's process group {group}"
+        ),
+        // The supervisor says so itself, if it can.
+        _ if supervisor_ending => {}
+        _ => eprintln!(
+            "s3-lease: the kill-after grace is over: sent SIGKILL to the command's process group {group}"
+        ),
+    }
+}
