@@ -53,6 +53,8 @@ mod store_rules;
 mod world;
 
 #[cfg(test)]
+mod keeping;
+#[cfg(test)]
 mod tests;
 
 pub use setup::{Setup, StoreKind};
