@@ -262,8 +262,8 @@ fn help_describes_every_argument_and_flag() {
 }
 
 /// A `--wait` (or `--kill-after`) too long for the clock to count is a
-/// wait for ever, not a crash: the run goes ahead (here at once, the key
-/// being free).
+/// wait for ever, not a crash: the run (or acquire) goes ahead (here at
+/// once, the key being free).
 #[test]
 fn a_wait_too_long_for_the_clock_waits_for_ever() {
     let scene = Scene::new("wait-max");
@@ -282,10 +282,44 @@ fn a_wait_too_long_for_the_clock_waits_for_ever() {
             "--",
             "true",
         ],
+        &["acquire", "a", "--wait", MAX],
+        &["acquire", "s", "--limit", "2", "--wait", MAX],
     ] {
         let out = scene.run(args);
         assert_eq!(code(&out), 0, "{args:?}: {}", text(&out.stderr));
     }
+    // Held for a few seconds: each waits, then goes ahead.
+    for key in ["held-run", "held-slot", "held-acquire"] {
+        let out = scene.run(&["acquire", key, "--ttl", "1s", "--holder", "first"]);
+        assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    }
+    std::thread::scope(|s| {
+        for args in [
+            // A short ttl: a waiter looks every ttl/6.
+            &[
+                "run", "held-run", "--ttl", "2s", "--wait", MAX, "--", "true",
+            ][..],
+            &[
+                "run",
+                "held-slot",
+                "--ttl",
+                "2s",
+                "--limit",
+                "1",
+                "--wait",
+                MAX,
+                "--",
+                "true",
+            ],
+            &["acquire", "held-acquire", "--ttl", "2s", "--wait", MAX],
+        ] {
+            let scene = &scene;
+            s.spawn(move || {
+                let out = scene.run(args);
+                assert_eq!(code(&out), 0, "{args:?}: {}", text(&out.stderr));
+            });
+        }
+    });
 }
 
 /// The command's environment is the user's, plus `S3LEASE_*`: `run` sets
