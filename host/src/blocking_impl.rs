@@ -149,6 +149,8 @@ impl Client {
         Ok(self.guard(lease))
     }
 
+    /// See [`crate::Client::try_acquire_slot`]: a fair attempt needs a
+    /// holder id (refused without one, before any request).
     pub fn try_acquire_slot(
         &self,
         key: &str,
@@ -331,10 +333,12 @@ impl LeaseGuard {
     }
 
     /// Blocks until the lease is lost or `timeout` passes; the loss, if it
-    /// came (at the safe margin even while a renew hangs).
+    /// came (at the safe margin even while a renew hangs). Any timeout is
+    /// taken: one too long for the clock (`Duration::MAX`) waits for the
+    /// loss however long it takes.
     pub fn wait_lost(&self, timeout: Duration) -> Option<LostReason> {
         let mut watch = self.lease().watch();
-        let until = Instant::now() + timeout;
+        let until = crate::monotonic::saturating_add(Instant::now(), timeout);
         loop {
             if let Some(reason) = self.lost() {
                 return Some(reason);
@@ -378,7 +382,8 @@ impl LeaseGuard {
             .run(async move { client.fenced_put(&record, &object, body, &ct).await })
     }
 
-    /// Stops renewing and releases the lock.
+    /// Stops renewing and releases the lock; blocks for a renew under way
+    /// first, as [`crate::Lease::release`] waits for it.
     pub fn release(mut self) -> Result<(), Error> {
         match self.lease.take() {
             Some(lease) => self.driver.run(lease.release()),
@@ -386,9 +391,13 @@ impl LeaseGuard {
         }
     }
 
-    /// Stops renewing and hands the lease over as a record.
+    /// Stops renewing and hands the lease over as a record. Blocks while a
+    /// renew is under way (at most until the lease's safe margin), as
+    /// [`crate::Lease::detach`] waits for it: the record is the one the
+    /// store holds now. `None` only for a guard already consumed.
     pub fn detach(mut self) -> Option<LeaseRecord> {
-        self.lease.take().map(crate::Lease::detach)
+        let lease = self.lease.take()?;
+        Some(self.driver.run(lease.detach()))
     }
 }
 

@@ -223,14 +223,31 @@ impl Client {
     }
 
     /// One attempt at one of `key`'s slots (a semaphore): held if granted
-    /// (a late grant fails as in [`Client::try_acquire`]). A fair waiter
-    /// that stops trying should [`Client::leave_queue`].
+    /// (a late grant fails as in [`Client::try_acquire`]). A fair attempt
+    /// takes a place in the queue under `options.holder_id`, and later
+    /// attempts keep that place only under the same id, so a fair attempt
+    /// without a holder id is refused (`InvalidArgument`, before any
+    /// request): it would queue a place nobody could come back to or
+    /// leave. A fair waiter that stops trying should
+    /// [`Client::leave_queue`]. ([`Client::acquire_slot`] picks an id for
+    /// its whole wait when none is given.)
     pub async fn try_acquire_slot(
         &self,
         key: &str,
         options: &AcquireOptions,
         slot: SlotOptions,
     ) -> Result<SlotGrant, Error> {
+        if slot.fair && options.holder_id.is_none() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                self.store_name(),
+                crate::error::Detail::Message(format!(
+                    "a fair attempt at a slot of {key} needs a holder id (AcquireOptions::\
+                     holder_id): its place in the queue is kept under that id, for the next \
+                     attempt to find and for leave_queue"
+                )),
+            ));
+        }
         Ok(match self.slot_attempt(key, options, slot).await? {
             (Attempted::Granted(record), began) => {
                 SlotGrant::Granted(self.keep_grant(record, began, options)?)

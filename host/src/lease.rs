@@ -10,7 +10,7 @@ use crate::{Error, ErrorKind};
 use s3_lease_keep::guard::{Attempt, End, Guard, Timing};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 /// Why a lease is no longer held.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +69,9 @@ pub(crate) struct Held {
     pub(crate) index: usize,
     state: Mutex<HeldState>,
     status: watch::Sender<LeaseStatus>,
+    /// Signalled whenever a renew's outcome is in (see [`Held::renewed`]):
+    /// a release or a detach waits on it for the renew under way.
+    renew_done: Notify,
 }
 
 pub(crate) struct HeldState {
@@ -76,8 +79,12 @@ pub(crate) struct HeldState {
     pub guard: Guard,
     pub lost: Option<LostReason>,
     pub last_error: Option<String>,
-    /// The handle let go: the scheduler stops.
+    /// The scheduler starts no more renews (the handle is letting go; a
+    /// renew under way still reports its outcome).
     pub stopped: bool,
+    /// The handle let go (released, detached or dropped): nothing more is
+    /// sent for it.
+    let_go: bool,
 }
 
 impl Held {
@@ -90,10 +97,10 @@ impl Held {
         millis(self.origin.elapsed())
     }
 
+    /// The instant of `ms` on the guard's clock ("never" past what the
+    /// clock holds).
     pub fn instant(&self, ms: u64) -> Instant {
-        self.origin
-            .checked_add(Duration::from_millis(ms))
-            .unwrap_or_else(|| self.origin + Duration::from_secs(100 * 365 * 24 * 3600))
+        crate::monotonic::saturating_add(self.origin, Duration::from_millis(ms))
     }
 
     /// Says what the guard says now to the watchers, if it changed.
@@ -124,8 +131,14 @@ impl Held {
         });
     }
 
-    /// A renew's outcome, `now_ms` its reply.
+    /// A renew's outcome, `now_ms` its reply. Wakes a release or a detach
+    /// waiting for it.
     pub fn renewed(&self, result: Result<LeaseRecord, Error>, now_ms: u64) {
+        self.apply_renew(result, now_ms);
+        self.renew_done.notify_waiters();
+    }
+
+    fn apply_renew(&self, result: Result<LeaseRecord, Error>, now_ms: u64) {
         let mut state = self.lock();
         match result {
             Ok(record) => {
@@ -147,6 +160,50 @@ impl Held {
             }
         }
         self.publish(&mut state);
+    }
+
+    /// Stops the scheduler from starting renews and waits for the outcome
+    /// of the one under way, if any, until the claim's end at most (a
+    /// renew still hanging then can no longer matter: the lease is over).
+    pub(crate) async fn settle(&self) {
+        self.lock().stopped = true;
+        loop {
+            let done = self.renew_done.notified();
+            tokio::pin!(done);
+            // Registered before looking, so an outcome that comes in
+            // between is not missed.
+            done.as_mut().enable();
+            let until = {
+                let state = self.lock();
+                if !state.guard.renewing() || state.let_go {
+                    return;
+                }
+                match state.guard.held_until(self.now_ms()) {
+                    Some(until) => self.instant(until),
+                    None => return,
+                }
+            };
+            tokio::select! {
+                _ = &mut done => {}
+                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(until)) => return,
+            }
+        }
+    }
+
+    /// Lets go: the scheduler stops keeping it, watchers see it released;
+    /// the record if it was still held (worth releasing). `None` once let go.
+    pub(crate) fn let_go(&self) -> Option<LeaseRecord> {
+        let now = self.now_ms();
+        let mut state = self.lock();
+        if state.let_go {
+            return None;
+        }
+        state.let_go = true;
+        state.stopped = true;
+        let held = state.guard.stop(now) && state.lost.is_none();
+        state.lost.get_or_insert(LostReason::Released);
+        self.publish(&mut state);
+        held.then(|| state.record.clone())
     }
 }
 
@@ -173,8 +230,10 @@ impl Lease {
                 lost: None,
                 last_error: None,
                 stopped: false,
+                let_go: false,
             }),
             status,
+            renew_done: Notify::new(),
         });
         held.publish(&mut held.lock());
         client.inner.keeper.keep(&held);
@@ -299,37 +358,42 @@ impl Lease {
     }
 
     /// Stops renewing and releases the lease, so others need not wait out
-    /// its ttl. A lease no longer held is not released (it ran out).
+    /// its ttl. A renew under way is waited for first (at most until the
+    /// lease's safe margin): it rewrites the lock object, so the record
+    /// before it is spent and only the renewed one can be released. A
+    /// lease no longer held is not released (it ran out), and `Ok` comes
+    /// without a request. Cancel-safe: dropped mid-wait, the lease is
+    /// released as on drop.
     pub async fn release(self) -> Result<(), Error> {
-        match self.stop() {
+        self.settle().await;
+        match self.let_go() {
             Some(record) => self.client.release(&record).await,
             None => Ok(()),
         }
     }
 
     /// Stops renewing and hands the lease over as a record, still held on
-    /// the store until its ttl runs out: for another process to renew.
-    pub fn detach(self) -> LeaseRecord {
-        let record = self.record();
-        let mut state = self.held.lock();
-        state.stopped = true;
-        state.lost = Some(LostReason::Released);
-        record
+    /// the store until its ttl runs out: for another process to renew or
+    /// release. A renew under way is waited for first (at most until the
+    /// lease's safe margin), so the record is the one the store has now,
+    /// not one that renew spent. (The record of a lease already lost is
+    /// its last one, of no use to renew.)
+    pub async fn detach(self) -> LeaseRecord {
+        self.settle().await;
+        self.let_go();
+        self.record()
     }
 
-    /// Stops the scheduler keeping it; the record if it was still held
-    /// (worth releasing).
-    fn stop(&self) -> Option<LeaseRecord> {
-        let now = self.held.now_ms();
-        let mut state = self.held.lock();
-        if state.stopped {
-            return None;
-        }
-        state.stopped = true;
-        let held = state.guard.stop(now) && state.lost.is_none();
-        state.lost.get_or_insert(LostReason::Released);
-        self.held.publish(&mut state);
-        held.then(|| state.record.clone())
+    /// See [`Held::settle`].
+    async fn settle(&self) {
+        self.held.settle().await
+    }
+
+    /// See [`Held::let_go`]; the scheduler drops the lease at once.
+    fn let_go(&self) -> Option<LeaseRecord> {
+        let record = self.held.let_go();
+        self.client.inner.keeper.look(self.held.id);
+        record
     }
 }
 
@@ -347,7 +411,7 @@ impl Drop for Lease {
     /// Stops renewing and releases without blocking (a thread of its own
     /// sends the release; if it fails, the lease simply runs out).
     fn drop(&mut self) {
-        if let Some(record) = self.stop() {
+        if let Some(record) = self.let_go() {
             release_in_background(
                 Arc::downgrade(&self.client.inner),
                 self.held.index,

@@ -18,13 +18,25 @@ fn origin() -> Instant {
     *ORIGIN.get_or_init(Instant::now)
 }
 
+/// How far ahead an instant is ever put: "never" to any lease or wait,
+/// yet an instant every platform's clock holds (100 years overflows on
+/// some), with room for tokio's timer, which rounds a deadline up by a
+/// millisecond before it reads it.
+const FOREVER: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
+
+/// `at + d` without the panic of `Instant + Duration` on overflow: a `d`
+/// beyond thirty years counts as thirty years, "never" to every caller
+/// (a lease's claim, a wait's end: an end put earlier is the safe side of
+/// a claim, and no wait outlives a process by decades).
+pub(crate) fn saturating_add(at: Instant, d: Duration) -> Instant {
+    // Thirty years fit every platform's `Instant` (tokio relies on it);
+    // were it not so, `at` itself is the only instant known to fit.
+    at.checked_add(d.min(FOREVER)).unwrap_or(at)
+}
+
 /// The host `Instant` of a component monotonic-clock reading in ms.
 pub fn instant_of_ms(ms: u64) -> Instant {
-    let origin = origin();
-    origin
-        .checked_add(Duration::from_millis(ms))
-        // Beyond what `Instant` can hold: centuries away, so "never".
-        .unwrap_or_else(|| origin + Duration::from_secs(100 * 365 * 24 * 3600))
+    saturating_add(origin(), Duration::from_millis(ms))
 }
 
 /// An instant as a component monotonic-clock reading in ms (floored, so
@@ -60,5 +72,19 @@ mod tests {
         assert!(mapped <= after, "never later than the reading");
         assert!(mapped + Duration::from_millis(1) >= before);
         assert!(instant_of_ms(u64::MAX) > Instant::now());
+    }
+
+    #[test]
+    fn adding_any_duration_never_panics_and_keeps_order() {
+        let now = Instant::now();
+        let far = saturating_add(now, Duration::MAX);
+        assert!(far > now + Duration::from_secs(29 * 365 * 24 * 3600));
+        assert_eq!(
+            saturating_add(now, Duration::from_secs(5)),
+            now + Duration::from_secs(5)
+        );
+        assert!(saturating_add(now, Duration::from_secs(1)) < far);
+        // tokio rounds a deadline up by a millisecond: still no overflow.
+        assert!(far.checked_add(Duration::from_millis(1)).is_some());
     }
 }

@@ -201,7 +201,7 @@ impl Guard {
         } else if now_ms.saturating_add(self.timing.retry_ms) >= self.valid_until {
             self.end = Some(End::Expired);
         } else {
-            self.next_renew = now_ms + self.timing.retry_ms;
+            self.next_renew = now_ms.saturating_add(self.timing.retry_ms);
         }
     }
 

@@ -222,3 +222,85 @@ async fn release_held(lease: s3_lease_host::Lease) {
         Err(e) => panic!("release: {e}"),
     }
 }
+
+/// A release or a detach while a renew is under way waits for that renew
+/// and lets go of the lease it renewed: the record from before the renew
+/// is spent (the renew rewrote the lock object), so releasing it is
+/// refused and the key stays held by nobody for a whole ttl, and handing
+/// it over hands over a record nobody can renew. ttl 3 s (a renew every
+/// 900 ms); the first renew of each key is sent 600 ms late, and release
+/// (or detach) is called while it is held back.
+#[test]
+fn a_release_or_a_detach_during_a_renew_lets_go_of_the_renewed_lease() {
+    on_tokio(a_release_or_a_detach_during_a_renew_lets_go_of_the_renewed_lease_async)
+}
+
+async fn a_release_or_a_detach_during_a_renew_lets_go_of_the_renewed_lease_async() {
+    let prefix = fresh_prefix("async-mid-renew");
+    let (options_a, hooks, _) = harness().test_client_options();
+    let a = client(&prefix, options_a).await;
+    let b = client(&prefix, ClientOptions::default()).await;
+    let released = a.try_acquire("released", &options(3_000)).await.unwrap();
+    let detached = a.try_acquire("detached", &options(3_000)).await.unwrap();
+    let (released, detached) = (released.expect("free"), detached.expect("free"));
+    // From here a's only PUTs on the lock objects are renews (and the
+    // release); the first of each key is held back.
+    let held_back: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let seen = held_back.clone();
+    hooks.add_rule(move |request: &mut http::request::Parts| {
+        let path = request.uri.path().to_string();
+        let ours = path.ends_with("/released") || path.ends_with("/detached");
+        let mut held_back = seen.lock().unwrap();
+        (request.method == http::Method::PUT && ours && !held_back.contains(&path)).then(|| {
+            held_back.push(path);
+            Fault::Delay(Duration::from_millis(600))
+        })
+    });
+    let renewing = |key: &'static str| {
+        let held_back = held_back.clone();
+        async move {
+            let started = Instant::now();
+            while !held_back.lock().unwrap().iter().any(|p| p.ends_with(key)) {
+                assert!(
+                    started.elapsed() < Duration::from_secs(3),
+                    "no renew of {key}"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    };
+
+    let release = async {
+        renewing("released").await;
+        released.release().await
+    };
+    let detach = async {
+        renewing("detached").await;
+        let before = detached.record();
+        (before, detached.detach().await)
+    };
+    let (release, (before, record)) = tokio::join!(release, detach);
+
+    release.expect("the renewed lease is released");
+    let state = b
+        .inspect("released")
+        .await
+        .unwrap()
+        .expect("the lock object");
+    assert!(
+        !state.live && state.expires_at_ms == 0,
+        "released at once, not left to run out: {state:?}"
+    );
+    assert_ne!(record.etag, before.etag, "the record the renew wrote");
+    let renewed = b
+        .renew(&record)
+        .await
+        .expect("another client renews the detached lease");
+    b.release(&renewed).await.unwrap();
+    let state = b
+        .inspect("detached")
+        .await
+        .unwrap()
+        .expect("the lock object");
+    assert!(!state.live, "{state:?}");
+}

@@ -342,3 +342,64 @@ fn a_grant_is_counted_from_its_call_not_from_a_wait_for_the_instance() {
         guard.release().unwrap();
     });
 }
+
+/// Every duration the API takes may be `Duration::MAX` (a caller's "for
+/// ever"): none panics adding it to the clock. A wait takes it as for
+/// ever, a ttl beyond the longest a lease may have is refused as an
+/// invalid argument, a deadline past the ttl is the ttl, and an elector's
+/// durations are checked as any others.
+#[test]
+fn durations_too_long_for_the_clock_never_panic() {
+    let prefix = fresh_prefix("duration-max");
+    let (options_a, hooks, _) = harness().test_client_options();
+    let a = Client::connect_with(harness().runtime(), &s3_config(&prefix), options_a).unwrap();
+    let forever = Duration::MAX;
+
+    let guard = a.acquire("waited", &options(1_500), forever).unwrap();
+    let slot = s3_lease_host::SlotOptions::new(2).fair(true);
+    let in_slot = a
+        .acquire_slot("slot", &options(1_500), slot, forever)
+        .unwrap();
+    in_slot.release().unwrap();
+    let e = a
+        .try_acquire("ttl", &s3_lease_host::AcquireOptions::new(forever))
+        .expect_err("a ttl beyond the longest a lease may have");
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    let deadline = a
+        .try_acquire("deadline", &options(1_500).deadline(forever))
+        .unwrap()
+        .expect("free");
+    let left = deadline
+        .held_until()
+        .expect("held")
+        .saturating_duration_since(Instant::now());
+    assert!(
+        left <= Duration::from_millis(1_500),
+        "claimed past its ttl: {left:?} left"
+    );
+    deadline.release().unwrap();
+
+    for config in [
+        ElectorConfig::new("lead").lease_duration(forever),
+        ElectorConfig::new("lead").renew_deadline(forever),
+        ElectorConfig::new("lead").retry_period(forever),
+    ] {
+        match a.elect(&config) {
+            Err(e) => assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}"),
+            Ok(_) => panic!("durations out of order are refused: {config:?}"),
+        }
+    }
+    let mut elector = a.elect(&ElectorConfig::new("lead")).unwrap();
+    let event = elector.recv_event_timeout(forever);
+    assert!(
+        matches!(event, Some(ElectionEvent::BecameLeader(_))),
+        "{event:?}"
+    );
+    elector.resign().unwrap();
+
+    // Cut off, the lease is lost at its safe margin: the wait for ever
+    // ends there.
+    hooks.set_cut(true);
+    let reason = guard.wait_lost(forever);
+    assert!(matches!(reason, Some(LostReason::Expired(_))), "{reason:?}");
+}

@@ -270,3 +270,44 @@ fn a_holder_and_a_waiter_cost_this_many_requests_per_second() {
     assert!((4..=12).contains(&puts), "waiter PUTs: {puts}");
     guard.release().unwrap();
 }
+
+/// A fair attempt at a slot without a holder id is refused before any
+/// request. Its place would be queued under an id made up for that one
+/// call and never returned: every retry queued one more place that nobody
+/// could come back to or leave, ahead of the caller, so the slot freed for
+/// it went to none of them. The waiting call still picks one id for its
+/// whole wait.
+#[test]
+fn a_fair_attempt_without_a_holder_id_is_refused_and_queues_nothing() {
+    let prefix = fresh_prefix("semaphore-fair-no-id");
+    let (c, hooks) = counted_client(&prefix);
+    let one = s3_lease_host::SlotOptions::new(1).fair(true);
+    let holder = match c.try_acquire_slot("k", &named_options(3_000, "h"), one) {
+        Ok(BlockingSlotGrant::Granted(guard)) => guard,
+        Ok(other) => panic!("the slot was free: {}", describe(&other)),
+        Err(e) => panic!("{e}"),
+    };
+    hooks.take_requests();
+    let unnamed = super::acquire_options(3_000);
+    for attempt in 0..3 {
+        match c.try_acquire_slot("k", &unnamed, one) {
+            Err(e) => {
+                assert_eq!(e.kind(), s3_lease_host::ErrorKind::InvalidArgument, "{e}");
+                assert!(e.to_string().contains("holder id"), "{e}");
+            }
+            Ok(grant) => panic!(
+                "attempt {attempt}: a fair attempt without a holder id is refused, got {}",
+                describe(&grant)
+            ),
+        }
+    }
+    let sent = hooks.take_requests();
+    assert!(sent.is_empty(), "refused before any request: {sent:?}");
+    let sem = c.inspect_slots("k").unwrap().expect("a semaphore");
+    assert!(sem.queue.is_empty(), "no place queued: {sem:?}");
+    holder.release().unwrap();
+    let waited = c
+        .acquire_slot("k", &unnamed, one, Duration::from_secs(5))
+        .expect("a waiting call picks its own holder id");
+    waited.release().unwrap();
+}

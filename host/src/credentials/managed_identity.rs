@@ -120,10 +120,10 @@ fn parse_token(status: u16, body: &[u8], endpoint: &str) -> Result<AzureToken, E
         Some(v) => v.as_u64(),
         None => None,
     };
-    Ok(AzureToken::new(
-        token,
-        expires_on.map(|s| UNIX_EPOCH + Duration::from_secs(s)),
-    ))
+    // An expiry past what the clock holds (a reply's digits, not ours to
+    // trust) counts as none given, not as a panic.
+    let expires = expires_on.and_then(|s| UNIX_EPOCH.checked_add(Duration::from_secs(s)));
+    Ok(AzureToken::new(token, expires))
 }
 
 impl TokenSource for ManagedIdentity {
@@ -334,6 +334,13 @@ mod tests {
             ..identity
         };
         assert!(gone.fetch().is_err());
+    }
+
+    #[test]
+    fn an_expiry_past_what_the_clock_holds_counts_as_none_given() {
+        let body = br#"{"access_token":"T3","expires_on":"18446744073709551615"}"#;
+        let token = parse_token(200, body, "imds").unwrap();
+        assert_eq!((token.token.as_str(), token.expires), ("T3", None));
     }
 
     #[test]
