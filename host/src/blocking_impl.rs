@@ -122,6 +122,17 @@ impl Client {
         self.client.credentials_refreshes()
     }
 
+    /// See [`crate::Client::stats`].
+    pub fn stats(&self) -> crate::ClientStats {
+        self.client.stats()
+    }
+
+    /// See [`crate::Client::close`]: releases every lease the client
+    /// holds, waiting up to `timeout` for the releases.
+    pub fn close(&self, timeout: Duration) -> crate::CloseReport {
+        self.run(|c| Box::pin(async move { c.close(timeout).await }))
+    }
+
     pub fn credentials_error(&self) -> Option<String> {
         self.client.credentials_error()
     }

@@ -307,6 +307,15 @@ impl Client {
     ) -> Result<Lease, Error> {
         let timing = timing(record.ttl, options);
         let took = began.elapsed();
+        if self.inner.keeper.is_closed() {
+            let index = self.inner.pool.index_of(&record.key);
+            release_in_background(Arc::downgrade(&self.inner), index, convert::lease(&record));
+            return Err(Error::host(format!(
+                "the client was closed (Client::close): it keeps no new lease, and the grant \
+                 of {} was released",
+                record.key
+            )));
+        }
         if millis(took) < timing.deadline_ms {
             return Ok(Lease::start(self.clone(), record, began, timing));
         }

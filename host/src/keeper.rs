@@ -24,6 +24,7 @@ use crate::Error;
 use s3_lease_keep::guard::Next;
 use s3_lease_keep::schedule::Schedule;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -42,6 +43,8 @@ struct Shared {
     /// after a grant finds it), taken out when it ends or is let go.
     leases: Mutex<HashMap<u64, Weak<Held>>>,
     stats: Mutex<ClientStats>,
+    /// Closed: grants are refused (see [`Keeper::close`]).
+    closed: AtomicBool,
 }
 
 impl Shared {
@@ -105,6 +108,29 @@ impl Keeper {
 
     pub fn stats(&self) -> ClientStats {
         self.shared.stats().clone()
+    }
+
+    /// Whether [`Keeper::close`] was called: grants are then refused.
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::SeqCst)
+    }
+
+    /// Closes: takes every lease kept out of the scheduler (none renews
+    /// again) and hands them over, for the caller to let go and release.
+    pub fn close(&self) -> Vec<Arc<Held>> {
+        self.shared.closed.store(true, Ordering::SeqCst);
+        let taken: Vec<Arc<Held>> = self
+            .shared
+            .leases()
+            .drain()
+            .filter_map(|(_, held)| held.upgrade())
+            .collect();
+        for held in &taken {
+            held.lock().stopped = true;
+            // Out of the schedule at once.
+            self.look(held.id);
+        }
+        taken
     }
 }
 

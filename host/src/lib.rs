@@ -9,9 +9,15 @@
 //!   component from tokio's blocking threads, so many run at once and none
 //!   blocks a task; waits happen between calls.
 //! - [`Lease`]: a held lease. It renews itself on its client's scheduler
-//!   (one task for all of them), says when it is lost ([`Lease::lost`],
-//!   [`Lease::watch`]), refuses its token once past its safe margin, and is
-//!   released when dropped.
+//!   (one thread of the client's own for all of them, on a small runtime of
+//!   its own: renewing goes on whatever runtime the caller uses, or after
+//!   the one the client was connected on has ended; [`Client::stats`]),
+//!   says when it is lost ([`Lease::lost`], [`Lease::watch`]), refuses its
+//!   token once past its safe margin, and is released at once when dropped.
+//! - [`Client::close`]: for a service shutting down, releases every lease
+//!   the client holds and waits (bounded) for the releases; without it,
+//!   leases still held at exit stay live on the store until their ttl runs
+//!   out. No drop order or runtime shutdown panics.
 //! - [`Elector`]: leader election, its role something async code can
 //!   select on.
 //! - [`blocking`]: the same for code that is not async.
@@ -45,6 +51,7 @@ pub mod bindings;
 mod bindings;
 mod blocking_impl;
 mod client;
+mod closing;
 mod compile_cache;
 mod config;
 mod convert;
@@ -80,6 +87,7 @@ pub mod blocking {
 
 pub use azure_blob::{AzureBlob, AzureCredential};
 pub use client::{Client, ClientOptions};
+pub use closing::CloseReport;
 pub use compile_cache::{CacheOutcome, CompileCache};
 pub use config::S3Config;
 pub use credentials::{AwsChain, CredentialsSource, FetchedCredentials, SdkProvider, SharedSource};

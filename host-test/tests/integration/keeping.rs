@@ -102,6 +102,63 @@ fn a_client_keeps_renewing_after_the_runtime_it_was_connected_on_ends() {
     });
 }
 
+/// Whether `key` is free for others now (never locked, or not live).
+async fn free(c: &Client, key: &str) -> bool {
+    c.inspect(key).await.unwrap().is_none_or(|s| !s.live)
+}
+
+/// A service shutting down: 50 leases held at ttl 30 s. Ten handles are
+/// dropped (each released at once in the background), then the client is
+/// closed with the other forty still held: every key is free at once, not
+/// live for another 30 s; the handles say released, nothing renews any
+/// more, and a grant after the close is refused and released.
+#[test]
+fn a_close_releases_every_lease_held_and_a_drop_releases_its_own() {
+    let _ = (endpoint(), harness());
+    runtime().block_on(async {
+        let prefix = fresh_prefix("keeping-close");
+        let c = client(&prefix).await;
+        let mut leases = Vec::new();
+        for i in 0..50 {
+            leases.push(held(&c, &format!("k{i}"), 30_000).await);
+        }
+        let kept: Vec<Lease> = leases.split_off(10);
+        drop(leases);
+        let dropped_at = Instant::now();
+        for i in 0..10 {
+            let key = format!("k{i}");
+            while !free(&c, &key).await {
+                assert!(
+                    dropped_at.elapsed() < Duration::from_secs(2),
+                    "{key} still held"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        let report = c.close(Duration::from_secs(10)).await;
+        assert_eq!(report.released, 40, "{report:?}");
+        assert!(report.all_released(), "{report:?}");
+        for i in 10..50 {
+            let key = format!("k{i}");
+            let state = c.inspect(&key).await.unwrap();
+            assert!(state.as_ref().is_some_and(|s| !s.live), "{key}: {state:?}");
+        }
+        assert!(kept.iter().all(|l| !l.is_held()));
+        let stats = c.stats();
+        assert_eq!(
+            (stats.leases_kept, stats.scheduled_entries),
+            (0, 0),
+            "{stats:?}"
+        );
+        let refused = c.try_acquire("after", &options(30_000)).await.unwrap_err();
+        assert!(refused.to_string().contains("closed"), "{refused}");
+        assert!(free(&c, "after").await, "a grant after the close was kept");
+        // Let go already: dropping the handles sends nothing more.
+        drop(kept);
+        assert!(c.close(Duration::from_secs(1)).await.all_released());
+    });
+}
+
 /// Panics in this process, on any thread, whose message says a runtime
 /// was dropped where blocking is not allowed (counted from the first call).
 fn runtime_drop_panics() -> usize {
