@@ -243,3 +243,27 @@ fn a_runtime_shut_down_while_renews_are_under_way_never_panics() {
         "a runtime was dropped in async code"
     );
 }
+
+/// The blocking facade's close: the same release of everything held, from
+/// code that is not async.
+#[test]
+fn the_blocking_close_releases_every_lease_held() {
+    let prefix = fresh_prefix("keeping-blocking-close");
+    let config = endpoint().host_config(&prefix).unwrap();
+    let c = s3_lease_host::blocking::Client::connect(harness().runtime(), &config).unwrap();
+    let guards: Vec<_> = (0..5)
+        .map(|i| {
+            let key = format!("k{i}");
+            c.acquire(&key, &options(30_000), Duration::from_secs(10))
+                .unwrap()
+        })
+        .collect();
+    let report = c.close(Duration::from_secs(10));
+    assert!(report.all_released() && report.released == 5, "{report:?}");
+    for i in 0..5 {
+        let state = c.inspect(&format!("k{i}")).unwrap();
+        assert!(state.as_ref().is_some_and(|s| !s.live), "k{i}: {state:?}");
+    }
+    assert_eq!(c.stats().leases_kept, 0);
+    drop(guards);
+}
