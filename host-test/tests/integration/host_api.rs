@@ -346,8 +346,9 @@ fn a_grant_is_counted_from_its_call_not_from_a_wait_for_the_instance() {
 /// Every duration the API takes may be `Duration::MAX` (a caller's "for
 /// ever"): none panics adding it to the clock. A wait takes it as for
 /// ever, a ttl beyond the longest a lease may have is refused as an
-/// invalid argument, a deadline past the ttl is the ttl, and an elector's
-/// durations are checked as any others.
+/// invalid argument, a deadline past the ttl is the ttl, an elector's
+/// durations are checked as any others, and a close waits for its
+/// releases.
 #[test]
 fn durations_too_long_for_the_clock_never_panic() {
     let prefix = fresh_prefix("duration-max");
@@ -402,4 +403,9 @@ fn durations_too_long_for_the_clock_never_panic() {
     hooks.set_cut(true);
     let reason = guard.wait_lost(forever);
     assert!(matches!(reason, Some(LostReason::Expired(_))), "{reason:?}");
+    hooks.set_cut(false);
+    let held = a.try_acquire("closed", &options(1_500)).unwrap().expect("free");
+    let report = a.close(forever);
+    assert!(report.all_released() && report.released == 1, "{report:?}");
+    assert!(!held.is_held());
 }
