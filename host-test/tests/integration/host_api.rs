@@ -404,7 +404,10 @@ fn durations_too_long_for_the_clock_never_panic() {
     let reason = guard.wait_lost(forever);
     assert!(matches!(reason, Some(LostReason::Expired(_))), "{reason:?}");
     hooks.set_cut(false);
-    let held = a.try_acquire("closed", &options(1_500)).unwrap().expect("free");
+    let held = a
+        .try_acquire("closed", &options(1_500))
+        .unwrap()
+        .expect("free");
     let report = a.close(forever);
     assert!(report.all_released() && report.released == 1, "{report:?}");
     assert!(!held.is_held());
