@@ -1,15 +1,17 @@
-//! `bench leases [N [SECONDS]]`: the scale measurement. One process holds
-//! N leases (default 10,000, ttl 30 s) through one async `Client` (its
+//! `bench leases [N [SECONDS [TTL]]]`: the scale measurement and the soak.
+//! One process holds N leases (default 10,000, ttl TTL seconds, default 30) through one async `Client` (its
 //! default instances) for SECONDS (default 600) against the bench's S3
 //! endpoint, while a probe takes and gives back keys of its own on the same
 //! client. It reports leases lost and tokens changed (both must be 0: the
 //! run fails otherwise), the process's threads and RSS, CPU time per renew,
 //! the probe's acquire latency while the leases are held, and renews done
-//! per second.
+//! per second; and, window by window over the hold, renews per second, CPU
+//! per renew, RSS and the scheduler's size and work per renew, so that the
+//! first and last windows show whether anything grows with the time held.
 //!
 //! Renews are counted from the leases themselves: each renew moves a held
 //! lease's `held_until`, which a sampler reads every second (a renew comes
-//! every 9 s at this ttl, so none is missed). CPU time is this process's
+//! every 9 s at a 30 s ttl, every 1.8 s at 6 s, so none is missed). CPU time is this process's
 //! (`utime + stime` of `/proc/self/stat`) over the hold: the probe and the
 //! sampler are in it, the S3 server is not.
 
@@ -17,7 +19,8 @@ use super::percentile;
 use anyhow::{bail, Context, Result};
 use host_test::server::Endpoint;
 use s3_lease_host::{
-    AcquireOptions, Client, CompileCache, ComponentSource, Lease, Runtime, RuntimeOptions,
+    AcquireOptions, Client, ClientStats, CompileCache, ComponentSource, Lease, Runtime,
+    RuntimeOptions,
 };
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -40,6 +43,10 @@ const STATUS_EVERY: Duration = Duration::from_millis(100);
 const PROBE_EVERY: Duration = Duration::from_millis(200);
 /// The probe cycles through this many keys of its own.
 const PROBE_KEYS: usize = 16;
+/// How many windows the hold is cut into for the report of how renews,
+/// CPU and memory move with the time the leases are held (a window is at
+/// least one sample long).
+const WINDOWS: u32 = 10;
 
 /// What both scale measurements run on: a tokio runtime, the component
 /// with pooled HTTP, and the endpoint's config under `prefix`.
@@ -86,6 +93,7 @@ struct Report {
     status_end: Status,
     probe: Vec<Duration>,
     probe_misses: usize,
+    windows: Vec<Window>,
     requests: Vec<(String, u64)>,
     release_failures: usize,
     released_in: Duration,
@@ -135,8 +143,15 @@ async fn hold(runtime: &Runtime, config: &s3_lease_host::S3Config, s: &Settings)
     let mut last: Vec<Option<Instant>> = leases.iter().map(Lease::held_until).collect();
     let mut lost = vec![false; leases.len()];
     let mut renews = 0u64;
+    let window_len = (s.hold / WINDOWS).max(SAMPLE_EVERY);
+    let mut window = Window::begin(held_from, renews, &client)?;
+    let mut windows = Vec::new();
     loop {
         let now = Instant::now();
+        if now >= until || now.saturating_duration_since(window.from) >= window_len {
+            windows.push(window.end(now, renews, &client)?);
+            window = Window::begin(now, renews, &client)?;
+        }
         if now >= until {
             break;
         }
@@ -203,6 +218,7 @@ async fn hold(runtime: &Runtime, config: &s3_lease_host::S3Config, s: &Settings)
         status_end,
         probe,
         probe_misses,
+        windows,
         requests,
         release_failures,
         released_in: released_from.elapsed(),
@@ -234,6 +250,55 @@ async fn probe(
         tokio::time::sleep(PROBE_EVERY).await;
     }
     Ok((latencies, misses))
+}
+
+/// A stretch of the hold: what renewing cost in it, so that the first
+/// and the last can be set side by side (work and memory per renew must
+/// not grow with the time leases are held).
+struct Window {
+    from: Instant,
+    renews_before: u64,
+    cpu_before: u64,
+    /// Filled by `end`.
+    seconds: f64,
+    renews: u64,
+    cpu_ms: f64,
+    rss_kib: u64,
+    scheduled: u64,
+    /// The scheduler's own count of its work and of the renews it sent.
+    stats_before: ClientStats,
+    steps_per_renew: f64,
+}
+
+impl Window {
+    fn begin(from: Instant, renews_before: u64, client: &Client) -> Result<Window> {
+        Ok(Window {
+            from,
+            renews_before,
+            stats_before: client.stats(),
+            steps_per_renew: 0.0,
+            cpu_before: cpu_ticks()?,
+            seconds: 0.0,
+            renews: 0,
+            cpu_ms: 0.0,
+            rss_kib: 0,
+            scheduled: 0,
+        })
+    }
+
+    fn end(mut self, now: Instant, renews: u64, client: &Client) -> Result<Window> {
+        self.seconds = now.saturating_duration_since(self.from).as_secs_f64();
+        self.renews = renews - self.renews_before;
+        self.cpu_ms =
+            (cpu_ticks()? - self.cpu_before) as f64 * 1000.0 / clock_ticks_per_second() as f64;
+        self.rss_kib = Status::read()?.rss_kib;
+        let stats = client.stats();
+        self.scheduled = stats.scheduled_entries;
+        let steps = stats.scheduler_steps - self.stats_before.scheduler_steps;
+        let sent = stats.renews_sent - self.stats_before.renews_sent;
+        self.steps_per_renew = steps as f64 / sent.max(1) as f64;
+        Ok(self)
+    }
 }
 
 /// The threads and resident memory of this process, from /proc/self/status.
@@ -390,6 +455,25 @@ impl Report {
             self.probe.len(),
             self.probe_misses
         );
+        println!(
+            "  over the hold, window by window (end of window, renews/s, CPU per renew, RSS, \
+             scheduler entries, scheduler steps per renew):"
+        );
+        for (i, w) in self.windows.iter().enumerate() {
+            println!(
+                "    {:>3}: {:>6.0} s  {:>9.1}/s  {:.3} ms  {:>7.1} MiB  {:>6}  {:.2}",
+                i + 1,
+                w.from
+                    .saturating_duration_since(self.windows[0].from)
+                    .as_secs_f64()
+                    + w.seconds,
+                w.renews as f64 / w.seconds.max(0.001),
+                w.cpu_ms / w.renews.max(1) as f64,
+                mib(w.rss_kib),
+                w.scheduled,
+                w.steps_per_renew
+            );
+        }
         let requests: Vec<String> = self
             .requests
             .iter()

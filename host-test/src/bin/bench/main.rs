@@ -22,7 +22,7 @@
 //!     ./scripts/bench.sh [ROUNDS]     (builds what it needs, then runs this)
 //!
 //! `bench builds [ROUNDS]` runs only the two builds of the component side by
-//! side (`builds.rs`); `bench leases [N [SECONDS]]` only the scale
+//! side (`builds.rs`); `bench leases [N [SECONDS [TTL]]]` only the scale
 //! measurement (`leases.rs`): one process holding N leases through one
 //! async client; `bench ceiling [STEP [SECONDS]]` adds leases STEP at a
 //! time until renews come late, and says what ran out (`ceiling.rs`).
@@ -289,7 +289,7 @@ fn main() -> Result<()> {
         let settings = leases::Settings {
             leases: arg(2).map_or(Ok(10_000), |n| n.parse())?,
             hold: Duration::from_secs(arg(3).map_or(Ok(600), |s| s.parse())?),
-            ttl: Duration::from_secs(30),
+            ttl: Duration::from_secs(arg(4).map_or(Ok(30), |s| s.parse())?),
         };
         println!(
             "s3-lease benchmark: {profile} build of the host, S3 at {}\n  {}",
