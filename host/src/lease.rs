@@ -3,12 +3,12 @@
 //! write that granted or last renewed it, on this process's monotonic
 //! clock, however late a reply comes), and released when dropped.
 
-use crate::client::{release_in_background, Client};
+use crate::client::{release_in_background, Client, Inner};
 use crate::convert::{self, millis};
 use crate::types::{FenceOptions, FencedWrite, LeaseRecord, LockState};
 use crate::{Error, ErrorKind};
 use s3_lease_keep::guard::{Attempt, End, Guard, Timing};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::{watch, Notify};
 
@@ -85,6 +85,9 @@ pub(crate) struct HeldState {
     /// The handle let go (released, detached or dropped): nothing more is
     /// sent for it.
     let_go: bool,
+    /// Dropped while a renew was under way: release what that renew wrote
+    /// once its outcome is in (through this client, if it is still there).
+    release_after_renew: Option<Weak<Inner>>,
 }
 
 impl Held {
@@ -135,6 +138,14 @@ impl Held {
     /// waiting for it.
     pub fn renewed(&self, result: Result<LeaseRecord, Error>, now_ms: u64) {
         self.apply_renew(result, now_ms);
+        let dropped = self.lock().release_after_renew.take();
+        if let Some(client) = dropped {
+            // Still held (the renew landed in time): its record is the one
+            // to release. Otherwise nothing is worth sending.
+            if let Some(record) = self.let_go() {
+                release_in_background(client, self.index, convert::lease(&record));
+            }
+        }
         self.renew_done.notify_waiters();
     }
 
@@ -231,6 +242,7 @@ impl Lease {
                 last_error: None,
                 stopped: false,
                 let_go: false,
+                release_after_renew: None,
             }),
             status,
             renew_done: Notify::new(),
@@ -389,6 +401,22 @@ impl Lease {
         self.held.settle().await
     }
 
+    /// A renew under way, on a lease still held: stops renewing and leaves
+    /// the release to the renew's outcome ([`Held::renewed`]). True if so.
+    fn release_after_renew(&self) -> bool {
+        let now = self.held.now_ms();
+        let mut state = self.held.lock();
+        let renewing = !state.let_go
+            && state.lost.is_none()
+            && state.guard.renewing()
+            && state.guard.is_held(now);
+        if renewing {
+            state.stopped = true;
+            state.release_after_renew = Some(Arc::downgrade(&self.client.inner));
+        }
+        renewing
+    }
+
     /// See [`Held::let_go`]; the scheduler drops the lease at once.
     fn let_go(&self) -> Option<LeaseRecord> {
         let record = self.held.let_go();
@@ -409,8 +437,13 @@ impl std::fmt::Debug for Lease {
 
 impl Drop for Lease {
     /// Stops renewing and releases without blocking (a thread of its own
-    /// sends the release; if it fails, the lease simply runs out).
+    /// sends the release; if it fails, the lease simply runs out). Dropped
+    /// while a renew is under way, it releases once that renew's outcome
+    /// is in, the record that renew wrote (the one before is spent).
     fn drop(&mut self) {
+        if self.release_after_renew() {
+            return;
+        }
         if let Some(record) = self.let_go() {
             release_in_background(
                 Arc::downgrade(&self.client.inner),

@@ -223,33 +223,39 @@ async fn release_held(lease: s3_lease_host::Lease) {
     }
 }
 
-/// A release or a detach while a renew is under way waits for that renew
-/// and lets go of the lease it renewed: the record from before the renew
+/// A release, a detach or a drop while a renew is under way lets go of
+/// the lease that renew wrote (release and detach wait for it; a drop
+/// leaves the release to its outcome): the record from before the renew
 /// is spent (the renew rewrote the lock object), so releasing it is
 /// refused and the key stays held by nobody for a whole ttl, and handing
-/// it over hands over a record nobody can renew. ttl 3 s (a renew every
-/// 900 ms); the first renew of each key is sent 600 ms late, and release
-/// (or detach) is called while it is held back.
+/// it over hands over a record nobody can renew. ttl 6 s (a renew every
+/// 1.8 s, its reply in time even on a loaded machine); the first renew of
+/// each key is sent 600 ms late, and release, detach or drop comes while
+/// it is held back.
 #[test]
-fn a_release_or_a_detach_during_a_renew_lets_go_of_the_renewed_lease() {
-    on_tokio(a_release_or_a_detach_during_a_renew_lets_go_of_the_renewed_lease_async)
+fn a_release_detach_or_drop_during_a_renew_lets_go_of_the_renewed_lease() {
+    on_tokio(a_release_detach_or_drop_during_a_renew_lets_go_of_the_renewed_lease_async)
 }
 
-async fn a_release_or_a_detach_during_a_renew_lets_go_of_the_renewed_lease_async() {
+async fn a_release_detach_or_drop_during_a_renew_lets_go_of_the_renewed_lease_async() {
     let prefix = fresh_prefix("async-mid-renew");
     let (options_a, hooks, _) = harness().test_client_options();
     let a = client(&prefix, options_a).await;
     let b = client(&prefix, ClientOptions::default()).await;
-    let released = a.try_acquire("released", &options(3_000)).await.unwrap();
-    let detached = a.try_acquire("detached", &options(3_000)).await.unwrap();
+    let released = a.try_acquire("released", &options(6_000)).await.unwrap();
+    let detached = a.try_acquire("detached", &options(6_000)).await.unwrap();
+    let dropped = a.try_acquire("dropped", &options(6_000)).await.unwrap();
     let (released, detached) = (released.expect("free"), detached.expect("free"));
+    let dropped = dropped.expect("free");
     // From here a's only PUTs on the lock objects are renews (and the
     // release); the first of each key is held back.
     let held_back: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
     let seen = held_back.clone();
     hooks.add_rule(move |request: &mut http::request::Parts| {
         let path = request.uri.path().to_string();
-        let ours = path.ends_with("/released") || path.ends_with("/detached");
+        let ours = ["/released", "/detached", "/dropped"]
+            .iter()
+            .any(|key| path.ends_with(key));
         let mut held_back = seen.lock().unwrap();
         (request.method == http::Method::PUT && ours && !held_back.contains(&path)).then(|| {
             held_back.push(path);
@@ -262,7 +268,7 @@ async fn a_release_or_a_detach_during_a_renew_lets_go_of_the_renewed_lease_async
             let started = Instant::now();
             while !held_back.lock().unwrap().iter().any(|p| p.ends_with(key)) {
                 assert!(
-                    started.elapsed() < Duration::from_secs(3),
+                    started.elapsed() < Duration::from_secs(5),
                     "no renew of {key}"
                 );
                 tokio::time::sleep(Duration::from_millis(5)).await;
@@ -279,7 +285,11 @@ async fn a_release_or_a_detach_during_a_renew_lets_go_of_the_renewed_lease_async
         let before = detached.record();
         (before, detached.detach().await)
     };
-    let (release, (before, record)) = tokio::join!(release, detach);
+    let drop_it = async {
+        renewing("dropped").await;
+        drop(dropped);
+    };
+    let (release, (before, record), ()) = tokio::join!(release, detach, drop_it);
 
     release.expect("the renewed lease is released");
     let state = b
@@ -303,4 +313,21 @@ async fn a_release_or_a_detach_during_a_renew_lets_go_of_the_renewed_lease_async
         .unwrap()
         .expect("the lock object");
     assert!(!state.live, "{state:?}");
+    // Dropped mid-renew: released (in the background) once the renew is in.
+    let started = Instant::now();
+    loop {
+        let state = b
+            .inspect("dropped")
+            .await
+            .unwrap()
+            .expect("the lock object");
+        if !state.live && state.expires_at_ms == 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_millis(1_500),
+            "dropped mid-renew, not released: {state:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
