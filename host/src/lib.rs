@@ -68,6 +68,7 @@ mod lease;
 pub mod monotonic;
 #[cfg(not(feature = "unstable-raw"))]
 mod monotonic;
+mod outgoing;
 mod own_runtime;
 mod pool;
 #[cfg(feature = "unstable-raw")]

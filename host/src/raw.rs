@@ -29,6 +29,18 @@ pub(crate) enum Calls {
     Wasip3(async_lease::Guest),
 }
 
+/// The size of what an instance holds, from [`RawInstance::footprint`].
+#[cfg(feature = "unstable-raw")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Footprint {
+    /// The guest's linear memories, in bytes.
+    pub guest_memory_bytes: usize,
+    /// The host resources the guest holds handles to (HTTP requests,
+    /// responses, bodies, futures, pollables, ...).
+    pub host_resources: usize,
+}
+
 /// A store, the component instantiated in it, and (once `open` succeeded) its client.
 pub struct RawInstance {
     store: Store<State>,
@@ -99,6 +111,16 @@ impl RawInstance {
             in_tokio(self.store.run_concurrent(async |a| calls(a, api).await))
                 .map_err(anyhow::Error::from),
         )
+    }
+
+    /// What the instance holds now, to tell whether it grows with the calls
+    /// it runs.
+    #[cfg(feature = "unstable-raw")]
+    pub fn footprint(&mut self) -> Footprint {
+        Footprint {
+            guest_memory_bytes: self.store.data().guest_memory_bytes(),
+            host_resources: self.store.data_mut().host_resources(),
+        }
     }
 
     /// The client `open` made, as a handle for [`RawInstance::run_concurrent`].

@@ -21,6 +21,51 @@ pub struct State {
     table: ResourceTable,
     http: WasiHttpCtx,
     hooks: Box<dyn WasiHttpHooks>,
+    memory: MemoryWatch,
+}
+
+/// Counts the bytes of the instance's linear memories as wasmtime creates
+/// and grows them (it asks the store's limiter first), so the host can
+/// tell how much memory the guest holds; it never refuses a growth.
+#[derive(Debug, Default)]
+#[cfg_attr(not(feature = "unstable-raw"), allow(dead_code))]
+struct MemoryWatch {
+    bytes: usize,
+}
+
+impl wasmtime::ResourceLimiter for MemoryWatch {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.bytes = self.bytes.saturating_add(desired.saturating_sub(current));
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        _desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(true)
+    }
+}
+
+#[cfg(feature = "unstable-raw")]
+impl State {
+    /// The bytes of the guest's linear memories: they grow and never shrink.
+    pub(crate) fn guest_memory_bytes(&self) -> usize {
+        self.memory.bytes
+    }
+
+    /// The host resources (HTTP requests, bodies, futures, pollables, ...)
+    /// the guest holds handles to right now.
+    pub(crate) fn host_resources(&mut self) -> usize {
+        self.table.iter_mut().count()
+    }
 }
 
 impl WasiView for State {
@@ -161,6 +206,7 @@ impl Runtime {
             Build::Wasip2 => {
                 wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
                 wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
+                crate::outgoing::drop_request_options_after_handle(&mut linker)?;
             }
             Build::Wasip3 => {
                 wasmtime_wasi::p3::add_to_linker(&mut linker)?;
@@ -256,8 +302,11 @@ impl Runtime {
             table: ResourceTable::new(),
             http: WasiHttpCtx::new(),
             hooks,
+            memory: MemoryWatch::default(),
         };
-        Store::new(&self.inner.engine, state)
+        let mut store = Store::new(&self.inner.engine, state);
+        store.limiter(|state| &mut state.memory);
+        store
     }
 
     /// A fresh instance of the component (with `unstable-raw`, callers

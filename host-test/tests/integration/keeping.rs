@@ -275,9 +275,11 @@ fn the_blocking_close_releases_every_lease_held() {
     drop(guards);
 }
 
-/// Renews one lease thousands of times on one instance: after a warm-up,
-/// neither the guest's linear memory nor the host resources it holds grow
-/// with the renews.
+/// Renews one lease thousands of times on one instance, a request each:
+/// after a warm-up, neither the guest's linear memory nor the host
+/// resources it holds handles to have grown. (wasi:http's `handle` kept
+/// every request's options in the instance's resource table, about 100
+/// bytes a renew for as long as the instance lived.)
 #[test]
 fn an_instance_holds_no_more_after_thousands_of_renews() {
     let prefix = fresh_prefix("keeping-footprint");
@@ -288,18 +290,8 @@ fn an_instance_holds_no_more_after_thousands_of_renews() {
             lease = i.renew(&lease).unwrap().expect("renewed");
         }
     };
-    renew(&mut i, 1_000);
+    renew(&mut i, 500);
     let warm = i.footprint();
-    let rss0 = rss();
-    for k in 0..4 {
-        renew(&mut i, 1_000);
-        eprintln!("after {} renews: {:?} rss {} KiB (+{})", 2000 + k * 1000, i.footprint(), rss(), rss() - rss0);
-    }
-    let after = i.footprint();
-    assert_eq!(after, warm, "the instance grew with its renews");
-}
-
-fn rss() -> i64 {
-    let s = std::fs::read_to_string("/proc/self/statm").unwrap();
-    s.split_whitespace().nth(1).unwrap().parse::<i64>().unwrap() * 4
+    renew(&mut i, 2_000);
+    assert_eq!(i.footprint(), warm, "the instance grew over 2,000 renews");
 }
