@@ -85,7 +85,7 @@ impl Drop for Scenario {
     }
 }
 
-fn pid_of(dir: &Path, member: &str) -> Option<u32> {
+pub(crate) fn pid_of(dir: &Path, member: &str) -> Option<u32> {
     std::fs::read_to_string(dir.join(format!("{member}.pid")))
         .ok()?
         .trim()
@@ -94,7 +94,7 @@ fn pid_of(dir: &Path, member: &str) -> Option<u32> {
 }
 
 /// The beats a member wrote, in order.
-fn beats(dir: &Path, member: &str) -> Vec<i64> {
+pub(crate) fn beats(dir: &Path, member: &str) -> Vec<i64> {
     std::fs::read_to_string(dir.join(format!("{member}.beats")))
         .unwrap_or_default()
         .lines()
@@ -102,7 +102,7 @@ fn beats(dir: &Path, member: &str) -> Vec<i64> {
         .collect()
 }
 
-fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     // Not a zombie either: a zombie's stat says `Z`.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => stat

@@ -13,9 +13,9 @@
 //! For a plain lock (`run`, through the elector) and a semaphore's slot
 //! (`run --limit`).
 
+use crate::process_tree::{alive, beats, pid_of};
 use crate::support::{code, text, Scene};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -46,7 +46,7 @@ impl Drop for Holder {
             .args(["-KILL", "--", &format!("-{}", self.child.id())])
             .stderr(Stdio::null())
             .status();
-        if let Some(pid) = pid_of(&self.dir) {
+        if let Some(pid) = pid_of(&self.dir, "a") {
             let _ = Command::new("kill")
                 .args(["-KILL", "--", &format!("-{pid}")])
                 .stderr(Stdio::null())
@@ -54,32 +54,6 @@ impl Drop for Holder {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-fn pid_of(dir: &Path) -> Option<u32> {
-    std::fs::read_to_string(dir.join("a.pid"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
-}
-
-fn beats(dir: &Path) -> Vec<i64> {
-    std::fs::read_to_string(dir.join("a.beats"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
-}
-
-fn alive(pid: u32) -> bool {
-    // Not a zombie either: a zombie's stat says `Z`.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
-        Err(_) => false,
     }
 }
 
@@ -122,7 +96,7 @@ fn check(stop: Stop, slots: &[&str]) {
     };
     let a_stderr = || std::fs::read_to_string(scene.path("a.err")).unwrap_or_default();
     let started = Instant::now();
-    while beats(&scene.dir).len() < 3 {
+    while beats(&scene.dir, "a").len() < 3 {
         assert!(
             started.elapsed() < Duration::from_secs(20),
             "the command never beat: {}",
@@ -130,7 +104,7 @@ fn check(stop: Stop, slots: &[&str]) {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let command = pid_of(&scene.dir).unwrap();
+    let command = pid_of(&scene.dir, "a").unwrap();
     let pid = holder.child.id();
     let stopped_at = Instant::now();
     let stopped_ms = now_ms();
@@ -181,7 +155,7 @@ fn check(stop: Stop, slots: &[&str]) {
         .trim()
         .parse()
         .unwrap();
-    let last = *beats(&scene.dir).last().unwrap();
+    let last = *beats(&scene.dir, "a").last().unwrap();
     assert!(
         last < b_started,
         "{stop:?}: the first command beat at {last}, {} ms after the second holder's command started\n{}",
