@@ -4,6 +4,7 @@
 //! caller is inside a runtime (it blocks the calling thread, as any
 //! blocking call does; async code should use [`crate::Client`]).
 
+use crate::own_runtime::OwnRuntime;
 use crate::types::*;
 use crate::{
     AzureCredential, ClientOptions, ElectorStats, Error, LeaseStatus, LostReason, Runtime,
@@ -13,21 +14,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The runtime a blocking client's calls, renewals and electors run on.
+/// The runtime a blocking client's calls, renewals and electors run on,
+/// shut down without waiting for its tasks when dropped: a blocking client
+/// may be dropped in async code, where a runtime cannot be shut down by
+/// waiting.
 #[derive(Debug)]
 struct Driver {
-    /// Taken only when the driver is dropped.
-    runtime: Option<tokio::runtime::Runtime>,
-}
-
-impl Drop for Driver {
-    /// Without waiting for its tasks: a blocking client may be dropped in
-    /// async code, where a runtime cannot be shut down by waiting.
-    fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
+    runtime: OwnRuntime,
 }
 
 impl Driver {
@@ -39,7 +32,7 @@ impl Driver {
             .build()
             .map_err(Error::host)?;
         Ok(Arc::new(Driver {
-            runtime: Some(runtime),
+            runtime: OwnRuntime::new(runtime),
         }))
     }
 
@@ -51,11 +44,9 @@ impl Driver {
         F::Output: Send + 'static,
     {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        if let Some(runtime) = &self.runtime {
-            runtime.spawn(async move {
-                let _ = tx.send(f.await);
-            });
-        }
+        self.runtime.spawn(async move {
+            let _ = tx.send(f.await);
+        });
         match rx.recv() {
             Ok(output) => output,
             // The runtime is being shut down with the driver: unreachable

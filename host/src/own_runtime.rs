@@ -1,5 +1,5 @@
 //! A tokio runtime owned by a part of the host (the HTTP sender's, an AWS
-//! credential source's), shut down without waiting when dropped.
+//! credential source's, the blocking facade's), shut down without waiting when dropped.
 //!
 //! Dropping a tokio runtime waits for its blocking threads, and tokio
 //! panics if that drop happens where blocking is not allowed: in async
@@ -12,6 +12,7 @@
 
 use std::ops::Deref;
 
+#[derive(Debug)]
 pub(crate) struct OwnRuntime(Option<tokio::runtime::Runtime>);
 
 impl OwnRuntime {
