@@ -1,0 +1,175 @@
+//! The store's configuration from the flags and the environment, and
+//! what a nested `s3-lease` in `run` and `elect`'s command is told of it.
+
+use crate::args::{Cli, ExpiryClockArg, StoreArg, StrategyArg};
+use crate::duration;
+use crate::exit::{self, Failure};
+use s3_lease_host::{ExpiryClock, S3Config, Strategy};
+use std::time::Duration;
+
+/// Where the credentials came from, for `run` and `elect`'s first line.
+pub(crate) fn credentials_line(config: &S3Config) -> Option<String> {
+    let (source, expires) = config.credentials_source.as_ref()?.last_source()?;
+    Some(match expires {
+        Some(at) => {
+            let left = at
+                .duration_since(std::time::SystemTime::now())
+                .unwrap_or_default();
+            format!(
+                "credentials from {source}, temporary (expire in {}); refreshed before they do",
+                duration::show(Duration::from_secs(left.as_secs()))
+            )
+        }
+        None => format!("credentials from {source}"),
+    })
+}
+
+pub(crate) fn s3_config(cli: &Cli) -> Result<S3Config, Failure> {
+    let on_dynamodb = cli.store == Some(StoreArg::Dynamodb);
+    let on_azure = cli.store == Some(StoreArg::AzureBlob);
+    if on_azure && cli.container.is_none() {
+        return Err(Failure::new(
+            exit::CONFIG,
+            "no container: --store azure-blob needs --container NAME (or S3LEASE_CONTAINER)",
+        ));
+    }
+    let bucket =
+        match (cli.bucket.as_deref(), on_dynamodb || on_azure) {
+            (Some(bucket), _) => bucket,
+            (None, true) => "",
+            (None, false) => return Err(Failure::new(
+                exit::CONFIG,
+                "no bucket: pass --bucket or set S3LEASE_BUCKET (or --store dynamodb --table NAME)",
+            )),
+        };
+    if on_dynamodb && cli.table.is_none() {
+        return Err(Failure::new(
+            exit::CONFIG,
+            "no table: --store dynamodb needs --table NAME (or S3LEASE_TABLE)",
+        ));
+    }
+    check_endpoints(cli)?;
+    // Credentials and region from the AWS chain (as the AWS CLI finds
+    // them), refreshed while we run; --endpoint and --region win.
+    let mut config = S3Config::from_aws(bucket, |name| {
+        let flag = match name {
+            "AWS_ENDPOINT_URL" | "AWS_ENDPOINT_URL_S3" | "AWS_ENDPOINT_URL_DYNAMODB" => {
+                endpoint_in_use(cli).map(|(_, endpoint)| endpoint)
+            }
+            "AWS_REGION" => cli.region.clone().or_else(|| env_var(REGION_VAR)),
+            "S3LEASE_STORE" => cli.store.map(|s| match s {
+                StoreArg::S3 => "s3".to_string(),
+                StoreArg::Dynamodb => "dynamodb".to_string(),
+                StoreArg::AzureBlob => "azure-blob".to_string(),
+            }),
+            "S3LEASE_TABLE" => cli.table.clone(),
+            "S3LEASE_CONTAINER" => cli.container.clone(),
+            _ => None,
+        };
+        flag.or_else(|| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    })?;
+    config.key_prefix = cli.prefix.clone();
+    config.strategy = cli.strategy.map(|s| match s {
+        StrategyArg::SingleObject => Strategy::SingleObject,
+        StrategyArg::EpochObjects => Strategy::EpochObjects,
+    });
+    config.expiry_clock = cli.expiry_clock.map(|c| match c {
+        ExpiryClockArg::Server => ExpiryClock::Server,
+        ExpiryClockArg::Holder => ExpiryClock::Holder,
+        ExpiryClockArg::Observed => ExpiryClock::Observed,
+    });
+    config.preflight = cli.check_store.then_some(true);
+    Ok(config)
+}
+
+/// Where `run` and `elect` tell a nested s3-lease the store is (and
+/// where a user can, without touching what other AWS tools read).
+const ENDPOINT_VAR: &str = "S3LEASE_ENDPOINT";
+const REGION_VAR: &str = "S3LEASE_REGION";
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// The endpoint given, and where: `--endpoint`, else `S3LEASE_ENDPOINT`,
+/// else the AWS variables as the AWS SDKs read them (the store's own
+/// service variable, then `AWS_ENDPOINT_URL`). `None`: the store's own
+/// endpoint in the region.
+pub(crate) fn endpoint_in_use(cli: &Cli) -> Option<(&'static str, String)> {
+    let service = if cli.store == Some(StoreArg::Dynamodb) {
+        "AWS_ENDPOINT_URL_DYNAMODB"
+    } else {
+        "AWS_ENDPOINT_URL_S3"
+    };
+    match &cli.endpoint {
+        Some(endpoint) => Some(("--endpoint", endpoint.clone())),
+        None => [ENDPOINT_VAR, service, "AWS_ENDPOINT_URL"]
+            .into_iter()
+            .find_map(|name| env_var(name).map(|v| (name, v))),
+    }
+}
+
+/// An endpoint with a user name or password in it is refused without
+/// echoing it (the password would land in logs and cron mail), naming
+/// where it came from.
+fn check_endpoints(cli: &Cli) -> Result<(), Failure> {
+    if let Some((source, endpoint)) = endpoint_in_use(cli) {
+        let rest = endpoint
+            .split_once("://")
+            .map_or(endpoint.as_str(), |(_, rest)| rest);
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        if authority.contains('@') {
+            let code = if source == "--endpoint" {
+                exit::USAGE
+            } else {
+                exit::CONFIG
+            };
+            return Err(Failure::new(
+                code,
+                format!(
+                    "{source} carries a user name or password (before an `@`); not shown here. \
+                     Give the endpoint as scheme://host[:port], and the keys as \
+                     AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or a profile)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What a nested `s3-lease` in the command needs to find the same locks:
+/// in `S3LEASE_*` variables only. The command's AWS variables stay as
+/// they were: the AWS SDKs and CLI read `AWS_ENDPOINT_URL` for every
+/// service, so setting it to the lock store would send a job's own AWS
+/// calls there. `endpoint`: the one given, if any (else the store's own,
+/// which a nested call finds as we did).
+pub(crate) fn child_env(config: &S3Config, endpoint: Option<String>) -> Vec<(String, String)> {
+    let mut env = vec![("S3LEASE_BUCKET".to_string(), config.bucket.clone())];
+    if config.azure_blob.is_none() {
+        if let Some(endpoint) = endpoint {
+            env.push((ENDPOINT_VAR.into(), endpoint));
+        }
+        env.push((REGION_VAR.into(), config.region.clone()));
+    }
+    if let Some(prefix) = &config.key_prefix {
+        env.push(("S3LEASE_PREFIX".into(), prefix.clone()));
+    }
+    if let Some(table) = &config.dynamodb_table {
+        env.push(("S3LEASE_STORE".into(), "dynamodb".into()));
+        env.push(("S3LEASE_TABLE".into(), table.clone()));
+    }
+    // The account's credentials are the environment's, inherited.
+    if let Some(azure) = &config.azure_blob {
+        env.push(("S3LEASE_STORE".into(), "azure-blob".into()));
+        env.push(("S3LEASE_CONTAINER".into(), azure.container.clone()));
+    }
+    // A lease's seal covers the strategy: a nested `fenced put` must use
+    // the same one, and judge expiry the same way.
+    if let Some(strategy) = config.strategy {
+        env.push(("S3LEASE_STRATEGY".into(), strategy.name().into()));
+    }
+    if let Some(clock) = config.expiry_clock {
+        env.push(("S3LEASE_EXPIRY_CLOCK".into(), clock.name().into()));
+    }
+    env
+}
