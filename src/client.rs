@@ -743,7 +743,7 @@ async fn clean_up_within(io: &mut impl Io, lease: &Lease, started: u64, cleanup:
         return;
     }
     let until_ms = Some(started.saturating_add(lease.ttl_ms));
-    let _ = driver::run(&mut Within { io, until_ms }, Cleanup::new(cleanup)).await;
+    let _ = driver::run(&mut Within::new(io, until_ms), Cleanup::new(cleanup)).await;
 }
 
 #[cfg(test)]

@@ -46,64 +46,44 @@ pub trait Io {
     fn correct_signing_clock(&mut self, _server_ms: u64) {}
 }
 
-/// An `Io` whose requests must all end by `until_ms` on the monotonic
-/// clock: each goes out bounded by the time left (`S3Request::within_ms`),
-/// and none goes out once it has passed. An elector's leader sends through
-/// one bounded by its renew deadline, as client-go bounds a renew by
-/// RenewDeadline, so a step never outlives its leadership on a host that
-/// honours request timeouts. (Hosts that do not are covered by the caller's
-/// own watchdog: see `elector::Status::leading_until_ms`.)
-///
-/// With `until_ms` `None` it passes requests through as they are: the
-/// component sends a client's calls through one too, so that the client's
-/// async code is built for one `Io` type, not two (14 KB of component,
-/// docs/size.md).
-pub struct Within<'a, I: Io> {
-    pub io: &'a mut I,
-    pub until_ms: Option<u64>,
+/// What a wrapping `Io` (`Wrapped`) does with the requests sent through
+/// it. The clocks, sleeps and randomness are the wrapped `Io`'s.
+pub trait Sends<I: Io> {
+    fn send(
+        &mut self,
+        io: &mut I,
+        request: &S3Request,
+    ) -> impl Future<Output = Result<S3Response, Error>>;
+    /// Racing requests; by default sent one after another through `send`.
+    fn send_all(
+        &mut self,
+        io: &mut I,
+        requests: &[S3Request],
+    ) -> impl Future<Output = Vec<Result<S3Response, Error>>> {
+        async move {
+            let mut replies = Vec::with_capacity(requests.len());
+            for request in requests {
+                replies.push(self.send(io, request).await);
+            }
+            replies
+        }
+    }
 }
 
-impl<I: Io> Io for Within<'_, I> {
+/// An `Io` that is `io` with its requests going through `sends`: the one
+/// forwarding wrapper (a renew deadline here, the tests' interceptors and
+/// racing stores in `testing`).
+pub struct Wrapped<'a, I: Io, S> {
+    pub io: &'a mut I,
+    pub sends: S,
+}
+
+impl<I: Io, S: Sends<I>> Io for Wrapped<'_, I, S> {
     async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
-        let Some(until_ms) = self.until_ms else {
-            return self.io.send(request).await;
-        };
-        let left = until_ms.saturating_sub(self.io.monotonic_ms());
-        if left == 0 {
-            return Err(Error::Transport(
-                "not sent: the renew deadline had passed".into(),
-            ));
-        }
-        let left = u32::try_from(left).unwrap_or(u32::MAX);
-        let mut bounded = request.clone();
-        bounded.within_ms = Some(request.within_ms.map_or(left, |w| w.min(left)));
-        self.io.send(&bounded).await
+        self.sends.send(self.io, request).await
     }
     async fn send_all(&mut self, requests: &[S3Request]) -> Vec<Result<S3Response, Error>> {
-        let Some(until_ms) = self.until_ms else {
-            return self.io.send_all(requests).await;
-        };
-        let left = until_ms.saturating_sub(self.io.monotonic_ms());
-        if left == 0 {
-            return requests
-                .iter()
-                .map(|_| {
-                    Err(Error::Transport(
-                        "not sent: the renew deadline had passed".into(),
-                    ))
-                })
-                .collect();
-        }
-        let left = u32::try_from(left).unwrap_or(u32::MAX);
-        let bounded: Vec<S3Request> = requests
-            .iter()
-            .map(|r| {
-                let mut r = r.clone();
-                r.within_ms = Some(r.within_ms.map_or(left, |w| w.min(left)));
-                r
-            })
-            .collect();
-        self.io.send_all(&bounded).await
+        self.sends.send_all(self.io, requests).await
     }
     fn now_ms(&mut self) -> u64 {
         self.io.now_ms()
@@ -119,6 +99,78 @@ impl<I: Io> Io for Within<'_, I> {
     }
     fn correct_signing_clock(&mut self, server_ms: u64) {
         self.io.correct_signing_clock(server_ms);
+    }
+}
+
+/// An `Io` whose requests must all end by `until_ms` on the monotonic
+/// clock: each goes out bounded by the time left (`S3Request::within_ms`),
+/// and none goes out once it has passed. An elector's leader sends through
+/// one bounded by its renew deadline, as client-go bounds a renew by
+/// RenewDeadline, so a step never outlives its leadership on a host that
+/// honours request timeouts. (Hosts that do not are covered by the caller's
+/// own watchdog: see `elector::Status::leading_until_ms`.)
+///
+/// With `until_ms` `None` it passes requests through as they are: the
+/// component sends a client's calls through one too, so that the client's
+/// async code is built for one `Io` type, not two (14 KB of component,
+/// docs/size.md).
+pub type Within<'a, I> = Wrapped<'a, I, Deadline>;
+
+impl<'a, I: Io> Within<'a, I> {
+    pub fn new(io: &'a mut I, until_ms: Option<u64>) -> Self {
+        Wrapped {
+            io,
+            sends: Deadline { until_ms },
+        }
+    }
+}
+
+/// The end, on the monotonic clock, that a `Within`'s requests are bounded by.
+pub struct Deadline {
+    pub until_ms: Option<u64>,
+}
+
+impl Deadline {
+    /// The time left for a request, or the error of one not sent.
+    fn left_ms<I: Io>(&self, io: &mut I) -> Option<Result<u32, Error>> {
+        let until_ms = self.until_ms?;
+        let left = until_ms.saturating_sub(io.monotonic_ms());
+        if left == 0 {
+            return Some(Err(Error::Transport(
+                "not sent: the renew deadline had passed".into(),
+            )));
+        }
+        Some(Ok(u32::try_from(left).unwrap_or(u32::MAX)))
+    }
+}
+
+fn bounded(request: &S3Request, left: u32) -> S3Request {
+    let mut bounded = request.clone();
+    bounded.within_ms = Some(request.within_ms.map_or(left, |w| w.min(left)));
+    bounded
+}
+
+impl<I: Io> Sends<I> for Deadline {
+    async fn send(&mut self, io: &mut I, request: &S3Request) -> Result<S3Response, Error> {
+        match self.left_ms(io) {
+            None => io.send(request).await,
+            Some(Err(not_sent)) => Err(not_sent),
+            Some(Ok(left)) => io.send(&bounded(request, left)).await,
+        }
+    }
+    async fn send_all(
+        &mut self,
+        io: &mut I,
+        requests: &[S3Request],
+    ) -> Vec<Result<S3Response, Error>> {
+        match self.left_ms(io) {
+            None => io.send_all(requests).await,
+            Some(Err(not_sent)) => requests.iter().map(|_| Err(not_sent.clone())).collect(),
+            Some(Ok(left)) => {
+                let bounded: Vec<S3Request> = requests.iter().map(|r| bounded(r, left)).collect();
+                io.send_all(&bounded).await
+            }
+        }
     }
 }
 

@@ -173,13 +173,14 @@ impl Elector {
             let result = match self.lease.clone() {
                 Some(lease) => {
                     let until_ms = Some(self.leading_until());
-                    self.renew(&mut Within { io, until_ms }, lease, sent).await
+                    self.renew(&mut Within::new(io, until_ms), lease, sent)
+                        .await
                 }
                 // A grant whose reply comes after the renew deadline it
                 // would start is useless: bound the campaign the same way.
                 None => {
                     let until_ms = Some(sent.saturating_add(self.config.renew_deadline_ms));
-                    self.campaign(&mut Within { io, until_ms }, sent).await
+                    self.campaign(&mut Within::new(io, until_ms), sent).await
                 }
             };
             last_error = result.err();
@@ -208,7 +209,7 @@ impl Elector {
         // deadline would be a leader's request outliving its leadership.
         match self
             .client
-            .rewrite(&mut Within { io, until_ms }, lease, true)
+            .rewrite(&mut Within::new(io, until_ms), lease, true)
             .await
         {
             Ok(_) | Err(Error::Lost { .. }) => Ok(()),

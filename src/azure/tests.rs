@@ -611,7 +611,7 @@ impl crate::driver::Io for SkewedIo<'_> {
         self.io.store.now_ms
     }
     fn monotonic_ms(&mut self) -> u64 {
-        self.io.monotonic_ms
+        crate::driver::Io::monotonic_ms(self.io)
     }
     async fn sleep_ms(&mut self, ms: u64) {
         self.io.advance(ms);
@@ -689,10 +689,7 @@ fn the_preflight_passes_a_container_and_refuses_one_that_races() {
 
     // The same container behind a store that checks, then writes.
     let mut model = AzureIo::starting_at(START_MS);
-    let mut racing = Racing {
-        io: &mut model,
-        race: Race::CheckThenWrite,
-    };
+    let mut racing = Racing::new(&mut model, Race::CheckThenWrite);
     let report = client().preflight(&mut racing).ready().unwrap();
     let create = verdict(&report, Capability::ConcurrentCreate);
     assert_eq!(

@@ -5,7 +5,7 @@
 use super::*;
 use crate::expiry::ExpiryClock;
 use crate::ready::Ready;
-use crate::s3::{Method, S3Request, S3Response};
+use crate::s3::Method;
 use crate::testing::intercept::Intercept;
 use crate::testing::model_io::ModelIo;
 use crate::testing::raw_config;
@@ -546,36 +546,6 @@ fn set_credentials_signs_the_next_request_with_them_and_keeps_leases() {
     }
 }
 
-/// An `Io` over the model whose DELETEs take `delete_ms` each, and which
-/// counts the bound each one was sent with.
-struct SlowDeletes {
-    io: ModelIo,
-    delete_ms: u64,
-    bounds: Vec<Option<u32>>,
-}
-
-impl Io for SlowDeletes {
-    async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
-        if request.method == Method::Delete {
-            self.bounds.push(request.within_ms);
-            self.io.advance(self.delete_ms);
-        }
-        self.io.send(request).await
-    }
-    fn now_ms(&mut self) -> u64 {
-        self.io.now_ms()
-    }
-    fn monotonic_ms(&mut self) -> u64 {
-        self.io.monotonic_ms()
-    }
-    async fn sleep_ms(&mut self, ms: u64) {
-        self.io.sleep_ms(ms).await;
-    }
-    fn random_u64(&mut self) -> u64 {
-        self.io.random_u64()
-    }
-}
-
 /// epoch-objects deletes the epochs a grant made obsolete before it
 /// returns the grant. A cleanup that hung past the grant's ttl returned a
 /// lease that had lapsed meanwhile, after others could have been granted
@@ -584,11 +554,15 @@ impl Io for SlowDeletes {
 #[test]
 fn an_epoch_grant_that_lapses_while_old_epochs_are_cleaned_up_is_not_returned() {
     let mut c = core(Strategy::EpochObjects, ExpiryClock::Server);
-    let mut io = SlowDeletes {
-        io: io(),
-        delete_ms: 0,
-        bounds: Vec::new(),
-    };
+    let mut model = io();
+    // Once set, each DELETE takes 11 s.
+    let slow_deletes = std::cell::Cell::new(false);
+    let mut io = Intercept::new(&mut model, |request, io: &mut ModelIo| {
+        if request.method == Method::Delete && slow_deletes.get() {
+            io.advance(11_000);
+        }
+        None
+    });
     // Epochs 1 and 2, released: the next grant cleans up the old ones.
     for holder in ["a", "b"] {
         let lease = match c.try_acquire(&mut io, "k", &grant(holder)).ready().unwrap() {
@@ -597,13 +571,21 @@ fn an_epoch_grant_that_lapses_while_old_epochs_are_cleaned_up_is_not_returned() 
         };
         c.rewrite(&mut io, lease, true).ready().unwrap();
     }
-    io.delete_ms = 11_000;
+    slow_deletes.set(true);
     let outcome = c.try_acquire(&mut io, "k", &grant("c")).ready().unwrap();
     assert_eq!(outcome, AcquireOutcome::Held(None));
+    // The bound each DELETE was sent with.
+    let bounds: Vec<Option<u32>> = io
+        .io
+        .requests
+        .iter()
+        .filter(|r| r.method == Method::Delete)
+        .map(|r| r.within_ms)
+        .collect();
     assert!(
-        io.bounds.iter().all(|b| b.is_some_and(|ms| ms <= 10_000)),
+        bounds.iter().all(|b| b.is_some_and(|ms| ms <= 10_000)),
         "{:?}",
-        io.bounds
+        bounds
     );
 }
 

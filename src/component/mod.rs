@@ -63,10 +63,7 @@ impl Client {
         };
         // Through a `Within` without a deadline, the elector's `Io` type:
         // the client's async code is then built once (see `driver::Within`).
-        let mut io = Within {
-            io: &mut io,
-            until_ms: None,
-        };
+        let mut io = Within::new(&mut io, None);
         f(&mut core, &mut io).await.map_err(to_wit_error)
     }
 

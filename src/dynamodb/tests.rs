@@ -33,7 +33,7 @@ fn grant(holder: &str) -> Grant {
 
 fn operations(io: &mut DynamoIo) -> Vec<String> {
     io.take_requests();
-    std::mem::take(&mut io.table.calls)
+    std::mem::take(&mut io.store.calls)
 }
 
 #[test]
@@ -79,7 +79,7 @@ fn config_defaults_to_observed_and_refuses_what_dynamodb_cannot_do() {
 #[test]
 fn each_call_costs_what_the_wit_says() {
     let mut c = client();
-    let mut io = DynamoIo::new("locks", START_MS);
+    let mut io = DynamoIo::with_table("locks", START_MS);
     let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
     else {
         panic!("not granted")
@@ -91,7 +91,7 @@ fn each_call_costs_what_the_wit_says() {
         operations(&mut io),
         ["GetItem", "PutItem", "GetItem", "PutItem"]
     );
-    let key_item = &io.table.items["locks/.s3-lease-seal-key"];
+    let key_item = &io.store.items["locks/.s3-lease-seal-key"];
     assert!(key_item.contains_key("lease_body"), "{key_item:?}");
     let lease = c.rewrite(&mut io, lease, false).ready().unwrap();
     assert_eq!(operations(&mut io), ["PutItem"]);
@@ -118,21 +118,21 @@ fn each_call_costs_what_the_wit_says() {
 #[test]
 fn the_item_keeps_seed_003s_key_and_version_and_never_a_ttl_attribute() {
     let mut c = client();
-    let mut io = DynamoIo::new("locks", START_MS);
+    let mut io = DynamoIo::with_table("locks", START_MS);
     let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
     else {
         panic!("not granted")
     };
-    let item = io.table.items.get("locks/k").unwrap().clone();
+    let item = io.store.items.get("locks/k").unwrap().clone();
     assert_eq!(item["key"]["S"], "locks/k");
     assert_eq!(item["lease_version"]["S"].as_str().unwrap(), lease.etag);
     assert_eq!(item["token"]["N"], "1");
     assert_eq!(item["holder"]["S"], "a");
     assert!(item.get("lease_expiry").is_none(), "{item:?}");
     let lease = c.rewrite(&mut io, lease, false).ready().unwrap();
-    assert!(io.table.items["locks/k"].get("lease_expiry").is_none());
+    assert!(io.store.items["locks/k"].get("lease_expiry").is_none());
     c.rewrite(&mut io, lease, true).ready().unwrap();
-    let item = io.table.items.get("locks/k").unwrap();
+    let item = io.store.items.get("locks/k").unwrap();
     assert!(item.get("lease_expiry").is_none(), "{item:?}");
     assert_eq!(item["token"]["N"], "1");
 }
@@ -140,7 +140,7 @@ fn the_item_keeps_seed_003s_key_and_version_and_never_a_ttl_attribute() {
 #[test]
 fn two_clients_exclude_each_other_and_observed_expiry_hands_over() {
     let (mut a, mut b) = (client(), client());
-    let mut io = DynamoIo::new("locks", START_MS);
+    let mut io = DynamoIo::with_table("locks", START_MS);
     let AcquireOutcome::Granted(held) = a.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
     else {
         panic!("not granted")
@@ -164,7 +164,7 @@ fn two_clients_exclude_each_other_and_observed_expiry_hands_over() {
 #[test]
 fn a_grant_whose_reply_was_lost_is_recognised() {
     let mut c = client();
-    let mut io = DynamoIo::new("locks", START_MS);
+    let mut io = DynamoIo::with_table("locks", START_MS);
     c.lock_seal(&mut io, "locks/k").ready().unwrap();
     operations(&mut io);
     io.lose_put_replies = 1;
@@ -180,13 +180,16 @@ fn a_grant_whose_reply_was_lost_is_recognised() {
 #[test]
 fn throttled_calls_are_retried_with_backoff_then_reported() {
     let mut c = client();
-    let mut io = DynamoIo::new("locks", START_MS);
-    io.table.throttle_next = 2;
-    let before = io.monotonic_ms;
+    let mut io = DynamoIo::with_table("locks", START_MS);
+    io.store.throttle_next = 2;
+    let before = crate::driver::Io::monotonic_ms(&mut io);
     assert!(c.inspect(&mut io, "k").ready().unwrap().is_none());
     assert_eq!(operations(&mut io), ["GetItem"; 3]);
-    assert!(io.monotonic_ms - before >= 25 + 50, "backed off");
-    io.table.throttle_next = 4;
+    assert!(
+        crate::driver::Io::monotonic_ms(&mut io) - before >= 25 + 50,
+        "backed off"
+    );
+    io.store.throttle_next = 4;
     let e = c.inspect(&mut io, "k").ready().unwrap_err();
     assert!(e.is_transient(), "{e:?}");
     let Error::S3(s3) = &e else { panic!("{e:?}") };
@@ -206,20 +209,20 @@ fn a_missing_table_and_a_corrupt_item_are_typed_errors() {
         });
         ClientConfig::validate(raw).unwrap()
     });
-    let mut io = DynamoIo::new("locks", START_MS);
-    io.client_table = "nope".into();
+    let mut io = DynamoIo::with_table("locks", START_MS);
+    io.store.client_table = "nope".into();
     let e = c.inspect(&mut io, "k").ready().unwrap_err();
     assert!(
         matches!(&e, Error::NoSuchBucket(s) if s.code == "ResourceNotFoundException"),
         "{e:?}"
     );
 
-    io.client_table = "locks".into();
+    io.store.client_table = "locks".into();
     let mut c = client();
     let mut item = serde_json::Map::new();
     item.insert("key".into(), serde_json::json!({ "S": "locks/k" }));
     item.insert("lease_version".into(), serde_json::json!({ "N": "3" }));
-    io.table.items.insert("locks/k".into(), item);
+    io.store.items.insert("locks/k".into(), item);
     let e = c.inspect(&mut io, "k").ready().unwrap_err();
     assert!(
         matches!(&e, Error::CorruptLockObject { object_key, reason }
@@ -236,7 +239,7 @@ fn a_missing_table_and_a_corrupt_item_are_typed_errors() {
 #[test]
 fn fenced_writes_are_refused_before_any_request() {
     let mut c = client();
-    let mut io = DynamoIo::new("locks", START_MS);
+    let mut io = DynamoIo::with_table("locks", START_MS);
     let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
     else {
         panic!("not granted")
@@ -276,9 +279,9 @@ fn seed_003_item(
 #[test]
 fn a_seed_003_lease_is_held_until_its_expiry_then_taken_over_with_a_token() {
     let mut c = client();
-    let mut io = DynamoIo::new("locks", START_MS);
+    let mut io = DynamoIo::with_table("locks", START_MS);
     let expiry_s = START_MS / 1000 + 60;
-    io.table.items.insert(
+    io.store.items.insert(
         "locks/k".into(),
         seed_003_item("locks/k", "uuid-1", expiry_s),
     );
@@ -298,7 +301,7 @@ fn a_seed_003_lease_is_held_until_its_expiry_then_taken_over_with_a_token() {
     };
     assert_eq!(lease.token, 1);
     // The seed-003 holder's extend, conditional on its version, now fails.
-    let reply = io.table.call(
+    let reply = io.store.call(
         "UpdateItem",
         br##"{"TableName":"locks","Key":{"key":{"S":"locks/k"}},"UpdateExpression":"SET lease_version = :n, lease_expiry = :e","ConditionExpression":"lease_version = :v","ExpressionAttributeValues":{":n":{"S":"uuid-2"},":e":{"N":"1"},":v":{"S":"uuid-1"}}}"##,
     );
@@ -341,7 +344,7 @@ fn requests_are_signed_for_dynamodb_as_json_1_0_posts() {
 fn the_preflight_checks_the_table_then_its_conditions() {
     use crate::capability::{Capability, Verdict};
     let mut c = client();
-    let mut io = DynamoIo::new("locks", START_MS);
+    let mut io = DynamoIo::with_table("locks", START_MS);
     let report = c.preflight(&mut io).ready().unwrap();
     let verdict = |cap: Capability| {
         report
@@ -373,8 +376,8 @@ fn the_preflight_checks_the_table_then_its_conditions() {
     assert_eq!(report.safe_strategies, [Strategy::SingleObject]);
     assert!(report.safe_expiry_clocks.contains(&ExpiryClock::Observed));
     // Every scratch item was deleted.
-    assert!(io.table.items.is_empty(), "{:?}", io.table.items);
-    let calls = std::mem::take(&mut io.table.calls);
+    assert!(io.store.items.is_empty(), "{:?}", io.store.items);
+    let calls = std::mem::take(&mut io.store.calls);
     assert_eq!(&calls[..2], ["DescribeTable", "DescribeTimeToLive"]);
 
     // Our items carry no TTL attribute: TTL off or anywhere else passes,
@@ -385,8 +388,8 @@ fn the_preflight_checks_the_table_then_its_conditions() {
         (Some("holder"), true),
         (Some("token"), false),
     ] {
-        let mut other = DynamoIo::new("locks", START_MS);
-        other.table.ttl_attribute = attribute.map(str::to_string);
+        let mut other = DynamoIo::with_table("locks", START_MS);
+        other.store.ttl_attribute = attribute.map(str::to_string);
         let report = client().preflight(&mut other).ready().unwrap();
         let ttl = report
             .results
@@ -406,8 +409,8 @@ fn the_preflight_checks_the_table_then_its_conditions() {
         );
     }
     // Not knowing where the TTL is blocks nothing.
-    let mut refused = DynamoIo::new("locks", START_MS);
-    refused.table.ttl_attribute = Some("token".into());
+    let mut refused = DynamoIo::with_table("locks", START_MS);
+    refused.store.ttl_attribute = Some("token".into());
     let mut report = client().preflight(&mut refused).ready().unwrap();
     for r in &mut report.results {
         if r.capability == Capability::TtlAttribute {
@@ -420,7 +423,7 @@ fn the_preflight_checks_the_table_then_its_conditions() {
     );
 
     // A missing table is an error, not a report.
-    io.client_table = "nope".into();
+    io.store.client_table = "nope".into();
     let e = client().preflight(&mut io).ready().unwrap_err();
     assert!(matches!(e, Error::NoSuchBucket(_)), "{e:?}");
 }
@@ -434,8 +437,8 @@ fn a_table_of_another_key_fails_the_preflight_and_closes_the_gate() {
     });
     raw.preflight = Some(true);
     let mut c = ClientCore::new(ClientConfig::validate(raw).unwrap());
-    let mut io = DynamoIo::new("locks", START_MS);
-    io.table.key_attribute = "id".into();
+    let mut io = DynamoIo::with_table("locks", START_MS);
+    io.store.key_attribute = "id".into();
     let e = c
         .try_acquire(&mut io, "k", &grant("a"))
         .ready()
@@ -536,11 +539,8 @@ fn the_preflight_races_the_tables_conditions_too() {
     use crate::capability::{Capability, Verdict};
     use crate::testing::racing::{Race, Racing};
     for (race, passes) in [(Race::Atomic, true), (Race::CheckThenWrite, false)] {
-        let mut table = DynamoIo::new("locks", START_MS);
-        let mut io = Racing {
-            io: &mut table,
-            race,
-        };
+        let mut table = DynamoIo::with_table("locks", START_MS);
+        let mut io = Racing::new(&mut table, race);
         let report = client().preflight(&mut io).ready().unwrap();
         for cap in [Capability::ConcurrentCreate, Capability::ConcurrentUpdate] {
             let r = report.results.iter().find(|r| r.capability == cap).unwrap();
@@ -549,15 +549,15 @@ fn the_preflight_races_the_tables_conditions_too() {
         }
         assert_eq!(report.config_safe, passes, "{race:?}");
         // Racing PutItems, then a consistent GetItem per round.
-        let calls = &table.table.calls;
+        let calls = &table.store.calls;
         assert!(
             calls.iter().filter(|c| *c == "PutItem").count() >= 48,
             "{calls:?}"
         );
         assert!(
-            table.table.items.is_empty(),
+            table.store.items.is_empty(),
             "{:?}",
-            table.table.items.keys()
+            table.store.items.keys()
         );
     }
 }

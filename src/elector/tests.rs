@@ -8,56 +8,21 @@ use crate::expiry::ExpiryClock;
 use crate::ready::Ready;
 use crate::s3::{Method, S3Request, S3Response};
 use crate::testing::intercept::Intercept;
+use crate::testing::model_io::ModelIo;
 use crate::testing::s3_model::S3Model;
 use std::cell::RefCell;
 use std::rc::Rc;
 
 const START_MS: u64 = 1_700_000_000_000;
 
-struct Peer {
-    store: Rc<RefCell<S3Model>>,
-    clock_offset_ms: i64,
-    cut: bool,
-    random: u64,
-    requests: Vec<S3Request>,
-}
+/// An elector's client of the shared store: time passing for one passes
+/// for all, and its network can be cut (`cut`).
+type Peer = ModelIo<Rc<RefCell<S3Model>>>;
 
-impl Peer {
-    fn new(store: &Rc<RefCell<S3Model>>, id: u64) -> Self {
-        Peer {
-            store: store.clone(),
-            clock_offset_ms: 0,
-            cut: false,
-            random: id << 48,
-            requests: Vec::new(),
-        }
-    }
-}
-
-impl Io for Peer {
-    async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
-        if self.cut {
-            return Err(Error::Transport("network cut".into()));
-        }
-        self.requests.push(request.clone());
-        Ok(self.store.borrow_mut().handle(request))
-    }
-    fn now_ms(&mut self) -> u64 {
-        self.store
-            .borrow()
-            .now_ms
-            .saturating_add_signed(self.clock_offset_ms)
-    }
-    fn monotonic_ms(&mut self) -> u64 {
-        self.store.borrow().now_ms - START_MS
-    }
-    async fn sleep_ms(&mut self, ms: u64) {
-        self.store.borrow_mut().advance(ms);
-    }
-    fn random_u64(&mut self) -> u64 {
-        self.random += 1;
-        self.random
-    }
+fn peer(store: &Rc<RefCell<S3Model>>, id: u64) -> Peer {
+    let mut io = ModelIo::of(store.clone());
+    io.random = id << 48;
+    io
 }
 
 fn client(strategy: Strategy, clock: ExpiryClock) -> ClientCore {
@@ -161,11 +126,11 @@ fn one_leader_renews_followers_look_cheaply_and_resigning_hands_over() {
         let c = client(strategy, ExpiryClock::Server);
         let mut a = (
             Elector::new(c.clone(), config("a")).unwrap(),
-            Peer::new(&store, 1),
+            peer(&store, 1),
         );
         let mut b = (
             Elector::new(c.clone(), config("b")).unwrap(),
-            Peer::new(&store, 2),
+            peer(&store, 2),
         );
         let first = a.0.step(&mut a.1).ready();
         assert!(is_leader(&first), "{strategy:?}");
@@ -254,15 +219,15 @@ fn a_cut_off_leader_steps_down_at_its_deadline_before_anyone_takes_over() {
         let mut electors = vec![
             (
                 Elector::new(c.clone(), config("a")).unwrap(),
-                Peer::new(&store, 1),
+                peer(&store, 1),
             ),
             (
                 Elector::new(c.clone(), config("b")).unwrap(),
-                Peer::new(&store, 2),
+                peer(&store, 2),
             ),
             (
                 Elector::new(c.clone(), config("c")).unwrap(),
-                Peer::new(&store, 3),
+                peer(&store, 3),
             ),
         ];
         electors[1].1.clock_offset_ms = skew;
@@ -311,7 +276,7 @@ fn a_leader_that_lost_its_lease_says_so() {
     let c = client(Strategy::SingleObject, ExpiryClock::Server);
     let mut a = (
         Elector::new(c.clone(), config("a")).unwrap(),
-        Peer::new(&store, 1),
+        peer(&store, 1),
     );
     assert!(is_leader(&a.0.step(&mut a.1).ready()));
     // An operator deletes the lock object.
@@ -333,11 +298,11 @@ fn losing_a_race_says_nothing_until_the_winner_is_seen() {
     let c = client(Strategy::SingleObject, ExpiryClock::Server);
     let mut a = (
         Elector::new(c.clone(), config("a")).unwrap(),
-        Peer::new(&store, 1),
+        peer(&store, 1),
     );
     let mut z = (
         Elector::new(c.clone(), config("z")).unwrap(),
-        Peer::new(&store, 2),
+        peer(&store, 2),
     );
     assert!(is_leader(&z.0.step(&mut z.1).ready()));
     let seen = a.0.step(&mut a.1).ready();
@@ -404,7 +369,7 @@ fn slow(
 fn a_leader_says_until_when_it_leads_and_bounds_each_request_by_it() {
     let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
     let c = client(Strategy::SingleObject, ExpiryClock::Server);
-    let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), Peer::new(&store, 1));
+    let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), peer(&store, 1));
     let first = e.step(&mut io).ready();
     assert!(is_leader(&first));
     // Granted by a write sent at monotonic 0: leads until 0 + renew deadline.
@@ -429,7 +394,7 @@ fn a_leader_says_until_when_it_leads_and_bounds_each_request_by_it() {
         config("b"),
     )
     .unwrap()
-    .step(&mut Peer::new(&store, 2))
+    .step(&mut peer(&store, 2))
     .ready();
     assert_eq!(follower.leading_until_ms, None);
 }
@@ -439,7 +404,7 @@ fn a_renew_that_hangs_ends_at_the_deadline_and_its_late_reply_does_not_lead() {
     for ignores_timeouts in [false, true] {
         let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
         let c = client(Strategy::SingleObject, ExpiryClock::Server);
-        let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), Peer::new(&store, 1));
+        let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), peer(&store, 1));
         assert!(is_leader(&e.step(&mut io).ready()));
         store.borrow_mut().advance(2_000);
         // The renew, sent at 2 s (deadline 7 s), hangs for 30 s.
@@ -470,7 +435,7 @@ fn a_renew_that_hangs_ends_at_the_deadline_and_its_late_reply_does_not_lead() {
 fn a_late_grant_is_not_leadership() {
     let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
     let c = client(Strategy::SingleObject, ExpiryClock::Server);
-    let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), Peer::new(&store, 1));
+    let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), peer(&store, 1));
     // Each of the campaign's requests (GET, PUT) takes 4 s on a host that
     // ignores timeouts: the grant's reply comes 8 s after it was sent.
     let late = e
@@ -484,7 +449,7 @@ fn a_late_grant_is_not_leadership() {
 fn a_resign_is_bounded_by_the_deadline_too() {
     let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
     let c = client(Strategy::SingleObject, ExpiryClock::Server);
-    let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), Peer::new(&store, 1));
+    let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), peer(&store, 1));
     assert!(is_leader(&e.step(&mut io).ready()));
     store.borrow_mut().advance(5_000);
     io.requests.clear();
@@ -497,7 +462,7 @@ fn a_resign_is_bounded_by_the_deadline_too() {
 fn a_renew_reply_after_the_old_deadline_does_not_bring_leadership_back() {
     let store = Rc::new(RefCell::new(S3Model::new(START_MS)));
     let c = client(Strategy::SingleObject, ExpiryClock::Server);
-    let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), Peer::new(&store, 1));
+    let (mut e, mut io) = (Elector::new(c, config("a")).unwrap(), peer(&store, 1));
     assert!(is_leader(&e.step(&mut io).ready()));
     // A renew sent at 6 s (deadline 7 s) whose reply comes at 8 s, on a
     // host that ignores the bound: the watchdog ended leadership at 7 s,

@@ -698,10 +698,7 @@ mod race {
 
     fn raced(race: Race) -> (Report, ModelIo) {
         let mut model = ModelIo::new(NOW);
-        let report = run(&mut Racing {
-            io: &mut model,
-            race,
-        });
+        let report = run(&mut Racing::new(&mut model, race));
         (report, model)
     }
 

@@ -21,6 +21,10 @@ pub type Item = Map<String, Value>;
 
 pub struct DynamoModel {
     pub table: String,
+    /// The table clients name in their calls (`handle` translates their
+    /// requests as their transport would): this one, unless a test has
+    /// them name a table that does not exist.
+    pub client_table: String,
     pub items: BTreeMap<String, Item>,
     /// The attribute the table's TTL is enabled on, if any.
     pub ttl_attribute: Option<String>,
@@ -50,6 +54,7 @@ impl DynamoModel {
     pub fn new(table: &str, now_ms: u64) -> Self {
         DynamoModel {
             table: table.to_string(),
+            client_table: table.to_string(),
             items: BTreeMap::new(),
             ttl_attribute: Some(dynamodb::EXPIRY_ATTRIBUTE.to_string()),
             sweeper: false,
@@ -100,13 +105,7 @@ impl DynamoModel {
     /// A protocol request of a client of this table, translated, applied,
     /// and its reply read back.
     pub fn handle(&mut self, req: &S3Request) -> S3Response {
-        let table = self.table.clone();
-        self.handle_for(&table, req)
-    }
-
-    /// `handle` for a client configured with `table`.
-    pub fn handle_for(&mut self, table: &str, req: &S3Request) -> S3Response {
-        let (operation, body) = dynamodb::translate(table, req);
+        let (operation, body) = dynamodb::translate(&self.client_table, req);
         let reply = self.call(&operation, &body);
         let mut reply = dynamodb::read_reply(req, reply);
         if reply.body.len() > req.max_response_bytes.saturating_mul(2) + 8192 {
@@ -332,69 +331,25 @@ fn apply_set(item: &mut Item, input: &Item) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// One client talking to the DynamoDB model: the `Io` of unit tests, its
-/// wall clock the model's.
-pub struct DynamoIo {
-    pub table: DynamoModel,
-    /// This client's wall clock is `table.now_ms + clock_offset_ms`: skew.
-    pub clock_offset_ms: i64,
-    /// The table the client names in its calls.
-    pub client_table: String,
-    pub monotonic_ms: u64,
-    /// Every protocol request sent, in order.
-    pub requests: Vec<S3Request>,
-    /// The next this many PutItems are applied, then their replies lost.
-    pub lose_put_replies: u32,
-    random: u64,
+impl crate::testing::model_io::Model for DynamoModel {
+    fn handle(&mut self, request: &S3Request) -> S3Response {
+        DynamoModel::handle(self, request)
+    }
+    fn advance(&mut self, ms: u64) {
+        DynamoModel::advance(self, ms);
+    }
+    fn now_ms(&self) -> u64 {
+        self.now_ms
+    }
 }
+
+/// One client talking to the DynamoDB model: the `Io` of unit tests.
+pub type DynamoIo = crate::testing::model_io::ModelIo<DynamoModel>;
 
 impl DynamoIo {
-    pub fn new(table: &str, now_ms: u64) -> Self {
-        DynamoIo {
-            table: DynamoModel::new(table, now_ms),
-            clock_offset_ms: 0,
-            client_table: table.to_string(),
-            monotonic_ms: 0,
-            requests: Vec::new(),
-            lose_put_replies: 0,
-            random: 7,
-        }
-    }
-
-    pub fn advance(&mut self, ms: u64) {
-        self.table.advance(ms);
-        self.monotonic_ms = self.monotonic_ms.saturating_add(ms);
-    }
-
-    /// The requests sent since the last call.
-    pub fn take_requests(&mut self) -> Vec<S3Request> {
-        std::mem::take(&mut self.requests)
-    }
-}
-
-impl crate::driver::Io for DynamoIo {
-    async fn send(&mut self, request: &S3Request) -> Result<S3Response, crate::error::Error> {
-        self.requests.push(request.clone());
-        let reply = self.table.handle_for(&self.client_table, request);
-        if request.method == crate::s3::Method::Put && self.lose_put_replies > 0 {
-            self.lose_put_replies -= 1;
-            return Err(crate::error::Error::Transport("reply lost".into()));
-        }
-        Ok(reply)
-    }
-    fn now_ms(&mut self) -> u64 {
-        let now = i128::from(self.table.now_ms) + i128::from(self.clock_offset_ms);
-        u64::try_from(now.max(0)).unwrap_or(u64::MAX)
-    }
-    fn monotonic_ms(&mut self) -> u64 {
-        self.monotonic_ms
-    }
-    async fn sleep_ms(&mut self, ms: u64) {
-        self.advance(ms);
-    }
-    fn random_u64(&mut self) -> u64 {
-        let r = self.random;
-        self.random = self.random.wrapping_add(1 << 32);
-        r
+    /// A client of an empty table `table` whose clock reads `now_ms`.
+    /// (Not `new`: `ModelIo::new` is the S3 model's.)
+    pub fn with_table(table: &str, now_ms: u64) -> Self {
+        crate::testing::model_io::ModelIo::of(DynamoModel::new(table, now_ms))
     }
 }

@@ -2,53 +2,37 @@
 //! answer it itself (a refused connection) or to change the world first
 //! (another writer's PUT landing just before ours).
 
-use crate::driver::Io;
+use crate::driver::{Io, Sends, Wrapped};
 use crate::error::Error;
 use crate::ready::Ready;
 use crate::s3::{S3Request, S3Response};
 
-type Hook<'a, I> = Box<dyn FnMut(&S3Request, &mut I) -> Option<Result<S3Response, Error>> + 'a>;
+type Answer = Option<Result<S3Response, Error>>;
 
-pub struct Intercept<'a, I: Io> {
-    pub io: &'a mut I,
-    hook: Hook<'a, I>,
-}
+type HookFn<'a, I> = dyn FnMut(&S3Request, &mut I) -> Answer + 'a;
+
+/// Returns `Some` to answer the request itself, `None` to let it go on.
+pub struct Hook<'a, I>(Box<HookFn<'a, I>>);
+
+pub type Intercept<'a, I> = Wrapped<'a, I, Hook<'a, I>>;
 
 impl<'a, I: Io> Intercept<'a, I> {
     /// `hook` returns `Some` to answer the request itself, `None` to let it
     /// go on to `io`.
-    pub fn new(
-        io: &'a mut I,
-        hook: impl FnMut(&S3Request, &mut I) -> Option<Result<S3Response, Error>> + 'a,
-    ) -> Self {
-        Intercept {
+    pub fn new(io: &'a mut I, hook: impl FnMut(&S3Request, &mut I) -> Answer + 'a) -> Self {
+        Wrapped {
             io,
-            hook: Box::new(hook),
+            sends: Hook(Box::new(hook)),
         }
     }
 }
 
-impl<I: Io> Io for Intercept<'_, I> {
-    async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
-        match (self.hook)(request, self.io) {
+impl<I: Io> Sends<I> for Hook<'_, I> {
+    async fn send(&mut self, io: &mut I, request: &S3Request) -> Result<S3Response, Error> {
+        match (self.0)(request, io) {
             Some(answer) => answer,
-            None => self.io.send(request).await,
+            None => io.send(request).await,
         }
-    }
-    fn now_ms(&mut self) -> u64 {
-        self.io.now_ms()
-    }
-    fn monotonic_ms(&mut self) -> u64 {
-        self.io.monotonic_ms()
-    }
-    async fn sleep_ms(&mut self, ms: u64) {
-        self.io.sleep_ms(ms).await;
-    }
-    fn random_u64(&mut self) -> u64 {
-        self.io.random_u64()
-    }
-    fn correct_signing_clock(&mut self, server_ms: u64) {
-        self.io.correct_signing_clock(server_ms);
     }
 }
 

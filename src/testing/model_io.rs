@@ -1,14 +1,17 @@
-//! One client talking to the S3 model: an `Io` for unit tests, with its own
-//! (possibly skewed) wall clock, a monotonic clock, and hooks for what a
-//! test wants to happen between the client and the store.
+//! One client talking to a store model (S3's, DynamoDB's, Azure's, or one
+//! several clients share): the `Io` of unit tests, with its own (possibly
+//! skewed) wall clock, a monotonic clock, and hooks for what a test wants
+//! to happen between the client and the store.
 
 use super::s3_model::S3Model;
 use crate::driver::Io;
 use crate::error::Error;
 use crate::s3::{S3Request, S3Response};
+use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::rc::Rc;
 
-/// A store model a client's `Io` talks to (S3's, Azure's).
+/// A store model a client's `Io` talks to (S3's, DynamoDB's, Azure's).
 pub trait Model {
     fn handle(&mut self, request: &S3Request) -> S3Response;
     /// The store's clock moves on.
@@ -28,6 +31,20 @@ impl Model for S3Model {
     }
 }
 
+/// A store several clients share, each through a `ModelIo` of its own
+/// over a clone of the `Rc`: time passing for one passes for all.
+impl<M: Model> Model for Rc<RefCell<M>> {
+    fn handle(&mut self, request: &S3Request) -> S3Response {
+        self.borrow_mut().handle(request)
+    }
+    fn advance(&mut self, ms: u64) {
+        self.borrow_mut().advance(ms);
+    }
+    fn now_ms(&self) -> u64 {
+        self.borrow().now_ms()
+    }
+}
+
 /// Runs once against the store, just before a request reaches it.
 pub type StoreHook<S = S3Model> = Box<dyn FnOnce(&mut S)>;
 
@@ -35,7 +52,9 @@ pub struct ModelIo<S = S3Model> {
     pub store: S,
     /// This client's wall clock is `store.now_ms + clock_offset_ms`: skew.
     pub clock_offset_ms: i64,
-    pub monotonic_ms: u64,
+    /// The store's time when this client started: its monotonic clock
+    /// counts the store's time since.
+    started_ms: u64,
     /// Every request sent, in order (scripted ones included).
     pub requests: Vec<S3Request>,
     /// Canned replies, used before the store: a request answered from
@@ -49,6 +68,8 @@ pub struct ModelIo<S = S3Model> {
     pub lose_next_reply: bool,
     /// The next this many PUTs are applied, then their replies lost.
     pub lose_put_replies: u32,
+    /// The network is cut: every request fails before it reaches the store.
+    pub cut: bool,
     /// What `random_u64` returns. 7 unless a test sets it, so backoffs are
     /// the same from run to run.
     pub random: u64,
@@ -65,23 +86,23 @@ impl<S: Model> ModelIo<S> {
     /// A client of `store`, its clock exactly the store's.
     pub fn of(store: S) -> Self {
         ModelIo {
+            started_ms: store.now_ms(),
             store,
             clock_offset_ms: 0,
-            monotonic_ms: 0,
             requests: Vec::new(),
             scripted: VecDeque::new(),
             before_send: None,
             lose_next_reply: false,
             lose_put_replies: 0,
+            cut: false,
             random: 7,
         }
     }
 
-    /// Time passes for everyone: the store's clock and this client's
-    /// monotonic clock (the wall clock follows the store's).
+    /// Time passes for everyone: the store's clock, and with it this
+    /// client's wall and monotonic clocks.
     pub fn advance(&mut self, ms: u64) {
         self.store.advance(ms);
-        self.monotonic_ms = self.monotonic_ms.saturating_add(ms);
     }
 
     /// The requests sent since the last call.
@@ -93,6 +114,9 @@ impl<S: Model> ModelIo<S> {
 impl<S: Model> Io for ModelIo<S> {
     async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
         self.requests.push(request.clone());
+        if self.cut {
+            return Err(Error::Transport("network cut".into()));
+        }
         if let Some(reply) = self.scripted.pop_front() {
             return Ok(reply);
         }
@@ -116,7 +140,7 @@ impl<S: Model> Io for ModelIo<S> {
     }
 
     fn monotonic_ms(&mut self) -> u64 {
-        self.monotonic_ms
+        self.store.now_ms().saturating_sub(self.started_ms)
     }
 
     async fn sleep_ms(&mut self, ms: u64) {

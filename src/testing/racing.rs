@@ -5,7 +5,7 @@
 //! with a window between. One at a time (`send`) it is the model itself,
 //! faithful. What the preflight's race must refuse.
 
-use crate::driver::Io;
+use crate::driver::{Io, Sends, Wrapped};
 use crate::error::Error;
 use crate::ready::Ready;
 use crate::s3::{S3Request, S3Response};
@@ -30,10 +30,10 @@ impl Snapshot for crate::testing::model_io::ModelIo {
 impl Snapshot for crate::testing::dynamodb_model::DynamoIo {
     type State = std::collections::BTreeMap<String, crate::testing::dynamodb_model::Item>;
     fn state(&self) -> Self::State {
-        self.table.items.clone()
+        self.store.items.clone()
     }
     fn set_state(&mut self, state: Self::State) {
-        self.table.items = state;
+        self.store.items = state;
     }
 }
 
@@ -65,47 +65,56 @@ pub enum Race {
     RefusedButApplied,
 }
 
-pub struct Racing<'a, I: Io + Snapshot> {
-    pub io: &'a mut I,
-    pub race: Race,
+/// A model's `Io` whose racing writers meet a store that takes them as
+/// `race` says.
+pub type Racing<'a, I> = Wrapped<'a, I, Race>;
+
+impl<'a, I: Io + Snapshot> Racing<'a, I> {
+    pub fn new(io: &'a mut I, race: Race) -> Self {
+        Wrapped { io, sends: race }
+    }
 }
 
-impl<I: Io + Snapshot> Io for Racing<'_, I> {
-    async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
-        self.io.send(request).await
+impl<I: Io + Snapshot> Sends<I> for Race {
+    async fn send(&mut self, io: &mut I, request: &S3Request) -> Result<S3Response, Error> {
+        io.send(request).await
     }
 
-    async fn send_all(&mut self, requests: &[S3Request]) -> Vec<Result<S3Response, Error>> {
-        match self.race {
+    async fn send_all(
+        &mut self,
+        io: &mut I,
+        requests: &[S3Request],
+    ) -> Vec<Result<S3Response, Error>> {
+        match self {
             Race::Atomic => {
                 let mut replies = Vec::new();
                 for r in requests {
-                    replies.push(self.io.send(r).await);
+                    replies.push(io.send(r).await);
                 }
                 replies
             }
             Race::CheckThenWrite => {
-                let before = self.io.state();
+                let before = io.state();
                 let mut after = before.clone();
                 let mut replies = Vec::new();
                 for r in requests {
-                    self.io.set_state(before.clone());
-                    let reply = self.io.send(r).ready();
+                    io.set_state(before.clone());
+                    let reply = io.send(r).ready();
                     if reply
                         .as_ref()
                         .is_ok_and(|x| (200..=299).contains(&x.status))
                     {
-                        after = self.io.state();
+                        after = io.state();
                     }
                     replies.push(reply);
                 }
-                self.io.set_state(after);
+                io.set_state(after);
                 replies
             }
             Race::RefusedButApplied => {
                 let mut replies = Vec::new();
                 for r in requests {
-                    replies.push(self.io.send(r).ready());
+                    replies.push(io.send(r).ready());
                 }
                 // Then every writer's bytes land, unconditionally.
                 for r in requests {
@@ -113,26 +122,10 @@ impl<I: Io + Snapshot> Io for Racing<'_, I> {
                     blind
                         .headers
                         .retain(|(k, _)| k != "if-match" && k != "if-none-match");
-                    let _ = self.io.send(&blind).ready();
+                    let _ = io.send(&blind).ready();
                 }
                 replies
             }
         }
-    }
-
-    fn now_ms(&mut self) -> u64 {
-        self.io.now_ms()
-    }
-    fn monotonic_ms(&mut self) -> u64 {
-        self.io.monotonic_ms()
-    }
-    async fn sleep_ms(&mut self, ms: u64) {
-        self.io.sleep_ms(ms).await;
-    }
-    fn random_u64(&mut self) -> u64 {
-        self.io.random_u64()
-    }
-    fn correct_signing_clock(&mut self, server_ms: u64) {
-        self.io.correct_signing_clock(server_ms);
     }
 }

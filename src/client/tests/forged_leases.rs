@@ -210,7 +210,7 @@ fn on_dynamodb_the_tables_condition_refuses_a_lower_token() {
         AcquireOutcome::Granted(l) => l,
         other => panic!("{other:?}"),
     };
-    let mut io = DynamoIo::new("locks", START_MS);
+    let mut io = DynamoIo::with_table("locks", START_MS);
     let mut c = dynamo();
     let first = granted(&mut c, &mut io);
     c.rewrite(&mut io, first, true).ready().unwrap();
@@ -220,16 +220,16 @@ fn on_dynamodb_the_tables_condition_refuses_a_lower_token() {
     let forged = seal.seal(Lease { token: 1, ..second });
     for mut client in [dynamo(), c.clone()] {
         io.take_requests();
-        io.table.calls.clear();
+        io.store.calls.clear();
         let err = client
             .rewrite(&mut io, forged.clone(), false)
             .ready()
             .unwrap_err();
         assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
-        let token = &io.table.items["locks/k"]["token"]["N"];
-        assert_eq!(token, "2", "{:?}", io.table.calls);
+        let token = &io.store.items["locks/k"]["token"]["N"];
+        assert_eq!(token, "2", "{:?}", io.store.calls);
     }
     // The PutItem the table refused, and the read that tells why.
-    assert_eq!(io.table.calls, ["PutItem", "GetItem"]);
+    assert_eq!(io.store.calls, ["PutItem", "GetItem"]);
     assert_eq!(granted(&mut dynamo(), &mut io).token, 3);
 }

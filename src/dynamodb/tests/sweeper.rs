@@ -7,8 +7,8 @@ use super::*;
 const DAY_MS: u64 = 24 * 3600 * 1000;
 
 fn table_with_sweeper() -> DynamoIo {
-    let mut io = DynamoIo::new("locks", START_MS);
-    io.table.sweeper = true;
+    let mut io = DynamoIo::with_table("locks", START_MS);
+    io.store.sweeper = true;
     io
 }
 
@@ -27,7 +27,7 @@ fn take_over(b: &mut ClientCore, io: &mut DynamoIo) -> crate::lease::Lease {
         return lease;
     }
     io.advance(10_000 + 200);
-    io.table.sweep();
+    io.store.sweep();
     granted(b.try_acquire(io, "k", &grant("b")).ready().unwrap())
 }
 
@@ -40,7 +40,7 @@ fn a_holder_whose_clock_is_31_days_slow_keeps_its_lease_and_the_next_token_is_ab
     let held = granted(a.try_acquire(&mut io, "k", &grant("a")).ready().unwrap());
     assert_eq!(held.token, 1);
     io.clock_offset_ms = 0;
-    io.table.sweep();
+    io.store.sweep();
     let seen = b.try_acquire(&mut io, "k", &grant("b")).ready().unwrap();
     assert!(
         matches!(&seen, AcquireOutcome::Held(Some(s)) if s.record.token == 1),
@@ -51,7 +51,7 @@ fn a_holder_whose_clock_is_31_days_slow_keeps_its_lease_and_the_next_token_is_ab
     io.clock_offset_ms = slow;
     let held = a.rewrite(&mut io, held, false).ready().unwrap();
     io.clock_offset_ms = 0;
-    io.table.sweep();
+    io.store.sweep();
     // Then it stops renewing: b takes the key over, with a higher token.
     let next = take_over(&mut b, &mut io);
     assert!(
@@ -73,8 +73,8 @@ fn a_key_idle_for_31_days_does_not_restart_its_tokens() {
             a.rewrite(&mut io, held, true).ready().unwrap();
         }
         io.advance(31 * DAY_MS);
-        io.table.sweep();
-        assert!(io.table.items.contains_key("locks/k"), "release {release}");
+        io.store.sweep();
+        assert!(io.store.items.contains_key("locks/k"), "release {release}");
         let next = take_over(&mut b, &mut io);
         assert_eq!(next.token, 2, "release {release}");
     }
@@ -92,13 +92,13 @@ fn a_semaphore_idle_for_31_days_does_not_restart_its_tokens() {
     };
     assert!(matches!(slot(&mut a, &mut io, "a"), SlotOutcome::Granted(l) if l.token == 1));
     io.advance(31 * DAY_MS);
-    io.table.sweep();
+    io.store.sweep();
     assert!(matches!(slot(&mut b, &mut io, "b"), SlotOutcome::Granted(l) if l.token == 2));
 }
 
 #[test]
 fn the_model_sweeps_a_number_attribute_in_the_past_and_nothing_else() {
-    let mut io = DynamoIo::new("locks", START_MS);
+    let mut io = DynamoIo::with_table("locks", START_MS);
     let now_s = START_MS / 1000;
     for (key, expiry) in [
         ("past", json!({ "N": (now_s - 1).to_string() })),
@@ -109,14 +109,14 @@ fn the_model_sweeps_a_number_attribute_in_the_past_and_nothing_else() {
         let mut item = serde_json::Map::new();
         item.insert("key".into(), json!({ "S": key }));
         item.insert("lease_expiry".into(), expiry);
-        io.table.items.insert(key.into(), item);
+        io.store.items.insert(key.into(), item);
     }
     let mut none = serde_json::Map::new();
     none.insert("key".into(), json!({ "S": "none" }));
-    io.table.items.insert("none".into(), none);
-    assert_eq!(io.table.sweep(), ["past", "past-fraction"]);
-    assert_eq!(io.table.items.len(), 3);
-    io.table.ttl_attribute = None;
+    io.store.items.insert("none".into(), none);
+    assert_eq!(io.store.sweep(), ["past", "past-fraction"]);
+    assert_eq!(io.store.items.len(), 3);
+    io.store.ttl_attribute = None;
     io.advance(10_000);
-    assert!(io.table.sweep().is_empty(), "TTL off");
+    assert!(io.store.sweep().is_empty(), "TTL off");
 }

@@ -126,11 +126,11 @@ fn errors_reading_it_are_the_stores() {
 
 #[test]
 fn on_dynamodb_it_is_an_item_created_once() {
-    let mut io = DynamoIo::new("locks", 0);
+    let mut io = DynamoIo::with_table("locks", 0);
     assert_eq!(load(&mut io, key(5)).unwrap(), key(5));
     assert_eq!(load(&mut io, key(6)).unwrap(), key(5));
-    assert_eq!(io.table.calls, ["GetItem", "PutItem", "GetItem"]);
-    let item = &io.table.items[OBJECT];
+    assert_eq!(io.store.calls, ["GetItem", "PutItem", "GetItem"]);
+    let item = &io.store.items[OBJECT];
     // Never swept by the table's TTL, and no token of a lock.
     assert!(
         !item.contains_key(crate::dynamodb::EXPIRY_ATTRIBUTE),
