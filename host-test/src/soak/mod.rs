@@ -4,39 +4,41 @@
 //! connections, timeouts with and without late arrival, lost replies) and
 //! the processes themselves (crashes between calls and mid-request, pauses
 //! past the lease, wall clocks skewed and stepping). The recorded history
-//! is then checked ([`judge`]: the checkers the simulation is judged by) and summarised ([`report`]).
+//! is then checked (by the checkers the simulation is judged by: see
+//! [`record`]) and summarised ([`report`]).
 //!
 //! A process is `keys` clients of the product host
 //! (`s3_lease_host::blocking::Client`, one per key, as the keys use
 //! different strategies and expiry clocks), each running the product's
 //! host `Elector` for its key, watched by a
-//! member thread that believes what the elector reports ([`member`]);
+//! member thread that believes what the elector reports ([`member`]'s
+//! `Leading`);
 //! crashes, pauses and clock steps hit all of a process's clients at once
 //! ([`process`]).
 //!
 //! Beside the keys, `slot_keys` semaphore keys (single-object, limits 2
-//! and 3, fair and not): each process runs a slot member per semaphore key
-//! ([`slot_member`]) on a client of its own, under the same faults, that
+//! and 3, fair and not): each process runs a member per semaphore key
+//! (`Slot`) on a client of its own, under the same faults, that
 //! waits for a slot, holds it with the host crate's
 //! `blocking::LeaseGuard` while the guard says held, and gives it back.
 //!
 //! Only the plan replays from the seed (which requests fail how, which
 //! process is hit when and how): thread timing does not.
 
-pub mod history;
-pub mod judge;
 mod member;
 pub mod process;
+pub mod record;
 pub mod report;
 pub mod schedule;
-mod slot_member;
 mod unwatched;
 
-use crate::bindings::{AddressingStyle, Config, ExpiryClock, Strategy};
+use crate::bindings::{Config, ExpiryClock, Strategy};
 use crate::server::Endpoint;
 use crate::Harness;
-use history::{FinalRead, FoundObject, History, MemberRecord, SlotRecord, Violation};
+use member::{Leading, Member, Slot};
 use process::Process;
+use record::{Micros, Record, Violation};
+use s3_lease::testing::history::{self, FinalRead, Found, History, KeySpec};
 use s3_lease::testing::rng::Rng;
 use schedule::{FaultCounts, FaultKind, ProcessFault};
 use std::collections::HashMap;
@@ -247,10 +249,10 @@ pub struct Shared<'a> {
     /// Per key: the component config (strategy, clock, timeout).
     pub client_configs: Vec<Config>,
     /// The same, as the host crate takes it.
-    pub host_configs: Vec<s3_lease_host::S3Config>,
+    pub host_configs: Vec<s3_lease_host::StoreConfig>,
     /// Per semaphore key: its profile, and its clients' config.
     pub slot_profiles: Vec<SlotKeyProfile>,
-    pub slot_host_configs: Vec<s3_lease_host::S3Config>,
+    pub slot_host_configs: Vec<s3_lease_host::StoreConfig>,
     pub prefix: String,
     pub t0: Instant,
     pub t_end: Instant,
@@ -268,6 +270,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Shared<'_> {
+    /// `at` in the history's time: microseconds since the run's start.
+    pub fn us(&self, at: Instant) -> Micros {
+        record::micros_since(self.t0, at)
+    }
+
     pub fn next_value(&self) -> u64 {
         self.next_value.fetch_add(1, Ordering::Relaxed)
     }
@@ -299,38 +306,25 @@ fn client_config(endpoint: &Endpoint, prefix: &str, profile: KeyProfile) -> Conf
     c
 }
 
-/// The host crate's config with the same contents as `c`.
-fn host_config(c: &Config) -> s3_lease_host::S3Config {
-    let mut credentials = s3_lease_host::Credentials::new(
-        &c.credentials.access_key_id,
-        &c.credentials.secret_access_key,
-    );
-    credentials.session_token = c.credentials.session_token.clone();
-    let mut h = s3_lease_host::S3Config::new(&c.bucket, &c.region, credentials)
-        .with_endpoint(&c.endpoint)
-        .with_addressing(match c.addressing {
-            AddressingStyle::Path => s3_lease_host::Addressing::Path,
-            AddressingStyle::VirtualHosted => s3_lease_host::Addressing::VirtualHosted,
-        });
-    h.key_prefix = c.key_prefix.clone();
-    h.request_timeout = c
-        .request_timeout_ms
-        .map(|ms| Duration::from_millis(ms.into()));
-    h.strategy = c.strategy.map(|s| match s {
+/// The host crate's config of a key of `profile`, as the component's.
+fn host_config(
+    endpoint: &Endpoint,
+    prefix: &str,
+    profile: KeyProfile,
+) -> s3_lease_host::StoreConfig {
+    let mut h = endpoint
+        .host_config(prefix)
+        .unwrap_or_else(|e| panic!("the soak's store config: {e:#}"));
+    h.request_timeout = Some(Duration::from_millis(schedule::REQUEST_TIMEOUT_MS));
+    h.strategy = Some(match profile.strategy {
         Strategy::SingleObject => s3_lease_host::Strategy::SingleObject,
         Strategy::EpochObjects => s3_lease_host::Strategy::EpochObjects,
     });
-    h.expiry_clock = c.expiry_clock.map(|clock| match clock {
+    h.expiry_clock = Some(match profile.clock {
         ExpiryClock::Server => s3_lease_host::ExpiryClock::Server,
         ExpiryClock::Holder => s3_lease_host::ExpiryClock::Holder,
         ExpiryClock::Observed => s3_lease_host::ExpiryClock::Observed,
     });
-    h.preflight = c.preflight;
-    h.seal_key = c.seal_key.clone();
-    h.dynamodb_table = match &c.store {
-        Some(s3_lease_host::bindings::Store::Dynamodb(table)) => Some(table.clone()),
-        _ => None,
-    };
     h
 }
 
@@ -360,10 +354,13 @@ pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report
         .collect();
     let shared = Shared {
         harness,
-        host_configs: client_configs.iter().map(host_config).collect(),
+        host_configs: profiles
+            .iter()
+            .map(|&p| host_config(endpoint, &prefix, p))
+            .collect(),
         slot_host_configs: slot_profiles
             .iter()
-            .map(|s| host_config(&client_config(endpoint, &prefix, s.key_profile())))
+            .map(|s| host_config(endpoint, &prefix, s.key_profile()))
             .collect(),
         slot_profiles: slot_profiles.clone(),
         client_configs,
@@ -402,88 +399,84 @@ pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report
         println!("soak: --no-watchdog: members believe the last step, not the host elector's leading-until (must fail)");
     }
 
-    let (records, slot_records, plan) = std::thread::scope(|s| {
+    let (records, plan) = std::thread::scope(|s| {
         let mut handles = Vec::new();
-        let mut slot_handles = Vec::new();
         for (p, process) in processes.iter().enumerate() {
+            let (shared, barrier) = (&shared, &start_barrier);
             for k in 0..keys {
-                let (shared, start_barrier) = (&shared, &start_barrier);
                 let process = process.clone();
                 handles.push(s.spawn(move || {
-                    member::Member::start(shared, process, p, k, start_barrier).run()
+                    let (key, role) = ((k, key_name(k), k), Leading::new(shared));
+                    Member::start(shared, process, p, key, role, barrier).run()
                 }));
             }
             for j in 0..slot_keys {
-                let (shared, start_barrier) = (&shared, &start_barrier);
                 let process = process.clone();
-                slot_handles.push(s.spawn(move || {
-                    slot_member::SlotMember::start(shared, process, p, j, start_barrier).run()
+                handles.push(s.spawn(move || {
+                    let (key, role) = ((keys + j, slot_key_name(j), j), Slot::new(shared, j));
+                    Member::start(shared, process, p, key, role, barrier).run()
                 }));
             }
         }
         start_barrier.wait();
         let plan = apply_plan(&shared, &processes, &mut plan_rng);
-        let panicked = |what: &str| Violation {
-            invariant: "nothing traps",
-            detail: format!("a {what} thread panicked"),
-        };
-        let records: Vec<MemberRecord> = handles
+        let records: Vec<Record> = handles
             .into_iter()
             .map(|h| {
-                h.join().unwrap_or_else(|_| MemberRecord {
-                    violations: vec![panicked("member")],
-                    ..MemberRecord::default()
+                h.join().unwrap_or_else(|_| {
+                    let mut r = Record::default();
+                    r.history.violations.push(Violation {
+                        invariant: "nothing traps",
+                        detail: "a member thread panicked".into(),
+                    });
+                    r
                 })
             })
             .collect();
-        let slot_records: Vec<SlotRecord> = slot_handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| SlotRecord {
-                    violations: vec![panicked("slot member")],
-                    ..SlotRecord::default()
-                })
-            })
-            .collect();
-        (records, slot_records, plan)
+        (records, plan)
     });
 
     // Let every held request arrive before reading what they left.
     std::thread::sleep(Duration::from_millis(schedule::MAX_LATE_MS + 1_500));
-    let mut history = History::new(shared.t0, shared.t_end, profiles);
-    history.slot_keys = slot_profiles;
-    let mut stats = report::Stats {
-        plan_applied: plan.applied,
-        plan_skipped: plan.skipped,
-        ..report::Stats::default()
+    let mut all = Record {
+        history: History::new(key_specs(&profiles, &slot_profiles)),
+        ..Record::default()
     };
     for r in records {
-        stats.events += r.events;
-        stats.requests += r.requests;
-        stats.writes_skipped += r.writes_skipped;
-        for (k, v) in r.step_errors {
-            *stats.step_errors.entry(k).or_default() += v;
-        }
-        history.grants.extend(r.grants);
-        history.terms.extend(r.terms);
-        history.fenced.extend(r.fenced);
-        history.leader_faults.extend(r.leader_faults);
-        history.violations.extend(r.violations);
+        all.absorb(r);
     }
-    for r in slot_records {
-        stats.requests += r.requests;
-        stats.slots.add(&r.counts);
-        history.slot_grants.extend(r.grants);
-        history.slot_terms.extend(r.terms);
-        history.waits.extend(r.waits);
-        history.violations.extend(r.violations);
-    }
-    history.finals = read_finals(&shared, &history);
-    for kind in FaultKind::ALL {
-        stats.faults.push((kind, shared.counts.get(kind)));
-    }
-    let checked = judge::check(&history);
-    report::Report::new(shared.config.clone(), &history, checked, stats)
+    all.history.finals = read_finals(&shared, &all.history);
+    let stats = report::Stats {
+        counts: all.counts.clone(),
+        faults: FaultKind::ALL
+            .map(|kind| (kind, shared.counts.get(kind)))
+            .into(),
+        plan_applied: plan.applied,
+        plan_skipped: plan.skipped,
+    };
+    let checked = history::check(&all.history);
+    report::Report::new(shared.config.clone(), &all, checked, stats)
+}
+
+/// What the history holds each key to: the elected keys (limit 1; the
+/// overlaps of a `holder` key counted, not failed), then the semaphore keys.
+fn key_specs(profiles: &[KeyProfile], slot_profiles: &[SlotKeyProfile]) -> Vec<KeySpec> {
+    let spec = |name: String, limit, fair, exclusion_checked| KeySpec {
+        name,
+        limit,
+        fair,
+        exclusion_checked,
+        exact_acks: false,
+    };
+    let elected = profiles.iter().enumerate().map(|(k, p)| {
+        let name = format!("{} ({})", key_name(k), p.name());
+        spec(name, 1, false, p.overlap_checked)
+    });
+    let semaphores = slot_profiles.iter().enumerate().map(|(j, p)| {
+        let name = format!("{} ({})", slot_key_name(j), p.name());
+        spec(name, p.limit, p.fair, true)
+    });
+    elected.chain(semaphores).collect()
 }
 
 /// Reads every fenced object once the run is over, with a client no fault
@@ -517,10 +510,13 @@ fn read_finals(shared: &Shared, history: &History) -> Vec<FinalRead> {
         .map(|o| FinalRead {
             object: o.to_string(),
             found: match instance.fenced_get(o) {
-                Ok(Ok(found)) => Ok(found.map(|f| FoundObject {
-                    body: f.body,
-                    etag: f.etag,
-                    token: f.token,
+                Ok(Ok(found)) => Ok(found.map(|f| {
+                    let named = record::parse_body(&f.body);
+                    Found {
+                        token: f.token,
+                        value: named.map(|(_, value)| value),
+                        body_token: named.map(|(token, _)| token),
+                    }
                 })),
                 other => Err(format!("{other:?}")),
             },

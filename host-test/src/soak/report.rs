@@ -3,28 +3,20 @@
 //! saw (slots granted, the most holders at once against each limit, the
 //! grants checked against the queue's order).
 
-use super::history::{FencedOutcome, History, SlotCounts, Violation};
-use super::judge::Checked;
+use super::record::{Counts, Micros, Record, Violation};
 use super::schedule::FaultKind;
-use super::{key_name, slot_key_name, SoakConfig};
+use super::{key_name, SoakConfig};
+use s3_lease::testing::history::{Checked, FencedOutcome};
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
 
 /// Counts gathered from the members and the plan.
 #[derive(Debug, Default)]
 pub struct Stats {
-    /// Events the members' electors reported.
-    pub events: u64,
-    pub requests: u64,
-    /// Fenced writes not made because their object's history was full.
-    pub writes_skipped: u64,
-    /// Errors the electors reported (sampled), by kind.
-    pub step_errors: BTreeMap<&'static str, u64>,
+    /// What the members counted.
+    pub counts: Counts,
     pub faults: Vec<(FaultKind, u64)>,
     pub plan_applied: u64,
     pub plan_skipped: u64,
-    /// What the slot members counted.
-    pub slots: SlotCounts,
 }
 
 #[derive(Debug, Default)]
@@ -80,11 +72,10 @@ pub fn quantile(sorted: &[u64], q: f64) -> u64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-/// The share of `[t0, t_end]` covered by the union of `spans`.
-fn covered(mut spans: Vec<(Instant, Instant)>, t0: Instant, t_end: Instant) -> f64 {
+/// The share of `[0, t_end]` covered by the union of `spans`.
+fn covered(mut spans: Vec<(Micros, Micros)>, t_end: Micros) -> f64 {
     spans.sort();
-    let mut total = Duration::ZERO;
-    let mut reach = t0;
+    let (mut total, mut reach) = (0, 0);
     for (start, end) in spans {
         let (start, end) = (start.max(reach), end.min(t_end));
         if end > start {
@@ -92,16 +83,18 @@ fn covered(mut spans: Vec<(Instant, Instant)>, t0: Instant, t_end: Instant) -> f
             reach = end;
         }
     }
-    let run = t_end.saturating_duration_since(t0).as_secs_f64();
-    if run > 0.0 {
-        total.as_secs_f64() / run
+    if t_end > 0 {
+        total as f64 / t_end as f64
     } else {
         0.0
     }
 }
 
 impl Report {
-    pub fn new(config: SoakConfig, history: &History, checked: Checked, stats: Stats) -> Self {
+    pub fn new(config: SoakConfig, record: &Record, checked: Checked, stats: Stats) -> Self {
+        let history = &record.history;
+        let keys = config.keys;
+        let t_end = u64::try_from(config.duration.as_micros()).unwrap_or(u64::MAX);
         let mut fenced = FencedCounts::default();
         for op in &history.fenced {
             match op.outcome {
@@ -117,7 +110,7 @@ impl Report {
                 }
             }
         }
-        let availability = (0..history.keys.len())
+        let availability = (0..keys)
             .map(|k| {
                 let spans = history
                     .terms
@@ -125,11 +118,11 @@ impl Report {
                     .filter(|t| t.key == k)
                     .map(|t| (t.start, t.end))
                     .collect();
-                covered(spans, history.t0, history.t_end)
+                covered(spans, t_end)
             })
             .collect();
         let (mut crash, mut pause, mut unmeasured) = (Vec::new(), Vec::new(), 0);
-        for f in &history.leader_faults {
+        for f in &record.leader_faults {
             let next = history
                 .terms
                 .iter()
@@ -138,7 +131,7 @@ impl Report {
                 .min();
             match next {
                 Some(at) => {
-                    let ms = at.saturating_duration_since(f.at).as_millis() as u64;
+                    let ms = at.saturating_sub(f.at) / 1_000;
                     if f.crash {
                         crash.push(ms)
                     } else {
@@ -150,27 +143,24 @@ impl Report {
         }
         crash.sort_unstable();
         pause.sort_unstable();
-        let slot_keys = history
-            .slot_keys
+        let slot_keys = history.keys[keys.min(history.keys.len())..]
             .iter()
             .enumerate()
-            .map(|(j, p)| {
+            .map(|(j, spec)| {
+                let key = keys + j;
                 let mut wait_ms: Vec<u64> = history
                     .waits
                     .iter()
-                    .filter(|w| w.key == j)
-                    .filter_map(|w| {
-                        w.granted
-                            .map(|(_, at, _)| (at - w.start).as_millis() as u64)
-                    })
+                    .filter(|w| w.key == key)
+                    .filter_map(|w| w.granted.map(|(_, at, _)| (at - w.start) / 1_000))
                     .collect();
                 wait_ms.sort_unstable();
                 SlotKeyFigures {
-                    name: format!("{} {}", slot_key_name(j), p.name()),
-                    limit: p.limit,
-                    fair: p.fair,
-                    grants: history.slot_grants.iter().filter(|g| g.key == j).count(),
-                    terms: history.slot_terms.iter().filter(|t| t.key == j).count(),
+                    name: spec.name.clone(),
+                    limit: spec.limit,
+                    fair: spec.fair,
+                    grants: history.grants.iter().filter(|g| g.key == key).count(),
+                    terms: history.terms.iter().filter(|t| t.key == key).count(),
                     wait_ms,
                 }
             })
@@ -179,9 +169,9 @@ impl Report {
             config,
             stats,
             checked,
-            history_keys: history.keys.len(),
-            grants: history.grants.len(),
-            terms: history.terms.len(),
+            history_keys: keys,
+            grants: history.grants.iter().filter(|g| g.key < keys).count(),
+            terms: history.terms.iter().filter(|t| t.key < keys).count(),
             fenced,
             availability,
             failover_crash_ms: crash,
@@ -217,7 +207,7 @@ impl Report {
     /// The summary, one fact per line.
     pub fn summary(&self) -> Vec<String> {
         let c = &self.config;
-        let s = &self.stats;
+        let s = &self.stats.counts;
         let f = &self.fenced;
         let mut lines = vec![
             format!(
@@ -250,9 +240,10 @@ impl Report {
                 f.zombie, f.zombie_refused
             ),
         ];
-        let total: u64 = s.faults.iter().map(|(_, n)| n).sum();
+        let faults = &self.stats.faults;
+        let total: u64 = faults.iter().map(|(_, n)| n).sum();
         lines.push(format!("faults injected: {total}"));
-        for (kind, n) in &s.faults {
+        for (kind, n) in faults {
             lines.push(format!("  {:<38} {n}", kind.name()));
         }
         lines.push(format!(
@@ -320,7 +311,7 @@ impl Report {
         if self.slot_keys.is_empty() {
             return Vec::new();
         }
-        let s = &self.stats.slots;
+        let s = &self.stats.counts;
         let grants: usize = self.slot_keys.iter().map(|k| k.grants).sum();
         let terms: usize = self.slot_keys.iter().map(|k| k.terms).sum();
         let mut lines = vec![
