@@ -3,61 +3,30 @@
 //! what only S3 can do is refused with exit 78 before any request.
 
 use crate::support::{code, text, Scene};
-use crate::turns::take_turns;
+use crate::turns::turns_on_a_fresh_key;
 use host_test::dynalite;
 use std::process::Command;
 
 /// `s3-lease ARGS` on `table`, with the scene's prefix and cache.
 fn on_table(scene: &Scene, table: &str, args: &[&str]) -> Command {
-    let mut c = scene.cmd(args);
-    c.env("S3LEASE_STORE", "dynamodb")
-        .env("S3LEASE_TABLE", table)
-        .env("AWS_ENDPOINT_URL_DYNAMODB", &dynalite::shared().url)
-        .env("AWS_ACCESS_KEY_ID", &dynalite::shared().access_key_id)
-        .env(
-            "AWS_SECRET_ACCESS_KEY",
-            &dynalite::shared().secret_access_key,
-        )
-        .env_remove("S3LEASE_BUCKET");
-    c
+    let dynamo = dynalite::shared();
+    scene.on_store(
+        args,
+        &[
+            ("S3LEASE_STORE", "dynamodb"),
+            ("S3LEASE_TABLE", table),
+            ("AWS_ENDPOINT_URL_DYNAMODB", &dynamo.url),
+            ("AWS_ACCESS_KEY_ID", &dynamo.access_key_id),
+            ("AWS_SECRET_ACCESS_KEY", &dynamo.secret_access_key),
+        ],
+    )
 }
 
 #[test]
 fn processes_take_turns_on_a_dynamodb_key_without_overlap_and_with_tokens_one_to_n() {
-    const PROCESSES: usize = 3;
-    const RUNS_EACH: usize = 4;
     let scene = Scene::new("dynamodb-turns");
     let table = dynalite::shared().fresh_table("cli-turns").unwrap();
-    let by_start = take_turns(&scene, PROCESSES, RUNS_EACH, "0.05", |args| {
-        on_table(&scene, &table, args)
-    });
-    let mut tokens: Vec<u64> = by_start.iter().map(|run| run.2).collect();
-    tokens.sort();
-    assert_eq!(
-        tokens,
-        (1..=(PROCESSES * RUNS_EACH) as u64).collect::<Vec<_>>()
-    );
-    for pair in by_start.windows(2) {
-        assert!(
-            pair[1].0 >= pair[0].1,
-            "token {} started before {} ended",
-            pair[1].2,
-            pair[0].2
-        );
-        assert!(pair[1].2 > pair[0].2, "tokens rise in the order runs start");
-    }
-
-    let out = on_table(&scene, &table, &["--json", "status", "turns"])
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
-    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(
-        status[0]["token"],
-        (PROCESSES * RUNS_EACH) as u64,
-        "{status}"
-    );
-    assert_eq!(status[0]["live"], false, "released: {status}");
+    turns_on_a_fresh_key(&scene, 3, 4, |args| on_table(&scene, &table, args));
 }
 
 #[test]
@@ -186,7 +155,7 @@ impl CountingProxy {
 }
 
 #[test]
-fn status_reads_once_a_seed003_holder_shows_as_absent_and_errors_name_dynamodb() {
+fn status_reads_once_a_dynamodb_lease_holder_shows_as_absent_and_errors_name_dynamodb() {
     let scene = Scene::new("dynamodb-details");
     let table = dynalite::shared().fresh_table("cli-details").unwrap();
     let proxy = CountingProxy::start(&dynalite::shared().url);
@@ -213,7 +182,7 @@ fn status_reads_once_a_seed003_holder_shows_as_absent_and_errors_name_dynamodb()
         assert_eq!(proxy.take(), ["GetItem"], "status {key}");
     }
 
-    // An item of seed 003's design: no lease body, so no holder and no token.
+    // An item of the dynamodb-lease design: no lease body, so no holder and no token.
     let expiry = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -226,8 +195,8 @@ fn status_reads_once_a_seed003_holder_shows_as_absent_and_errors_name_dynamodb()
             &serde_json::json!({
                 "TableName": table,
                 "Item": {
-                    "key": {"S": format!("{}seed003", scene.prefix)},
-                    "lease_version": {"S": "a-version-of-seed-003"},
+                    "key": {"S": format!("{}dynamodb-lease", scene.prefix)},
+                    "lease_version": {"S": "a-version-of-dynamodb-lease"},
                     "lease_expiry": {"N": expiry.to_string()},
                 },
             }),
@@ -235,7 +204,7 @@ fn status_reads_once_a_seed003_holder_shows_as_absent_and_errors_name_dynamodb()
         ))
         .unwrap();
     assert_eq!(put.status, 200, "{}", put.s3_error());
-    let out = on_table(&scene, &table, &["--json", "status", "seed003"])
+    let out = on_table(&scene, &table, &["--json", "status", "dynamodb-lease"])
         .output()
         .unwrap();
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
@@ -243,14 +212,18 @@ fn status_reads_once_a_seed003_holder_shows_as_absent_and_errors_name_dynamodb()
     assert_eq!(status[0]["live"], true, "{status}");
     assert_eq!(status[0]["holder_id"], serde_json::Value::Null, "{status}");
     assert_eq!(status[0]["token"], serde_json::Value::Null, "{status}");
-    let out = on_table(&scene, &table, &["status", "seed003"])
+    let out = on_table(&scene, &table, &["status", "dynamodb-lease"])
         .output()
         .unwrap();
     let table_out = text(&out.stdout);
     let row = table_out.lines().nth(1).unwrap_or_default();
     let cells: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(cells[..4], ["seed003", "-", "-", "yes"], "{table_out}");
-    let out = on_table(&scene, &table, &["acquire", "seed003"])
+    assert_eq!(
+        cells[..4],
+        ["dynamodb-lease", "-", "-", "yes"],
+        "{table_out}"
+    );
+    let out = on_table(&scene, &table, &["acquire", "dynamodb-lease"])
         .output()
         .unwrap();
     assert_eq!(code(&out), 75, "{}", text(&out.stderr));

@@ -2,6 +2,7 @@
 //! SeaweedFS (or the endpoint the AWS variables name).
 
 use host_test::server::{shared, Endpoint};
+use s3_lease::testing::history;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -77,6 +78,15 @@ impl Scene {
         if let Some(token) = &self.endpoint.session_token {
             c.env("AWS_SESSION_TOKEN", token);
         }
+        c
+    }
+
+    /// `s3-lease ARGS` on a store other than S3 (Azure, DynamoDB): the
+    /// scene's prefix and cache, the store's `vars`, and no bucket.
+    pub fn on_store(&self, args: &[&str], vars: &[(&str, &str)]) -> Command {
+        let mut c = self.cmd(args);
+        c.env_remove("S3LEASE_BUCKET")
+            .envs(vars.iter().map(|&(k, v)| (k, v)));
         c
     }
 
@@ -180,4 +190,101 @@ pub fn take_behind_its_back(scene: &Scene, key: &str) -> u64 {
     record["write"] = "intruder-write".into();
     admin.put(&object, record.to_string().as_bytes()).unwrap();
     token
+}
+
+/// One run of a command under a lock, as the tests record it: who ran
+/// it, the token it ran with (if recorded), and when it started and
+/// ended (any one unit and origin, the same for all runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    pub who: usize,
+    pub token: Option<u64>,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// What the one history checker (`s3_lease::testing::history`) finds in
+/// the runs of commands on one key of limit 1: each run a term its
+/// process believed it held the key, each recorded token a grant made
+/// when its run started. So: runs that overlap, and tokens that repeat
+/// or do not rise in the order runs started.
+pub fn turn_violations(runs: &[Run]) -> Vec<history::Violation> {
+    let origin = runs.iter().map(|r| r.start).min().unwrap_or(0);
+    let mut h = history::History::new(vec![history::KeySpec {
+        name: "the commands' key".into(),
+        limit: 1,
+        fair: false,
+        exclusion_checked: true,
+        exact_acks: false,
+    }]);
+    for r in runs {
+        let who = history::Who {
+            actor: r.who,
+            generation: 0,
+        };
+        let (start, end) = (r.start - origin, r.end.max(r.start) - origin);
+        if let Some(token) = r.token {
+            h.grants.push(history::Grant {
+                key: 0,
+                who,
+                token,
+                sent: start,
+                acked: start,
+            });
+        }
+        h.terms.push(history::Term {
+            key: 0,
+            who,
+            token: r.token.unwrap_or(0),
+            start,
+            end,
+            ended_by: "its command's end".into(),
+        });
+    }
+    history::check(&h).violations
+}
+
+#[test]
+fn the_turns_checker_finds_overlapping_runs_and_tokens_out_of_order() {
+    let run = |who, token, start, end| Run {
+        who,
+        token: Some(token),
+        start,
+        end,
+    };
+    // Back to back (one ends as the next starts), tokens rising: clean.
+    let clean = [
+        run(0, 1, 100, 200),
+        run(1, 2, 200, 300),
+        run(0, 3, 350, 400),
+    ];
+    assert_eq!(turn_violations(&clean), vec![]);
+    let invariants = |runs: &[Run]| -> Vec<&'static str> {
+        turn_violations(runs).iter().map(|v| v.invariant).collect()
+    };
+    // The next run starts 1 unit before the last ended.
+    let overlap = [run(0, 1, 100, 200), run(1, 2, 199, 300)];
+    assert_eq!(
+        invariants(&overlap),
+        ["never more believed holders than the limit"]
+    );
+    // Without tokens (the fault tests record none): still an overlap.
+    let untokened = [(0, 100, 200), (1, 150, 160)].map(|(who, start, end)| Run {
+        who,
+        token: None,
+        start,
+        end,
+    });
+    assert_eq!(
+        invariants(&untokened),
+        ["never more believed holders than the limit"]
+    );
+    // A later run with a lower token, and a token twice.
+    let falling = [run(0, 2, 100, 200), run(1, 1, 250, 300)];
+    assert_eq!(invariants(&falling), ["tokens rise in grant order"]);
+    let twice = [run(0, 1, 100, 200), run(1, 1, 250, 300)];
+    assert_eq!(
+        invariants(&twice),
+        ["tokens unique per key", "tokens rise in grant order"]
+    );
 }

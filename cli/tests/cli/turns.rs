@@ -1,7 +1,7 @@
 //! Four processes take turns on one key through `s3-lease run`; and the
 //! turn-taking the Azure and DynamoDB tests share.
 
-use crate::support::{code, text, Scene};
+use crate::support::{code, text, turn_violations, Run, Scene};
 use std::collections::BTreeMap;
 use std::process::Command;
 
@@ -12,15 +12,14 @@ const RUNS_EACH: usize = 13;
 /// row (ttl 4 s), through `command` (the store's settings), every run
 /// succeeding. Each run appends `TOKEN start NANOS` and `TOKEN end NANOS`
 /// to the scene's log (appends of short lines are atomic), holding `hold`
-/// seconds between. Returns the runs as (start, end, token), sorted by
-/// start.
+/// seconds between. Returns the runs (times in ns), sorted by start.
 pub fn take_turns(
     scene: &Scene,
     processes: usize,
     runs_each: usize,
     hold: &str,
     command: impl Fn(&[&str]) -> Command + Sync,
-) -> Vec<(u128, u128, u64)> {
+) -> Vec<Run> {
     let job = format!(
         r#"echo "$S3LEASE_TOKEN start $(date +%s%N)" >> "$SCENE/log"; sleep {hold}; echo "$S3LEASE_TOKEN end $(date +%s%N)" >> "$SCENE/log""#
     );
@@ -42,26 +41,54 @@ pub fn take_turns(
         }
     });
 
-    let mut runs: BTreeMap<u64, (Option<u128>, Option<u128>)> = BTreeMap::new();
+    let mut runs: BTreeMap<u64, (Option<u64>, Option<u64>)> = BTreeMap::new();
     for line in std::fs::read_to_string(scene.path("log")).unwrap().lines() {
         let parts: Vec<&str> = line.split_whitespace().collect();
         let [token, what, at] = parts[..] else {
             panic!("bad line {line:?}")
         };
         let entry = runs.entry(token.parse().unwrap()).or_default();
-        let at: u128 = at.parse().unwrap();
+        let at: u64 = at.parse().unwrap();
         match what {
             "start" => assert!(entry.0.replace(at).is_none(), "token {token} started twice"),
             "end" => assert!(entry.1.replace(at).is_none(), "token {token} ended twice"),
             other => panic!("bad line {other}"),
         }
     }
-    let mut by_start: Vec<(u128, u128, u64)> = runs
+    let mut by_start: Vec<Run> = runs
         .iter()
-        .map(|(token, (start, end))| (start.unwrap(), end.unwrap(), *token))
+        .map(|(&token, (start, end))| Run {
+            // The log does not say which worker ran it.
+            who: 0,
+            token: Some(token),
+            start: start.unwrap(),
+            end: end.unwrap(),
+        })
         .collect();
-    by_start.sort();
+    by_start.sort_by_key(|r| r.start);
     by_start
+}
+
+/// Every run ended before the next started, with a higher token; the
+/// tokens are 1 to N; `status` (through `command`) then reads the last
+/// token, released.
+pub fn turns_on_a_fresh_key(
+    scene: &Scene,
+    processes: usize,
+    runs_each: usize,
+    command: impl Fn(&[&str]) -> Command + Sync,
+) {
+    let runs = take_turns(scene, processes, runs_each, "0.05", &command);
+    let n = (processes * runs_each) as u64;
+    let mut tokens: Vec<u64> = runs.iter().filter_map(|r| r.token).collect();
+    tokens.sort();
+    assert_eq!(tokens, (1..=n).collect::<Vec<_>>());
+    assert_eq!(turn_violations(&runs), vec![], "{runs:?}");
+    let out = command(&["--json", "status", "turns"]).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status[0]["token"], n, "{status}");
+    assert_eq!(status[0]["live"], false, "released: {status}");
 }
 
 /// Sorted by start, every run must end before the next starts, with a
@@ -69,28 +96,17 @@ pub fn take_turns(
 #[test]
 fn four_processes_take_turns_without_overlap_and_with_rising_tokens() {
     let scene = Scene::new("turns");
-    let by_start = take_turns(&scene, PROCESSES, RUNS_EACH, "0.03", |args| scene.cmd(args));
+    let runs = take_turns(&scene, PROCESSES, RUNS_EACH, "0.03", |args| scene.cmd(args));
     assert_eq!(
-        by_start.len(),
+        runs.len(),
         PROCESSES * RUNS_EACH,
         "every run has a token of its own"
     );
-    for pair in by_start.windows(2) {
-        let ((_, end, token), (next_start, _, next_token)) = (pair[0], pair[1]);
-        assert!(
-            next_start >= end,
-            "token {next_token} started {} µs before token {token} ended",
-            (end - next_start) / 1000
-        );
-        assert!(
-            next_token > token,
-            "token {next_token} ran after token {token}"
-        );
-    }
+    assert_eq!(turn_violations(&runs), vec![], "{runs:?}");
     println!(
-        "{} runs by {PROCESSES} processes: no overlap, tokens {} .. {} rising",
-        by_start.len(),
-        by_start[0].2,
-        by_start[by_start.len() - 1].2
+        "{} runs by {PROCESSES} processes: no overlap, tokens {:?} .. {:?} rising",
+        runs.len(),
+        runs[0].token,
+        runs[runs.len() - 1].token
     );
 }
