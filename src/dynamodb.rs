@@ -20,9 +20,9 @@
 //! the item, release keeps the item (so tokens never restart), a write
 //! whose reply was lost is recognised by its write id.
 //!
-//! The item keeps seed 003's `key` and `lease_version` and adds `token`,
+//! The item keeps the dynamodb-lease design's `key` and `lease_version` and adds `token`,
 //! `holder` and `lease_body`, the lock object itself (see `item`). It
-//! never carries seed 003's `lease_expiry`, the table's TTL attribute, so
+//! never carries the dynamodb-lease design's `lease_expiry`, the table's TTL attribute, so
 //! no TTL sweep deletes it and its token counter. Expiry is judged by the
 //! client's expiry clock on the record, never by the TTL sweeper.
 
@@ -48,11 +48,11 @@ pub const CONTENT_TYPE: &str = "application/x-amz-json-1.0";
 pub const TARGET_PREFIX: &str = "DynamoDB_20120810.";
 /// The header a raw call (`Method::Post`) names its operation in.
 pub const TARGET_HEADER: &str = "x-amz-target";
-/// The table's partition key, as in seed 003's design.
+/// The table's partition key, as in the dynamodb-lease design.
 pub const KEY_ATTRIBUTE: &str = "key";
 /// The item's version: the ETag of the S3 translation.
 pub const VERSION_ATTRIBUTE: &str = "lease_version";
-/// Seconds since the epoch: seed 003's TTL attribute. Our items never
+/// Seconds since the epoch: the dynamodb-lease design's TTL attribute. Our items never
 /// carry it (see `item`).
 pub const EXPIRY_ATTRIBUTE: &str = "lease_expiry";
 /// The fencing token, a number: the one attribute of ours a TTL on it

@@ -98,7 +98,7 @@ fn lock_state(key: &str, s: Option<&LockState>) -> Value {
     match s {
         None => json!({"key": key, "live": false, "holder_id": null, "token": null}),
         // A lock written by a client that records no holder or no token
-        // (seed 003's design) shows them as absent.
+        // (the dynamodb-lease design) shows them as absent.
         Some(s) => json!({
             "key": key,
             "live": s.live,

@@ -412,7 +412,7 @@ fn holder(f: &mut fmt::Formatter<'_>, state: Option<&LockState>) -> fmt::Result 
         (Some(holder), Some(token)) => write!(f, "; held by {holder} with token {token}"),
         (None, Some(token)) => write!(f, "; token {token}"),
         (Some(holder), None) => write!(f, "; held by {holder}"),
-        // A client of another design (seed 003's) records neither.
+        // A client of another design (the dynamodb-lease design's) records neither.
         (None, None) => write!(f, "; held by a client that records no holder and no token"),
     }
 }

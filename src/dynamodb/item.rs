@@ -11,7 +11,7 @@
 //! is on it). A holder whose clock is slow, or a key idle for years, keeps
 //! its item and so its counter.
 //!
-//! Written by a seed-003 client: `key`, `lease_version` (a random id),
+//! Written by a dynamodb-lease client: `key`, `lease_version` (a random id),
 //! `lease_expiry` (its wall clock plus its ttl). Read as a lock with no
 //! token, no holder and no recorded ttl, so it is judged by the holder
 //! rule on `lease_expiry`, as a plain design client's S3 object is.
@@ -67,7 +67,7 @@ pub fn decode_item(item: &Map<String, Value>) -> Result<(String, Vec<u8>), Strin
     if let Some(body) = string_attribute(item, BODY_ATTRIBUTE)? {
         return Ok((version, body.into_bytes()));
     }
-    // A seed-003 item: a lease until `lease_expiry` on its writer's clock.
+    // A dynamodb-lease item: a lease until `lease_expiry` on its writer's clock.
     let expiry_s = number_attribute(item, EXPIRY_ATTRIBUTE)?
         .ok_or("the item has neither lease_body nor lease_expiry")?;
     let record = LockRecord {

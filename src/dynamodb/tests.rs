@@ -1,5 +1,5 @@
 //! The DynamoDB store over the model: what each call sends and costs, the
-//! replies read back, and the items seed 003's clients write.
+//! replies read back, and the items dynamodb-lease clients write.
 
 use super::*;
 use crate::client::ClientCore;
@@ -116,7 +116,7 @@ fn each_call_costs_what_the_wit_says() {
 }
 
 #[test]
-fn the_item_keeps_seed_003s_key_and_version_and_never_a_ttl_attribute() {
+fn the_item_keeps_the_dynamodb_lease_key_and_version_and_never_a_ttl_attribute() {
     let mut c = client();
     let mut io = DynamoIo::with_table("locks", START_MS);
     let AcquireOutcome::Granted(lease) = c.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
@@ -260,8 +260,8 @@ fn fenced_writes_are_refused_before_any_request() {
     assert!(operations(&mut io).is_empty());
 }
 
-/// What a client written from seed 003's design alone puts in the table.
-fn seed_003_item(
+/// What a client written from the dynamodb-lease design alone puts in the table.
+fn dynamodb_lease_item(
     key: &str,
     version: &str,
     expiry_s: u64,
@@ -277,13 +277,13 @@ fn seed_003_item(
 }
 
 #[test]
-fn a_seed_003_lease_is_held_until_its_expiry_then_taken_over_with_a_token() {
+fn a_dynamodb_lease_clients_lease_is_held_until_its_expiry_then_taken_over_with_a_token() {
     let mut c = client();
     let mut io = DynamoIo::with_table("locks", START_MS);
     let expiry_s = START_MS / 1000 + 60;
     io.store.items.insert(
         "locks/k".into(),
-        seed_003_item("locks/k", "uuid-1", expiry_s),
+        dynamodb_lease_item("locks/k", "uuid-1", expiry_s),
     );
     let state = c.inspect(&mut io, "k").ready().unwrap().unwrap();
     assert!(state.live);
@@ -300,7 +300,7 @@ fn a_seed_003_lease_is_held_until_its_expiry_then_taken_over_with_a_token() {
         panic!("not taken over")
     };
     assert_eq!(lease.token, 1);
-    // The seed-003 holder's extend, conditional on its version, now fails.
+    // The dynamodb-lease holder's extend, conditional on its version, now fails.
     let reply = io.store.call(
         "UpdateItem",
         br##"{"TableName":"locks","Key":{"key":{"S":"locks/k"}},"UpdateExpression":"SET lease_version = :n, lease_expiry = :e","ConditionExpression":"lease_version = :v","ExpressionAttributeValues":{":n":{"S":"uuid-2"},":e":{"N":"1"},":v":{"S":"uuid-1"}}}"##,
@@ -482,9 +482,9 @@ fn a_signature_error_keeps_no_canonical_request_and_so_no_session_token() {
 }
 
 #[test]
-fn seed_003_items_are_read_with_fractional_or_odd_expiries_without_a_panic() {
+fn dynamodb_lease_items_are_read_with_fractional_or_odd_expiries_without_a_panic() {
     let read = |expiry: serde_json::Value| {
-        let mut item = seed_003_item("locks/k", "v", 0);
+        let mut item = dynamodb_lease_item("locks/k", "v", 0);
         item.insert("lease_expiry".into(), expiry);
         decode_item(&item).map(|(_, body)| crate::lock_object::LockRecord::from_json(&body))
     };

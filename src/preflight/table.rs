@@ -172,7 +172,7 @@ pub(super) fn ttl(r: Option<&S3Response>, failure: Option<&str>) -> CapabilityRe
             format!(
                 "TTL is {status} on token, the number each lock item keeps its fencing token \
                  in: a sweep could delete an item and its key's counter, and the key's tokens \
-                 would start again. Put TTL on lease_expiry (for seed-003 clients' items) or \
+                 would start again. Put TTL on lease_expiry (for dynamodb-lease clients' items) or \
                  turn it off"
             ),
         ),
@@ -186,7 +186,7 @@ pub(super) fn ttl(r: Option<&S3Response>, failure: Option<&str>) -> CapabilityRe
             let why = if ours.contains(&name) {
                 "which s3-lease's items carry only as a string, and a TTL ignores strings"
             } else if name == EXPIRY_ATTRIBUTE {
-                "which s3-lease's items never carry (it sweeps seed-003 clients' expired items)"
+                "which s3-lease's items never carry (it sweeps dynamodb-lease clients' expired items)"
             } else {
                 "which s3-lease's items never carry"
             };

@@ -203,9 +203,8 @@ fn bad_arguments_are_invalid_argument() {
     still_works(&mut i);
 }
 
-/// Finding 1 of the safety review, as it was reproduced on SeaweedFS: a
-/// lease whose token was lowered renewed and released, and the next grant
-/// reused a token. Now every altered field is refused before any request.
+/// On SeaweedFS, a lease whose token was lowered once renewed and
+/// released, and the next grant reused a token. Now every altered field is refused before any request.
 #[test]
 fn an_altered_lease_is_refused_and_tokens_never_repeat() {
     let prefix = fresh_prefix("altered");

@@ -214,8 +214,10 @@ const LEASE_MS: u64 = 3_000;
 const DEADLINE_MS: u64 = 2_000;
 
 fn elector(table: &str, prefix: &str, url: &str, holder: &str) -> s3_lease_host::blocking::Elector {
-    let mut config = dynamo().host_config(table, prefix).unwrap();
-    config.endpoint = url.to_string();
+    let mut config = dynamo()
+        .host_config(table, prefix)
+        .unwrap()
+        .with_endpoint(url);
     config.request_timeout = Some(std::time::Duration::from_secs(30));
     let client = s3_lease_host::blocking::Client::connect(harness().runtime(), &config).unwrap();
     client
@@ -297,12 +299,14 @@ fn a_leader_whose_network_goes_silent_stops_by_its_deadline_and_the_follower_tak
     proxy.set(ProxyFault::Pass);
 }
 
-/// One action of `scripts/seed003_client.py` (boto3, written from seed
-/// 003's design alone) on `table`: its JSON outcome.
-fn seed_003(table: &str, args: &[&str]) -> Value {
+/// One action of `scripts/dynamodb_lease_client.py` (boto3, written from the
+/// dynamodb-lease design alone) on `table`: its JSON outcome.
+fn dynamodb_lease_client(table: &str, args: &[&str]) -> Value {
     let python = host_test::env_or_workspace_path("S3LEASE_PYTHON", ".venv/bin/python");
-    let script =
-        host_test::env_or_workspace_path("S3LEASE_SEED003_CLIENT", "scripts/seed003_client.py");
+    let script = host_test::env_or_workspace_path(
+        "S3LEASE_DYNAMODB_LEASE_CLIENT",
+        "scripts/dynamodb_lease_client.py",
+    );
     let out = std::process::Command::new(&python)
         .arg(&script)
         .args(["--endpoint", &dynamo().url, "--table", table])
@@ -314,22 +318,22 @@ fn seed_003(table: &str, args: &[&str]) -> Value {
         .unwrap_or_else(|e| panic!("{} {}: {e}", python.display(), script.display()));
     assert!(
         out.status.success(),
-        "seed003_client {args:?}: {}",
+        "dynamodb_lease_client {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]
-fn a_seed_003_client_and_ours_share_a_table_and_exclude_each_other() {
-    let table = dynamo().fresh_table("seed003").unwrap();
-    let prefix = fresh_prefix("ddb-seed003");
+fn a_dynamodb_lease_client_and_ours_share_a_table_and_exclude_each_other() {
+    let table = dynamo().fresh_table("dynamodb-lease").unwrap();
+    let prefix = fresh_prefix("ddb-dynamodb-lease");
     let key = format!("{prefix}k");
     let mut ours = on_table(&table, &prefix);
 
     // Its lease, 2 s: ours read it as held, with no token and no holder,
     // until its lease_expiry, and cannot take it meanwhile.
-    let theirs = seed_003(&table, &["acquire", &key, "--ttl", "2"]);
+    let theirs = dynamodb_lease_client(&table, &["acquire", &key, "--ttl", "2"]);
     assert_eq!(theirs["ok"], true, "{theirs}");
     let seen = ours.inspect("k").unwrap().unwrap().expect("its item");
     assert!(seen.live, "{seen:?}");
@@ -341,7 +345,7 @@ fn a_seed_003_client_and_ours_share_a_table_and_exclude_each_other() {
     );
     assert_eq!(try_acquire(&mut ours, "k", &named(10_000, "ours")), None);
     // It extends as its design says, and stays exclusive.
-    let theirs = seed_003(
+    let theirs = dynamodb_lease_client(
         &table,
         &[
             "extend",
@@ -372,7 +376,8 @@ fn a_seed_003_client_and_ours_share_a_table_and_exclude_each_other() {
     // Its extend and its drop now fail their conditions: it lost the key.
     let version = theirs["version"].as_str().unwrap();
     for action in ["extend", "drop"] {
-        let lost = seed_003(&table, &[action, &key, "--version", version, "--ttl", "2"]);
+        let lost =
+            dynamodb_lease_client(&table, &[action, &key, "--version", version, "--ttl", "2"]);
         assert_eq!(
             lost["code"], "ConditionalCheckFailedException",
             "{action}: {lost}"
@@ -380,10 +385,10 @@ fn a_seed_003_client_and_ours_share_a_table_and_exclude_each_other() {
     }
     // While ours holds it, and after ours released it (the item stays, with
     // its token), its acquire fails: the key is never free to it again.
-    let held = seed_003(&table, &["acquire", &key, "--ttl", "2"]);
+    let held = dynamodb_lease_client(&table, &["acquire", &key, "--ttl", "2"]);
     assert_eq!(held["code"], "ConditionalCheckFailedException", "{held}");
     ours.release(&lease).unwrap().unwrap();
-    let released = seed_003(&table, &["acquire", &key, "--ttl", "2"]);
+    let released = dynamodb_lease_client(&table, &["acquire", &key, "--ttl", "2"]);
     assert_eq!(
         released["code"], "ConditionalCheckFailedException",
         "{released}"

@@ -306,8 +306,7 @@ fn a_store_that_refuses_if_match_never_gets_a_write_without_a_condition() {
     a.renew(&lease).unwrap().unwrap();
 }
 
-/// Finding 2 of the safety review, as reproduced on SeaweedFS: holder `h`
-/// took epoch 1, took the key again (epoch 2), and its saved epoch-1 lease
+/// On SeaweedFS, once: holder `h` took epoch 1, took the key again (epoch 2), and its saved epoch-1 lease
 /// still renewed (same bytes, same MD5 etag, so `If-Match` passed). Now the
 /// LIST after the write finds epoch 2.
 #[test]

@@ -1,5 +1,8 @@
-//! One test per safety finding of the epoch-objects strategy (issue 7):
-//! each failed on the code before its fix.
+//! The epoch-objects strategy's safety regressions, one test each: a
+//! superseded epoch never renews, a store without If-Match never gets an
+//! unconditional write, a released epoch stays released, waiters judge a
+//! lease by the server's clock and do not poll tightly, a late grant is no
+//! lease. Each failed on the code before its fix.
 
 use super::*;
 use crate::ready::Ready;
@@ -35,7 +38,7 @@ fn assert_every_write_is_conditional(requests: &[S3Request]) {
 }
 
 #[test]
-fn finding_2_a_superseded_epoch_of_the_same_holder_never_renews_or_releases() {
+fn a_superseded_epoch_of_the_same_holder_never_renews_or_releases() {
     let mut s = store();
     let first = granted(&mut s, "h");
     // The same holder id takes the key again (a restarted process).
@@ -55,7 +58,7 @@ fn finding_2_a_superseded_epoch_of_the_same_holder_never_renews_or_releases() {
 }
 
 #[test]
-fn finding_3_a_store_without_if_match_never_gets_an_unconditional_write() {
+fn a_store_without_if_match_never_gets_an_unconditional_write() {
     let mut s = store();
     let a = granted(&mut s, "a");
     s.store.if_match_unsupported = true;
@@ -79,7 +82,7 @@ fn finding_3_a_store_without_if_match_never_gets_an_unconditional_write() {
 }
 
 #[test]
-fn finding_3_a_released_epoch_is_never_brought_back() {
+fn a_released_epoch_is_never_brought_back() {
     let mut s = store();
     let a = granted(&mut s, "a");
     release(&mut s, &a).unwrap();
@@ -122,7 +125,7 @@ fn requests_to_wait_out_a_lease(skew_ms: i64) -> usize {
 }
 
 #[test]
-fn finding_4_a_waiter_whose_clock_runs_minutes_ahead_waits_by_the_servers_clock() {
+fn a_waiter_whose_clock_runs_minutes_ahead_waits_by_the_servers_clock() {
     let in_sync = requests_to_wait_out_a_lease(0);
     let ahead = requests_to_wait_out_a_lease(240_000);
     let behind = requests_to_wait_out_a_lease(-240_000);
@@ -133,7 +136,7 @@ fn finding_4_a_waiter_whose_clock_runs_minutes_ahead_waits_by_the_servers_clock(
 }
 
 #[test]
-fn finding_4_whole_second_dates_do_not_cause_tight_polling() {
+fn whole_second_dates_do_not_cause_tight_polling() {
     let mut s = store();
     granted(&mut s, "a");
     // The server's clock sits mid-second when the waiter looks.

@@ -1,5 +1,7 @@
-//! One test per safety finding of the single-object strategy and the
-//! driver (issue 7): each failed on the code before its fix.
+//! The single-object strategy's and the driver's safety regressions, one
+//! test each: altered leases and lowered tokens are refused, a renew seals
+//! afresh, an implausible clock writes nothing, a late grant is no lease, a
+//! skewed clock is corrected once. Each failed on the code before its fix.
 
 use super::*;
 use crate::ready::Ready;
@@ -23,7 +25,7 @@ fn release(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
 }
 
 #[test]
-fn finding_1_a_lowered_token_is_refused_and_tokens_never_repeat() {
+fn a_lowered_token_is_refused_and_tokens_never_repeat() {
     let mut s = store();
     for _ in 0..3 {
         let l = granted(try_acquire(&mut s, "a"));
@@ -48,7 +50,7 @@ fn finding_1_a_lowered_token_is_refused_and_tokens_never_repeat() {
 }
 
 #[test]
-fn finding_1_altered_fields_never_reach_the_lock_object() {
+fn altered_fields_never_reach_the_lock_object() {
     let mut s = store();
     let lease = granted(try_acquire(&mut s, "a"));
     let altered = [
@@ -109,7 +111,7 @@ fn an_implausible_wall_clock_writes_nothing() {
 }
 
 #[test]
-fn finding_5_a_grant_whose_reply_arrives_after_its_expiry_is_no_lease() {
+fn a_grant_whose_reply_arrives_after_its_expiry_is_no_lease() {
     let mut s = store();
     // The reply to the create takes longer than the ttl.
     let op = TryAcquire::new(
@@ -136,7 +138,7 @@ fn skewed_reply(server_ms: u64) -> S3Response {
 }
 
 #[test]
-fn finding_5_a_skewed_clock_is_corrected_once_then_reported_as_clock_skew() {
+fn a_skewed_clock_is_corrected_once_then_reported_as_clock_skew() {
     let mut s = store();
     // Refused once: the driver adopts the server's Date and sends again.
     s.scripted.push_back(skewed_reply(START_MS));

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""A client of seed 003's DynamoDB lease design, in boto3.
+"""A client of the dynamodb-lease design, in boto3.
 
-Written from the design alone (../shared/designs/003_*), not from
-s3-lease's code, so the interop test has a second implementation sharing
+Written from the design alone (docs/protocol.md, "The dynamodb-lease
+design"), not from s3-lease's code, so the interop test has a second implementation sharing
 one table with ours. The table has `key` (S, hash key), `lease_expiry`
 (N, the TTL attribute) and `lease_version` (S):
 
@@ -17,9 +17,9 @@ One action per run, its outcome as one JSON line on stdout:
     {"ok": true, "version": "...", "expiry": 1700000060}
     {"ok": false, "code": "ConditionalCheckFailedException"}
 
-    seed003_client.py --endpoint URL --table T acquire KEY --ttl 60
-    seed003_client.py --endpoint URL --table T extend KEY --version V --ttl 60
-    seed003_client.py --endpoint URL --table T drop KEY --version V
+    dynamodb_lease_client.py --endpoint URL --table T acquire KEY --ttl 60
+    dynamodb_lease_client.py --endpoint URL --table T extend KEY --version V --ttl 60
+    dynamodb_lease_client.py --endpoint URL --table T drop KEY --version V
 
 Credentials and region from the usual AWS variables (any keys work on
 dynalite).
