@@ -4,7 +4,7 @@
 //! caller is inside a runtime (it blocks the calling thread, as any
 //! blocking call does; async code should use [`crate::Client`]).
 
-use crate::own_runtime::OwnRuntime;
+use crate::engine::own_runtime::OwnRuntime;
 use crate::types::*;
 use crate::{
     AzureCredential, ClientOptions, ElectorStats, Error, LeaseStatus, LostReason, Runtime,
@@ -340,7 +340,7 @@ impl LeaseGuard {
     /// loss however long it takes.
     pub fn wait_lost(&self, timeout: Duration) -> Option<LostReason> {
         let mut watch = self.lease().watch();
-        let until = crate::monotonic::saturating_add(Instant::now(), timeout);
+        let until = crate::engine::monotonic::saturating_add(Instant::now(), timeout);
         loop {
             if let Some(reason) = self.lost() {
                 return Some(reason);

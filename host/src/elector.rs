@@ -10,7 +10,7 @@
 use crate::bindings as wit;
 use crate::client::Client;
 use crate::convert;
-use crate::monotonic;
+use crate::engine::monotonic;
 use crate::stats::ElectorStats;
 use crate::types::{ElectionEvent, ElectorConfig, LeaseRecord, LockState, Role, StopReason};
 use crate::Error;

@@ -103,7 +103,7 @@ impl Held {
     /// The instant of `ms` on the guard's clock ("never" past what the
     /// clock holds).
     pub fn instant(&self, ms: u64) -> Instant {
-        crate::monotonic::saturating_add(self.origin, Duration::from_millis(ms))
+        crate::engine::monotonic::saturating_add(self.origin, Duration::from_millis(ms))
     }
 
     /// Says what the guard says now to the watchers, if it changed.

@@ -44,42 +44,27 @@
 //! instance directly), and may change in any release.
 
 mod azure_blob;
-#[cfg(feature = "unstable-raw")]
-pub mod bindings;
-#[cfg(not(feature = "unstable-raw"))]
-#[allow(dead_code, unused_imports)]
-mod bindings;
 mod blocking_impl;
 mod client;
 mod closing;
-mod compile_cache;
 mod config;
 mod convert;
 pub mod credentials;
 mod elector;
+mod engine;
 mod error;
-#[cfg(feature = "unstable-raw")]
-pub mod http;
-#[cfg(not(feature = "unstable-raw"))]
-mod http;
 mod keeper;
 mod lease;
-#[cfg(feature = "unstable-raw")]
-pub mod monotonic;
-#[cfg(not(feature = "unstable-raw"))]
-mod monotonic;
-mod outgoing;
-mod own_runtime;
 mod pool;
-#[cfg(feature = "unstable-raw")]
-pub mod raw;
-#[cfg(not(feature = "unstable-raw"))]
-#[allow(dead_code)]
-mod raw;
-mod runtime;
-mod source;
 pub mod stats;
 mod types;
+
+// The engine's modules at the paths they always had: public with
+// `unstable-raw`, the generated bindings for the crate's own use either way.
+#[cfg(not(feature = "unstable-raw"))]
+pub(crate) use engine::bindings;
+#[cfg(feature = "unstable-raw")]
+pub use engine::{bindings, http, monotonic, raw};
 
 /// Blocking versions of the client, its leases and its electors.
 pub mod blocking {
@@ -89,20 +74,19 @@ pub mod blocking {
 pub use azure_blob::{AzureBlob, AzureCredential};
 pub use client::{Client, ClientOptions};
 pub use closing::CloseReport;
-pub use compile_cache::{CacheOutcome, CompileCache};
 pub use config::S3Config;
 pub use credentials::{AwsChain, CredentialsSource, FetchedCredentials, SdkProvider, SharedSource};
 pub use elector::{Elector, ElectorWatcher};
+pub use engine::compile_cache::{CacheOutcome, CompileCache};
+pub use engine::raw::Build;
+#[cfg(feature = "unstable-raw")]
+pub use engine::raw::RawInstance;
+pub use engine::runtime::{LoadReport, Runtime, RuntimeOptions};
+pub use engine::source::ComponentSource;
+#[cfg(feature = "unstable-raw")]
+pub use engine::state::{InstanceOptions, State};
 pub use error::{Error, ErrorKind};
 pub use lease::{Lease, LeaseStatus, LostReason, SlotGrant};
-#[cfg(feature = "unstable-raw")]
-pub use raw::RawInstance;
-#[cfg(not(feature = "unstable-raw"))]
-pub(crate) use runtime::InstanceOptions;
-pub use runtime::{Build, LoadReport, Runtime, RuntimeOptions};
-#[cfg(feature = "unstable-raw")]
-pub use runtime::{InstanceOptions, State};
-pub use source::ComponentSource;
 pub use stats::{ClientStats, ElectorStats, LatencyHistogram, RequestCounts};
 pub use types::{
     AcquireOptions, Addressing, Capability, CapabilityResult, ClockOffset, Credentials,

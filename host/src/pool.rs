@@ -21,8 +21,10 @@
 
 use crate::bindings::{self as wit, Config};
 use crate::convert;
-use crate::raw::RawInstance;
-use crate::{Error, InstanceOptions, Runtime};
+use crate::engine::raw::RawInstance;
+use crate::engine::runtime::Runtime;
+use crate::engine::state::InstanceOptions;
+use crate::Error;
 use std::hash::{Hash, Hasher};
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc;

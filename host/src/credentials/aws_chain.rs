@@ -1,7 +1,7 @@
 //! The AWS SDKs' credential chain, from `aws-config`, tried in its order.
 
 use super::{CredentialsSource, FetchedCredentials};
-use crate::own_runtime::OwnRuntime;
+use crate::engine::own_runtime::OwnRuntime;
 use crate::types::Credentials;
 use crate::Error;
 use aws_config::provider_config::ProviderConfig;

@@ -6,8 +6,8 @@
 //! connections live on a small runtime of their own, so they survive whatever
 //! runtime (or none) the caller happens to be on.
 
-use crate::own_runtime::OwnRuntime;
-use crate::stats::RequestCounts;
+use crate::engine::own_runtime::OwnRuntime;
+use crate::engine::request_counts::{self, RequestCounts};
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -191,7 +191,7 @@ impl WasiHttpHooks for SendHooks {
         options: Option<RequestOptions>,
         _fut: IoFuture,
     ) -> ResponseFuture {
-        let op = crate::stats::operation(request.method(), request.uri(), request.headers());
+        let op = request_counts::operation(request.method(), request.uri(), request.headers());
         let counts = self.counts.clone();
         let sent = self.sender.send(request, options);
         Box::new(async move {

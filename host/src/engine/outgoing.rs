@@ -9,7 +9,7 @@
 //! it calls the same implementation, then deletes the options, whatever
 //! the outcome (the guest cannot touch a handle it gave away).
 
-use crate::runtime::State;
+use crate::engine::state::State;
 use anyhow::Result;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi_http::p2::bindings::http::outgoing_handler::Host as OutgoingHandler;

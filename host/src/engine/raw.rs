@@ -11,17 +11,34 @@
 //! see one API. Hosts that want many calls in flight through one 0.3
 //! instance use [`RawInstance::run_concurrent`].
 
-use crate::bindings::exports::s3_lease::lease::{async_lease, lease};
-use crate::bindings::{
+use crate::engine::bindings::exports::s3_lease::lease::{async_lease, lease};
+use crate::engine::bindings::{
     AzureCredential, Config, Credentials, ElectorConfig, Error as LeaseError, FenceOptions,
     FencedObject, FencedWrite, Lease, LockState, Options, PreflightReport, SemaphoreState,
     SlotAttempt, SlotOptions, StepResult,
 };
-use crate::runtime::{Build, State};
+use crate::engine::state::State;
 use anyhow::{Context, Result};
 use wasmtime::component::{Accessor, ResourceAny};
 use wasmtime::Store;
 use wasmtime_wasi::runtime::in_tokio;
+
+/// Which build of the component a runtime loaded: they export the same
+/// calls, `lease` over WASI 0.2 and `async-lease` over WASI 0.3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Build {
+    Wasip2,
+    Wasip3,
+}
+
+impl Build {
+    pub fn name(self) -> &'static str {
+        match self {
+            Build::Wasip2 => "WASI 0.2",
+            Build::Wasip3 => "WASI 0.3",
+        }
+    }
+}
 
 /// The calls of the build this instance runs.
 pub(crate) enum Calls {

@@ -1,91 +1,18 @@
 //! The compiled component and its linker, shared by every instance.
 
-use crate::bindings::exports::s3_lease::lease::{async_lease, lease};
-use crate::compile_cache::{CacheOutcome, CompileCache};
-use crate::http::{HttpSender, SendHooks};
-use crate::raw::{Calls, RawInstance};
-use crate::source::ComponentSource;
-use crate::stats::RequestCounts;
+use crate::engine::bindings::exports::s3_lease::lease::{async_lease, lease};
+use crate::engine::compile_cache::{CacheOutcome, CompileCache};
+use crate::engine::http::{HttpSender, SendHooks};
+use crate::engine::raw::{Build, Calls, RawInstance};
+use crate::engine::request_counts::RequestCounts;
+use crate::engine::source::ComponentSource;
+use crate::engine::state::{InstanceOptions, State};
 use anyhow::{Context, Result};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wasmtime::component::{InstancePre, Linker, ResourceTable};
+use wasmtime::component::{InstancePre, Linker};
 use wasmtime::{Config as EngineConfig, Engine, Store};
 use wasmtime_wasi::runtime::in_tokio;
-use wasmtime_wasi::{HostWallClock, WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
-
-/// The store data of one instance.
-pub struct State {
-    wasi: WasiCtx,
-    table: ResourceTable,
-    http: WasiHttpCtx,
-    hooks: Box<dyn WasiHttpHooks>,
-    memory: MemoryWatch,
-}
-
-/// Counts the bytes of the instance's linear memories as wasmtime creates
-/// and grows them (it asks the store's limiter first), so the host can
-/// tell how much memory the guest holds; it never refuses a growth.
-#[derive(Debug, Default)]
-#[cfg_attr(not(feature = "unstable-raw"), allow(dead_code))]
-struct MemoryWatch {
-    bytes: usize,
-}
-
-impl wasmtime::ResourceLimiter for MemoryWatch {
-    fn memory_growing(
-        &mut self,
-        current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        self.bytes = self.bytes.saturating_add(desired.saturating_sub(current));
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        _desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        Ok(true)
-    }
-}
-
-#[cfg(feature = "unstable-raw")]
-impl State {
-    /// The bytes of the guest's linear memories: they grow and never shrink.
-    pub(crate) fn guest_memory_bytes(&self) -> usize {
-        self.memory.bytes
-    }
-
-    /// The host resources (HTTP requests, bodies, futures, pollables, ...)
-    /// the guest holds handles to right now.
-    pub(crate) fn host_resources(&mut self) -> usize {
-        self.table.iter_mut().count()
-    }
-}
-
-impl WasiView for State {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-impl WasiHttpView for State {
-    fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView {
-            ctx: &mut self.http,
-            table: &mut self.table,
-            hooks: &mut *self.hooks,
-        }
-    }
-}
 
 /// How to load the component.
 #[derive(Debug, Clone)]
@@ -114,45 +41,6 @@ pub struct LoadReport {
     pub cache: CacheOutcome,
     pub elapsed: Duration,
     pub component_bytes: usize,
-}
-
-/// Per-instance settings: its HTTP hooks and its wall clock (tests fault
-/// requests and skew clocks through these; programs keep the defaults).
-#[derive(Default)]
-pub struct InstanceOptions {
-    /// Default: the runtime's sender.
-    pub hooks: Option<Box<dyn WasiHttpHooks>>,
-    /// Default: the system clock.
-    pub wall_clock: Option<Arc<dyn HostWallClock + Sync>>,
-}
-
-/// A clock shared between the test that moves it and the instance that reads it.
-struct SharedClock(Arc<dyn HostWallClock + Sync>);
-
-impl HostWallClock for SharedClock {
-    fn resolution(&self) -> Duration {
-        self.0.resolution()
-    }
-    fn now(&self) -> Duration {
-        self.0.now()
-    }
-}
-
-/// Which build of the component a runtime loaded: they export the same
-/// calls, `lease` over WASI 0.2 and `async-lease` over WASI 0.3.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Build {
-    Wasip2,
-    Wasip3,
-}
-
-impl Build {
-    pub fn name(self) -> &'static str {
-        match self {
-            Build::Wasip2 => "WASI 0.2",
-            Build::Wasip3 => "WASI 0.3",
-        }
-    }
 }
 
 /// Where each build's calls are in an instance of it.
@@ -206,7 +94,7 @@ impl Runtime {
             Build::Wasip2 => {
                 wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
                 wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
-                crate::outgoing::drop_request_options_after_handle(&mut linker)?;
+                crate::engine::outgoing::drop_request_options_after_handle(&mut linker)?;
             }
             Build::Wasip3 => {
                 wasmtime_wasi::p3::add_to_linker(&mut linker)?;
@@ -286,27 +174,12 @@ impl Runtime {
     }
 
     fn new_store(&self, options: InstanceOptions) -> Store<State> {
-        let mut wasi = WasiCtx::builder();
-        wasi.monotonic_clock(crate::monotonic::ProcessMonotonicClock);
-        if let Some(clock) = options.wall_clock {
-            wasi.wall_clock(SharedClock(clock));
-        }
-        let hooks = options.hooks.unwrap_or_else(|| {
+        State::new_store(&self.inner.engine, options, || {
             Box::new(SendHooks {
                 sender: self.inner.http.clone(),
                 counts: self.inner.requests.clone(),
             })
-        });
-        let state = State {
-            wasi: wasi.build(),
-            table: ResourceTable::new(),
-            http: WasiHttpCtx::new(),
-            hooks,
-            memory: MemoryWatch::default(),
-        };
-        let mut store = Store::new(&self.inner.engine, state);
-        store.limiter(|state| &mut state.memory);
-        store
+        })
     }
 
     /// A fresh instance of the component (with `unstable-raw`, callers
