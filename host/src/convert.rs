@@ -1,7 +1,7 @@
 //! Between the crate's own types and the generated bindings: the only
 //! place that knows both, so a change of the contract is a change here.
 
-use crate::azure_blob::{AzureBlob, AzureCredential};
+use crate::config::AzureCredential;
 use crate::bindings as wit;
 use crate::bindings::exports::s3_lease::lease::types as witt;
 use crate::error::{Detail, Error, ErrorKind, Reply};
@@ -70,14 +70,6 @@ pub(crate) fn azure_credential(c: &AzureCredential) -> wit::AzureCredential {
         AzureCredential::AccountKey(key) => wit::AzureCredential::SharedKey(key.clone()),
         AzureCredential::Sas(sas) => wit::AzureCredential::Sas(sas.clone()),
         AzureCredential::BearerToken(token) => wit::AzureCredential::Bearer(token.clone()),
-    }
-}
-
-pub(crate) fn azure_blob(b: &AzureBlob) -> wit::AzureBlob {
-    wit::AzureBlob {
-        account: b.account.clone(),
-        container: b.container.clone(),
-        credential: azure_credential(&b.credential),
     }
 }
 

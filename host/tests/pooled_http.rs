@@ -4,7 +4,7 @@
 //! accepts.
 
 use s3_lease_host::blocking::Client;
-use s3_lease_host::{CompileCache, ComponentSource, Runtime, RuntimeOptions, S3Config};
+use s3_lease_host::{CompileCache, ComponentSource, Runtime, RuntimeOptions, StoreConfig};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -84,7 +84,7 @@ fn connections_for(pooled_http: bool) -> (usize, usize) {
         pooled_http,
     })
     .unwrap();
-    let config = S3Config::from_vars("bucket", |name| match name {
+    let config = StoreConfig::from_vars("bucket", |name| match name {
         "AWS_ENDPOINT_URL" => Some(url.clone()),
         "AWS_ACCESS_KEY_ID" => Some("AKIDTEST".into()),
         "AWS_SECRET_ACCESS_KEY" => Some("secret-for-the-test".into()),

@@ -223,7 +223,7 @@ impl AwsChain {
 }
 
 /// The SDK's credentials as ours, named by the source that gave them.
-fn fetched(c: &aws_credential_types::Credentials, source: &str) -> FetchedCredentials {
+pub(super) fn fetched(c: &aws_credential_types::Credentials, source: &str) -> FetchedCredentials {
     let mut credentials = Credentials::new(c.access_key_id(), c.secret_access_key());
     // An empty token is no token, as with the variables.
     credentials.session_token = c
@@ -233,48 +233,9 @@ fn fetched(c: &aws_credential_types::Credentials, source: &str) -> FetchedCreden
     FetchedCredentials::new(credentials, c.expiry(), source)
 }
 
-/// The credentials provider of an [`aws_config::SdkConfig`] a service has
-/// already loaded (its own chain, an assumed role, a custom provider), as
-/// a [`CredentialsSource`]: each fetch asks the provider, which keeps and
-/// refreshes its own cache as the SDK's clients would.
-pub struct SdkProvider {
-    provider: SharedCredentialsProvider,
-    /// Its own, shut down without waiting when dropped (as the chain's).
-    runtime: OwnRuntime,
-}
-
-impl SdkProvider {
-    pub fn new(provider: SharedCredentialsProvider) -> Result<Self, Error> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(Error::host)?;
-        Ok(SdkProvider {
-            provider,
-            runtime: OwnRuntime::new(runtime),
-        })
-    }
-}
-
-impl CredentialsSource for SdkProvider {
-    fn fetch(&self) -> Result<FetchedCredentials, Error> {
-        on_own_thread(&self.runtime, self.provider.provide_credentials())
-            .map(|c| fetched(&c, "SdkConfig"))
-            .map_err(|e| {
-                Error::invalid_config(
-                    "credentials",
-                    format!(
-                        "the SdkConfig's credentials provider failed: {}",
-                        causes(&e)
-                    ),
-                )
-            })
-    }
-}
-
 /// An error and its causes on one line. The SDK's errors name files,
 /// variables and endpoints, never keys or tokens.
-fn causes(e: &dyn std::error::Error) -> String {
+pub(super) fn causes(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut next = e.source();
     while let Some(cause) = next {
@@ -291,7 +252,10 @@ fn causes(e: &dyn std::error::Error) -> String {
 /// Runs a future to its end on a thread of its own, so that a caller inside
 /// some other tokio runtime (an async program calling this sync API) does
 /// not make `block_on` panic.
-fn on_own_thread<F: Future + Send>(runtime: &tokio::runtime::Runtime, future: F) -> F::Output
+pub(super) fn on_own_thread<F: Future + Send>(
+    runtime: &tokio::runtime::Runtime,
+    future: F,
+) -> F::Output
 where
     F::Output: Send,
 {

@@ -7,8 +7,8 @@
 //!   shared config and credentials files (static keys, `credential_process`,
 //!   `role_arn`, SSO), web identity, ECS and EKS container credentials,
 //!   EC2 instance metadata.
-//! - [`SdkProvider`]: the credentials provider of an `aws_config::SdkConfig`
-//!   a service has already loaded.
+//! - `SdkProvider` (feature `aws-sdk-config`): the credentials provider of
+//!   an `aws_config::SdkConfig` a service has already loaded.
 //! - [`TokenSource`]: anything that hands out Azure Storage bearer tokens;
 //!   [`ManagedIdentity`], an Azure machine's own.
 //! - A client connected with a source keeps its credentials fresh on a
@@ -20,10 +20,14 @@ mod aws_chain;
 pub mod azure;
 pub mod managed_identity;
 pub(crate) mod refresh;
+#[cfg(feature = "aws-sdk-config")]
+mod sdk_provider;
 mod tokens;
 
-pub use aws_chain::{AwsChain, SdkProvider};
+pub use aws_chain::AwsChain;
 pub use managed_identity::ManagedIdentity;
+#[cfg(feature = "aws-sdk-config")]
+pub use sdk_provider::SdkProvider;
 pub use tokens::{AzureToken, SharedTokenSource, TokenSource};
 
 use crate::types::Credentials;
@@ -86,12 +90,12 @@ pub trait CredentialsSource: Send + Sync + 'static {
     fn fetch(&self) -> Result<FetchedCredentials, Error>;
 }
 
-/// A [`CredentialsSource`] a client refreshes from, in an [`S3Config`]
+/// A [`CredentialsSource`] a client refreshes from, in a [`StoreConfig`]
 /// (compared by identity: two configs are equal when they share it). It
 /// keeps the last credentials fetched, so that clients connected from one
 /// config do not each fetch them again.
 ///
-/// [`S3Config`]: crate::S3Config
+/// [`StoreConfig`]: crate::StoreConfig
 #[derive(Clone)]
 pub struct SharedSource {
     source: Arc<dyn CredentialsSource>,
@@ -156,10 +160,10 @@ impl fmt::Debug for SharedSource {
     }
 }
 
-/// One set of credentials, the same every time: [`S3Config::from_vars`]'s
+/// One set of credentials, the same every time: [`StoreConfig::from_vars`]'s
 /// keys as a source.
 ///
-/// [`S3Config::from_vars`]: crate::S3Config::from_vars
+/// [`StoreConfig::from_vars`]: crate::StoreConfig::from_vars
 pub struct StaticCredentials(pub Credentials);
 
 impl CredentialsSource for StaticCredentials {
@@ -185,15 +189,11 @@ mod tests {
             source: "Ec2InstanceMetadata".into(),
         };
         let source = SharedSource::new(StaticCredentials(fetched.credentials.clone()));
-        let mut config = crate::S3Config::from_vars("b", |n| match n {
-            "AWS_ACCESS_KEY_ID" => Some("ASIAVISIBLE".into()),
-            "AWS_SECRET_ACCESS_KEY" => Some("s3cr3t-value".into()),
-            "AWS_SESSION_TOKEN" => Some("t0ken-value".into()),
-            _ => None,
-        })
-        .unwrap();
         source.fetch().unwrap();
-        config.credentials_source = Some(source.clone());
+        let config = crate::S3Builder::new("b", "us-east-1", fetched.credentials.clone())
+            .credentials_source(source.clone())
+            .unwrap()
+            .build();
         let text = format!(
             "{fetched:?} {config:?} {source:?} {:?}",
             source.last_source()

@@ -43,11 +43,11 @@ pub trait TokenSource: Send + Sync + 'static {
     fn fetch(&self) -> Result<AzureToken, Error>;
 }
 
-/// A [`TokenSource`] an Azure client refreshes from, in an [`AzureBlob`]
-/// (compared by identity). It keeps the last token fetched, so that
+/// A [`TokenSource`] an Azure client refreshes from, given to
+/// [`AzureBlobBuilder::token_source`] (compared by identity). It keeps the last token fetched, so that
 /// clients connected from one config do not each fetch one again.
 ///
-/// [`AzureBlob`]: crate::AzureBlob
+/// [`AzureBlobBuilder::token_source`]: crate::AzureBlobBuilder::token_source
 #[derive(Clone)]
 pub struct SharedTokenSource {
     source: Arc<dyn TokenSource>,

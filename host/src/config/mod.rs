@@ -1,0 +1,270 @@
+//! Where the locks live and how to reach them: one builder per store
+//! ([`S3Builder`], [`DynamoDbBuilder`], [`AzureBlobBuilder`]), each making a
+//! [`StoreConfig`] that holds that store and nothing of another's; or
+//! [`StoreConfig::from_env`], which picks the store from the environment.
+
+mod aws;
+mod azure_blob;
+mod dynamodb;
+mod env;
+mod s3;
+#[cfg(feature = "aws-sdk-config")]
+mod sdk;
+#[cfg(test)]
+mod tests;
+
+pub use azure_blob::{AzureBlobBuilder, AzureCredential};
+pub use dynamodb::DynamoDbBuilder;
+pub use s3::S3Builder;
+
+use crate::bindings::Config;
+use crate::convert;
+use crate::credentials::{SharedSource, SharedTokenSource};
+use crate::types::{ExpiryClock, Strategy};
+use std::fmt;
+use std::time::Duration;
+
+/// One store where the locks live (an S3 bucket, a DynamoDB table or an
+/// Azure Blob Storage container) and the settings every store shares.
+/// `Debug` never shows a secret key, a session token, an Azure credential
+/// or the seal key.
+///
+/// Made by a store's builder, or by [`StoreConfig::from_env`] (the store
+/// the environment names, with the AWS chain's or Azure's credentials):
+///
+/// ```
+/// use s3_lease_host::{Addressing, Credentials, S3Builder, StoreConfig};
+/// let config: StoreConfig = S3Builder::new("locks", "us-east-1", Credentials::new("AKID", "secret"))
+///     .endpoint("http://127.0.0.1:9000")
+///     .addressing(Addressing::VirtualHosted)
+///     .build()
+///     .with_key_prefix("locks/");
+/// assert_eq!(config.bucket(), Some("locks"));
+/// ```
+///
+/// A setting of one store does not exist on another's builder: addressing
+/// is S3's (an Azure account's follows from its endpoint),
+///
+/// ```compile_fail,E0599
+/// use s3_lease_host::{Addressing, AzureBlobBuilder, AzureCredential};
+/// let azure = AzureBlobBuilder::new("acct", "locks", AzureCredential::Sas("sv=1".into()))
+///     .addressing(Addressing::VirtualHosted);
+/// ```
+///
+/// and a config holds one store, so an Azure one has no table to set:
+///
+/// ```compile_fail,E0609
+/// use s3_lease_host::{AzureBlobBuilder, AzureCredential};
+/// let mut config =
+///     AzureBlobBuilder::new("acct", "locks", AzureCredential::Sas("sv=1".into())).build();
+/// config.dynamodb_table = Some("locks".into());
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoreConfig {
+    store: Store,
+    /// Prepended to every key this client names (`locks/`, say).
+    pub key_prefix: Option<String>,
+    /// How long one request may take before the component gives it up
+    /// (whole milliseconds; default the component's, 10 s).
+    pub request_timeout: Option<Duration>,
+    pub strategy: Option<Strategy>,
+    pub expiry_clock: Option<ExpiryClock>,
+    /// Run the store preflight before the first grant; refuse to grant on
+    /// a store that fails it. Default: false.
+    pub preflight: Option<bool>,
+    /// A secret the seal of every lease derives from: only clients with
+    /// the same seal key accept each other's leases (the WIT config's
+    /// `seal-key`). Default: none; leases are sealed with a random key kept
+    /// in the store, and any client of the store and key prefix accepts
+    /// them, whatever its credentials.
+    pub seal_key: Option<String>,
+}
+
+/// The one store a config holds, with that store's own settings.
+#[derive(Clone, PartialEq, Eq, Debug)]
+enum Store {
+    S3(S3Builder),
+    DynamoDb(DynamoDbBuilder),
+    AzureBlob(AzureBlobBuilder),
+}
+
+impl StoreConfig {
+    fn of(store: Store) -> Self {
+        StoreConfig {
+            store,
+            key_prefix: None,
+            request_timeout: None,
+            strategy: None,
+            expiry_clock: None,
+            preflight: None,
+            seal_key: None,
+        }
+    }
+
+    /// The same store reached at `url` instead (a proxy, an emulator);
+    /// S3 and Azure addressing become path-style, as such endpoints want.
+    pub fn with_endpoint(mut self, url: impl Into<String>) -> Self {
+        self.store = match self.store {
+            Store::S3(s3) => Store::S3(s3.endpoint(url)),
+            Store::DynamoDb(table) => Store::DynamoDb(table.endpoint(url)),
+            Store::AzureBlob(azure) => Store::AzureBlob(azure.endpoint(url)),
+        };
+        self
+    }
+
+    pub fn with_key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.key_prefix = Some(prefix.into());
+        self
+    }
+
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    pub fn with_strategy(mut self, strategy: Strategy) -> Self {
+        self.strategy = Some(strategy);
+        self
+    }
+
+    pub fn with_expiry_clock(mut self, clock: ExpiryClock) -> Self {
+        self.expiry_clock = Some(clock);
+        self
+    }
+
+    /// Run the store preflight before the first grant.
+    pub fn with_preflight(mut self, preflight: bool) -> Self {
+        self.preflight = Some(preflight);
+        self
+    }
+
+    pub fn with_seal_key(mut self, key: impl Into<String>) -> Self {
+        self.seal_key = Some(key.into());
+        self
+    }
+
+    /// The store's endpoint: S3's, DynamoDB's or the Azure account's.
+    pub fn endpoint(&self) -> &str {
+        match &self.store {
+            Store::S3(s3) => &s3.aws.endpoint,
+            Store::DynamoDb(table) => &table.aws.endpoint,
+            Store::AzureBlob(azure) => &azure.endpoint,
+        }
+    }
+
+    /// The AWS region (S3 and DynamoDB); `None` on Azure.
+    pub fn region(&self) -> Option<&str> {
+        self.aws().map(|aws| aws.region.as_str())
+    }
+
+    /// The bucket, when the locks are in S3.
+    pub fn bucket(&self) -> Option<&str> {
+        match &self.store {
+            Store::S3(s3) => Some(&s3.bucket),
+            _ => None,
+        }
+    }
+
+    /// The table, when the locks are in DynamoDB.
+    pub fn table(&self) -> Option<&str> {
+        match &self.store {
+            Store::DynamoDb(table) => Some(&table.table),
+            _ => None,
+        }
+    }
+
+    /// The container, when the locks are in Azure Blob Storage.
+    pub fn container(&self) -> Option<&str> {
+        match &self.store {
+            Store::AzureBlob(azure) => Some(&azure.container),
+            _ => None,
+        }
+    }
+
+    /// Where an AWS store's credentials are refreshed from, if anywhere
+    /// (`None`: fixed keys, or an Azure store).
+    pub fn credentials_source(&self) -> Option<&SharedSource> {
+        self.aws().and_then(|aws| aws.source.as_ref())
+    }
+
+    /// Where an Azure store's bearer tokens are refreshed from, if anywhere.
+    pub(crate) fn token_source(&self) -> Option<&SharedTokenSource> {
+        match &self.store {
+            Store::AzureBlob(azure) => azure.token_source.as_ref(),
+            _ => None,
+        }
+    }
+
+    fn aws(&self) -> Option<&aws::AwsAccess> {
+        match &self.store {
+            Store::S3(s3) => Some(&s3.aws),
+            Store::DynamoDb(table) => Some(&table.aws),
+            Store::AzureBlob(_) => None,
+        }
+    }
+
+    /// The WIT record the component takes (with `unstable-raw`, for
+    /// callers that drive an instance call by call).
+    #[cfg(feature = "unstable-raw")]
+    pub fn wit_config(&self) -> Config {
+        self.to_wit()
+    }
+
+    pub(crate) fn to_wit(&self) -> Config {
+        let mut config = match &self.store {
+            Store::S3(s3) => s3.to_wit(),
+            Store::DynamoDb(table) => table.to_wit(),
+            Store::AzureBlob(azure) => azure.to_wit(),
+        };
+        config.key_prefix = self.key_prefix.clone();
+        config.request_timeout_ms = self
+            .request_timeout
+            .map(|t| u32::try_from(t.as_millis()).unwrap_or(u32::MAX));
+        config.strategy = self.strategy.map(convert::strategy);
+        config.expiry_clock = self.expiry_clock.map(convert::expiry_clock);
+        config.preflight = self.preflight;
+        config.seal_key = self.seal_key.clone();
+        config
+    }
+}
+
+impl fmt::Debug for StoreConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoreConfig")
+            .field("store", &self.store)
+            .field("key_prefix", &self.key_prefix)
+            .field("request_timeout", &self.request_timeout)
+            .field("strategy", &self.strategy)
+            .field("expiry_clock", &self.expiry_clock)
+            .field("preflight", &self.preflight)
+            .field("seal_key", &self.seal_key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// A store's part of the WIT record; the shared settings are left at
+/// none, for [`StoreConfig::to_wit`] to fill in.
+fn wit_record(
+    endpoint: &str,
+    region: &str,
+    bucket: &str,
+    addressing: crate::types::Addressing,
+    credentials: crate::bindings::Credentials,
+    store: Option<crate::bindings::Store>,
+) -> Config {
+    Config {
+        endpoint: endpoint.to_string(),
+        region: region.to_string(),
+        bucket: bucket.to_string(),
+        addressing: convert::addressing(addressing),
+        credentials,
+        key_prefix: None,
+        request_timeout_ms: None,
+        strategy: None,
+        expiry_clock: None,
+        preflight: None,
+        seal_key: None,
+        store,
+    }
+}

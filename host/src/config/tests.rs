@@ -1,0 +1,252 @@
+use super::*;
+use crate::bindings::Store as WitStore;
+use crate::types::{Addressing, Credentials};
+use crate::Error;
+use std::collections::HashMap;
+
+fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
+fn addressing(c: &StoreConfig) -> Addressing {
+    match &c.store {
+        Store::S3(s3) => s3.addressing,
+        Store::AzureBlob(azure) if azure.path_style => Addressing::Path,
+        _ => Addressing::VirtualHosted,
+    }
+}
+
+#[cfg(feature = "aws-sdk-config")]
+#[test]
+fn takes_region_endpoint_and_credentials_from_an_sdk_config() {
+    use aws_credential_types::provider::SharedCredentialsProvider;
+    let sdk = aws_config::SdkConfig::builder()
+        .region(aws_config::Region::new("eu-west-1"))
+        .endpoint_url("http://127.0.0.1:9000")
+        .credentials_provider(SharedCredentialsProvider::new(
+            aws_credential_types::Credentials::new(
+                "AKIDSDK",
+                "s3cr3t-value",
+                Some("t0ken-value".into()),
+                None,
+                "test",
+            ),
+        ))
+        .build();
+    let c = S3Builder::from_sdk_config(&sdk, "locks").unwrap().build();
+    assert_eq!(
+        (c.region(), c.endpoint(), addressing(&c)),
+        (Some("eu-west-1"), "http://127.0.0.1:9000", Addressing::Path)
+    );
+    let wit = c.to_wit();
+    assert_eq!(wit.credentials.access_key_id, "AKIDSDK");
+    assert_eq!(
+        wit.credentials.session_token.as_deref(),
+        Some("t0ken-value")
+    );
+    assert!(
+        c.credentials_source().is_some(),
+        "refreshed from the provider"
+    );
+    let text = format!("{c:?}");
+    assert!(
+        !text.contains("s3cr3t") && !text.contains("t0ken"),
+        "{text}"
+    );
+
+    let d = DynamoDbBuilder::from_sdk_config(&sdk, "locks")
+        .unwrap()
+        .build();
+    assert_eq!(d.table(), Some("locks"));
+    let bare = aws_config::SdkConfig::builder().build();
+    let e = S3Builder::from_sdk_config(&bare, "locks").unwrap_err();
+    assert_eq!(e.kind(), crate::ErrorKind::InvalidConfig);
+}
+
+#[test]
+fn builds_from_keys_in_hand() {
+    let c = S3Builder::new("locks", "us-west-2", Credentials::new("AKID", "secret"))
+        .build()
+        .with_key_prefix("locks/")
+        .with_request_timeout(Duration::from_secs(3));
+    assert_eq!(c.endpoint(), "https://s3.us-west-2.amazonaws.com");
+    assert_eq!(addressing(&c), Addressing::VirtualHosted);
+    assert_eq!(c.to_wit().request_timeout_ms, Some(3_000));
+    let d = DynamoDbBuilder::new("locks", "us-west-2", Credentials::new("AKID", "secret")).build();
+    assert_eq!(d.endpoint(), "https://dynamodb.us-west-2.amazonaws.com");
+}
+
+#[test]
+fn reads_the_aws_variables() {
+    let c = StoreConfig::from_vars(
+        "locks",
+        vars(&[
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:9000"),
+            ("AWS_DEFAULT_REGION", "eu-west-1"),
+            ("AWS_ACCESS_KEY_ID", "AKID"),
+            ("AWS_SECRET_ACCESS_KEY", "s3cr3t-value"),
+            ("AWS_SESSION_TOKEN", "t0ken-value"),
+            ("S3LEASE_SEAL_KEY", "se4l-key-value"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(c.endpoint(), "http://127.0.0.1:9000");
+    assert_eq!(c.region(), Some("eu-west-1"));
+    assert_eq!(addressing(&c), Addressing::Path);
+    assert_eq!(c.seal_key.as_deref(), Some("se4l-key-value"));
+    assert_eq!(c.to_wit().seal_key.as_deref(), Some("se4l-key-value"));
+    let debug = format!("{c:?}");
+    assert!(
+        !debug.contains("s3cr3t") && !debug.contains("t0ken") && !debug.contains("se4l"),
+        "{debug}"
+    );
+
+    let aws = StoreConfig::from_vars(
+        "b",
+        vars(&[("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "s")]),
+    )
+    .unwrap();
+    assert_eq!(aws.endpoint(), "https://s3.us-east-1.amazonaws.com");
+    assert_eq!(addressing(&aws), Addressing::VirtualHosted);
+    assert_eq!(aws.seal_key, None);
+}
+
+#[test]
+fn a_dynamodb_store_takes_its_table_and_its_endpoint() {
+    let keys = [("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "s")];
+    let with = |extra: &[(&str, &str)]| {
+        let mut all = keys.to_vec();
+        all.extend_from_slice(extra);
+        StoreConfig::from_vars("", vars(&all))
+    };
+    let c = with(&[("S3LEASE_STORE", "dynamodb"), ("S3LEASE_TABLE", "locks")]).unwrap();
+    assert_eq!(c.endpoint(), "https://dynamodb.us-east-1.amazonaws.com");
+    assert_eq!(c.to_wit().store, Some(WitStore::Dynamodb("locks".into())));
+    let c = with(&[
+        ("S3LEASE_STORE", "dynamodb"),
+        ("S3LEASE_TABLE", "locks"),
+        ("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1"),
+        ("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:2"),
+    ])
+    .unwrap();
+    assert_eq!(c.endpoint(), "http://127.0.0.1:2");
+    let err = with(&[("S3LEASE_STORE", "dynamodb")]).unwrap_err();
+    assert!(err.to_string().contains("S3LEASE_TABLE"), "{err}");
+    let err = with(&[("S3LEASE_STORE", "redis")]).unwrap_err();
+    assert!(err.to_string().contains("S3LEASE_STORE"), "{err}");
+    let c = with(&[
+        ("S3LEASE_STORE", "azure-blob"),
+        ("S3LEASE_CONTAINER", "locks"),
+        (
+            "AZURE_STORAGE_CONNECTION_STRING",
+            "UseDevelopmentStorage=true",
+        ),
+    ])
+    .unwrap();
+    assert_eq!(
+        (c.endpoint(), addressing(&c)),
+        ("http://127.0.0.1:10000", Addressing::Path)
+    );
+    match c.to_wit().store {
+        Some(WitStore::AzureBlob(b)) => {
+            assert_eq!(
+                (b.account.as_str(), b.container.as_str()),
+                ("devstoreaccount1", "locks")
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    let err = with(&[("S3LEASE_STORE", "azure-blob")]).unwrap_err();
+    assert!(err.to_string().contains("S3LEASE_CONTAINER"), "{err}");
+    assert_eq!(with(&[]).unwrap().to_wit().store, None);
+}
+
+#[test]
+fn builds_an_azure_container_and_shows_none_of_its_secrets() {
+    for credential in [
+        AzureCredential::AccountKey("s3cr3t-key".into()),
+        AzureCredential::Sas("sv=1&sig=s3cr3t-sas".into()),
+        AzureCredential::BearerToken("s3cr3t-token".into()),
+    ] {
+        let c = AzureBlobBuilder::new("acct", "locks", credential.clone())
+            .build()
+            .with_key_prefix("locks/");
+        assert_eq!(c.endpoint(), "https://acct.blob.core.windows.net");
+        assert_eq!(addressing(&c), Addressing::VirtualHosted);
+        let Some(WitStore::AzureBlob(b)) = c.to_wit().store else {
+            panic!("not an Azure store")
+        };
+        assert_eq!(
+            (b.account.as_str(), b.container.as_str()),
+            ("acct", "locks")
+        );
+        assert_eq!(b.credential, convert::azure_credential(&credential));
+        let text = format!("{c:?} {credential:?}");
+        assert!(!text.contains("s3cr3t"), "{text}");
+    }
+    let local = AzureBlobBuilder::new("devstoreaccount1", "c", AzureCredential::Sas("x".into()))
+        .endpoint("http://127.0.0.1:10000")
+        .build();
+    assert_eq!(addressing(&local), Addressing::Path);
+}
+
+/// Tokens handed out by a test: each fetch a new one.
+struct Counter(std::sync::atomic::AtomicU32);
+
+impl crate::credentials::TokenSource for Counter {
+    fn fetch(&self) -> Result<crate::credentials::AzureToken, Error> {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(crate::credentials::AzureToken::new(
+            format!("s3cr3t-token-{n}"),
+            None,
+        ))
+    }
+}
+
+#[test]
+fn a_token_source_gives_the_first_token() {
+    let source = SharedTokenSource::new(Counter(0.into()));
+    let c = AzureBlobBuilder::new("acct", "c", AzureCredential::BearerToken(String::new()))
+        .token_source(source.clone())
+        .unwrap()
+        .build();
+    let Store::AzureBlob(blob) = &c.store else {
+        panic!("not an Azure store")
+    };
+    assert_eq!(
+        blob.credential,
+        AzureCredential::BearerToken("s3cr3t-token-0".into())
+    );
+    assert_eq!(c.token_source(), Some(&source));
+    let text = format!("{c:?} {source:?} {:?}", source.latest().unwrap());
+    assert!(!text.contains("s3cr3t"), "{text}");
+}
+
+#[test]
+fn a_config_holds_one_store_and_answers_for_that_one() {
+    let keys = || Credentials::new("a", "s");
+    let s3 = S3Builder::new("b", "us-east-1", keys()).build();
+    let table = DynamoDbBuilder::new("t", "us-east-1", keys()).build();
+    let azure = AzureBlobBuilder::new("acct", "c", AzureCredential::Sas("x".into())).build();
+    fn names(c: &StoreConfig) -> [Option<&str>; 4] {
+        [c.bucket(), c.table(), c.container(), c.region()]
+    }
+    assert_eq!(names(&s3), [Some("b"), None, None, Some("us-east-1")]);
+    assert_eq!(names(&table), [None, Some("t"), None, Some("us-east-1")]);
+    assert_eq!(names(&azure), [None, None, Some("c"), None]);
+    let moved = azure.with_endpoint("http://127.0.0.1:10000");
+    assert_eq!(
+        (moved.endpoint(), addressing(&moved)),
+        ("http://127.0.0.1:10000", Addressing::Path)
+    );
+}
+
+#[test]
+fn a_missing_credential_names_its_variable() {
+    let err = StoreConfig::from_vars("b", vars(&[("AWS_ACCESS_KEY_ID", "a")])).unwrap_err();
+    assert!(err.to_string().contains("AWS_SECRET_ACCESS_KEY"), "{err}");
+}
