@@ -10,11 +10,11 @@ cd "$(dirname "$0")/.."
 started=$(date +%s)
 source scripts/setup.sh
 source scripts/seaweedfs.sh
-echo "demo: building the example on the product host (the first build compiles wasmtime and the AWS credential chain: ~11 min on 2 cores)"
+echo "demo: building the demo on the product host (the first build compiles wasmtime and the AWS credential chain: ~11 min on 2 cores)"
 build_started=$(date +%s)
 cargo build --locked -p leader-election
 echo "demo: the build took $(($(date +%s) - build_started)) s; $(($(date +%s) - started)) s since the start"
 if [ -z "${AWS_ENDPOINT_URL:-}" ]; then
     start_local_seaweedfs
 fi
-"${CARGO_TARGET_DIR:-target}/debug/leader-election"
+"${CARGO_TARGET_DIR:-target}/debug/leader-election-demo"

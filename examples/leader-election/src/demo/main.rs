@@ -1,3 +1,4 @@
+//! The demo (`scripts/demo.sh`; the example to copy is `src/main.rs`).
 //! Leader election with the s3-lease component's `elector`: four nodes, each
 //! its own instance of the component in wasmtime, each with an elector on the
 //! same key. Every node's thread is the elector's timer: it calls `step`,
@@ -33,7 +34,7 @@ use s3_lease_host::bindings::{
     Strategy,
 };
 use s3_lease_host::raw::RawInstance;
-use s3_lease_host::{InstanceOptions, Runtime, S3Config};
+use s3_lease_host::{InstanceOptions, Runtime, StoreConfig};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -533,8 +534,12 @@ fn story(board: &Mutex<Board>, nodes: &[Sender<Command>]) -> Result<()> {
 
 fn main() -> Result<()> {
     let bucket = std::env::var("S3LEASE_BUCKET").unwrap_or_else(|_| "s3-lease-demo".into());
-    let mut s3 = S3Config::from_env(&bucket).context("the S3 configuration")?;
-    println!("S3: {} bucket {}", s3.endpoint, s3.bucket);
+    let mut s3 = StoreConfig::from_env(&bucket).context("the S3 configuration")?;
+    println!(
+        "S3: {} bucket {}",
+        s3.endpoint(),
+        s3.bucket().unwrap_or_default()
+    );
     let runtime = Runtime::new().context("loading the component")?;
     let load = runtime.load_report();
     println!(
