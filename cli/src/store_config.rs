@@ -4,12 +4,12 @@
 use crate::args::{Cli, ExpiryClockArg, StoreArg, StrategyArg};
 use crate::duration;
 use crate::exit::{self, Failure};
-use s3_lease_host::{ExpiryClock, S3Config, Strategy};
+use s3_lease_host::{ExpiryClock, StoreConfig, Strategy};
 use std::time::Duration;
 
 /// Where the credentials came from, for `run` and `elect`'s first line.
-pub(crate) fn credentials_line(config: &S3Config) -> Option<String> {
-    let (source, expires) = config.credentials_source.as_ref()?.last_source()?;
+pub(crate) fn credentials_line(config: &StoreConfig) -> Option<String> {
+    let (source, expires) = config.credentials_source()?.last_source()?;
     Some(match expires {
         Some(at) => {
             let left = at
@@ -24,7 +24,7 @@ pub(crate) fn credentials_line(config: &S3Config) -> Option<String> {
     })
 }
 
-pub(crate) fn s3_config(cli: &Cli) -> Result<S3Config, Failure> {
+pub(crate) fn s3_config(cli: &Cli) -> Result<StoreConfig, Failure> {
     let on_dynamodb = cli.store == Some(StoreArg::Dynamodb);
     let on_azure = cli.store == Some(StoreArg::AzureBlob);
     if on_azure && cli.container.is_none() {
@@ -51,7 +51,7 @@ pub(crate) fn s3_config(cli: &Cli) -> Result<S3Config, Failure> {
     check_endpoints(cli)?;
     // Credentials and region from the AWS chain (as the AWS CLI finds
     // them), refreshed while we run; --endpoint and --region win.
-    let mut config = S3Config::from_aws(bucket, |name| {
+    let mut config = StoreConfig::from_aws(bucket, |name| {
         let flag = match name {
             "AWS_ENDPOINT_URL" | "AWS_ENDPOINT_URL_S3" | "AWS_ENDPOINT_URL_DYNAMODB" => {
                 endpoint_in_use(cli).map(|(_, endpoint)| endpoint)
@@ -143,25 +143,26 @@ fn check_endpoints(cli: &Cli) -> Result<(), Failure> {
 /// service, so setting it to the lock store would send a job's own AWS
 /// calls there. `endpoint`: the one given, if any (else the store's own,
 /// which a nested call finds as we did).
-pub(crate) fn child_env(config: &S3Config, endpoint: Option<String>) -> Vec<(String, String)> {
-    let mut env = vec![("S3LEASE_BUCKET".to_string(), config.bucket.clone())];
-    if config.azure_blob.is_none() {
+pub(crate) fn child_env(config: &StoreConfig, endpoint: Option<String>) -> Vec<(String, String)> {
+    let bucket = config.bucket().unwrap_or_default().to_string();
+    let mut env = vec![("S3LEASE_BUCKET".to_string(), bucket)];
+    if let Some(region) = config.region() {
         if let Some(endpoint) = endpoint {
             env.push((ENDPOINT_VAR.into(), endpoint));
         }
-        env.push((REGION_VAR.into(), config.region.clone()));
+        env.push((REGION_VAR.into(), region.to_string()));
     }
     if let Some(prefix) = &config.key_prefix {
         env.push(("S3LEASE_PREFIX".into(), prefix.clone()));
     }
-    if let Some(table) = &config.dynamodb_table {
+    if let Some(table) = config.table() {
         env.push(("S3LEASE_STORE".into(), "dynamodb".into()));
-        env.push(("S3LEASE_TABLE".into(), table.clone()));
+        env.push(("S3LEASE_TABLE".into(), table.to_string()));
     }
     // The account's credentials are the environment's, inherited.
-    if let Some(azure) = &config.azure_blob {
+    if let Some(container) = config.container() {
         env.push(("S3LEASE_STORE".into(), "azure-blob".into()));
-        env.push(("S3LEASE_CONTAINER".into(), azure.container.clone()));
+        env.push(("S3LEASE_CONTAINER".into(), container.to_string()));
     }
     // A lease's seal covers the strategy: a nested `fenced put` must use
     // the same one, and judge expiry the same way.

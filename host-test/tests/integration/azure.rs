@@ -429,8 +429,8 @@ fn a_managed_identitys_token_is_sent_then_refreshed_on_a_live_client() {
             );
         }
     });
-    let mut config =
-        s3_lease_host::S3Config::from_azure_vars(&azure().container, |name| match name {
+    let config =
+        s3_lease_host::StoreConfig::from_azure_vars(&azure().container, |name| match name {
             "AZURE_STORAGE_ACCOUNT" => Some(azure().account.clone()),
             "IDENTITY_ENDPOINT" => Some(identity.clone()),
             "IDENTITY_HEADER" => Some("identity-header".into()),
@@ -442,8 +442,8 @@ fn a_managed_identitys_token_is_sent_then_refreshed_on_a_live_client() {
         1,
         "fetched once, before the client"
     );
-    config.endpoint = azure().url.clone();
-    config.addressing = s3_lease_host::Addressing::Path;
+    // Azurite's root: path-style addressing, the account first in the path.
+    let mut config = config.with_endpoint(azure().url.clone());
     config.key_prefix = Some(fresh_prefix("az-identity"));
     let (options, hooks, _clock) = harness().test_client_options();
     let sent = Arc::new(Mutex::new(Vec::<String>::new()));

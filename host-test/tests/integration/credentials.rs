@@ -5,11 +5,11 @@
 
 use super::{acquire_options as options, endpoint, fresh_prefix, harness};
 use host_test::aws_fakes::gate::{Issued, TokenGate};
-use host_test::server::SeaweedFs;
+use host_test::server::{Endpoint, SeaweedFs};
 use s3_lease_host::blocking::{Client, Elector};
 use s3_lease_host::{
     Credentials, CredentialsSource, ElectionEvent, ElectorConfig, Error, ErrorKind,
-    FetchedCredentials, LeaseRecord, Role, S3Config, SharedSource,
+    FetchedCredentials, LeaseRecord, Role, S3Builder, SharedSource, StoreConfig,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -55,7 +55,24 @@ fn fetched(
     FetchedCredentials::new(credentials, Some(expires), "test")
 }
 
-fn through_gate(prefix: &str, keep_same: bool) -> (Arc<TokenGate>, Arc<FromGate>, S3Config) {
+/// `e`'s bucket at `url`, with credentials from `source` (the first
+/// fetched here).
+fn refreshed_from(
+    e: &Endpoint,
+    url: &str,
+    prefix: &str,
+    source: Arc<dyn CredentialsSource>,
+) -> StoreConfig {
+    let keys = Credentials::new(&e.access_key_id, &e.secret_access_key);
+    S3Builder::new(&e.bucket, &e.region, keys)
+        .endpoint(url)
+        .credentials_source(SharedSource::from_arc(source))
+        .unwrap()
+        .build()
+        .with_key_prefix(prefix)
+}
+
+fn through_gate(prefix: &str, keep_same: bool) -> (Arc<TokenGate>, Arc<FromGate>, StoreConfig) {
     let gate = Arc::new(TokenGate::start(endpoint()).unwrap());
     let source = Arc::new(FromGate {
         gate: gate.clone(),
@@ -63,9 +80,7 @@ fn through_gate(prefix: &str, keep_same: bool) -> (Arc<TokenGate>, Arc<FromGate>
         sticky: Mutex::default(),
         keep_same,
     });
-    let mut config = endpoint().host_config(prefix).unwrap();
-    config.endpoint = gate.url.clone();
-    config.credentials_source = Some(SharedSource::from_arc(source.clone()));
+    let config = refreshed_from(endpoint(), &gate.url, prefix, source.clone());
     (gate, source, config)
 }
 
@@ -285,11 +300,8 @@ fn a_leader_keeps_its_lease_across_three_rotations_revoked_by_seaweedfs() {
             }
         })
     };
-    let mut config = server
-        .endpoint
-        .host_config(&fresh_prefix("creds-rotation"))
-        .unwrap();
-    config.credentials_source = Some(SharedSource::from_arc(source.clone()));
+    let e = &server.endpoint;
+    let config = refreshed_from(e, &e.url, &fresh_prefix("creds-rotation"), source.clone());
     let client = Client::connect(harness().runtime(), &config).unwrap();
     let (mut elector, lease) = lead(&client, 4_000);
     let started = Instant::now();

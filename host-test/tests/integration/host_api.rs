@@ -6,11 +6,12 @@
 use super::{acquire_options as options, endpoint, fresh_prefix, harness};
 use s3_lease_host::blocking::Client;
 use s3_lease_host::{
-    Credentials, ElectionEvent, ElectorConfig, ErrorKind, ExpiryClock, LostReason, S3Config,
+    Credentials, ElectionEvent, ElectorConfig, ErrorKind, ExpiryClock, LostReason, S3Builder,
+    StoreConfig,
 };
 use std::time::{Duration, Instant};
 
-fn s3_config(prefix: &str) -> S3Config {
+fn s3_config(prefix: &str) -> StoreConfig {
     endpoint().host_config(prefix).unwrap()
 }
 
@@ -126,8 +127,16 @@ fn the_elector_thread_hands_leadership_over_on_resign() {
 #[test]
 fn errors_are_typed_and_keep_the_secret_out() {
     let prefix = fresh_prefix("typed-errors");
-    let mut config = s3_config(&prefix);
-    config.secret_access_key = "not-the-secret-s3lease".into();
+    let store = endpoint();
+    let keys = Credentials::new(&store.access_key_id, "not-the-secret-s3lease");
+    let keys = match &store.session_token {
+        Some(token) => keys.with_session_token(token.clone()),
+        None => keys,
+    };
+    let config = S3Builder::new(&store.bucket, &store.region, keys)
+        .endpoint(&store.url)
+        .build()
+        .with_key_prefix(prefix);
     let c = Client::connect(harness().runtime(), &config).unwrap();
     let e = c.inspect("k").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::AccessDenied, "{e:?}");

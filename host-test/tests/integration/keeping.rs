@@ -215,11 +215,14 @@ fn a_runtime_shut_down_while_renews_are_under_way_never_panics() {
     };
     for round in 0..3 {
         let prefix = fresh_prefix(&format!("keeping-shutdown-{round}"));
-        let config = endpoint()
-            .host_config(&prefix)
+        let e = endpoint();
+        let keys = s3_lease_host::Credentials::new(&e.access_key_id, &e.secret_access_key);
+        let config = s3_lease_host::S3Builder::new(&e.bucket, &e.region, keys)
+            .endpoint(&e.url)
+            .credentials_source(source())
             .unwrap()
-            .with_credentials_source(source())
-            .unwrap();
+            .build()
+            .with_key_prefix(prefix);
         let rt = runtime();
         let service = rt.block_on(async {
             let c = Client::connect(harness().runtime(), &config).await.unwrap();

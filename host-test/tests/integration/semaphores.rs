@@ -6,7 +6,7 @@ use super::request_counts::{s, shape};
 use super::{endpoint, fresh_prefix, harness, named, named_options, opened};
 use host_test::bindings::{SlotAttempt, SlotOptions};
 use s3_lease_host::blocking::{BlockingSlotGrant, Client};
-use s3_lease_host::S3Config;
+use s3_lease_host::StoreConfig;
 use std::time::Duration;
 
 const TWO: SlotOptions = SlotOptions {
@@ -125,7 +125,7 @@ fn each_semaphore_call_costs_what_the_contract_says() {
 }
 
 fn client(prefix: &str) -> Client {
-    let config: S3Config = endpoint().host_config(prefix).unwrap();
+    let config: StoreConfig = endpoint().host_config(prefix).unwrap();
     Client::connect(harness().runtime(), &config).unwrap()
 }
 
@@ -207,7 +207,7 @@ fn describe(grant: &BlockingSlotGrant) -> String {
 /// A client of the product host crate whose requests the test counts.
 fn counted_client(prefix: &str) -> (Client, host_test::hooks::Hooks) {
     let (options, hooks, _) = harness().test_client_options();
-    let config: S3Config = endpoint().host_config(prefix).unwrap();
+    let config: StoreConfig = endpoint().host_config(prefix).unwrap();
     let client = Client::connect_with(harness().runtime(), &config, options).unwrap();
     (client, hooks)
 }

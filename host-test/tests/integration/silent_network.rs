@@ -42,8 +42,10 @@ impl s3_lease_host::http::WasiHttpHooks for IgnoresTimeouts {
 }
 
 fn client(prefix: &str, proxy: &FaultProxy, strategy: Strategy, ignores_timeouts: bool) -> Client {
-    let mut config = endpoint().host_config(prefix).unwrap();
-    config.endpoint = proxy.url();
+    let mut config = endpoint()
+        .host_config(prefix)
+        .unwrap()
+        .with_endpoint(proxy.url());
     config.request_timeout = Some(std::time::Duration::from_millis(REQUEST_TIMEOUT_MS.into()));
     config.strategy = Some(strategy);
     let runtime = harness().runtime();

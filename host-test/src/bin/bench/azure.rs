@@ -5,23 +5,23 @@
 
 use anyhow::{Context, Result};
 use host_test::azurite::Azurite;
-use s3_lease_host::S3Config;
+use s3_lease_host::StoreConfig;
 
 /// Where the Azure figures come from, and the server to keep alive.
 pub struct Container {
-    pub config: S3Config,
+    pub config: StoreConfig,
     pub what: String,
     _server: Option<Azurite>,
 }
 
 pub fn container(prefix: &str) -> Result<Container> {
     if let Ok(name) = std::env::var("S3LEASE_BENCH_CONTAINER") {
-        let mut config = S3Config::from_azure_vars(&name, |var| {
+        let mut config = StoreConfig::from_azure_vars(&name, |var| {
             std::env::var(var).ok().filter(|v| !v.is_empty())
         })
         .map_err(|e| anyhow::anyhow!("{e}"))?;
         config.key_prefix = Some(prefix.to_string());
-        let what = format!("container {name} at {}", config.endpoint);
+        let what = format!("container {name} at {}", config.endpoint());
         return Ok(Container {
             config,
             what,

@@ -54,7 +54,7 @@ struct Step {
     threads: u64,
 }
 
-async fn climb(runtime: &Runtime, config: &s3_lease_host::S3Config, s: &Settings) -> Result<()> {
+async fn climb(runtime: &Runtime, config: &s3_lease_host::StoreConfig, s: &Settings) -> Result<()> {
     let client = Client::connect(runtime, config).await?;
     let options = AcquireOptions::new(TTL);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;

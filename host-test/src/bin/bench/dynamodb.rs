@@ -5,25 +5,25 @@
 
 use anyhow::{Context, Result};
 use host_test::dynalite::Dynalite;
-use s3_lease_host::S3Config;
+use s3_lease_host::StoreConfig;
 
 /// Where the DynamoDB figures come from, and the server to keep alive.
 pub struct Table {
-    pub config: S3Config,
+    pub config: StoreConfig,
     pub what: String,
     _server: Option<Dynalite>,
 }
 
 pub fn table(prefix: &str) -> Result<Table> {
     if let Ok(name) = std::env::var("S3LEASE_BENCH_TABLE") {
-        let mut config = S3Config::from_aws("", |var| match var {
+        let mut config = StoreConfig::from_aws("", |var| match var {
             "S3LEASE_STORE" => Some("dynamodb".into()),
             "S3LEASE_TABLE" => Some(name.clone()),
             _ => std::env::var(var).ok().filter(|v| !v.is_empty()),
         })
         .map_err(|e| anyhow::anyhow!("{e}"))?;
         config.key_prefix = Some(prefix.to_string());
-        let what = format!("table {name} at {}", config.endpoint);
+        let what = format!("table {name} at {}", config.endpoint());
         return Ok(Table {
             config,
             what,

@@ -53,7 +53,7 @@ const WINDOWS: u32 = 10;
 pub(super) fn setup(
     endpoint: &Endpoint,
     prefix: &str,
-) -> Result<(tokio::runtime::Runtime, Runtime, s3_lease_host::S3Config)> {
+) -> Result<(tokio::runtime::Runtime, Runtime, s3_lease_host::StoreConfig)> {
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -99,7 +99,11 @@ struct Report {
     released_in: Duration,
 }
 
-async fn hold(runtime: &Runtime, config: &s3_lease_host::S3Config, s: &Settings) -> Result<Report> {
+async fn hold(
+    runtime: &Runtime,
+    config: &s3_lease_host::StoreConfig,
+    s: &Settings,
+) -> Result<Report> {
     let threads_before = Status::read()?.threads;
     let client = Client::connect(runtime, config).await?;
     let options = AcquireOptions::new(s.ttl);

@@ -137,7 +137,7 @@ fn process_cpu_ms() -> f64 {
 /// this process's CPU per operation (the host's HTTP threads included;
 /// the S3 server runs in another process).
 fn per_operation(
-    config: &s3_lease_host::S3Config,
+    config: &s3_lease_host::StoreConfig,
     pooled_http: bool,
     rounds: usize,
 ) -> Result<[boto3::Figures; 4]> {
@@ -151,7 +151,7 @@ fn per_operation(
 
 fn per_operation_on(
     runtime: &Runtime,
-    config: &s3_lease_host::S3Config,
+    config: &s3_lease_host::StoreConfig,
     rounds: usize,
 ) -> Result<[boto3::Figures; 4]> {
     let client = Client::connect_with(runtime, config, one_instance())?;
