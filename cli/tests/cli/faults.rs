@@ -17,8 +17,9 @@
 //! (it refuses `holder`: its epoch objects record no holder expiry). The
 //! `holder` clock needs the processes' clocks in step: here they share one.
 
-use crate::support::{bin, Scene};
+use crate::support::{bin, turn_violations, Run, Scene};
 use host_test::fault_proxy::{Fault, FaultProxy};
+use s3_lease::testing::history::Violation;
 use std::fs::File;
 use std::os::unix::process::CommandExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -152,21 +153,24 @@ fn runs(path: &Path) -> Vec<(i64, Option<i64>)> {
     out
 }
 
-/// How long runs of `a` and of `b` overlapped, if they did: the largest
-/// overlap, in ms (a run not ended counts as running until now).
-fn overlap(a: &[(i64, Option<i64>)], b: &[(i64, Option<i64>)]) -> Option<i64> {
+/// What the one history checker finds in the runs of A's command (actor
+/// 0) and B's (actor 1): overlaps (a run not ended counts as running
+/// until now). Times in µs, so its messages read in ms.
+fn violations(a: &[(i64, Option<i64>)], b: &[(i64, Option<i64>)]) -> Vec<Violation> {
     let now = now_ms();
-    let mut worst = None;
-    for &(a0, a1) in a {
-        for &(b0, b1) in b {
-            let (a1, b1) = (a1.unwrap_or(now), b1.unwrap_or(now));
-            let both = a1.min(b1) - a0.max(b0);
-            if both > 0 && worst.is_none_or(|w| both > w) {
-                worst = Some(both);
-            }
-        }
-    }
-    worst
+    let runs: Vec<Run> = [a, b]
+        .iter()
+        .enumerate()
+        .flat_map(|(who, runs)| {
+            runs.iter().map(move |&(start, end)| Run {
+                who,
+                token: None,
+                start: start as u64 * 1_000,
+                end: end.unwrap_or(now) as u64 * 1_000,
+            })
+        })
+        .collect();
+    turn_violations(&runs)
 }
 
 fn wait_until(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
@@ -384,8 +388,10 @@ fn scenario(s: Scenario, row: &mut Row) -> Result<(), String> {
             stderr_of(&scene, "b")
         )
     };
-    if let Some(both) = overlap(&ra, &rb) {
-        return Err(format!("OVERLAP of {both} ms: {}", context()));
+    let wrong = violations(&ra, &rb);
+    if !wrong.is_empty() {
+        let wrong: Vec<String> = wrong.iter().map(ToString::to_string).collect();
+        return Err(format!("OVERLAP: {}: {}", wrong.join("; "), context()));
     }
     if early {
         return Err(format!(
@@ -568,8 +574,8 @@ fn same_host_same_pid_default_holders_take_turns() {
         "A runs {ra:?} (exit {a_status:?}), B runs {rb:?} (exit {b_status:?})\n--- A:\n{ea}--- B:\n{eb}"
     );
     assert_eq!(
-        overlap(&ra, &rb),
-        None,
+        violations(&ra, &rb),
+        vec![],
         "the commands overlapped: {context}"
     );
     assert!(ok, "B's command never ran to its end: {context}");
