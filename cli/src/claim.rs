@@ -21,16 +21,16 @@
 //! left. The group's guardian is fed each new deadline, and ends the group
 //! at the last one if this process cannot (see `guardian`).
 
+mod group;
 pub mod leadership;
 pub mod slot;
 
 use crate::duration::show;
-use crate::exit::{Failure, LOST, USAGE};
-use crate::json;
+use crate::exit::{Failure, LOST};
 use crate::signals;
 use crate::tree::{CommandGroup, GroupState};
+use group::{leftovers_line, spawn_group, Stopping};
 use s3_lease_host::LeaseRecord as Lease;
-use std::process::Command;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -342,90 +342,6 @@ fn stop(job: &Job, held: Held, group: &CommandGroup, reason: &str) {
             show(job.kill_after)
         ),
     );
-}
-
-/// Starts the command, with the lease in its environment, as the leader
-/// of a process group of its own, which the guardian ends at `held_until`
-/// unless fed a later deadline (SIGKILL `kill_after` after SIGTERM).
-fn spawn_group(job: &Job, lease: &Lease, held_until: Instant) -> Result<CommandGroup, Failure> {
-    let (program, args) = job
-        .command
-        .split_first()
-        .ok_or_else(|| Failure::new(USAGE, "no command to run"))?;
-    let mut c = Command::new(program);
-    c.args(args)
-        .envs(job.env.iter().map(|(k, v)| (k, v)))
-        .env("S3LEASE_KEY", &job.key)
-        .env("S3LEASE_TOKEN", lease.token.to_string())
-        .env("S3LEASE_HOLDER", &lease.holder_id)
-        .env("S3LEASE_LEASE", json::lease(lease).to_string());
-    let warn = |w: &str| job.say("warning", Some(lease.token), w);
-    CommandGroup::spawn(c, held_until, job.kill_after, warn).map_err(|e| {
-        // The shell's codes: 127 not found, 126 found but not runnable.
-        let code = if e.kind() == std::io::ErrorKind::NotFound {
-            127
-        } else {
-            126
-        };
-        Failure::new(code, format!("cannot start {program:?}: {e}"))
-    })
-}
-
-/// How a group is being stopped: SIGTERM to the group, then SIGKILL
-/// `kill_after` later, and a line once the command itself has exited
-/// while others of its group are still running.
-struct Stopping {
-    since: Option<Instant>,
-    killed: bool,
-    leftovers_said: bool,
-}
-
-impl Stopping {
-    fn new() -> Self {
-        Stopping {
-            since: None,
-            killed: false,
-            leftovers_said: false,
-        }
-    }
-
-    /// Starts stopping the group (once); the guardian is told, so that
-    /// the SIGKILL comes on time even if we cannot send it.
-    fn begin(&mut self, group: &mut CommandGroup) {
-        if self.since.is_none() {
-            group.signal(libc::SIGTERM);
-            group.ending();
-            self.since = Some(Instant::now());
-        }
-    }
-
-    /// SIGKILL once `kill_after` has passed since `begin`; true when sent now.
-    fn escalate(&mut self, group: &CommandGroup, kill_after: Duration) -> bool {
-        match self.since {
-            Some(at) if !self.killed && at.elapsed() >= kill_after => {
-                group.signal(libc::SIGKILL);
-                self.killed = true;
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// True the first time the command has exited with others left.
-    fn first_leftovers(&mut self, state: GroupState) -> bool {
-        if matches!(state, GroupState::Leftovers(_)) && !self.leftovers_said {
-            self.leftovers_said = true;
-            return true;
-        }
-        false
-    }
-}
-
-/// The line for a command that exited while others of its group run on.
-fn leftovers_line(status: i32, pid: i32) -> String {
-    format!(
-        "the command exited ({status}); waiting for the processes it left in its process group {pid} (the lock is held until none is left)"
-    )
 }
 
 /// When the next "waiting" line is due: `FIRST_WAIT_LINE` after the wait
