@@ -11,7 +11,8 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-/// A store model a client's `Io` talks to (S3's, DynamoDB's, Azure's).
+/// A store model a client's `Io` talks to (S3's, DynamoDB's, Azure's, or
+/// a shared one).
 pub trait Model {
     fn handle(&mut self, request: &S3Request) -> S3Response;
     /// The store's clock moves on.
@@ -226,5 +227,22 @@ mod tests {
             200,
             "only one is lost"
         );
+    }
+
+    #[test]
+    fn clients_of_a_shared_store_share_its_time_and_a_cut_one_reaches_nothing() {
+        let store = Rc::new(RefCell::new(S3Model::new(1_000)));
+        let (mut a, mut b) = (ModelIo::of(store.clone()), ModelIo::of(store.clone()));
+        a.sleep_ms(300).ready();
+        assert_eq!(
+            (a.monotonic_ms(), b.monotonic_ms(), b.now_ms()),
+            (300, 300, 1_300)
+        );
+        b.cut = true;
+        assert!(
+            matches!(b.send(&put("k", b"v")).ready(), Err(Error::Transport(m)) if m == "network cut")
+        );
+        assert!(store.borrow().object("k").is_none());
+        assert_eq!(a.send(&put("k", b"v")).ready().unwrap().status, 200);
     }
 }
