@@ -21,9 +21,10 @@ async fn main() -> Result<()> {
     let elector = client.elect(&ElectorConfig::new("leader-election")).await?;
     let mut role = elector.watch_role();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
     loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => break,
+            _ = &mut ctrl_c => break,
             changed = role.changed() => {
                 changed.context("the elector stopped")?;
                 println!("role: {}", describe(&role.borrow()));
