@@ -29,42 +29,8 @@ impl Admin {
     pub fn send(&self, request: S3Request) -> Result<S3Response> {
         let unix_seconds = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
         let http = to_http(prepare(&self.config, &request, unix_seconds))?.map(full);
-        let reply = self.send_http(http)?;
+        let reply = send_http(&self.runtime, http)?;
         Ok(read_reply(&self.config, &request, reply))
-    }
-
-    fn send_http(
-        &self,
-        request: http::Request<s3_lease_host::http::WasiBody>,
-    ) -> Result<S3Response> {
-        self.runtime.block_on(async {
-            let (response, io) = wasmtime_wasi_http::default_send_request(request, None)
-                .await
-                .map_err(|e| anyhow::anyhow!("sending to S3: {e:?}"))?;
-            let driver = tokio::spawn(io);
-            let (parts, body) = response.into_parts();
-            let body = body
-                .collect()
-                .await
-                .map_err(|e| anyhow::anyhow!("reading S3 reply: {e:?}"))?
-                .to_bytes();
-            driver.abort();
-            Ok(S3Response {
-                status: parts.status.as_u16(),
-                headers: parts
-                    .headers
-                    .iter()
-                    .map(|(k, v)| {
-                        (
-                            k.as_str().to_string(),
-                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                        )
-                    })
-                    .collect(),
-                body: body.to_vec(),
-                body_too_large: None,
-            })
-        })
     }
 
     /// Creates the bucket; an existing one (ours) is fine.
@@ -129,4 +95,35 @@ pub fn to_http(prepared: s3_lease::s3::HttpRequest) -> Result<http::Request<Byte
         builder = builder.header(name, value);
     }
     Ok(builder.body(Bytes::from(prepared.body))?)
+}
+
+/// Sends `request` with wasmtime-wasi-http's client on `runtime`, and
+/// reads the whole reply.
+pub fn send_http(
+    runtime: &tokio::runtime::Runtime,
+    request: http::Request<s3_lease_host::http::WasiBody>,
+) -> Result<S3Response> {
+    runtime.block_on(async {
+        let (response, io) = wasmtime_wasi_http::default_send_request(request, None)
+            .await
+            .map_err(|e| anyhow::anyhow!("sending to S3: {e:?}"))?;
+        let driver = tokio::spawn(io);
+        let (parts, body) = response.into_parts();
+        let body = body
+            .collect()
+            .await
+            .map_err(|e| anyhow::anyhow!("reading S3 reply: {e:?}"))?
+            .to_bytes();
+        driver.abort();
+        let headers = parts.headers.iter().map(|(k, v)| {
+            let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+            (k.as_str().to_string(), v)
+        });
+        Ok(S3Response {
+            status: parts.status.as_u16(),
+            headers: headers.collect(),
+            body: body.to_vec(),
+            body_too_large: None,
+        })
+    })
 }

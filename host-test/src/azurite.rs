@@ -8,13 +8,14 @@
 
 use crate::admin::Admin;
 use crate::bindings::{AddressingStyle, AzureBlob, AzureCredential, Config, Credentials, Store};
-use crate::watchdog::{self, free_port, Watchdog};
+use crate::watchdog::{self, free_port, fresh_dir, listening, Server};
 use anyhow::{bail, Result};
 use s3_lease::config::{Addressing, ClientConfig, RawConfig};
 use s3_lease::s3::{Method, S3Request};
+use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub use s3_lease_host::credentials::azure::{DEV_ACCOUNT, DEV_KEY};
 
@@ -115,12 +116,13 @@ impl AzureEndpoint {
     }
 
     /// The host crate's config, from the variables a user's program reads.
-    pub fn host_config(&self, key_prefix: &str) -> Result<s3_lease_host::S3Config> {
-        let mut c = s3_lease_host::S3Config::from_azure_vars(&self.container, |name| match name {
-            "AZURE_STORAGE_CONNECTION_STRING" => Some(self.connection_string()),
-            _ => None,
-        })
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    pub fn host_config(&self, key_prefix: &str) -> Result<s3_lease_host::StoreConfig> {
+        let mut c =
+            s3_lease_host::StoreConfig::from_azure_vars(&self.container, |name| match name {
+                "AZURE_STORAGE_CONNECTION_STRING" => Some(self.connection_string()),
+                _ => None,
+            })
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         c.key_prefix = Some(key_prefix.to_string());
         Ok(c)
     }
@@ -141,67 +143,42 @@ impl AzureEndpoint {
 /// A running Azurite; stopped when dropped or when this process exits.
 pub struct Azurite {
     pub endpoint: AzureEndpoint,
-    _watchdog: Watchdog,
+    _server: Server,
 }
 
 impl Azurite {
     pub fn start() -> Result<Azurite> {
-        let main = azurite_path();
-        if !main.exists() {
-            bail!(
-                "Azurite not found at {}: run scripts/test.sh (it installs it), or set S3LEASE_AZURITE",
-                main.display()
-            );
-        }
-        let port = free_port()?;
-        let dir =
-            std::env::temp_dir().join(format!("s3lease-azurite-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
+        let port = free_port()?.to_string();
         // In memory (so no --location: its own directory is the working
         // one), no access log, any API version.
-        let script = r#"
-            main="$1"; port="$2"; dir="$3"
-            cd "$dir" || exit 1
-            node "$main" --blobHost 127.0.0.1 --blobPort "$port" \
-                --inMemoryPersistence --skipApiVersionCheck --silent --disableTelemetry >"$dir/azurite.log" 2>&1 &
-            a=$!
-            trap 'kill "$a" 2>/dev/null; wait "$a" 2>/dev/null; rm -rf "$dir"; exit 0' TERM INT
-            while kill -0 "$S3LEASE_PARENT" 2>/dev/null && kill -0 "$a" 2>/dev/null; do sleep 0.3; done
-            kill "$a" 2>/dev/null; wait "$a" 2>/dev/null; rm -rf "$dir"
-        "#;
-        let port_arg = port.to_string();
-        let watchdog = watchdog::start(
-            "Azurite",
-            script,
-            &[main.as_os_str(), port_arg.as_ref(), dir.as_os_str()],
-        )?;
-        let server = Azurite {
-            endpoint: AzureEndpoint {
-                url: format!("http://127.0.0.1:{port}"),
-                account: DEV_ACCOUNT.into(),
-                key: DEV_KEY.into(),
-                container: "s3-lease-test".into(),
-            },
-            _watchdog: watchdog,
+        let main = azurite_path();
+        let command: [&OsStr; 10] = [
+            "node".as_ref(),
+            main.as_ref(),
+            "--blobHost".as_ref(),
+            "127.0.0.1".as_ref(),
+            "--blobPort".as_ref(),
+            port.as_ref(),
+            "--inMemoryPersistence".as_ref(),
+            "--skipApiVersionCheck".as_ref(),
+            "--silent".as_ref(),
+            "--disableTelemetry".as_ref(),
+        ];
+        let hint = "run scripts/test.sh (it installs it), or set S3LEASE_AZURITE";
+        let server = watchdog::spawn("Azurite", fresh_dir("azurite")?, &main, hint, &command)?;
+        let endpoint = AzureEndpoint {
+            url: format!("http://127.0.0.1:{port}"),
+            account: DEV_ACCOUNT.into(),
+            key: DEV_KEY.into(),
+            container: "s3-lease-test".into(),
         };
-        server.wait_ready(&dir)?;
-        server.endpoint.create_container()?;
-        Ok(server)
-    }
-
-    fn wait_ready(&self, dir: &std::path::Path) -> Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let address = self.endpoint.url.trim_start_matches("http://").to_string();
-        loop {
-            if std::net::TcpStream::connect(&address).is_ok() {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                let log = std::fs::read_to_string(dir.join("azurite.log")).unwrap_or_default();
-                bail!("Azurite not listening after 30 s; its log:\n{log}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let every = Duration::from_millis(100);
+        server.wait_ready(Duration::from_secs(30), every, || listening(&endpoint.url))?;
+        endpoint.create_container()?;
+        Ok(Azurite {
+            endpoint,
+            _server: server,
+        })
     }
 }
 

@@ -12,11 +12,12 @@
 
 use crate::admin::Admin;
 use crate::bindings::{AddressingStyle, Config, Credentials, Store};
-use crate::watchdog::{self, free_port, Watchdog};
+use crate::watchdog::{self, free_port, fresh_dir, Server};
 use anyhow::{bail, Result};
 use s3_lease::config::{Addressing, ClientConfig, RawConfig};
 use s3_lease::dynamodb;
 use serde_json::json;
+use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
@@ -94,8 +95,8 @@ impl DynamoEndpoint {
 
     /// The host crate's config for `table`, from the variables a user's
     /// program reads.
-    pub fn host_config(&self, table: &str, key_prefix: &str) -> Result<s3_lease_host::S3Config> {
-        let mut c = s3_lease_host::S3Config::from_vars("", |name| match name {
+    pub fn host_config(&self, table: &str, key_prefix: &str) -> Result<s3_lease_host::StoreConfig> {
+        let mut c = s3_lease_host::StoreConfig::from_vars("", |name| match name {
             "S3LEASE_STORE" => Some("dynamodb".into()),
             "S3LEASE_TABLE" => Some(table.to_string()),
             "AWS_ENDPOINT_URL_DYNAMODB" => Some(self.url.clone()),
@@ -159,56 +160,49 @@ impl DynamoEndpoint {
 /// A running dynalite; stopped when dropped or when this process exits.
 pub struct Dynalite {
     pub endpoint: DynamoEndpoint,
-    _watchdog: Watchdog,
+    _server: Server,
 }
 
 impl Dynalite {
     pub fn start() -> Result<Dynalite> {
-        let cli = dynalite_path();
-        if !cli.exists() {
-            bail!(
-                "dynalite not found at {}: run scripts/test.sh (it installs it), or set S3LEASE_DYNALITE",
-                cli.display()
-            );
-        }
-        let port = free_port()?;
+        let port = free_port()?.to_string();
         // Tables become ACTIVE at once (dynalite's default is 500 ms).
-        let script = r#"
-            cli="$1"; port="$2"
-            node "$cli" --host 127.0.0.1 --port "$port" --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 >/dev/null 2>&1 &
-            d=$!
-            trap 'kill "$d" 2>/dev/null; wait "$d" 2>/dev/null; exit 0' TERM INT
-            while kill -0 "$S3LEASE_PARENT" 2>/dev/null && kill -0 "$d" 2>/dev/null; do sleep 0.3; done
-            kill "$d" 2>/dev/null; wait "$d" 2>/dev/null
-        "#;
-        let port_arg = port.to_string();
-        let watchdog = watchdog::start("dynalite", script, &[cli.as_os_str(), port_arg.as_ref()])?;
-        let server = Dynalite {
-            endpoint: DynamoEndpoint {
-                url: format!("http://127.0.0.1:{port}"),
-                region: "us-east-1".into(),
-                access_key_id: "DYNALITEKEY".into(),
-                secret_access_key: "dynalite-secret".into(),
-            },
-            _watchdog: watchdog,
+        let cli = dynalite_path();
+        let command: [&OsStr; 12] = [
+            "node".as_ref(),
+            cli.as_ref(),
+            "--host".as_ref(),
+            "127.0.0.1".as_ref(),
+            "--port".as_ref(),
+            port.as_ref(),
+            "--createTableMs".as_ref(),
+            "0".as_ref(),
+            "--deleteTableMs".as_ref(),
+            "0".as_ref(),
+            "--updateTableMs".as_ref(),
+            "0".as_ref(),
+        ];
+        let hint = "run scripts/test.sh (it installs it), or set S3LEASE_DYNALITE";
+        let server = watchdog::spawn("dynalite", fresh_dir("dynalite")?, &cli, hint, &command)?;
+        let endpoint = DynamoEndpoint {
+            url: format!("http://127.0.0.1:{port}"),
+            region: "us-east-1".into(),
+            access_key_id: "DYNALITEKEY".into(),
+            secret_access_key: "dynalite-secret".into(),
         };
-        server.wait_ready()?;
-        Ok(server)
-    }
-
-    fn wait_ready(&self) -> Result<()> {
-        let admin = self.endpoint.admin("ready-check")?;
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let listed = admin.send(dynamodb::call("ListTables", &json!({}), 64 * 1024));
-            match listed {
-                Ok(r) if r.status == 200 => return Ok(()),
-                other if Instant::now() > deadline => {
-                    bail!("dynalite not ready after 30 s: {other:?}")
-                }
-                _ => std::thread::sleep(Duration::from_millis(100)),
+        let admin = endpoint.admin("ready-check")?;
+        let every = Duration::from_millis(100);
+        server.wait_ready(Duration::from_secs(30), every, || {
+            let r = admin.send(dynamodb::call("ListTables", &json!({}), 64 * 1024))?;
+            match r.status {
+                200 => Ok(()),
+                status => bail!("ListTables answered {status}"),
             }
-        }
+        })?;
+        Ok(Dynalite {
+            endpoint,
+            _server: server,
+        })
     }
 }
 

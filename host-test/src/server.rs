@@ -9,15 +9,14 @@
 
 use crate::admin::Admin;
 use crate::bindings::{AddressingStyle, Config, Credentials};
-use crate::watchdog::{self, Watchdog};
+use crate::watchdog::{self, fresh_dir, Server};
 use anyhow::{bail, Context, Result};
 use s3_lease::config::{Addressing, ClientConfig, RawConfig};
-use std::ffi::OsStr;
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Where the tests' lock objects live, and the keys to get there.
 #[derive(Clone)]
@@ -43,8 +42,8 @@ impl std::fmt::Debug for Endpoint {
 impl Endpoint {
     /// The host crate's config for this endpoint, from the same variables a
     /// user's program reads.
-    pub fn host_config(&self, key_prefix: &str) -> Result<s3_lease_host::S3Config> {
-        let mut c = s3_lease_host::S3Config::from_vars(&self.bucket, |name| match name {
+    pub fn host_config(&self, key_prefix: &str) -> Result<s3_lease_host::StoreConfig> {
+        let mut c = s3_lease_host::StoreConfig::from_vars(&self.bucket, |name| match name {
             "AWS_ENDPOINT_URL" => Some(self.url.clone()),
             "AWS_REGION" => Some(self.region.clone()),
             "AWS_ACCESS_KEY_ID" => Some(self.access_key_id.clone()),
@@ -144,8 +143,7 @@ impl Endpoint {
 /// this process exits.
 pub struct SeaweedFs {
     pub endpoint: Endpoint,
-    _watchdog: Watchdog,
-    pub data_dir: PathBuf,
+    server: Server,
 }
 
 /// The `weed` binary: `S3LEASE_WEED`, else `.venv/bin/weed` of the workspace.
@@ -183,37 +181,22 @@ impl SeaweedFs {
     }
 
     fn start_with(create_buckets: bool) -> Result<SeaweedFs> {
-        let weed = weed_path();
-        if !weed.exists() {
-            bail!(
-                "SeaweedFS not found at {}: run scripts/test.sh (it installs it), or set S3LEASE_WEED or AWS_ENDPOINT_URL",
-                weed.display()
-            );
-        }
         let base = pick_ports()?;
-        let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
-        let data_dir =
-            std::env::temp_dir().join(format!("s3lease-weed-{}-{stamp}", std::process::id()));
-        std::fs::create_dir_all(data_dir.join("data"))?;
+        let dir = fresh_dir("weed")?;
         let endpoint = Endpoint {
             url: format!("http://127.0.0.1:{}", base + 3),
             region: "us-east-1".into(),
             access_key_id: "S3LEASETESTKEY".into(),
-            secret_access_key: format!("s3lease-test-secret-{stamp}"),
+            secret_access_key: format!("s3lease-test-secret-{base}-{}", std::process::id()),
             session_token: None,
             bucket: "s3-lease-test".into(),
             addressing: Addressing::Path,
         };
-        let identities = serde_json::json!({"identities": [{
-            "name": "s3lease",
-            "credentials": [{"accessKey": endpoint.access_key_id, "secretKey": endpoint.secret_access_key}],
-            "actions": ["Admin", "Read", "Write", "List", "Tagging"],
-        }]});
-        let identities_path = data_dir.join("identities.json");
-        std::fs::write(&identities_path, identities.to_string())?;
-
-        let args = [
-            format!("-dir={}", data_dir.join("data").display()),
+        write_identities(&dir, &endpoint, &[])?;
+        let weed = weed_path();
+        let mut command = vec![weed.display().to_string(), "mini".into()];
+        command.extend([
+            "-dir=data".into(),
             "-ip=127.0.0.1".into(),
             "-ip.bind=127.0.0.1".into(),
             "-master.telemetry=false".into(),
@@ -228,35 +211,17 @@ impl SeaweedFs {
             format!("-s3.port={}", base + 3),
             format!("-admin.port={}", base + 4),
             format!("-metricsPort={}", base + 5),
-            format!("-s3.config={}", identities_path.display()),
-        ];
-        // The watchdog stops weed when our process goes away (test binaries
-        // never run destructors of statics) or when it is sent TERM.
-        let script = r#"
-            weed="$1"; dir="$2"; shift 2
-            "$weed" mini "$@" >"$dir/weed.log" 2>&1 &
-            w=$!
-            echo "$w" >"$dir/weed.pid"
-            stop() {
-                kill "$w" 2>/dev/null
-                for _ in $(seq 50); do kill -0 "$w" 2>/dev/null || break; sleep 0.1; done
-                kill -9 "$w" 2>/dev/null; wait "$w" 2>/dev/null
-                rm -rf "$dir/data"; exit 0
-            }
-            trap stop TERM INT
-            while kill -0 "$S3LEASE_PARENT" 2>/dev/null && kill -0 "$w" 2>/dev/null; do sleep 0.3; done
-            stop
-        "#;
-        let mut watched: Vec<&OsStr> = vec![weed.as_ref(), data_dir.as_ref()];
-        watched.extend(args.iter().map(OsStr::new));
-        let watchdog = watchdog::start("SeaweedFS", script, &watched)?;
-        let server = SeaweedFs {
-            endpoint,
-            _watchdog: watchdog,
-            data_dir,
-        };
-        server.wait_ready()?;
-        Ok(server)
+            format!("-s3.config={}", dir.join("identities.json").display()),
+        ]);
+        std::fs::create_dir_all(dir.join("data"))?;
+        let hint = "run scripts/test.sh (it installs it), or set S3LEASE_WEED or AWS_ENDPOINT_URL";
+        let server = watchdog::spawn("SeaweedFS", dir, &weed, hint, &command)?;
+        // Ready when the bucket can be created, which needs master,
+        // volume, filer and S3 gateway all up.
+        let admin = endpoint.admin()?;
+        let every = Duration::from_millis(250);
+        server.wait_ready(Duration::from_secs(90), every, || admin.create_bucket())?;
+        Ok(SeaweedFs { endpoint, server })
     }
 
     /// Makes it accept `keys` besides its own, and no others: rewrites its
@@ -264,60 +229,47 @@ impl SeaweedFs {
     /// (measured: within a second). Keys it drops are refused from then on
     /// (403 `InvalidAccessKeyId`), as AWS refuses a revoked key.
     pub fn set_extra_keys(&self, keys: &[(String, String)]) -> Result<()> {
-        let e = &self.endpoint;
-        let mut identities = vec![serde_json::json!({
-            "name": "s3lease",
-            "credentials": [{"accessKey": e.access_key_id, "secretKey": e.secret_access_key}],
-            "actions": ["Admin", "Read", "Write", "List", "Tagging"],
-        })];
-        if !keys.is_empty() {
-            let credentials: Vec<_> = keys
-                .iter()
-                .map(|(a, s)| serde_json::json!({"accessKey": a, "secretKey": s}))
-                .collect();
-            identities.push(serde_json::json!({
-                "name": "rotating",
-                "credentials": credentials,
-                "actions": ["Admin", "Read", "Write", "List", "Tagging"],
-            }));
-        }
-        let path = self.data_dir.join("identities.json");
-        let tmp = self.data_dir.join("identities.json.new");
-        std::fs::write(
-            &tmp,
-            serde_json::json!({ "identities": identities }).to_string(),
-        )?;
-        std::fs::rename(&tmp, &path)?;
-        let pid = std::fs::read_to_string(self.data_dir.join("weed.pid"))?;
-        let status = Command::new("kill").args(["-HUP", pid.trim()]).status()?;
+        write_identities(&self.server.dir, &self.endpoint, keys)?;
+        let pid = self.server.pid()?;
+        let status = Command::new("kill").args(["-HUP", &pid]).status()?;
         if !status.success() {
-            bail!("could not signal SeaweedFS (pid {})", pid.trim());
+            bail!("could not signal SeaweedFS (pid {pid})");
         }
         Ok(())
     }
+}
 
-    /// Ready when the bucket can be created, which needs master, volume,
-    /// filer and S3 gateway all up.
-    fn wait_ready(&self) -> Result<()> {
-        let admin = self.endpoint.admin()?;
-        let deadline = Instant::now() + Duration::from_secs(90);
-        loop {
-            let err = match admin.create_bucket() {
-                Ok(()) => return Ok(()),
-                Err(e) => e,
-            };
-            if Instant::now() > deadline {
-                let log =
-                    std::fs::read_to_string(self.data_dir.join("weed.log")).unwrap_or_default();
-                let tail: Vec<&str> = log.lines().rev().take(20).collect();
-                bail!(
-                    "SeaweedFS not ready after 90 s: {err:#}\n{}",
-                    tail.join("\n")
-                );
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
+/// Writes SeaweedFS's identities file in `dir`: `e`'s keys, and `extra`
+/// keys (access key, secret) under another identity, all admins.
+fn write_identities(dir: &Path, e: &Endpoint, extra: &[(String, String)]) -> Result<()> {
+    let identity = |name: &str, keys: Vec<(&str, &str)>| {
+        let credentials: Vec<_> = keys
+            .iter()
+            .map(|(a, s)| serde_json::json!({"accessKey": a, "secretKey": s}))
+            .collect();
+        serde_json::json!({
+            "name": name,
+            "credentials": credentials,
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+        })
+    };
+    let mut identities = vec![identity(
+        "s3lease",
+        vec![(&e.access_key_id, &e.secret_access_key)],
+    )];
+    if !extra.is_empty() {
+        let keys = extra
+            .iter()
+            .map(|(a, s)| (a.as_str(), s.as_str()))
+            .collect();
+        identities.push(identity("rotating", keys));
     }
+    // Written whole, then renamed: a reload never reads half a file.
+    let (path, tmp) = (dir.join("identities.json"), dir.join("identities.json.new"));
+    let json = serde_json::json!({ "identities": identities });
+    std::fs::write(&tmp, json.to_string())?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(())
 }
 
 enum Shared {

@@ -1,40 +1,137 @@
-//! The test servers (SeaweedFS, s3s-fs, dynalite, Azurite) each run under
-//! a small bash watchdog that stops the server when this process goes away
-//! (test binaries never run the destructors of statics, and a killed one
-//! runs none) or when the watchdog is sent TERM, as dropping it does.
+//! How the test servers (SeaweedFS, s3s-fs, dynalite, Azurite) start and
+//! stop, the same for all: each runs in a fresh directory of its own (its
+//! working directory, with its log and pid), under a small bash watchdog
+//! that stops the server and removes the directory when this process goes
+//! away (test binaries never run the destructors of statics, and a killed
+//! one runs none) or when the watchdog is sent TERM, as dropping it does.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use std::ffi::OsStr;
 use std::net::TcpListener;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// A running watchdog; dropping it stops it, and its server with it.
-pub struct Watchdog(Child);
+/// `$1` the directory, then the server's command line. TERM, then KILL
+/// after 5 s: a server that ignores TERM still stops.
+const SCRIPT: &str = r#"
+    dir="$1"; shift
+    cd "$dir" || exit 1
+    "$@" >"$dir/server.log" 2>&1 &
+    s=$!
+    echo "$s" >"$dir/server.pid"
+    stop() {
+        kill "$s" 2>/dev/null
+        for _ in $(seq 50); do kill -0 "$s" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$s" 2>/dev/null; wait "$s" 2>/dev/null
+        rm -rf "$dir"; exit 0
+    }
+    trap stop TERM INT
+    while kill -0 "$S3LEASE_PARENT" 2>/dev/null && kill -0 "$s" 2>/dev/null; do sleep 0.3; done
+    stop
+"#;
 
-impl Drop for Watchdog {
+/// A running server; dropping it stops the server and removes its directory.
+pub struct Server {
+    watchdog: Child,
+    what: &'static str,
+    /// The server's working directory: `server.log`, `server.pid`, and
+    /// whatever the server keeps there.
+    pub dir: PathBuf,
+}
+
+impl Drop for Server {
     fn drop(&mut self) {
         // TERM lets the script stop its server and clean up after it.
-        let _ = Command::new("kill").arg(self.0.id().to_string()).status();
-        let _ = self.0.wait();
+        let _ = Command::new("kill")
+            .arg(self.watchdog.id().to_string())
+            .status();
+        let _ = self.watchdog.wait();
     }
 }
 
-/// Runs `script` under bash with `args` as `$1`, `$2`, ...; the script
-/// reads this process's id from `S3LEASE_PARENT` and watches it.
-pub fn start<S: AsRef<OsStr>>(what: &str, script: &str, args: &[S]) -> Result<Watchdog> {
-    let child = Command::new("bash")
+/// A fresh directory for `what` under the temp dir.
+pub fn fresh_dir(what: &str) -> Result<PathBuf> {
+    let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
+    let name = format!("s3lease-{what}-{}-{stamp}", std::process::id());
+    let dir = std::env::temp_dir().join(name);
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// Starts `command` in `dir` (from [`fresh_dir`]) under the watchdog;
+/// `installed` is the file it runs (`hint` says how to install it).
+pub fn spawn<S: AsRef<OsStr>>(
+    what: &'static str,
+    dir: PathBuf,
+    installed: &Path,
+    hint: &str,
+    command: &[S],
+) -> Result<Server> {
+    if !installed.exists() {
+        bail!("{what} not found at {}: {hint}", installed.display());
+    }
+    let watchdog = Command::new("bash")
         .arg("-c")
-        .arg(script)
+        .arg(SCRIPT)
         .arg("watchdog")
-        .args(args)
+        .arg(&dir)
+        .args(command)
         .env("S3LEASE_PARENT", std::process::id().to_string())
         .stdin(Stdio::null())
         .spawn()
         .with_context(|| format!("starting {what}"))?;
-    Ok(Watchdog(child))
+    Ok(Server {
+        watchdog,
+        what,
+        dir,
+    })
+}
+
+impl Server {
+    /// Polls `ready` every `every` until it succeeds; after `limit`, the
+    /// last error and the end of the server's log.
+    pub fn wait_ready(
+        &self,
+        limit: Duration,
+        every: Duration,
+        mut ready: impl FnMut() -> Result<()>,
+    ) -> Result<()> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let err = match ready() {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            if Instant::now() > deadline {
+                let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+                let mut tail: Vec<&str> = log.lines().rev().take(20).collect();
+                tail.reverse();
+                bail!(
+                    "{} not ready after {limit:?}: {err:#}\n{}",
+                    self.what,
+                    tail.join("\n")
+                );
+            }
+            std::thread::sleep(every);
+        }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> Result<String> {
+        Ok(std::fs::read_to_string(self.dir.join("server.pid"))?
+            .trim()
+            .to_string())
+    }
 }
 
 /// A loopback port free now (the server binds it a moment later).
 pub fn free_port() -> Result<u16> {
     Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
+}
+
+/// Whether something answers on `url`'s host and port (`http://host:port`).
+pub fn listening(url: &str) -> Result<()> {
+    std::net::TcpStream::connect(url.trim_start_matches("http://"))?;
+    Ok(())
 }

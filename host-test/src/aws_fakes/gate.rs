@@ -11,7 +11,6 @@ use super::http::{self, Request, Response};
 use crate::server::Endpoint;
 use anyhow::Result;
 use bytes::Bytes;
-use http_body_util::BodyExt;
 use s3_lease::sigv4::{self, Credentials, Scope, SigningRequest};
 use s3_lease::testing::uri::query_pairs;
 use std::collections::HashMap;
@@ -299,33 +298,12 @@ impl Shared {
         }
         let request = builder.body(s3_lease_host::http::full(Bytes::from(r.body)))?;
         let head = r.method == "HEAD";
-        self.runtime.block_on(async {
-            let (response, io) = wasmtime_wasi_http::default_send_request(request, None)
-                .await
-                .map_err(|e| anyhow::anyhow!("to SeaweedFS: {e:?}"))?;
-            let driver = tokio::spawn(io);
-            let (parts, body) = response.into_parts();
-            let body = body
-                .collect()
-                .await
-                .map_err(|e| anyhow::anyhow!("from SeaweedFS: {e:?}"))?
-                .to_bytes();
-            driver.abort();
-            Ok(Response {
-                status: parts.status.as_u16(),
-                headers: parts
-                    .headers
-                    .iter()
-                    .map(|(n, v)| {
-                        (
-                            n.as_str().to_string(),
-                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                        )
-                    })
-                    .collect(),
-                body: body.to_vec(),
-                head,
-            })
+        let r = crate::admin::send_http(&self.runtime, request)?;
+        Ok(Response {
+            status: r.status,
+            headers: r.headers,
+            body: r.body,
+            head,
         })
     }
 }

@@ -220,13 +220,9 @@ impl SlotKeyProfile {
     }
 
     pub fn name(&self) -> String {
-        let clock = match self.clock {
-            ExpiryClock::Holder => "holder",
-            ExpiryClock::Server => "server",
-            ExpiryClock::Observed => "observed",
-        };
         let fair = if self.fair { ", fair" } else { "" };
-        format!("single-object/{clock}, limit {}{fair}", self.limit)
+        let key = self.key_profile().name();
+        format!("{key}, limit {}{fair}", self.limit)
     }
 
     fn key_profile(&self) -> KeyProfile {
