@@ -122,7 +122,7 @@ enum Ended {
 }
 
 /// Runs the supervision to its end; the exit code on success. The claim
-/// is dropped (and so resigned) when this returns.
+/// is dropped when this returns (an elector resigns, a guard lets go).
 pub fn supervise(job: Job, mut claim: impl Claim) -> Result<i32, Failure> {
     let held = claim.held();
     loop {
