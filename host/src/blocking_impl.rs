@@ -8,7 +8,7 @@ use crate::engine::own_runtime::OwnRuntime;
 use crate::types::*;
 use crate::{
     AzureCredential, ClientOptions, ElectorStats, Error, LeaseStatus, LostReason, Runtime,
-    S3Config, SlotGrant,
+    SlotGrant, StoreConfig,
 };
 use std::future::Future;
 use std::sync::Arc;
@@ -66,13 +66,13 @@ pub struct Client {
 
 impl Client {
     /// See [`crate::Client::connect`].
-    pub fn connect(runtime: &Runtime, config: &S3Config) -> Result<Self, Error> {
+    pub fn connect(runtime: &Runtime, config: &StoreConfig) -> Result<Self, Error> {
         Self::connect_with(runtime, config, ClientOptions::default())
     }
 
     pub fn connect_with(
         runtime: &Runtime,
-        config: &S3Config,
+        config: &StoreConfig,
         options: ClientOptions,
     ) -> Result<Self, Error> {
         let driver = Driver::new()?;

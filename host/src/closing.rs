@@ -2,9 +2,10 @@
 //! wait (bounded) for the releases, so that the next instance of a service
 //! takes its keys at once instead of a whole ttl later.
 
-use crate::client::{release_in_background, Client};
+use crate::calls::{release_in_background, Calls};
+use crate::client::Client;
 use crate::convert;
-use crate::lease::Held;
+use crate::held::Held;
 use crate::Error;
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,8 +62,8 @@ impl Client {
         let held = self.inner.keeper.close();
         let mut releases = tokio::task::JoinSet::new();
         for lease in &held {
-            let (lease, client) = (lease.clone(), self.clone());
-            releases.spawn(async move { release(&client, &lease).await });
+            let (lease, calls) = (lease.clone(), self.inner.calls.clone());
+            releases.spawn(async move { release(&calls, &lease).await });
         }
         let deadline = (timeout < NO_DEADLINE).then(|| tokio::time::Instant::now() + timeout);
         let mut report = CloseReport::default();
@@ -91,7 +92,11 @@ impl Client {
         for lease in held {
             if let Some(record) = lease.let_go() {
                 let index = lease.index;
-                release_in_background(Arc::downgrade(&self.inner), index, convert::lease(&record));
+                release_in_background(
+                    &Arc::downgrade(&self.inner.calls),
+                    index,
+                    convert::lease(&record),
+                );
             }
         }
         report
@@ -99,15 +104,15 @@ impl Client {
 }
 
 /// Lets go of `lease` and releases it, after the renew under way if any.
-async fn release(client: &Client, lease: &Held) -> Outcome {
+async fn release(calls: &Arc<Calls>, lease: &Held) -> Outcome {
     lease.settle().await;
     let Some(record) = lease.let_go() else {
         return Outcome::Over;
     };
     let key = record.key.clone();
     let wit_lease = convert::lease(&record);
-    match client
-        .call_at(lease.index, move |raw| raw.release(&wit_lease))
+    match calls
+        .call(lease.index, move |raw| raw.release(&wit_lease))
         .await
     {
         Ok(()) => Outcome::Released,

@@ -8,6 +8,7 @@
 //! waits for it and for the deadline at once).
 
 use crate::bindings as wit;
+use crate::calls::Calls;
 use crate::client::Client;
 use crate::convert;
 use crate::engine::monotonic;
@@ -124,12 +125,20 @@ impl Shared {
     }
 }
 
+impl Client {
+    /// Campaigns for `config.key` on a task of its own until the returned
+    /// [`Elector`] is resigned or dropped.
+    pub async fn elect(&self, config: &ElectorConfig) -> Result<Elector, Error> {
+        Elector::start(self.inner.calls.clone(), config).await
+    }
+}
+
 impl Elector {
-    pub(crate) async fn start(client: Client, config: &ElectorConfig) -> Result<Self, Error> {
+    async fn start(calls: Arc<Calls>, config: &ElectorConfig) -> Result<Self, Error> {
         let wit_config = convert::elector_config(config);
-        let index = client.inner.pool.index_of(&config.key);
-        let handle = client
-            .call_at(index, move |raw| raw.elector(&wit_config))
+        let index = calls.index_of(&config.key);
+        let handle = calls
+            .call(index, move |raw| raw.elector(&wit_config))
             .await?;
         let (events_tx, events) = mpsc::unbounded_channel();
         let (role_tx, role) = watch::channel(Role::Candidate);
@@ -143,7 +152,7 @@ impl Elector {
             events: events_tx,
         });
         let (stop_tx, stop_rx) = oneshot::channel();
-        let task = tokio::spawn(campaign(client, index, handle, shared.clone(), stop_rx));
+        let task = tokio::spawn(campaign(calls, index, handle, shared.clone(), stop_rx));
         Ok(Elector {
             shared,
             role,
@@ -290,7 +299,7 @@ impl ElectorWatcher {
 /// The campaign: steps when due, and at every instant waits for the next
 /// step, the deadline and a stop at once.
 async fn campaign(
-    client: Client,
+    calls: Arc<Calls>,
     index: usize,
     handle: ResourceAny,
     shared: Arc<Shared>,
@@ -298,10 +307,10 @@ async fn campaign(
 ) -> Result<(), Error> {
     let mut stopping = None;
     loop {
-        let generation = client.credentials_refreshes();
+        let generation = calls.credentials_refreshes();
         let sent = Instant::now();
         let was_leading = shared.check();
-        let step = client.call_at(index, move |raw| raw.step(handle).map(Ok));
+        let step = calls.call(index, move |raw| raw.step(handle).map(Ok));
         tokio::pin!(step);
         let step = loop {
             tokio::select! {
@@ -326,13 +335,13 @@ async fn campaign(
         // The store refused our credentials: with new ones in, step again
         // at once, still within the deadline the step bounds itself by.
         let refused = step.last_error.as_ref().is_some_and(|e| {
-            convert::from_error(e.clone(), client.store_name()).refused_credentials()
+            convert::from_error(e.clone(), calls.store_name()).refused_credentials()
         });
-        let again_now = refused && client.renew_credentials(generation).await;
-        apply(&shared, &client, step, was_leading, sent, again_now);
+        let again_now = refused && calls.renew_credentials(generation).await;
+        apply(&shared, &calls, step, was_leading, sent, again_now);
         loop {
             if let Some(how) = stopping {
-                return finish(&client, index, handle, &shared, how).await;
+                return finish(&calls, index, handle, &shared, how).await;
             }
             let next = monotonic::instant_of_ms(shared.lock().leadership.next_step_at());
             if Instant::now() >= next {
@@ -359,7 +368,7 @@ async fn deadline(shared: &Shared) {
 /// and says which events to report.
 fn apply(
     shared: &Shared,
-    client: &Client,
+    calls: &Calls,
     step: wit::StepResult,
     was_leading: bool,
     sent: Instant,
@@ -370,7 +379,7 @@ fn apply(
     let failed = step.last_error.is_some();
     state.last_error = step
         .last_error
-        .map(|e| convert::from_error(e, client.store_name()));
+        .map(|e| convert::from_error(e, calls.store_name()));
     let machine_step = leadership::Step {
         role: match convert::from_role(step.role) {
             Role::Leader(l) => leadership::Role::Leader(l),
@@ -407,7 +416,7 @@ fn apply(
 
 /// Stops: says leadership ended, releases if resigning, drops the elector.
 async fn finish(
-    client: &Client,
+    calls: &Arc<Calls>,
     index: usize,
     handle: ResourceAny,
     shared: &Shared,
@@ -421,11 +430,11 @@ async fn finish(
         shared.publish(&state, now_ms());
     }
     let resigned = match how {
-        Stop::Resign => client.call_at(index, move |raw| raw.resign(handle)).await,
+        Stop::Resign => calls.call(index, move |raw| raw.resign(handle)).await,
         Stop::Abandon => Ok(()),
     };
-    let _ = client
-        .call_at(index, move |raw| raw.drop_elector(handle).map(Ok))
+    let _ = calls
+        .call(index, move |raw| raw.drop_elector(handle).map(Ok))
         .await;
     resigned
 }

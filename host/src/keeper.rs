@@ -16,10 +16,11 @@
 //! when used on another, or after the one it was connected on has ended.
 //! The thread ends once the client and every clone of it are gone.
 
-use crate::client::Inner;
+use crate::calls::Calls;
 use crate::convert;
-use crate::lease::Held;
+use crate::held::Held;
 use crate::stats::ClientStats;
+use crate::types::LeaseRecord;
 use crate::Error;
 use s3_lease_keep::guard::Next;
 use s3_lease_keep::schedule::Schedule;
@@ -59,7 +60,7 @@ impl Shared {
 
 impl Keeper {
     /// Starts the scheduler's thread; fails only if no thread can start.
-    pub fn start(client: Weak<Inner>) -> Result<Keeper, Error> {
+    pub fn start(calls: Weak<Calls>) -> Result<Keeper, Error> {
         let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared::default());
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -67,7 +68,7 @@ impl Keeper {
             .build()
             .map_err(Error::host)?;
         let driver = Driver {
-            client,
+            calls,
             outcomes: tx.downgrade(),
             shared: shared.clone(),
             schedule: Schedule::new(),
@@ -83,15 +84,6 @@ impl Keeper {
             })
             .map_err(Error::host)?;
         Ok(Keeper { tx, shared })
-    }
-
-    /// A keeper with no thread, for a client whose connect fails.
-    pub fn stopped() -> Keeper {
-        let (tx, _) = mpsc::unbounded_channel();
-        Keeper {
-            tx,
-            shared: Arc::default(),
-        }
     }
 
     /// Keeps `held` renewed from now on.
@@ -136,7 +128,7 @@ impl Keeper {
 
 /// The scheduler itself, on its thread.
 struct Driver {
-    client: Weak<Inner>,
+    calls: Weak<Calls>,
     /// For renew tasks to say their outcome is in (weak: the thread ends
     /// when the client's sender is gone, whatever renews are under way).
     outcomes: mpsc::WeakUnboundedSender<u64>,
@@ -220,13 +212,13 @@ impl Driver {
                 let at = self.ms_of(at);
                 self.schedule.set(id, at);
                 self.shared.stats().renews_sent += 1;
-                let (client, outcomes, shared) = (
-                    self.client.clone(),
+                let (calls, outcomes, shared) = (
+                    self.calls.clone(),
                     self.outcomes.clone(),
                     self.shared.clone(),
                 );
                 tokio::spawn(async move {
-                    let result = renew(&client, &held, record).await;
+                    let result = renew(&calls, &held, record).await;
                     if result.is_err() {
                         shared.stats().renews_failed += 1;
                     }
@@ -246,17 +238,16 @@ impl Driver {
 }
 
 async fn renew(
-    client: &Weak<Inner>,
+    calls: &Weak<Calls>,
     held: &Held,
-    record: crate::types::LeaseRecord,
-) -> Result<crate::types::LeaseRecord, crate::Error> {
-    let Some(inner) = client.upgrade() else {
-        return Err(crate::Error::host("the client is gone"));
+    record: LeaseRecord,
+) -> Result<LeaseRecord, Error> {
+    let Some(calls) = calls.upgrade() else {
+        return Err(Error::host("the client is gone"));
     };
-    let index = held.index;
     let lease = convert::lease(&record);
-    inner
-        .call(index, move |raw| raw.renew(&lease))
+    calls
+        .call(held.index, move |raw| raw.renew(&lease))
         .await
         .map(convert::from_lease)
 }

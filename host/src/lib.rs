@@ -5,6 +5,9 @@
 //! - [`Runtime`]: the component (built into this crate, or from a path),
 //!   compiled once per process and cached on disk across processes, with
 //!   pooled keep-alive HTTP(S) for its requests.
+//! - [`StoreConfig`]: the one store the locks live in, from the
+//!   environment ([`StoreConfig::from_env`]) or from its builder
+//!   ([`S3Builder`], [`DynamoDbBuilder`], [`AzureBlobBuilder`]).
 //! - [`Client`]: async, on tokio. Its calls run on a few instances of the
 //!   component from tokio's blocking threads, so many run at once and none
 //!   blocks a task; waits happen between calls.
@@ -23,11 +26,11 @@
 //! - [`blocking`]: the same for code that is not async.
 //!
 //! ```no_run
-//! use s3_lease_host::{AcquireOptions, Client, Runtime, S3Config};
+//! use s3_lease_host::{AcquireOptions, Client, Runtime, StoreConfig};
 //! use std::time::Duration;
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let runtime = Runtime::new()?;
-//! let client = Client::connect(&runtime, &S3Config::from_env("my-bucket")?).await?;
+//! let client = Client::connect(&runtime, &StoreConfig::from_env("my-bucket")?).await?;
 //! let options = AcquireOptions::new(Duration::from_secs(30));
 //! let lease = client.acquire("nightly-report", &options, Duration::from_secs(60)).await?;
 //! lease.fenced_put("reports/latest.json", b"{}".to_vec(), "application/json").await?;
@@ -43,8 +46,9 @@
 //! public only with the `unstable-raw` feature (tests use it to reach one
 //! instance directly), and may change in any release.
 
-mod azure_blob;
+mod acquiring;
 mod blocking_impl;
+mod calls;
 mod client;
 mod closing;
 mod config;
@@ -53,9 +57,11 @@ pub mod credentials;
 mod elector;
 mod engine;
 mod error;
+mod held;
 mod keeper;
 mod lease;
 mod pool;
+mod random;
 pub mod stats;
 mod types;
 
@@ -71,13 +77,17 @@ pub mod blocking {
     pub use crate::blocking_impl::{BlockingSlotGrant, Client, Elector, LeaseGuard};
 }
 
-pub use azure_blob::{AzureBlob, AzureCredential};
 pub use client::{Client, ClientOptions};
 pub use closing::CloseReport;
-pub use config::S3Config;
-pub use credentials::{AwsChain, CredentialsSource, FetchedCredentials, SdkProvider, SharedSource};
-pub use elector::{Elector, ElectorWatcher};
 pub use engine::compile_cache::{CacheOutcome, CompileCache};
+pub use config::{AzureBlobBuilder, AzureCredential, DynamoDbBuilder, S3Builder, StoreConfig};
+#[cfg(feature = "aws-sdk-config")]
+pub use credentials::SdkProvider;
+pub use credentials::{AwsChain, CredentialsSource, FetchedCredentials, SharedSource};
+pub use elector::{Elector, ElectorWatcher};
+pub use error::{Error, ErrorKind};
+pub use held::{LeaseStatus, LostReason};
+pub use lease::{Lease, SlotGrant};
 pub use engine::raw::Build;
 #[cfg(feature = "unstable-raw")]
 pub use engine::raw::RawInstance;
@@ -85,8 +95,6 @@ pub use engine::runtime::{LoadReport, Runtime, RuntimeOptions};
 pub use engine::source::ComponentSource;
 #[cfg(feature = "unstable-raw")]
 pub use engine::state::{InstanceOptions, State};
-pub use error::{Error, ErrorKind};
-pub use lease::{Lease, LeaseStatus, LostReason, SlotGrant};
 pub use stats::{ClientStats, ElectorStats, LatencyHistogram, RequestCounts};
 pub use types::{
     AcquireOptions, Addressing, Capability, CapabilityResult, ClockOffset, Credentials,
@@ -94,11 +102,3 @@ pub use types::{
     LeaseRecord, LockState, PreflightReport, Role, SemaphoreState, SlotEntry, SlotOptions,
     StopReason, Strategy, Verdict,
 };
-
-/// Jitter for backoffs, and holder ids: std's per-process random keys.
-pub(crate) fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u64(0);
-    hasher.finish()
-}

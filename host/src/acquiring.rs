@@ -1,0 +1,458 @@
+//! Acquiring: one attempt at a lock or a slot, or a wait of attempts
+//! (paced by `s3_lease_keep::wait`), and a grant kept as a [`Lease`]
+//! unless its reply came after the claim it gives had run out. A grant
+//! nobody waits for any more (the caller's future dropped) is released.
+
+use crate::bindings as wit;
+use crate::calls::{release_in_background, Calls};
+use crate::client::Client;
+use crate::convert::{self, millis};
+use crate::engine::raw::RawInstance;
+use crate::lease::{Lease, SlotGrant};
+use crate::random::random_u64;
+use crate::types::*;
+use crate::{Error, ErrorKind};
+use s3_lease_keep::guard::Timing;
+use s3_lease_keep::wait::{fair_poll_ms, Missed, Wait};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+impl Client {
+    /// One attempt at the lock: held (renewing itself) if granted, `None`
+    /// while someone else holds a live lease. A grant whose reply came
+    /// after its claim ran out is released and fails the attempt with a
+    /// transient error (worth another).
+    pub async fn try_acquire(
+        &self,
+        key: &str,
+        options: &AcquireOptions,
+    ) -> Result<Option<Lease>, Error> {
+        match self.attempt(key, options).await? {
+            (Attempted::Granted(record), began) => {
+                self.keep_grant(record, began, options).map(Some)
+            }
+            (Attempted::Missed(..), _) => Ok(None),
+        }
+    }
+
+    /// Waits up to `wait` for the lock, then holds it (renewing itself), or
+    /// fails with a timeout naming the holder. Waiting happens between
+    /// calls. Cancel-safe: dropping the future leaves nothing held.
+    pub async fn acquire(
+        &self,
+        key: &str,
+        options: &AcquireOptions,
+        wait: Duration,
+    ) -> Result<Lease, Error> {
+        let options = with_holder_id(options);
+        self.wait_for(key, &options, wait, 0, || self.attempt(key, &options))
+            .await
+    }
+
+    /// One attempt at one of `key`'s slots (a semaphore): held if granted
+    /// (a late grant fails as in [`Client::try_acquire`]). A fair attempt
+    /// takes a place in the queue under `options.holder_id`, and later
+    /// attempts keep that place only under the same id, so a fair attempt
+    /// without a holder id is refused (`InvalidArgument`, before any
+    /// request): it would queue a place nobody could come back to or
+    /// leave. A fair waiter that stops trying should
+    /// [`Client::leave_queue`]. ([`Client::acquire_slot`] picks an id for
+    /// its whole wait when none is given.)
+    pub async fn try_acquire_slot(
+        &self,
+        key: &str,
+        options: &AcquireOptions,
+        slot: SlotOptions,
+    ) -> Result<SlotGrant, Error> {
+        if slot.fair && options.holder_id.is_none() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                self.store_name(),
+                crate::error::Detail::Message(format!(
+                    "a fair attempt at a slot of {key} needs a holder id (AcquireOptions::\
+                     holder_id): its place in the queue is kept under that id, for the next \
+                     attempt to find and for leave_queue"
+                )),
+            ));
+        }
+        Ok(match self.slot_attempt(key, options, slot).await? {
+            (Attempted::Granted(record), began) => {
+                SlotGrant::Granted(self.keep_grant(record, began, options)?)
+            }
+            (Attempted::Missed(Missed::Queued, _, place), _) => SlotGrant::Queued { place },
+            (Attempted::Missed(_, seen, _), _) => SlotGrant::Full(seen),
+        })
+    }
+
+    /// Waits up to `wait` for a slot, then holds it; a fair waiter leaves
+    /// the queue when it gives up (or is dropped).
+    pub async fn acquire_slot(
+        &self,
+        key: &str,
+        options: &AcquireOptions,
+        slot: SlotOptions,
+        wait: Duration,
+    ) -> Result<Lease, Error> {
+        // One holder id for the whole wait: a fair waiter keeps its place.
+        let options = with_holder_id(options);
+        let mut leave = LeaveOnDrop {
+            client: self,
+            key,
+            holder_id: options.holder_id.clone().unwrap_or_default(),
+            armed: slot.fair,
+        };
+        let poll_ms = fair_poll_ms(millis(options.ttl));
+        let result = self
+            .wait_for(key, &options, wait, poll_ms, || {
+                self.slot_attempt(key, &options, slot)
+            })
+            .await;
+        if result.is_ok() {
+            leave.armed = false;
+        }
+        result
+    }
+
+    /// Keeps `record`, granted by an attempt that began at `since`, held
+    /// (renewing on the client's scheduler) until the lease is dropped or
+    /// released: for a lease granted through the record calls.
+    pub fn hold(&self, record: LeaseRecord, since: Instant, options: &AcquireOptions) -> Lease {
+        let timing = timing(record.ttl, options);
+        Lease::start(self.clone(), record, since, timing)
+    }
+
+    /// Holds a grant of one of our attempts, begun at `began`, unless its
+    /// reply came after the claim it gives had run out (a busy machine, a
+    /// slow store): such a grant is released and the attempt counts as a
+    /// transient failure, so that no caller starts work under a lease
+    /// that is already over.
+    fn keep_grant(
+        &self,
+        record: LeaseRecord,
+        began: Instant,
+        options: &AcquireOptions,
+    ) -> Result<Lease, Error> {
+        let timing = timing(record.ttl, options);
+        let took = began.elapsed();
+        if self.inner.keeper.is_closed() {
+            let index = self.inner.calls.index_of(&record.key);
+            release_in_background(
+                &Arc::downgrade(&self.inner.calls),
+                index,
+                convert::lease(&record),
+            );
+            return Err(Error::host(format!(
+                "the client was closed (Client::close): it keeps no new lease, and the grant \
+                 of {} was released",
+                record.key
+            )));
+        }
+        if millis(took) < timing.deadline_ms {
+            return Ok(Lease::start(self.clone(), record, began, timing));
+        }
+        let index = self.inner.calls.index_of(&record.key);
+        release_in_background(
+            &Arc::downgrade(&self.inner.calls),
+            index,
+            convert::lease(&record),
+        );
+        Err(Error::transport(format!(
+            "the grant of {} came {} ms after its attempt began, past the lease's safe \
+             margin of {} ms (released)",
+            record.key,
+            millis(took),
+            timing.deadline_ms
+        )))
+    }
+
+    /// One grant attempt, with when its call began on the instance; a
+    /// grant that comes back after the caller gave up waiting for it (the
+    /// future dropped) is released.
+    async fn attempt(
+        &self,
+        key: &str,
+        options: &AcquireOptions,
+    ) -> Result<(Attempted, Instant), Error> {
+        let wit_options = convert::options(options);
+        let key_owned = key.to_string();
+        // `acquire` with no time to wait: one attempt that names the holder.
+        let outcome = self
+            .call_granting(key, move |raw| raw.acquire(&key_owned, &wit_options, 0))
+            .await;
+        match outcome {
+            Ok(attempted) => Ok(attempted),
+            Err(e) if e.kind() == ErrorKind::Timeout => Ok((
+                Attempted::Missed(
+                    Missed::Held {
+                        expires_in_ms: e.holder().map(|h| millis(h.expires_in)),
+                    },
+                    e.holder().cloned(),
+                    0,
+                ),
+                Instant::now(),
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
+    // The closure returns the contract's generated error as it came (its
+    // `timeout` case holds a lock state: 168 bytes); `call_granting` turns
+    // it into the crate's boxed `Error`.
+    #[allow(clippy::result_large_err)]
+    async fn slot_attempt(
+        &self,
+        key: &str,
+        options: &AcquireOptions,
+        slot: SlotOptions,
+    ) -> Result<(Attempted, Instant), Error> {
+        let (wit_options, wit_slot) = (convert::options(options), convert::slot_options(slot));
+        let key_owned = key.to_string();
+        let attempt = self
+            .call_granting(key, move |raw| {
+                raw.try_acquire_slot(&key_owned, &wit_options, wit_slot)
+                    .map(|r| r.map(SlotOutcome))
+            })
+            .await?;
+        Ok(attempt)
+    }
+
+    /// A call that may grant a lease, with the instant the call began on
+    /// its instance (after any wait for the instance and its making: the
+    /// granting write was sent after it, so a grant counted from it is
+    /// counted safely). Run so that a grant nobody waits for any more is
+    /// released: if the caller's future is dropped while the call runs,
+    /// the blocking call sees its receiver gone and releases; if it is
+    /// dropped once the grant is in the channel, the receiver's guard
+    /// takes it out and releases it.
+    async fn call_granting<T: Granting + Send + 'static>(
+        &self,
+        key: &str,
+        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + 'static,
+    ) -> Result<(T::Output, Instant), Error> {
+        let (tx, rx) = oneshot::channel();
+        let index = self.inner.calls.index_of(key);
+        self.inner
+            .calls
+            .pool
+            .send_job(index, move |opener, instance| {
+                let mut began = Instant::now();
+                let result = opener.run(instance, |raw| {
+                    began = Instant::now();
+                    f(raw)
+                });
+                let result = result.map(|granting| Began(granting, began));
+                if let Err(Ok(unwanted)) = tx.send(result) {
+                    if let Some(lease) = unwanted.granted() {
+                        // Best effort: if it fails, the lease simply runs out.
+                        let _ = opener.run(instance, move |raw| raw.release(&lease));
+                    }
+                }
+            });
+        let mut pending = Pending {
+            rx: Some(rx),
+            calls: self.inner.calls.clone(),
+            index,
+        };
+        let result = pending.recv().await?;
+        result.map(Granting::output)
+    }
+
+    /// Tries `attempt` until it grants or `wait` has passed, pausing
+    /// between attempts as `s3_lease_keep::wait` says, then holds the
+    /// grant. Transient errors (a grant that came too late among them) are
+    /// retried within the wait; any other ends it.
+    async fn wait_for<F>(
+        &self,
+        key: &str,
+        options: &AcquireOptions,
+        wait: Duration,
+        poll_ms: u64,
+        mut attempt: impl FnMut() -> F,
+    ) -> Result<Lease, Error>
+    where
+        F: std::future::Future<Output = Result<(Attempted, Instant), Error>>,
+    {
+        let started = Instant::now();
+        let ms = |at: Instant| millis(at.saturating_duration_since(started));
+        let mut schedule = Wait::new(0, millis(wait));
+        let mut holder = None;
+        loop {
+            let mut last_error = None;
+            let missed = match attempt().await {
+                Ok((Attempted::Granted(record), began)) => {
+                    match self.keep_grant(record, began, options) {
+                        Ok(lease) => return Ok(lease),
+                        // Granted too late: released, worth another attempt.
+                        Err(e) => {
+                            last_error = Some(e);
+                            Missed::Undecided
+                        }
+                    }
+                }
+                Ok((Attempted::Missed(missed, seen, _), _)) => {
+                    if seen.is_some() {
+                        holder = seen;
+                    }
+                    missed
+                }
+                Err(e) if e.is_transient() => {
+                    last_error = Some(e);
+                    Missed::Undecided
+                }
+                Err(e) => return Err(e),
+            };
+            let now = ms(Instant::now());
+            if schedule.is_over(now) {
+                return Err(last_error.unwrap_or_else(|| {
+                    convert::timeout(key, Duration::from_millis(now), holder)
+                        .with_store(self.store_name())
+                }));
+            }
+            let pause = schedule.pause_ms(missed, now, random_u64(), poll_ms);
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+        }
+    }
+}
+
+/// What one attempt of a wait found: the grant, or why not (with the
+/// holder when read, and a queued waiter's place).
+pub(crate) enum Attempted {
+    Granted(LeaseRecord),
+    Missed(Missed, Option<LockState>, u32),
+}
+
+/// A call's result that may carry a grant (released if nobody takes it).
+pub(crate) trait Granting {
+    type Output;
+    fn granted(&self) -> Option<wit::Lease>;
+    fn output(self) -> Self::Output;
+}
+
+impl Granting for wit::Lease {
+    type Output = Attempted;
+    fn granted(&self) -> Option<wit::Lease> {
+        Some(self.clone())
+    }
+    fn output(self) -> Attempted {
+        Attempted::Granted(convert::from_lease(self))
+    }
+}
+
+/// A slot attempt's outcome, as a grant or a miss.
+pub(crate) struct SlotOutcome(wit::SlotAttempt);
+
+impl Granting for SlotOutcome {
+    type Output = Attempted;
+    fn granted(&self) -> Option<wit::Lease> {
+        match &self.0 {
+            wit::SlotAttempt::Granted(lease) => Some(lease.clone()),
+            _ => None,
+        }
+    }
+    fn output(self) -> Attempted {
+        match self.0 {
+            wit::SlotAttempt::Granted(lease) => Attempted::Granted(convert::from_lease(lease)),
+            wit::SlotAttempt::Queued(place) => Attempted::Missed(Missed::Queued, None, place),
+            wit::SlotAttempt::Full(seen) => {
+                let seen = seen.map(convert::from_lock_state);
+                Attempted::Missed(
+                    Missed::Held {
+                        expires_in_ms: seen.as_ref().map(|s| millis(s.expires_in)),
+                    },
+                    seen,
+                    0,
+                )
+            }
+        }
+    }
+}
+
+/// A granting call's result with the instant its call began.
+pub(crate) struct Began<T>(T, Instant);
+
+impl<T: Granting> Granting for Began<T> {
+    type Output = (T::Output, Instant);
+    fn granted(&self) -> Option<wit::Lease> {
+        self.0.granted()
+    }
+    fn output(self) -> Self::Output {
+        (self.0.output(), self.1)
+    }
+}
+
+/// The receiving end of a granting call: if dropped before the grant was
+/// taken, it takes it out and releases it.
+struct Pending<T: Granting> {
+    rx: Option<oneshot::Receiver<Result<T, Error>>>,
+    calls: Arc<Calls>,
+    index: usize,
+}
+
+impl<T: Granting> Pending<T> {
+    async fn recv(&mut self) -> Result<Result<T, Error>, Error> {
+        let rx = self
+            .rx
+            .as_mut()
+            .ok_or_else(|| Error::host("received twice"))?;
+        let result = rx
+            .await
+            .map_err(|_| Error::host("a call's thread ended without an answer"));
+        self.rx = None;
+        result
+    }
+}
+
+impl<T: Granting> Drop for Pending<T> {
+    fn drop(&mut self) {
+        let Some(mut rx) = self.rx.take() else {
+            return;
+        };
+        rx.close();
+        if let Ok(Ok(result)) = rx.try_recv() {
+            if let Some(lease) = result.granted() {
+                release_in_background(&Arc::downgrade(&self.calls), self.index, lease);
+            }
+        }
+    }
+}
+
+/// How a lease granted with `options` is counted and renewed.
+fn timing(ttl: Duration, options: &AcquireOptions) -> Timing {
+    match options.deadline {
+        Some(deadline) => Timing::new(millis(ttl), millis(deadline)),
+        None => Timing::for_ttl(millis(ttl)),
+    }
+}
+
+/// Leaves a fair queue when a wait for a slot is dropped or gives up.
+struct LeaveOnDrop<'a> {
+    client: &'a Client,
+    key: &'a str,
+    holder_id: String,
+    armed: bool,
+}
+
+impl Drop for LeaveOnDrop<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (key, holder) = (self.key.to_string(), std::mem::take(&mut self.holder_id));
+        let pool = &self.client.inner.calls.pool;
+        pool.send_job(pool.index_of(&key), move |opener, instance| {
+            // Best effort: a place left behind expires after its ttl.
+            let _ = opener.run(instance, move |raw| raw.leave_queue(&key, &holder));
+        });
+    }
+}
+
+/// `options` with a holder id: the caller's, or one chosen now for the
+/// whole wait (the component would choose one per call).
+fn with_holder_id(options: &AcquireOptions) -> AcquireOptions {
+    let mut options = options.clone();
+    options
+        .holder_id
+        .get_or_insert_with(|| format!("holder-{:016x}", random_u64()));
+    options
+}

@@ -1,0 +1,178 @@
+//! The room every part of the API stands on: a client's instances (the
+//! pool), the refresher that keeps their credentials fresh, and the one
+//! path a call takes (retried once with new credentials when the store
+//! refused the old ones). Leases, their scheduler, electors and the close
+//! all call through here; nothing here knows of them.
+
+use crate::bindings as wit;
+use crate::convert;
+use crate::credentials::refresh::Refresher;
+use crate::credentials::{AzureToken, FetchedCredentials, SharedSource, SharedTokenSource};
+use crate::engine::raw::RawInstance;
+use crate::engine::runtime::Runtime;
+use crate::pool::{MakeOptions, Pool};
+use crate::types::Credentials;
+use crate::{Error, StoreConfig};
+use std::sync::{Arc, Weak};
+
+/// A client's instances and credentials, shared by the client, its
+/// leases' scheduler and its electors.
+pub(crate) struct Calls {
+    pub pool: Pool,
+    /// With a credentials source: keeps the instances' credentials fresh.
+    refresher: Option<Refresher>,
+}
+
+impl Calls {
+    /// The pool, its first instance made now (a configuration the
+    /// component refuses fails here), and the refresher when the
+    /// credentials come from a source. Blocks (use [`blocking`]).
+    pub fn open(
+        runtime: Runtime,
+        config: StoreConfig,
+        instances: usize,
+        make_options: MakeOptions,
+    ) -> Result<Arc<Calls>, Error> {
+        let mut wit_config = config.to_wit();
+        let first = match (config.token_source().cloned(), config.credentials_source()) {
+            (Some(source), _) => {
+                let token = source.latest()?;
+                if let Some(wit::Store::AzureBlob(blob)) = &mut wit_config.store {
+                    blob.credential = wit::AzureCredential::Bearer(token.token.clone());
+                }
+                Some(First::Azure(source, token))
+            }
+            (None, Some(source)) => {
+                let fetched = source.latest()?;
+                wit_config.credentials = convert::credentials(&fetched.credentials);
+                Some(First::Aws(source.clone(), fetched))
+            }
+            (None, None) => None,
+        };
+        let pool = Pool::new(runtime, wit_config, instances, make_options)?;
+        Ok(Arc::new_cyclic(|weak: &Weak<Calls>| {
+            let calls = weak.clone();
+            // Only a thread that cannot start fails this: the credentials
+            // then stay as fetched.
+            let refresher = match first {
+                Some(First::Aws(source, fetched)) => {
+                    let install = move |c: &Credentials| match calls.upgrade() {
+                        Some(calls) => calls.install(c),
+                        None => Err(Error::host("the client is gone")),
+                    };
+                    let (first, expires) = (fetched.credentials, fetched.expires);
+                    Refresher::start(source, first, expires, Box::new(install)).ok()
+                }
+                Some(First::Azure(source, token)) => {
+                    let install = move |token: &String| match calls.upgrade() {
+                        Some(calls) => calls.install_token(token),
+                        None => Err(Error::host("the client is gone")),
+                    };
+                    let (first, expires) = (token.token, token.expires);
+                    Refresher::start(source, first, expires, Box::new(install)).ok()
+                }
+                None => None,
+            };
+            Calls { pool, refresher }
+        }))
+    }
+
+    /// The store's name (`S3`, `DynamoDB`), as errors name it.
+    pub fn store_name(&self) -> &'static str {
+        self.pool.store()
+    }
+
+    /// Which instance serves `key`.
+    pub fn index_of(&self, key: &str) -> usize {
+        self.pool.index_of(key)
+    }
+
+    /// Runs one call on instance `index`; if the store refused its
+    /// credentials and the source gives other ones, runs it once more with
+    /// those (the store applied nothing it refused, so the retry is safe).
+    pub async fn call<T: Send + 'static>(
+        self: &Arc<Self>,
+        index: usize,
+        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + Sync + 'static,
+    ) -> Result<T, Error> {
+        let generation = self.credentials_refreshes();
+        let f = Arc::new(f);
+        let first = f.clone();
+        match self.pool.call_async(index, move |raw| first(raw)).await {
+            Err(e) if e.refused_credentials() => {
+                if self.renew_credentials(generation).await {
+                    self.pool.call_async(index, move |raw| f(raw)).await
+                } else {
+                    Err(e)
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// The store refused the credentials of `generation`: fetch new ones
+    /// (once per generation; fetching may block, so on a blocking thread)
+    /// and put them in. True if the next call carries others.
+    pub async fn renew_credentials(self: &Arc<Self>, generation: u64) -> bool {
+        let calls = self.clone();
+        blocking(move || {
+            calls
+                .refresher
+                .as_ref()
+                .is_some_and(|r| r.after_refusal(generation))
+        })
+        .await
+        .unwrap_or(false)
+    }
+
+    /// How many times new credentials went in from the client's source.
+    pub fn credentials_refreshes(&self) -> u64 {
+        self.refresher.as_ref().map_or(0, |r| r.generation())
+    }
+
+    /// Why the last refresh of the credentials failed, while it has not
+    /// succeeded since.
+    pub fn credentials_error(&self) -> Option<String> {
+        self.refresher.as_ref().and_then(|r| r.last_error())
+    }
+
+    /// Installs fresh credentials (the refresher's thread calls this).
+    pub fn install(&self, credentials: &Credentials) -> Result<(), Error> {
+        self.pool
+            .set_credentials(&convert::credentials(credentials))
+    }
+
+    /// Installs an Azure client's fresh bearer token (the refresher's
+    /// thread calls this).
+    fn install_token(&self, token: &str) -> Result<(), Error> {
+        self.pool
+            .set_azure_credential(&wit::AzureCredential::Bearer(token.to_string()))
+    }
+}
+
+/// The first credentials a client's refresher starts from, with their
+/// source: AWS keys, or an Azure bearer token.
+enum First {
+    Aws(SharedSource, FetchedCredentials),
+    Azure(SharedTokenSource, AzureToken),
+}
+
+/// Runs blocking work (a component call) on tokio's blocking threads.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::host(format!("a call's thread ended: {e}")))
+}
+
+/// Releases `lease` from a thread of its own: nothing to wait for, and no
+/// runtime needed (a drop may happen anywhere).
+pub(crate) fn release_in_background(calls: &Weak<Calls>, index: usize, lease: wit::Lease) {
+    if let Some(calls) = calls.upgrade() {
+        // Best effort: if it fails, the lease simply runs out.
+        calls.pool.send_job(index, move |opener, instance| {
+            let _ = opener.run(instance, move |raw| raw.release(&lease));
+        });
+    }
+}
