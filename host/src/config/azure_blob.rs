@@ -4,7 +4,7 @@
 use super::{wit_record, Store, StoreConfig};
 use crate::bindings::{self as wit, Store as WitStore};
 use crate::credentials::SharedTokenSource;
-use crate::types::Addressing;
+use crate::types::{Addressing, Credentials};
 use crate::{convert, Error};
 use std::fmt;
 
@@ -103,17 +103,12 @@ impl AzureBlobBuilder {
         };
         // The region and the AWS keys are AWS's: the component reads
         // neither for Azure.
-        let no_keys = wit::Credentials {
-            access_key_id: String::new(),
-            secret_access_key: String::new(),
-            session_token: None,
-        };
         wit_record(
             &self.endpoint,
             "azure",
             "",
             addressing,
-            no_keys,
+            convert::credentials(&Credentials::new("", "")),
             Some(WitStore::AzureBlob(blob)),
         )
     }
