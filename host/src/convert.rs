@@ -1,11 +1,12 @@
 //! Between the crate's own types and the generated bindings: the only
 //! place that knows both, so a change of the contract is a change here.
 
-use crate::config::AzureCredential;
 use crate::bindings as wit;
 use crate::bindings::exports::s3_lease::lease::types as witt;
+use crate::config::AzureCredential;
 use crate::error::{Detail, Error, ErrorKind, Reply};
 use crate::types::*;
+use s3_lease_keep::leadership::{self, Step};
 use std::time::Duration;
 
 pub(crate) fn millis(d: Duration) -> u64 {
@@ -187,19 +188,39 @@ pub(crate) fn elector_config(c: &ElectorConfig) -> wit::ElectorConfig {
     }
 }
 
-pub(crate) fn from_role(r: wit::Role) -> Role {
-    match r {
-        wit::Role::Leader(l) => Role::Leader(from_lease(l)),
-        wit::Role::Follower(seen) => Role::Follower(seen.map(from_lock_state)),
-        wit::Role::Candidate => Role::Candidate,
+/// The machine that judges leadership (`s3_lease_keep::leadership`)
+/// takes a step of the component's elector as it is: its role and events,
+/// converted once, here, into the machine's types over the crate's lease
+/// record and lock state. What it reports becomes the public [`Role`] and
+/// [`ElectionEvent`] by the `From` impls beside those types.
+pub(crate) fn step(step: wit::StepResult) -> Step<LeaseRecord, LockState> {
+    Step {
+        role: match step.role {
+            wit::Role::Leader(l) => leadership::Role::Leader(from_lease(l)),
+            wit::Role::Follower(seen) => leadership::Role::Follower(seen.map(from_lock_state)),
+            wit::Role::Candidate => leadership::Role::Candidate,
+        },
+        events: step.events.into_iter().map(elector_event).collect(),
+        leading_until_ms: step.leading_until_ms,
+        next_step_in_ms: step.next_step_in_ms,
     }
 }
 
-pub(crate) fn from_stop_reason(r: wit::StopReason) -> StopReason {
-    match r {
-        wit::StopReason::RenewDeadline => StopReason::RenewDeadline,
-        wit::StopReason::Lost => StopReason::Lost,
-        wit::StopReason::Resigned => StopReason::Resigned,
+fn elector_event(event: wit::ElectorEvent) -> leadership::Event<LeaseRecord, LockState> {
+    match event {
+        wit::ElectorEvent::BecameLeader(lease) => {
+            leadership::Event::BecameLeader(from_lease(lease))
+        }
+        wit::ElectorEvent::StoppedLeading(reason) => {
+            leadership::Event::StoppedLeading(match reason {
+                wit::StopReason::RenewDeadline => leadership::StopReason::RenewDeadline,
+                wit::StopReason::Lost => leadership::StopReason::Lost,
+                wit::StopReason::Resigned => leadership::StopReason::Resigned,
+            })
+        }
+        wit::ElectorEvent::LeaderChanged(seen) => {
+            leadership::Event::LeaderChanged(seen.map(from_lock_state))
+        }
     }
 }
 

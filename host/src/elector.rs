@@ -13,7 +13,7 @@ use crate::client::Client;
 use crate::convert;
 use crate::engine::monotonic;
 use crate::stats::ElectorStats;
-use crate::types::{ElectionEvent, ElectorConfig, LeaseRecord, LockState, Role, StopReason};
+use crate::types::{ElectionEvent, ElectorConfig, LeaseRecord, LockState, Role};
 use crate::Error;
 use s3_lease_keep::leadership::{self, Leadership};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -88,7 +88,7 @@ impl Shared {
         events: Vec<leadership::Event<LeaseRecord, LockState>>,
     ) {
         for event in events {
-            self.report(state, from_machine(event));
+            self.report(state, event.into());
         }
     }
 
@@ -97,18 +97,14 @@ impl Shared {
         let mut state = self.lock();
         let now = now_ms();
         if let Some(event) = state.leadership.check(now) {
-            self.report(&mut state, from_machine(event));
+            self.report(&mut state, event.into());
         }
         self.publish(&state, now);
         state.leadership.is_leading(now)
     }
 
     fn publish(&self, state: &State, now: u64) {
-        let role = match state.leadership.role(now) {
-            leadership::Role::Leader(lease) => Role::Leader(lease),
-            leadership::Role::Follower(seen) => Role::Follower(seen),
-            leadership::Role::Candidate => Role::Candidate,
-        };
+        let role = Role::from(state.leadership.role(now));
         self.role.send_if_modified(|current| {
             let changed = *current != role;
             *current = role;
@@ -369,7 +365,7 @@ async fn deadline(shared: &Shared) {
 fn apply(
     shared: &Shared,
     calls: &Calls,
-    step: wit::StepResult,
+    mut step: wit::StepResult,
     was_leading: bool,
     sent: Instant,
     again_now: bool,
@@ -379,18 +375,9 @@ fn apply(
     let failed = step.last_error.is_some();
     state.last_error = step
         .last_error
+        .take()
         .map(|e| convert::from_error(e, calls.store_name()));
-    let machine_step = leadership::Step {
-        role: match convert::from_role(step.role) {
-            Role::Leader(l) => leadership::Role::Leader(l),
-            Role::Follower(s) => leadership::Role::Follower(s),
-            _ => leadership::Role::Candidate,
-        },
-        events: step.events.into_iter().map(from_wit_event).collect(),
-        leading_until_ms: step.leading_until_ms,
-        next_step_in_ms: step.next_step_in_ms,
-    };
-    let events = state.leadership.apply(machine_step, now);
+    let events = state.leadership.apply(convert::step(step), now);
     shared.report_all(&mut state, events);
     if again_now {
         state.leadership.step_now(now);
@@ -425,7 +412,7 @@ async fn finish(
     {
         let mut state = shared.lock();
         if let Some(event) = state.leadership.stop(leadership::StopReason::Resigned) {
-            shared.report(&mut state, from_machine(event));
+            shared.report(&mut state, event.into());
         }
         shared.publish(&state, now_ms());
     }
@@ -437,34 +424,4 @@ async fn finish(
         .call(index, move |raw| raw.drop_elector(handle).map(Ok))
         .await;
     resigned
-}
-
-fn from_wit_event(event: wit::ElectorEvent) -> leadership::Event<LeaseRecord, LockState> {
-    match event {
-        wit::ElectorEvent::BecameLeader(lease) => {
-            leadership::Event::BecameLeader(convert::from_lease(lease))
-        }
-        wit::ElectorEvent::StoppedLeading(reason) => {
-            leadership::Event::StoppedLeading(match convert::from_stop_reason(reason) {
-                StopReason::RenewDeadline => leadership::StopReason::RenewDeadline,
-                StopReason::Lost => leadership::StopReason::Lost,
-                _ => leadership::StopReason::Resigned,
-            })
-        }
-        wit::ElectorEvent::LeaderChanged(seen) => {
-            leadership::Event::LeaderChanged(seen.map(convert::from_lock_state))
-        }
-    }
-}
-
-fn from_machine(event: leadership::Event<LeaseRecord, LockState>) -> ElectionEvent {
-    match event {
-        leadership::Event::BecameLeader(lease) => ElectionEvent::BecameLeader(lease),
-        leadership::Event::StoppedLeading(reason) => ElectionEvent::StoppedLeading(match reason {
-            leadership::StopReason::RenewDeadline => StopReason::RenewDeadline,
-            leadership::StopReason::Lost => StopReason::Lost,
-            leadership::StopReason::Resigned => StopReason::Resigned,
-        }),
-        leadership::Event::LeaderChanged(seen) => ElectionEvent::LeaderChanged(seen),
-    }
 }

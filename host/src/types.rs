@@ -3,6 +3,7 @@
 //! contract does not change them unless the caller would see it;
 //! `#[non_exhaustive]` lets a minor release add a case or a field.
 
+use s3_lease_keep::leadership;
 use std::fmt;
 use std::time::Duration;
 
@@ -396,6 +397,40 @@ pub enum ElectionEvent {
     /// The elector could not go on (a bug: the component trapped); if it
     /// was leading, it no longer is.
     Failed(String),
+}
+
+// The leadership machine's reports as the public types say them (the
+// machine is generic; these are its cases over the crate's records).
+impl From<leadership::Role<LeaseRecord, LockState>> for Role {
+    fn from(role: leadership::Role<LeaseRecord, LockState>) -> Self {
+        match role {
+            leadership::Role::Leader(lease) => Role::Leader(lease),
+            leadership::Role::Follower(seen) => Role::Follower(seen),
+            leadership::Role::Candidate => Role::Candidate,
+        }
+    }
+}
+
+impl From<leadership::StopReason> for StopReason {
+    fn from(reason: leadership::StopReason) -> Self {
+        match reason {
+            leadership::StopReason::RenewDeadline => StopReason::RenewDeadline,
+            leadership::StopReason::Lost => StopReason::Lost,
+            leadership::StopReason::Resigned => StopReason::Resigned,
+        }
+    }
+}
+
+impl From<leadership::Event<LeaseRecord, LockState>> for ElectionEvent {
+    fn from(event: leadership::Event<LeaseRecord, LockState>) -> Self {
+        match event {
+            leadership::Event::BecameLeader(lease) => ElectionEvent::BecameLeader(lease),
+            leadership::Event::StoppedLeading(reason) => {
+                ElectionEvent::StoppedLeading(reason.into())
+            }
+            leadership::Event::LeaderChanged(seen) => ElectionEvent::LeaderChanged(seen),
+        }
+    }
 }
 
 /// A capability the store preflight checks.
