@@ -39,17 +39,15 @@ pub fn parse_lease(text: &str) -> Result<LeaseRecord, Failure> {
             .as_u64()
             .ok_or_else(|| bad(format!("`{name}` is not a whole number")))
     };
-    Ok(LeaseRecord::from_parts(
-        text_field("key")?,
-        number("token")?,
-        text_field("holder_id")?,
-        text_field("etag")?,
-        number("expires_at_ms")?,
-        number("acquired_at_ms")?,
-        Duration::from_millis(number("ttl_ms")?),
-        text_field("metadata")?,
-        text_field("seal")?,
-    ))
+    Ok(
+        LeaseRecord::new(text_field("key")?, number("token")?, text_field("seal")?)
+            .with_holder_id(text_field("holder_id")?)
+            .with_etag(text_field("etag")?)
+            .with_expires_at_ms(number("expires_at_ms")?)
+            .with_acquired_at_ms(number("acquired_at_ms")?)
+            .with_ttl(Duration::from_millis(number("ttl_ms")?))
+            .with_metadata(text_field("metadata")?),
+    )
 }
 
 fn field<'a>(object: &'a Map<String, Value>, name: &str) -> Result<&'a Value, Failure> {

@@ -66,11 +66,11 @@ pub struct Harness {
 impl Harness {
     /// Loads the component at `path`, through the compile cache.
     pub fn load(path: &Path) -> Result<Self> {
-        let runtime = Runtime::with_options(RuntimeOptions {
-            source: ComponentSource::Path(path.to_path_buf()),
-            cache: CompileCache::from_env(),
-            pooled_http: true,
-        })?;
+        let runtime = Runtime::with_options(
+            RuntimeOptions::default()
+                .source(ComponentSource::Path(path.to_path_buf()))
+                .cache(CompileCache::from_env()),
+        )?;
         Ok(Harness { runtime })
     }
 

@@ -8,17 +8,13 @@ use std::time::Duration;
 
 /// The record of a lease a raw instance returned.
 pub fn record_of(lease: Lease) -> LeaseRecord {
-    LeaseRecord::from_parts(
-        lease.key,
-        lease.token,
-        lease.holder_id,
-        lease.etag,
-        lease.expires_at_ms,
-        lease.acquired_at_ms,
-        Duration::from_millis(lease.ttl_ms),
-        lease.metadata,
-        lease.seal,
-    )
+    LeaseRecord::new(lease.key, lease.token, lease.seal)
+        .with_holder_id(lease.holder_id)
+        .with_etag(lease.etag)
+        .with_expires_at_ms(lease.expires_at_ms)
+        .with_acquired_at_ms(lease.acquired_at_ms)
+        .with_ttl(Duration::from_millis(lease.ttl_ms))
+        .with_metadata(lease.metadata)
 }
 
 /// The bindings' lease of a record, for a raw instance.

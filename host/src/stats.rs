@@ -17,6 +17,7 @@ pub const LATENCY_BUCKETS_SECONDS: [f64; 12] = [
 /// (each count is of observations at or below that bound and above the
 /// previous one; `above` is past the last bound), their sum and count.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct LatencyHistogram {
     pub buckets: [u64; LATENCY_BUCKETS_SECONDS.len()],
     pub above: u64,
@@ -54,6 +55,7 @@ impl LatencyHistogram {
 
 /// What an [`crate::Elector`] has done since it started.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ElectorStats {
     /// Whether this process leads now (by the host's watchdog).
     pub leading: bool,

@@ -172,6 +172,10 @@ impl SlotOptions {
 /// A granted lease, as plain data: the record a holder keeps (a file, a
 /// database, another process) and hands back to renew, release and fence
 /// with. Sealed: an altered copy is refused before anything is written.
+///
+/// Its instants are the contract's milliseconds since the Unix epoch, not
+/// `SystemTime`s: the seal covers them to the millisecond, so a record
+/// kept and read back must carry them exactly as they came.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LeaseRecord {
@@ -195,35 +199,59 @@ pub struct LeaseRecord {
 }
 
 impl LeaseRecord {
-    /// A record read back from where the caller kept it; the component
-    /// checks its seal before using it.
-    #[allow(clippy::too_many_arguments)]
-    pub fn from_parts(
-        key: String,
-        token: u64,
-        holder_id: String,
-        etag: String,
-        expires_at_ms: u64,
-        acquired_at_ms: u64,
-        ttl: Duration,
-        metadata: String,
-        seal: String,
-    ) -> Self {
+    /// A record read back from where the caller kept it: `key`, `token`
+    /// and `seal` here, the other fields by the `with_` methods, each as it
+    /// was kept (the component checks the seal over all of them before
+    /// using the record).
+    pub fn new(key: impl Into<String>, token: u64, seal: impl Into<String>) -> Self {
         LeaseRecord {
-            key,
+            key: key.into(),
             token,
-            holder_id,
-            etag,
-            expires_at_ms,
-            acquired_at_ms,
-            ttl,
-            metadata,
-            seal,
+            holder_id: String::new(),
+            etag: String::new(),
+            expires_at_ms: 0,
+            acquired_at_ms: 0,
+            ttl: Duration::ZERO,
+            metadata: String::new(),
+            seal: seal.into(),
         }
+    }
+
+    pub fn with_holder_id(mut self, holder_id: impl Into<String>) -> Self {
+        self.holder_id = holder_id.into();
+        self
+    }
+
+    pub fn with_etag(mut self, etag: impl Into<String>) -> Self {
+        self.etag = etag.into();
+        self
+    }
+
+    pub fn with_expires_at_ms(mut self, expires_at_ms: u64) -> Self {
+        self.expires_at_ms = expires_at_ms;
+        self
+    }
+
+    pub fn with_acquired_at_ms(mut self, acquired_at_ms: u64) -> Self {
+        self.acquired_at_ms = acquired_at_ms;
+        self
+    }
+
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    pub fn with_metadata(mut self, metadata: impl Into<String>) -> Self {
+        self.metadata = metadata.into();
+        self
     }
 }
 
-/// A key's lock as read now.
+/// A key's lock as read now. Its instants are milliseconds since the Unix
+/// epoch as the lock object records them (a holder's wall clock, or the
+/// store's), not `SystemTime`s: they are the object's own values, shown
+/// and compared as written; `expires_in` is the duration a caller acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LockState {
@@ -244,7 +272,9 @@ pub struct LockState {
     pub expires_in: Duration,
 }
 
-/// One holder of a semaphore's slot, or one waiter in its queue.
+/// One holder of a semaphore's slot, or one waiter in its queue. Its
+/// instants are milliseconds since the Unix epoch as the semaphore's object
+/// records them (see [`LockState`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SlotEntry {
@@ -500,7 +530,8 @@ pub struct CapabilityResult {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ClockOffset {
-    /// The store's clock minus ours, ms.
+    /// The store's clock minus ours, ms (signed: a `Duration` cannot say
+    /// which clock is ahead).
     pub offset_ms: i64,
     pub uncertainty_ms: u64,
 }

@@ -5,11 +5,11 @@ use s3_lease_host::{CacheOutcome, CompileCache, ComponentSource, Runtime, Runtim
 use std::path::{Path, PathBuf};
 
 fn load(dir: &Path) -> CacheOutcome {
-    let runtime = Runtime::with_options(RuntimeOptions {
-        source: ComponentSource::from_env(),
-        cache: CompileCache::Dir(dir.to_path_buf()),
-        pooled_http: true,
-    })
+    let runtime = Runtime::with_options(
+        RuntimeOptions::default()
+            .source(ComponentSource::from_env())
+            .cache(CompileCache::Dir(dir.to_path_buf())),
+    )
     .expect("the component loads whatever the cache holds");
     runtime.load_report().cache
 }

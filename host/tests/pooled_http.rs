@@ -78,11 +78,12 @@ fn answer_all(stream: TcpStream, counts: &Counts) {
 
 fn connections_for(pooled_http: bool) -> (usize, usize) {
     let (url, counts) = serve();
-    let runtime = Runtime::with_options(RuntimeOptions {
-        source: ComponentSource::from_env(),
-        cache: CompileCache::from_env(),
-        pooled_http,
-    })
+    let runtime = Runtime::with_options(
+        RuntimeOptions::default()
+            .source(ComponentSource::from_env())
+            .cache(CompileCache::from_env())
+            .pooled_http(pooled_http),
+    )
     .unwrap();
     let config = StoreConfig::from_vars("bucket", |name| match name {
         "AWS_ENDPOINT_URL" => Some(url.clone()),

@@ -31,6 +31,7 @@ fn serve_flags(build: Build) -> &'static [&'static str] {
     match build {
         Build::Wasip2 => &[],
         Build::Wasip3 => &["-Wcomponent-model-async"],
+        other => panic!("no serve flags for the {} build", other.name()),
     }
 }
 
@@ -51,6 +52,7 @@ pub fn composed(build: Build) -> &'static Composed {
     let cell = match build {
         Build::Wasip2 => &WASIP2,
         Build::Wasip3 => &WASIP3,
+        other => panic!("no composed component for the {} build", other.name()),
     };
     cell.get_or_init(|| {
         let (function, component, file) = match build {
@@ -64,6 +66,7 @@ pub fn composed(build: Build) -> &'static Composed {
                 component_p3_path(),
                 "counter-composed-p3.wasm",
             ),
+            other => panic!("no function for the {} build", other.name()),
         };
         let work_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("compose-test-{}", std::process::id()));

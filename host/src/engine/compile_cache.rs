@@ -21,6 +21,7 @@ const MAGIC: &[u8] = b"s3-lease compiled component v1\n";
 
 /// Where compiled components are kept.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum CompileCache {
     /// Compile every time.
     Off,
@@ -30,6 +31,7 @@ pub enum CompileCache {
 
 /// What loading found, for reports and benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CacheOutcome {
     /// No cache configured: compiled.
     Disabled,

@@ -26,6 +26,7 @@ use wasmtime_wasi::runtime::in_tokio;
 /// Which build of the component a runtime loaded: they export the same
 /// calls, `lease` over WASI 0.2 and `async-lease` over WASI 0.3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Build {
     Wasip2,
     Wasip3,

@@ -14,8 +14,10 @@ use wasmtime::component::{InstancePre, Linker};
 use wasmtime::{Config as EngineConfig, Engine, Store};
 use wasmtime_wasi::runtime::in_tokio;
 
-/// How to load the component.
+/// How to load the component: [`RuntimeOptions::default`], changed by
+/// its builder methods.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RuntimeOptions {
     pub source: ComponentSource,
     pub cache: CompileCache,
@@ -35,8 +37,29 @@ impl Default for RuntimeOptions {
     }
 }
 
+impl RuntimeOptions {
+    /// Where the component comes from.
+    pub fn source(mut self, source: ComponentSource) -> Self {
+        self.source = source;
+        self
+    }
+
+    /// Where compiled components are kept.
+    pub fn cache(mut self, cache: CompileCache) -> Self {
+        self.cache = cache;
+        self
+    }
+
+    /// Keep connections alive across requests, or open one per request.
+    pub fn pooled_http(mut self, pooled: bool) -> Self {
+        self.pooled_http = pooled;
+        self
+    }
+}
+
 /// What loading took, for reports.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct LoadReport {
     pub cache: CacheOutcome,
     pub elapsed: Duration,

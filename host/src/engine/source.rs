@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 /// The component a [`crate::Runtime`] loads.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum ComponentSource {
     /// The release component built into this library (when it was built
     /// before the host; see `build.rs`).

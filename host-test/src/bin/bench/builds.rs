@@ -35,11 +35,11 @@ pub fn run(endpoint: &Endpoint, prefix: &str, rounds: usize) -> Result<()> {
             .with_context(|| format!("{}", path.display()))?
             .len();
         let started = Instant::now();
-        let runtime = Runtime::with_options(RuntimeOptions {
-            source: ComponentSource::Path(path),
-            cache: CompileCache::Off,
-            pooled_http: true,
-        })?;
+        let runtime = Runtime::with_options(
+            RuntimeOptions::default()
+                .source(ComponentSource::Path(path))
+                .cache(CompileCache::Off),
+        )?;
         let compile = started.elapsed();
         // A new instance with its client open: what a serverless function
         // pays per invocation once the component is compiled.

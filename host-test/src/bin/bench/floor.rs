@@ -341,11 +341,11 @@ pub struct Report {
 /// each round followed by the bare requests through both senders and a
 /// call that sends nothing.
 pub fn run(e: &Endpoint, prefix: &str, rounds: usize) -> Result<Report> {
-    let runtime = Runtime::with_options(RuntimeOptions {
-        source: ComponentSource::from_env(),
-        cache: CompileCache::from_env(),
-        pooled_http: true,
-    })?;
+    let runtime = Runtime::with_options(
+        RuntimeOptions::default()
+            .source(ComponentSource::from_env())
+            .cache(CompileCache::from_env()),
+    )?;
     let hooks = TimedHooks {
         next: runtime.http().clone(),
         sent: Arc::default(),

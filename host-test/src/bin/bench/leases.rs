@@ -57,11 +57,11 @@ pub(super) fn setup(
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let runtime = Runtime::with_options(RuntimeOptions {
-        source: ComponentSource::from_env(),
-        cache: CompileCache::from_env(),
-        pooled_http: true,
-    })?;
+    let runtime = Runtime::with_options(
+        RuntimeOptions::default()
+            .source(ComponentSource::from_env())
+            .cache(CompileCache::from_env()),
+    )?;
     Ok((tokio, runtime, endpoint.host_config(prefix)?))
 }
 

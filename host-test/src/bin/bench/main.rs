@@ -98,11 +98,11 @@ fn in_process_start_to_lock(
     cache: CompileCache,
 ) -> Result<Duration> {
     let started = Instant::now();
-    let runtime = Runtime::with_options(RuntimeOptions {
-        source: ComponentSource::from_env(),
-        cache,
-        pooled_http: true,
-    })?;
+    let runtime = Runtime::with_options(
+        RuntimeOptions::default()
+            .source(ComponentSource::from_env())
+            .cache(cache),
+    )?;
     let client = Client::connect(&runtime, &e.host_config(prefix)?)?;
     // Left to run out, as before: nothing more is sent once it is taken.
     client
@@ -141,11 +141,12 @@ fn per_operation(
     pooled_http: bool,
     rounds: usize,
 ) -> Result<[boto3::Figures; 4]> {
-    let runtime = Runtime::with_options(RuntimeOptions {
-        source: ComponentSource::from_env(),
-        cache: CompileCache::from_env(),
-        pooled_http,
-    })?;
+    let runtime = Runtime::with_options(
+        RuntimeOptions::default()
+            .source(ComponentSource::from_env())
+            .cache(CompileCache::from_env())
+            .pooled_http(pooled_http),
+    )?;
     per_operation_on(&runtime, config, rounds)
 }
 
