@@ -102,7 +102,7 @@ impl Client {
             holder_id: options.holder_id.clone().unwrap_or_default(),
             armed: slot.fair,
         };
-        let poll_ms = fair_poll_ms(millis(options.ttl));
+        let poll_ms = fair_poll_ms(options.ttl_ms());
         let result = self
             .wait_for(key, &options, wait, poll_ms, || {
                 self.slot_attempt(key, &options, slot)
@@ -118,7 +118,7 @@ impl Client {
     /// (renewing on the client's scheduler) until the lease is dropped or
     /// released: for a lease granted through the record calls.
     pub fn hold(&self, record: LeaseRecord, since: Instant, options: &AcquireOptions) -> Lease {
-        let timing = timing(record.ttl, options);
+        let timing = timing(record.ttl_ms(), options);
         Lease::start(self.clone(), record, since, timing)
     }
 
@@ -133,7 +133,7 @@ impl Client {
         began: Instant,
         options: &AcquireOptions,
     ) -> Result<Lease, Error> {
-        let timing = timing(record.ttl, options);
+        let timing = timing(record.ttl_ms(), options);
         let took = began.elapsed();
         if self.inner.keeper.is_closed() {
             let index = self.inner.calls.index_of(&record.key);
@@ -418,10 +418,10 @@ impl<T: Granting> Drop for Pending<T> {
 }
 
 /// How a lease granted with `options` is counted and renewed.
-fn timing(ttl: Duration, options: &AcquireOptions) -> Timing {
+fn timing(ttl_ms: u64, options: &AcquireOptions) -> Timing {
     match options.deadline {
-        Some(deadline) => Timing::new(millis(ttl), millis(deadline)),
-        None => Timing::for_ttl(millis(ttl)),
+        Some(deadline) => Timing::new(ttl_ms, millis(deadline)),
+        None => Timing::for_ttl(ttl_ms),
     }
 }
 

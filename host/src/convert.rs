@@ -76,7 +76,7 @@ pub(crate) fn azure_credential(c: &AzureCredential) -> wit::AzureCredential {
 
 pub(crate) fn options(o: &AcquireOptions) -> wit::Options {
     wit::Options {
-        ttl_ms: millis(o.ttl),
+        ttl_ms: o.ttl_ms(),
         holder_id: o.holder_id.clone(),
         metadata: o.metadata.clone(),
     }
@@ -103,7 +103,7 @@ pub(crate) fn lease(l: &LeaseRecord) -> wit::Lease {
         etag: l.etag.clone(),
         expires_at_ms: l.expires_at_ms,
         acquired_at_ms: l.acquired_at_ms,
-        ttl_ms: millis(l.ttl),
+        ttl_ms: l.ttl_ms(),
         metadata: l.metadata.clone(),
         seal: l.seal.clone(),
     }

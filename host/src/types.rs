@@ -121,6 +121,12 @@ pub struct AcquireOptions {
 }
 
 impl AcquireOptions {
+    /// The ttl in the contract's milliseconds: the one place it is
+    /// converted, for the request and for the waits paced by it.
+    pub(crate) fn ttl_ms(&self) -> u64 {
+        saturating_ms(self.ttl)
+    }
+
     pub fn new(ttl: Duration) -> Self {
         AcquireOptions {
             ttl,
@@ -215,6 +221,12 @@ impl LeaseRecord {
             metadata: String::new(),
             seal: seal.into(),
         }
+    }
+
+    /// The ttl in the contract's milliseconds: the one place it is
+    /// converted, for the record sent back and for the lease's timing.
+    pub(crate) fn ttl_ms(&self) -> u64 {
+        saturating_ms(self.ttl)
     }
 
     pub fn with_holder_id(mut self, holder_id: impl Into<String>) -> Self {
@@ -550,4 +562,9 @@ pub struct PreflightReport {
     pub notes: Vec<String>,
     /// Requests the probes sent.
     pub requests: u32,
+}
+
+/// Whole milliseconds, "forever" past what a `u64` holds.
+fn saturating_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
