@@ -3,7 +3,6 @@
 
 use crate::bindings as wit;
 use crate::bindings::exports::s3_lease::lease::types as witt;
-use crate::config::AzureCredential;
 use crate::error::{Detail, Error, ErrorKind, Reply};
 use crate::types::*;
 use s3_lease_keep::leadership::{self, Step};

@@ -79,15 +79,12 @@ pub mod blocking {
 
 pub use client::{Client, ClientOptions};
 pub use closing::CloseReport;
-pub use engine::compile_cache::{CacheOutcome, CompileCache};
-pub use config::{AzureBlobBuilder, AzureCredential, DynamoDbBuilder, S3Builder, StoreConfig};
+pub use config::{AzureBlobBuilder, DynamoDbBuilder, S3Builder, StoreConfig};
 #[cfg(feature = "aws-sdk-config")]
 pub use credentials::SdkProvider;
 pub use credentials::{AwsChain, CredentialsSource, FetchedCredentials, SharedSource};
 pub use elector::{Elector, ElectorWatcher};
-pub use error::{Error, ErrorKind};
-pub use held::{LeaseStatus, LostReason};
-pub use lease::{Lease, SlotGrant};
+pub use engine::compile_cache::{CacheOutcome, CompileCache};
 pub use engine::raw::Build;
 #[cfg(feature = "unstable-raw")]
 pub use engine::raw::RawInstance;
@@ -95,10 +92,13 @@ pub use engine::runtime::{LoadReport, Runtime, RuntimeOptions};
 pub use engine::source::ComponentSource;
 #[cfg(feature = "unstable-raw")]
 pub use engine::state::{InstanceOptions, State};
+pub use error::{Error, ErrorKind};
+pub use held::{LeaseStatus, LostReason};
+pub use lease::{Lease, SlotGrant};
 pub use stats::{ClientStats, ElectorStats, LatencyHistogram, RequestCounts};
 pub use types::{
-    AcquireOptions, Addressing, Capability, CapabilityResult, ClockOffset, Credentials,
-    ElectionEvent, ElectorConfig, ExpiryClock, FenceOptions, FencedObject, FencedWrite,
-    LeaseRecord, LockState, PreflightReport, Role, SemaphoreState, SlotEntry, SlotOptions,
-    StopReason, Strategy, Verdict,
+    AcquireOptions, Addressing, AzureCredential, Capability, CapabilityResult, ClockOffset,
+    Credentials, ElectionEvent, ElectorConfig, ExpiryClock, FenceOptions, FencedObject,
+    FencedWrite, LeaseRecord, LockState, PreflightReport, Role, SemaphoreState, SlotEntry,
+    SlotOptions, StopReason, Strategy, Verdict,
 };
