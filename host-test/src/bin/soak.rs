@@ -4,20 +4,8 @@
 //!
 //!     cargo run --release -p host-test --bin soak -- --minutes 10 --instances 8 --keys 4 --seed S
 //!
-//! Options: `--minutes M` or `--seconds S` (default 60 s), `--instances N`
-//! (processes, default 8), `--keys K` (default 4), `--slot-keys J`
-//! (semaphore keys beside them, default 3; 0 for none), `--seed S` (default
-//! `S3LEASE_SEED`, else the clock; printed, and replays the plan),
-//! `--fault-rate F` (per request, default 0.05), `--verbose` (print the
-//! process-level plan as it is applied), `--break holder-clock` (every key
-//! on the holder clock under skewed clocks, overlaps counted: the soak
-//! must fail), `--break slot-limit` (slot members ask for one slot more
-//! than the checked limit: must fail), `--break slot-guard` (slot members
-//! ignore their guard and believe until they give the slot back: must
-//! fail), `--break slot-queue` (fair waiters give up their place now and
-//! then while the checker counts from their first: must fail), `--no-watchdog` (members believe the last step they got
-//! back instead of the host elector's `leading_until`, as a caller without
-//! a watchdog: the soak must fail).
+//! Options: `--help` (the defaults, and what each `--break` breaks:
+//! every one must make the soak fail).
 
 use anyhow::{bail, Context, Result};
 use host_test::instance::component_path;
@@ -62,9 +50,7 @@ fn parse_args() -> Result<SoakConfig> {
                     ),
                 }
             }
-            other => bail!(
-                "unknown argument {other:?} (see the doc comment of host-test/src/bin/soak.rs)"
-            ),
+            other => bail!("unknown argument {other:?}\n{HELP}"),
         }
     }
     if config.instances < 2 || config.keys == 0 {

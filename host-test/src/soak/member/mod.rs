@@ -39,6 +39,8 @@ const LOOK: Duration = Duration::from_millis(50);
 pub enum Stop {
     Crash,
     EndOfRun,
+    /// A slot's guard said it lost the slot.
+    GuardSaidLost,
 }
 
 impl Stop {
@@ -46,6 +48,7 @@ impl Stop {
         match self {
             Stop::Crash => "crash",
             Stop::EndOfRun => "end of run",
+            Stop::GuardSaidLost => "the guard said lost",
         }
     }
 }

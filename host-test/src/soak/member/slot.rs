@@ -363,21 +363,12 @@ impl Member<'_, Slot> {
                 Some(LostReason::Taken(_)) => self.record.counts.lost_taken += 1,
                 _ => self.record.counts.lost_expired += 1,
             }
-            self.close_held(now, "the guard said lost");
+            Slot::stop(self, now, Stop::GuardSaidLost);
             self.rest(now);
             return;
         }
         if now >= h.give_back_at {
             self.give_back(now);
-        }
-    }
-
-    /// Ends the belief and lets the guard go (it releases unless the slot
-    /// is lost), after the guard said lost.
-    fn close_held(&mut self, at: Instant, why: &str) {
-        if let Phase::Holding(h) = std::mem::replace(&mut self.role.phase, Phase::Resting(at)) {
-            self.close_term(&h, h.last_held.min(at), why);
-            self.let_go_of(h.guard);
         }
     }
 
