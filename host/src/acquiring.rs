@@ -3,15 +3,15 @@
 //! unless its reply came after the claim it gives had run out. A grant
 //! nobody waits for any more (the caller's future dropped) is released.
 
-use crate::bindings as wit;
 use crate::calls::{release_in_background, Calls};
 use crate::client::Client;
 use crate::convert::{self, millis};
+use crate::engine::bindings as wit;
 use crate::engine::raw::RawInstance;
+use crate::error::{Error, ErrorKind};
 use crate::lease::{Lease, SlotGrant};
 use crate::random::random_u64;
 use crate::types::*;
-use crate::{Error, ErrorKind};
 use s3_lease_keep::guard::Timing;
 use s3_lease_keep::wait::{fair_poll_ms, Missed, Wait};
 use std::sync::Arc;

@@ -4,12 +4,15 @@
 //! caller is inside a runtime (it blocks the calling thread, as any
 //! blocking call does; async code should use [`crate::Client`]).
 
+use crate::client::ClientOptions;
+use crate::config::StoreConfig;
 use crate::engine::own_runtime::OwnRuntime;
+use crate::engine::runtime::Runtime;
+use crate::error::Error;
+use crate::held::{LeaseStatus, LostReason};
+use crate::lease::SlotGrant;
+use crate::stats::ElectorStats;
 use crate::types::*;
-use crate::{
-    AzureCredential, ClientOptions, ElectorStats, Error, LeaseStatus, LostReason, Runtime,
-    SlotGrant, StoreConfig,
-};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -60,7 +63,7 @@ impl Driver {
 /// for. Clones share the client.
 #[derive(Clone)]
 pub struct Client {
-    client: crate::Client,
+    client: crate::client::Client,
     driver: Arc<Driver>,
 }
 
@@ -77,19 +80,20 @@ impl Client {
     ) -> Result<Self, Error> {
         let driver = Driver::new()?;
         let (runtime, config) = (runtime.clone(), config.clone());
-        let client = driver
-            .run(async move { crate::Client::connect_with(&runtime, &config, options).await })?;
+        let client = driver.run(async move {
+            crate::client::Client::connect_with(&runtime, &config, options).await
+        })?;
         Ok(Client { client, driver })
     }
 
     /// The async client underneath (the same instances and scheduler).
-    pub fn as_async(&self) -> &crate::Client {
+    pub fn as_async(&self) -> &crate::client::Client {
         &self.client
     }
 
     fn run<T: Send + 'static>(
         &self,
-        f: impl FnOnce(crate::Client) -> std::pin::Pin<Box<dyn Future<Output = T> + Send>>,
+        f: impl FnOnce(crate::client::Client) -> std::pin::Pin<Box<dyn Future<Output = T> + Send>>,
     ) -> T {
         self.driver.run(f(self.client.clone()))
     }
@@ -114,13 +118,13 @@ impl Client {
     }
 
     /// See [`crate::Client::stats`].
-    pub fn stats(&self) -> crate::ClientStats {
+    pub fn stats(&self) -> crate::stats::ClientStats {
         self.client.stats()
     }
 
     /// See [`crate::Client::close`]: releases every lease the client
     /// holds, waiting up to `timeout` for the releases.
-    pub fn close(&self, timeout: Duration) -> crate::CloseReport {
+    pub fn close(&self, timeout: Duration) -> crate::closing::CloseReport {
         self.run(|c| Box::pin(async move { c.close(timeout).await }))
     }
 
@@ -194,7 +198,7 @@ impl Client {
         self.guard(lease)
     }
 
-    fn guard(&self, lease: crate::Lease) -> LeaseGuard {
+    fn guard(&self, lease: crate::lease::Lease) -> LeaseGuard {
         LeaseGuard {
             lease: Some(lease),
             driver: self.driver.clone(),
@@ -300,12 +304,12 @@ pub enum BlockingSlotGrant {
 /// released on drop.
 #[derive(Debug)]
 pub struct LeaseGuard {
-    lease: Option<crate::Lease>,
+    lease: Option<crate::lease::Lease>,
     driver: Arc<Driver>,
 }
 
 impl LeaseGuard {
-    fn lease(&self) -> &crate::Lease {
+    fn lease(&self) -> &crate::lease::Lease {
         // Taken only by `release` and `detach`, which consume the guard.
         self.lease
             .as_ref()
@@ -406,12 +410,12 @@ impl LeaseGuard {
 /// A campaign for blocking code. Dropping it resigns (and waits for the
 /// release).
 pub struct Elector {
-    elector: Option<crate::Elector>,
+    elector: Option<crate::elector::Elector>,
     driver: Arc<Driver>,
 }
 
 impl Elector {
-    fn elector(&self) -> &crate::Elector {
+    fn elector(&self) -> &crate::elector::Elector {
         // Taken only by `resign` and `abandon`, which consume the handle.
         self.elector.as_ref().expect("an elector until consumed")
     }
@@ -440,7 +444,7 @@ impl Elector {
         self.elector().stats()
     }
 
-    pub fn watcher(&self) -> crate::ElectorWatcher {
+    pub fn watcher(&self) -> crate::elector::ElectorWatcher {
         self.elector().watcher()
     }
 
@@ -467,7 +471,7 @@ impl Elector {
     pub fn is_running(&self) -> bool {
         self.elector
             .as_ref()
-            .is_some_and(crate::Elector::is_running)
+            .is_some_and(crate::elector::Elector::is_running)
     }
 
     pub fn resign(mut self) -> Result<(), Error> {

@@ -4,15 +4,16 @@
 //! refused the old ones). Leases, their scheduler, electors and the close
 //! all call through here; nothing here knows of them.
 
-use crate::bindings as wit;
+use crate::config::StoreConfig;
 use crate::convert;
 use crate::credentials::refresh::Refresher;
 use crate::credentials::{AzureToken, FetchedCredentials, SharedSource, SharedTokenSource};
+use crate::engine::bindings as wit;
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
+use crate::error::Error;
 use crate::pool::{MakeOptions, Pool};
 use crate::types::Credentials;
-use crate::{Error, StoreConfig};
 use std::sync::{Arc, Weak};
 
 /// A client's instances and credentials, shared by the client, its

@@ -4,16 +4,18 @@
 //! attempts, grants kept as leases) is `acquiring`; electing, `elector`;
 //! closing, `closing`.
 
-use crate::bindings as wit;
 use crate::calls::{blocking, Calls};
+use crate::config::StoreConfig;
 use crate::convert;
+use crate::engine::bindings as wit;
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
 use crate::engine::state::InstanceOptions;
+use crate::error::Error;
 use crate::keeper::Keeper;
 use crate::pool::MakeOptions;
+use crate::types::AzureCredential;
 use crate::types::*;
-use crate::{AzureCredential, Error, StoreConfig};
 use std::sync::Arc;
 
 /// How a client runs: how many instances it keeps (each serves one call at
@@ -121,7 +123,7 @@ impl Client {
 
     /// What the client's scheduler of renewals holds and has done.
     /// Shared by its clones; see [`crate::ClientStats`].
-    pub fn stats(&self) -> crate::ClientStats {
+    pub fn stats(&self) -> crate::stats::ClientStats {
         self.inner.keeper.stats()
     }
 

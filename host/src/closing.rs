@@ -5,8 +5,8 @@
 use crate::calls::{release_in_background, Calls};
 use crate::client::Client;
 use crate::convert;
+use crate::error::Error;
 use crate::held::Held;
-use crate::Error;
 use std::sync::Arc;
 use std::time::Duration;
 

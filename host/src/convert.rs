@@ -1,8 +1,8 @@
 //! Between the crate's own types and the generated bindings: the only
 //! place that knows both, so a change of the contract is a change here.
 
-use crate::bindings as wit;
-use crate::bindings::exports::s3_lease::lease::types as witt;
+use crate::engine::bindings as wit;
+use crate::engine::bindings::exports::s3_lease::lease::types as witt;
 use crate::error::{Detail, Error, ErrorKind, Reply};
 use crate::types::*;
 use s3_lease_keep::leadership::{self, Step};

@@ -7,14 +7,14 @@
 //! under way has returned (a step runs on a blocking thread; the task
 //! waits for it and for the deadline at once).
 
-use crate::bindings as wit;
 use crate::calls::Calls;
 use crate::client::Client;
 use crate::convert;
+use crate::engine::bindings as wit;
 use crate::engine::monotonic;
+use crate::error::Error;
 use crate::stats::ElectorStats;
 use crate::types::{ElectionEvent, ElectorConfig, LeaseRecord, LockState, Role};
-use crate::Error;
 use s3_lease_keep::leadership::{self, Leadership};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;

@@ -6,8 +6,8 @@
 
 use crate::calls::{release_in_background, Calls};
 use crate::convert::{self, millis};
+use crate::error::{Error, ErrorKind};
 use crate::types::{LeaseRecord, LockState};
-use crate::{Error, ErrorKind};
 use s3_lease_keep::guard::{Attempt, End, Guard, Timing};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};

@@ -18,10 +18,10 @@
 
 use crate::calls::Calls;
 use crate::convert;
+use crate::error::Error;
 use crate::held::Held;
 use crate::stats::ClientStats;
 use crate::types::LeaseRecord;
-use crate::Error;
 use s3_lease_keep::guard::Next;
 use s3_lease_keep::schedule::Schedule;
 use std::collections::HashMap;

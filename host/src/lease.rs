@@ -6,9 +6,9 @@
 use crate::calls::release_in_background;
 use crate::client::Client;
 use crate::convert;
+use crate::error::Error;
 use crate::held::{Held, LeaseStatus, LostReason};
 use crate::types::{FenceOptions, FencedWrite, LeaseRecord, LockState};
-use crate::Error;
 use s3_lease_keep::guard::Timing;
 use std::sync::Arc;
 use std::time::Instant;

@@ -19,12 +19,12 @@
 //! half-run call may have broken its state. The key's next call makes a new
 //! one. A panic is taken as a trap.
 
-use crate::bindings::{self as wit, Config};
 use crate::convert;
+use crate::engine::bindings::{self as wit, Config};
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
 use crate::engine::state::InstanceOptions;
-use crate::Error;
+use crate::error::Error;
 use std::hash::{Hash, Hasher};
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc;
