@@ -49,6 +49,10 @@ impl Endpoint {
             "AWS_ACCESS_KEY_ID" => Some(self.access_key_id.clone()),
             "AWS_SECRET_ACCESS_KEY" => Some(self.secret_access_key.clone()),
             "AWS_SESSION_TOKEN" => self.session_token.clone(),
+            "S3LEASE_ADDRESSING" => Some(match self.addressing {
+                Addressing::Path => "path".into(),
+                Addressing::VirtualHosted => "virtual-hosted".into(),
+            }),
             _ => None,
         })
         .map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -261,10 +261,6 @@ pub struct Shared<'a> {
 
 pub const NOBODY: usize = usize::MAX;
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 impl Shared<'_> {
     /// `at` in the history's time: microseconds since the run's start.
     pub fn us(&self, at: Instant) -> Micros {
@@ -283,7 +279,10 @@ impl Shared<'_> {
 
     /// Claims a place in `object`'s history; false once it is full.
     pub fn reserve(&self, object: &str) -> bool {
-        let mut m = lock(&self.ops_per_object);
+        let mut m = self
+            .ops_per_object
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         let n = m.entry(object.to_string()).or_default();
         if *n >= MAX_OPS_PER_OBJECT {
             return false;
@@ -481,43 +480,30 @@ fn read_finals(shared: &Shared, history: &History) -> Vec<FinalRead> {
     let mut objects: Vec<&str> = history.fenced.iter().map(|o| o.object.as_str()).collect();
     objects.sort_unstable();
     objects.dedup();
-    let instance =
-        shared
-            .harness
-            .instance()
-            .and_then(|mut i| match i.open(&shared.client_configs[0])? {
-                Ok(()) => Ok(i),
-                Err(e) => Err(anyhow::anyhow!("opening the reader: {e:?}")),
-            });
-    let mut instance = match instance {
-        Ok(i) => i,
-        Err(e) => {
-            return objects
-                .iter()
-                .map(|o| FinalRead {
-                    object: o.to_string(),
-                    found: Err(format!("{e:#}")),
-                })
-                .collect()
-        }
-    };
-    objects
-        .iter()
-        .map(|o| FinalRead {
-            object: o.to_string(),
-            found: match instance.fenced_get(o) {
-                Ok(Ok(found)) => Ok(found.map(|f| {
-                    let named = record::parse_body(&f.body);
-                    Found {
-                        token: f.token,
-                        value: named.map(|(_, value)| value),
-                        body_token: named.map(|(token, _)| token),
-                    }
-                })),
-                other => Err(format!("{other:?}")),
-            },
+    let mut reader = shared
+        .harness
+        .instance()
+        .and_then(|mut i| match i.open(&shared.client_configs[0])? {
+            Ok(()) => Ok(i),
+            Err(e) => Err(anyhow::anyhow!("opening the reader: {e:?}")),
         })
-        .collect()
+        .map_err(|e| format!("{e:#}"));
+    let mut read = |object: &str| match reader.as_mut().map_err(|e| e.clone())?.fenced_get(object) {
+        Ok(Ok(found)) => Ok(found.map(|f| {
+            let named = record::parse_body(&f.body);
+            Found {
+                token: f.token,
+                value: named.map(|(_, value)| value),
+                body_token: named.map(|(token, _)| token),
+            }
+        })),
+        other => Err(format!("{other:?}")),
+    };
+    let read_one = |o: &&str| FinalRead {
+        object: o.to_string(),
+        found: read(o),
+    };
+    objects.iter().map(read_one).collect()
 }
 
 /// How much of the process-level plan was applied.

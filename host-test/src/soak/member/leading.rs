@@ -132,10 +132,9 @@ impl Campaign {
 
     fn last_error(&self) -> Option<StepError> {
         match self {
-            // The host elector reports its error as text only.
-            Campaign::Product(e) => e.last_error().map(|message| StepError {
-                fault: error_kind(&message),
-                message,
+            Campaign::Product(e) => e.last_failure().map(|e| StepError {
+                message: e.to_string(),
+                fault: is_fault(&e).then(|| e.kind().name()),
             }),
             Campaign::Unwatched(u) => u.last_error(),
         }
@@ -252,23 +251,12 @@ impl Calls {
     }
 }
 
-/// A fenced refusal of the host API: its stored token, and the object and
-/// our token as its message names them (the error has no accessor for
-/// those two); a message that names neither gives a refusal that names
-/// another object and token 0, which the member flags.
+/// A fenced refusal of the host API; one that names no object or token
+/// names another object and token 0, which the member flags.
 fn refusal(e: &s3_lease_host::Error) -> Refusal {
-    let text = e.to_string();
-    let named = text
-        .strip_prefix("fenced: ")
-        .and_then(|rest| rest.rsplit_once(" was written under token "))
-        .and_then(|(object, tokens)| {
-            let (_, ours) = tokens.split_once(", ours is ")?;
-            Some((object.to_string(), ours.parse().ok()?))
-        });
-    let (object_key, our_token) = named.unwrap_or_else(|| (format!("(unnamed: {text})"), 0));
     Refusal {
-        object_key,
-        our_token,
+        object_key: e.object_key().unwrap_or("(unnamed)").to_string(),
+        our_token: e.our_token().unwrap_or(0),
         stored_token: e.stored_token().unwrap_or(0),
     }
 }
@@ -337,20 +325,6 @@ impl Leading {
 pub struct Campaigning {
     campaign: Campaign,
     calls: Calls,
-}
-
-/// The kind of an error an elector reported, by its message (the host
-/// elector reports it as text); `None` for one no injected fault explains.
-fn error_kind(message: &str) -> Option<&'static str> {
-    [
-        ("the request did not complete", "transport"),
-        ("S3 kept answering 409", "conflict"),
-        ("S3 error:", "s3"),
-        ("gave up on", "timeout"),
-    ]
-    .into_iter()
-    .find(|(prefix, _)| message.starts_with(prefix))
-    .map(|(_, kind)| kind)
 }
 
 impl Role for Leading {

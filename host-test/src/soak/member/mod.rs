@@ -121,7 +121,6 @@ fn violation(
 
 impl<'a, R: Role> Member<'a, R> {
     /// Starts the member's first process, then waits for every other.
-    #[allow(clippy::too_many_arguments)]
     pub fn start(
         shared: &'a Shared<'a>,
         process: Arc<Process>,
