@@ -65,10 +65,7 @@ mod random;
 pub mod stats;
 mod types;
 
-// The engine's modules at the paths they always had: public with
-// `unstable-raw`, the generated bindings for the crate's own use either way.
-#[cfg(not(feature = "unstable-raw"))]
-pub(crate) use engine::bindings;
+// With `unstable-raw`, the engine's modules at the paths they always had.
 #[cfg(feature = "unstable-raw")]
 pub use engine::{bindings, http, monotonic, raw};
 

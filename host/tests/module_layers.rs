@@ -60,13 +60,22 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The file's code before its unit tests, comments dropped.
+/// The file's code, comments and test-only items dropped: an inline
+/// `#[cfg(test)] mod … {` and all after it (unit tests come last), and the
+/// line after any other `#[cfg(test)]` (`mod tests;`, a test-only import).
 fn code(text: &str) -> String {
-    let text = text.split("#[cfg(test)]").next().unwrap_or("");
-    text.lines()
-        .map(|l| l.split("//").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut out = Vec::new();
+    let mut lines = text.lines().map(|l| l.split("//").next().unwrap_or(""));
+    while let Some(line) = lines.next() {
+        if line.trim() == "#[cfg(test)]" {
+            match lines.next() {
+                Some(next) if next.trim_start().starts_with("mod ") && next.contains('{') => break,
+                _ => continue,
+            }
+        }
+        out.push(line);
+    }
+    out.join("\n")
 }
 
 /// The module a file is, as a path (`engine::raw`, `client`,
@@ -323,6 +332,12 @@ fn the_checker_sees_circles_groups_and_super() {
             "engine::http",
             "engine::http"
         ]
+    );
+    assert_eq!(
+        code(
+            "#[cfg(test)]\nmod tests;\nuse crate::a;\n#[cfg(test)]\nmod tests {\nuse crate::b;\n}"
+        ),
+        "use crate::a;"
     );
     assert_eq!(
         reexports("pub use client::{Client, ClientOptions};\npub use engine::raw::RawInstance;")

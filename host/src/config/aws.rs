@@ -35,7 +35,7 @@ impl AwsAccess {
         Ok(self)
     }
 
-    pub(super) fn wit_credentials(&self) -> crate::bindings::Credentials {
+    pub(super) fn wit_credentials(&self) -> crate::engine::bindings::Credentials {
         convert::credentials(&self.credentials)
     }
 }

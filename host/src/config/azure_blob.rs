@@ -2,8 +2,8 @@
 //! authorizes its requests.
 
 use super::{wit_record, Store, StoreConfig};
-use crate::bindings::{self as wit, Store as WitStore};
 use crate::credentials::SharedTokenSource;
+use crate::engine::bindings::{self as wit, Store as WitStore};
 use crate::types::{Addressing, Credentials};
 use crate::{convert, Error};
 

@@ -2,10 +2,10 @@
 
 use super::aws::AwsAccess;
 use super::{wit_record, Store, StoreConfig};
-use crate::bindings::Store as WitStore;
 use crate::credentials::SharedSource;
+use crate::engine::bindings::Store as WitStore;
+use crate::error::Error;
 use crate::types::{Addressing, Credentials};
-use crate::Error;
 
 /// Builds the [`StoreConfig`] of a DynamoDB table. `Debug` shows no
 /// secret.
@@ -46,7 +46,7 @@ impl DynamoDbBuilder {
         StoreConfig::of(Store::DynamoDb(self))
     }
 
-    pub(super) fn to_wit(&self) -> crate::bindings::Config {
+    pub(super) fn to_wit(&self) -> crate::engine::bindings::Config {
         // The record's bucket and addressing are S3's: DynamoDB reads
         // neither.
         wit_record(

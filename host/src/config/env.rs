@@ -5,8 +5,8 @@
 use super::{AzureBlobBuilder, AzureCredential, DynamoDbBuilder, S3Builder, StoreConfig};
 use crate::credentials::azure::{self, AccountAuth};
 use crate::credentials::{AwsChain, SharedSource, SharedTokenSource};
+use crate::error::Error;
 use crate::types::{Addressing, Credentials};
-use crate::Error;
 
 impl StoreConfig {
     /// From the environment and the AWS configuration files, as the AWS

@@ -17,9 +17,9 @@ pub use azure_blob::{AzureBlobBuilder, AzureCredential};
 pub use dynamodb::DynamoDbBuilder;
 pub use s3::S3Builder;
 
-use crate::bindings::Config;
 use crate::convert;
 use crate::credentials::{SharedSource, SharedTokenSource};
+use crate::engine::bindings::Config;
 use crate::types::{ExpiryClock, Strategy};
 use std::fmt;
 use std::time::Duration;
@@ -250,8 +250,8 @@ fn wit_record(
     region: &str,
     bucket: &str,
     addressing: crate::types::Addressing,
-    credentials: crate::bindings::Credentials,
-    store: Option<crate::bindings::Store>,
+    credentials: crate::engine::bindings::Credentials,
+    store: Option<crate::engine::bindings::Store>,
 ) -> Config {
     Config {
         endpoint: endpoint.to_string(),

@@ -3,8 +3,8 @@
 use super::aws::AwsAccess;
 use super::{wit_record, Store, StoreConfig};
 use crate::credentials::SharedSource;
+use crate::error::Error;
 use crate::types::{Addressing, Credentials};
-use crate::Error;
 
 /// Builds the [`StoreConfig`] of an S3 bucket. `Debug` shows no secret.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -55,7 +55,7 @@ impl S3Builder {
         StoreConfig::of(Store::S3(self))
     }
 
-    pub(super) fn to_wit(&self) -> crate::bindings::Config {
+    pub(super) fn to_wit(&self) -> crate::engine::bindings::Config {
         wit_record(
             &self.aws.endpoint,
             &self.aws.region,

@@ -5,8 +5,8 @@
 use super::aws::AwsAccess;
 use super::{DynamoDbBuilder, S3Builder};
 use crate::credentials::{SdkProvider, SharedSource};
+use crate::error::Error;
 use crate::types::Addressing;
-use crate::Error;
 
 impl S3Builder {
     /// `bucket`, reached as `sdk` says (see [`DynamoDbBuilder::from_sdk_config`]):

@@ -1,5 +1,5 @@
 use super::*;
-use crate::bindings::Store as WitStore;
+use crate::engine::bindings::Store as WitStore;
 use crate::types::{Addressing, Credentials};
 use crate::Error;
 use std::collections::HashMap;

@@ -2,8 +2,8 @@
 
 use super::{CredentialsSource, FetchedCredentials};
 use crate::engine::own_runtime::OwnRuntime;
+use crate::error::Error;
 use crate::types::Credentials;
-use crate::Error;
 use aws_config::provider_config::ProviderConfig;
 use aws_config::Region;
 use aws_credential_types::provider::error::CredentialsError;

@@ -10,8 +10,8 @@
 //! - else the machine's managed identity ([`ManagedIdentity`]).
 
 use super::managed_identity::ManagedIdentity;
-use crate::AzureCredential;
-use crate::Error;
+use crate::error::Error;
+use crate::types::AzureCredential;
 
 /// Azurite's well-known development account and key (public, in
 /// Microsoft's documentation).

@@ -5,7 +5,7 @@
 //! refreshed on a live client like the AWS chain's credentials.
 
 use super::tokens::{AzureToken, TokenSource};
-use crate::Error;
+use crate::error::Error;
 use std::fmt;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};

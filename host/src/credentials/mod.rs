@@ -30,8 +30,8 @@ pub use managed_identity::ManagedIdentity;
 pub use sdk_provider::SdkProvider;
 pub use tokens::{AzureToken, SharedTokenSource, TokenSource};
 
+use crate::error::Error;
 use crate::types::Credentials;
-use crate::Error;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;

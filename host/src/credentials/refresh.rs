@@ -5,8 +5,8 @@
 //! the thread only sleeps until then and fetches.
 
 use super::{FetchedCredentials, SharedSource, SharedTokenSource};
+use crate::error::Error;
 use crate::types::Credentials;
-use crate::Error;
 use s3_lease_keep::refresh::{self, Refresh};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};

@@ -4,7 +4,7 @@
 use super::aws_chain::{causes, fetched, on_own_thread};
 use super::{CredentialsSource, FetchedCredentials};
 use crate::engine::own_runtime::OwnRuntime;
-use crate::Error;
+use crate::error::Error;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 
 /// The credentials provider of an [`aws_config::SdkConfig`] a service has

@@ -3,7 +3,7 @@
 //! one fetched, shared by the clients of one config.
 
 use super::refresh;
-use crate::Error;
+use crate::error::Error;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
