@@ -234,8 +234,9 @@ impl SeaweedFs {
     /// (403 `InvalidAccessKeyId`), as AWS refuses a revoked key.
     pub fn set_extra_keys(&self, keys: &[(String, String)]) -> Result<()> {
         write_identities(&self.server.dir, &self.endpoint, keys)?;
-        let pid = self.server.pid()?;
-        let status = Command::new("kill").args(["-HUP", &pid]).status()?;
+        let pid = std::fs::read_to_string(self.server.dir.join("server.pid"))?;
+        let pid = pid.trim();
+        let status = Command::new("kill").args(["-HUP", pid]).status()?;
         if !status.success() {
             bail!("could not signal SeaweedFS (pid {pid})");
         }

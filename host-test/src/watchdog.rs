@@ -116,13 +116,6 @@ impl Server {
             std::thread::sleep(every);
         }
     }
-
-    /// The server's process id.
-    pub fn pid(&self) -> Result<String> {
-        Ok(std::fs::read_to_string(self.dir.join("server.pid"))?
-            .trim()
-            .to_string())
-    }
 }
 
 /// A loopback port free now (the server binds it a moment later).

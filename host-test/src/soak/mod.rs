@@ -378,16 +378,9 @@ pub fn run(harness: &Harness, endpoint: &Endpoint, config: SoakConfig) -> report
     }
     for (j, s) in slot_profiles.iter().enumerate() {
         let asked = s.requested_limit(shared.config.broken);
-        let broken = if asked != s.limit {
-            format!(" (members ask for {asked}: must fail)")
-        } else {
-            String::new()
-        };
-        println!(
-            "soak:   {} {} (semaphore){broken}",
-            slot_key_name(j),
-            s.name()
-        );
+        let broken = (asked != s.limit).then(|| format!(" (members ask for {asked}: must fail)"));
+        let (name, broken) = (slot_key_name(j), broken.unwrap_or_default());
+        println!("soak:   {name} {} (semaphore){broken}", s.name());
     }
     println!("soak: initial wall-clock skews (ms) {skews:?}");
     if shared.config.no_watchdog {

@@ -42,7 +42,8 @@ pub struct Process {
     pub clock_offset_ms: Arc<AtomicI64>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// A poisoned lock is still good: a panicked member thread is reported.
+pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 

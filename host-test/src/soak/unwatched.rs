@@ -8,19 +8,16 @@
 //! what the soak runs otherwise.
 
 use super::member::{Event, StepError};
+use super::process::lock;
 use crate::bindings::{ElectorConfig, ElectorEvent, Role};
 use crate::hooks::is_fault_error;
 use crate::records::record_of;
 use s3_lease_host::raw::RawInstance;
 use s3_lease_host::LeaseRecord;
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 #[derive(Default)]
 struct State {

@@ -394,10 +394,9 @@ impl Role for Leading {
         m.observe();
         let now = Instant::now();
         let role = &m.role;
-        if role.term.is_some() && role.writing.is_none() && now >= role.next_write {
-            if let Some(lease) = role.term.as_ref().map(|t| t.lease.clone()) {
-                m.write(lease, false);
-            }
+        let due = role.writing.is_none() && now >= role.next_write;
+        if let Some(lease) = role.term.as_ref().filter(|_| due).map(|t| t.lease.clone()) {
+            m.write(lease, false);
         }
         now + TICK
     }
@@ -407,7 +406,7 @@ impl Role for Leading {
         if why == Stop::Crash && promised.is_some_and(|p| at < p) {
             let fault = LeaderFault {
                 key: m.key,
-                at: m.us(at),
+                at: m.shared.us(at),
                 crash: true,
             };
             m.record.leader_faults.push(fault);
@@ -442,7 +441,7 @@ impl Role for Leading {
         if held.is_some() {
             let fault = LeaderFault {
                 key: m.key,
-                at: m.us(at),
+                at: m.shared.us(at),
                 crash: false,
             };
             m.record.leader_faults.push(fault);
@@ -578,8 +577,8 @@ impl Member<'_, Leading> {
                 key: self.key,
                 who: self.who(),
                 token,
-                sent: self.us(l.granted_after.min(now)),
-                acked: self.us(now),
+                sent: self.shared.us(l.granted_after.min(now)),
+                acked: self.shared.us(now),
             };
             self.record.history.grants.push(grant);
         }
@@ -610,8 +609,8 @@ impl Member<'_, Leading> {
             key: self.key,
             who: self.who(),
             token: t.token,
-            start: self.us(t.start),
-            end: self.us(end),
+            start: self.shared.us(t.start),
+            end: self.shared.us(end),
             ended_by,
         };
         self.record.history.terms.push(term);

@@ -20,7 +20,7 @@ pub(super) use leading::{Event, StepError};
 pub use slot::Slot;
 
 use super::process::Process;
-use super::record::{Micros, Record, Violation};
+use super::record::{Record, Violation};
 use super::schedule::{instance_seed, RequestFaults};
 use super::Shared;
 use crate::hooks::Hooks;
@@ -159,10 +159,6 @@ impl<'a, R: Role> Member<'a, R> {
             actor: self.p,
             generation: self.generation,
         }
-    }
-
-    fn us(&self, at: Instant) -> Micros {
-        self.shared.us(at)
     }
 
     /// A fresh process: new client, new holder ids.

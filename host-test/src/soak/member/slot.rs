@@ -135,10 +135,9 @@ impl Role for Slot {
         let shared = m.shared;
         let options = shared.harness.client_options(hooks, &clock);
         let config = &shared.slot_host_configs[m.role.j];
-        match Client::connect_with(shared.harness.runtime(), config, options) {
-            Ok(client) => Ok(Taking { client, waits: 0 }),
-            Err(e) => Err(format!("connect: {e}")),
-        }
+        let client = Client::connect_with(shared.harness.runtime(), config, options);
+        let client = client.map_err(|e| format!("connect: {e}"))?;
+        Ok(Taking { client, waits: 0 })
     }
 
     fn step(m: &mut Member<'_, Self>, now: Instant) -> Instant {
@@ -304,8 +303,8 @@ impl Member<'_, Slot> {
             key: self.key,
             who: self.who(),
             token,
-            sent: self.us(sent),
-            acked: self.us(at),
+            sent: self.shared.us(sent),
+            acked: self.shared.us(at),
         };
         self.record.history.grants.push(grant);
         w.keep_place_to(sent);
@@ -333,7 +332,7 @@ impl Member<'_, Slot> {
         let Some(start) = w.start else {
             return;
         };
-        let us = |at: Instant| self.us(at);
+        let us = |at: Instant| self.shared.us(at);
         let pair = |(a, b): (Instant, Instant)| -> (Micros, Micros) { (us(a), us(b)) };
         let wait = Wait {
             key: self.key,
@@ -405,8 +404,8 @@ impl Member<'_, Slot> {
             key: self.key,
             who: self.who(),
             token: h.token,
-            start: self.us(h.start),
-            end: self.us(end.max(h.start)),
+            start: self.shared.us(h.start),
+            end: self.shared.us(end.max(h.start)),
             ended_by: why.to_string(),
         };
         self.record.history.terms.push(term);
