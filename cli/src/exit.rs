@@ -57,11 +57,12 @@ struct Store {
 
 static STORE_IN_USE: OnceLock<Store> = OnceLock::new();
 
-/// Errors name this store (`S3` or `DynamoDB`) and, when a request did not
-/// complete, its endpoint. Set once, before the first request.
-pub fn set_store(dynamodb: bool, endpoint: &str) {
+/// Errors name this store (`S3`, `DynamoDB`, `Azure Blob Storage`) and,
+/// when a request did not complete, its endpoint. Set once, before the
+/// first request.
+pub fn set_store(name: &'static str, endpoint: &str) {
     let _ = STORE_IN_USE.set(Store {
-        name: if dynamodb { "DynamoDB" } else { "S3" },
+        name,
         endpoint: endpoint.to_string(),
     });
 }

@@ -28,7 +28,7 @@ use exit::Failure;
 use holding::{acquire_options, catch_signals, hold_while_running, run_in_slot, Holding, Store};
 use s3_lease_host::blocking::Client;
 use s3_lease_host::{Runtime, SlotOptions, Strategy};
-use store_config::{endpoint_in_use, s3_config};
+use store_config::{endpoint_in_use, store_config};
 
 fn main() {
     // The guardian of a command's process group (see `tree`): this binary
@@ -68,8 +68,8 @@ fn main() {
 
 fn run(cli: Cli) -> Result<i32, Failure> {
     check_arguments(&cli)?;
-    let config = s3_config(&cli)?;
-    exit::set_store(config.table().is_some(), config.endpoint());
+    let config = store_config(&cli)?;
+    exit::set_store(config.store_name(), config.endpoint());
     let runtime = Runtime::new().map_err(|e| Failure::new(exit::INTERNAL, format!("{e:#}")))?;
     let client = Client::connect(&runtime, &config)?;
     let strategy = config.strategy.unwrap_or(Strategy::SingleObject);

@@ -24,7 +24,8 @@ pub(crate) fn credentials_line(config: &StoreConfig) -> Option<String> {
     })
 }
 
-pub(crate) fn s3_config(cli: &Cli) -> Result<StoreConfig, Failure> {
+/// The store the flags and the environment name, with its credentials.
+pub(crate) fn store_config(cli: &Cli) -> Result<StoreConfig, Failure> {
     let on_dynamodb = cli.store == Some(StoreArg::Dynamodb);
     let on_azure = cli.store == Some(StoreArg::AzureBlob);
     if on_azure && cli.container.is_none() {

@@ -5,7 +5,7 @@
 
 use crate::calls::{release_in_background, Calls};
 use crate::client::Client;
-use crate::convert::{self, millis};
+use crate::convert;
 use crate::engine::bindings as wit;
 use crate::engine::raw::RawInstance;
 use crate::error::{Error, ErrorKind};

@@ -50,7 +50,13 @@ impl Calls {
             }
             (None, None) => None,
         };
-        let pool = Pool::new(runtime, wit_config, instances, make_options)?;
+        let pool = Pool::new(
+            runtime,
+            wit_config,
+            config.store_name(),
+            instances,
+            make_options,
+        )?;
         Ok(Arc::new_cyclic(|weak: &Weak<Calls>| {
             let calls = weak.clone();
             // Only a thread that cannot start fails this: the credentials

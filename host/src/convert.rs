@@ -8,10 +8,6 @@ use crate::types::*;
 use s3_lease_keep::leadership::{self, Step};
 use std::time::Duration;
 
-pub(crate) fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
 fn nonzero(v: u64) -> Option<u64> {
     (v != 0).then_some(v)
 }

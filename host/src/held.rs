@@ -5,9 +5,9 @@
 //! status its watchers see.
 
 use crate::calls::{release_in_background, Calls};
-use crate::convert::{self, millis};
+use crate::convert;
 use crate::error::{Error, ErrorKind};
-use crate::types::{LeaseRecord, LockState};
+use crate::types::{millis, LeaseRecord, LockState};
 use s3_lease_keep::guard::{Attempt, End, Guard, Timing};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};

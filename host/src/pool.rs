@@ -47,7 +47,9 @@ pub(crate) struct Opener {
     /// The config new instances open with (credentials kept current).
     config: Mutex<Config>,
     make_options: MakeOptions,
-    /// The store's name, for its errors.
+    /// The store's name, for its errors ([`StoreConfig::store_name`]).
+    ///
+    /// [`StoreConfig::store_name`]: crate::config::StoreConfig::store_name
     store: &'static str,
 }
 
@@ -58,14 +60,10 @@ impl Pool {
     pub fn new(
         runtime: Runtime,
         config: Config,
+        store: &'static str,
         size: usize,
         make_options: MakeOptions,
     ) -> Result<Self, Error> {
-        let store = match &config.store {
-            Some(wit::Store::Dynamodb(_)) => "DynamoDB",
-            Some(wit::Store::AzureBlob(_)) => "Azure Blob Storage",
-            None | Some(wit::Store::S3) => "S3",
-        };
         let opener = Arc::new(Opener {
             runtime,
             config: Mutex::new(config),

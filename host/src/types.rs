@@ -149,7 +149,7 @@ impl AcquireOptions {
     /// The ttl in the contract's milliseconds: the one place it is
     /// converted, for the request and for the waits paced by it.
     pub(crate) fn ttl_ms(&self) -> u64 {
-        saturating_ms(self.ttl)
+        millis(self.ttl)
     }
 
     pub fn new(ttl: Duration) -> Self {
@@ -251,7 +251,7 @@ impl LeaseRecord {
     /// The ttl in the contract's milliseconds: the one place it is
     /// converted, for the record sent back and for the lease's timing.
     pub(crate) fn ttl_ms(&self) -> u64 {
-        saturating_ms(self.ttl)
+        millis(self.ttl)
     }
 
     pub fn with_holder_id(mut self, holder_id: impl Into<String>) -> Self {
@@ -589,7 +589,9 @@ pub struct PreflightReport {
     pub requests: u32,
 }
 
-/// Whole milliseconds, "forever" past what a `u64` holds.
-fn saturating_ms(d: Duration) -> u64 {
+/// Whole milliseconds, as the contract counts time; "forever" past what a
+/// `u64` holds. The one conversion of a `Duration` to the contract's
+/// milliseconds.
+pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

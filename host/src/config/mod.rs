@@ -144,6 +144,16 @@ impl StoreConfig {
         self
     }
 
+    /// The store's name as errors and messages name it: `S3`, `DynamoDB`
+    /// or `Azure Blob Storage`.
+    pub fn store_name(&self) -> &'static str {
+        match &self.store {
+            Store::S3(_) => "S3",
+            Store::DynamoDb(_) => "DynamoDB",
+            Store::AzureBlob(_) => "Azure Blob Storage",
+        }
+    }
+
     /// The store's endpoint: S3's, DynamoDB's or the Azure account's.
     pub fn endpoint(&self) -> &str {
         match &self.store {

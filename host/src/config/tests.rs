@@ -1,4 +1,5 @@
 use super::*;
+use crate::credentials::{FetchedCredentials, StaticCredentials};
 use crate::engine::bindings::Store as WitStore;
 use crate::types::{Addressing, Credentials};
 use crate::Error;
@@ -249,4 +250,29 @@ fn a_config_holds_one_store_and_answers_for_that_one() {
 fn a_missing_credential_names_its_variable() {
     let err = StoreConfig::from_vars("b", vars(&[("AWS_ACCESS_KEY_ID", "a")])).unwrap_err();
     assert!(err.to_string().contains("AWS_SECRET_ACCESS_KEY"), "{err}");
+}
+
+#[test]
+fn debug_of_credentials_their_source_and_a_config_shows_no_secret() {
+    let fetched = FetchedCredentials {
+        credentials: Credentials::new("ASIAVISIBLE", "s3cr3t-value")
+            .with_session_token("t0ken-value"),
+        expires: None,
+        source: "Ec2InstanceMetadata".into(),
+    };
+    let source = SharedSource::new(StaticCredentials(fetched.credentials.clone()));
+    source.fetch().unwrap();
+    let config = S3Builder::new("b", "us-east-1", fetched.credentials.clone())
+        .credentials_source(source.clone())
+        .unwrap()
+        .build();
+    let text = format!(
+        "{fetched:?} {config:?} {source:?} {:?}",
+        source.last_source()
+    );
+    assert!(text.contains("ASIAVISIBLE"), "{text}");
+    assert!(
+        !text.contains("s3cr3t") && !text.contains("t0ken"),
+        "{text}"
+    );
 }

@@ -175,33 +175,3 @@ impl CredentialsSource for StaticCredentials {
         })
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn debug_shows_no_secret() {
-        let fetched = FetchedCredentials {
-            credentials: Credentials::new("ASIAVISIBLE", "s3cr3t-value")
-                .with_session_token("t0ken-value"),
-            expires: None,
-            source: "Ec2InstanceMetadata".into(),
-        };
-        let source = SharedSource::new(StaticCredentials(fetched.credentials.clone()));
-        source.fetch().unwrap();
-        let config = crate::S3Builder::new("b", "us-east-1", fetched.credentials.clone())
-            .credentials_source(source.clone())
-            .unwrap()
-            .build();
-        let text = format!(
-            "{fetched:?} {config:?} {source:?} {:?}",
-            source.last_source()
-        );
-        assert!(text.contains("ASIAVISIBLE"), "{text}");
-        assert!(
-            !text.contains("s3cr3t") && !text.contains("t0ken"),
-            "{text}"
-        );
-    }
-}
