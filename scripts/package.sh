@@ -8,7 +8,11 @@
 # embeds exactly what the one-step install from a clone builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/setup.sh
+# test.sh has just run setup.sh (its component is exported); on its own,
+# this runs it.
+if [ -z "${S3LEASE_COMPONENT:-}" ] || [ ! -f "$S3LEASE_COMPONENT" ]; then
+    source scripts/setup.sh
+fi
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 sum=$(sha256sum "$S3LEASE_COMPONENT" | cut -d' ' -f1)
 echo "package: the component is $(wc -c <"$S3LEASE_COMPONENT") bytes, SHA-256 $sum"

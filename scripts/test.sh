@@ -26,7 +26,7 @@ source scripts/setup.sh
 finished "setup: what the demo needs (component, venv, wasm-opt)"
 setup_test_tools
 install_s3s_fs
-finished "setup: what only the tests need (wac, jco, the HTTP function, dynalite, Azurite, s3s-fs)"
+finished "setup: what only the tests need (jco, the HTTP function, dynalite, Azurite; wac-cli and s3s-fs start building)"
 
 # Most tests wait on a server, not on the CPU: more run at once than the
 # machine has cores (set RUST_TEST_THREADS to override).
@@ -36,12 +36,20 @@ export RUST_TEST_THREADS=${RUST_TEST_THREADS:-6}
 # this compiles only the test code; on its own wasmtime too (~11 min on 2 cores).
 echo "test.sh: building every test (cargo test --workspace --no-run)"
 cargo test --locked --workspace --no-run
-finished "building the tests"
+echo "test.sh: waiting for wac-cli and s3s-fs (built in the background since setup)"
+wait_for_tool_builds
+finished "building the tests (and wac-cli and s3s-fs beside them)"
 
 # --nocapture: the suite prints what it measured (request counts, sizes).
 echo "test.sh: cargo test --workspace (~480 tests, $RUST_TEST_THREADS at a time per suite)"
 cargo test --locked --workspace --no-fail-fast -- --nocapture
 finished "running every suite (unit, simulation, integration, command line, composed function)"
+
+# Here, before the steps below build the host crate again with another
+# component in the environment, the demo's build can reuse all of the tests'.
+echo "test.sh: the demo's build shares the tests' (a drift would cost a second wasmtime build)"
+python3 scripts/check_demo_build_shared.py
+finished "the shared-build check"
 
 # The WASI 0.3 build through the same host: the integration suite's core
 # cases, the semaphores and the DynamoDB store again, on it (wasip3.rs, in
@@ -70,10 +78,7 @@ finished "the soak smoke"
 echo "test.sh: one-step install: s3-lease built without S3LEASE_COMPONENT builds its own component (~1 min)"
 env -u S3LEASE_COMPONENT S3LEASE_SETUP_COMPONENT="$S3LEASE_COMPONENT" \
     cargo test --locked --workspace --test cli -- install:: --include-ignored
-
-echo "test.sh: the demo's build shares the tests' (a drift would cost a second wasmtime build)"
-python3 scripts/check_demo_build_shared.py
-finished "the one-step install and the shared-build check"
+finished "the one-step install"
 
 # What a release would publish, packed without uploading: the host crate
 # must carry setup.sh's component, checked by its SHA-256.
