@@ -1,9 +1,10 @@
 //! What the two AWS stores share: an endpoint, a region and the keys
 //! that sign requests (fixed, or refreshed from a source).
 
+use crate::convert;
 use crate::credentials::SharedSource;
+use crate::error::Error;
 use crate::types::Credentials;
-use crate::{convert, Error};
 
 /// `Debug` shows the key id only (see [`Credentials`]).
 #[derive(Clone, PartialEq, Eq, Debug)]

@@ -2,10 +2,11 @@
 //! authorizes its requests.
 
 use super::{wit_record, Store, StoreConfig};
+use crate::convert;
 use crate::credentials::SharedTokenSource;
 use crate::engine::bindings::{self as wit, Store as WitStore};
+use crate::error::Error;
 use crate::types::{Addressing, Credentials};
-use crate::{convert, Error};
 
 pub use crate::types::AzureCredential;
 

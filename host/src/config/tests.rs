@@ -1,8 +1,8 @@
 use super::*;
 use crate::credentials::{FetchedCredentials, StaticCredentials};
 use crate::engine::bindings::Store as WitStore;
+use crate::error::Error;
 use crate::types::{Addressing, Credentials};
-use crate::Error;
 use std::collections::HashMap;
 
 fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
@@ -65,7 +65,7 @@ fn takes_region_endpoint_and_credentials_from_an_sdk_config() {
     assert_eq!(d.table(), Some("locks"));
     let bare = aws_config::SdkConfig::builder().build();
     let e = S3Builder::from_sdk_config(&bare, "locks").unwrap_err();
-    assert_eq!(e.kind(), crate::ErrorKind::InvalidConfig);
+    assert_eq!(e.kind(), crate::error::ErrorKind::InvalidConfig);
 }
 
 #[test]
