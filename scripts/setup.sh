@@ -29,34 +29,6 @@ timed() {
     echo "setup: $label took $(($(date +%s) - started)) s"
 }
 
-# `in_background NAME CMD...`: runs CMD (timed) with its output in
-# .tools/NAME.log; `wait_for_tool_builds` waits for every one started, says
-# how long each took, and shows the log of one that failed.
-background_pids=()
-background_names=()
-in_background() {
-    local name=$1
-    shift
-    mkdir -p .tools
-    (timed "$name" "$@") >".tools/$name.log" 2>&1 &
-    background_pids+=("$!")
-    background_names+=("$name")
-}
-wait_for_tool_builds() {
-    local i name
-    for i in "${!background_pids[@]}"; do
-        name=${background_names[$i]}
-        if ! wait "${background_pids[$i]}"; then
-            cat ".tools/$name.log" >&2
-            echo "setup: $name failed (log above)" >&2
-            exit 1
-        fi
-        tail -n 1 ".tools/$name.log"
-    done
-    background_pids=()
-    background_names=()
-}
-
 if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
     echo "setup: adding the wasm32-wasip2 Rust target (~20 s)"
     rustup target add wasm32-wasip2
@@ -129,14 +101,10 @@ export S3LEASE_WEED="$PWD/.venv/bin/weed"
 export S3LEASE_PYTHON="$PWD/.venv/bin/python"
 
 # What only the tests need (test.sh calls it after the demo's part above).
-# wac-cli and s3s-fs (below) are built from source by cargo install in the
-# background: neither is needed before the suites run, and their builds fill
-# the cores the test build leaves idle (while it links, or waits on one
-# crate). test.sh calls `wait_for_tool_builds` before the suites.
 setup_test_tools() {
     if [ ! -x .tools/bin/wac ] || [ "$(.tools/bin/wac --version 2>/dev/null)" != "wac-cli 0.12.0" ]; then
-        echo "setup: installing wac-cli 0.12.0 into .tools, in the background (cargo install --debug; ~2 min on 2 cores)"
-        in_background installing-wac-cli \
+        echo "setup: installing wac-cli 0.12.0 into .tools (cargo install --debug; ~2 min on 2 cores)"
+        timed "installing wac-cli" \
             env -u CARGO_TARGET_DIR cargo install --debug --locked --root .tools --no-default-features wac-cli@0.12.0
     fi
     if [ ! -x examples/node/node_modules/.bin/jco ] ||
@@ -195,8 +163,8 @@ install_azurite() {
 # unoptimized build takes about half the time of a release one.
 install_s3s_fs() {
     if [ ! -x .tools/bin/s3s-fs ]; then
-        echo "setup: installing s3s-fs 0.14.1 into .tools, in the background (a store the preflight must refuse; cargo install --debug, ~2 min on 2 cores)"
-        in_background installing-s3s-fs \
+        echo "setup: installing s3s-fs 0.14.1 into .tools (a store the preflight must refuse; cargo install --debug, ~2 min on 2 cores)"
+        timed "installing s3s-fs" \
             env -u CARGO_TARGET_DIR cargo install --debug --locked --root .tools --features binary "s3s-fs@=0.14.1"
     fi
     export S3LEASE_S3S_FS="$PWD/.tools/bin/s3s-fs"

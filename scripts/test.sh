@@ -26,7 +26,7 @@ source scripts/setup.sh
 finished "setup: what the demo needs (component, venv, wasm-opt)"
 setup_test_tools
 install_s3s_fs
-finished "setup: what only the tests need (jco, the HTTP function, dynalite, Azurite; wac-cli and s3s-fs start building)"
+finished "setup: what only the tests need (wac, jco, the HTTP function, dynalite, Azurite, s3s-fs)"
 
 # Most tests wait on a server, not on the CPU: more run at once than the
 # machine has cores (set RUST_TEST_THREADS to override).
@@ -36,9 +36,7 @@ export RUST_TEST_THREADS=${RUST_TEST_THREADS:-6}
 # this compiles only the test code; on its own wasmtime too (~11 min on 2 cores).
 echo "test.sh: building every test (cargo test --workspace --no-run)"
 cargo test --locked --workspace --no-run
-echo "test.sh: waiting for wac-cli and s3s-fs (built in the background since setup)"
-wait_for_tool_builds
-finished "building the tests (and wac-cli and s3s-fs beside them)"
+finished "building the tests"
 
 # --nocapture: the suite prints what it measured (request counts, sizes).
 echo "test.sh: cargo test --workspace (~480 tests, $RUST_TEST_THREADS at a time per suite)"
