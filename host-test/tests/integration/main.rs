@@ -8,6 +8,7 @@ mod bad_input;
 mod compat;
 mod component_shape;
 mod contention;
+mod doc_snippets;
 mod credentials;
 mod dynamodb;
 mod elector;
