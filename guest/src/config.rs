@@ -1,0 +1,399 @@
+//! The client's configuration: the contract's `config` record as a builder
+//! that starts from the contract's defaults, and `Config::from_vars`, the
+//! environment's variables read as the host crate and the command line
+//! read them. Secrets never reach `Debug`.
+
+use crate::error::Error;
+use std::fmt;
+use std::time::Duration;
+
+/// How bucket names reach the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Addressing {
+    /// `https://endpoint/bucket/key`: MinIO, SeaweedFS, most self-hosted stores.
+    Path,
+    /// `https://bucket.endpoint/key`: AWS's default.
+    VirtualHosted,
+}
+
+/// How the lock for a key is laid out (default: `SingleObject`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    SingleObject,
+    EpochObjects,
+}
+
+/// How a contender decides that a lease nobody released has expired
+/// (default: `Server` on S3, `Observed` on DynamoDB). See `wit/lease.wit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpiryClock {
+    Holder,
+    Server,
+    Observed,
+}
+
+/// Where the locks are kept (default: `S3`, in the config's bucket).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Store {
+    S3,
+    /// Items in this DynamoDB table; the endpoint is DynamoDB's, and the
+    /// bucket and addressing are ignored.
+    DynamoDb {
+        table: String,
+    },
+}
+
+/// AWS credentials: the secret and the session token never reach `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    /// Set for temporary credentials (STS).
+    pub session_token: Option<String>,
+}
+
+impl Credentials {
+    pub fn new(access_key_id: impl Into<String>, secret_access_key: impl Into<String>) -> Self {
+        Credentials {
+            access_key_id: access_key_id.into(),
+            secret_access_key: secret_access_key.into(),
+            session_token: None,
+        }
+    }
+
+    pub fn with_session_token(mut self, session_token: impl Into<String>) -> Self {
+        self.session_token = Some(session_token.into());
+        self
+    }
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials")
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &"<redacted>")
+            .field(
+                "session_token",
+                &self.session_token.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+/// Everything a client needs to reach its store. `None` fields take the
+/// contract's defaults (`wit/lease.wit`, record `config`).
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Config {
+    /// `http://host[:port]` or `https://host[:port]`, with no path.
+    pub endpoint: String,
+    /// The signing region, e.g. `us-east-1`.
+    pub region: String,
+    pub bucket: String,
+    pub addressing: Addressing,
+    pub credentials: Credentials,
+    /// Prepended to every lock key, e.g. `locks/`.
+    pub key_prefix: Option<String>,
+    /// Bound on each HTTP request (default 10 s).
+    pub request_timeout: Option<Duration>,
+    pub strategy: Option<Strategy>,
+    pub expiry_clock: Option<ExpiryClock>,
+    /// Check the store before the first grant (default: no).
+    pub preflight: Option<bool>,
+    /// The secret leases are sealed with (default: a random key kept in
+    /// the store). Never reaches `Debug`.
+    pub seal_key: Option<String>,
+    pub store: Option<Store>,
+}
+
+impl Config {
+    /// A bucket on an S3 endpoint of your own (MinIO, SeaweedFS, a proxy):
+    /// path addressing, as the host crate and the command line choose for
+    /// a custom endpoint; `with_addressing` changes it.
+    pub fn s3(
+        endpoint: impl Into<String>,
+        region: impl Into<String>,
+        bucket: impl Into<String>,
+        credentials: Credentials,
+    ) -> Config {
+        Config {
+            endpoint: endpoint.into(),
+            region: region.into(),
+            bucket: bucket.into(),
+            addressing: Addressing::Path,
+            credentials,
+            key_prefix: None,
+            request_timeout: None,
+            strategy: None,
+            expiry_clock: None,
+            preflight: None,
+            seal_key: None,
+            store: None,
+        }
+    }
+
+    /// A bucket on AWS S3 itself: `https://s3.<region>.amazonaws.com`,
+    /// virtual-hosted addressing.
+    pub fn aws(
+        region: impl Into<String>,
+        bucket: impl Into<String>,
+        credentials: Credentials,
+    ) -> Config {
+        let region = region.into();
+        let endpoint = format!("https://s3.{region}.amazonaws.com");
+        Config::s3(endpoint, region, bucket, credentials).with_addressing(Addressing::VirtualHosted)
+    }
+
+    pub fn with_addressing(mut self, addressing: Addressing) -> Config {
+        self.addressing = addressing;
+        self
+    }
+
+    pub fn with_key_prefix(mut self, key_prefix: impl Into<String>) -> Config {
+        self.key_prefix = Some(key_prefix.into());
+        self
+    }
+
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Config {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    pub fn with_strategy(mut self, strategy: Strategy) -> Config {
+        self.strategy = Some(strategy);
+        self
+    }
+
+    pub fn with_expiry_clock(mut self, expiry_clock: ExpiryClock) -> Config {
+        self.expiry_clock = Some(expiry_clock);
+        self
+    }
+
+    pub fn with_preflight(mut self, preflight: bool) -> Config {
+        self.preflight = Some(preflight);
+        self
+    }
+
+    pub fn with_seal_key(mut self, seal_key: impl Into<String>) -> Config {
+        self.seal_key = Some(seal_key.into());
+        self
+    }
+
+    pub fn with_store(mut self, store: Store) -> Config {
+        self.store = Some(store);
+        self
+    }
+
+    /// The key prefix, `""` when none: what fenced object keys are often
+    /// built on (fenced writes take full keys; the prefix is not added).
+    pub fn key_prefix(&self) -> &str {
+        self.key_prefix.as_deref().unwrap_or("")
+    }
+
+    /// The config from variables, as `Config::from_env` reads them from
+    /// `wasi:cli/environment` (`var` returns `None` for an unset one; an
+    /// empty value counts as unset):
+    ///
+    /// - `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL`: an endpoint of your
+    ///   own, addressed by path; unset: AWS's own for the region, by
+    ///   virtual host. `S3LEASE_ADDRESSING` (`path` or `virtual-hosted`)
+    ///   overrides either.
+    /// - `AWS_REGION`, else `AWS_DEFAULT_REGION`; default `us-east-1`.
+    /// - `S3LEASE_BUCKET`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`:
+    ///   required. `AWS_SESSION_TOKEN`, `S3LEASE_KEY_PREFIX`,
+    ///   `S3LEASE_SEAL_KEY`: optional.
+    /// - `S3LEASE_STORE=dynamodb` with `S3LEASE_TABLE`: the locks in that
+    ///   table (no bucket needed), at `AWS_ENDPOINT_URL_DYNAMODB`, else
+    ///   `AWS_ENDPOINT_URL`, else AWS's for the region.
+    ///
+    /// The first variable missing or refused is named in the error
+    /// (`MissingEnv`, `InvalidEnv`).
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Config, Error> {
+        let var = |name: &str| var(name).filter(|v| !v.is_empty());
+        let required = |name: &'static str| var(name).ok_or(Error::MissingEnv { name });
+        let table = match var("S3LEASE_STORE")
+            .map(|s| s.to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("s3") => None,
+            Some("dynamodb") => Some(required("S3LEASE_TABLE")?),
+            Some(_) => {
+                return Err(Error::InvalidEnv {
+                    name: "S3LEASE_STORE",
+                    expected: "s3 or dynamodb",
+                })
+            }
+        };
+        let service_endpoint = if table.is_some() {
+            "AWS_ENDPOINT_URL_DYNAMODB"
+        } else {
+            "AWS_ENDPOINT_URL_S3"
+        };
+        let custom_endpoint = var(service_endpoint).or_else(|| var("AWS_ENDPOINT_URL"));
+        let region = var("AWS_REGION")
+            .or_else(|| var("AWS_DEFAULT_REGION"))
+            .unwrap_or_else(|| "us-east-1".into());
+        let addressing = match var("S3LEASE_ADDRESSING").as_deref() {
+            Some("path") => Addressing::Path,
+            Some("virtual-hosted") => Addressing::VirtualHosted,
+            Some(_) => {
+                return Err(Error::InvalidEnv {
+                    name: "S3LEASE_ADDRESSING",
+                    expected: "path or virtual-hosted",
+                })
+            }
+            None if custom_endpoint.is_some() => Addressing::Path,
+            None => Addressing::VirtualHosted,
+        };
+        let aws_endpoint = match table {
+            Some(_) => format!("https://dynamodb.{region}.amazonaws.com"),
+            None => format!("https://s3.{region}.amazonaws.com"),
+        };
+        let bucket = match table {
+            Some(_) => var("S3LEASE_BUCKET").unwrap_or_default(),
+            None => required("S3LEASE_BUCKET")?,
+        };
+        let mut credentials = Credentials::new(
+            required("AWS_ACCESS_KEY_ID")?,
+            required("AWS_SECRET_ACCESS_KEY")?,
+        );
+        credentials.session_token = var("AWS_SESSION_TOKEN");
+        let mut config = Config::s3(
+            custom_endpoint.unwrap_or(aws_endpoint),
+            region,
+            bucket,
+            credentials,
+        )
+        .with_addressing(addressing);
+        config.key_prefix = var("S3LEASE_KEY_PREFIX");
+        config.seal_key = var("S3LEASE_SEAL_KEY");
+        config.store = table.map(|table| Store::DynamoDb { table });
+        Ok(config)
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("endpoint", &self.endpoint)
+            .field("region", &self.region)
+            .field("bucket", &self.bucket)
+            .field("addressing", &self.addressing)
+            .field("credentials", &self.credentials)
+            .field("key_prefix", &self.key_prefix)
+            .field("request_timeout", &self.request_timeout)
+            .field("strategy", &self.strategy)
+            .field("expiry_clock", &self.expiry_clock)
+            .field("preflight", &self.preflight)
+            .field("seal_key", &self.seal_key.as_ref().map(|_| "<redacted>"))
+            .field("store", &self.store)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(vars: &[(&str, &str)]) -> Result<Config, Error> {
+        Config::from_vars(|name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    const KEYS: [(&str, &str); 3] = [
+        ("S3LEASE_BUCKET", "b"),
+        ("AWS_ACCESS_KEY_ID", "AKID"),
+        ("AWS_SECRET_ACCESS_KEY", "very-secret"),
+    ];
+
+    #[test]
+    fn aws_itself_is_addressed_by_virtual_host() {
+        let c = from(&KEYS).unwrap();
+        assert_eq!(c.endpoint, "https://s3.us-east-1.amazonaws.com");
+        assert_eq!(c.addressing, Addressing::VirtualHosted);
+        assert_eq!(c.region, "us-east-1");
+        assert_eq!(
+            c,
+            Config::aws("us-east-1", "b", Credentials::new("AKID", "very-secret"))
+        );
+    }
+
+    #[test]
+    fn an_endpoint_of_your_own_is_addressed_by_path_unless_told() {
+        let mut vars = KEYS.to_vec();
+        vars.push(("AWS_ENDPOINT_URL", "http://127.0.0.1:8333"));
+        vars.push(("AWS_REGION", "eu-west-1"));
+        let c = from(&vars).unwrap();
+        assert_eq!(
+            (c.endpoint.as_str(), c.addressing),
+            ("http://127.0.0.1:8333", Addressing::Path)
+        );
+        vars.push(("AWS_ENDPOINT_URL_S3", "http://s3.local:9000"));
+        vars.push(("S3LEASE_ADDRESSING", "virtual-hosted"));
+        vars.push(("S3LEASE_KEY_PREFIX", "locks/"));
+        let c = from(&vars).unwrap();
+        assert_eq!(c.endpoint, "http://s3.local:9000");
+        assert_eq!(c.addressing, Addressing::VirtualHosted);
+        assert_eq!(c.key_prefix(), "locks/");
+        assert_eq!(c.region, "eu-west-1");
+    }
+
+    #[test]
+    fn a_missing_or_empty_variable_is_named() {
+        for skipped in KEYS.map(|(name, _)| name) {
+            let vars: Vec<_> = KEYS
+                .iter()
+                .filter(|(n, _)| *n != skipped)
+                .copied()
+                .collect();
+            assert_eq!(from(&vars), Err(Error::MissingEnv { name: skipped }));
+            let mut empty = vars.clone();
+            empty.push((skipped, ""));
+            assert_eq!(from(&empty), Err(Error::MissingEnv { name: skipped }));
+        }
+        let mut vars = KEYS.to_vec();
+        vars.push(("S3LEASE_ADDRESSING", "sideways"));
+        let e = from(&vars).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "S3LEASE_ADDRESSING is path or virtual-hosted"
+        );
+    }
+
+    #[test]
+    fn dynamodb_needs_its_table_not_a_bucket() {
+        let mut vars = KEYS[1..].to_vec();
+        vars.push(("S3LEASE_STORE", "dynamodb"));
+        assert_eq!(
+            from(&vars),
+            Err(Error::MissingEnv {
+                name: "S3LEASE_TABLE"
+            })
+        );
+        vars.push(("S3LEASE_TABLE", "locks"));
+        let c = from(&vars).unwrap();
+        assert_eq!(
+            c.store,
+            Some(Store::DynamoDb {
+                table: "locks".into()
+            })
+        );
+        assert_eq!(c.endpoint, "https://dynamodb.us-east-1.amazonaws.com");
+    }
+
+    #[test]
+    fn debug_hides_the_secrets() {
+        let mut vars = KEYS.to_vec();
+        vars.push(("AWS_SESSION_TOKEN", "session-secret"));
+        vars.push(("S3LEASE_SEAL_KEY", "seal-secret"));
+        let shown = format!("{:?}", from(&vars).unwrap());
+        for secret in ["very-secret", "session-secret", "seal-secret"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        assert!(shown.contains("AKID"), "{shown}");
+    }
+}

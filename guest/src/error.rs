@@ -1,0 +1,169 @@
+//! Every failure, as a case to branch on: the contract's `error` variant
+//! (`wit/lease.wit`), plus this crate's own (the environment, the lease
+//! header). No case carries a secret.
+
+use crate::types::LockState;
+use std::fmt;
+use std::time::Duration;
+
+/// An S3 (or DynamoDB, or Azure) error reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Error {
+    /// The HTTP status, e.g. 403.
+    pub status: u16,
+    /// The S3 error code, e.g. `AccessDenied`; empty when the body had none.
+    pub code: String,
+    pub message: String,
+    /// `x-amz-request-id`: quote it to AWS support.
+    pub request_id: String,
+}
+
+/// Why a call failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// `acquire` gave up: the key stayed held for `waited`.
+    Timeout {
+        key: String,
+        waited: Duration,
+        /// The holder seen last.
+        holder: Option<Box<LockState>>,
+    },
+    /// The lease is no longer ours: another grant replaced it, or the lock
+    /// object was deleted.
+    Lost {
+        key: String,
+        /// Our token, now superseded.
+        token: u64,
+        /// Who holds the key now, when that could be read.
+        current: Option<Box<LockState>>,
+    },
+    /// A fenced write or delete met a newer token on the object.
+    Fenced {
+        object_key: String,
+        our_token: u64,
+        stored_token: u64,
+    },
+    /// `409 ConditionalRequestConflict` went on after retries.
+    Conflict(S3Error),
+    /// The server refused this machine's clock (`RequestTimeTooSkewed`).
+    ClockSkewed(S3Error),
+    /// 403: wrong keys, a refused signature, a policy that denies.
+    AccessDenied(S3Error),
+    /// The bucket (or DynamoDB table) does not exist.
+    NoSuchBucket(S3Error),
+    /// Any other error reply from the store.
+    S3(S3Error),
+    /// A lock or token record this library could not read; left untouched.
+    CorruptLockObject { object_key: String, reason: String },
+    /// The request did not complete: connection refused, DNS, TLS, timeout.
+    Transport(String),
+    /// The component refused a config field (named), or a call needs a
+    /// store the config does not have.
+    InvalidConfig { field: String, reason: String },
+    /// A call argument was refused: an empty key, a ttl out of range, a
+    /// lease altered or sealed under another key.
+    InvalidArgument(String),
+    /// With preflight configured: the store lacks a capability the
+    /// strategy or expiry clock needs (`capability` as the WIT names it).
+    StoreUnsafe { capability: String, detail: String },
+    /// The key admits another number of holders than asked.
+    LimitMismatch {
+        key: String,
+        stored: u32,
+        requested: u32,
+    },
+    /// `Config::from_env`: a variable it needs is not set (or is empty).
+    MissingEnv { name: &'static str },
+    /// `Config::from_env`: a variable's value is not one it accepts.
+    InvalidEnv {
+        name: &'static str,
+        /// What it accepts, e.g. "path or virtual-hosted".
+        expected: &'static str,
+    },
+    /// A forwarded lease's header could not be read (see `headers`).
+    InvalidHeader { name: &'static str, reason: String },
+}
+
+impl fmt::Display for S3Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.status)?;
+        if !self.code.is_empty() {
+            write!(f, " {}", self.code)?;
+        }
+        if !self.message.is_empty() {
+            write!(f, ": {}", self.message)?;
+        }
+        if !self.request_id.is_empty() {
+            write!(f, " (request id {})", self.request_id)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Timeout {
+                key,
+                waited,
+                holder,
+            } => {
+                write!(
+                    f,
+                    "timeout: {key} stayed held for {} ms",
+                    waited.as_millis()
+                )?;
+                match holder {
+                    Some(h) if !h.holder_id.is_empty() => {
+                        write!(f, " (by {}, token {})", h.holder_id, h.token)
+                    }
+                    _ => Ok(()),
+                }
+            }
+            Error::Lost { key, token, .. } => {
+                write!(
+                    f,
+                    "lost: the lease on {key} with token {token} is no longer ours"
+                )
+            }
+            Error::Fenced {
+                object_key,
+                our_token,
+                stored_token,
+            } => write!(
+                f,
+                "fenced: {object_key} was written by token {stored_token}, ours is {our_token}"
+            ),
+            Error::Conflict(e) => write!(f, "conflict: {e}"),
+            Error::ClockSkewed(e) => write!(f, "clock-skewed: {e}"),
+            Error::AccessDenied(e) => write!(f, "access-denied: {e}"),
+            Error::NoSuchBucket(e) => write!(f, "no-such-bucket: {e}"),
+            Error::S3(e) => write!(f, "s3: {e}"),
+            Error::CorruptLockObject { object_key, reason } => {
+                write!(f, "corrupt-lock-object: {object_key}: {reason}")
+            }
+            Error::Transport(why) => write!(f, "transport: {why}"),
+            Error::InvalidConfig { field, reason } => {
+                write!(f, "invalid-config: {field}: {reason}")
+            }
+            Error::InvalidArgument(why) => write!(f, "invalid-argument: {why}"),
+            Error::StoreUnsafe { capability, detail } => {
+                write!(f, "store-unsafe: {capability}: {detail}")
+            }
+            Error::LimitMismatch {
+                key,
+                stored,
+                requested,
+            } => write!(
+                f,
+                "limit-mismatch: {key} admits {stored} holders, {requested} asked"
+            ),
+            Error::MissingEnv { name } => write!(f, "{name} is not set"),
+            Error::InvalidEnv { name, expected } => write!(f, "{name} is {expected}"),
+            Error::InvalidHeader { name, reason } => write!(f, "header {name}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

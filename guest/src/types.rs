@@ -1,0 +1,113 @@
+//! The contract's records, as plain Rust: what a grant, a lock and a fenced
+//! object look like to a guest. Field for field the WIT records of
+//! `s3-lease:lease/types` (`wit/lease.wit`), times in milliseconds as
+//! there: `*_at_ms` are wall-clock instants since the Unix epoch.
+
+use std::time::Duration;
+
+/// A grant: proof that its holder held `key` as of `etag`. Sealed by the
+/// component: pass it back exactly as a call returned it (a changed field
+/// makes every call refuse it with `invalid-argument`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The key as the caller named it (without the configured prefix).
+    pub key: String,
+    /// The fencing token: rises on every grant of this key, never reused.
+    pub token: u64,
+    pub holder_id: String,
+    /// The lock object's entity tag after the last write.
+    pub etag: String,
+    /// When the lease lapses unless renewed (the holder's wall clock).
+    pub expires_at_ms: u64,
+    /// When this grant was made (the holder's wall clock).
+    pub acquired_at_ms: u64,
+    /// The ttl renewals extend by.
+    pub ttl_ms: u64,
+    pub metadata: String,
+    /// `v3.` and 32 hex digits; opaque.
+    pub seal: String,
+}
+
+/// What a key's lock object says, as read now (`inspect`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockState {
+    pub key: String,
+    /// Empty when the writer recorded none.
+    pub holder_id: String,
+    /// The last token granted on this key.
+    pub token: u64,
+    /// 0 once released.
+    pub expires_at_ms: u64,
+    /// 0 when the object records none.
+    pub acquired_at_ms: u64,
+    pub metadata: String,
+    pub etag: String,
+    /// Not released and not expired by the client's expiry clock.
+    pub live: bool,
+    /// How long until the clock that judges `live` calls the lease
+    /// expired; zero when not live. Wait by this, not by your own clock.
+    pub expires_in: Duration,
+}
+
+/// An object written by a fenced write, as read now (`fenced_get`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FencedObject {
+    pub object_key: String,
+    pub body: Vec<u8>,
+    pub content_type: String,
+    pub etag: String,
+    /// The token of the write that stored this body; 0 for a plain PUT.
+    pub token: u64,
+}
+
+/// What a fenced write stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FencedWrite {
+    pub object_key: String,
+    pub etag: String,
+    /// The lease's token, now recorded on the object.
+    pub token: u64,
+    /// The token recorded before (0: a plain PUT); `None`: a new object.
+    pub previous_token: Option<u64>,
+}
+
+/// Per-call choices for acquiring: the ttl, and optionally who holds it and
+/// what it tells others (both shown by `inspect`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// How long a grant lives unless renewed: 1 ms to 7 days.
+    pub ttl: Duration,
+    /// Default: a random id, fresh for every call. An id that finds its own
+    /// live lease on the key takes it over with a new token.
+    pub holder_id: Option<String>,
+    /// Free-form text stored in the lock object; at most 4096 bytes.
+    pub metadata: Option<String>,
+}
+
+impl Options {
+    /// A `ttl` and nothing else.
+    pub fn ttl(ttl: Duration) -> Options {
+        Options {
+            ttl,
+            holder_id: None,
+            metadata: None,
+        }
+    }
+
+    pub fn with_holder_id(mut self, holder_id: impl Into<String>) -> Options {
+        self.holder_id = Some(holder_id.into());
+        self
+    }
+
+    pub fn with_metadata(mut self, metadata: impl Into<String>) -> Options {
+        self.metadata = Some(metadata.into());
+        self
+    }
+}
+
+/// Milliseconds for the contract, saturating: no `Duration` wraps around
+/// (the component refuses what is out of its range by name).
+#[cfg(target_family = "wasm")]
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
