@@ -60,7 +60,7 @@ S3LEASE_REGISTRY_DIR="$work/registry" S3LEASE_WKG="$wkg" \
 took "publishing (a registry started, $(grep -c '^Published' "$work/publish.log") WIT packages, $(grep -c ' <- ' "$work/publish.log") components)"
 
 # The author's side: their own wkg cache, their own directory.
-export WKG_CONFIG_FILE="$work/registry/wkg.toml" WKG_CACHE_DIR="$work/author-cache"
+export WKG_CONFIG_FILE="$work/registry/wkg-config.toml" WKG_CACHE_DIR="$work/author-cache"
 cp -r compose-test/fetch-by-name/function "$work/author"
 cd "$work/author"
 "$wkg" fetch >"$work/fetch.log" 2>&1 || { cat "$work/fetch.log" >&2; exit 1; }

@@ -19,8 +19,9 @@
 # (the CNCF distribution registry, `apt-get install docker-registry`) there,
 # keeping its files in $S3LEASE_REGISTRY_DIR (default .tools/registry), and
 # leaves it running; its pid is in that directory's `pid`. It writes the wkg
-# configuration for the registry to that directory's `wkg.toml` and prints
-# the line that points wkg at it.
+# configuration for the registry to that directory's `wkg-config.toml`
+# (not `wkg.toml`: wkg reads a file of that name in the directory it runs
+# in as a project's manifest) and prints the line that points wkg at it.
 #
 # Needs wkg 0.16.1 (installed into .tools when missing, ~4 min on 2 cores)
 # and the components built (scripts/setup.sh builds both).
@@ -90,7 +91,7 @@ fi
 
 # Every package, whatever its namespace, from this one registry: wasi:*
 # too, which wkg would otherwise look for on wasi.dev.
-cat >"$registry_dir/wkg.toml" <<EOF
+cat >"$registry_dir/wkg-config.toml" <<EOF
 default_registry = "$registry"
 
 [registry."$registry"]
@@ -99,7 +100,7 @@ type = "oci"
 [registry."$registry".oci]
 protocol = "http"
 EOF
-export WKG_CONFIG_FILE="$registry_dir/wkg.toml"
+export WKG_CONFIG_FILE="$registry_dir/wkg-config.toml"
 export WKG_CACHE_DIR=${WKG_CACHE_DIR:-$registry_dir/cache}
 
 # wkg writes its lock file into the directory it runs in: a scratch one,
@@ -144,4 +145,4 @@ if [ -f "$gate" ]; then push s3-lease:gate "$gate"; fi
 if [ -f "$gate_p3" ]; then push s3-lease:gate-wasip3 "$gate_p3"; fi
 
 echo "publish_local: published to $registry; point wkg at it with"
-echo "  export WKG_CONFIG_FILE=$registry_dir/wkg.toml"
+echo "  export WKG_CONFIG_FILE=$registry_dir/wkg-config.toml"
