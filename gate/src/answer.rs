@@ -1,0 +1,147 @@
+//! The answers the gate gives itself, as plain data (status, headers, a
+//! small JSON body); each build's glue turns one into its response. The
+//! headers it stamps on a forwarded request are named here too.
+
+use serde_json::json;
+
+/// The forwarded request's fencing token, in decimal.
+pub const TOKEN_HEADER: &str = "s3-lease-token";
+/// The forwarded request's holder id, escaped by [`escape`].
+pub const HOLDER_HEADER: &str = "s3-lease-holder";
+/// The whole lease, encoded (`lease_header`), for fenced writes.
+pub const LEASE_HEADER: &str = "s3-lease-lease";
+/// On a 503: who holds the key, escaped by [`escape`].
+pub const HELD_BY_HEADER: &str = "s3-lease-held-by";
+
+/// The headers a client may not send through the gate: it stamps them.
+pub fn is_stamped(name: &str) -> bool {
+    [TOKEN_HEADER, HOLDER_HEADER, LEASE_HEADER]
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case(name))
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, Vec<u8>)>,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    fn json(status: u16, body: serde_json::Value) -> Answer {
+        let body = body.to_string().into_bytes();
+        Answer {
+            status,
+            headers: vec![
+                ("content-type".into(), b"application/json".to_vec()),
+                ("content-length".into(), body.len().to_string().into_bytes()),
+            ],
+            body,
+        }
+    }
+
+    fn header(mut self, name: &str, value: String) -> Answer {
+        self.headers.push((name.into(), value.into_bytes()));
+        self
+    }
+
+    /// 400: no key could be derived from the request; nothing was locked.
+    pub fn no_key(why: &str) -> Answer {
+        Answer::json(400, json!({ "error": "no-key", "message": why }))
+    }
+
+    /// 400 (WASI 0.2 only): the client sent a header the gate would stamp.
+    /// A 0.2 gate passes the request through as it came and so cannot
+    /// strip it; it refuses the request instead, so the downstream never
+    /// sees a forged one.
+    pub fn stamped_header(name: &str) -> Answer {
+        Answer::json(
+            400,
+            json!({ "error": "stamped-header", "message": format!("{name} is the gate's to send, not the client's") }),
+        )
+    }
+
+    /// 500: the gate's settings are wrong.
+    pub fn not_configured(why: &str) -> Answer {
+        Answer::json(500, json!({ "error": "not-configured", "message": why }))
+    }
+
+    /// 503: the key stayed held for the whole wait. `expires_in_ms`: how
+    /// long the holder's lease has left, as last seen (Retry-After rounds
+    /// it up to whole seconds, at least 1).
+    pub fn held(key: &str, holder: Option<&str>, expires_in_ms: Option<u64>) -> Answer {
+        let retry_after = expires_in_ms.map_or(1, |ms| ms.div_ceil(1_000).max(1));
+        let holder = holder.map(escape);
+        let mut answer = Answer::json(
+            503,
+            json!({ "error": "lock-timeout", "key": key, "holder": holder, "retry_after_s": retry_after }),
+        )
+        .header("retry-after", retry_after.to_string());
+        if let Some(holder) = holder {
+            answer = answer.header(HELD_BY_HEADER, holder);
+        }
+        answer
+    }
+
+    /// 502: the store refused or failed (`kind`: the typed error's case).
+    /// s3-lease's errors carry no secrets, so the detail is passed on.
+    pub fn store_error(kind: &str, detail: &str) -> Answer {
+        Answer::json(502, json!({ "error": kind, "message": detail }))
+    }
+
+    /// 502: the downstream's call itself failed; the lease was released.
+    pub fn downstream_failed(detail: &str) -> Answer {
+        Answer::json(502, json!({ "error": "downstream", "message": detail }))
+    }
+}
+
+/// A holder id as a header value: visible ASCII but `%` as is, the rest
+/// (and `%`) percent-encoded, so any id is a valid header value and reads
+/// back exactly.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if (0x21..0x7f).contains(&b) && b != b'%' && b != b'"' && b != b'\\' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_key_says_when_to_retry_and_who_holds_it() {
+        let a = Answer::held("k", Some("gate 1\n"), Some(2_001));
+        assert_eq!(a.status, 503);
+        let header = |n: &str| {
+            a.headers
+                .iter()
+                .find(|(h, _)| h == n)
+                .map(|(_, v)| String::from_utf8(v.clone()).unwrap())
+        };
+        assert_eq!(header("retry-after").as_deref(), Some("3"));
+        assert_eq!(header(HELD_BY_HEADER).as_deref(), Some("gate%201%0A"));
+        let body: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
+        assert_eq!(body["holder"], "gate%201%0A");
+        assert_eq!(Answer::held("k", None, Some(0)).headers[2].1, b"1");
+        assert_eq!(Answer::held("k", None, None).headers.len(), 3);
+    }
+
+    #[test]
+    fn stamped_headers_are_recognised_in_any_case() {
+        assert!(is_stamped("S3-Lease-Token"));
+        assert!(is_stamped("s3-lease-lease"));
+        assert!(!is_stamped("s3-lease-held-by"));
+    }
+
+    #[test]
+    fn escaping_keeps_plain_ids_and_encodes_the_rest() {
+        assert_eq!(escape("host-1_a.b"), "host-1_a.b");
+        assert_eq!(escape("50%é"), "50%25%C3%A9");
+    }
+}

@@ -1,0 +1,87 @@
+//! The lease gate: `wasi:http` middleware that forwards a request only
+//! while it holds the lock of the request's key (from its path or a
+//! header), and answers 503 while someone else holds it. It exports the
+//! HTTP handler and imports the handler it wraps, so `wac plug` puts it
+//! in front of any function. docs/gate.md describes it whole.
+//!
+//! Two builds from this one source, like s3-lease itself:
+//! - `--features wasip3`: WASI 0.3, the full gate (`handler_p3`): it
+//!   forwards a request of its own stamped with the lease
+//!   (`s3-lease-token`, `s3-lease-holder`, `s3-lease-lease`), releases
+//!   once the response body has been written, renews while it streams;
+//! - default: WASI 0.2 (`handler`): a 0.2 guest cannot build a request
+//!   nor a response outparam, so it passes the originals through and
+//!   releases when the downstream's `handle` returns; no stamped headers.
+//!
+//! The key rules, the settings and the gate's own answers are plain Rust
+//! (`key`, `settings`, `answer`), tested natively.
+
+pub mod answer;
+pub mod key;
+pub mod settings;
+
+#[cfg(target_family = "wasm")]
+mod store;
+
+#[cfg(all(target_family = "wasm", not(feature = "wasip3")))]
+mod handler;
+#[cfg(all(target_family = "wasm", feature = "wasip3"))]
+mod handler_p3;
+#[cfg(all(target_family = "wasm", feature = "wasip3"))]
+mod lease_header;
+
+/// The typed error's case, as the gate's 502 names it.
+#[cfg(target_family = "wasm")]
+fn error_kind(e: &bindings::s3_lease::lease::types::Error) -> &'static str {
+    use bindings::s3_lease::lease::types::Error;
+    match e {
+        Error::Lost(_) => "lost",
+        Error::Conflict(_) => "conflict",
+        Error::ClockSkewed(_) => "clock-skewed",
+        Error::AccessDenied(_) => "access-denied",
+        Error::NoSuchBucket(_) => "no-such-bucket",
+        Error::CorruptLockObject(_) => "corrupt-lock-object",
+        Error::S3(_) => "s3",
+        Error::Transport(_) => "transport",
+        Error::InvalidConfig(_) => "invalid-config",
+        Error::InvalidArgument(_) => "invalid-argument",
+        Error::Timeout(_) => "timeout",
+        Error::Fenced(_) => "fenced",
+        Error::StoreUnsafe(_) => "store-unsafe",
+        Error::LimitMismatch(_) => "limit-mismatch",
+    }
+}
+
+#[cfg(all(target_family = "wasm", not(feature = "wasip3")))]
+mod bindings {
+    wit_bindgen::generate!({
+        world: "s3-lease-gate:gate/gate",
+        // The contract from the repository's `wit/`, then the gate's world.
+        path: ["../wit", "wit"],
+        generate_all,
+    });
+}
+
+/// The 0.3 world reads WASI 0.3.0 from the repository's `wit/p3` as well;
+/// the aliases give the glue unversioned paths (as in examples/http-function).
+#[cfg(all(target_family = "wasm", feature = "wasip3"))]
+mod bindings {
+    pub(crate) mod generated {
+        wit_bindgen::generate!({
+            world: "s3-lease-gate:gate-async/gate-async",
+            path: ["../wit", "../wit/p3", "wit", "wit/p3"],
+            generate_all,
+        });
+    }
+    pub(crate) use generated::{export, s3_lease, wit_future, wit_stream};
+    pub(crate) mod wasi {
+        pub(crate) use super::generated::wasi::cli0_3_0 as cli;
+        pub(crate) use super::generated::wasi::clocks0_3_0 as clocks;
+        pub(crate) use super::generated::wasi::http0_3_0 as http;
+    }
+    pub(crate) mod exports {
+        pub(crate) mod wasi {
+            pub(crate) use super::super::generated::exports::wasi::http0_3_0 as http;
+        }
+    }
+}
