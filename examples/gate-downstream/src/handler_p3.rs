@@ -1,0 +1,49 @@
+//! The WASI 0.3 glue.
+
+use crate::bindings::wasi::clocks::{monotonic_clock, system_clock};
+use crate::bindings::wasi::http::types::{ErrorCode, Fields, Request, Response};
+use crate::bindings::{wit_future, wit_stream};
+
+struct Downstream;
+
+crate::bindings::export!(Downstream with_types_in crate::bindings::generated);
+
+fn now_ns() -> u128 {
+    let t = system_clock::now();
+    u128::try_from(t.seconds).unwrap_or(0) * 1_000_000_000 + u128::from(t.nanoseconds)
+}
+
+impl crate::bindings::exports::wasi::http::handler::Guest for Downstream {
+    async fn handle(request: Request) -> Result<Response, ErrorCode> {
+        let enter = now_ns();
+        let path = request.get_path_with_query().unwrap_or_default();
+        let headers = request.get_headers();
+        let text = |name: &str| {
+            headers
+                .get(name)
+                .into_iter()
+                .next()
+                .map(|v| String::from_utf8_lossy(&v).into_owned())
+        };
+        let (token, holder) = (text("s3-lease-token"), text("s3-lease-holder"));
+        drop(headers);
+        let sleep_ms = crate::query_ms(&path, "sleep_ms").unwrap_or(30);
+        monotonic_clock::wait_for(sleep_ms * 1_000_000).await;
+        let (status, body) = crate::record(&path, enter, now_ns(), token, holder);
+        let body_ms = crate::query_ms(&path, "body_ms");
+        let headers = Fields::from_list(&[("content-type".into(), b"application/json".to_vec())])
+            .unwrap_or_else(|_| Fields::new());
+        let (mut writer, contents) = wit_stream::new();
+        let (_, trailers) = wit_future::new(|| Ok(None));
+        let (response, _sent) = Response::new(headers, Some(contents), trailers);
+        let _ = response.set_status_code(status);
+        wit_bindgen::spawn_local(async move {
+            let rest = writer.write_all(body).await;
+            if let (true, Some(ms)) = (rest.is_empty(), body_ms) {
+                monotonic_clock::wait_for(ms * 1_000_000).await;
+                let _ = writer.write_all(b"\n".to_vec()).await;
+            }
+        });
+        Ok(response)
+    }
+}

@@ -1,0 +1,77 @@
+//! The function behind the lease gate in its tests (compose-test's
+//! `gate` tests). For each request it notes the wall-clock time it
+//! entered, sleeps (`?sleep_ms=N`, default 30), notes the time it left,
+//! and answers them as JSON with the path and the gate's `s3-lease-token`
+//! and `s3-lease-holder` headers as it received them:
+//!
+//! `{"enter_ns":…,"exit_ns":…,"path":"/keys/a","token":"17","holder":"…"}`
+//!
+//! With `?body_ms=N` it then streams a second part of its body N ms later
+//! (so a client can leave mid-body). `GET /` answers 404 (servers' ready
+//! check). Two builds: WASI 0.2 (default) and 0.3 (`--features wasip3`).
+
+#[cfg(all(target_family = "wasm", not(feature = "wasip3")))]
+mod handler;
+#[cfg(all(target_family = "wasm", feature = "wasip3"))]
+mod handler_p3;
+
+/// The query's `name=N`, if any.
+#[cfg_attr(not(target_family = "wasm"), allow(dead_code))]
+fn query_ms(path: &str, name: &str) -> Option<u64> {
+    let (_, query) = path.split_once('?')?;
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(k, _)| *k == name)
+        .and_then(|(_, v)| v.parse().ok())
+}
+
+/// What the function answers: the record, and the status (404 for `/`).
+#[cfg_attr(not(target_family = "wasm"), allow(dead_code))]
+fn record(
+    path: &str,
+    enter_ns: u128,
+    exit_ns: u128,
+    token: Option<String>,
+    holder: Option<String>,
+) -> (u16, Vec<u8>) {
+    let status = if path == "/" { 404 } else { 200 };
+    let body = serde_json::json!({
+        "enter_ns": enter_ns.to_string(),
+        "exit_ns": exit_ns.to_string(),
+        "path": path,
+        "token": token,
+        "holder": holder,
+    });
+    (status, body.to_string().into_bytes())
+}
+
+#[cfg(all(target_family = "wasm", not(feature = "wasip3")))]
+mod bindings {
+    wit_bindgen::generate!({
+        world: "s3-lease-example:gate-downstream/downstream",
+        path: ["../../wit", "wit"],
+        generate_all,
+    });
+}
+
+#[cfg(all(target_family = "wasm", feature = "wasip3"))]
+mod bindings {
+    pub(crate) mod generated {
+        wit_bindgen::generate!({
+            world: "s3-lease-example:gate-downstream-async/downstream-async",
+            path: ["../../wit", "../../wit/p3", "wit", "wit/p3"],
+            generate_all,
+        });
+    }
+    pub(crate) use generated::{export, wit_future, wit_stream};
+    pub(crate) mod wasi {
+        pub(crate) use super::generated::wasi::clocks0_3_0 as clocks;
+        pub(crate) use super::generated::wasi::http0_3_0 as http;
+    }
+    pub(crate) mod exports {
+        pub(crate) mod wasi {
+            pub(crate) use super::super::generated::exports::wasi::http0_3_0 as http;
+        }
+    }
+}
