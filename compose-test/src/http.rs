@@ -34,12 +34,26 @@ impl Reply {
 
 /// Sends `method path` with an empty body and reads the whole reply.
 pub fn request(addr: SocketAddr, method: &str, path: &str) -> std::io::Result<Reply> {
+    request_with(addr, method, path, &[])
+}
+
+/// `request`, with `headers` besides the host and length.
+pub fn request_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> std::io::Result<Reply> {
     let mut stream = TcpStream::connect(addr)?;
     stream.set_read_timeout(Some(Duration::from_secs(60)))?;
     stream.set_nodelay(true)?;
+    let extra: String = headers
+        .iter()
+        .map(|(n, v)| format!("{n}: {v}\r\n"))
+        .collect();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-length: 0\r\n{extra}connection: close\r\n\r\n"
     )?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;

@@ -39,6 +39,19 @@ impl Server {
         env: &[(String, String)],
         log_dir: &Path,
     ) -> Server {
+        Server::wasmtime_ready_on(binary, component, flags, env, log_dir, 404)
+    }
+
+    /// `wasmtime`, for a component that answers `GET /` with `ready_status`
+    /// (the lease gate answers 400: `/` names no key).
+    pub fn wasmtime_ready_on(
+        binary: &Path,
+        component: &Path,
+        flags: &[&str],
+        env: &[(String, String)],
+        log_dir: &Path,
+        ready_status: u16,
+    ) -> Server {
         let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let mut command = Command::new(binary);
         command
@@ -50,12 +63,23 @@ impl Server {
             command.arg("--env").arg(name);
         }
         command.arg(component);
-        Server::start("wasmtime serve", command, addr, env, log_dir)
+        Server::start("wasmtime serve", command, addr, env, log_dir, ready_status)
     }
 
     /// `jco serve`: jco transpiles the component to JavaScript and core
     /// wasm, and preview2-shim serves it from Node's HTTP server.
     pub fn jco(jco: &Path, component: &Path, env: &[(String, String)], work_dir: &Path) -> Server {
+        Server::jco_ready_on(jco, component, env, work_dir, 404)
+    }
+
+    /// `jco`, for a component that answers `GET /` with `ready_status`.
+    pub fn jco_ready_on(
+        jco: &Path,
+        component: &Path,
+        env: &[(String, String)],
+        work_dir: &Path,
+        ready_status: u16,
+    ) -> Server {
         let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let mut command = Command::new(jco);
         command
@@ -67,7 +91,7 @@ impl Server {
             .arg("--jco-dir")
             .arg(work_dir.join("jco-serve"))
             .arg(component);
-        Server::start("jco serve", command, addr, env, work_dir)
+        Server::start("jco serve", command, addr, env, work_dir, ready_status)
     }
 
     fn start(
@@ -76,6 +100,7 @@ impl Server {
         addr: SocketAddr,
         env: &[(String, String)],
         log_dir: &Path,
+        ready_status: u16,
     ) -> Server {
         std::fs::create_dir_all(log_dir).expect("log dir");
         let log = log_dir.join(format!("{}-{}.log", name.replace(' ', "-"), addr.port()));
@@ -95,16 +120,20 @@ impl Server {
             child,
             log,
         };
-        server.wait_ready(Duration::from_secs(120));
+        server.wait_ready(Duration::from_secs(120), ready_status);
         server
     }
 
-    /// Until the function answers (a 404 for `/`): jco transpiles first.
-    fn wait_ready(&mut self, limit: Duration) {
+    /// Until the function answers `GET /` (with `status`): jco transpiles first.
+    fn wait_ready(&mut self, limit: Duration, status: u16) {
         let started = Instant::now();
         loop {
             if let Ok(reply) = http::request(self.addr, "GET", "/") {
-                assert_eq!(reply.status, 404, "{}: GET / answered {reply:?}", self.name);
+                assert_eq!(
+                    reply.status, status,
+                    "{}: GET / answered {reply:?}",
+                    self.name
+                );
                 println!(
                     "{} ready on {} after {:.1} s",
                     self.name,

@@ -45,6 +45,37 @@ pub fn http_function_p3() -> PathBuf {
     )
 }
 
+/// The lease gate (`gate/`) and the function behind it in its tests
+/// (`examples/gate-downstream`), each build (`p3`: WASI 0.3), built by
+/// setup.sh.
+pub fn gate(p3: bool) -> PathBuf {
+    built(
+        "S3LEASE_GATE",
+        "s3_lease_gate",
+        p3,
+        "the lease gate component",
+    )
+}
+
+pub fn gate_downstream(p3: bool) -> PathBuf {
+    built(
+        "S3LEASE_GATE_DOWNSTREAM",
+        "gate_downstream",
+        p3,
+        "the gate-downstream component",
+    )
+}
+
+/// `VAR` (or `VAR_P3`), else the release file `stem.wasm` (or `stem_p3.wasm`).
+fn built(var: &str, stem: &str, p3: bool, what: &str) -> PathBuf {
+    let suffix = if p3 { "_p3" } else { "" };
+    existing(
+        &format!("{var}{}", suffix.to_uppercase()),
+        &format!("target/wasm32-wasip2/release/{stem}{suffix}.wasm"),
+        &format!("{what}{}", if p3 { " (WASI 0.3 build)" } else { "" }),
+    )
+}
+
 /// The Node example's directory.
 pub fn node_example() -> PathBuf {
     workspace_root().join("examples/node")

@@ -6,6 +6,7 @@
 //! measurements are undisturbed.
 
 mod composed;
+mod gate;
 mod jco_serve;
 mod load;
 mod node_example;
@@ -27,7 +28,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The flags `wasmtime serve` needs for `build`, beside `-Scli`: 0.3
 /// components use the component model's async features (wasmtime 48
 /// serves WASI 0.3 by default once they are on).
-fn serve_flags(build: Build) -> &'static [&'static str] {
+pub(crate) fn serve_flags(build: Build) -> &'static [&'static str] {
     match build {
         Build::Wasip2 => &[],
         Build::Wasip3 => &["-Wcomponent-model-async"],
@@ -86,7 +87,7 @@ pub fn composed(build: Build) -> &'static Composed {
 /// This crate's `wasmtime-serve`, or `S3LEASE_WASMTIME_SERVE`: the
 /// figures in docs/measured.md come from a release build of it
 /// (`cargo build --release -p compose-test --bin wasmtime-serve`).
-fn wasmtime_serve_binary() -> PathBuf {
+pub(crate) fn wasmtime_serve_binary() -> PathBuf {
     std::env::var_os("S3LEASE_WASMTIME_SERVE")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_wasmtime-serve")))

@@ -1,0 +1,442 @@
+//! The lease gate (`gate/`) in front of the gate-downstream function, each
+//! with its s3-lease, served by `wasmtime serve` (WASI 0.3 and 0.2) and
+//! `jco serve` (0.2). 16 client threads on 4 keys; the downstream says when
+//! each request entered and left it and with which token, and the
+//! project's history checker judges those: one request at a time inside
+//! the downstream per key, tokens rising per key. Different keys run at
+//! once. A held key answers 503 with Retry-After and its holder; a client
+//! that leaves mid-body does not keep the key.
+
+use super::{endpoint, fresh_prefix, function_env, observer, serial, Build};
+use compose_test::http::{self, Reply};
+use compose_test::serve::Server;
+use compose_test::{compose, tools};
+use host_test::bindings::Options;
+use s3_lease::testing::history::{self, History, KeySpec};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::sync::{Arc, Barrier, OnceLock};
+use std::time::{Duration, Instant};
+
+const CLIENTS: usize = 16;
+const KEYS: usize = 4;
+const REQUESTS_PER_CLIENT: usize = 16;
+const WAIT_MS: u64 = 4_000;
+const TTL_MS: u64 = 3_000;
+/// How long the downstream sleeps inside each request.
+const SLEEP_MS: u64 = 20;
+
+/// gate + downstream + s3-lease, composed once per build.
+fn composed(build: Build) -> &'static PathBuf {
+    static WASIP2: OnceLock<PathBuf> = OnceLock::new();
+    static WASIP3: OnceLock<PathBuf> = OnceLock::new();
+    let p3 = build == Build::Wasip3;
+    let cell = if p3 { &WASIP3 } else { &WASIP2 };
+    cell.get_or_init(|| {
+        let work_dir = &super::composed(build).work_dir;
+        let out = work_dir.join(if p3 { "gate-p3.wasm" } else { "gate.wasm" });
+        let s3_lease = &super::composed(build).component;
+        let bytes = compose::gate(
+            &tools::wac(),
+            &tools::gate(p3),
+            &tools::gate_downstream(p3),
+            s3_lease,
+            &out,
+        );
+        println!("gate composed ({}): {bytes} bytes", build.name());
+        out
+    })
+}
+
+fn gate_env(prefix: &str) -> Vec<(String, String)> {
+    let mut env = function_env(prefix, WAIT_MS);
+    env.extend(
+        [
+            ("S3LEASE_GATE_KEY", "path:/keys/{name}".to_string()),
+            ("S3LEASE_GATE_WAIT_MS", WAIT_MS.to_string()),
+            ("S3LEASE_GATE_TTL_MS", TTL_MS.to_string()),
+        ]
+        .map(|(k, v)| (k.to_string(), v)),
+    );
+    env
+}
+
+enum Runtime {
+    Wasmtime(Build),
+    Jco,
+}
+
+fn serve(runtime: Runtime, prefix: &str) -> Server {
+    let env = gate_env(prefix);
+    // `/` names no key: the gate answers 400 before anything is locked.
+    match runtime {
+        Runtime::Wasmtime(build) => Server::wasmtime_ready_on(
+            &super::wasmtime_serve_binary(),
+            composed(build),
+            super::serve_flags(build),
+            &env,
+            &super::composed(build).work_dir,
+            400,
+        ),
+        Runtime::Jco => Server::jco_ready_on(
+            &tools::jco(),
+            composed(Build::Wasip2),
+            &env,
+            &super::composed(Build::Wasip2).work_dir,
+            400,
+        ),
+    }
+}
+
+/// One request as a client saw it, and what the downstream said of it.
+struct Sample {
+    key: usize,
+    status: u16,
+    latency: Duration,
+    /// A 200's (enter, exit) inside the downstream, ns since the epoch.
+    inside: Option<(u128, u128)>,
+    token: Option<u64>,
+    body: String,
+}
+
+fn sample(key: usize, reply: std::io::Result<Reply>, latency: Duration) -> Sample {
+    let reply = match reply {
+        Ok(r) => r,
+        Err(e) => {
+            return Sample {
+                key,
+                status: 0,
+                latency,
+                inside: None,
+                token: None,
+                body: format!("transport: {e}"),
+            }
+        }
+    };
+    let (inside, token) = if reply.status == 200 {
+        let json = reply.json();
+        let ns = |f: &str| json[f].as_str().and_then(|t| t.parse::<u128>().ok());
+        let token = json["token"].as_str().and_then(|t| t.parse().ok());
+        (ns("enter_ns").zip(ns("exit_ns")), token)
+    } else {
+        (None, None)
+    };
+    Sample {
+        key,
+        status: reply.status,
+        latency,
+        inside,
+        token,
+        body: String::from_utf8_lossy(&reply.body).into_owned(),
+    }
+}
+
+/// CLIENTS threads, client i on key i % KEYS, each sending its requests
+/// one after another; all threads at once.
+fn load(addr: SocketAddr, forge: bool) -> (Vec<Sample>, Duration) {
+    let barrier = Arc::new(Barrier::new(CLIENTS + 1));
+    let threads: Vec<_> = (0..CLIENTS)
+        .map(|client| {
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let key = client % KEYS;
+                let path = format!("/keys/k{key}?sleep_ms={SLEEP_MS}");
+                barrier.wait();
+                (0..REQUESTS_PER_CLIENT)
+                    .map(|_| {
+                        let sent = Instant::now();
+                        // A client may not forge the gate's headers: the
+                        // 0.3 gate replaces them.
+                        let forged: &[(&str, &str)] = if forge {
+                            &[("s3-lease-token", "0")]
+                        } else {
+                            &[]
+                        };
+                        let reply = http::request_with(addr, "POST", &path, forged);
+                        sample(key, reply, sent.elapsed())
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    barrier.wait();
+    let started = Instant::now();
+    let samples = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("client thread"))
+        .collect();
+    (samples, started.elapsed())
+}
+
+/// The downstream's records as the history checker's grants and terms:
+/// each 200 is a term of its key from entering the downstream to leaving
+/// it, and (with a token) a grant at its entry.
+fn violations(samples: &[Sample]) -> Vec<history::Violation> {
+    let origin = samples
+        .iter()
+        .filter_map(|s| s.inside.map(|(enter, _)| enter))
+        .min()
+        .unwrap_or(0);
+    let us = |ns: u128| u64::try_from((ns - origin) / 1_000).unwrap_or(u64::MAX);
+    let mut h = History::new(
+        (0..KEYS)
+            .map(|k| KeySpec {
+                name: format!("keys/k{k}"),
+                limit: 1,
+                fair: false,
+                exclusion_checked: true,
+                exact_acks: false,
+            })
+            .collect(),
+    );
+    for (i, s) in samples.iter().enumerate() {
+        let Some((enter, exit)) = s.inside else {
+            continue;
+        };
+        let who = history::Who {
+            actor: i,
+            generation: 0,
+        };
+        if let Some(token) = s.token {
+            h.grants.push(history::Grant {
+                key: s.key,
+                who,
+                token,
+                sent: us(enter),
+                acked: us(enter),
+            });
+        }
+        h.terms.push(history::Term {
+            key: s.key,
+            who,
+            token: s.token.unwrap_or(0),
+            start: us(enter),
+            end: us(exit.max(enter)),
+            ended_by: "its response".into(),
+        });
+    }
+    history::check(&h).violations
+}
+
+/// Pairs of 200s of different keys that were inside the downstream at once.
+fn overlaps_across_keys(samples: &[Sample]) -> usize {
+    let inside: Vec<(usize, u128, u128)> = samples
+        .iter()
+        .filter_map(|s| s.inside.map(|(a, b)| (s.key, a, b)))
+        .collect();
+    let mut n = 0;
+    for (i, a) in inside.iter().enumerate() {
+        for b in &inside[i + 1..] {
+            if a.0 != b.0 && a.1 < b.2 && b.1 < a.2 {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+fn summary(samples: &[Sample], wall: Duration) -> String {
+    let mut latencies: Vec<Duration> = samples.iter().map(|s| s.latency).collect();
+    latencies.sort();
+    let pct = |p: f64| {
+        let i = ((latencies.len() as f64 - 1.0) * p).round() as usize;
+        latencies.get(i).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+    };
+    let count = |status| samples.iter().filter(|s| s.status == status).count();
+    format!(
+        "{} requests in {:.2} s: {:.0} requests/s; {} ok, {} answered 503; latency p50 {:.0} ms, p99 {:.0} ms",
+        samples.len(),
+        wall.as_secs_f64(),
+        samples.len() as f64 / wall.as_secs_f64(),
+        count(200),
+        count(503),
+        pct(0.5),
+        pct(0.99),
+    )
+}
+
+/// The load, judged: only 200s and 503s; no violation; tokens (0.3: the
+/// gate's, never the client's forged 0); keys in parallel.
+/// `parallel`: the runtime serves requests at once (jco serve's Node runs
+/// a 0.2 component's blocking calls on its one thread: one at a time).
+fn sixteen_clients_on_four_keys(
+    name: &str,
+    server: &Server,
+    prefix: &str,
+    tokens: bool,
+    parallel: bool,
+) {
+    let (samples, wall) = load(server.addr, tokens);
+    let odd: Vec<&str> = samples
+        .iter()
+        .filter(|s| s.status != 200 && s.status != 503)
+        .map(|s| s.body.as_str())
+        .collect();
+    assert!(
+        odd.is_empty(),
+        "{name}: replies other than 200/503: {odd:#?}"
+    );
+    let ok = samples.iter().filter(|s| s.status == 200).count();
+    assert!(
+        ok > samples.len() / 2,
+        "{name}: {}",
+        summary(&samples, wall)
+    );
+    for s in samples.iter().filter(|s| s.status == 200) {
+        assert!(
+            s.inside.is_some(),
+            "{name}: a 200 without times: {}",
+            s.body
+        );
+        if tokens {
+            assert!(
+                s.token.is_some_and(|t| t > 0),
+                "{name}: a 200 without the gate's token: {}",
+                s.body
+            );
+        } else {
+            assert!(
+                s.token.is_none(),
+                "{name}: a 0.2 gate stamps nothing: {}",
+                s.body
+            );
+        }
+    }
+    let violations = violations(&samples);
+    assert!(violations.is_empty(), "{name}: {violations:#?}");
+    // Every lease was released once its response was written: none is
+    // left to lapse.
+    let mut observer = observer(prefix);
+    for k in 0..KEYS {
+        let state = observer
+            .inspect(&format!("keys/k{k}"))
+            .expect("no trap")
+            .expect("inspect")
+            .unwrap_or_else(|| panic!("{name}: key {k} was never locked"));
+        assert_eq!(
+            state.expires_at_ms, 0,
+            "{name}: key {k} is still held: {state:?}"
+        );
+    }
+    let across = overlaps_across_keys(&samples);
+    if parallel {
+        assert!(across > 0, "{name}: no two keys were ever served at once");
+    }
+    println!(
+        "{name}, {CLIENTS} clients on {KEYS} keys (downstream sleeps {SLEEP_MS} ms): {}; {across} overlaps across keys",
+        summary(&samples, wall)
+    );
+}
+
+/// A key the test holds: 503 after the wait, with Retry-After from the
+/// holder's expiry and the holder named, and nothing forwarded.
+fn a_held_key_answers_503(name: &str, server: &Server, prefix: &str) {
+    let mut holder = observer(prefix);
+    let options = Options {
+        ttl_ms: 30_000,
+        holder_id: Some("the test".into()),
+        metadata: None,
+    };
+    let lease = holder
+        .acquire("keys/held", &options, 5_000)
+        .expect("no trap")
+        .expect("the test takes the key");
+    let reply = http::request(server.addr, "POST", "/keys/held").expect("a reply");
+    assert_eq!(reply.status, 503, "{name}: {reply:?}");
+    assert_eq!(reply.json()["error"], "lock-timeout", "{reply:?}");
+    assert_eq!(reply.json()["holder"], "the%20test", "{reply:?}");
+    assert_eq!(reply.header("s3-lease-held-by"), Some("the%20test"));
+    let retry: u64 = reply
+        .header("retry-after")
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("{name}: no Retry-After: {reply:?}"));
+    assert!((20..=31).contains(&retry), "{name}: Retry-After {retry}");
+    holder.release(&lease).expect("no trap").expect("release");
+    let reply = http::request(server.addr, "POST", "/keys/held").expect("a reply");
+    assert_eq!(reply.status, 200, "{name}: {reply:?}");
+}
+
+/// A client that reads the head of a slow body and leaves: the key is
+/// free again within ttl + wait.
+fn a_client_leaving_mid_body_frees_the_key(name: &str, server: &Server) {
+    let mut stream = TcpStream::connect(server.addr).expect("connect");
+    write!(
+        stream,
+        "GET /keys/leave?sleep_ms=1&body_ms=1000 HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut head = [0u8; 64];
+    let n = stream.read(&mut head).expect("the head");
+    assert!(
+        head[..n].starts_with(b"HTTP/1.1 200"),
+        "{name}: {:?}",
+        String::from_utf8_lossy(&head[..n])
+    );
+    drop(stream);
+    let sent = Instant::now();
+    let reply = http::request(server.addr, "POST", "/keys/leave").expect("a reply");
+    assert_eq!(reply.status, 200, "{name}: {reply:?}");
+    assert!(
+        sent.elapsed() < Duration::from_millis(TTL_MS + WAIT_MS),
+        "{name}: the key was free only after {:?}",
+        sent.elapsed()
+    );
+}
+
+/// A request whose key cannot be derived: 400, nothing locked. And on
+/// WASI 0.2, where the gate cannot strip them, a request that carries the
+/// gate's headers: 400 too.
+fn bad_requests_are_refused(name: &str, server: &Server, tokens: bool) {
+    for path in ["/other/a", "/keys/..", "/keys/a%2Fb"] {
+        let reply = http::request(server.addr, "POST", path).expect("a reply");
+        assert_eq!(reply.status, 400, "{name} {path}: {reply:?}");
+        assert_eq!(reply.json()["error"], "no-key", "{reply:?}");
+    }
+    if !tokens {
+        let forged = [("S3-Lease-Lease", "x")];
+        let reply = http::request_with(server.addr, "POST", "/keys/a", &forged).expect("a reply");
+        assert_eq!(reply.status, 400, "{name}: {reply:?}");
+        assert_eq!(reply.json()["error"], "stamped-header", "{reply:?}");
+    }
+}
+
+fn the_gate_under(runtime: Runtime, name: &str, tokens: bool) {
+    let parallel = !matches!(runtime, Runtime::Jco);
+    let _serial = serial();
+    let _ = endpoint();
+    let started = Instant::now();
+    let prefix = fresh_prefix("gate");
+    let server = serve(runtime, &prefix);
+    bad_requests_are_refused(name, &server, tokens);
+    sixteen_clients_on_four_keys(name, &server, &prefix, tokens, parallel);
+    a_held_key_answers_503(name, &server, &prefix);
+    a_client_leaving_mid_body_frees_the_key(name, &server);
+    println!(
+        "{name}: the gate's tests took {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn the_gate_under_wasmtime_serve_wasi_0_3() {
+    the_gate_under(
+        Runtime::Wasmtime(Build::Wasip3),
+        "gate, wasmtime serve (WASI 0.3)",
+        true,
+    );
+}
+
+#[test]
+fn the_gate_under_wasmtime_serve_wasi_0_2() {
+    the_gate_under(
+        Runtime::Wasmtime(Build::Wasip2),
+        "gate, wasmtime serve (WASI 0.2)",
+        false,
+    );
+}
+
+#[test]
+fn the_gate_under_jco_serve_wasi_0_2() {
+    the_gate_under(Runtime::Jco, "gate, jco serve (WASI 0.2)", false);
+}
