@@ -4,13 +4,15 @@
 
 use serde_json::json;
 
-/// The forwarded request's fencing token, in decimal.
-pub const TOKEN_HEADER: &str = "s3-lease-token";
-/// The forwarded request's holder id, escaped by [`escape`].
-pub const HOLDER_HEADER: &str = "s3-lease-holder";
-/// The whole lease, encoded (`lease_header`), for fenced writes.
-pub const LEASE_HEADER: &str = "s3-lease-lease";
-/// On a 503: who holds the key, escaped by [`escape`].
+/// The headers the gate stamps on a forwarded request, as the guest crate
+/// defines and encodes them (`s3_lease_guest::headers`): the fencing
+/// token, the holder id and the whole sealed lease.
+pub use s3_lease_guest::headers::{
+    HOLDER as HOLDER_HEADER, LEASE as LEASE_HEADER, TOKEN as TOKEN_HEADER,
+};
+
+/// On a 503: who holds the key, escaped by [`escape`] (as the guest crate
+/// escapes `s3-lease-holder`).
 pub const HELD_BY_HEADER: &str = "s3-lease-held-by";
 
 /// The headers a client may not send through the gate: it stamps them.

@@ -9,14 +9,14 @@
 //! 503 are the gate's own answers; the request is not forwarded.
 
 use crate::answer::Answer;
-use crate::bindings::s3_lease::lease::lease::Client;
-use crate::bindings::s3_lease::lease::types::{Error, Options};
 use crate::bindings::wasi::cli::environment::get_environment;
 use crate::bindings::wasi::clocks::wall_clock;
 use crate::bindings::wasi::http::incoming_handler as downstream;
 use crate::bindings::wasi::http::types::{
     Fields, IncomingRequest, OutgoingBody, OutgoingResponse, ResponseOutparam,
 };
+use s3_lease_guest::{Client, Config, Error, Held, Options};
+use std::time::Duration;
 
 struct Gate;
 
@@ -25,22 +25,21 @@ crate::bindings::export!(Gate with_types_in crate::bindings);
 impl crate::bindings::exports::wasi::http::incoming_handler::Guest for Gate {
     fn handle(request: IncomingRequest, response_out: ResponseOutparam) {
         match gate(&request) {
-            Ok((client, lease)) => {
+            Ok(held) => {
                 downstream::handle(request, response_out);
                 // A failed release changes nothing sent: the lease lapses.
-                let _ = client.release(&lease);
+                let _ = held.release();
             }
             Err(answer) => send(answer, response_out),
         }
     }
 }
 
-fn gate(
-    request: &IncomingRequest,
-) -> Result<(Client, crate::bindings::s3_lease::lease::types::Lease), Answer> {
+fn gate(request: &IncomingRequest) -> Result<Held, Answer> {
     let env = get_environment();
     let settings = crate::settings::settings(&env).map_err(|why| Answer::not_configured(&why))?;
-    let config = crate::store::config(&env).map_err(|why| Answer::not_configured(&why))?;
+    let config = Config::from_vars(|name| crate::settings::var(&env, name))
+        .map_err(|e| Answer::not_configured(&e.to_string()))?;
     let path = request.path_with_query().unwrap_or_default();
     let headers = request.headers();
     if let Some((name, _)) = headers
@@ -56,17 +55,17 @@ fn gate(
         .map_err(|why| Answer::no_key(&why))?;
     drop(headers);
     let client = Client::new(&config).map_err(|e| store_error(&e))?;
-    let options = Options {
-        ttl_ms: settings.ttl_ms,
-        holder_id: settings.holder.clone(),
-        metadata: Some("s3-lease-gate".into()),
-    };
-    match client.acquire(&key, &options, settings.wait_ms) {
-        Ok(lease) => Ok((client, lease)),
-        Err(Error::Timeout(t)) => {
+    let mut options =
+        Options::ttl(Duration::from_millis(settings.ttl_ms)).with_metadata("s3-lease-gate");
+    if let Some(holder) = &settings.holder {
+        options = options.with_holder_id(holder.clone());
+    }
+    match client.acquire_with(&key, &options, Duration::from_millis(settings.wait_ms)) {
+        Ok(held) => Ok(held),
+        Err(Error::Timeout { holder, .. }) => {
             let now = wall_clock::now();
             let now_ms = now.seconds * 1_000 + u64::from(now.nanoseconds / 1_000_000);
-            let holder = t.holder.as_ref();
+            let holder = holder.as_deref();
             Err(Answer::held(
                 &key,
                 holder.map(|h| h.holder_id.as_str()),
@@ -78,7 +77,7 @@ fn gate(
 }
 
 fn store_error(e: &Error) -> Answer {
-    Answer::store_error(crate::error_kind(e), &format!("{e:?}"))
+    Answer::store_error(e.code(), &e.to_string())
 }
 
 /// Sends the gate's own answer. Failures here mean the client is gone.

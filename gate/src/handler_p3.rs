@@ -8,16 +8,16 @@
 //! the lease.
 
 use crate::answer::{self, Answer};
-use crate::bindings::s3_lease::lease::async_lease::Client;
-use crate::bindings::s3_lease::lease::types::{Error, Lease, Options};
 use crate::bindings::wasi::cli::environment::get_environment;
 use crate::bindings::wasi::clocks::{monotonic_clock, system_clock};
 use crate::bindings::wasi::http::handler as downstream;
 use crate::bindings::wasi::http::types::{ErrorCode, Fields, Request, Response};
 use crate::bindings::{wit_future, wit_stream};
 use crate::settings::Settings;
+use s3_lease_guest::{Client, Config, Error, Held, Options};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::time::Duration;
 
 struct Gate;
 
@@ -30,9 +30,9 @@ impl crate::bindings::exports::wasi::http::handler::Guest for Gate {
             Ok(s) => s,
             Err(why) => return Ok(response(Answer::not_configured(&why))),
         };
-        let config = match crate::store::config(&env) {
+        let config = match Config::from_vars(|name| crate::settings::var(&env, name)) {
             Ok(c) => c,
-            Err(why) => return Ok(response(Answer::not_configured(&why))),
+            Err(e) => return Ok(response(Answer::not_configured(&e.to_string()))),
         };
         let headers = request.get_headers();
         let path = request.get_path_with_query().unwrap_or_default();
@@ -50,38 +50,39 @@ impl crate::bindings::exports::wasi::http::handler::Guest for Gate {
             Ok(c) => c,
             Err(e) => return Ok(response(store_error(&e))),
         };
-        let lease = match acquire(&client, &settings, &key).await {
-            Ok(lease) => lease,
+        let held = match acquire(&client, &settings, &key).await {
+            Ok(held) => held,
             Err(answer) => return Ok(response(answer)),
         };
-        let forwarded = match forward(request, &lease) {
+        let forwarded = match forward(request, &held) {
             Ok(r) => r,
             Err(code) => {
-                let _ = client.release(lease).await;
+                let _ = held.release().await;
                 return Err(code);
             }
         };
         match downstream::handle(forwarded).await {
-            Ok(reply) => Ok(relay(reply, client, lease, settings.ttl_ms)),
+            Ok(reply) => Ok(relay(reply, held, settings.ttl_ms)),
             Err(code) => {
-                let _ = client.release(lease).await;
+                let _ = held.release().await;
                 Ok(response(Answer::downstream_failed(&format!("{code:?}"))))
             }
         }
     }
 }
 
-async fn acquire(client: &Client, settings: &Settings, key: &str) -> Result<Lease, Answer> {
-    let options = Options {
-        ttl_ms: settings.ttl_ms,
-        holder_id: settings.holder.clone(),
-        metadata: Some("s3-lease-gate".into()),
-    };
-    match client.acquire(key.into(), options, settings.wait_ms).await {
-        Ok(lease) => Ok(lease),
-        Err(Error::Timeout(t)) => {
+async fn acquire(client: &Client, settings: &Settings, key: &str) -> Result<Held, Answer> {
+    let mut options =
+        Options::ttl(Duration::from_millis(settings.ttl_ms)).with_metadata("s3-lease-gate");
+    if let Some(holder) = &settings.holder {
+        options = options.with_holder_id(holder.clone());
+    }
+    let wait = Duration::from_millis(settings.wait_ms);
+    match client.acquire_with(key, &options, wait).await {
+        Ok(held) => Ok(held),
+        Err(Error::Timeout { holder, .. }) => {
             let now = now_ms();
-            let holder = t.holder.as_ref();
+            let holder = holder.as_deref();
             Err(Answer::held(
                 key,
                 holder.map(|h| h.holder_id.as_str()),
@@ -100,25 +101,18 @@ fn now_ms() -> u64 {
 /// The request the downstream gets: the incoming one's method, path,
 /// scheme, authority, headers (less any `s3-lease-*` the client sent)
 /// plus the gate's, and its body and trailers, passed through as streams.
-fn forward(incoming: Request, lease: &Lease) -> Result<Request, ErrorCode> {
+fn forward(incoming: Request, held: &Held) -> Result<Request, ErrorCode> {
     let mut headers: Vec<(String, Vec<u8>)> = incoming
         .get_headers()
         .copy_all()
         .into_iter()
         .filter(|(name, _)| !answer::is_stamped(name))
         .collect();
-    headers.push((
-        answer::TOKEN_HEADER.into(),
-        lease.token.to_string().into_bytes(),
-    ));
-    headers.push((
-        answer::HOLDER_HEADER.into(),
-        answer::escape(&lease.holder_id).into_bytes(),
-    ));
-    headers.push((
-        answer::LEASE_HEADER.into(),
-        crate::lease_header::to_header_value(lease).into_bytes(),
-    ));
+    headers.extend(
+        held.lease()
+            .header_values()
+            .map(|(name, value)| (name.to_string(), value.into_bytes())),
+    );
     let fields = Fields::from_list(&headers)
         .map_err(|e| ErrorCode::InternalError(Some(format!("forwarded headers: {e:?}"))))?;
     let (method, path, scheme, authority) = (
@@ -155,7 +149,7 @@ fn forward(incoming: Request, lease: &Lease) -> Result<Request, ErrorCode> {
 /// body and trailers by a task that forwards them chunk by chunk and then
 /// releases the lease. While they stream, another task renews the lease
 /// every ttl/3, so a body that takes longer than the ttl keeps the key.
-fn relay(reply: Response, client: Client, lease: Lease, ttl_ms: u64) -> Response {
+fn relay(reply: Response, held: Held, ttl_ms: u64) -> Response {
     let status = reply.get_status_code();
     // A copy, not the response's own (a child of it): the response is
     // consumed next.
@@ -169,10 +163,8 @@ fn relay(reply: Response, client: Client, lease: Lease, ttl_ms: u64) -> Response
     let _ = relayed.set_status_code(status);
 
     let hold = Rc::new(Hold {
-        client,
-        lease: RefCell::new(lease),
+        held: RefCell::new(Some(held)),
         streaming: Cell::new(true),
-        renewing: Cell::new(false),
     });
     wit_bindgen::spawn_local(renew_while_streaming(hold.clone(), ttl_ms));
     wit_bindgen::spawn_local(async move {
@@ -199,58 +191,60 @@ fn relay(reply: Response, client: Client, lease: Lease, ttl_ms: u64) -> Response
             let _ = done_tx.write(outcome).await;
         }
         hold.streaming.set(false);
-        // A renewal under way releases when it returns, with the lease it
-        // got (releasing the one from before it would be refused).
-        if !hold.renewing.get() {
-            hold.release().await;
-        }
+        // A renewal under way has the lease, and releases it when it
+        // returns (releasing the one from before it would be refused).
+        hold.release().await;
     });
     relayed
 }
 
 /// A lease while the response streams, shared by the relay and renewer
-/// tasks (one thread: no check and set of these cells interleaves).
+/// tasks (one thread: no check and set of these cells interleaves). The
+/// renewer takes the lease out while its renewal is under way.
 struct Hold {
-    client: Client,
-    lease: RefCell<Lease>,
+    held: RefCell<Option<Held>>,
     streaming: Cell<bool>,
-    renewing: Cell<bool>,
 }
 
 impl Hold {
+    /// Releases the lease unless a renewal has it out. A failed release
+    /// changes nothing already sent: the lease lapses after its ttl.
     async fn release(&self) {
-        let lease = self.lease.borrow().clone();
-        // A failed release changes nothing already sent: the lease lapses.
-        let _ = self.client.release(lease).await;
+        let held = self.held.borrow_mut().take();
+        if let Some(held) = held {
+            let _ = held.release().await;
+        }
     }
 }
 
 /// Renews the lease every ttl/3 while the body streams. A renewal that
-/// fails leaves the lease as it was: it lapses at its expiry.
+/// fails leaves the lease to lapse at its expiry.
 async fn renew_while_streaming(hold: Rc<Hold>, ttl_ms: u64) {
     let every_ns = ttl_ms / 3 * 1_000_000;
     loop {
         monotonic_clock::wait_for(every_ns).await;
+        let Some(mut held) = hold.held.borrow_mut().take() else {
+            return;
+        };
         if !hold.streaming.get() {
+            // Not ours to keep: back for the relay's release.
+            *hold.held.borrow_mut() = Some(held);
             return;
         }
-        hold.renewing.set(true);
-        let current = hold.lease.borrow().clone();
-        let renewed = hold.client.renew(current).await;
-        hold.renewing.set(false);
-        let ok = renewed.map(|l| *hold.lease.borrow_mut() = l).is_ok();
+        let renewed = held.renew().await;
+        *hold.held.borrow_mut() = Some(held);
         if !hold.streaming.get() {
             hold.release().await;
             return;
         }
-        if !ok {
+        if renewed.is_err() {
             return;
         }
     }
 }
 
 fn store_error(e: &Error) -> Answer {
-    Answer::store_error(crate::error_kind(e), &format!("{e:?}"))
+    Answer::store_error(e.code(), &e.to_string())
 }
 
 /// The gate's own answer as a 0.3 response; its body is written by a task,

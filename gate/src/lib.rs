@@ -14,43 +14,19 @@
 //!   releases when the downstream's `handle` returns; no stamped headers.
 //!
 //! The key rules, the settings and the gate's own answers are plain Rust
-//! (`key`, `settings`, `answer`), tested natively.
+//! (`key`, `settings`, `answer`), tested natively. The lease calls, the
+//! store's configuration (`Config::from_env`) and the stamped headers'
+//! encoding are the guest crate's (`s3-lease-guest`), which the function
+//! behind the gate reads them with.
 
 pub mod answer;
 pub mod key;
 pub mod settings;
 
-#[cfg(target_family = "wasm")]
-mod store;
-
 #[cfg(all(target_family = "wasm", not(feature = "wasip3")))]
 mod handler;
 #[cfg(all(target_family = "wasm", feature = "wasip3"))]
 mod handler_p3;
-#[cfg(all(target_family = "wasm", feature = "wasip3"))]
-mod lease_header;
-
-/// The typed error's case, as the gate's 502 names it.
-#[cfg(target_family = "wasm")]
-fn error_kind(e: &bindings::s3_lease::lease::types::Error) -> &'static str {
-    use bindings::s3_lease::lease::types::Error;
-    match e {
-        Error::Lost(_) => "lost",
-        Error::Conflict(_) => "conflict",
-        Error::ClockSkewed(_) => "clock-skewed",
-        Error::AccessDenied(_) => "access-denied",
-        Error::NoSuchBucket(_) => "no-such-bucket",
-        Error::CorruptLockObject(_) => "corrupt-lock-object",
-        Error::S3(_) => "s3",
-        Error::Transport(_) => "transport",
-        Error::InvalidConfig(_) => "invalid-config",
-        Error::InvalidArgument(_) => "invalid-argument",
-        Error::Timeout(_) => "timeout",
-        Error::Fenced(_) => "fenced",
-        Error::StoreUnsafe(_) => "store-unsafe",
-        Error::LimitMismatch(_) => "limit-mismatch",
-    }
-}
 
 #[cfg(all(target_family = "wasm", not(feature = "wasip3")))]
 mod bindings {
@@ -73,7 +49,7 @@ mod bindings {
             generate_all,
         });
     }
-    pub(crate) use generated::{export, s3_lease, wit_future, wit_stream};
+    pub(crate) use generated::{export, wit_future, wit_stream};
     pub(crate) mod wasi {
         pub(crate) use super::generated::wasi::cli0_3_0 as cli;
         pub(crate) use super::generated::wasi::clocks0_3_0 as clocks;
