@@ -85,6 +85,33 @@ pub enum Error {
     InvalidHeader { name: &'static str, reason: String },
 }
 
+impl Error {
+    /// The case's name as the WIT spells it (`fenced`, `lost`,
+    /// `access-denied`, ...; `missing-env`, `invalid-env` and
+    /// `invalid-header` for this crate's own): for logs and error replies.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Timeout { .. } => "timeout",
+            Error::Lost { .. } => "lost",
+            Error::Fenced { .. } => "fenced",
+            Error::Conflict(_) => "conflict",
+            Error::ClockSkewed(_) => "clock-skewed",
+            Error::AccessDenied(_) => "access-denied",
+            Error::NoSuchBucket(_) => "no-such-bucket",
+            Error::S3(_) => "s3",
+            Error::CorruptLockObject { .. } => "corrupt-lock-object",
+            Error::Transport(_) => "transport",
+            Error::InvalidConfig { .. } => "invalid-config",
+            Error::InvalidArgument(_) => "invalid-argument",
+            Error::StoreUnsafe { .. } => "store-unsafe",
+            Error::LimitMismatch { .. } => "limit-mismatch",
+            Error::MissingEnv { .. } => "missing-env",
+            Error::InvalidEnv { .. } => "invalid-env",
+            Error::InvalidHeader { .. } => "invalid-header",
+        }
+    }
+}
+
 impl fmt::Display for S3Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.status)?;
