@@ -1,19 +1,16 @@
-//! The WASI 0.2 glue: `wasi:http/incoming-handler` in, `s3-lease:lease/lease`'s
-//! blocking calls out. The increment itself is in `increment`.
+//! The WASI 0.2 glue: `wasi:http/incoming-handler` in, s3-lease's blocking
+//! calls out (`s3-lease-guest`). The increment's shared parts are in
+//! `increment`.
 
 use crate::bindings::exports::wasi::http::incoming_handler::Guest;
-use crate::bindings::s3_lease::lease::lease::Client;
-use crate::bindings::s3_lease::lease::types::{Error, FencedObject, FencedWrite, Lease, Options};
-use crate::bindings::wasi::cli::environment::get_environment;
 use crate::bindings::wasi::http::types::{
     Fields, IncomingRequest, Method, OutgoingBody, OutgoingResponse, ResponseOutparam,
 };
-use crate::increment::{increment, s3_lease_error, LeaseCalls};
+use crate::counter::{self, Counter};
+use crate::increment::{self, Settings};
 use crate::reply::{counter_name, Reply};
 use crate::route::route;
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
+use s3_lease_guest::{Client, Held};
 
 struct Function;
 
@@ -23,59 +20,44 @@ impl Guest for Function {
     fn handle(request: IncomingRequest, response_out: ResponseOutparam) {
         let path = request.path_with_query().unwrap_or_default();
         let reply = match counter_name(route(matches!(request.method(), Method::Post), &path)) {
-            Ok(name) => try_increment(&name),
+            Ok(name) => try_increment(&name).unwrap_or_else(|refused| refused),
             Err(refused) => refused,
         };
         send(reply, response_out);
     }
 }
 
-fn try_increment(name: &str) -> Reply {
-    let settings = match crate::settings::settings(&get_environment()) {
-        Ok(settings) => settings,
-        Err(reply) => return reply,
-    };
-    let client = match Client::new(&settings.config) {
-        Ok(client) => client,
-        Err(e) => return s3_lease_error(&e),
-    };
-    // `lease`'s calls block until they are done, so the shared async
-    // increment is finished after its first poll.
-    let mut increment = pin!(increment(&client, &settings, name));
-    match increment
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(reply) => reply,
-        Poll::Pending => Reply::error(500, "internal", "a blocking call suspended"),
-    }
+fn try_increment(name: &str) -> Result<Reply, Reply> {
+    let settings = increment::settings()?;
+    let refused = |e| increment::refused(name, &e);
+    let client = Client::new(&settings.config).map_err(refused)?;
+    let (key, options) = increment::lock(&settings, name);
+    let held = client
+        .acquire_with(&key, &options, settings.lock_timeout)
+        .map_err(refused)?;
+    let written = write_next(&client, &held, &settings, name);
+    // Release whatever happened: the next caller need not wait out the ttl.
+    // A failed release after a written value changes nothing the caller
+    // asked for (the lease lapses by itself), so it does not turn a 200
+    // into an error.
+    let _ = held.release();
+    written.map(increment::written)
 }
 
-/// `lease`'s blocking calls, as the increment's async ones.
-impl LeaseCalls for Client {
-    async fn acquire(
-        &self,
-        key: String,
-        options: Options,
-        timeout_ms: u64,
-    ) -> Result<Lease, Error> {
-        Client::acquire(self, &key, &options, timeout_ms)
-    }
-    async fn fenced_get(&self, object_key: String) -> Result<Option<FencedObject>, Error> {
-        Client::fenced_get(self, &object_key)
-    }
-    async fn fenced_put(
-        &self,
-        lease: Lease,
-        object_key: String,
-        body: Vec<u8>,
-        content_type: String,
-    ) -> Result<FencedWrite, Error> {
-        Client::fenced_put(self, &lease, &object_key, &body, &content_type)
-    }
-    async fn release(&self, lease: Lease) -> Result<(), Error> {
-        Client::release(self, &lease)
-    }
+/// Reads the counter and writes it plus one, fenced by `held`.
+fn write_next(
+    client: &Client,
+    held: &Held,
+    settings: &Settings,
+    name: &str,
+) -> Result<Counter, Reply> {
+    let refused = |e| increment::refused(name, &e);
+    let object_key = increment::object_key(settings, name);
+    let current = client.fenced_get(&object_key).map_err(refused)?;
+    let next = increment::next(current, held.token())?;
+    held.fenced_put(&object_key, &counter::to_json(next), "application/json")
+        .map_err(refused)?;
+    Ok(next)
 }
 
 /// Sends the reply. Failures here mean the client is gone; there is

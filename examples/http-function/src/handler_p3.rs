@@ -1,18 +1,17 @@
-//! The WASI 0.3 glue: `wasi:http/handler` in, `s3-lease:lease/async-lease`'s
-//! async calls out. The increment itself is in `increment`, shared with the
-//! 0.2 build. A 0.3 host may run many requests through one instance at
-//! once (`wasmtime serve` sends up to 16): each makes its own client, so
-//! their lock calls run at the same time instead of taking turns.
+//! The WASI 0.3 glue: `wasi:http/handler` in, s3-lease's async calls out
+//! (`s3-lease-guest` with `wasip3`): `handler`'s increment, each call
+//! awaited. A 0.3 host may run many requests through one instance at once
+//! (`wasmtime serve` sends up to 16): each makes its own client, so their
+//! lock calls run at the same time instead of taking turns.
 
 use crate::bindings::exports::wasi::http::handler::Guest;
-use crate::bindings::s3_lease::lease::async_lease::Client;
-use crate::bindings::s3_lease::lease::types::{Error, FencedObject, FencedWrite, Lease, Options};
-use crate::bindings::wasi::cli::environment::get_environment;
 use crate::bindings::wasi::http::types::{ErrorCode, Fields, Method, Request, Response};
 use crate::bindings::{wit_future, wit_stream};
-use crate::increment::{increment, s3_lease_error, LeaseCalls};
+use crate::counter::{self, Counter};
+use crate::increment::{self, Settings};
 use crate::reply::{counter_name, Reply};
 use crate::route::route;
+use s3_lease_guest::{Client, Held};
 
 struct Function;
 
@@ -22,48 +21,43 @@ impl Guest for Function {
     async fn handle(request: Request) -> Result<Response, ErrorCode> {
         let path = request.get_path_with_query().unwrap_or_default();
         let reply = match counter_name(route(matches!(request.get_method(), Method::Post), &path)) {
-            Ok(name) => try_increment(&name).await,
+            Ok(name) => try_increment(&name).await.unwrap_or_else(|refused| refused),
             Err(refused) => refused,
         };
         Ok(response(reply))
     }
 }
 
-async fn try_increment(name: &str) -> Reply {
-    let settings = match crate::settings::settings(&get_environment()) {
-        Ok(settings) => settings,
-        Err(reply) => return reply,
-    };
-    match Client::new(&settings.config) {
-        Ok(client) => increment(&client, &settings, name).await,
-        Err(e) => s3_lease_error(&e),
-    }
+async fn try_increment(name: &str) -> Result<Reply, Reply> {
+    let settings = increment::settings()?;
+    let refused = |e| increment::refused(name, &e);
+    let client = Client::new(&settings.config).map_err(refused)?;
+    let (key, options) = increment::lock(&settings, name);
+    let held = client
+        .acquire_with(&key, &options, settings.lock_timeout)
+        .await
+        .map_err(refused)?;
+    let written = write_next(&client, &held, &settings, name).await;
+    // Released before replying, whatever happened (see `handler`).
+    let _ = held.release().await;
+    written.map(increment::written)
 }
 
-impl LeaseCalls for Client {
-    async fn acquire(
-        &self,
-        key: String,
-        options: Options,
-        timeout_ms: u64,
-    ) -> Result<Lease, Error> {
-        Client::acquire(self, key, options, timeout_ms).await
-    }
-    async fn fenced_get(&self, object_key: String) -> Result<Option<FencedObject>, Error> {
-        Client::fenced_get(self, object_key).await
-    }
-    async fn fenced_put(
-        &self,
-        lease: Lease,
-        object_key: String,
-        body: Vec<u8>,
-        content_type: String,
-    ) -> Result<FencedWrite, Error> {
-        Client::fenced_put(self, lease, object_key, body, content_type).await
-    }
-    async fn release(&self, lease: Lease) -> Result<(), Error> {
-        Client::release(self, lease).await
-    }
+/// Reads the counter and writes it plus one, fenced by `held`.
+async fn write_next(
+    client: &Client,
+    held: &Held,
+    settings: &Settings,
+    name: &str,
+) -> Result<Counter, Reply> {
+    let refused = |e| increment::refused(name, &e);
+    let object_key = increment::object_key(settings, name);
+    let current = client.fenced_get(&object_key).await.map_err(refused)?;
+    let next = increment::next(current, held.token())?;
+    held.fenced_put(&object_key, &counter::to_json(next), "application/json")
+        .await
+        .map_err(refused)?;
+    Ok(next)
 }
 
 /// The reply as a 0.3 response. Its body is written by a task of its own:

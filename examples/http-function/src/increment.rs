@@ -1,137 +1,104 @@
-//! One increment, written once for both builds: acquire the counter's
-//! lease (waiting at most the lock timeout), `fenced-get` the counter,
-//! `fenced-put` it plus one with the lease's token in the body, release.
-//! Only a write S3 accepted answers 200; every other answer left the
-//! counter as it was.
+//! One increment: acquire the counter's lease (waiting at most the lock
+//! timeout), `fenced_get` the counter, `fenced_put` it plus one with the
+//! lease's token in the body, release. Only a write S3 accepted answers
+//! 200; every other answer left the counter as it was.
 //!
-//! The four calls go through [`LeaseCalls`], which each build implements
-//! for its client: `lease`'s blocking calls (WASI 0.2) or `async-lease`'s
-//! async ones (WASI 0.3).
+//! The calls themselves are in each build's glue (`handler`: blocking,
+//! `handler_p3`: the same lines with `.await`); what they share is here:
+//! the settings, the lock's options, the next value and the replies.
 
-use crate::bindings::s3_lease::lease::types::{Error, FencedObject, FencedWrite, Lease, Options};
 use crate::counter::{self, Counter};
 use crate::reply::Reply;
-use crate::settings::Settings;
+use s3_lease_guest::{environment, Config, Error, FencedObject, Options};
 use serde_json::json;
+use std::time::Duration;
 
-/// The calls an increment makes, on either build's client.
-pub(crate) trait LeaseCalls {
-    async fn acquire(&self, key: String, options: Options, timeout_ms: u64)
-        -> Result<Lease, Error>;
-    async fn fenced_get(&self, object_key: String) -> Result<Option<FencedObject>, Error>;
-    async fn fenced_put(
-        &self,
-        lease: Lease,
-        object_key: String,
-        body: Vec<u8>,
-        content_type: String,
-    ) -> Result<FencedWrite, Error>;
-    async fn release(&self, lease: Lease) -> Result<(), Error>;
+/// What the function reads from its environment: s3-lease's config
+/// (`Config::from_env`: `AWS_*`, `S3LEASE_*`) and the counter's lock
+/// timeout and lease ttl.
+pub(crate) struct Settings {
+    pub config: Config,
+    pub lock_timeout: Duration,
+    pub lease_ttl: Duration,
 }
 
-pub(crate) async fn increment(client: &impl LeaseCalls, settings: &Settings, name: &str) -> Reply {
-    let options = Options {
-        ttl_ms: settings.lease_ttl_ms,
-        holder_id: None,
-        metadata: Some(format!("http-function: counter {name}")),
+pub(crate) fn settings() -> Result<Settings, Reply> {
+    let not_configured = |message: &str| Reply::error(500, "not-configured", message);
+    let config = Config::from_env().map_err(|e| match e {
+        Error::MissingEnv { name } => not_configured(&format!("set {name}")),
+        e => not_configured(&e.to_string()),
+    })?;
+    let millis = |name: &str, default: u64| match environment::var(name).filter(|v| !v.is_empty()) {
+        None => Ok(Duration::from_millis(default)),
+        Some(v) => v
+            .parse()
+            .map(Duration::from_millis)
+            .map_err(|_| not_configured(&format!("{name} is not a number"))),
     };
-    let lease = match client
-        .acquire(
-            format!("counters/{name}"),
-            options,
-            settings.lock_timeout_ms,
-        )
-        .await
-    {
-        Ok(lease) => lease,
-        Err(Error::Timeout(t)) => {
-            let holder = t.holder.map(|h| h.holder_id);
-            let body = json!({
-                "error": "lock-timeout",
-                "message": format!("counter {name} stayed locked for {} ms; not incremented", t.waited_ms),
-                "holder": holder,
-            });
-            return Reply::json(503, &body).header("retry-after", "1");
-        }
-        Err(e) => return s3_lease_error(&e),
-    };
-    let written = write_next(client, &lease, settings, name).await;
-    // Release whatever happened: the next caller need not wait out the ttl.
-    // A failed release after a written value changes nothing the caller
-    // asked for (the lease lapses by itself), so it does not turn a 200
-    // into an error.
-    let _ = client.release(lease).await;
-    match written {
-        Ok(c) => Reply::json(200, &json!({ "value": c.value, "token": c.token })),
-        Err(reply) => reply,
-    }
+    Ok(Settings {
+        config,
+        lock_timeout: millis("COUNTER_LOCK_TIMEOUT_MS", 5_000)?,
+        lease_ttl: millis("COUNTER_LEASE_TTL_MS", 10_000)?,
+    })
 }
 
-/// Reads the counter and writes it plus one, fenced by `lease`.
-async fn write_next(
-    client: &impl LeaseCalls,
-    lease: &Lease,
-    settings: &Settings,
-    name: &str,
-) -> Result<Counter, Reply> {
-    let object_key = format!(
-        "{}counters/{name}.json",
-        settings.config.key_prefix.as_deref().unwrap_or("")
-    );
-    let current = match client.fenced_get(object_key.clone()).await {
-        Ok(None) => 0,
-        Ok(Some(object)) => {
+/// The counter's lock key and its options.
+pub(crate) fn lock(settings: &Settings, name: &str) -> (String, Options) {
+    let options =
+        Options::ttl(settings.lease_ttl).with_metadata(format!("http-function: counter {name}"));
+    (format!("counters/{name}"), options)
+}
+
+/// The counter's object: a full key, so the configured prefix is added here.
+pub(crate) fn object_key(settings: &Settings, name: &str) -> String {
+    format!("{}counters/{name}.json", settings.config.key_prefix())
+}
+
+/// The value to write after `current`, stamped with the lease's token.
+pub(crate) fn next(current: Option<FencedObject>, token: u64) -> Result<Counter, Reply> {
+    let current = match current {
+        None => 0,
+        Some(object) => {
             counter::parse(&object.body)
                 .map_err(|why| Reply::error(500, "corrupt-counter", &why))?
                 .value
         }
-        Err(e) => return Err(s3_lease_error(&e)),
     };
-    let Some(value) = current.checked_add(1) else {
-        return Err(Reply::error(
+    match current.checked_add(1) {
+        Some(value) => Ok(Counter { value, token }),
+        None => Err(Reply::error(
             409,
             "counter-full",
             "the counter is at its maximum",
-        ));
-    };
-    let next = Counter {
-        value,
-        token: lease.token,
-    };
-    client
-        .fenced_put(
-            lease.clone(),
-            object_key,
-            counter::to_json(next),
-            "application/json".into(),
-        )
-        .await
-        .map_err(|e| s3_lease_error(&e))?;
-    Ok(next)
+        )),
+    }
 }
 
-/// Any s3-lease error other than a lock timeout: the counter was not
-/// incremented. `fenced` (a newer holder wrote first) is a conflict; the
-/// rest are the storage's or the configuration's fault. The library's
-/// errors carry no secrets, so their details are passed on.
-pub(crate) fn s3_lease_error(e: &Error) -> Reply {
-    let (status, code) = match e {
-        Error::Fenced(_) => (409, "fenced"),
-        Error::Lost(_) => (409, "lost"),
-        Error::InvalidConfig(_) => (500, "invalid-config"),
-        Error::InvalidArgument(_) => (500, "invalid-argument"),
-        Error::AccessDenied(_) => (502, "access-denied"),
-        Error::NoSuchBucket(_) => (502, "no-such-bucket"),
-        Error::ClockSkewed(_) => (502, "clock-skewed"),
-        Error::CorruptLockObject(_) => (502, "corrupt-lock-object"),
-        Error::Conflict(_) => (502, "conflict"),
-        Error::S3(_) => (502, "s3"),
-        Error::Transport(_) => (502, "transport"),
-        Error::StoreUnsafe(_) => (502, "store-unsafe"),
-        // The counter key is a plain lock; a semaphore of the same name
-        // is a deployment mistake.
-        Error::LimitMismatch(_) => (500, "limit-mismatch"),
-        Error::Timeout(_) => (503, "lock-timeout"),
+/// 200 with the value S3 accepted and the token that wrote it.
+pub(crate) fn written(c: Counter) -> Reply {
+    Reply::json(200, &json!({ "value": c.value, "token": c.token }))
+}
+
+/// Any s3-lease error: the counter was not incremented. A lock timeout is
+/// 503 with `retry-after`; `fenced` or `lost` (a newer holder wrote first)
+/// a conflict; a mistake of configuration 500 (a semaphore of the
+/// counter's name among them); the rest are the storage's fault. The
+/// library's errors carry no secrets, so their details are passed on.
+pub(crate) fn refused(name: &str, e: &Error) -> Reply {
+    if let Error::Timeout { waited, holder, .. } = e {
+        let body = json!({
+            "error": "lock-timeout",
+            "message": format!("counter {name} stayed locked for {} ms; not incremented", waited.as_millis()),
+            "holder": holder.as_ref().map(|h| &h.holder_id),
+        });
+        return Reply::json(503, &body).header("retry-after", "1");
+    }
+    let status = match e {
+        Error::Fenced { .. } | Error::Lost { .. } => 409,
+        Error::InvalidConfig { .. } | Error::InvalidArgument(_) | Error::LimitMismatch { .. } => {
+            500
+        }
+        _ => 502,
     };
-    Reply::error(status, code, &format!("{e:?}"))
+    Reply::error(status, e.code(), &e.to_string())
 }

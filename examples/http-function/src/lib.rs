@@ -2,21 +2,22 @@
 //! increments a counter object in S3 under the counter's lease, and answers
 //! the new value and the lease's fencing token.
 //!
-//! The function imports `s3-lease:lease/lease` and never sees S3's wire
-//! protocol: `wac plug --plug s3_lease.wasm` fills the import, giving one
-//! component whose only imports are WASI. Routing, the replies and the
+//! The function calls s3-lease through `s3-lease-guest` (the repository's
+//! `guest/`), which imports `s3-lease:lease/lease`, and never sees S3's
+//! wire protocol: `wac plug --plug s3_lease.wasm` fills the import, giving
+//! one component whose only imports are WASI. Routing, the replies and the
 //! counter's body are plain Rust (`route`, `reply`, `counter`), tested
 //! natively; the rest is wasm-only.
 //!
 //! Two builds from this one source, like s3-lease itself:
-//! - default: WASI 0.2, exporting `wasi:http/incoming-handler@0.2` and
-//!   importing `lease` (`handler`);
-//! - `--features wasip3`: WASI 0.3, exporting `wasi:http/handler@0.3.0` and
-//!   importing `async-lease`, composed with the 0.3 s3-lease component
-//!   (`handler_p3`).
+//! - default: WASI 0.2, exporting `wasi:http/incoming-handler@0.2`, the
+//!   guest crate importing `lease` (`handler`);
+//! - `--features wasip3`: WASI 0.3, exporting `wasi:http/handler@0.3.0`,
+//!   the guest crate importing `async-lease`, composed with the 0.3
+//!   s3-lease component (`handler_p3`).
 //!
-//! Both run the same increment (`increment`), through a small trait over
-//! each build's client.
+//! The two glues make the same calls, one blocking, one awaited; what the
+//! increment needs besides the calls is shared (`increment`).
 
 pub mod counter;
 pub mod reply;
@@ -24,8 +25,6 @@ pub mod route;
 
 #[cfg(target_family = "wasm")]
 mod increment;
-#[cfg(target_family = "wasm")]
-mod settings;
 
 #[cfg(all(target_family = "wasm", not(feature = "wasip3")))]
 mod handler;
@@ -36,9 +35,8 @@ mod handler_p3;
 mod bindings {
     wit_bindgen::generate!({
         world: "s3-lease-example:http-function/counter",
-        // The contract from the repository's `wit/` (package
-        // s3-lease:lease and the WASI packages it depends on), then this
-        // function's own world, which imports it by name.
+        // The WASI packages from the repository's `wit/`, then this
+        // function's own world. The s3-lease import is the guest crate's.
         path: ["../../wit", "wit"],
         generate_all,
     });
@@ -57,9 +55,8 @@ mod bindings {
             generate_all,
         });
     }
-    pub(crate) use generated::{export, s3_lease, wit_future, wit_stream};
+    pub(crate) use generated::{export, wit_future, wit_stream};
     pub(crate) mod wasi {
-        pub(crate) use super::generated::wasi::cli0_3_0 as cli;
         pub(crate) use super::generated::wasi::http0_3_0 as http;
     }
     pub(crate) mod exports {
