@@ -34,7 +34,7 @@ impl Guest for Downstream {
         let (token, holder) = (text("s3-lease-token"), text("s3-lease-holder"));
         drop(headers);
         sleep(crate::query_ms(&path, "sleep_ms").unwrap_or(30));
-        let (status, body) = crate::record(&path, enter, now_ns(), token, holder);
+        let (status, body) = crate::record(&path, enter, now_ns(), token, holder, None);
         let Ok(headers) =
             Fields::from_list(&[("content-type".into(), b"application/json".to_vec())])
         else {

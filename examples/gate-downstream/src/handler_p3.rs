@@ -17,19 +17,34 @@ impl crate::bindings::exports::wasi::http::handler::Guest for Downstream {
     async fn handle(request: Request) -> Result<Response, ErrorCode> {
         let enter = now_ns();
         let path = request.get_path_with_query().unwrap_or_default();
-        let headers = request.get_headers();
+        let headers: Vec<(String, String)> = request
+            .get_headers()
+            .copy_all()
+            .into_iter()
+            .map(|(n, v)| {
+                (
+                    n.to_ascii_lowercase(),
+                    String::from_utf8_lossy(&v).into_owned(),
+                )
+            })
+            .collect();
         let text = |name: &str| {
             headers
-                .get(name)
-                .into_iter()
-                .next()
-                .map(|v| String::from_utf8_lossy(&v).into_owned())
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
         };
-        let (token, holder) = (text("s3-lease-token"), text("s3-lease-holder"));
-        drop(headers);
+        let (token, holder) = (
+            text("s3-lease-token").map(str::to_string),
+            text("s3-lease-holder").map(str::to_string),
+        );
         let sleep_ms = crate::query_ms(&path, "sleep_ms").unwrap_or(30);
         monotonic_clock::wait_for(sleep_ms * 1_000_000).await;
-        let (status, body) = crate::record(&path, enter, now_ns(), token, holder);
+        let write = match crate::query_ms(&path, "write") {
+            Some(1) => Some(write_fenced(text).await),
+            _ => None,
+        };
+        let (status, body) = crate::record(&path, enter, now_ns(), token, holder, write);
         let body_ms = crate::query_ms(&path, "body_ms");
         let headers = Fields::from_list(&[("content-type".into(), b"application/json".to_vec())])
             .unwrap_or_else(|_| Fields::new());
@@ -45,5 +60,26 @@ impl crate::bindings::exports::wasi::http::handler::Guest for Downstream {
             }
         });
         Ok(response)
+    }
+}
+
+/// Writes `gate/<key>.json` (under the key prefix) fenced by the lease the
+/// gate forwarded: `ok`, or the error's case.
+async fn write_fenced<'a>(header: impl Fn(&str) -> Option<&'a str>) -> &'static str {
+    use s3_lease_guest::{Client, Config, Held, Lease};
+    let written = async {
+        let lease = Lease::from_headers(header)?;
+        let config = Config::from_env()?;
+        let client = Client::new(&config)?;
+        let held = Held::from_forwarded(&client, lease);
+        let object = format!("{}gate/{}.json", config.key_prefix(), held.key());
+        let body = format!("{{\"token\":{}}}", held.token());
+        held.fenced_put(&object, body.as_bytes(), "application/json")
+            .await
+            .map(|_| ())
+    };
+    match written.await {
+        Ok(()) => "ok",
+        Err(e) => e.code(),
     }
 }

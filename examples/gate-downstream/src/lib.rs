@@ -7,7 +7,10 @@
 //! `{"enter_ns":…,"exit_ns":…,"path":"/keys/a","token":"17","holder":"…"}`
 //!
 //! With `?body_ms=N` it then streams a second part of its body N ms later
-//! (so a client can leave mid-body). `GET /` answers 404 (servers' ready
+//! (so a client can leave mid-body). With `?write=1` (WASI 0.3) it also
+//! writes `gate/<key>.json` fenced under the lease the gate forwarded
+//! (`s3-lease-lease`, read by the guest crate), and answers `"write"`: `ok`
+//! or the error's case. `GET /` answers 404 (servers' ready
 //! check). Two builds: WASI 0.2 (default) and 0.3 (`--features wasip3`).
 
 #[cfg(all(target_family = "wasm", not(feature = "wasip3")))]
@@ -34,6 +37,7 @@ fn record(
     exit_ns: u128,
     token: Option<String>,
     holder: Option<String>,
+    write: Option<&str>,
 ) -> (u16, Vec<u8>) {
     let status = if path == "/" { 404 } else { 200 };
     let body = serde_json::json!({
@@ -42,6 +46,7 @@ fn record(
         "path": path,
         "token": token,
         "holder": holder,
+        "write": write,
     });
     (status, body.to_string().into_bytes())
 }
