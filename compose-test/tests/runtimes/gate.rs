@@ -97,6 +97,8 @@ struct Sample {
     /// A 200's (enter, exit) inside the downstream, ns since the epoch.
     inside: Option<(u128, u128)>,
     token: Option<u64>,
+    /// The downstream's fenced write: `ok` or the error's case.
+    write: Option<String>,
     body: String,
 }
 
@@ -110,17 +112,19 @@ fn sample(key: usize, reply: std::io::Result<Reply>, latency: Duration) -> Sampl
                 latency,
                 inside: None,
                 token: None,
+                write: None,
                 body: format!("transport: {e}"),
             }
         }
     };
-    let (inside, token) = if reply.status == 200 {
+    let (inside, token, write) = if reply.status == 200 {
         let json = reply.json();
         let ns = |f: &str| json[f].as_str().and_then(|t| t.parse::<u128>().ok());
         let token = json["token"].as_str().and_then(|t| t.parse().ok());
-        (ns("enter_ns").zip(ns("exit_ns")), token)
+        let write = json["write"].as_str().map(str::to_string);
+        (ns("enter_ns").zip(ns("exit_ns")), token, write)
     } else {
-        (None, None)
+        (None, None, None)
     };
     Sample {
         key,
@@ -128,6 +132,7 @@ fn sample(key: usize, reply: std::io::Result<Reply>, latency: Duration) -> Sampl
         latency,
         inside,
         token,
+        write,
         body: String::from_utf8_lossy(&reply.body).into_owned(),
     }
 }
@@ -141,7 +146,10 @@ fn load(addr: SocketAddr, forge: bool) -> (Vec<Sample>, Duration) {
             let barrier = barrier.clone();
             std::thread::spawn(move || {
                 let key = client % KEYS;
-                let path = format!("/keys/k{key}?sleep_ms={SLEEP_MS}");
+                // On 0.3 the downstream also writes fenced under the
+                // gate's lease.
+                let write = if forge { "&write=1" } else { "" };
+                let path = format!("/keys/k{key}?sleep_ms={SLEEP_MS}{write}");
                 barrier.wait();
                 (0..REQUESTS_PER_CLIENT)
                     .map(|_| {
@@ -257,7 +265,8 @@ fn summary(samples: &[Sample], wall: Duration) -> String {
 }
 
 /// The load, judged: only 200s and 503s; no violation; tokens (0.3: the
-/// gate's, never the client's forged 0); keys in parallel.
+/// gate's, never the client's forged 0, and every fenced write the
+/// downstream made under the forwarded lease accepted); keys in parallel.
 /// `parallel`: the runtime serves requests at once (jco serve's Node runs
 /// a 0.2 component's blocking calls on its one thread: one at a time).
 fn sixteen_clients_on_four_keys(
@@ -293,6 +302,12 @@ fn sixteen_clients_on_four_keys(
             assert!(
                 s.token.is_some_and(|t| t > 0),
                 "{name}: a 200 without the gate's token: {}",
+                s.body
+            );
+            assert_eq!(
+                s.write.as_deref(),
+                Some("ok"),
+                "{name}: a fenced write under the gate's lease failed: {}",
                 s.body
             );
         } else {
