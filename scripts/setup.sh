@@ -126,7 +126,7 @@ setup_test_tools() {
     export S3LEASE_HTTP_FUNCTION="$release_dir/http_function.wasm"
     # The lease gate and the function behind it in its tests, each build
     # (0.3 first, copied aside, as above).
-    echo "setup: building gate and examples/gate-downstream, WASI 0.3 and 0.2 (~25 s the first time)"
+    echo "setup: building gate and examples/gate-downstream, WASI 0.3 and 0.2 (~5 s)"
     cargo build --locked -p s3-lease-gate -p gate-downstream --lib --target wasm32-wasip2 --release --features wasip3
     cp "$release_dir/s3_lease_gate.wasm" "$release_dir/s3_lease_gate_p3.wasm"
     cp "$release_dir/gate_downstream.wasm" "$release_dir/gate_downstream_p3.wasm"
