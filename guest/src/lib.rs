@@ -72,6 +72,25 @@
 //! # fn main() {}
 //! ```
 //!
+//! The WASI 0.3 build, the same calls awaited:
+//!
+//! ```no_run
+//! # #[cfg(all(target_family = "wasm", feature = "wasip3"))]
+//! # async fn run() -> Result<(), s3_lease_guest::Error> {
+//! use s3_lease_guest::{Client, Config};
+//! use std::time::Duration;
+//!
+//! let client = Client::new(&Config::from_env()?)?;
+//! if let Some(held) = client.try_acquire("jobs/nightly", Duration::from_secs(30)).await? {
+//!     held.fenced_put("jobs/nightly.json", b"{\"done\":false}", "application/json")
+//!         .await?;
+//!     held.release().await?;
+//! }
+//! # Ok(())
+//! # }
+//! # fn main() {}
+//! ```
+//!
 //! The function behind a lease gate writes under the gate's grant:
 //!
 //! ```no_run
