@@ -194,3 +194,81 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every contract case's `code()` is the name `wit/lease.wit` gives it,
+    /// and every case of the WIT's `error` has its own here.
+    #[test]
+    fn codes_are_the_contracts_case_names() {
+        let wit = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/wit/lease.wit"));
+        let variant = &wit[wit.find("variant error {").expect("the error variant")..];
+        let variant = &variant[..variant.find("\n    }").expect("its end")];
+        let s3 = || S3Error {
+            status: 500,
+            code: String::new(),
+            message: String::new(),
+            request_id: String::new(),
+        };
+        let text = || String::from("x");
+        let contract = [
+            Error::Timeout {
+                key: text(),
+                waited: Duration::ZERO,
+                holder: None,
+            },
+            Error::Lost {
+                key: text(),
+                token: 1,
+                current: None,
+            },
+            Error::Fenced {
+                object_key: text(),
+                our_token: 1,
+                stored_token: 2,
+            },
+            Error::Conflict(s3()),
+            Error::ClockSkewed(s3()),
+            Error::AccessDenied(s3()),
+            Error::NoSuchBucket(s3()),
+            Error::S3(s3()),
+            Error::CorruptLockObject {
+                object_key: text(),
+                reason: text(),
+            },
+            Error::Transport(text()),
+            Error::InvalidConfig {
+                field: text(),
+                reason: text(),
+            },
+            Error::InvalidArgument(text()),
+            Error::StoreUnsafe {
+                capability: text(),
+                detail: text(),
+            },
+            Error::LimitMismatch {
+                key: text(),
+                stored: 1,
+                requested: 2,
+            },
+        ];
+        for e in &contract {
+            let case = format!("\n        {}(", e.code());
+            assert!(
+                variant.contains(&case),
+                "{} is not a case of the WIT",
+                e.code()
+            );
+            assert!(e.to_string().starts_with(e.code()), "{e}");
+        }
+        // A case the contract gains fails here until it is mirrored.
+        let cases = variant
+            .lines()
+            .filter(|l| l.starts_with("        ") && !l.trim_start().starts_with("//"))
+            .filter(|l| l.trim_end().ends_with("),"))
+            .count();
+        assert_eq!(cases, contract.len(), "{variant}");
+    }
+}

@@ -3,12 +3,12 @@
 //! For WebAssembly components that import s3-lease (`wac plug` fills the
 //! import with the s3-lease component). [`Config`] is the contract's
 //! config as a builder with its defaults ([`Config::s3`], [`Config::aws`],
-//! `with_*` setters) or read from the environment ([`Config::from_env`],
+//! `with_*` setters) or read from the environment (`Config::from_env`,
 //! the host crate's variables, through `wasi:cli/environment`; a missing
-//! one is [`Error::MissingEnv`] naming it). [`Client::new`] validates it;
-//! [`Client::try_acquire`] (`Option<Held>`), [`Client::acquire`] (waits up
+//! one is [`Error::MissingEnv`] naming it). `Client::new` validates it;
+//! `Client::try_acquire` (`Option<Held>`), `Client::acquire` (waits up
 //! to a `Duration`, else [`Error::Timeout`] naming the holder),
-//! [`Client::inspect`] and [`Client::fenced_get`]. A [`Held`] lease gives
+//! `Client::inspect` and `Client::fenced_get`. A `Held` lease gives
 //! `token()`, `holder()`, `key()`, `lease()`, `renew()`, `fenced_put()`,
 //! `fenced_delete()` and `release(self)`, and releases itself on drop when
 //! not released. [`Error`] is one `#[non_exhaustive]` enum, the contract's
@@ -17,14 +17,14 @@
 //! over `async-lease`: the same names and shapes, each call an `async fn`.
 //! [`headers`] carries a lease across an HTTP hop (a gate acquires, the
 //! function behind it writes fenced under the grant through
-//! [`Held::from_forwarded`], which never releases on drop).
+//! `Held::from_forwarded`, which never releases on drop).
 //!
 //! Only the plain types ([`Config`], [`Lease`], [`Error`], [`headers`])
 //! build natively, so their tests run on the host; the client is wasm only.
 //!
 //! ## Drop
 //!
-//! A [`Held`] dropped without `release` (an early return, `?`) is
+//! A `Held` dropped without `release` (an early return, `?`) is
 //! released: on WASI 0.2 at once, by a blocking call; on WASI 0.3, where
 //! `drop` cannot await, by a task spawned with wit-bindgen's
 //! `spawn_local` on the current component-model task, which runs when that
@@ -32,8 +32,8 @@
 //! one only inside an async export or `wit_bindgen::block_on` there:
 //! elsewhere wit-bindgen has no task to spawn on and panics. Either way a
 //! failed release is ignored, and the lease lapses after its ttl. Call
-//! `release` to know it happened. A lease from [`Held::from_forwarded`] or
-//! kept with [`Held::into_lease`] is never released on drop.
+//! `release` to know it happened. A lease from `Held::from_forwarded` or
+//! kept with `Held::into_lease` is never released on drop.
 //!
 //! ## Example
 //!
