@@ -140,3 +140,29 @@ fn random_input_never_panics() {
         }
     }
 }
+
+/// The header's JSON names the fields as the contract's `record lease`
+/// does, every one of them.
+#[test]
+fn the_json_uses_the_wit_field_names() {
+    let wit = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/wit/lease.wit"));
+    let record = &wit[wit.find("record lease {").expect("the lease record")..];
+    let record = &record[..record.find("\n    }").expect("its end")];
+    let mut wit_fields: Vec<&str> = record
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .filter_map(|l| l.trim().split_once(':').map(|(name, _)| name))
+        .collect();
+    let value = lease().to_header_value();
+    let json: Value =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(&value[3..]).unwrap()).unwrap();
+    let mut json_fields: Vec<&str> = json
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    wit_fields.sort_unstable();
+    json_fields.sort_unstable();
+    assert_eq!(json_fields, wit_fields);
+}
