@@ -64,7 +64,10 @@ fn gate(request: &IncomingRequest) -> Result<Held, Answer> {
         Ok(held) => Ok(held),
         Err(Error::Timeout { holder, .. }) => {
             let now = wall_clock::now();
-            let now_ms = now.seconds * 1_000 + u64::from(now.nanoseconds / 1_000_000);
+            let now_ms = now
+                .seconds
+                .saturating_mul(1_000)
+                .saturating_add(u64::from(now.nanoseconds / 1_000_000));
             let holder = holder.as_deref();
             Err(Answer::held(
                 &key,

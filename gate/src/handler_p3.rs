@@ -95,7 +95,10 @@ async fn acquire(client: &Client, settings: &Settings, key: &str) -> Result<Held
 
 fn now_ms() -> u64 {
     let now = system_clock::now();
-    u64::try_from(now.seconds).unwrap_or(0) * 1_000 + u64::from(now.nanoseconds / 1_000_000)
+    u64::try_from(now.seconds)
+        .unwrap_or(0)
+        .saturating_mul(1_000)
+        .saturating_add(u64::from(now.nanoseconds / 1_000_000))
 }
 
 /// The request the downstream gets: the incoming one's method, path,
@@ -220,7 +223,9 @@ impl Hold {
 /// Renews the lease every ttl/3 while the body streams. A renewal that
 /// fails leaves the lease to lapse at its expiry.
 async fn renew_while_streaming(hold: Rc<Hold>, ttl_ms: u64) {
-    let every_ns = ttl_ms / 3 * 1_000_000;
+    // Saturating: a ttl of any size in the environment is a long wait,
+    // not an overflow.
+    let every_ns = (ttl_ms / 3).saturating_mul(1_000_000);
     loop {
         monotonic_clock::wait_for(every_ns).await;
         let Some(mut held) = hold.held.borrow_mut().take() else {

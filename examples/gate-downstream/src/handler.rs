@@ -16,7 +16,7 @@ fn now_ns() -> u128 {
 }
 
 fn sleep(ms: u64) {
-    monotonic_clock::subscribe_duration(ms * 1_000_000).block();
+    monotonic_clock::subscribe_duration(ms.saturating_mul(1_000_000)).block();
 }
 
 impl Guest for Downstream {

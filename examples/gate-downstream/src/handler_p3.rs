@@ -39,7 +39,7 @@ impl crate::bindings::exports::wasi::http::handler::Guest for Downstream {
             text("s3-lease-holder").map(str::to_string),
         );
         let sleep_ms = crate::query_ms(&path, "sleep_ms").unwrap_or(30);
-        monotonic_clock::wait_for(sleep_ms * 1_000_000).await;
+        monotonic_clock::wait_for(sleep_ms.saturating_mul(1_000_000)).await;
         let write = match crate::query_ms(&path, "write") {
             Some(1) => Some(write_fenced(text).await),
             _ => None,
@@ -55,7 +55,7 @@ impl crate::bindings::exports::wasi::http::handler::Guest for Downstream {
         wit_bindgen::spawn_local(async move {
             let rest = writer.write_all(body).await;
             if let (true, Some(ms)) = (rest.is_empty(), body_ms) {
-                monotonic_clock::wait_for(ms * 1_000_000).await;
+                monotonic_clock::wait_for(ms.saturating_mul(1_000_000)).await;
                 let _ = writer.write_all(b"\n".to_vec()).await;
             }
         });
