@@ -8,6 +8,9 @@
 //! (`tests/doc_snippets.rs` in the root crate checks that every block is
 //! marked, and that a `<!-- verbatim: PATH -->` block is PATH's code.)
 
+#[path = "../tests/support/documents.rs"]
+mod documents;
+
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -16,8 +19,9 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     println!("cargo:rerun-if-changed=../README.md");
     println!("cargo:rerun-if-changed=../docs");
+    println!("cargo:rerun-if-changed=../tests/support/documents.rs");
     let mut out = String::new();
-    for document in documents(&root) {
+    for document in documents::documents(&root) {
         let text = fs::read_to_string(&document).expect("a readable document");
         let name = document
             .strip_prefix(&root)
@@ -32,24 +36,7 @@ fn main() {
     fs::write(path, out).expect("write doc_snippets.rs");
 }
 
-/// `README.md` and every `.md` under `docs/`, sorted.
-fn documents(root: &Path) -> Vec<PathBuf> {
-    let mut files = vec![root.join("README.md")];
-    let mut dirs = vec![root.join("docs")];
-    while let Some(dir) = dirs.pop() {
-        for entry in fs::read_dir(&dir).expect("a readable docs directory") {
-            let path = entry.expect("a directory entry").path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "md") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
-}
-
+/// A snippet to compile: a block marked `compiled`.
 struct Snippet {
     /// The fence's line, 1-based.
     line: usize,
@@ -58,32 +45,21 @@ struct Snippet {
 }
 
 fn compiled_snippets(text: &str) -> Vec<Snippet> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut snippets = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let marker = lines[i].trim();
-        let asynchronous = match marker {
-            "<!-- compiled: async -->" => true,
-            "<!-- compiled: sync -->" => false,
-            _ => {
-                i += 1;
-                continue;
-            }
-        };
-        let fence = i + 1;
-        let mut end = fence + 1;
-        while end < lines.len() && lines[end].trim() != "```" {
-            end += 1;
-        }
-        snippets.push(Snippet {
-            line: fence + 1,
-            asynchronous,
-            code: lines[fence + 1..end.min(lines.len())].join("\n"),
-        });
-        i = end;
-    }
-    snippets
+    documents::rust_blocks(text)
+        .into_iter()
+        .filter_map(|block| {
+            let asynchronous = match block.marker.as_str() {
+                "<!-- compiled: async -->" => true,
+                "<!-- compiled: sync -->" => false,
+                _ => return None,
+            };
+            Some(Snippet {
+                line: block.line,
+                asynchronous,
+                code: block.code.join("\n"),
+            })
+        })
+        .collect()
 }
 
 /// One function per snippet, taking what the documents' prose names

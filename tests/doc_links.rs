@@ -15,24 +15,8 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `README.md` and every `.md` file under `docs/`, sorted.
-fn documents() -> Vec<PathBuf> {
-    let mut files = vec![root().join("README.md")];
-    let mut dirs = vec![root().join("docs")];
-    while let Some(dir) = dirs.pop() {
-        let entries = fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        for entry in entries {
-            let path = entry.expect("a directory entry").path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "md") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
-}
+#[path = "support/documents.rs"]
+mod documents;
 
 /// Is this line a code fence (three or more backticks or tildes)? Returns
 /// its character and length.
@@ -325,7 +309,7 @@ fn every_relative_link_resolves() {
     let mut cache = HashMap::new();
     let mut broken = Vec::new();
     let mut checked = 0;
-    for doc in documents() {
+    for doc in documents::documents(&root) {
         let text = fs::read_to_string(&doc).unwrap_or_else(|e| panic!("{}: {e}", doc.display()));
         let name = doc
             .strip_prefix(&root)

@@ -7,56 +7,15 @@
 //!   (indentation aside), and PATH is built by the test command — the way
 //!   component code, which only builds for wasm, is kept honest.
 
+#[path = "support/documents.rs"]
+mod documents;
+
+use documents::{rust_blocks, RustBlock};
 use std::fs;
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn documents() -> Vec<PathBuf> {
-    let mut files = vec![root().join("README.md")];
-    let mut dirs = vec![root().join("docs")];
-    while let Some(dir) = dirs.pop() {
-        for entry in fs::read_dir(&dir).expect("a readable docs directory") {
-            let path = entry.expect("a directory entry").path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "md") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
-}
-
-/// Each ```` ```rust ```` block: its line, the marker line before it, its code.
-fn rust_blocks(text: &str) -> Vec<(usize, String, Vec<String>)> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut blocks = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        if lines[i].trim() == "```rust" {
-            let marker = if i > 0 {
-                lines[i - 1].trim().to_string()
-            } else {
-                String::new()
-            };
-            let mut end = i + 1;
-            while end < lines.len() && lines[end].trim() != "```" {
-                end += 1;
-            }
-            let code = lines[i + 1..end.min(lines.len())]
-                .iter()
-                .map(|l| l.to_string())
-                .collect();
-            blocks.push((i + 1, marker, code));
-            i = end;
-        }
-        i += 1;
-    }
-    blocks
 }
 
 /// Whether `code`'s lines appear, one after another, in `source`
@@ -74,7 +33,7 @@ fn check(document: &Path, problems: &mut Vec<String>) {
         .unwrap_or(document)
         .display()
         .to_string();
-    for (line, marker, code) in rust_blocks(&text) {
+    for RustBlock { line, marker, code } in rust_blocks(&text) {
         let place = format!("{name}:{line}");
         if marker == "<!-- compiled: async -->" || marker == "<!-- compiled: sync -->" {
             continue;
@@ -102,7 +61,7 @@ fn check(document: &Path, problems: &mut Vec<String>) {
 #[test]
 fn every_rust_snippet_is_built() {
     let mut problems = Vec::new();
-    for document in documents() {
+    for document in documents::documents(&root()) {
         check(&document, &mut problems);
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
