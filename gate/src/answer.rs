@@ -2,6 +2,7 @@
 //! small JSON body); each build's glue turns one into its response. The
 //! headers it stamps on a forwarded request are named here too.
 
+use s3_lease_guest::headers::escape_holder;
 use serde_json::json;
 
 /// The headers the gate stamps on a forwarded request, as the guest crate
@@ -11,8 +12,8 @@ pub use s3_lease_guest::headers::{
     HOLDER as HOLDER_HEADER, LEASE as LEASE_HEADER, TOKEN as TOKEN_HEADER,
 };
 
-/// On a 503: who holds the key, escaped by [`escape`] (as the guest crate
-/// escapes `s3-lease-holder`).
+/// On a 503: who holds the key, escaped as the guest crate escapes
+/// `s3-lease-holder` (`s3_lease_guest::headers::escape_holder`).
 pub const HELD_BY_HEADER: &str = "s3-lease-held-by";
 
 /// The headers a client may not send through the gate: it stamps them.
@@ -73,7 +74,7 @@ impl Answer {
     /// it up to whole seconds, at least 1).
     pub fn held(key: &str, holder: Option<&str>, expires_in_ms: Option<u64>) -> Answer {
         let retry_after = expires_in_ms.map_or(1, |ms| ms.div_ceil(1_000).max(1));
-        let holder = holder.map(escape);
+        let holder = holder.map(escape_holder);
         let mut answer = Answer::json(
             503,
             json!({ "error": "lock-timeout", "key": key, "holder": holder, "retry_after_s": retry_after }),
@@ -95,21 +96,6 @@ impl Answer {
     pub fn downstream_failed(detail: &str) -> Answer {
         Answer::json(502, json!({ "error": "downstream", "message": detail }))
     }
-}
-
-/// A holder id as a header value: visible ASCII but `%` as is, the rest
-/// (and `%`) percent-encoded, so any id is a valid header value and reads
-/// back exactly.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if (0x21..0x7f).contains(&b) && b != b'%' && b != b'"' && b != b'\\' {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -139,11 +125,5 @@ mod tests {
         assert!(is_stamped("S3-Lease-Token"));
         assert!(is_stamped("s3-lease-lease"));
         assert!(!is_stamped("s3-lease-held-by"));
-    }
-
-    #[test]
-    fn escaping_keeps_plain_ids_and_encodes_the_rest() {
-        assert_eq!(escape("host-1_a.b"), "host-1_a.b");
-        assert_eq!(escape("50%é"), "50%25%C3%A9");
     }
 }

@@ -17,7 +17,8 @@
 //! - [`TOKEN`] (`s3-lease-token`): the fencing token in decimal, for
 //!   logs and for code that only passes the token on.
 //! - [`HOLDER`] (`s3-lease-holder`): the holder id, every byte outside
-//!   `!`..`~` and `%` itself percent-encoded.
+//!   `!`..`~`, and `%`, `"` and `\` themselves, percent-encoded
+//!   ([`escape_holder`]).
 //!
 //! The lease is sealed, so a changed one is refused by the component; but
 //! it is a bearer capability: whoever reads it can write fenced under it
@@ -106,7 +107,7 @@ impl Lease {
         [
             (LEASE, self.to_header_value()),
             (TOKEN, self.token.to_string()),
-            (HOLDER, percent_encode(&self.holder_id)),
+            (HOLDER, escape_holder(&self.holder_id)),
         ]
     }
 
@@ -179,10 +180,14 @@ fn field<'v, T>(
         })
 }
 
-fn percent_encode(text: &str) -> String {
+/// A holder id as a header value ([`HOLDER`]'s encoding, also the gate's
+/// `s3-lease-held-by`): visible ASCII as is, every other byte and `%`, `"`
+/// and `\` percent-encoded, so any id is a valid header value, is never
+/// mistaken for a quoted string, and reads back exactly ([`parse_holder`]).
+pub fn escape_holder(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
-        if (b'!'..=b'~').contains(&b) && b != b'%' {
+        if (b'!'..=b'~').contains(&b) && !matches!(b, b'%' | b'"' | b'\\') {
             out.push(char::from(b));
         } else {
             out.push_str(&format!("%{b:02X}"));

@@ -166,3 +166,12 @@ fn the_json_uses_the_wit_field_names() {
     json_fields.sort_unstable();
     assert_eq!(json_fields, wit_fields);
 }
+
+#[test]
+fn holder_ids_escape_to_plain_header_values_and_back() {
+    assert_eq!(escape_holder("host-1_a.b"), "host-1_a.b");
+    assert_eq!(escape_holder("50%é"), "50%25%C3%A9");
+    assert_eq!(escape_holder("a \"b\"\\"), "a%20%22b%22%5C");
+    let id = "gate 1\n\"quoted\"\\ ü%";
+    assert_eq!(parse_holder(&escape_holder(id)).unwrap(), id);
+}
