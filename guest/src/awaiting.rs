@@ -1,10 +1,14 @@
 //! The WASI 0.3 build's calls: `s3-lease:lease/async-lease`'s, awaited.
 //! The same signatures as `blocking`'s, each an `async fn`.
 
-use crate::client::{Client, Held};
+use crate::client::{Client, Elector, Held, SlotAttempt};
+use crate::config::Credentials;
 use crate::convert;
+use crate::elector::{ElectorConfig, Step};
 use crate::error::Error;
-use crate::types::{FencedObject, FencedWrite, LockState, Options};
+use crate::preflight::PreflightReport;
+use crate::slots::{SemaphoreState, SlotOptions};
+use crate::types::{FenceOptions, FencedObject, FencedWrite, LockState, Options};
 use std::time::Duration;
 
 impl Client {
@@ -60,6 +64,101 @@ impl Client {
         Ok(object.map_err(convert::error)?.map(convert::fenced_object))
     }
 
+    /// One attempt at one of `key`'s `slot.limit` slots, never waits. A
+    /// fair caller that is `Queued` keeps its place by attempting again
+    /// within its ttl, and gives it up with `leave_queue`.
+    pub async fn try_acquire_slot(
+        &self,
+        key: &str,
+        options: &Options,
+        slot: &SlotOptions,
+    ) -> Result<SlotAttempt, Error> {
+        let attempt = self
+            .raw
+            .try_acquire_slot(
+                key.to_string(),
+                convert::options(options),
+                convert::slot_options(slot),
+            )
+            .await;
+        Ok(self.slot_attempt(attempt.map_err(convert::error)?))
+    }
+
+    /// Attempts until a slot is granted or `wait` has passed: then
+    /// `Error::Timeout` (a fair waiter leaves the queue first).
+    pub async fn acquire_slot(
+        &self,
+        key: &str,
+        options: &Options,
+        slot: &SlotOptions,
+        wait: Duration,
+    ) -> Result<Held, Error> {
+        let lease = self
+            .raw
+            .acquire_slot(
+                key.to_string(),
+                convert::options(options),
+                convert::slot_options(slot),
+                crate::types::millis(wait),
+            )
+            .await;
+        Ok(self.held(lease.map_err(convert::error)?))
+    }
+
+    /// A semaphore key's holders and queue; `None` when the key is
+    /// missing or a plain lock (see `inspect`).
+    pub async fn inspect_slots(&self, key: &str) -> Result<Option<SemaphoreState>, Error> {
+        let state = self.raw.inspect_slots(key.to_string()).await;
+        Ok(state.map_err(convert::error)?.map(convert::semaphore_state))
+    }
+
+    /// Gives up `holder_id`'s place in `key`'s queue, if it has one.
+    pub async fn leave_queue(&self, key: &str, holder_id: &str) -> Result<(), Error> {
+        let left = self
+            .raw
+            .leave_queue(key.to_string(), holder_id.to_string())
+            .await;
+        left.map_err(convert::error)
+    }
+
+    /// Replaces the credentials (refreshed temporary ones): the next
+    /// request, and this client's electors, sign with them; leases stay
+    /// valid. No request is sent (so not async); a refused one leaves the
+    /// old in place.
+    pub fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error> {
+        self.raw
+            .set_credentials(&convert::credentials(credentials))
+            .map_err(convert::error)
+    }
+
+    /// Probes the store with real requests (about 71) and says which
+    /// strategies and expiry clocks are safe on it; also sets the verdict
+    /// the `preflight` config option checks.
+    pub async fn preflight(&self) -> Result<PreflightReport, Error> {
+        let report = self.raw.preflight().await.map_err(convert::error)?;
+        Ok(convert::preflight_report(report))
+    }
+
+    /// An elector campaigning for `config.key` with this client's
+    /// configuration; `Error::InvalidArgument` for durations out of order.
+    /// No request is sent (so not async).
+    pub fn elector(&self, config: &ElectorConfig) -> Result<Elector, Error> {
+        let raw = self
+            .raw
+            .elector(&convert::elector_config(config))
+            .map_err(convert::error)?;
+        Ok(Elector { raw })
+    }
+
+    fn slot_attempt(&self, attempt: crate::bindings::types::SlotAttempt) -> SlotAttempt {
+        use crate::bindings::types::SlotAttempt as Raw;
+        match attempt {
+            Raw::Granted(lease) => SlotAttempt::Granted(self.held(lease)),
+            Raw::Queued(place) => SlotAttempt::Queued(place),
+            Raw::Full(state) => SlotAttempt::Full(state.map(convert::lock_state)),
+        }
+    }
+
     fn held(&self, lease: crate::bindings::types::Lease) -> Held {
         Held {
             client: self.clone(),
@@ -103,6 +202,30 @@ impl Held {
         Ok(convert::fenced_write(written.map_err(convert::error)?))
     }
 
+    /// `fenced_put` with options: `FenceOptions::reject_equal_token`
+    /// refuses a second write of the object under this grant.
+    pub async fn fenced_put_with(
+        &self,
+        object_key: &str,
+        body: &[u8],
+        content_type: &str,
+        options: &FenceOptions,
+    ) -> Result<FencedWrite, Error> {
+        let raw = convert::raw_lease(&self.lease);
+        let written = self
+            .client
+            .raw
+            .fenced_put_with(
+                raw,
+                object_key.to_string(),
+                body.to_vec(),
+                content_type.to_string(),
+                convert::fence_options(options),
+            )
+            .await;
+        Ok(convert::fenced_write(written.map_err(convert::error)?))
+    }
+
     /// Deletes `object_key` under the same rule, leaving a tombstone that
     /// keeps older tokens from writing it again.
     pub async fn fenced_delete(&self, object_key: &str) -> Result<(), Error> {
@@ -120,6 +243,20 @@ impl Held {
         self.release_on_drop = false;
         let raw = convert::raw_lease(&self.lease);
         self.client.raw.release(raw).await.map_err(convert::error)
+    }
+}
+
+impl Elector {
+    /// Does what is due now (one attempt, one renew or one look) and says
+    /// where the elector stands. Never fails: an attempt's error is
+    /// `Step::last_error`, and the elector keeps trying.
+    pub async fn step(&self) -> Step {
+        convert::step(self.raw.step().await)
+    }
+
+    /// Releases the lease if leading, and goes back to following.
+    pub async fn resign(&self) -> Result<(), Error> {
+        self.raw.resign().await.map_err(convert::error)
     }
 }
 

@@ -41,9 +41,11 @@ mod generated {
 pub(crate) use generated::s3_lease::lease::types;
 
 #[cfg(feature = "wasip3")]
-pub(crate) use generated::s3_lease::lease::async_lease::Client as RawClient;
+pub(crate) use generated::s3_lease::lease::async_lease::{
+    Client as RawClient, Elector as RawElector,
+};
 #[cfg(not(feature = "wasip3"))]
-pub(crate) use generated::s3_lease::lease::lease::Client as RawClient;
+pub(crate) use generated::s3_lease::lease::lease::{Client as RawClient, Elector as RawElector};
 
 #[cfg(not(feature = "wasip3"))]
 pub(crate) use generated::wasi::cli::environment::get_environment;

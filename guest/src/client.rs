@@ -1,11 +1,11 @@
 //! The client and a held lease: what both builds share. Their calls are in
 //! `blocking` (WASI 0.2) and `awaiting` (WASI 0.3), one signature apart.
 
-use crate::bindings::RawClient;
+use crate::bindings::{RawClient, RawElector};
 use crate::config::Config;
 use crate::convert;
 use crate::error::Error;
-use crate::types::Lease;
+use crate::types::{Lease, LockState};
 use std::fmt;
 use std::rc::Rc;
 
@@ -24,6 +24,34 @@ impl Client {
         let raw = RawClient::new(&convert::config(config)).map_err(convert::error)?;
         Ok(Client { raw: Rc::new(raw) })
     }
+}
+
+/// Leader election for one key, stepwise (`Client::elector`): call
+/// `step` from a timer, or once per invocation, at most every
+/// `Step::next_step_in`; each step does at most what is due (one attempt,
+/// one renew, or one look). Call `resign` before dropping one that may
+/// lead, so the next leader need not wait out the lease.
+pub struct Elector {
+    pub(crate) raw: RawElector,
+}
+
+impl fmt::Debug for Elector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Elector")
+    }
+}
+
+/// What one attempt at a slot found (`Client::try_acquire_slot`).
+#[derive(Debug)]
+pub enum SlotAttempt {
+    /// A slot: a held lease that renews, releases and fences like a
+    /// lock's, and releases its slot on drop.
+    Granted(Held),
+    /// Waiting in line (fair): the `place`-th live waiter, 1-based.
+    /// Attempt again to keep the place; `Client::leave_queue` gives it up.
+    Queued(u32),
+    /// No slot for this caller now; the state read, when there was one.
+    Full(Option<LockState>),
 }
 
 impl fmt::Debug for Client {

@@ -2,9 +2,12 @@
 //! bindings', both ways: field for field, durations as milliseconds.
 
 use crate::bindings::types as raw;
-use crate::config::{Addressing, Config, ExpiryClock, Store, Strategy};
+use crate::config::{Addressing, Config, Credentials, ExpiryClock, Store, Strategy};
+use crate::elector::{ElectorConfig, ElectorEvent, Role, Step, StopReason};
 use crate::error::{Error, S3Error};
-use crate::types::{millis, FencedObject, FencedWrite, Lease, LockState, Options};
+use crate::preflight::{CapabilityResult, ClockOffset, PreflightReport, Verdict};
+use crate::slots::{SemaphoreState, Slot, SlotOptions};
+use crate::types::{millis, FenceOptions, FencedObject, FencedWrite, Lease, LockState, Options};
 use std::time::Duration;
 
 pub(crate) fn config(c: &Config) -> raw::Config {
@@ -16,11 +19,7 @@ pub(crate) fn config(c: &Config) -> raw::Config {
             Addressing::Path => raw::AddressingStyle::Path,
             Addressing::VirtualHosted => raw::AddressingStyle::VirtualHosted,
         },
-        credentials: raw::Credentials {
-            access_key_id: c.credentials.access_key_id.clone(),
-            secret_access_key: c.credentials.secret_access_key.clone(),
-            session_token: c.credentials.session_token.clone(),
-        },
+        credentials: credentials(&c.credentials),
         key_prefix: c.key_prefix.clone(),
         // Out of u32's range is out of the component's too: saturate, and
         // let it refuse the field by name.
@@ -50,6 +49,133 @@ pub(crate) fn options(o: &Options) -> raw::Options {
         ttl_ms: millis(o.ttl),
         holder_id: o.holder_id.clone(),
         metadata: o.metadata.clone(),
+    }
+}
+
+pub(crate) fn credentials(c: &Credentials) -> raw::Credentials {
+    raw::Credentials {
+        access_key_id: c.access_key_id.clone(),
+        secret_access_key: c.secret_access_key.clone(),
+        session_token: c.session_token.clone(),
+    }
+}
+
+pub(crate) fn fence_options(o: &FenceOptions) -> raw::FenceOptions {
+    raw::FenceOptions {
+        reject_equal_token: o.reject_equal_token,
+    }
+}
+
+pub(crate) fn slot_options(o: &SlotOptions) -> raw::SlotOptions {
+    raw::SlotOptions {
+        limit: o.limit,
+        fair: o.fair,
+    }
+}
+
+pub(crate) fn elector_config(c: &ElectorConfig) -> raw::ElectorConfig {
+    raw::ElectorConfig {
+        key: c.key.clone(),
+        lease_duration_ms: millis(c.lease_duration),
+        renew_deadline_ms: millis(c.renew_deadline),
+        retry_period_ms: millis(c.retry_period),
+        holder_id: c.holder_id.clone(),
+        metadata: c.metadata.clone(),
+    }
+}
+
+pub(crate) fn step(s: raw::StepResult) -> Step {
+    Step {
+        role: match s.role {
+            raw::Role::Leader(l) => Role::Leader(lease(l)),
+            raw::Role::Follower(state) => Role::Follower(state.map(lock_state)),
+            raw::Role::Candidate => Role::Candidate,
+        },
+        events: s.events.into_iter().map(elector_event).collect(),
+        next_step_in: Duration::from_millis(s.next_step_in_ms),
+        leading_until: s.leading_until_ms.map(Duration::from_millis),
+        last_error: s.last_error.map(error),
+    }
+}
+
+fn elector_event(e: raw::ElectorEvent) -> ElectorEvent {
+    match e {
+        raw::ElectorEvent::BecameLeader(l) => ElectorEvent::BecameLeader(lease(l)),
+        raw::ElectorEvent::StoppedLeading(why) => ElectorEvent::StoppedLeading(match why {
+            raw::StopReason::RenewDeadline => StopReason::RenewDeadline,
+            raw::StopReason::Lost => StopReason::Lost,
+            raw::StopReason::Resigned => StopReason::Resigned,
+        }),
+        raw::ElectorEvent::LeaderChanged(state) => {
+            ElectorEvent::LeaderChanged(state.map(lock_state))
+        }
+    }
+}
+
+pub(crate) fn semaphore_state(s: raw::SemaphoreState) -> SemaphoreState {
+    SemaphoreState {
+        lock: lock_state(s.lock),
+        limit: s.limit,
+        holders: s.holders.into_iter().map(slot).collect(),
+        queue: s.queue.into_iter().map(slot).collect(),
+    }
+}
+
+fn slot(s: raw::Slot) -> Slot {
+    Slot {
+        holder_id: s.holder_id,
+        token: s.token,
+        expires_at_ms: s.expires_at_ms,
+        acquired_at_ms: s.acquired_at_ms,
+        metadata: s.metadata,
+        live: s.live,
+        expires_in: Duration::from_millis(s.expires_in_ms),
+    }
+}
+
+pub(crate) fn preflight_report(r: raw::PreflightReport) -> PreflightReport {
+    PreflightReport {
+        results: r.results.into_iter().map(capability_result).collect(),
+        clock_offset: r.clock_offset.map(|o| ClockOffset {
+            offset_ms: o.offset_ms,
+            uncertainty: Duration::from_millis(o.uncertainty_ms),
+        }),
+        safe_strategies: r.safe_strategies.into_iter().map(strategy).collect(),
+        safe_expiry_clocks: r.safe_expiry_clocks.into_iter().map(expiry_clock).collect(),
+        recommended_strategy: r.recommended_strategy.map(strategy),
+        config_safe: r.config_safe,
+        notes: r.notes,
+        requests: r.requests,
+    }
+}
+
+fn capability_result(c: raw::CapabilityResult) -> CapabilityResult {
+    CapabilityResult {
+        capability: capability_name(c.capability).to_string(),
+        verdict: match c.verdict {
+            raw::Verdict::Pass => Verdict::Pass,
+            raw::Verdict::Fail => Verdict::Fail,
+            raw::Verdict::Unknown => Verdict::Unknown,
+        },
+        status: c.status,
+        code: c.code,
+        detail: c.detail,
+        silent: c.silent,
+    }
+}
+
+fn strategy(s: raw::Strategy) -> Strategy {
+    match s {
+        raw::Strategy::SingleObject => Strategy::SingleObject,
+        raw::Strategy::EpochObjects => Strategy::EpochObjects,
+    }
+}
+
+fn expiry_clock(e: raw::ExpiryClock) -> ExpiryClock {
+    match e {
+        raw::ExpiryClock::Holder => ExpiryClock::Holder,
+        raw::ExpiryClock::Server => ExpiryClock::Server,
+        raw::ExpiryClock::Observed => ExpiryClock::Observed,
     }
 }
 

@@ -113,12 +113,18 @@
 pub mod headers;
 
 mod config;
+mod elector;
 mod error;
+mod preflight;
+mod slots;
 mod types;
 
 pub use config::{Addressing, Config, Credentials, ExpiryClock, Store, Strategy};
+pub use elector::{ElectorConfig, ElectorEvent, Role, Step, StopReason};
 pub use error::{Error, S3Error};
-pub use types::{FencedObject, FencedWrite, Lease, LockState, Options};
+pub use preflight::{CapabilityResult, ClockOffset, PreflightReport, Verdict};
+pub use slots::{SemaphoreState, Slot, SlotOptions};
+pub use types::{FenceOptions, FencedObject, FencedWrite, Lease, LockState, Options};
 
 #[cfg(target_family = "wasm")]
 mod bindings;
@@ -135,4 +141,4 @@ mod awaiting;
 mod blocking;
 
 #[cfg(target_family = "wasm")]
-pub use client::{Client, Held};
+pub use client::{Client, Elector, Held, SlotAttempt};

@@ -105,9 +105,46 @@ impl Options {
     }
 }
 
+/// Choices for one fenced write (`Held::fenced_put_with`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FenceOptions {
+    /// Refuse the write (`Error::Fenced`) when the object's token equals
+    /// the lease's, so each grant writes an object at most once. Default
+    /// (false): equal tokens are accepted, so a holder may retry its write.
+    pub reject_equal_token: bool,
+}
+
+impl FenceOptions {
+    /// Each grant writes the object at most once.
+    pub fn reject_equal_token() -> FenceOptions {
+        FenceOptions {
+            reject_equal_token: true,
+        }
+    }
+}
+
 /// Milliseconds for the contract, saturating: no `Duration` wraps around
-/// (the component refuses what is out of its range by name).
-#[cfg(target_family = "wasm")]
+/// or panics (the component refuses what is out of its range by name).
+#[cfg_attr(not(target_family = "wasm"), allow(dead_code))]
 pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_beyond_u64_milliseconds_saturate() {
+        assert_eq!(millis(Duration::MAX), u64::MAX);
+        assert_eq!(millis(Duration::from_millis(u64::MAX)), u64::MAX);
+        assert_eq!(millis(Duration::from_micros(1_999)), 1);
+        assert_eq!(millis(Duration::ZERO), 0);
+    }
+
+    #[test]
+    fn fence_options_accept_equal_tokens_unless_asked() {
+        assert!(!FenceOptions::default().reject_equal_token);
+        assert!(FenceOptions::reject_equal_token().reject_equal_token);
+    }
 }

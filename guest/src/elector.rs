@@ -1,0 +1,134 @@
+//! Leader election as plain Rust: an elector's parameters and what one
+//! step of it reports. The calls are `Client::elector`, `Elector::step` and
+//! `Elector::resign` (each build's own file); these types are the
+//! contract's `elector-config`, `step-result`, `role` and `elector-event`
+//! with durations as `Duration`.
+
+use crate::error::Error;
+use crate::types::{Lease, LockState};
+use std::time::Duration;
+
+/// An elector's parameters: client-go's three durations, as the host
+/// crate's `ElectorConfig` has them. The component checks
+/// `0 < retry_period < renew_deadline < lease_duration` and refuses others
+/// with `Error::InvalidArgument`; durations are sent in whole milliseconds,
+/// one beyond `u64` milliseconds as the largest (refused by the same rule).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElectorConfig {
+    /// The key campaigned for (without the configured prefix).
+    pub key: String,
+    /// The ttl of the lease the leader holds and renews (default 15 s).
+    pub lease_duration: Duration,
+    /// Leadership ends this long after the last successful renew was
+    /// *sent*, by the monotonic clock (default 10 s).
+    pub renew_deadline: Duration,
+    /// How often a leader renews and a follower looks (default 2 s).
+    pub retry_period: Duration,
+    /// Default: a random id, fresh for this elector.
+    pub holder_id: Option<String>,
+    /// Stored in the lock object for followers and operators.
+    pub metadata: Option<String>,
+}
+
+impl ElectorConfig {
+    /// `key` with the defaults: 15 s lease, 10 s renew deadline, 2 s retry.
+    pub fn new(key: impl Into<String>) -> ElectorConfig {
+        ElectorConfig {
+            key: key.into(),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+            holder_id: None,
+            metadata: None,
+        }
+    }
+
+    pub fn with_lease_duration(mut self, lease_duration: Duration) -> ElectorConfig {
+        self.lease_duration = lease_duration;
+        self
+    }
+
+    pub fn with_renew_deadline(mut self, renew_deadline: Duration) -> ElectorConfig {
+        self.renew_deadline = renew_deadline;
+        self
+    }
+
+    pub fn with_retry_period(mut self, retry_period: Duration) -> ElectorConfig {
+        self.retry_period = retry_period;
+        self
+    }
+
+    pub fn with_holder_id(mut self, holder_id: impl Into<String>) -> ElectorConfig {
+        self.holder_id = Some(holder_id.into());
+        self
+    }
+
+    pub fn with_metadata(mut self, metadata: impl Into<String>) -> ElectorConfig {
+        self.metadata = Some(metadata.into());
+        self
+    }
+}
+
+/// Where an elector stands after a step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// It leads with this lease: pass its token to what it writes, and
+    /// stop acting as leader at [`Step::leading_until`].
+    Leader(Lease),
+    /// Someone else leads, as last read (when known).
+    Follower(Option<LockState>),
+    /// Nobody is known to lead, or the last attempt failed; it keeps trying.
+    Candidate,
+}
+
+/// Why a leader stopped leading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The renew deadline passed without a successful renew.
+    RenewDeadline,
+    /// A renew found the lease taken or gone.
+    Lost,
+    /// `resign` was called.
+    Resigned,
+}
+
+/// What happened since the previous step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ElectorEvent {
+    BecameLeader(Lease),
+    StoppedLeading(StopReason),
+    /// The leader as last read changed; `None`: nobody leads now.
+    LeaderChanged(Option<LockState>),
+}
+
+/// What one step found and did.
+#[derive(Debug)]
+pub struct Step {
+    pub role: Role,
+    /// Since the previous step, in order.
+    pub events: Vec<ElectorEvent>,
+    /// Step again after this long (sooner is allowed).
+    pub next_step_in: Duration,
+    /// While leading: the instant on the component's monotonic clock
+    /// (`wasi:clocks/monotonic-clock.now` in nanoseconds, here as a
+    /// `Duration` since that clock's origin) at which leadership ends
+    /// unless a later step renews it. Stop acting as leader then, whether
+    /// or not a later step has returned. `None` when not leading.
+    pub leading_until: Option<Duration>,
+    /// Why this step's attempt failed, if it did; the elector keeps trying,
+    /// and a leader keeps leading until its deadline.
+    pub last_error: Option<Error>,
+}
+
+impl Step {
+    /// The lease while leading.
+    pub fn leader(&self) -> Option<&Lease> {
+        match &self.role {
+            Role::Leader(lease) => Some(lease),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
