@@ -1,6 +1,7 @@
 //! The WASI 0.2 build's calls: `s3-lease:lease/lease`'s, which block until
 //! done.
 
+use crate::azure::AzureCredential;
 use crate::client::{Client, Elector, Held, SlotAttempt};
 use crate::config::Credentials;
 use crate::convert;
@@ -105,6 +106,15 @@ impl Client {
     pub fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error> {
         self.raw
             .set_credentials(&convert::credentials(credentials))
+            .map_err(convert::error)
+    }
+
+    /// Replaces an Azure Blob store's credential (a refreshed bearer
+    /// token, a rotated key or SAS), as `set_credentials` does AWS keys.
+    /// `Error::InvalidConfig` on a client of another store.
+    pub fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error> {
+        self.raw
+            .set_azure_credential(&convert::azure_credential(credential))
             .map_err(convert::error)
     }
 

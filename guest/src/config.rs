@@ -3,6 +3,7 @@
 //! environment's variables read as the host crate and the command line
 //! read them. Secrets never reach `Debug`.
 
+use crate::azure::{self, AzureCredential};
 use crate::error::Error;
 use std::fmt;
 use std::time::Duration;
@@ -41,6 +42,14 @@ pub enum Store {
     /// bucket and addressing are ignored.
     DynamoDb {
         table: String,
+    },
+    /// Blobs in this Azure Blob Storage container of this account; the
+    /// endpoint is the account's blob endpoint, and the bucket, region and
+    /// AWS credentials are ignored. The credential never reaches `Debug`.
+    AzureBlob {
+        account: String,
+        container: String,
+        credential: AzureCredential,
     },
 }
 
@@ -185,6 +194,29 @@ impl Config {
         self
     }
 
+    /// A container of an Azure Blob Storage account:
+    /// `https://<account>.blob.core.windows.net`, virtual-hosted. For an
+    /// emulator (Azurite), set its root as the endpoint and path
+    /// addressing (the account then goes first in every path).
+    pub fn azure_blob(
+        account: impl Into<String>,
+        container: impl Into<String>,
+        credential: AzureCredential,
+    ) -> Config {
+        let account = account.into();
+        let endpoint = format!("https://{account}.blob.core.windows.net");
+        // The region and the AWS keys are AWS's: the component reads
+        // neither for Azure (the host crate sends the same).
+        let mut config = Config::s3(endpoint, "azure", "", Credentials::new("", ""))
+            .with_addressing(Addressing::VirtualHosted);
+        config.store = Some(Store::AzureBlob {
+            account,
+            container: container.into(),
+            credential,
+        });
+        config
+    }
+
     /// The key prefix, `""` when none: what fenced object keys are often
     /// built on (fenced writes take full keys; the prefix is not added).
     pub fn key_prefix(&self) -> &str {
@@ -206,6 +238,16 @@ impl Config {
     /// - `S3LEASE_STORE=dynamodb` with `S3LEASE_TABLE`: the locks in that
     ///   table (no bucket needed), at `AWS_ENDPOINT_URL_DYNAMODB`, else
     ///   `AWS_ENDPOINT_URL`, else AWS's for the region.
+    /// - `S3LEASE_STORE=azure-blob`: the container `S3LEASE_CONTAINER`,
+    ///   else `S3LEASE_BUCKET`, of the account in
+    ///   `AZURE_STORAGE_CONNECTION_STRING` (`AccountName`, `AccountKey` or
+    ///   `SharedAccessSignature`, `BlobEndpoint` or
+    ///   `DefaultEndpointsProtocol` and `EndpointSuffix`, or
+    ///   `UseDevelopmentStorage=true`), else `AZURE_STORAGE_ACCOUNT` with
+    ///   `AZURE_STORAGE_KEY` or `AZURE_STORAGE_SAS_TOKEN`, as the host
+    ///   crate reads them; no AWS variable is needed. The host crate's
+    ///   last resort, a managed identity, is not read here: pass its token
+    ///   to `Config::azure_blob` as `AzureCredential::BearerToken`.
     ///
     /// The first variable missing or refused is named in the error
     /// (`MissingEnv`, `InvalidEnv`).
@@ -218,10 +260,11 @@ impl Config {
         {
             None | Some("s3") => None,
             Some("dynamodb") => Some(required("S3LEASE_TABLE")?),
+            Some("azure-blob") => return Config::from_azure_vars(&var),
             Some(_) => {
                 return Err(Error::InvalidEnv {
                     name: "S3LEASE_STORE",
-                    expected: "s3 or dynamodb",
+                    expected: "s3, dynamodb or azure-blob",
                 })
             }
         };
@@ -269,6 +312,26 @@ impl Config {
         config.key_prefix = var("S3LEASE_KEY_PREFIX");
         config.seal_key = var("S3LEASE_SEAL_KEY");
         config.store = table.map(|table| Store::DynamoDb { table });
+        Ok(config)
+    }
+}
+
+impl Config {
+    /// `from_vars`'s Azure Blob Storage store (see there).
+    fn from_azure_vars(var: &impl Fn(&str) -> Option<String>) -> Result<Config, Error> {
+        let container = var("S3LEASE_CONTAINER")
+            .or_else(|| var("S3LEASE_BUCKET"))
+            .ok_or(Error::MissingEnv {
+                name: "S3LEASE_CONTAINER",
+            })?;
+        let account = azure::from_vars(var)?;
+        let mut config = Config::azure_blob(account.account, container, account.credential);
+        config.endpoint = account.endpoint;
+        if account.path_style {
+            config.addressing = Addressing::Path;
+        }
+        config.key_prefix = var("S3LEASE_KEY_PREFIX");
+        config.seal_key = var("S3LEASE_SEAL_KEY");
         Ok(config)
     }
 }
@@ -360,7 +423,7 @@ mod tests {
         let e = from(&vars).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "S3LEASE_ADDRESSING is path or virtual-hosted"
+            "S3LEASE_ADDRESSING is not path or virtual-hosted"
         );
     }
 
@@ -395,5 +458,50 @@ mod tests {
             assert!(!shown.contains(secret), "{shown}");
         }
         assert!(shown.contains("AKID"), "{shown}");
+    }
+
+    #[test]
+    fn azure_blob_reads_the_host_crates_variables() {
+        let vars = [
+            ("S3LEASE_STORE", "azure-blob"),
+            ("S3LEASE_CONTAINER", "locks"),
+            (
+                "AZURE_STORAGE_CONNECTION_STRING",
+                "UseDevelopmentStorage=true",
+            ),
+            ("S3LEASE_KEY_PREFIX", "p/"),
+        ];
+        let c = from(&vars).unwrap();
+        assert_eq!(
+            (c.endpoint.as_str(), c.addressing),
+            ("http://127.0.0.1:10000", Addressing::Path)
+        );
+        assert_eq!(c.key_prefix(), "p/");
+        match c.store {
+            Some(Store::AzureBlob {
+                account, container, ..
+            }) => assert_eq!((&*account, &*container), ("devstoreaccount1", "locks")),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            from(&vars[..1]),
+            Err(Error::MissingEnv {
+                name: "S3LEASE_CONTAINER"
+            })
+        );
+    }
+
+    #[test]
+    fn azure_blob_by_hand_is_virtual_hosted_and_hides_its_credential() {
+        let c = Config::azure_blob(
+            "acct",
+            "locks",
+            AzureCredential::AccountKey("very-secret".into()),
+        );
+        assert_eq!(c.endpoint, "https://acct.blob.core.windows.net");
+        assert_eq!(c.addressing, Addressing::VirtualHosted);
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("very-secret"), "{shown}");
+        assert!(shown.contains("locks"), "{shown}");
     }
 }

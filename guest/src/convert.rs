@@ -1,6 +1,7 @@
 //! The one crossing between this crate's plain types and the generated
 //! bindings', both ways: field for field, durations as milliseconds.
 
+use crate::azure::AzureCredential;
 use crate::bindings::types as raw;
 use crate::config::{Addressing, Config, Credentials, ExpiryClock, Store, Strategy};
 use crate::elector::{ElectorConfig, ElectorEvent, Role, Step, StopReason};
@@ -40,6 +41,15 @@ pub(crate) fn config(c: &Config) -> raw::Config {
         store: c.store.as_ref().map(|s| match s {
             Store::S3 => raw::Store::S3,
             Store::DynamoDb { table } => raw::Store::Dynamodb(table.clone()),
+            Store::AzureBlob {
+                account,
+                container,
+                credential,
+            } => raw::Store::AzureBlob(raw::AzureBlob {
+                account: account.clone(),
+                container: container.clone(),
+                credential: azure_credential(credential),
+            }),
         }),
     }
 }
@@ -57,6 +67,14 @@ pub(crate) fn credentials(c: &Credentials) -> raw::Credentials {
         access_key_id: c.access_key_id.clone(),
         secret_access_key: c.secret_access_key.clone(),
         session_token: c.session_token.clone(),
+    }
+}
+
+pub(crate) fn azure_credential(c: &AzureCredential) -> raw::AzureCredential {
+    match c {
+        AzureCredential::AccountKey(key) => raw::AzureCredential::SharedKey(key.clone()),
+        AzureCredential::Sas(sas) => raw::AzureCredential::Sas(sas.clone()),
+        AzureCredential::BearerToken(token) => raw::AzureCredential::Bearer(token.clone()),
     }
 }
 

@@ -187,7 +187,7 @@ impl fmt::Display for Error {
                 "limit-mismatch: {key} admits {stored} holders, {requested} asked"
             ),
             Error::MissingEnv { name } => write!(f, "{name} is not set"),
-            Error::InvalidEnv { name, expected } => write!(f, "{name} is {expected}"),
+            Error::InvalidEnv { name, expected } => write!(f, "{name} is not {expected}"),
             Error::InvalidHeader { name, reason } => write!(f, "header {name}: {reason}"),
         }
     }

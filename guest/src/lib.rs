@@ -112,6 +112,7 @@
 
 pub mod headers;
 
+mod azure;
 mod config;
 mod elector;
 mod error;
@@ -119,6 +120,7 @@ mod preflight;
 mod slots;
 mod types;
 
+pub use azure::AzureCredential;
 pub use config::{Addressing, Config, Credentials, ExpiryClock, Store, Strategy};
 pub use elector::{ElectorConfig, ElectorEvent, Role, Step, StopReason};
 pub use error::{Error, S3Error};
