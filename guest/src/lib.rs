@@ -10,8 +10,13 @@
 //! to a `Duration`, else [`Error::Timeout`] naming the holder),
 //! `Client::inspect` and `Client::fenced_get`. A `Held` lease gives
 //! `token()`, `holder()`, `key()`, `lease()`, `renew()`, `fenced_put()`,
-//! `fenced_delete()` and `release(self)`, and releases itself on drop when
-//! not released. [`Error`] is one `#[non_exhaustive]` enum, the contract's
+//! `fenced_put_with()`, `fenced_delete()` and `release(self)`, and
+//! releases itself on drop when not released. Semaphores and the fair
+//! queue: `Client::try_acquire_slot` (a `SlotAttempt`), `acquire_slot`,
+//! `inspect_slots`, `leave_queue`, with [`SlotOptions`]. Leader election:
+//! `Client::elector` with an [`ElectorConfig`], then `Elector::step` (a
+//! typed [`Step`]) and `resign`. Also `Client::set_credentials`,
+//! `set_azure_credential` and `preflight` (a [`PreflightReport`]). [`Error`] is one `#[non_exhaustive]` enum, the contract's
 //! error cases and this crate's. The default build is WASI 0.2 over
 //! `s3-lease:lease/lease` (blocking calls); feature `wasip3` is WASI 0.3
 //! over `async-lease`: the same names and shapes, each call an `async fn`.
@@ -88,6 +93,33 @@
 //! }
 //! # Ok(())
 //! # }
+//! # fn main() {}
+//! ```
+//!
+//! A leader election, stepped by a timer: the token to write with while
+//! leading, `None` otherwise.
+//!
+//! ```no_run
+//! # #[cfg(all(target_family = "wasm", not(feature = "wasip3")))]
+//! # fn main() -> Result<(), s3_lease_guest::Error> {
+//! use s3_lease_guest::{Client, Config, ElectorConfig, Role};
+//!
+//! let client = Client::new(&Config::from_env()?)?;
+//! let elector = client.elector(&ElectorConfig::new("leader").with_metadata("node-1"))?;
+//! let step = elector.step(); // on every tick, at most `step.next_step_in` apart
+//! if let Some(e) = &step.last_error {
+//!     println!("this attempt failed, the elector keeps trying: {e}");
+//! }
+//! // Leading only until `step.leading_until` (the monotonic clock), unless
+//! // a later step renews it.
+//! let token = match &step.role {
+//!     Role::Leader(lease) => Some(lease.token),
+//!     Role::Follower(_) | Role::Candidate => None,
+//! };
+//! println!("write with {token:?}");
+//! elector.resign() // when shutting down: the next leader need not wait
+//! # }
+//! # #[cfg(not(all(target_family = "wasm", not(feature = "wasip3"))))]
 //! # fn main() {}
 //! ```
 //!
