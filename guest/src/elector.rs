@@ -102,7 +102,7 @@ pub enum ElectorEvent {
 }
 
 /// What one step found and did.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
     pub role: Role,
     /// Since the previous step, in order.
@@ -110,8 +110,9 @@ pub struct Step {
     /// Step again after this long (sooner is allowed).
     pub next_step_in: Duration,
     /// While leading: the instant on the component's monotonic clock
-    /// (`wasi:clocks/monotonic-clock.now` in nanoseconds, here as a
-    /// `Duration` since that clock's origin) at which leadership ends
+    /// (`wasi:clocks/monotonic-clock.now`, nanoseconds: compare with
+    /// `Duration::from_nanos(now)`), at whole milliseconds, at which
+    /// leadership ends
     /// unless a later step renews it. Stop acting as leader then, whether
     /// or not a later step has returned. `None` when not leading.
     pub leading_until: Option<Duration>,
