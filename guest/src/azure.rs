@@ -3,7 +3,9 @@
 //! SDKs read), minus the managed identity, which a guest cannot fetch.
 
 use crate::error::Error;
-use std::collections::HashMap;
+// A BTreeMap, not a HashMap: std's hasher seeds itself through
+// `wasi:random/insecure-seed`, an import the component would gain for it.
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// How requests to an Azure account are authorized (the contract's
@@ -85,7 +87,7 @@ fn from_connection_string(text: &str) -> Result<Account, Error> {
         name: CONNECTION_STRING,
         expected,
     };
-    let mut get = HashMap::new();
+    let mut get = BTreeMap::new();
     for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
         let (name, value) = part
             .split_once('=')
