@@ -97,13 +97,17 @@ pub fn to_http(prepared: s3_lease::s3::HttpRequest) -> Result<http::Request<Byte
     Ok(builder.body(Bytes::from(prepared.body))?)
 }
 
+/// How long an admin request may take: a server that holds one open
+/// fails the test that sent it instead of hanging it.
+const ADMIN_REQUEST_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Sends `request` with wasmtime-wasi-http's client on `runtime`, and
-/// reads the whole reply.
+/// reads the whole reply, within `ADMIN_REQUEST_LIMIT`.
 pub fn send_http(
     runtime: &tokio::runtime::Runtime,
     request: http::Request<s3_lease_host::http::WasiBody>,
 ) -> Result<S3Response> {
-    runtime.block_on(async {
+    let exchange = async {
         let (response, io) = wasmtime_wasi_http::default_send_request(request, None)
             .await
             .map_err(|e| anyhow::anyhow!("sending to S3: {e:?}"))?;
@@ -125,5 +129,10 @@ pub fn send_http(
             body: body.to_vec(),
             body_too_large: None,
         })
+    };
+    runtime.block_on(async {
+        tokio::time::timeout(ADMIN_REQUEST_LIMIT, exchange)
+            .await
+            .unwrap_or_else(|_| bail!("no reply from S3 within {ADMIN_REQUEST_LIMIT:?}"))
     })
 }

@@ -12,11 +12,10 @@ use crate::bindings::{AddressingStyle, Config, Credentials};
 use crate::watchdog::{self, fresh_dir, Server};
 use anyhow::{bail, Context, Result};
 use s3_lease::config::{Addressing, ClientConfig, RawConfig};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// Where the tests' lock objects live, and the keys to get there.
 #[derive(Clone)]
@@ -143,6 +142,9 @@ impl Endpoint {
     }
 }
 
+/// The object written and deleted to tell that SeaweedFS takes writes.
+const READY_PROBE: &str = "s3-lease-test-ready-probe";
+
 /// A running SeaweedFS; stopped (and its data removed) when dropped or when
 /// this process exits.
 pub struct SeaweedFs {
@@ -155,22 +157,11 @@ pub fn weed_path() -> PathBuf {
     crate::env_or_workspace_path("S3LEASE_WEED", ".venv/bin/weed")
 }
 
-fn free(port: u16) -> bool {
-    TcpListener::bind(("127.0.0.1", port)).is_ok()
-}
-
-/// A base port such that base..base+6 and their gRPC twins (+10000) are free.
-fn pick_ports() -> Result<u16> {
-    let seed = SystemTime::now().duration_since(UNIX_EPOCH)?.subsec_nanos() as u64
-        + u64::from(std::process::id());
-    for i in 0..200u64 {
-        let base = 20_000 + ((seed + i * 7919) % 2_000) as u16 * 10;
-        if (0..6).all(|o| free(base + o) && free(base + o + 10_000)) {
-            return Ok(base);
-        }
-    }
-    bail!("no free loopback ports for SeaweedFS")
-}
+/// The ports `weed mini` is given (master, volume, filer, S3, admin,
+/// metrics) and their gRPC twins, 10000 above each.
+const WEED_PORT_OFFSETS: [u16; 12] = [
+    0, 1, 2, 3, 4, 5, 10_000, 10_001, 10_002, 10_003, 10_004, 10_005,
+];
 
 impl SeaweedFs {
     /// A SeaweedFS that refuses requests to a bucket that does not exist.
@@ -184,8 +175,20 @@ impl SeaweedFs {
         Self::start_with(true)
     }
 
+    /// Started until it takes a write: a start that does not is stopped
+    /// and tried again on other ports, once.
     fn start_with(create_buckets: bool) -> Result<SeaweedFs> {
-        let base = pick_ports()?;
+        match Self::start_once(create_buckets) {
+            Ok(weed) => Ok(weed),
+            Err(first) => {
+                eprintln!("SeaweedFS did not start, trying other ports: {first:#}");
+                Self::start_once(create_buckets)
+            }
+        }
+    }
+
+    fn start_once(create_buckets: bool) -> Result<SeaweedFs> {
+        let base = watchdog::free_ports(&WEED_PORT_OFFSETS)?;
         let dir = fresh_dir("weed")?;
         let endpoint = Endpoint {
             url: format!("http://127.0.0.1:{}", base + 3),
@@ -220,11 +223,18 @@ impl SeaweedFs {
         std::fs::create_dir_all(dir.join("data"))?;
         let hint = "run scripts/test.sh (it installs it), or set S3LEASE_WEED or AWS_ENDPOINT_URL";
         let server = watchdog::spawn("SeaweedFS", dir, &weed, hint, &command)?;
-        // Ready when the bucket can be created, which needs master,
-        // volume, filer and S3 gateway all up.
+        // Ready when the bucket can be created and an object written and
+        // deleted in it: master, filer, S3 gateway and a volume that takes
+        // writes. (Creating a bucket alone needs no volume: a SeaweedFS
+        // whose volume server had not started passed that and failed every
+        // write after it.)
         let admin = endpoint.admin()?;
         let every = Duration::from_millis(250);
-        server.wait_ready(Duration::from_secs(90), every, || admin.create_bucket())?;
+        server.wait_ready(Duration::from_secs(60), every, || {
+            admin.create_bucket()?;
+            admin.put(READY_PROBE, b"ready")?;
+            admin.delete(READY_PROBE)
+        })?;
         Ok(SeaweedFs { endpoint, server })
     }
 

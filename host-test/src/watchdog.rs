@@ -120,11 +120,65 @@ impl Server {
 
 /// A loopback port free now (the server binds it a moment later).
 pub fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
+    free_ports(&[0])
+}
+
+/// A base port such that `base + offset` is free now for every offset, picked
+/// at random below the kernel's ephemeral range: a port the kernel may hand
+/// to an outgoing connection (ours, or one a server makes between its own
+/// parts while it starts) can be taken between this check and the server's
+/// bind, and a server that loses one of several ports that way may half
+/// start. Port 0 (what the kernel picks) would be in that range.
+pub fn free_ports(offsets: &[u16]) -> Result<u16> {
+    use std::hash::{BuildHasher, Hasher};
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    let lowest: u16 = 10_000;
+    let span = offsets.iter().copied().max().unwrap_or(0);
+    let highest = ephemeral_low.saturating_sub(span).saturating_sub(1);
+    if highest <= lowest {
+        bail!("no room for {offsets:?} between {lowest} and the ephemeral ports ({ephemeral_low})");
+    }
+    // Random per process (the standard library seeds it from the OS), so
+    // that test processes side by side try different ports.
+    let mut random = std::collections::hash_map::RandomState::new().build_hasher();
+    random.write_u32(std::process::id());
+    let start = random.finish();
+    let choices = u64::from(highest - lowest);
+    for i in 0..500u64 {
+        let base = lowest + (start.wrapping_add(i.wrapping_mul(7_919)) % choices) as u16;
+        let free = |offset: &u16| TcpListener::bind(("127.0.0.1", base + offset)).is_ok();
+        if offsets.iter().all(free) {
+            return Ok(base);
+        }
+    }
+    bail!("no free loopback ports for {offsets:?} below {ephemeral_low}")
 }
 
 /// Whether something answers on `url`'s host and port (`http://host:port`).
 pub fn listening(url: &str) -> Result<()> {
     std::net::TcpStream::connect(url.trim_start_matches("http://"))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picked_ports_are_free_and_below_the_ephemeral_range() {
+        let offsets = [0, 1, 2, 10_000, 10_001];
+        let ephemeral_low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .map(|r| r.split_whitespace().next().unwrap().parse().unwrap())
+            .unwrap_or(32_768);
+        for _ in 0..20 {
+            let base = free_ports(&offsets).unwrap();
+            assert!(base >= 10_000 && base + 10_001 < ephemeral_low, "{base}");
+            for offset in offsets {
+                TcpListener::bind(("127.0.0.1", base + offset)).unwrap();
+            }
+        }
+    }
 }
