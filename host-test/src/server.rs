@@ -301,7 +301,10 @@ pub fn shared() -> &'static Endpoint {
                 e.admin()?.create_bucket()?;
                 Ok(Shared::Env(e))
             }),
-            None => SeaweedFs::start().map(Shared::Seaweed),
+            None => SeaweedFs::start().map(|weed| {
+                print_log_on_first_panic(weed.server.dir.join("server.log"));
+                Shared::Seaweed(weed)
+            }),
         };
         match started {
             Ok(s) => s,
@@ -312,4 +315,33 @@ pub fn shared() -> &'static Endpoint {
         Shared::Env(e) => e,
         Shared::Seaweed(s) => &s.endpoint,
     }
+}
+
+/// On this process's first panic (a failing test), the end of the shared
+/// SeaweedFS's log: its directory is gone once the process ends, and a
+/// failure that only CI sees is otherwise told by the tests' side alone.
+fn print_log_on_first_panic(log: PathBuf) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let previous = std::panic::take_hook();
+    let printed = AtomicBool::new(false);
+    std::panic::set_hook(Box::new(move |info| {
+        previous(info);
+        if printed.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        // `weed mini` retries registering a worker with its admin server
+        // every few seconds, which the tests do not use: left out.
+        let noise = ["WorkerService", "PluginControlService", "worker", "Worker"];
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|line| !noise.iter().any(|n| line.contains(n)))
+            .collect();
+        let tail = &lines[lines.len().saturating_sub(40)..];
+        eprintln!(
+            "--- the shared SeaweedFS's log at this process's first panic (last {} lines) ---\n{}\n---",
+            tail.len(),
+            tail.join("\n")
+        );
+    }));
 }
