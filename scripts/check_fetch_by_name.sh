@@ -24,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-wkg=${S3LEASE_WKG:-$root/.tools/bin/wkg}
+wkg=${S3LEASE_WKG:-$root/.tools/wkg/bin/wkg}
 wac=${S3LEASE_WAC:-$root/.tools/bin/wac}
 jco=${S3LEASE_JCO:-$root/examples/node/node_modules/.bin/jco}
 release_dir="${CARGO_TARGET_DIR:-$root/target}/wasm32-wasip2/release"

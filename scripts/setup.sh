@@ -139,6 +139,49 @@ setup_test_tools() {
     install_azurite
 }
 
+# wkg 0.16.1, the Wasm package tool the contract-by-name check publishes and
+# fetches with (scripts/check_fetch_by_name.sh). test.sh starts its build in
+# the background before the test build and waits for it after the suites:
+# at nice 19 it takes only CPU the rest leaves idle (the suites keep about
+# 30% of 2 cores busy), so its ~130 s of CPU cost the run little. Into a
+# root of its own: `cargo install` holds its root's lock for the whole
+# build, which would hold up the installs beside it.
+start_wkg_install() {
+    export S3LEASE_WKG="$PWD/.tools/wkg/bin/wkg"
+    if [ "$("$S3LEASE_WKG" --version 2>/dev/null)" = "wkg 0.16.1" ]; then
+        wkg_install_pid=""
+        return
+    fi
+    mkdir -p .tools
+    echo "setup: installing wkg 0.16.1 into .tools/wkg in the background (cargo install --debug at nice 19; log .tools/wkg-install.log)"
+    CARGO_PROFILE_DEV_DEBUG=0 nice -n 19 env -u CARGO_TARGET_DIR \
+        cargo install --debug --locked --root .tools/wkg wkg@0.16.1 >.tools/wkg-install.log 2>&1 &
+    wkg_install_pid=$!
+}
+
+# Waits for start_wkg_install's build, then installs Debian's
+# docker-registry (the OCI registry the check publishes to) when missing.
+finish_by_name_tools() {
+    if [ -n "${wkg_install_pid:-}" ] && ! wait "$wkg_install_pid"; then
+        tail -n 30 .tools/wkg-install.log >&2
+        echo "setup: installing wkg failed (log above: .tools/wkg-install.log)" >&2
+        exit 1
+    fi
+    if ! command -v docker-registry >/dev/null; then
+        echo "setup: installing docker-registry (apt-get; ~5 s)"
+        local sudo=""
+        [ "$(id -u)" = 0 ] || sudo=sudo
+        $sudo apt-get install -y -q docker-registry >.tools/registry-install.log 2>&1 || {
+            $sudo apt-get update -q >>.tools/registry-install.log 2>&1 &&
+                $sudo apt-get install -y -q docker-registry >>.tools/registry-install.log 2>&1
+        } || {
+            tail -n 20 .tools/registry-install.log >&2
+            echo "setup: installing docker-registry failed (log above)" >&2
+            exit 1
+        }
+    fi
+}
+
 # dynalite (npm, pinned by host-test/dynalite/package-lock.json): an
 # in-memory DynamoDB for the DynamoDB store's tests and its benchmark
 # figures. Its install scripts (a LevelDB binding for on-disk tables) are
