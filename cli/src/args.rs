@@ -22,6 +22,8 @@ Exit codes:
   80   fenced: a newer token already wrote
   81   the store is not safe for this configuration (`preflight`, --check-store)
   126/127  the command could not be started / was not found
+  141  `acquire`, `renew`: stdout was closed, the lease printed to nobody
+       (so it was released); other commands end quietly on a closed stdout
 
 S3 is configured as for the AWS CLI: AWS_ENDPOINT_URL (or --endpoint),
 AWS_REGION (or --region), and credentials from the AWS chain, in order:

@@ -5,12 +5,13 @@ use crate::duration::show;
 use crate::exit::{about_lease, Failure, HELD, LOST, USAGE};
 use crate::json;
 use crate::log::shown;
+use crate::out::{self, say};
 use s3_lease_host::blocking::{BlockingSlotGrant, Client};
 use s3_lease_host::{
     AcquireOptions, ErrorKind, LeaseRecord, LockState, SemaphoreState, SlotOptions,
 };
 use serde_json::{json, Value};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
@@ -64,7 +65,7 @@ pub fn status(client: &Client, keys: &[String], as_json: bool) -> Result<i32, Fa
             .iter()
             .map(|(k, s, sem)| json::state(k, s.as_ref(), sem.as_ref()))
             .collect();
-        println!("{}", Value::Array(all));
+        say!("{}", Value::Array(all));
         return Ok(0);
     }
     let mut table = vec![[
@@ -154,7 +155,7 @@ pub fn print_table<const N: usize>(rows: &[[String; N]]) {
             .zip(&widths)
             .map(|(cell, w)| format!("{cell:<w$}"))
             .collect();
-        println!("{}", cells.join("  ").trim_end());
+        say!("{}", cells.join("  ").trim_end());
     }
 }
 
@@ -173,17 +174,34 @@ pub fn acquire(
     } else {
         client.acquire(key, options, wait)?
     };
-    print_detached(guard)
+    print_detached(client, guard)
 }
 
 /// Prints a granted lease for a later `renew` or `release`, held on the
 /// store until its ttl runs out (this process does not renew it).
-fn print_detached(guard: s3_lease_host::blocking::LeaseGuard) -> Result<i32, Failure> {
+fn print_detached(
+    client: &Client,
+    guard: s3_lease_host::blocking::LeaseGuard,
+) -> Result<i32, Failure> {
     let lease = guard
         .detach()
         .ok_or_else(|| Failure::new(crate::exit::INTERNAL, "the lease was let go"))?;
-    println!("{}", json::lease(&lease));
-    Ok(0)
+    print_lease(client, &lease)
+}
+
+/// Prints the lease, the caller's only copy. One printed to nobody (stdout
+/// closed) could be renewed or released by no one: it is released, so the
+/// key is not left blocked until its ttl, and the exit says it was not
+/// delivered (`out::PIPE_CLOSED`, as SIGPIPE would end the process).
+fn print_lease(client: &Client, lease: &LeaseRecord) -> Result<i32, Failure> {
+    say!("{}", json::lease(lease));
+    if !out::closed() {
+        return Ok(0);
+    }
+    // At best effort: the process exits either way, and the lease lapses
+    // after its ttl if this release does not get through.
+    let _ = client.release(lease);
+    Ok(out::PIPE_CLOSED)
 }
 
 /// `acquire --limit N` (and `--fair`): a slot of a semaphore.
@@ -209,7 +227,7 @@ pub fn acquire_slot(
     } else {
         client.acquire_slot(key, options, slot, wait)?
     };
-    print_detached(guard)
+    print_detached(client, guard)
 }
 
 fn held_now(client: &Client, key: &str) -> Failure {
@@ -250,10 +268,7 @@ pub fn read_lease(source: Option<&str>) -> Result<LeaseRecord, Failure> {
 pub fn renew(client: &Client, source: Option<&str>) -> Result<i32, Failure> {
     let lease = read_lease(source)?;
     match client.renew(&lease) {
-        Ok(renewed) => {
-            println!("{}", json::lease(&renewed));
-            Ok(0)
-        }
+        Ok(renewed) => print_lease(client, &renewed),
         Err(e) => match lost_state(&e) {
             Some(current) => Err(Failure::new(
                 LOST,
@@ -288,7 +303,7 @@ pub fn release(client: &Client, source: Option<&str>, as_json: bool) -> Result<i
         );
     }
     if as_json {
-        println!(
+        say!(
             "{}",
             json!({"released": lease.key, "token": lease.token, "already_released": already})
         );
@@ -351,7 +366,7 @@ pub fn fenced_put(
         .fenced_put(&lease, object, &body, content_type)
         .map_err(about_lease)?;
     if as_json {
-        println!(
+        say!(
             "{}",
             json!({"object_key": written.object_key, "etag": written.etag, "token": written.token,
                    "previous_token": written.previous_token})
@@ -389,7 +404,7 @@ fn check_body(body: &[u8], content_type: &str) -> Result<(), Failure> {
 pub fn fenced_get(client: &Client, object: &str, as_json: bool) -> Result<i32, Failure> {
     let Some(found) = client.fenced_get(object)? else {
         if as_json {
-            println!("null");
+            say!("null");
         }
         return Err(Failure::new(
             crate::exit::NOT_FOUND,
@@ -402,13 +417,9 @@ pub fn fenced_get(client: &Client, object: &str, as_json: bool) -> Result<i32, F
         if let Ok(text) = std::str::from_utf8(&found.body) {
             out["body"] = Value::String(text.to_string());
         }
-        println!("{out}");
+        say!("{out}");
     } else {
-        let mut stdout = std::io::stdout().lock();
-        stdout
-            .write_all(&found.body)
-            .and_then(|()| stdout.flush())
-            .map_err(|e| Failure::new(crate::exit::USAGE, format!("writing stdout: {e}")))?;
+        out::write_bytes(&found.body);
     }
     Ok(0)
 }
@@ -442,22 +453,25 @@ pub fn watch(
             if as_json {
                 let mut v = json::state(key, state.as_ref(), None);
                 v["at_unix_s"] = json!(stamp);
-                println!("{v}");
+                say!("{v}");
             } else {
                 match &state {
-                    Some(s) if s.live => println!(
+                    Some(s) if s.live => say!(
                         "{clock} {key}: leader {}, can expire in {})",
                         who_and_token(s),
                         show(s.expires_in)
                     ),
-                    Some(LockState { token: None, .. }) => println!("{clock} {key}: no leader"),
+                    Some(LockState { token: None, .. }) => say!("{clock} {key}: no leader"),
                     Some(LockState {
                         token: Some(token), ..
-                    }) => println!("{clock} {key}: no leader (last token {token})"),
-                    None => println!("{clock} {key}: no leader (never locked)"),
+                    }) => say!("{clock} {key}: no leader (last token {token})"),
+                    None => say!("{clock} {key}: no leader (never locked)"),
                 }
             }
-            let _ = std::io::stdout().flush();
+            if out::closed() {
+                // Nobody reads the changes any more.
+                return Ok(0);
+            }
             last = Some(now);
         }
         if signals.recv_timeout(every).is_ok() {

@@ -13,6 +13,7 @@ mod holding;
 mod json;
 mod log;
 mod metrics;
+mod out;
 mod preflight;
 mod probe;
 mod serve;
@@ -46,10 +47,18 @@ fn main() {
     };
     let json = cli.json || cli.log_format == log::LogFormat::Json;
     log::set_format(cli.log_format);
-    if matches!(cli.command, Cmd::Version) {
-        std::process::exit(version::print(cli.json));
-    }
-    let code = match run(cli) {
+    let outcome = if matches!(cli.command, Cmd::Version) {
+        Ok(version::print(cli.json))
+    } else {
+        run(cli)
+    };
+    // A write to stdout that failed other than by its reader going away
+    // (see `out`): a command that otherwise succeeded did not deliver.
+    let outcome = match (outcome, out::failure()) {
+        (Ok(0), Some(e)) => Err(Failure::new(exit::USAGE, format!("writing stdout: {e}"))),
+        (outcome, _) => outcome,
+    };
+    let code = match outcome {
         Ok(code) => code,
         Err(failure) => {
             if json {

@@ -4,6 +4,7 @@
 //! safe instead), so a deploy script can refuse a store before relying on it.
 
 use crate::exit::{Failure, STORE_UNSAFE};
+use crate::out::say;
 use s3_lease_host::blocking::Client;
 use s3_lease_host::{PreflightReport, Strategy, Verdict};
 
@@ -12,7 +13,7 @@ use serde_json::{json, Value};
 pub fn preflight(client: &Client, strategy: Strategy, as_json: bool) -> Result<i32, Failure> {
     let report = client.preflight()?;
     if as_json {
-        println!("{}", report_json(&report));
+        say!("{}", report_json(&report));
     } else {
         print_report(&report);
     }
@@ -68,9 +69,9 @@ fn print_report(report: &PreflightReport) {
         ]);
     }
     crate::commands::print_table(&rows);
-    println!();
+    say!();
     if let Some(offset) = &report.clock_offset {
-        println!(
+        say!(
             "clock offset:        {:+.1} s (± {:.1} s; positive: this machine is ahead)",
             offset.offset_ms as f64 / 1000.0,
             offset.uncertainty_ms as f64 / 1000.0
@@ -83,21 +84,21 @@ fn print_report(report: &PreflightReport) {
             list.join(", ")
         }
     };
-    println!(
+    say!(
         "safe strategies:     {}",
         names(report.safe_strategies.iter().map(|s| s.name()).collect())
     );
-    println!(
+    say!(
         "safe expiry clocks:  {}",
         names(report.safe_expiry_clocks.iter().map(|c| c.name()).collect())
     );
-    println!(
+    say!(
         "recommended:         {}",
         report
             .recommended_strategy
             .map_or("none: no strategy is safe on this store", |s| s.name())
     );
-    println!(
+    say!(
         "this configuration:  {}",
         if report.config_safe {
             "safe"
@@ -105,9 +106,9 @@ fn print_report(report: &PreflightReport) {
             "NOT safe"
         }
     );
-    println!("requests sent:       {}", report.requests);
+    say!("requests sent:       {}", report.requests);
     for note in &report.notes {
-        println!("note: {note}");
+        say!("note: {note}");
     }
 }
 

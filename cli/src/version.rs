@@ -2,6 +2,7 @@
 //! so a deployed binary can be matched to a build (sha256 of the component
 //! `scripts/setup.sh` built, or the one `cargo install` built itself).
 
+use crate::out::say;
 use s3_lease_host::{ComponentSource, Runtime, RuntimeOptions};
 use sha2::{Digest, Sha256};
 
@@ -67,23 +68,23 @@ pub fn print(json: bool) -> i32 {
                 "build": build.as_ref().and_then(|b| b.as_ref().ok()),
             },
         });
-        println!("{value}");
+        say!("{value}");
         return 0;
     }
-    println!("s3-lease {version}");
+    say!("s3-lease {version}");
     match (c.bytes, c.sha256) {
         (Some(bytes), Some(sha)) => {
-            println!("component: {} ({bytes} bytes, sha256 {sha})", c.source);
+            say!("component: {} ({bytes} bytes, sha256 {sha})", c.source);
             if let Some(origin) = c.origin {
-                println!("component origin: {origin}");
+                say!("component origin: {origin}");
             }
             match build {
-                Some(Ok(build)) => println!("component build: {build}"),
-                Some(Err(e)) => println!("component build: unknown (it does not load: {e})"),
+                Some(Ok(build)) => say!("component build: {build}"),
+                Some(Err(e)) => say!("component build: unknown (it does not load: {e})"),
                 None => {}
             }
         }
-        _ => println!(
+        _ => say!(
             "component: none ({}); set S3LEASE_COMPONENT to a built one",
             c.origin
                 .unwrap_or_else(|| "not embedded in this build".into())

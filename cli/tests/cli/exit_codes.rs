@@ -359,6 +359,19 @@ impl Ctx<'_> {
         text(&out.stdout)
     }
 
+    /// With stdout a pipe nobody reads (its read end closed first): a
+    /// lease printed to nobody.
+    fn unread(&self, args: &[&str]) -> Output {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut command = self.cmd(args);
+        command
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(Stdio::piped());
+        command.output().unwrap()
+    }
+
     /// The lease in a file; its path.
     fn lease_file(&self, lease: &str) -> String {
         let path = self.scene().path(&format!("{}.lease", self.key));
@@ -807,6 +820,13 @@ fn cases() -> Vec<Case> {
         case("acquire", Code(0), "free", BOTH, |c| {
             c.run(&["acquire", "KEY"])
         }),
+        case(
+            "acquire",
+            Code(141),
+            "stdout closed (released)",
+            BOTH,
+            |c| c.unread(&["acquire", "KEY"]),
+        ),
         case("acquire", Code(64), "--ttl 1ms", BOTH, |c| {
             c.run(&["acquire", "KEY", "--ttl", "1ms"])
         })
@@ -872,6 +892,10 @@ fn cases() -> Vec<Case> {
         case("renew", Code(0), "a live lease", BOTH, |c| {
             let lease = c.lease("h");
             c.run_in(&["renew"], &lease)
+        }),
+        case("renew", Code(141), "stdout closed (released)", BOTH, |c| {
+            let lease = c.lease_file(&c.lease("h"));
+            c.unread(&["renew", "--lease", &lease])
         }),
         case("renew", Code(64), "an unknown flag", BOTH, |c| {
             c.run(&["renew", "--bogus"])

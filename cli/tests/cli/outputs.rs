@@ -435,3 +435,66 @@ fn holder_ids_from_the_store_reach_terminals_escaped() {
     let out = scene.run(&["run", "other", "--holder", hostile, "--", "true"]);
     assert_eq!(code(&out), 64, "{}", text(&out.stderr));
 }
+
+/// Runs `command` with stdout a pipe whose read end is closed before the
+/// process starts (so its first write fails with EPIPE, as under
+/// `| head -c0`); returns the status and stderr.
+fn run_with_stdout_closed(mut command: std::process::Command) -> (i32, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = command
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    (code(&out), text(&out.stderr))
+}
+
+/// Commands that print end quietly when their reader has gone, as Unix
+/// tools do: no panic, no error; a report or a status exits as it would
+/// have (the reader chose to stop reading). A lease printed to nobody is
+/// released, and `acquire` exits 141 (128 + SIGPIPE): nobody got it.
+#[test]
+fn commands_end_quietly_when_their_stdout_is_closed() {
+    let scene = Scene::new("epipe");
+    let (status, stderr) = run_with_stdout_closed(scene.cmd(&["--json", "preflight"]));
+    assert_eq!((status, stderr.as_str()), (0, ""), "preflight --json");
+    for args in [
+        &["status", "k"][..],
+        &["--json", "status", "k"],
+        &["version"],
+    ] {
+        let (status, stderr) = run_with_stdout_closed(scene.cmd(args));
+        assert_eq!((status, stderr.as_str()), (0, ""), "{args:?}");
+    }
+
+    let (status, stderr) = run_with_stdout_closed(scene.cmd(&["acquire", "k", "--ttl", "60s"]));
+    assert_eq!((status, stderr.as_str()), (141, ""), "acquire");
+    let state = scene.status("k");
+    assert_eq!(
+        state["live"], false,
+        "the undelivered lease is released: {state}"
+    );
+    assert_eq!(state["token"], 1, "{state}");
+
+    // renew: the renewed lease (the only valid copy) is released too.
+    let out = scene.run(&["acquire", "k", "--ttl", "60s"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let mut renew = scene.cmd(&["renew"]);
+    renew.stdin(std::fs::File::open(write_file(&scene, "lease", &out.stdout)).unwrap());
+    let (status, stderr) = run_with_stdout_closed(renew);
+    assert_eq!((status, stderr.as_str()), (141, ""), "renew");
+    assert_eq!(scene.status("k")["live"], false);
+
+    // elect --watch stops watching once nobody reads the changes.
+    let mut watch = scene.cmd(&["elect", "k", "--watch", "--every", "50ms"]);
+    watch.stdin(std::process::Stdio::null());
+    let (status, stderr) = run_with_stdout_closed(watch);
+    assert_eq!((status, stderr.as_str()), (0, ""), "elect --watch");
+}
+
+fn write_file(scene: &Scene, name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let path = scene.path(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
