@@ -25,6 +25,12 @@ pub trait Io {
     fn monotonic_ms(&mut self) -> u64;
     fn sleep_ms(&mut self, ms: u64) -> impl Future<Output = ()>;
     fn random_u64(&mut self) -> u64;
+    /// The S3 endpoint the requests go to, as the user configured it: a
+    /// reply that shows it is no S3 store ends the operation with a
+    /// configuration error naming it (`s3::not_s3`). `None` for stores
+    /// whose replies are translated (DynamoDB, Azure), which are not held
+    /// to S3's rules.
+    fn s3_endpoint(&self) -> Option<String>;
     /// Sends the requests at once, so they race at the store, and reads
     /// every reply (in the requests' order). The default sends them one
     /// after another: right for stores applied one request at a time (the
@@ -96,6 +102,9 @@ impl<I: Io, S: Sends<I>> Io for Wrapped<'_, I, S> {
     }
     fn random_u64(&mut self) -> u64 {
         self.io.random_u64()
+    }
+    fn s3_endpoint(&self) -> Option<String> {
+        self.io.s3_endpoint()
     }
     fn correct_signing_clock(&mut self, server_ms: u64) {
         self.io.correct_signing_clock(server_ms);
@@ -184,18 +193,38 @@ pub async fn run<O: Operation>(io: &mut impl Io, mut op: O) -> Result<O::Output,
                 let response = send_correcting_skew(io, &request).await;
                 let now = io.now_ms();
                 step = match response {
-                    Ok(response) => op.on_response(response, now),
+                    Ok(response) => match not_the_store(io, &request, &response) {
+                        Some(wrong_endpoint) => return Err(wrong_endpoint),
+                        None => op.on_response(response, now),
+                    },
                     Err(error) => op.on_transport_error(error, now),
                 };
             }
             // Once each, no retries: a race is judged on what each writer got.
             Step::SendAll(requests) => {
                 let replies = io.send_all(&requests).await;
+                let wrong_endpoint = requests.iter().zip(&replies).find_map(|(request, reply)| {
+                    reply
+                        .as_ref()
+                        .ok()
+                        .and_then(|reply| not_the_store(io, request, reply))
+                });
+                if let Some(wrong_endpoint) = wrong_endpoint {
+                    return Err(wrong_endpoint);
+                }
                 let now = io.now_ms();
                 step = op.on_replies(replies, now);
             }
         }
     }
+}
+
+/// The configuration error of a reply that shows the endpoint is not the
+/// configured store: the operation ends on it at once, whatever it was
+/// doing (a write's recovery would only ask the same wrong server again),
+/// and the caller's retries stop on it (`Error::is_transient`).
+fn not_the_store(io: &impl Io, request: &S3Request, reply: &S3Response) -> Option<Error> {
+    crate::s3::not_s3(&io.s3_endpoint()?, request, reply)
 }
 
 /// Sends a request; if the server refuses its signing time as skewed (403

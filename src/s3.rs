@@ -284,6 +284,74 @@ impl S3Response {
     }
 }
 
+/// The configuration error for a reply that shows `endpoint` is not an
+/// S3 store at all (a SeaweedFS filer's or master's port, any web server),
+/// or `None` for a reply S3 could have sent. The one definition: the
+/// driver applies it to every reply of every operation (`driver::run`),
+/// so a wrong endpoint ends the first request, before anything is written.
+///
+/// Only what real S3 and every compatible store we know (SeaweedFS,
+/// MinIO, R2, Ceph...) all do is required, so none is refused: a 404 to a
+/// GET, PUT or DELETE carries an XML error with a `<Code>` (NoSuchKey,
+/// NoSuchBucket...); a PUT succeeds with 200 and the written object's
+/// ETag; a GET of an object succeeds with its ETag; a LIST succeeds with a
+/// `<ListBucketResult>`. Other statuses (5xx, 403, 409, 412...) are read as
+/// they are: transient, or already typed. HEAD replies have no body, and
+/// one too large to read is not judged by its body.
+pub fn not_s3(endpoint: &str, req: &S3Request, reply: &S3Response) -> Option<Error> {
+    let what = not_s3_reply(req, reply)?;
+    Some(Error::invalid_config(
+        "endpoint",
+        format!(
+            "{endpoint} answered {what}: not an S3 endpoint (the S3 API's port, \
+             and not, say, a SeaweedFS filer's or master's?)"
+        ),
+    ))
+}
+
+/// What `reply` to `req` has that S3's would not, and what S3 sends there.
+fn not_s3_reply(req: &S3Request, reply: &S3Response) -> Option<String> {
+    let is_list = req.object_key.is_empty() && req.query.iter().any(|(k, _)| k == "list-type");
+    let target = if is_list {
+        "a LIST of the bucket".to_string()
+    } else {
+        format!("{} {:?}", req.method.as_str(), req.object_key)
+    };
+    let status = reply.status;
+    let readable = reply.body_too_large.is_none();
+    match req.method {
+        Method::Head | Method::Post => None,
+        _ if status == 404 => {
+            let body = String::from_utf8_lossy(&reply.body);
+            let has_code =
+                body.contains("<Error") && xml_text(&body, "Code").is_some_and(|c| !c.is_empty());
+            (readable && !has_code).then(|| {
+                format!(
+                    "{target} with 404 and no S3 error body (S3 sends <Error> with a <Code> \
+                     such as NoSuchKey or NoSuchBucket)"
+                )
+            })
+        }
+        _ if !(200..300).contains(&status) => None,
+        Method::Put if status != 200 => Some(format!(
+            "{target} with {status} (S3 answers a write with 200 and the object's ETag)"
+        )),
+        Method::Put | Method::Get if !is_list && reply.etag().is_none() => Some(format!(
+            "{target} with {status} and no ETag (S3 sends every object's ETag)"
+        )),
+        Method::Get
+            if is_list
+                && readable
+                && !reply.body.windows(17).any(|w| w == b"<ListBucketResult") =>
+        {
+            Some(format!(
+                "{target} with {status} and no <ListBucketResult> (what S3 lists keys in)"
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// Set on a reply by a store translation (`dynamodb`) that found the
 /// record unreadable: the reason, reported as `corrupt-lock-object`.
 pub const UNREADABLE_HEADER: &str = "x-s3lease-unreadable";
@@ -729,6 +797,126 @@ mod tests {
             http.path_and_query,
             "/locks?continuation-token=opaque%2F%2B%3D&list-type=2&max-keys=200&prefix=p%2Fk%2Fepoch-"
         );
+    }
+
+    const ENDPOINT: &str = "http://127.0.0.1:8888";
+
+    fn judged(req: &S3Request, reply: &S3Response) -> Option<String> {
+        not_s3(ENDPOINT, req, reply).map(|e| match e {
+            Error::InvalidConfig { field, reason } => {
+                assert_eq!(field, "endpoint");
+                assert!(reason.starts_with(ENDPOINT), "{reason}");
+                assert!(reason.contains("not an S3 endpoint"), "{reason}");
+                reason
+            }
+            other => panic!("{other:?}"),
+        })
+    }
+
+    const NO_SUCH_KEY: &str = "<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code>\
+        <Message>The specified key does not exist.</Message></Error>";
+
+    #[test]
+    fn a_404_without_an_s3_error_body_is_no_s3_store() {
+        for method in [Method::Get, Method::Put, Method::Delete] {
+            let req = S3Request::new(method, "locks/.s3-lease-seal-key", 100);
+            for body in [
+                "",
+                "<html><h1>404 Not Found</h1></html>",
+                "404 page not found\n",
+            ] {
+                let reason = judged(&req, &reply(404, body, &[])).unwrap();
+                assert!(
+                    reason.contains(&format!(
+                        "answered {} \"locks/.s3-lease-seal-key\" with 404 and no S3 error body",
+                        method.as_str()
+                    )),
+                    "{reason}"
+                );
+            }
+            // S3's own 404s: the key, or the bucket.
+            assert_eq!(judged(&req, &reply(404, NO_SUCH_KEY, &[])), None);
+            let bucket = "<Error><Code>NoSuchBucket</Code></Error>";
+            assert_eq!(judged(&req, &reply(404, bucket, &[])), None);
+            // An <Error> without a code is not S3's either.
+            assert!(judged(&req, &reply(404, "<Error></Error>", &[])).is_some());
+        }
+        let list = list_request("locks/k/epoch-", None);
+        assert!(judged(&list, &reply(404, "", &[])).is_some());
+        // A HEAD has no body to judge; a body too large to read is not judged.
+        let head = S3Request::new(Method::Head, "k", 100);
+        assert_eq!(judged(&head, &reply(404, "", &[])), None);
+        let get = S3Request::new(Method::Get, "k", 100);
+        let huge = S3Response {
+            body_too_large: Some(1 << 30),
+            ..reply(404, "", &[])
+        };
+        assert_eq!(judged(&get, &huge), None);
+    }
+
+    #[test]
+    fn a_write_is_s3_s_only_as_200_with_an_etag() {
+        let put = S3Request::new(Method::Put, "k", 100).body("application/json", b"{}".to_vec());
+        // A SeaweedFS filer: 201 and no ETag.
+        let reason = judged(&put, &reply(201, "{\"name\":\"k\",\"size\":2}", &[])).unwrap();
+        assert!(reason.contains("answered PUT \"k\" with 201"), "{reason}");
+        let reason = judged(&put, &reply(200, "", &[])).unwrap();
+        assert!(reason.contains("with 200 and no ETag"), "{reason}");
+        assert!(judged(&put, &reply(200, "", &[("etag", "")])).is_some());
+        assert!(judged(&put, &reply(204, "", &[("etag", "\"e\"")])).is_some());
+        assert_eq!(judged(&put, &reply(200, "", &[("etag", "\"e\"")])), None);
+    }
+
+    #[test]
+    fn an_object_read_is_s3_s_only_with_its_etag() {
+        let get = S3Request::new(Method::Get, "k", 100);
+        let reason = judged(&get, &reply(200, "{}", &[])).unwrap();
+        assert!(
+            reason.contains("answered GET \"k\" with 200 and no ETag"),
+            "{reason}"
+        );
+        assert_eq!(judged(&get, &reply(200, "{}", &[("etag", "\"e\"")])), None);
+        // Not modified: no body, and S3's ETag is not required of it here.
+        assert_eq!(judged(&get, &reply(304, "", &[])), None);
+    }
+
+    #[test]
+    fn a_listing_is_s3_s_only_as_a_list_bucket_result() {
+        let list = list_request("locks/k/epoch-", None);
+        let reason = judged(&list, &reply(200, "<html>Filer</html>", &[])).unwrap();
+        assert!(
+            reason.contains("answered a LIST of the bucket with 200 and no <ListBucketResult>"),
+            "{reason}"
+        );
+        let page = "<?xml version=\"1.0\"?><ListBucketResult xmlns=\"x\"><KeyCount>0</KeyCount></ListBucketResult>";
+        assert_eq!(judged(&list, &reply(200, page, &[])), None);
+        // A listing needs no ETag; a page too large to read is not judged.
+        let huge = S3Response {
+            body_too_large: Some(1 << 30),
+            ..reply(200, "", &[])
+        };
+        assert_eq!(judged(&list, &huge), None);
+    }
+
+    #[test]
+    fn other_statuses_are_read_as_before_whatever_their_body() {
+        for method in [Method::Get, Method::Put, Method::Delete, Method::Head] {
+            let req = S3Request::new(method, "k", 100);
+            for status in [400, 403, 409, 412, 429, 500, 501, 502, 503, 504] {
+                for body in ["", "<html>busy</html>"] {
+                    assert_eq!(judged(&req, &reply(status, body, &[])), None, "{status}");
+                }
+            }
+        }
+        // A delete's success, and a HEAD's, carry nothing to judge.
+        for method in [Method::Delete, Method::Head] {
+            let req = S3Request::new(method, "k", 100);
+            assert_eq!(judged(&req, &reply(204, "", &[])), None);
+            assert_eq!(judged(&req, &reply(200, "", &[])), None);
+        }
+        // A DynamoDB call is not S3's.
+        let post = S3Request::new(Method::Post, "", 100);
+        assert_eq!(judged(&post, &reply(404, "", &[])), None);
     }
 
     #[test]

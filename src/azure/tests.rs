@@ -619,6 +619,9 @@ impl crate::driver::Io for SkewedIo<'_> {
     fn random_u64(&mut self) -> u64 {
         crate::driver::Io::random_u64(self.io)
     }
+    fn s3_endpoint(&self) -> Option<String> {
+        None
+    }
 }
 
 #[test]

@@ -591,3 +591,50 @@ fn an_epoch_grant_that_lapses_while_old_epochs_are_cleaned_up_is_not_returned() 
 
 mod forged_leases;
 mod stored_seal_key;
+
+/// A bare 404 to everything: a SeaweedFS master, or any web server.
+fn bare_404s(io: &mut ModelIo) {
+    for _ in 0..20 {
+        io.scripted.push_back(crate::s3::S3Response {
+            status: 404,
+            ..Default::default()
+        });
+    }
+}
+
+fn is_wrong_endpoint(result: Result<impl core::fmt::Debug, Error>) -> bool {
+    match result {
+        Err(Error::InvalidConfig { field, reason }) => {
+            field == "endpoint"
+                && reason.starts_with(crate::testing::model_io::MODEL_ENDPOINT)
+                && reason.contains("not an S3 endpoint")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_endpoint_that_is_not_s3_ends_every_call_at_its_first_request() {
+    for mut c in both() {
+        let strategy = c.config.strategy;
+        let mut io = io();
+        bare_404s(&mut io);
+        let try_once = c.try_acquire(&mut io, "k", &grant("a")).ready();
+        assert!(is_wrong_endpoint(try_once), "{strategy:?}");
+        // The seal key's GET, and nothing written.
+        let methods: Vec<_> = io.take_requests().iter().map(|r| r.method).collect();
+        assert_eq!(methods, [Method::Get], "{strategy:?}");
+
+        // Not retried until the deadline: a configuration error.
+        let waited = c.acquire(&mut io, "k", &grant("a"), 60_000).ready();
+        assert!(is_wrong_endpoint(waited), "{strategy:?}");
+        assert_eq!(io.take_requests().len(), 1, "{strategy:?}");
+
+        assert!(is_wrong_endpoint(c.inspect(&mut io, "k").ready()));
+        assert_eq!(io.take_requests().len(), 1, "{strategy:?}");
+
+        assert!(is_wrong_endpoint(c.preflight(&mut io).ready()));
+        assert_eq!(io.take_requests().len(), 1, "{strategy:?}");
+        assert!(io.store.objects.is_empty());
+    }
+}

@@ -413,6 +413,21 @@ fn a_list_that_ignores_start_after_rules_out_epoch_objects() {
     assert_eq!(report.safe_strategies, [Strategy::SingleObject]);
     assert_eq!(report.recommended_strategy, Some(Strategy::SingleObject));
 
+    // A LIST page that does not parse is not safe.
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |req, _| {
+        req.object_key.is_empty().then(|| {
+            let mut r = reply(200, "");
+            r.body = b"<ListBucketResult><Contents><Key>x</Key>".to_vec();
+            Ok(r)
+        })
+    });
+    let report = run(&mut io);
+    let list = verdict(&report, Capability::ListStartAfter);
+    assert!(list.detail.contains("could not be read"), "{list:?}");
+
+    // A LIST answered with a web page is no S3 store's: the preflight
+    // ends there, a configuration error, rather than report on a store.
     let mut model = ModelIo::new(NOW);
     let mut io = Intercept::new(&mut model, |req, _| {
         req.object_key.is_empty().then(|| {
@@ -421,9 +436,17 @@ fn a_list_that_ignores_start_after_rules_out_epoch_objects() {
             Ok(r)
         })
     });
-    let report = run(&mut io);
-    let list = verdict(&report, Capability::ListStartAfter);
-    assert!(list.detail.contains("could not be read"), "{list:?}");
+    let err = driver::run(
+        &mut io,
+        preflight(Strategy::SingleObject, ExpiryClock::Server),
+    )
+    .ready()
+    .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidConfig { field, reason }
+            if field == "endpoint" && reason.contains("no <ListBucketResult>")),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -670,6 +693,9 @@ fn odd_replies_at_any_step_never_panic_and_always_report_every_capability() {
                         report.requests
                     );
                 }
+                // A reply no S3 store sends ends it where it comes: the
+                // endpoint is not S3 (`s3::not_s3`).
+                Err(Error::InvalidConfig { field, .. }) if field == "endpoint" => {}
                 Err(e) => assert_eq!(at, 1, "only the first request may end it: {e:?}"),
             }
         }

@@ -18,7 +18,16 @@ pub trait Model {
     /// The store's clock moves on.
     fn advance(&mut self, ms: u64);
     fn now_ms(&self) -> u64;
+    /// Answers as S3 does (not through a store's translation): its
+    /// clients hold its replies to S3's rules (`s3::not_s3`), as the
+    /// component does a real S3 store's.
+    fn is_s3(&self) -> bool {
+        false
+    }
 }
+
+/// The endpoint a model's clients name in a wrong endpoint's error.
+pub const MODEL_ENDPOINT: &str = "http://s3.model";
 
 impl Model for S3Model {
     fn handle(&mut self, request: &S3Request) -> S3Response {
@@ -29,6 +38,9 @@ impl Model for S3Model {
     }
     fn now_ms(&self) -> u64 {
         self.now_ms
+    }
+    fn is_s3(&self) -> bool {
+        true
     }
 }
 
@@ -43,6 +55,9 @@ impl<M: Model> Model for Rc<RefCell<M>> {
     }
     fn now_ms(&self) -> u64 {
         self.borrow().now_ms()
+    }
+    fn is_s3(&self) -> bool {
+        self.borrow().is_s3()
     }
 }
 
@@ -146,6 +161,10 @@ impl<S: Model> Io for ModelIo<S> {
 
     async fn sleep_ms(&mut self, ms: u64) {
         self.advance(ms);
+    }
+
+    fn s3_endpoint(&self) -> Option<String> {
+        self.store.is_s3().then(|| MODEL_ENDPOINT.to_string())
     }
 
     fn random_u64(&mut self) -> u64 {

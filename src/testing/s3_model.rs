@@ -465,6 +465,12 @@ impl S3Model {
     }
 }
 
+/// S3's 404 for a missing object, as the model sends it: a test's
+/// scripted "missing" reply (a bare 404 is no S3 store's: `s3::not_s3`).
+pub fn no_such_key() -> S3Response {
+    error_reply(&Refusal::no_such_key(), "scripted")
+}
+
 fn error_reply(refusal: &Refusal, request_id: &str) -> S3Response {
     let body = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{}</Code><Message>{}</Message><RequestId>{}</RequestId></Error>",

@@ -94,6 +94,15 @@ impl Io for WasiIo<'_> {
     fn random_u64(&mut self) -> u64 {
         wasi::random_u64()
     }
+
+    fn s3_endpoint(&self) -> Option<String> {
+        let scheme = match self.config.scheme {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        };
+        matches!(self.config.store, Store::S3)
+            .then(|| format!("{scheme}://{}", self.config.endpoint_authority))
+    }
 }
 
 pub fn random_hex_id() -> String {

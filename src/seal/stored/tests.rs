@@ -6,6 +6,7 @@ use crate::driver;
 use crate::ready::Ready;
 use crate::testing::dynamodb_model::DynamoIo;
 use crate::testing::model_io::ModelIo;
+use crate::testing::s3_model::no_such_key;
 
 const OBJECT: &str = "locks/.s3-lease-seal-key";
 
@@ -36,10 +37,7 @@ fn the_first_client_creates_the_key_and_every_later_one_reads_it() {
 fn a_client_that_loses_the_race_to_create_it_uses_the_winners() {
     let mut io = ModelIo::new(0);
     // Both read it missing; the other client's create lands first.
-    io.scripted.push_back(S3Response {
-        status: 404,
-        ..Default::default()
-    });
+    io.scripted.push_back(no_such_key());
     io.before_send = Some(Box::new(|store| {
         store.put_object(OBJECT, &key(9).to_body());
     }));
@@ -61,16 +59,10 @@ fn a_create_whose_reply_was_lost_reads_what_landed() {
     };
     // Missing, then each create answered 503 and read back missing.
     for _ in 0..MAX_REREADS {
-        io.scripted.push_back(S3Response {
-            status: 404,
-            ..Default::default()
-        });
+        io.scripted.push_back(no_such_key());
         io.scripted.push_back(busy());
     }
-    io.scripted.push_back(S3Response {
-        status: 404,
-        ..Default::default()
-    });
+    io.scripted.push_back(no_such_key());
     let err = load(&mut io, key(4)).unwrap_err();
     assert!(
         matches!(err, Error::S3(ref e) if e.status == 503),

@@ -8,6 +8,7 @@
 //! that instant; `sleep_ms` likewise. One process runs at a time, so a run
 //! replays exactly from its seed.
 
+use super::store::SimStore;
 use super::world::World;
 use super::START_MS;
 use crate::driver::Io;
@@ -153,5 +154,10 @@ impl Io for SimIo {
 
     fn random_u64(&mut self) -> u64 {
         self.with(|w, _| w.rng.next_u64())
+    }
+
+    fn s3_endpoint(&self) -> Option<String> {
+        let is_s3 = self.with(|w, _| matches!(w.store, SimStore::S3(_)));
+        is_s3.then(|| crate::testing::model_io::MODEL_ENDPOINT.to_string())
     }
 }
