@@ -112,7 +112,10 @@ fn run(cli: Cli) -> Result<i32, Failure> {
 fn dispatch(cli: Cli, store: &Store, strategy: Strategy) -> Result<i32, Failure> {
     let (client, json, quiet) = (store.client, cli.json, cli.quiet);
     match cli.command {
-        Cmd::Preflight => preflight::preflight(client, strategy, json),
+        Cmd::Preflight => {
+            let clock = preflight::clock_in_use(store.config);
+            preflight::preflight(client, strategy, clock, json)
+        }
         Cmd::Version => Ok(version::print(json)),
         Cmd::Status { keys } => commands::status(client, &keys, json),
         Cmd::Acquire { hold, slots, wait } => {

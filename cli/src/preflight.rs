@@ -6,16 +6,21 @@
 use crate::exit::{Failure, STORE_UNSAFE};
 use crate::out::say;
 use s3_lease_host::blocking::Client;
-use s3_lease_host::{PreflightReport, Strategy, Verdict};
+use s3_lease_host::{ExpiryClock, PreflightReport, StoreConfig, Strategy, Verdict};
 
 use serde_json::{json, Value};
 
-pub fn preflight(client: &Client, strategy: Strategy, as_json: bool) -> Result<i32, Failure> {
+pub fn preflight(
+    client: &Client,
+    strategy: Strategy,
+    clock: ExpiryClock,
+    as_json: bool,
+) -> Result<i32, Failure> {
     let report = client.preflight()?;
     if as_json {
         say!("{}", report_json(&report));
     } else {
-        print_report(&report);
+        print_report(&report, strategy, clock);
     }
     if report.config_safe {
         Ok(0)
@@ -42,7 +47,25 @@ pub fn require_safe_store(client: &Client, strategy: Strategy) -> Result<(), Fai
     }
 }
 
-fn print_report(report: &PreflightReport) {
+/// The expiry clock a client of `config` judges expiry by: the one
+/// configured, else the component's default (`observed` on a DynamoDB
+/// table, which stamps no write time on an item; `server` elsewhere).
+pub fn clock_in_use(config: &StoreConfig) -> ExpiryClock {
+    config.expiry_clock.unwrap_or(if config.table().is_some() {
+        ExpiryClock::Observed
+    } else {
+        ExpiryClock::Server
+    })
+}
+
+/// The table. A capability that did not pass but that this configuration
+/// does not need reads as such, not `FAIL`: `FAIL` is kept for what makes
+/// the store unsafe for it. The report says which strategies and clocks
+/// are safe, not which result rules out which; but when the configuration
+/// is safe, no result rules it out, so every one that did not pass is one
+/// it does not need. (On an unsafe store every failure reads `FAIL`.)
+fn print_report(report: &PreflightReport, strategy: Strategy, clock: ExpiryClock) {
+    let not_needed = format!("not needed by {}, {} clock", strategy.name(), clock.name());
     let mut rows = vec![[
         "CAPABILITY".to_string(),
         "VERDICT".into(),
@@ -52,8 +75,11 @@ fn print_report(report: &PreflightReport) {
     ]];
     for r in &report.results {
         let verdict = match (r.verdict, r.silent) {
+            // A silent failure rules out every configuration.
             (Verdict::Fail, true) => "FAIL (silent)".to_string(),
+            (Verdict::Fail, false) if report.config_safe => format!("no ({not_needed})"),
             (Verdict::Fail, false) => "FAIL".to_string(),
+            (Verdict::Unknown, _) if report.config_safe => format!("unknown ({not_needed})"),
             (v, _) => v.name().to_string(),
         };
         rows.push([

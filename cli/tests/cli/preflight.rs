@@ -2,7 +2,9 @@
 //! ignores DELETE `If-Match`) fails with exit 81, and no lock is taken on it.
 
 use crate::support::{code, text, Scene};
+use host_test::aws_fakes::http::{self, Request, Response};
 use host_test::s3s_fs::{self, S3sFs};
+use host_test::server::Endpoint;
 use host_test::server::SeaweedFs;
 use serde_json::Value;
 
@@ -198,4 +200,122 @@ fn a_store_that_lets_racing_writers_all_win_is_refused_with_81() {
     let out = scene.run(&["--check-store", "run", "k", "--", "sh", "-c", &touch]);
     assert_eq!(code(&out), 81, "{}", text(&out.stderr));
     assert!(!ran.exists(), "the command ran on a racing store");
+}
+
+/// SeaweedFS behind a server that answers 501 NotImplemented to the
+/// conditional requests `refused` names (`DELETE If-Match`: LocalStack's
+/// shape) and passes every other request on, re-signed with the
+/// endpoint's own keys (the client's signature covers what it sent).
+fn not_implementing(upstream: &Endpoint, refused: &'static [&'static str]) -> Endpoint {
+    use s3_lease::s3::{Method, S3Request};
+    use s3_lease::testing::uri::{percent_decode, query_pairs};
+    let endpoint = upstream.clone();
+    let url = http::serve(std::sync::Arc::new(move |r: Request| {
+        let head = r.method == "HEAD";
+        if r.header("if-match").is_some() && refused.contains(&r.method.as_str()) {
+            return Response::new(
+                501,
+                "application/xml",
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>NotImplemented</Code>\
+                 <Message>A header you provided implies functionality that is not implemented\
+                 </Message></Error>",
+            );
+        }
+        let method = match r.method.as_str() {
+            "GET" => Method::Get,
+            "HEAD" => Method::Head,
+            "PUT" => Method::Put,
+            "DELETE" => Method::Delete,
+            _ => Method::Post,
+        };
+        let path = r.path();
+        let key = percent_decode(
+            path.strip_prefix(&format!("/{}", endpoint.bucket))
+                .unwrap_or(path)
+                .trim_start_matches('/'),
+        );
+        let mut forward = S3Request::new(method, &key, usize::MAX);
+        forward.query = query_pairs(r.query());
+        forward.body = r.body.clone();
+        for (k, v) in &r.headers {
+            let kept = k.starts_with("x-amz-meta-")
+                || matches!(
+                    k.as_str(),
+                    "content-type" | "if-match" | "if-none-match" | "x-amz-content-sha256"
+                );
+            if kept {
+                forward.headers.push((k.clone(), v.clone()));
+            }
+        }
+        match endpoint.admin().and_then(|admin| admin.send(forward)) {
+            Ok(reply) => Response {
+                status: reply.status,
+                headers: reply.headers,
+                body: reply.body,
+                head,
+            },
+            Err(e) => Response::new(502, "text/plain", format!("{e:#}")),
+        }
+    }))
+    .unwrap();
+    Endpoint {
+        url,
+        ..upstream.clone()
+    }
+}
+
+/// A capability the configuration does not need reads as what it is, not
+/// `FAIL`, in a report that calls the store safe: a 501 to DELETE If-Match
+/// harms neither strategy. `FAIL` stays for what rules the configuration
+/// out (a 501 to PUT If-Match, which single-object needs). The JSON keeps
+/// its verdicts.
+#[test]
+fn the_table_says_fail_only_for_what_makes_the_configuration_unsafe() {
+    let shared = host_test::server::shared();
+    let scene = Scene::on(
+        not_implementing(shared, &["DELETE"]),
+        "preflight-501-delete",
+    );
+    let out = scene.run(&["preflight"]);
+    let table = text(&out.stdout);
+    println!("s3-lease preflight, 501 to DELETE If-Match:\n{table}");
+    assert_eq!(code(&out), 0, "{table}{}", text(&out.stderr));
+    assert!(table.contains("this configuration:  safe"), "{table}");
+    assert!(!table.contains("FAIL"), "{table}");
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("if-match-delete"))
+        .unwrap_or_else(|| panic!("no if-match-delete row: {table}"));
+    assert!(
+        row.contains("no (not needed by single-object, server clock)"),
+        "{row}"
+    );
+    let out = scene.run(&["--json", "preflight"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(verdict(&report, "if-match-delete"), "fail", "{report}");
+
+    let scene = Scene::on(
+        not_implementing(shared, &["PUT", "DELETE"]),
+        "preflight-501-put",
+    );
+    let out = scene.run(&["preflight"]);
+    let table = text(&out.stdout);
+    println!("s3-lease preflight, 501 to PUT and DELETE If-Match:\n{table}");
+    assert_eq!(code(&out), 81, "{table}{}", text(&out.stderr));
+    assert!(table.contains("this configuration:  NOT safe"), "{table}");
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("if-match-put"))
+        .unwrap_or_else(|| panic!("no if-match-put row: {table}"));
+    assert!(row.contains("FAIL"), "{row}");
+    // epoch-objects needs no If-Match: the same store is safe for it.
+    let out = scene.run(&["--strategy", "epoch-objects", "preflight"]);
+    let table = text(&out.stdout);
+    assert_eq!(code(&out), 0, "{table}{}", text(&out.stderr));
+    assert!(!table.contains("FAIL"), "{table}");
+    assert!(
+        table.contains("no (not needed by epoch-objects, server clock)"),
+        "{table}"
+    );
 }
