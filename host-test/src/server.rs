@@ -149,6 +149,9 @@ const READY_PROBE: &str = "s3-lease-test-ready-probe";
 /// this process exits.
 pub struct SeaweedFs {
     pub endpoint: Endpoint,
+    /// The master's port; the filer's is 2 above it, S3's 3 (see
+    /// `WEED_PORT_OFFSETS`).
+    base_port: u16,
     server: Server,
 }
 
@@ -235,7 +238,11 @@ impl SeaweedFs {
             admin.put(READY_PROBE, b"ready")?;
             admin.delete(READY_PROBE)
         })?;
-        Ok(SeaweedFs { endpoint, server })
+        Ok(SeaweedFs {
+            endpoint,
+            base_port: base,
+            server,
+        })
     }
 
     /// Makes it accept `keys` besides its own, and no others: rewrites its
@@ -292,9 +299,10 @@ enum Shared {
     Seaweed(SeaweedFs),
 }
 
+static SHARED: OnceLock<Shared> = OnceLock::new();
+
 /// The endpoint shared by all tests of this process: started once.
 pub fn shared() -> &'static Endpoint {
-    static SHARED: OnceLock<Shared> = OnceLock::new();
     let shared = SHARED.get_or_init(|| {
         let started = match Endpoint::from_env() {
             Some(env) => env.and_then(|e| {
@@ -314,6 +322,21 @@ pub fn shared() -> &'static Endpoint {
     match shared {
         Shared::Env(e) => e,
         Shared::Seaweed(s) => &s.endpoint,
+    }
+}
+
+/// The shared SeaweedFS's filer and master, as `http://127.0.0.1:PORT`:
+/// ports of the same server that are not its S3 API, which users point
+/// a client at by mistake. `None` when the tests run against an endpoint
+/// from the environment.
+pub fn shared_filer_and_master() -> Option<(String, String)> {
+    shared();
+    match SHARED.get()? {
+        Shared::Env(_) => None,
+        Shared::Seaweed(weed) => {
+            let url = |port: u16| format!("http://127.0.0.1:{port}");
+            Some((url(weed.base_port + 2), url(weed.base_port)))
+        }
     }
 }
 

@@ -282,6 +282,11 @@ impl Ctx<'_> {
         output(&mut c)
     }
 
+    /// With the endpoint a web server that is not S3 (`not_s3_endpoint`).
+    fn not_s3(&self, args: &[&str]) -> Output {
+        self.at(not_s3_endpoint(), args)
+    }
+
     /// On a bucket or table that does not exist.
     fn missing(&self, args: &[&str]) -> Output {
         let mut c = self.cmd(args);
@@ -394,6 +399,24 @@ impl Ctx<'_> {
         admin.put(&object, b"not a lock object").unwrap();
     }
 }
+
+/// A web server that answers every request with a bare 404 (as a
+/// SeaweedFS master does, or any web server), started once: the endpoint
+/// of the cases "an endpoint that is not S3", whose errors must name it.
+fn not_s3_endpoint() -> &'static str {
+    static URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    URL.get_or_init(|| {
+        use host_test::aws_fakes::http::{serve, Request, Response};
+        serve(std::sync::Arc::new(|_: Request| {
+            Response::new(404, "text/plain; charset=utf-8", "404 page not found\n")
+        }))
+        .unwrap()
+    })
+}
+
+/// What a configuration error may take: the component's load, and one
+/// request (not an acquire's wait).
+const AT_ONCE: Duration = Duration::from_secs(10);
 
 /// How long one `s3-lease` of a case may run: one that waits for ever (on
 /// an error retried for ever) is killed and fails its case, rather than
@@ -880,6 +903,15 @@ fn cases() -> Vec<Case> {
         }),
         case(
             "acquire",
+            Code(78),
+            "an endpoint that is not S3",
+            S3_ONLY,
+            |c| c.not_s3(&["acquire", "KEY", "--wait", "30s"]),
+        )
+        .says(not_s3_endpoint())
+        .within(AT_ONCE),
+        case(
+            "acquire",
             Code(81),
             "--check-store on an unsafe store",
             BOTH,
@@ -1063,6 +1095,15 @@ fn cases() -> Vec<Case> {
         case("status", Code(78), "no such bucket or table", BOTH, |c| {
             c.missing(&["status", "KEY"])
         }),
+        case(
+            "status",
+            Code(78),
+            "an endpoint that is not S3",
+            S3_ONLY,
+            |c| c.not_s3(&["status", "KEY"]),
+        )
+        .says(not_s3_endpoint())
+        .within(AT_ONCE),
         // ---- fenced put
         case("fenced put", Code(0), "with a live lease", S3_ONLY, |c| {
             let lease = c.lease_file(&c.lease("h"));
@@ -1279,6 +1320,15 @@ fn cases() -> Vec<Case> {
             |c| c.missing(&["preflight"]),
         )
         .says("no such"),
+        case(
+            "preflight",
+            Code(78),
+            "an endpoint that is not S3",
+            S3_ONLY,
+            |c| c.not_s3(&["preflight"]),
+        )
+        .says(not_s3_endpoint())
+        .within(AT_ONCE),
         case("preflight", Code(81), "an unsafe store", BOTH, |c| {
             c.unsafe_store(&["preflight"]).unwrap_or_else(skipped)
         }),

@@ -266,14 +266,24 @@ fn foreign_and_corrupt_objects_under_the_prefix_never_trap() {
         .unwrap();
     assert_eq!(try_acquire(&mut i, "k", &options(30_000)).unwrap().token, 7);
 
-    // Garbage in place of a LIST reply is an s3 error, then all is well.
+    // A broken LIST page is an s3 error, then all is well.
+    i.hooks.inject(Fault::Respond {
+        status: 200,
+        content_type: "application/xml",
+        body: "<ListBucketResult><Contents><Key>".into(),
+    });
+    match expect_err(i.inspect("k")) {
+        E::S3(e) => assert!(e.message.contains("ListObjectsV2"), "{e:?}"),
+        other => panic!("{other:?}"),
+    }
+    // Garbage in place of one is no S3 store's: a configuration error.
     i.hooks.inject(Fault::Respond {
         status: 200,
         content_type: "application/xml",
         body: "<Nonsense><Key>".into(),
     });
     match expect_err(i.inspect("k")) {
-        E::S3(e) => assert!(e.message.contains("ListObjectsV2"), "{e:?}"),
+        E::InvalidConfig(c) => assert_eq!(c.field, "endpoint", "{c:?}"),
         other => panic!("{other:?}"),
     }
     assert_eq!(i.inspect("k").unwrap().unwrap().unwrap().token, 7);

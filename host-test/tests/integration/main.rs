@@ -29,6 +29,7 @@ mod s3s_fs;
 mod semaphores;
 mod silent_network;
 mod wasip3;
+mod wrong_endpoint;
 
 use host_test::bindings::{Error as LeaseError, Lease, Options};
 use host_test::server::{self, Endpoint};
