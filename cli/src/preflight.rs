@@ -79,7 +79,6 @@ fn print_report(report: &PreflightReport, strategy: Strategy, clock: ExpiryClock
             (Verdict::Fail, true) => "FAIL (silent)".to_string(),
             (Verdict::Fail, false) if report.config_safe => format!("no ({not_needed})"),
             (Verdict::Fail, false) => "FAIL".to_string(),
-            (Verdict::Unknown, _) if report.config_safe => format!("unknown ({not_needed})"),
             (v, _) => v.name().to_string(),
         };
         rows.push([
