@@ -2,6 +2,7 @@
 //! subcommands, and the checks of KEY and OBJECT made before anything is
 //! sent.
 
+use crate::claim::LeaseVar;
 use crate::exit::{self, Failure};
 use crate::{duration, log};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -138,8 +139,10 @@ pub(crate) enum ExpiryClockArg {
 #[derive(Subcommand)]
 pub(crate) enum Cmd {
     /// Hold KEY while CMD runs: wait for it, renew it, stop CMD if it is lost.
+    #[command(after_help = LeaseVar::help())]
     Run(RunArgs),
     /// Run CMD only while leading KEY, campaigning again after losing; or `--watch`.
+    #[command(after_help = LeaseVar::help())]
     Elect(ElectArgs),
     /// Holder, token, liveness and time left of each KEY.
     Status {

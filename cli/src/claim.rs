@@ -29,6 +29,7 @@ use crate::duration::show;
 use crate::exit::{Failure, LOST};
 use crate::signals;
 use crate::tree::{CommandGroup, GroupState};
+pub(crate) use group::LeaseVar;
 use group::{leftovers_line, spawn_group, Stopping};
 use s3_lease_host::LeaseRecord as Lease;
 use std::sync::mpsc::Receiver;

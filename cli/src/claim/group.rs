@@ -10,6 +10,78 @@ use s3_lease_host::LeaseRecord as Lease;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// What `run` and `elect` hand their command about the lease it runs
+/// under (its fencing hand-off), one variable each. The command's
+/// environment and the help text (`help`) are both made from `ALL`, so
+/// neither names a variable the other does not.
+#[derive(Clone, Copy)]
+pub(crate) enum LeaseVar {
+    Key,
+    Token,
+    Holder,
+    Lease,
+}
+
+impl LeaseVar {
+    pub(crate) const ALL: [LeaseVar; 4] = [
+        LeaseVar::Key,
+        LeaseVar::Token,
+        LeaseVar::Holder,
+        LeaseVar::Lease,
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            LeaseVar::Key => "S3LEASE_KEY",
+            LeaseVar::Token => "S3LEASE_TOKEN",
+            LeaseVar::Holder => "S3LEASE_HOLDER",
+            LeaseVar::Lease => "S3LEASE_LEASE",
+        }
+    }
+
+    /// What it holds, for the help text.
+    fn holds(self) -> &'static str {
+        match self {
+            LeaseVar::Key => "the key held",
+            LeaseVar::Token => {
+                "the fencing token: higher with every grant of the key; pass it \
+                 to what the command writes, so a stale holder's writes can be refused"
+            }
+            LeaseVar::Holder => "the holder id",
+            LeaseVar::Lease => {
+                "the sealed lease as JSON: a nested `s3-lease fenced put` or \
+                 `fenced delete` writes with it"
+            }
+        }
+    }
+
+    fn value(self, key: &str, lease: &Lease) -> String {
+        match self {
+            LeaseVar::Key => key.to_string(),
+            LeaseVar::Token => lease.token.to_string(),
+            LeaseVar::Holder => lease.holder_id.clone(),
+            LeaseVar::Lease => json::lease(lease).to_string(),
+        }
+    }
+
+    /// `run --help` and `elect --help`: the command's environment.
+    pub(crate) fn help() -> String {
+        let width = Self::ALL.iter().map(|v| v.name().len()).max().unwrap_or(0);
+        let mut text = String::from("CMD's environment, while it holds the lease:\n");
+        for v in Self::ALL {
+            text.push_str(&format!("  {:width$}  {}\n", v.name(), v.holds()));
+        }
+        text.push_str(
+            "and, so that a nested s3-lease finds the same locks: S3LEASE_BUCKET, \
+             S3LEASE_ENDPOINT (when an endpoint was given), S3LEASE_REGION, and \
+             S3LEASE_PREFIX, S3LEASE_STORE, S3LEASE_TABLE, S3LEASE_CONTAINER, \
+             S3LEASE_STRATEGY and S3LEASE_EXPIRY_CLOCK when set. CMD's AWS \
+             variables are left as they were.",
+        );
+        text
+    }
+}
+
 /// Starts the command, with the lease in its environment, as the leader
 /// of a process group of its own, which the guardian ends at `held_until`
 /// unless fed a later deadline (SIGKILL `kill_after` after SIGTERM).
@@ -25,10 +97,7 @@ pub(super) fn spawn_group(
     let mut c = Command::new(program);
     c.args(args)
         .envs(job.env.iter().map(|(k, v)| (k, v)))
-        .env("S3LEASE_KEY", &job.key)
-        .env("S3LEASE_TOKEN", lease.token.to_string())
-        .env("S3LEASE_HOLDER", &lease.holder_id)
-        .env("S3LEASE_LEASE", json::lease(lease).to_string());
+        .envs(LeaseVar::ALL.map(|v| (v.name(), v.value(&job.key, lease))));
     let warn = |w: &str| job.say("warning", Some(lease.token), w);
     CommandGroup::spawn(c, held_until, job.kill_after, warn).map_err(|e| {
         // The shell's codes: 127 not found, 126 found but not runnable.

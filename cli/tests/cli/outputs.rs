@@ -498,3 +498,84 @@ fn write_file(scene: &Scene, name: &str, bytes: &[u8]) -> std::path::PathBuf {
     std::fs::write(&path, bytes).unwrap();
     path
 }
+
+/// The `S3LEASE_*` variables in the environment `command` (run or elect)
+/// gives its CMD that the caller's environment did not have: the ones
+/// s3-lease sets.
+fn variables_set_for_the_command(scene: &Scene, command: &str) -> Vec<String> {
+    let mut cmd = scene.cmd(&[
+        command,
+        "k",
+        "--bucket",
+        &scene.endpoint.bucket,
+        "--prefix",
+        &scene.prefix,
+        "--endpoint",
+        &scene.endpoint.url,
+        "--region",
+        &scene.endpoint.region,
+        "--strategy",
+        "single-object",
+        "--expiry-clock",
+        "server",
+        "--",
+        "env",
+    ]);
+    cmd.env_remove("S3LEASE_BUCKET")
+        .env_remove("S3LEASE_PREFIX");
+    let mut inherited: std::collections::BTreeSet<String> = std::env::vars_os()
+        .map(|(k, _)| k.to_string_lossy().into_owned())
+        .collect();
+    for (k, v) in cmd.get_envs() {
+        let k = k.to_string_lossy().into_owned();
+        if v.is_some() {
+            inherited.insert(k);
+        } else {
+            inherited.remove(&k);
+        }
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(code(&out), 0, "{command}: {}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .filter_map(|line| line.split_once('=').map(|(name, _)| name.to_string()))
+        .filter(|name| name.starts_with("S3LEASE_") && !inherited.contains(name))
+        .collect()
+}
+
+/// `run --help` and `elect --help` name every variable they set for the
+/// command (read from what the command really gets), the fencing hand-off
+/// among them.
+#[test]
+fn help_names_every_variable_run_and_elect_give_the_command() {
+    let scene = Scene::new("help-env");
+    for command in ["run", "elect"] {
+        let set = variables_set_for_the_command(&scene, command);
+        for handed in [
+            "S3LEASE_KEY",
+            "S3LEASE_TOKEN",
+            "S3LEASE_HOLDER",
+            "S3LEASE_LEASE",
+        ] {
+            assert!(set.iter().any(|s| s == handed), "{command}: {set:?}");
+        }
+        let out = std::process::Command::new(crate::support::bin())
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{command} --help");
+        let help = text(&out.stdout);
+        // Its own section: the flags' `[env: …]` name other variables.
+        let (_, section) = help
+            .split_once("CMD's environment")
+            .unwrap_or_else(|| panic!("{command} --help names no environment:\n{help}"));
+        let unnamed: Vec<&String> = set
+            .iter()
+            .filter(|name| !section.contains(name.as_str()))
+            .collect();
+        assert!(
+            unnamed.is_empty(),
+            "{command} --help does not name {unnamed:?}:\n{help}"
+        );
+    }
+}
