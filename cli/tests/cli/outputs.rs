@@ -486,6 +486,14 @@ fn commands_end_quietly_when_their_stdout_is_closed() {
     assert_eq!((status, stderr.as_str()), (141, ""), "renew");
     assert_eq!(scene.status("k")["live"], false);
 
+    // run shares its stdout with CMD, which gets SIGPIPE as usual (its
+    // default is restored for it): run passes that status on, 128 + 13,
+    // and releases the key.
+    let (status, stderr) =
+        run_with_stdout_closed(scene.cmd(&["--quiet", "run", "k", "--", "sh", "-c", "echo lost"]));
+    assert_eq!((status, stderr.as_str()), (141, ""), "run");
+    assert_eq!(scene.status("k")["live"], false);
+
     // elect --watch stops watching once nobody reads the changes.
     let mut watch = scene.cmd(&["elect", "k", "--watch", "--every", "50ms"]);
     watch.stdin(std::process::Stdio::null());
