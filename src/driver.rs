@@ -7,7 +7,7 @@ use crate::prelude::*;
 use crate::error::Error;
 use crate::lease::Lease;
 use crate::protocol::{AcquireOutcome, Operation, Step};
-use crate::s3::{S3Request, S3Response};
+use crate::s3::{Endpoint, S3Request, S3Response};
 use crate::strategy::single_object::semaphore::SlotOutcome;
 use core::future::Future;
 
@@ -25,12 +25,11 @@ pub trait Io {
     fn monotonic_ms(&mut self) -> u64;
     fn sleep_ms(&mut self, ms: u64) -> impl Future<Output = ()>;
     fn random_u64(&mut self) -> u64;
-    /// The S3 endpoint the requests go to, as the user configured it: a
-    /// reply that shows it is no S3 store ends the operation with a
-    /// configuration error naming it (`s3::not_s3`). `None` for stores
-    /// whose replies are translated (DynamoDB, Azure), which are not held
-    /// to S3's rules.
-    fn s3_endpoint(&self) -> Option<String>;
+    /// The endpoint the requests go to and its store, as configured: a
+    /// reply that shows it is not that store ends the operation with a
+    /// configuration error naming it (`s3::not_the_store`). `None` checks
+    /// nothing.
+    fn endpoint(&self) -> Option<Endpoint>;
     /// Sends the requests at once, so they race at the store, and reads
     /// every reply (in the requests' order). The default sends them one
     /// after another: right for stores applied one request at a time (the
@@ -103,8 +102,8 @@ impl<I: Io, S: Sends<I>> Io for Wrapped<'_, I, S> {
     fn random_u64(&mut self) -> u64 {
         self.io.random_u64()
     }
-    fn s3_endpoint(&self) -> Option<String> {
-        self.io.s3_endpoint()
+    fn endpoint(&self) -> Option<Endpoint> {
+        self.io.endpoint()
     }
     fn correct_signing_clock(&mut self, server_ms: u64) {
         self.io.correct_signing_clock(server_ms);
@@ -224,7 +223,7 @@ pub async fn run<O: Operation>(io: &mut impl Io, mut op: O) -> Result<O::Output,
 /// doing (a write's recovery would only ask the same wrong server again),
 /// and the caller's retries stop on it (`Error::is_transient`).
 fn not_the_store(io: &impl Io, request: &S3Request, reply: &S3Response) -> Option<Error> {
-    crate::s3::not_s3(&io.s3_endpoint()?, request, reply)
+    crate::s3::not_the_store(&io.endpoint()?, request, reply)
 }
 
 /// Sends a request; if the server refuses its signing time as skewed (403

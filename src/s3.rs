@@ -284,11 +284,36 @@ impl S3Response {
     }
 }
 
-/// The configuration error for a reply that shows `endpoint` is not an
-/// S3 store at all (a SeaweedFS filer's or master's port, any web server),
-/// or `None` for a reply S3 could have sent. The one definition: the
-/// driver applies it to every reply of every operation (`driver::run`),
-/// so a wrong endpoint ends the first request, before anything is written.
+/// The kind of store a client is configured for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    S3,
+    DynamoDb,
+    AzureBlob,
+}
+
+/// Where a client's requests go, as a reply showing that it is not the
+/// configured store names it (`not_the_store`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub store: StoreKind,
+    /// `scheme://authority`, as configured.
+    pub url: String,
+}
+
+/// Set on a reply by a store translation (`dynamodb`, `azure`) that found
+/// the server's reply is not its store's at all: what came back and what
+/// the store sends (`not_the_store` reads it). Never taken from a server.
+pub const NOT_THE_STORE_HEADER: &str = "x-s3lease-not-the-store";
+
+/// The configuration error for a reply that shows `endpoint` is not the
+/// configured store at all (a SeaweedFS filer's or master's port, any web
+/// server), or `None` for a reply the store could have sent. The one
+/// definition: the driver applies it to every reply of every operation
+/// (`driver::run`), so a wrong endpoint ends the first request, before
+/// anything is written. An S3 reply is judged here; DynamoDB's and Azure's
+/// by their translations, before they are read as S3's
+/// (`NOT_THE_STORE_HEADER`).
 ///
 /// Only what real S3 and every compatible store we know (SeaweedFS,
 /// MinIO, R2, Ceph...) all do is required, so none is refused: a 404 to a
@@ -298,25 +323,38 @@ impl S3Response {
 /// `<ListBucketResult>`. Other statuses (5xx, 403, 409, 412...) are read as
 /// they are: transient, or already typed. HEAD replies have no body, and
 /// one too large to read is not judged by its body.
-pub fn not_s3(endpoint: &str, req: &S3Request, reply: &S3Response) -> Option<Error> {
-    let what = not_s3_reply(req, reply)?;
+pub fn not_the_store(endpoint: &Endpoint, req: &S3Request, reply: &S3Response) -> Option<Error> {
+    let what = match (reply.header(NOT_THE_STORE_HEADER), endpoint.store) {
+        (Some(what), _) => what.to_string(),
+        (None, StoreKind::S3) => not_s3_reply(req, reply)?,
+        (None, StoreKind::DynamoDb | StoreKind::AzureBlob) => return None,
+    };
+    let not = match endpoint.store {
+        StoreKind::S3 => {
+            "not an S3 endpoint (the S3 API's port, and not, say, a SeaweedFS filer's or master's?)"
+        }
+        StoreKind::DynamoDb => "not a DynamoDB endpoint",
+        StoreKind::AzureBlob => "not an Azure Blob endpoint (the account's blob service?)",
+    };
     Some(Error::invalid_config(
         "endpoint",
-        format!(
-            "{endpoint} answered {what}: not an S3 endpoint (the S3 API's port, \
-             and not, say, a SeaweedFS filer's or master's?)"
-        ),
+        format!("{} answered {what}: {not}", endpoint.url),
     ))
+}
+
+/// What a request is, as a wrong endpoint's error says what it answered.
+pub fn described(req: &S3Request) -> String {
+    if req.object_key.is_empty() && req.query.iter().any(|(k, _)| k == "list-type") {
+        "a LIST of the bucket".to_string()
+    } else {
+        format!("{} {:?}", req.method.as_str(), req.object_key)
+    }
 }
 
 /// What `reply` to `req` has that S3's would not, and what S3 sends there.
 fn not_s3_reply(req: &S3Request, reply: &S3Response) -> Option<String> {
     let is_list = req.object_key.is_empty() && req.query.iter().any(|(k, _)| k == "list-type");
-    let target = if is_list {
-        "a LIST of the bucket".to_string()
-    } else {
-        format!("{} {:?}", req.method.as_str(), req.object_key)
-    };
+    let target = described(req);
     let status = reply.status;
     let readable = reply.body_too_large.is_none();
     match req.method {
@@ -802,7 +840,11 @@ mod tests {
     const ENDPOINT: &str = "http://127.0.0.1:8888";
 
     fn judged(req: &S3Request, reply: &S3Response) -> Option<String> {
-        not_s3(ENDPOINT, req, reply).map(|e| match e {
+        let endpoint = Endpoint {
+            store: StoreKind::S3,
+            url: ENDPOINT.into(),
+        };
+        not_the_store(&endpoint, req, reply).map(|e| match e {
             Error::InvalidConfig { field, reason } => {
                 assert_eq!(field, "endpoint");
                 assert!(reason.starts_with(ENDPOINT), "{reason}");

@@ -7,7 +7,9 @@
 use crate::azure;
 use crate::config::{ClientConfig, Store};
 use crate::dynamodb;
-use crate::s3::{self, HttpRequest, S3Request, S3Response, UNREADABLE_HEADER};
+use crate::s3::{
+    self, HttpRequest, S3Request, S3Response, NOT_THE_STORE_HEADER, UNREADABLE_HEADER,
+};
 
 /// Signs `req` for the configured store at `unix_seconds`.
 pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> HttpRequest {
@@ -21,12 +23,15 @@ pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> Htt
 /// The store's reply to `prepare(req)`, as the protocol reads replies.
 pub fn read_reply(config: &ClientConfig, req: &S3Request, reply: S3Response) -> S3Response {
     match &config.store {
-        // The translation's own header means nothing from a server.
+        // The translations' own headers mean nothing from a server.
         Store::S3 => S3Response {
             headers: reply
                 .headers
                 .into_iter()
-                .filter(|(k, _)| !k.eq_ignore_ascii_case(UNREADABLE_HEADER))
+                .filter(|(k, _)| {
+                    !k.eq_ignore_ascii_case(UNREADABLE_HEADER)
+                        && !k.eq_ignore_ascii_case(NOT_THE_STORE_HEADER)
+                })
                 .collect(),
             ..reply
         },

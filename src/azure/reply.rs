@@ -23,7 +23,7 @@
 use crate::prelude::*;
 
 use super::{s3_metadata_name, S3_META};
-use crate::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
+use crate::s3::{Method, S3Request, S3Response, NOT_THE_STORE_HEADER, UNREADABLE_HEADER};
 
 /// Azure's request id header (lowercased, as replies' headers are).
 const REQUEST_ID: &str = "x-ms-request-id";
@@ -36,13 +36,21 @@ pub fn read_reply(req: &S3Request, r: S3Response) -> S3Response {
     for (name, value) in r.headers {
         // Only Azure's metadata counts, and the translations' own
         // header means nothing from a server.
-        if name.starts_with(S3_META) || name.eq_ignore_ascii_case(UNREADABLE_HEADER) {
+        if name.starts_with(S3_META)
+            || name.eq_ignore_ascii_case(UNREADABLE_HEADER)
+            || name.eq_ignore_ascii_case(NOT_THE_STORE_HEADER)
+        {
             continue;
         }
         match s3_metadata_name(&name) {
             Some(s3) => headers.push((s3, value)),
             None => headers.push((name, value)),
         }
+    }
+    if let Some(what) = not_azure(req, &headers, r.status, &r.body) {
+        // As it came, marked: the driver ends the operation on it.
+        headers.push((NOT_THE_STORE_HEADER.into(), what));
+        return S3Response { headers, ..r };
     }
     let status = match (req.method, r.status) {
         (Method::Put, 201) => 200,
@@ -58,6 +66,36 @@ pub fn read_reply(req: &S3Request, r: S3Response) -> S3Response {
         return r;
     }
     error_reply(r)
+}
+
+/// What a reply has that no Blob service reply has, when it shows the
+/// endpoint is not Azure's (`s3::not_the_store`): Azure sends its request
+/// id on every reply, and an error code on every error, a 404 included
+/// (`x-ms-error-code`, HEAD's too). Other statuses (403, 409, 412, 5xx, a
+/// proxy's 502) are read as they are.
+fn not_azure(
+    req: &S3Request,
+    headers: &[(String, String)],
+    status: u16,
+    body: &[u8],
+) -> Option<String> {
+    let has = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    let target = crate::s3::described(req);
+    if status == 404 && !has(ERROR_CODE) {
+        let body = String::from_utf8_lossy(body);
+        if xml_text(&body, "Code").is_none_or(|c| c.is_empty()) {
+            return Some(format!(
+                "{target} with 404 and no Azure error code (Azure sends x-ms-error-code, \
+                 such as BlobNotFound)"
+            ));
+        }
+    }
+    if (200..300).contains(&status) && !has(REQUEST_ID) {
+        return Some(format!(
+            "{target} with {status} and no x-ms-request-id (Azure sends one on every reply)"
+        ));
+    }
+    None
 }
 
 fn error_reply(r: S3Response) -> S3Response {

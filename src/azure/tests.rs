@@ -369,6 +369,8 @@ fn azures_answers_are_the_protocols() {
             ("x-ms-meta-s3lease_token".into(), "9".into()),
             ("x-amz-meta-s3lease-lock".into(), "forged".into()),
             (crate::s3::UNREADABLE_HEADER.into(), "forged".into()),
+            (crate::s3::NOT_THE_STORE_HEADER.into(), "forged".into()),
+            ("x-ms-request-id".into(), "R1".into()),
         ],
         ..S3Response::default()
     };
@@ -377,6 +379,7 @@ fn azures_answers_are_the_protocols() {
     assert_eq!(r.header(META_TOKEN), Some("9"));
     assert_eq!(r.header("x-amz-meta-s3lease-lock"), None);
     assert_eq!(r.header(crate::s3::UNREADABLE_HEADER), None);
+    assert_eq!(r.header(crate::s3::NOT_THE_STORE_HEADER), None);
     let del = S3Request::new(Method::Delete, "k", 10);
     assert_eq!(
         read_reply(&del, S3Response { status: 202, ..ok }).status,
@@ -389,6 +392,71 @@ fn azures_answers_are_the_protocols() {
         ..S3Response::default()
     };
     assert_eq!(read_reply(&get, html.clone()), html);
+}
+
+/// The wrong endpoint's error `reply` to `req` ends an Azure client's
+/// operation with, if any.
+fn judged(req: &S3Request, reply: S3Response) -> Option<String> {
+    let endpoint = crate::s3::Endpoint {
+        store: crate::s3::StoreKind::AzureBlob,
+        url: "http://127.0.0.1:8888".into(),
+    };
+    let read = read_reply(req, reply);
+    crate::s3::not_the_store(&endpoint, req, &read).map(|e| match e {
+        Error::InvalidConfig { field, reason } => {
+            assert_eq!(field, "endpoint");
+            assert!(
+                reason.starts_with("http://127.0.0.1:8888 answered"),
+                "{reason}"
+            );
+            assert!(reason.contains("not an Azure Blob endpoint"), "{reason}");
+            reason
+        }
+        other => panic!("{other:?}"),
+    })
+}
+
+#[test]
+fn a_reply_no_blob_service_sends_is_a_wrong_endpoint() {
+    let reply = |status: u16, headers: &[(&str, &str)], body: &str| S3Response {
+        status,
+        headers: headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        body: body.as_bytes().to_vec(),
+        body_too_large: None,
+    };
+    let id = ("x-ms-request-id", "R1");
+    let get = S3Request::new(Method::Get, "k", 1024);
+    let put = S3Request::new(Method::Put, "k", 1024).body("application/json", b"{}".to_vec());
+    let head = S3Request::new(Method::Head, "k", 1024);
+    for req in [&get, &put, &head] {
+        for body in ["", "404 page not found\n", "<html>not here</html>"] {
+            let reason = judged(req, reply(404, &[id], body)).unwrap();
+            assert!(
+                reason.contains("with 404 and no Azure error code"),
+                "{reason}"
+            );
+        }
+        // A success without Azure's request id: a filer's 201, say.
+        let reason = judged(req, reply(201, &[("etag", "\"e\"")], "{}")).unwrap();
+        assert!(reason.contains("no x-ms-request-id"), "{reason}");
+    }
+    // Azure's own replies: a 404 with its code (a HEAD's in the header).
+    let not_found = "<Error><Code>BlobNotFound</Code><Message>gone</Message></Error>";
+    assert_eq!(judged(&get, reply(404, &[id], not_found)), None);
+    let code = ("x-ms-error-code", "BlobNotFound");
+    assert_eq!(judged(&head, reply(404, &[id, code], "")), None);
+    assert_eq!(judged(&put, reply(201, &[id, ("etag", "\"e\"")], "")), None);
+    // Other statuses are read as before, whatever their body.
+    for status in [400, 403, 409, 412, 500, 502, 503] {
+        assert_eq!(
+            judged(&get, reply(status, &[], "<html>busy</html>")),
+            None,
+            "{status}"
+        );
+    }
 }
 
 #[test]
@@ -619,8 +687,11 @@ impl crate::driver::Io for SkewedIo<'_> {
     fn random_u64(&mut self) -> u64 {
         crate::driver::Io::random_u64(self.io)
     }
-    fn s3_endpoint(&self) -> Option<String> {
-        None
+    fn endpoint(&self) -> Option<crate::s3::Endpoint> {
+        Some(crate::s3::Endpoint {
+            store: crate::s3::StoreKind::AzureBlob,
+            url: crate::testing::model_io::MODEL_ENDPOINT.into(),
+        })
     }
 }
 

@@ -18,7 +18,7 @@
 use crate::prelude::*;
 
 use super::{decode_item, version_of, TARGET_HEADER};
-use crate::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
+use crate::s3::{Method, S3Request, S3Response, NOT_THE_STORE_HEADER, UNREADABLE_HEADER};
 use serde_json::Value;
 
 /// DynamoDB's request id header (lowercased, as replies' headers are).
@@ -33,7 +33,14 @@ pub const THROTTLING_CODES: [&str; 3] = [
 
 /// The S3 reply `req` would have had, from DynamoDB's reply `r` to its
 /// translation.
-pub fn read_reply(req: &S3Request, r: S3Response) -> S3Response {
+pub fn read_reply(req: &S3Request, mut r: S3Response) -> S3Response {
+    r.headers
+        .retain(|(k, _)| !k.eq_ignore_ascii_case(NOT_THE_STORE_HEADER));
+    if let Some(what) = not_dynamodb(req, &r) {
+        // As it came, marked: the driver ends the operation on it.
+        r.headers.push((NOT_THE_STORE_HEADER.into(), what));
+        return r;
+    }
     if r.status != 200 {
         return error_reply(r);
     }
@@ -55,6 +62,40 @@ pub fn read_reply(req: &S3Request, r: S3Response) -> S3Response {
         },
         Method::Get | Method::Head => item_reply(req, r),
     }
+}
+
+/// What `r` has that no DynamoDB reply has, when it shows the endpoint is
+/// not DynamoDB (`s3::not_the_store`): DynamoDB answers 200 with a JSON
+/// object and its request id, and never 404 (a missing table is a 400
+/// with a `__type`). Other statuses (400, 403, 5xx, a proxy's 502) are
+/// read as they are.
+fn not_dynamodb(req: &S3Request, r: &S3Response) -> Option<String> {
+    let target = crate::s3::described(req);
+    let status = r.status;
+    if status == 404 && dynamodb_error(&r.body).is_none() {
+        return Some(format!(
+            "{target} with 404 and no DynamoDB error (DynamoDB answers JSON \
+             with a __type, never 404)"
+        ));
+    }
+    if !(200..300).contains(&status) {
+        return None;
+    }
+    if status != 200 {
+        return Some(format!("{target} with {status} (DynamoDB answers 200)"));
+    }
+    if r.header(REQUEST_ID).is_none() {
+        return Some(format!(
+            "{target} with 200 and no x-amzn-RequestId (DynamoDB sends one on every reply)"
+        ));
+    }
+    let json = serde_json::from_slice::<Value>(&r.body);
+    if r.body_too_large.is_none() && !matches!(json, Ok(Value::Object(_))) {
+        return Some(format!(
+            "{target} with 200 and a body that is not a JSON object (DynamoDB's always is)"
+        ));
+    }
+    None
 }
 
 fn item_reply(req: &S3Request, r: S3Response) -> S3Response {

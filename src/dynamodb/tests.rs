@@ -515,13 +515,18 @@ fn a_server_cannot_call_an_item_unreadable_with_the_translations_own_header() {
     }});
     let reply = crate::s3::S3Response {
         status: 200,
-        headers: vec![(crate::s3::UNREADABLE_HEADER.into(), "forged".into())],
+        headers: vec![
+            (crate::s3::UNREADABLE_HEADER.into(), "forged".into()),
+            (crate::s3::NOT_THE_STORE_HEADER.into(), "forged".into()),
+            ("x-amzn-requestid".into(), "R1".into()),
+        ],
         body: serde_json::to_vec(&item).unwrap(),
         body_too_large: None,
     };
     let req = S3Request::new(Method::Get, "locks/k", 1024);
     let read = read_reply(&req, reply.clone());
     assert_eq!(read.header(crate::s3::UNREADABLE_HEADER), None);
+    assert_eq!(read.header(crate::s3::NOT_THE_STORE_HEADER), None);
     assert_eq!(read.etag(), Some("v1"));
     // Nor an S3 server, through the same door.
     let s3_config = ClientConfig {
@@ -530,6 +535,77 @@ fn a_server_cannot_call_an_item_unreadable_with_the_translations_own_header() {
     };
     let s3 = crate::wire::read_reply(&s3_config, &req, reply);
     assert_eq!(s3.header(crate::s3::UNREADABLE_HEADER), None);
+    assert_eq!(s3.header(crate::s3::NOT_THE_STORE_HEADER), None);
+}
+
+/// The wrong endpoint's error `reply` to `req` ends a DynamoDB client's
+/// operation with, if any.
+fn judged(req: &S3Request, reply: crate::s3::S3Response) -> Option<String> {
+    let endpoint = crate::s3::Endpoint {
+        store: crate::s3::StoreKind::DynamoDb,
+        url: "http://127.0.0.1:8888".into(),
+    };
+    let read = read_reply(req, reply);
+    crate::s3::not_the_store(&endpoint, req, &read).map(|e| match e {
+        Error::InvalidConfig { field, reason } => {
+            assert_eq!(field, "endpoint");
+            assert!(
+                reason.starts_with("http://127.0.0.1:8888 answered"),
+                "{reason}"
+            );
+            assert!(reason.ends_with("not a DynamoDB endpoint"), "{reason}");
+            reason
+        }
+        other => panic!("{other:?}"),
+    })
+}
+
+#[test]
+fn a_reply_no_dynamodb_sends_is_a_wrong_endpoint() {
+    let reply = |status: u16, headers: &[(&str, &str)], body: &str| crate::s3::S3Response {
+        status,
+        headers: headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        body: body.as_bytes().to_vec(),
+        body_too_large: None,
+    };
+    let id = [("x-amzn-requestid", "R1")];
+    let get = S3Request::new(Method::Get, "locks/k", 1024);
+    let put = S3Request::new(Method::Put, "locks/k", 1024).body("application/json", b"{}".to_vec());
+    for req in [&get, &put] {
+        // A bare or HTML 404: a SeaweedFS master, any web server.
+        for body in ["", "404 page not found\n", "<html>not here</html>"] {
+            let reason = judged(req, reply(404, &[], body)).unwrap();
+            assert!(
+                reason.contains("with 404 and no DynamoDB error"),
+                "{reason}"
+            );
+        }
+        // A filer's 201; a 200 without DynamoDB's request id or JSON.
+        assert!(judged(req, reply(201, &id, "{}"))
+            .unwrap()
+            .contains("with 201"));
+        let reason = judged(req, reply(200, &[], "{}")).unwrap();
+        assert!(reason.contains("no x-amzn-RequestId"), "{reason}");
+        let reason = judged(req, reply(200, &id, "<html>index</html>")).unwrap();
+        assert!(reason.contains("not a JSON object"), "{reason}");
+    }
+    // DynamoDB's own replies.
+    assert_eq!(judged(&get, reply(200, &id, "{}")), None);
+    assert_eq!(judged(&put, reply(200, &id, "{}")), None);
+    let missing =
+        r#"{"__type":"com.amazonaws.dynamodb.v20120810#ResourceNotFoundException","message":"no"}"#;
+    assert_eq!(judged(&get, reply(400, &id, missing)), None);
+    // Other statuses are read as before, whatever their body.
+    for status in [400, 403, 409, 412, 429, 500, 502, 503] {
+        assert_eq!(
+            judged(&get, reply(status, &[], "<html>busy</html>")),
+            None,
+            "{status}"
+        );
+    }
 }
 
 mod sweeper;

@@ -694,7 +694,7 @@ fn odd_replies_at_any_step_never_panic_and_always_report_every_capability() {
                     );
                 }
                 // A reply no S3 store sends ends it where it comes: the
-                // endpoint is not S3 (`s3::not_s3`).
+                // endpoint is not S3 (`s3::not_the_store`).
                 Err(Error::InvalidConfig { field, .. }) if field == "endpoint" => {}
                 Err(e) => assert_eq!(at, 1, "only the first request may end it: {e:?}"),
             }

@@ -512,6 +512,9 @@ impl Model for AzureModel {
     fn now_ms(&self) -> u64 {
         self.now_ms
     }
+    fn store_kind(&self) -> crate::s3::StoreKind {
+        crate::s3::StoreKind::AzureBlob
+    }
 }
 
 /// One client talking to the Azure model: the `Io` of unit tests, its wall

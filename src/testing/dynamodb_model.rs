@@ -341,6 +341,9 @@ impl crate::testing::model_io::Model for DynamoModel {
     fn now_ms(&self) -> u64 {
         self.now_ms
     }
+    fn store_kind(&self) -> crate::s3::StoreKind {
+        crate::s3::StoreKind::DynamoDb
+    }
 }
 
 /// One client talking to the DynamoDB model: the `Io` of unit tests.

@@ -6,7 +6,7 @@
 use super::s3_model::S3Model;
 use crate::driver::Io;
 use crate::error::Error;
-use crate::s3::{S3Request, S3Response};
+use crate::s3::{Endpoint, S3Request, S3Response, StoreKind};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -18,12 +18,9 @@ pub trait Model {
     /// The store's clock moves on.
     fn advance(&mut self, ms: u64);
     fn now_ms(&self) -> u64;
-    /// Answers as S3 does (not through a store's translation): its
-    /// clients hold its replies to S3's rules (`s3::not_s3`), as the
-    /// component does a real S3 store's.
-    fn is_s3(&self) -> bool {
-        false
-    }
+    /// The store it answers as: its clients judge its replies as that
+    /// store's (`s3::not_the_store`), as the component does a real one's.
+    fn store_kind(&self) -> StoreKind;
 }
 
 /// The endpoint a model's clients name in a wrong endpoint's error.
@@ -39,8 +36,8 @@ impl Model for S3Model {
     fn now_ms(&self) -> u64 {
         self.now_ms
     }
-    fn is_s3(&self) -> bool {
-        true
+    fn store_kind(&self) -> StoreKind {
+        StoreKind::S3
     }
 }
 
@@ -56,8 +53,8 @@ impl<M: Model> Model for Rc<RefCell<M>> {
     fn now_ms(&self) -> u64 {
         self.borrow().now_ms()
     }
-    fn is_s3(&self) -> bool {
-        self.borrow().is_s3()
+    fn store_kind(&self) -> StoreKind {
+        self.borrow().store_kind()
     }
 }
 
@@ -163,8 +160,11 @@ impl<S: Model> Io for ModelIo<S> {
         self.advance(ms);
     }
 
-    fn s3_endpoint(&self) -> Option<String> {
-        self.store.is_s3().then(|| MODEL_ENDPOINT.to_string())
+    fn endpoint(&self) -> Option<Endpoint> {
+        Some(Endpoint {
+            store: self.store.store_kind(),
+            url: MODEL_ENDPOINT.into(),
+        })
     }
 
     fn random_u64(&mut self) -> u64 {

@@ -466,7 +466,7 @@ impl S3Model {
 }
 
 /// S3's 404 for a missing object, as the model sends it: a test's
-/// scripted "missing" reply (a bare 404 is no S3 store's: `s3::not_s3`).
+/// scripted "missing" reply (a bare 404 is no S3 store's: `s3::not_the_store`).
 pub fn no_such_key() -> S3Response {
     error_reply(&Refusal::no_such_key(), "scripted")
 }

@@ -10,7 +10,7 @@ use crate::bindings::wasi::http::types::{ErrorCode, Method as HttpMethod, Scheme
 use crate::config::{AzureCredential, ClientConfig, Scheme, Store};
 use crate::driver::Io;
 use crate::error::Error;
-use crate::s3::{HttpRequest, Method, S3Request, S3Response};
+use crate::s3::{Endpoint, HttpRequest, Method, S3Request, S3Response, StoreKind};
 use crate::sigv4::Credentials;
 use crate::wire;
 use core::cell::{Cell, RefCell};
@@ -95,13 +95,20 @@ impl Io for WasiIo<'_> {
         wasi::random_u64()
     }
 
-    fn s3_endpoint(&self) -> Option<String> {
+    fn endpoint(&self) -> Option<Endpoint> {
         let scheme = match self.config.scheme {
             Scheme::Http => "http",
             Scheme::Https => "https",
         };
-        matches!(self.config.store, Store::S3)
-            .then(|| format!("{scheme}://{}", self.config.endpoint_authority))
+        let store = match self.config.store {
+            Store::S3 => StoreKind::S3,
+            Store::DynamoDb { .. } => StoreKind::DynamoDb,
+            Store::AzureBlob(_) => StoreKind::AzureBlob,
+        };
+        Some(Endpoint {
+            store,
+            url: format!("{scheme}://{}", self.config.endpoint_authority),
+        })
     }
 }
 

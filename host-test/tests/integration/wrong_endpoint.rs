@@ -1,7 +1,8 @@
-//! An endpoint that is not S3 (the shared SeaweedFS's filer or master
-//! port, any web server that answers a bare 404) is a configuration error
-//! at the first request: every call ends with `invalid-config` on
-//! `endpoint`, naming it, and nothing is written there.
+//! An endpoint that is not the configured store (the shared SeaweedFS's
+//! filer or master port, any web server that answers a bare 404) is a
+//! configuration error at the first request: every call ends with
+//! `invalid-config` on `endpoint`, naming it, and nothing is written there.
+//! On S3, and on DynamoDB and Azure Blob stores too.
 
 use super::*;
 use host_test::aws_fakes::http::{self, Request, Response};
@@ -26,21 +27,19 @@ fn bare_404_server() -> (String, Arc<Mutex<Vec<String>>>) {
     (url, seen)
 }
 
-/// The error is the wrong endpoint's, naming `url`.
+/// The error is the wrong endpoint's, naming `url` and saying it is
+/// `not` the store's.
 fn assert_wrong_endpoint<T: std::fmt::Debug>(
     call: &str,
     url: &str,
+    not: &str,
     r: anyhow::Result<Result<T, E>>,
 ) {
     match expect_err(r) {
         E::InvalidConfig(c) => {
             assert_eq!(c.field, "endpoint", "{call}: {c:?}");
             assert!(c.reason.starts_with(url), "{call}: {}", c.reason);
-            assert!(
-                c.reason.contains("not an S3 endpoint"),
-                "{call}: {}",
-                c.reason
-            );
+            assert!(c.reason.contains(not), "{call}: {}", c.reason);
         }
         other => panic!("{call}: expected invalid-config endpoint, got {other:?}"),
     }
@@ -50,12 +49,19 @@ fn assert_wrong_endpoint<T: std::fmt::Debug>(
 fn every_call_refused(url: &str, prefix: &str) {
     let mut config = endpoint().config(prefix);
     config.endpoint = url.to_string();
-    let mut i = opened_with(&config);
+    every_call_refused_with(&config, "not an S3 endpoint");
+}
+
+fn every_call_refused_with(config: &host_test::bindings::Config, not: &str) {
+    let url = config.endpoint.as_str();
+    let mut i = opened_with(config);
     let started = Instant::now();
-    assert_wrong_endpoint("try-acquire", url, i.try_acquire("k", &options(30_000)));
-    assert_wrong_endpoint("acquire", url, i.acquire("k", &options(30_000), 30_000));
-    assert_wrong_endpoint("inspect", url, i.inspect("k"));
-    assert_wrong_endpoint("preflight", url, i.preflight());
+    let try_once = i.try_acquire("k", &options(30_000));
+    assert_wrong_endpoint("try-acquire", url, not, try_once);
+    let waited = i.acquire("k", &options(30_000), 30_000);
+    assert_wrong_endpoint("acquire", url, not, waited);
+    assert_wrong_endpoint("inspect", url, not, i.inspect("k"));
+    assert_wrong_endpoint("preflight", url, not, i.preflight());
     assert!(started.elapsed() < AT_ONCE, "{:?}", started.elapsed());
 }
 
@@ -68,6 +74,23 @@ fn a_server_that_answers_a_bare_404_is_refused_before_anything_is_written() {
     assert!(seen.iter().all(|m| m == "GET"), "{seen:?}");
     // One request per call, none retried (an acquire's deadline included).
     assert_eq!(seen.len(), 4, "{seen:?}");
+}
+
+#[test]
+fn a_dynamodb_or_azure_store_at_a_bare_404_is_refused_at_its_first_request() {
+    let (url, seen) = bare_404_server();
+    let prefix = fresh_prefix("bare-404-stores");
+    let mut dynamodb = host_test::dynalite::shared().config("s3lease-table", &prefix);
+    dynamodb.endpoint = url.clone();
+    every_call_refused_with(&dynamodb, "not a DynamoDB endpoint");
+    let mut azure = host_test::azurite::shared().config(&prefix);
+    azure.endpoint = url.clone();
+    every_call_refused_with(&azure, "not an Azure Blob endpoint");
+    // One request per call, none retried: nothing written.
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 8, "{seen:?}");
+    assert!(seen.iter().all(|m| m == "GET" || m == "POST"), "{seen:?}");
+    assert_eq!(seen.iter().filter(|m| *m == "GET").count(), 4, "{seen:?}");
 }
 
 /// A GET of `path` on `url` by hand: its status.

@@ -13,7 +13,7 @@ use super::world::World;
 use super::START_MS;
 use crate::driver::Io;
 use crate::error::Error;
-use crate::s3::{S3Request, S3Response};
+use crate::s3::{Endpoint, S3Request, S3Response, StoreKind};
 use std::cell::RefCell;
 use std::future::poll_fn;
 use std::rc::Rc;
@@ -156,8 +156,15 @@ impl Io for SimIo {
         self.with(|w, _| w.rng.next_u64())
     }
 
-    fn s3_endpoint(&self) -> Option<String> {
-        let is_s3 = self.with(|w, _| matches!(w.store, SimStore::S3(_)));
-        is_s3.then(|| crate::testing::model_io::MODEL_ENDPOINT.to_string())
+    fn endpoint(&self) -> Option<Endpoint> {
+        let store = self.with(|w, _| match w.store {
+            SimStore::S3(_) => StoreKind::S3,
+            SimStore::DynamoDb(_) => StoreKind::DynamoDb,
+            SimStore::Azure(_) => StoreKind::AzureBlob,
+        });
+        Some(Endpoint {
+            store,
+            url: crate::testing::model_io::MODEL_ENDPOINT.into(),
+        })
     }
 }
