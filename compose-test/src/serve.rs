@@ -155,6 +155,11 @@ impl Server {
         }
     }
 
+    /// Everything the server and the component have written so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let start = text.len().saturating_sub(4000);

@@ -5,7 +5,10 @@
 //! project's history checker judges those: one request at a time inside
 //! the downstream per key, tokens rising per key. Different keys run at
 //! once. A held key answers 503 with Retry-After and its holder; a client
-//! that leaves mid-body does not keep the key.
+//! that leaves mid-body does not keep the key. A store nobody listens on
+//! is a 502 naming the typed error, with nothing forwarded; a downstream
+//! that fails frees its key at once (or, under jco serve, which ends on
+//! it, at its ttl).
 
 use super::{endpoint, fresh_prefix, function_env, observer, serial, Build};
 use compose_test::http::{self, Reply};
@@ -64,13 +67,18 @@ fn gate_env(prefix: &str) -> Vec<(String, String)> {
     env
 }
 
+#[derive(Clone, Copy)]
 enum Runtime {
     Wasmtime(Build),
     Jco,
 }
 
 fn serve(runtime: Runtime, prefix: &str) -> Server {
-    let env = gate_env(prefix);
+    serve_with(runtime, &gate_env(prefix))
+}
+
+fn serve_with(runtime: Runtime, env: &[(String, String)]) -> Server {
+    let env = env.to_vec();
     // `/` names no key: the gate answers 400 before anything is locked.
     match runtime {
         Runtime::Wasmtime(build) => Server::wasmtime_ready_on(
@@ -456,6 +464,113 @@ fn a_body_streaming_past_the_ttl_keeps_its_key(name: &str, server: &Server) {
     );
 }
 
+/// What gate-downstream writes to stderr on entering (its record of every
+/// request that reached it), as the server's log has it.
+const ENTERED: &str = "gate-downstream: entered ";
+
+/// A downstream that fails (gate-downstream's `?fail=1`), judged by what
+/// each runtime does with it:
+/// - WASI 0.3 (`handle` returns an error): the gate answers `502
+///   downstream` naming the error, having released the key: the next
+///   request for it is granted at once;
+/// - WASI 0.2 under `wasmtime serve` (the outparam set to the error): the
+///   host answers 500, the gate releases when `handle` returns: granted at
+///   once too;
+/// - WASI 0.2 under `jco serve`: preview2-shim ends the process on an
+///   outparam set to an error (no reply, and the gate's release never
+///   runs), so the key is left to lapse at its ttl. The server is gone
+///   afterwards: this check comes last.
+fn a_failing_downstream(name: &str, server: &Server, prefix: &str, runtime: Runtime) {
+    let path = "/keys/fails?fail=1";
+    let reply = http::request(server.addr, "POST", path);
+    assert!(
+        server.log().contains(&format!("{ENTERED}{path}")),
+        "{name}: the downstream was not reached: {}",
+        server.log_tail()
+    );
+    let mut observer = observer(prefix);
+    let mut inspect = || {
+        observer
+            .inspect("keys/fails")
+            .expect("no trap")
+            .expect("inspect")
+            .unwrap_or_else(|| panic!("{name}: keys/fails was never locked"))
+    };
+    match runtime {
+        Runtime::Wasmtime(Build::Wasip3) => {
+            let reply = reply.expect("a reply");
+            assert_eq!(reply.status, 502, "{name}: {reply:?}");
+            assert_eq!(reply.json()["error"], "downstream", "{name}: {reply:?}");
+            let message = reply.json()["message"].as_str().unwrap_or("").to_string();
+            assert!(
+                message.contains("told to fail"),
+                "{name}: the message does not name the downstream's error: {reply:?}"
+            );
+        }
+        Runtime::Wasmtime(_) => {
+            let reply = reply.expect("a reply");
+            assert_eq!(reply.status, 500, "{name}: {reply:?}");
+        }
+        Runtime::Jco => {
+            assert!(reply.is_err(), "{name}: {reply:?}");
+            let state = inspect();
+            // Held, not released, and for its ttl (nobody renews it).
+            assert!(
+                state.live && state.expires_at_ms == state.acquired_at_ms + TTL_MS,
+                "{name}: {state:?}"
+            );
+            // Free once that ttl is over, as the observer's expiry clock
+            // judges it (with its margins for the store's clock).
+            let lapsing = Instant::now();
+            let bound = Duration::from_millis(state.expires_in_ms + 1_000);
+            while inspect().live {
+                assert!(
+                    lapsing.elapsed() < bound,
+                    "{name}: keys/fails is still held {:?} after its downstream failed (ttl {TTL_MS} ms): {state:?}",
+                    lapsing.elapsed()
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            println!(
+                "{name}: a failing downstream ends jco serve; its key lapsed {:?} later",
+                lapsing.elapsed()
+            );
+            assert!(
+                http::request(server.addr, "POST", "/keys/fails").is_err(),
+                "{name}: jco serve still serves after an outparam set to an error"
+            );
+            return;
+        }
+    }
+    // Released, not left to lapse: the release may land a moment after
+    // the reply (0.2: after `handle` returns).
+    let freed = Instant::now();
+    loop {
+        let state = inspect();
+        if state.expires_at_ms == 0 {
+            break;
+        }
+        assert!(
+            freed.elapsed() < Duration::from_millis(500),
+            "{name}: keys/fails is still held 500 ms after its downstream failed (ttl {TTL_MS} ms): {state:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let released = freed.elapsed();
+    let sent = Instant::now();
+    let reply = http::request(server.addr, "POST", "/keys/fails?sleep_ms=1").expect("a reply");
+    assert_eq!(reply.status, 200, "{name}: {reply:?}");
+    assert!(
+        sent.elapsed() < Duration::from_millis(1_000),
+        "{name}: the key was granted after {:?} (ttl {TTL_MS} ms)",
+        sent.elapsed()
+    );
+    println!(
+        "{name}: a failing downstream: its key seen released {released:?} after the reply, the next request served in {:?}",
+        sent.elapsed()
+    );
+}
+
 /// A request whose key cannot be derived: 400, nothing locked. And on
 /// WASI 0.2, where the gate cannot strip them, a request that carries the
 /// gate's headers: 400 too.
@@ -487,10 +602,88 @@ fn the_gate_under(runtime: Runtime, name: &str, tokens: bool) {
     if tokens {
         a_body_streaming_past_the_ttl_keeps_its_key(name, &server);
     }
+    a_failing_downstream(name, &server, &prefix, runtime);
     println!(
         "{name}: the gate's tests took {:.1} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// The gate's wait when the store refuses connections: s3-lease retries a
+/// transport error until the wait is over, so the 502 comes after it.
+const UNREACHABLE_WAIT_MS: u64 = 1_000;
+/// How long that 502 may take: the wait, and 1 s for the rest.
+const UNREACHABLE_BOUND: Duration = Duration::from_millis(UNREACHABLE_WAIT_MS + 1_000);
+
+/// The gate with a store endpoint where nothing listens (a loopback port
+/// that was bound a moment ago and closed): `502 transport`, the message
+/// the store error's text, within UNREACHABLE_BOUND, and nothing reaches
+/// the downstream (its log has no entry). Twice: the first and a later
+/// request of the server alike.
+fn a_store_nobody_listens_on_answers_502(runtime: Runtime, name: &str) {
+    let _serial = serial();
+    let _ = endpoint();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a loopback port");
+    let url = format!("http://{closed}");
+    let mut env = gate_env(&fresh_prefix("gate-unreachable"));
+    for (name, value) in &mut env {
+        match name.as_str() {
+            "AWS_ENDPOINT_URL" => *value = url.clone(),
+            "S3LEASE_GATE_WAIT_MS" => *value = UNREACHABLE_WAIT_MS.to_string(),
+            _ => {}
+        }
+    }
+    // Ahead of AWS_ENDPOINT_URL, should the test's own environment have
+    // one (jco serve passes the process's environment on).
+    env.push(("AWS_ENDPOINT_URL_S3".into(), url));
+    let server = serve_with(runtime, &env);
+    for _ in 0..2 {
+        let sent = Instant::now();
+        let reply = http::request(server.addr, "POST", "/keys/unreachable").expect("a reply");
+        let took = sent.elapsed();
+        assert_eq!(reply.status, 502, "{name}: {reply:?}");
+        assert_eq!(
+            reply.header("content-type"),
+            Some("application/json"),
+            "{name}: {reply:?}"
+        );
+        assert_eq!(reply.json()["error"], "transport", "{name}: {reply:?}");
+        let message = reply.json()["message"].as_str().unwrap_or("").to_string();
+        assert!(!message.is_empty(), "{name}: no message: {reply:?}");
+        assert!(
+            took < UNREACHABLE_BOUND,
+            "{name}: answered after {took:?} (wait {UNREACHABLE_WAIT_MS} ms)"
+        );
+        println!("{name}: a store nobody listens on: 502 after {took:?}: {message}");
+    }
+    let log = server.log();
+    assert!(
+        !log.contains(ENTERED),
+        "{name}: the downstream was reached without the lease: {log}"
+    );
+}
+
+#[test]
+fn a_store_nobody_listens_on_answers_502_under_wasmtime_serve_wasi_0_3() {
+    a_store_nobody_listens_on_answers_502(
+        Runtime::Wasmtime(Build::Wasip3),
+        "gate, wasmtime serve (WASI 0.3)",
+    );
+}
+
+#[test]
+fn a_store_nobody_listens_on_answers_502_under_wasmtime_serve_wasi_0_2() {
+    a_store_nobody_listens_on_answers_502(
+        Runtime::Wasmtime(Build::Wasip2),
+        "gate, wasmtime serve (WASI 0.2)",
+    );
+}
+
+#[test]
+fn a_store_nobody_listens_on_answers_502_under_jco_serve_wasi_0_2() {
+    a_store_nobody_listens_on_answers_502(Runtime::Jco, "gate, jco serve (WASI 0.2)");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 use crate::bindings::exports::wasi::http::incoming_handler::Guest;
 use crate::bindings::wasi::clocks::{monotonic_clock, wall_clock};
 use crate::bindings::wasi::http::types::{
-    Fields, IncomingRequest, OutgoingBody, OutgoingResponse, ResponseOutparam,
+    ErrorCode, Fields, IncomingRequest, OutgoingBody, OutgoingResponse, ResponseOutparam,
 };
 
 struct Downstream;
@@ -23,6 +23,12 @@ impl Guest for Downstream {
     fn handle(request: IncomingRequest, response_out: ResponseOutparam) {
         let enter = now_ns();
         let path = request.path_with_query().unwrap_or_default();
+        crate::note_entry(&path);
+        if crate::told_to_fail(&path) {
+            let failure = ErrorCode::InternalError(Some(crate::FAILURE.into()));
+            ResponseOutparam::set(response_out, Err(failure));
+            return;
+        }
         let headers = request.headers();
         let text = |name: &str| {
             headers

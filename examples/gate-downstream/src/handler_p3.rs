@@ -17,6 +17,10 @@ impl crate::bindings::exports::wasi::http::handler::Guest for Downstream {
     async fn handle(request: Request) -> Result<Response, ErrorCode> {
         let enter = now_ns();
         let path = request.get_path_with_query().unwrap_or_default();
+        crate::note_entry(&path);
+        if crate::told_to_fail(&path) {
+            return Err(ErrorCode::InternalError(Some(crate::FAILURE.into())));
+        }
         let headers: Vec<(String, String)> = request
             .get_headers()
             .copy_all()

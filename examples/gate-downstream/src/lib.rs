@@ -11,7 +11,15 @@
 //! writes `gate/<key>.json` fenced under the lease the gate forwarded
 //! (`s3-lease-lease`, read by the guest crate), and answers `"write"`: `ok`
 //! or the error's case. `GET /` answers 404 (servers' ready
-//! check). Two builds: WASI 0.2 (default) and 0.3 (`--features wasip3`).
+//! check). With `?fail=1` it answers no response but an error
+//! (`internal-error`, "told to fail"): on WASI 0.3 its `handle` returns
+//! it, on 0.2 it sets the response outparam to it; so a test sees what
+//! the gate does when the function behind it fails.
+//!
+//! On entering, before anything else, it writes `gate-downstream: entered
+//! <path>` to stderr: the server's log is its record of every request
+//! that reached it (the tests read it to see that one did not).
+//! Two builds: WASI 0.2 (default) and 0.3 (`--features wasip3`).
 
 #[cfg(all(target_family = "wasm", not(feature = "wasip3")))]
 mod handler;
@@ -28,6 +36,27 @@ fn query_ms(path: &str, name: &str) -> Option<u64> {
         .find(|(k, _)| *k == name)
         .and_then(|(_, v)| v.parse().ok())
 }
+
+/// The line written to stderr on entering: the tests find it in the
+/// server's log.
+#[cfg_attr(not(target_family = "wasm"), allow(dead_code))]
+fn note_entry(path: &str) {
+    use std::io::Write;
+    // One write, so that the line is not split among other requests' ones
+    // (`eprintln!` writes its pieces one by one).
+    let line = format!("gate-downstream: entered {path}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
+/// Whether the request asks the function to fail (`?fail=1`).
+#[cfg_attr(not(target_family = "wasm"), allow(dead_code))]
+fn told_to_fail(path: &str) -> bool {
+    query_ms(path, "fail") == Some(1)
+}
+
+/// The error a function told to fail answers.
+#[cfg_attr(not(target_family = "wasm"), allow(dead_code))]
+const FAILURE: &str = "gate-downstream told to fail";
 
 /// What the function answers: the record, and the status (404 for `/`).
 #[cfg_attr(not(target_family = "wasm"), allow(dead_code))]
