@@ -84,6 +84,40 @@ fn answer(
     window: Duration,
     count: &AtomicU64,
 ) -> Result<S3Response> {
+    let mut forward = forwarded(&r, bucket);
+    let (method, key) = (forward.method, forward.object_key.clone());
+    let (if_match, if_none_match) = (r.header("if-match"), r.header("if-none-match"));
+    if method != Method::Put || (if_match.is_none() && if_none_match.is_none()) {
+        return admin.send(forward);
+    }
+    // Check...
+    let current = admin.send(S3Request::new(Method::Head, &key, usize::MAX))?;
+    let exists = current.status == 200;
+    let bare = |e: &str| e.trim().trim_matches('"').to_string();
+    let etag = current.etag().map(bare);
+    let refused = match (if_none_match, if_match) {
+        (Some("*"), _) if exists => true,
+        (_, Some(wanted)) => !exists || etag != Some(bare(wanted)),
+        _ => false,
+    };
+    if refused {
+        return Ok(precondition_failed());
+    }
+    // ...then, a while later, write whatever happened meanwhile.
+    std::thread::sleep(window);
+    forward
+        .headers
+        .retain(|(k, _)| k != "if-match" && k != "if-none-match");
+    count.fetch_add(1, Ordering::Relaxed);
+    admin.send(forward)
+}
+
+/// The S3 request a front on loopback passes on to the real endpoint for
+/// `r`, a request for an object of `bucket` made in path style: its method,
+/// key, query, body and the headers S3 reads (metadata, content type,
+/// conditions, payload hash), to be signed again with the endpoint's keys
+/// (the client's signature covers what it sent, not what the front sends).
+pub fn forwarded(r: &Request, bucket: &str) -> S3Request {
     let method = match r.method.as_str() {
         "GET" => Method::Get,
         "HEAD" => Method::Head,
@@ -110,28 +144,5 @@ fn answer(
             forward.headers.push((k.clone(), v.clone()));
         }
     }
-    let (if_match, if_none_match) = (r.header("if-match"), r.header("if-none-match"));
-    if method != Method::Put || (if_match.is_none() && if_none_match.is_none()) {
-        return admin.send(forward);
-    }
-    // Check...
-    let current = admin.send(S3Request::new(Method::Head, &key, usize::MAX))?;
-    let exists = current.status == 200;
-    let bare = |e: &str| e.trim().trim_matches('"').to_string();
-    let etag = current.etag().map(bare);
-    let refused = match (if_none_match, if_match) {
-        (Some("*"), _) if exists => true,
-        (_, Some(wanted)) => !exists || etag != Some(bare(wanted)),
-        _ => false,
-    };
-    if refused {
-        return Ok(precondition_failed());
-    }
-    // ...then, a while later, write whatever happened meanwhile.
-    std::thread::sleep(window);
     forward
-        .headers
-        .retain(|(k, _)| k != "if-match" && k != "if-none-match");
-    count.fetch_add(1, Ordering::Relaxed);
-    admin.send(forward)
 }

@@ -202,24 +202,78 @@ fn a_store_that_lets_racing_writers_all_win_is_refused_with_81() {
     assert!(!ran.exists(), "the command ran on a racing store");
 }
 
+/// How a front over SeaweedFS makes it behave like another store.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// 501 NotImplemented to `If-Match` on these methods (LocalStack:
+    /// DELETE), its replies carrying `headers` (a store's own).
+    NotImplemented(
+        &'static [&'static str],
+        &'static [(&'static str, &'static str)],
+    ),
+    /// Google Cloud Storage's XML API: conditions on PUT dropped (every
+    /// writer wins), `x-goog-*` and `x-guploader-uploadid` on replies.
+    GcsXml,
+    /// DigitalOcean Spaces: an `If-Match` whose ETag is quoted never matches.
+    UnquotedIfMatch,
+}
+
+const NOT_IMPLEMENTED: &str =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>NotImplemented</Code>\
+     <Message>A header you provided implies functionality that is not implemented\
+     </Message></Error>";
+
 /// SeaweedFS behind a server that answers 501 NotImplemented to the
 /// conditional requests `refused` names (`DELETE If-Match`: LocalStack's
 /// shape) and passes every other request on, re-signed with the
 /// endpoint's own keys (the client's signature covers what it sent).
 fn not_implementing(upstream: &Endpoint, refused: &'static [&'static str]) -> Endpoint {
+    front(upstream, Shape::NotImplemented(refused, &[]))
+}
+
+/// SeaweedFS behind a server shaped as `shape`, passing every request it
+/// does not answer itself on, re-signed with the endpoint's own keys.
+fn front(upstream: &Endpoint, shape: Shape) -> Endpoint {
     use s3_lease::s3::{Method, S3Request};
     use s3_lease::testing::uri::{percent_decode, query_pairs};
     let endpoint = upstream.clone();
     let url = http::serve(std::sync::Arc::new(move |r: Request| {
         let head = r.method == "HEAD";
-        if r.header("if-match").is_some() && refused.contains(&r.method.as_str()) {
-            return Response::new(
-                501,
-                "application/xml",
-                "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>NotImplemented</Code>\
-                 <Message>A header you provided implies functionality that is not implemented\
-                 </Message></Error>",
-            );
+        let own_headers: &[(&str, &str)] = match shape {
+            Shape::NotImplemented(_, headers) => headers,
+            Shape::GcsXml => &[
+                ("x-goog-generation", "1764312000000000"),
+                ("x-goog-metageneration", "1"),
+                ("x-guploader-uploadid", "ABPtcPq-front"),
+            ],
+            Shape::UnquotedIfMatch => &[],
+        };
+        let with_own = |mut response: Response| {
+            for (k, v) in own_headers {
+                response.headers.push((k.to_string(), v.to_string()));
+            }
+            response
+        };
+        let refused = match shape {
+            Shape::NotImplemented(methods, _) => (r.header("if-match").is_some()
+                && methods.contains(&r.method.as_str()))
+            .then(|| Response::new(501, "application/xml", NOT_IMPLEMENTED)),
+            Shape::UnquotedIfMatch => {
+                let quoted = r.header("if-match").is_some_and(|v| v.starts_with('"'));
+                (quoted && r.method != "GET").then(|| {
+                    Response::new(
+                        412,
+                        "application/xml",
+                        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error>\
+                         <Code>PreconditionFailed</Code><Message>At least one of the \
+                         pre-conditions you specified did not hold</Message></Error>",
+                    )
+                })
+            }
+            Shape::GcsXml => None,
+        };
+        if let Some(response) = refused {
+            return with_own(response);
         }
         let method = match r.method.as_str() {
             "GET" => Method::Get,
@@ -238,22 +292,23 @@ fn not_implementing(upstream: &Endpoint, refused: &'static [&'static str]) -> En
         forward.query = query_pairs(r.query());
         forward.body = r.body.clone();
         for (k, v) in &r.headers {
+            let condition = matches!(k.as_str(), "if-match" | "if-none-match");
+            // GCS's XML API never evaluates a condition on a write.
+            let ignored = condition && matches!(shape, Shape::GcsXml) && r.method == "PUT";
             let kept = k.starts_with("x-amz-meta-")
-                || matches!(
-                    k.as_str(),
-                    "content-type" | "if-match" | "if-none-match" | "x-amz-content-sha256"
-                );
-            if kept {
+                || condition
+                || matches!(k.as_str(), "content-type" | "x-amz-content-sha256");
+            if kept && !ignored {
                 forward.headers.push((k.clone(), v.clone()));
             }
         }
         match endpoint.admin().and_then(|admin| admin.send(forward)) {
-            Ok(reply) => Response {
+            Ok(reply) => with_own(Response {
                 status: reply.status,
                 headers: reply.headers,
                 body: reply.body,
                 head,
-            },
+            }),
             Err(e) => Response::new(502, "text/plain", format!("{e:#}")),
         }
     }))
@@ -262,6 +317,90 @@ fn not_implementing(upstream: &Endpoint, refused: &'static [&'static str]) -> En
         url,
         ..upstream.clone()
     }
+}
+
+/// Google Cloud Storage's XML API lets every writer win: refused with 81,
+/// the reason naming it (from its reply headers: the host here is
+/// 127.0.0.1) and the race showing the failure.
+#[test]
+fn gcs_xml_api_is_refused_by_name() {
+    let scene = Scene::on(
+        front(host_test::server::shared(), Shape::GcsXml),
+        "preflight-gcs",
+    );
+    let out = scene.run(&["preflight"]);
+    let (table, stderr) = (text(&out.stdout), text(&out.stderr));
+    println!("s3-lease preflight, GCS's XML API (simulated):\n{table}{stderr}");
+    assert_eq!(code(&out), 81, "{table}{stderr}");
+    assert!(
+        table.contains("this is Google Cloud Storage's XML API"),
+        "{table}"
+    );
+    assert!(table.contains("a lock on it is unsafe"), "{table}");
+    let out = scene.run(&["--json", "preflight"]);
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    for raced in ["concurrent-create", "concurrent-update"] {
+        assert_eq!(verdict(&report, raced), "fail", "{report}");
+    }
+}
+
+/// Backblaze B2 and Alibaba OSS answer NotImplemented to conditional
+/// writes: the reason names the store when its headers say which; a store
+/// that does not say keeps the generic reason.
+#[test]
+fn b2_and_oss_are_named_beside_their_not_implemented() {
+    let shared = host_test::server::shared();
+    for (headers, name) in [
+        (&[("x-bz-request-id", "a1b2c3")][..], Some("Backblaze B2")),
+        (
+            &[("x-oss-request-id", "5F1A2B")][..],
+            Some("Alibaba Cloud OSS"),
+        ),
+        (&[][..], None),
+    ] {
+        let scene = Scene::on(
+            front(shared, Shape::NotImplemented(&["PUT", "DELETE"], headers)),
+            "preflight-named-501",
+        );
+        let out = scene.run(&["--json", "preflight"]);
+        assert_eq!(code(&out), 81, "{}", text(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+        let put = report["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .find(|r| r["capability"] == "if-match-put")
+            .expect("if-match-put");
+        let detail = put["detail"].as_str().expect("detail");
+        assert_eq!(put["status"], 501, "{put}");
+        match name {
+            Some(name) => assert!(
+                detail.contains(&format!(
+                    "{name} answers so: a known store without conditional writes"
+                )),
+                "{detail}"
+            ),
+            None => assert!(!detail.contains("answers so"), "{detail}"),
+        }
+    }
+}
+
+/// DigitalOcean Spaces matches If-Match only on an unquoted ETag: the
+/// reason says so, where a plain "refused" would leave the user guessing.
+#[test]
+fn an_if_match_that_wants_the_etag_unquoted_is_named() {
+    let scene = Scene::on(
+        front(host_test::server::shared(), Shape::UnquotedIfMatch),
+        "preflight-unquoted",
+    );
+    let out = scene.run(&["preflight"]);
+    let (table, stderr) = (text(&out.stdout), text(&out.stderr));
+    println!("s3-lease preflight, If-Match only unquoted (simulated):\n{table}{stderr}");
+    assert_eq!(code(&out), 81, "{table}{stderr}");
+    assert!(table.contains("as DigitalOcean Spaces does"), "{table}");
+    // epoch-objects sends no If-Match: safe there.
+    let out = scene.run(&["--strategy", "epoch-objects", "preflight"]);
+    assert_eq!(code(&out), 0, "{}{}", text(&out.stdout), text(&out.stderr));
 }
 
 /// A capability the configuration does not need reads as what it is, not
