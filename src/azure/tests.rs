@@ -394,39 +394,21 @@ fn azures_answers_are_the_protocols() {
     assert_eq!(read_reply(&get, html.clone()), html);
 }
 
-/// The wrong endpoint's error `reply` to `req` ends an Azure client's
+/// The wrong endpoint's error `reply` to `req` ends this store's
 /// operation with, if any.
 fn judged(req: &S3Request, reply: S3Response) -> Option<String> {
-    let endpoint = crate::s3::Endpoint {
-        store: crate::s3::StoreKind::AzureBlob,
-        url: "http://127.0.0.1:8888".into(),
-    };
     let read = read_reply(req, reply);
-    crate::s3::not_the_store(&endpoint, req, &read).map(|e| match e {
-        Error::InvalidConfig { field, reason } => {
-            assert_eq!(field, "endpoint");
-            assert!(
-                reason.starts_with("http://127.0.0.1:8888 answered"),
-                "{reason}"
-            );
-            assert!(reason.contains("not an Azure Blob endpoint"), "{reason}");
-            reason
-        }
-        other => panic!("{other:?}"),
-    })
+    crate::testing::wrong_endpoint_reason(
+        crate::s3::StoreKind::AzureBlob,
+        req,
+        &read,
+        "not an Azure Blob endpoint",
+    )
 }
 
 #[test]
 fn a_reply_no_blob_service_sends_is_a_wrong_endpoint() {
-    let reply = |status: u16, headers: &[(&str, &str)], body: &str| S3Response {
-        status,
-        headers: headers
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        body: body.as_bytes().to_vec(),
-        body_too_large: None,
-    };
+    let reply = crate::testing::response;
     let id = ("x-ms-request-id", "R1");
     let get = S3Request::new(Method::Get, "k", 1024);
     let put = S3Request::new(Method::Put, "k", 1024).body("application/json", b"{}".to_vec());

@@ -538,39 +538,21 @@ fn a_server_cannot_call_an_item_unreadable_with_the_translations_own_header() {
     assert_eq!(s3.header(crate::s3::NOT_THE_STORE_HEADER), None);
 }
 
-/// The wrong endpoint's error `reply` to `req` ends a DynamoDB client's
+/// The wrong endpoint's error `reply` to `req` ends this store's
 /// operation with, if any.
 fn judged(req: &S3Request, reply: crate::s3::S3Response) -> Option<String> {
-    let endpoint = crate::s3::Endpoint {
-        store: crate::s3::StoreKind::DynamoDb,
-        url: "http://127.0.0.1:8888".into(),
-    };
     let read = read_reply(req, reply);
-    crate::s3::not_the_store(&endpoint, req, &read).map(|e| match e {
-        Error::InvalidConfig { field, reason } => {
-            assert_eq!(field, "endpoint");
-            assert!(
-                reason.starts_with("http://127.0.0.1:8888 answered"),
-                "{reason}"
-            );
-            assert!(reason.ends_with("not a DynamoDB endpoint"), "{reason}");
-            reason
-        }
-        other => panic!("{other:?}"),
-    })
+    crate::testing::wrong_endpoint_reason(
+        crate::s3::StoreKind::DynamoDb,
+        req,
+        &read,
+        "not a DynamoDB endpoint",
+    )
 }
 
 #[test]
 fn a_reply_no_dynamodb_sends_is_a_wrong_endpoint() {
-    let reply = |status: u16, headers: &[(&str, &str)], body: &str| crate::s3::S3Response {
-        status,
-        headers: headers
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        body: body.as_bytes().to_vec(),
-        body_too_large: None,
-    };
+    let reply = crate::testing::response;
     let id = [("x-amzn-requestid", "R1")];
     let get = S3Request::new(Method::Get, "locks/k", 1024);
     let put = S3Request::new(Method::Put, "locks/k", 1024).body("application/json", b"{}".to_vec());

@@ -15,6 +15,47 @@ pub mod sigv4_cases;
 pub mod sim;
 pub mod uri;
 
+/// A reply as a server sends it, for unit tests of how replies are read.
+pub fn response(status: u16, headers: &[(&str, &str)], body: &str) -> crate::s3::S3Response {
+    crate::s3::S3Response {
+        status,
+        headers: headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        body: body.as_bytes().to_vec(),
+        body_too_large: None,
+    }
+}
+
+/// The reason of the wrong-endpoint error the driver's check makes of
+/// `read` (a reply as the `store`'s translation read it) to `req`, if any,
+/// checked to be an `invalid-config` error on `endpoint` that names the
+/// test endpoint and holds `not_a` ("not a DynamoDB endpoint").
+pub fn wrong_endpoint_reason(
+    store: crate::s3::StoreKind,
+    req: &crate::s3::S3Request,
+    read: &crate::s3::S3Response,
+    not_a: &str,
+) -> Option<String> {
+    let endpoint = crate::s3::Endpoint {
+        store,
+        url: "http://127.0.0.1:8888".into(),
+    };
+    crate::s3::not_the_store(&endpoint, req, read).map(|e| match e {
+        crate::error::Error::InvalidConfig { field, reason } => {
+            assert_eq!(field, "endpoint");
+            assert!(
+                reason.starts_with("http://127.0.0.1:8888 answered"),
+                "{reason}"
+            );
+            assert!(reason.contains(not_a), "{reason}");
+            reason
+        }
+        other => panic!("{other:?}"),
+    })
+}
+
 /// A write id no other call in this process gets: tests that reuse one id
 /// across operations would make an operation "recognise" another's write.
 pub fn write_id() -> String {
