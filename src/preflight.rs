@@ -16,6 +16,7 @@ use crate::prelude::*;
 mod findings;
 mod offset;
 mod race;
+mod stores;
 mod table;
 mod verdict;
 
@@ -35,6 +36,7 @@ use crate::s3::{self, list_request, Method, S3Request, S3Response};
 use crate::sigv4;
 use offset::OffsetBounds;
 use race::{Race, RaceStep};
+use stores::KnownStore;
 
 /// What the preflight found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,6 +240,8 @@ pub struct Preflight {
     race: Race,
     /// Where the race stands: not yet, under way, or over.
     racing: Racing,
+    /// The store, when a reply's headers named one (see `stores`).
+    store: Option<KnownStore>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -273,6 +277,7 @@ impl Preflight {
             table_results: Vec::new(),
             azure: false,
             racing: Racing::NotYet,
+            store: None,
         }
     }
 
@@ -566,6 +571,7 @@ impl Preflight {
             }
         }
         results.extend(self.race.results());
+        stores::name_store(&mut results, self.store);
         let mut notes = Vec::new();
         for failure in &self.cleanup_failures {
             notes.push(failure.clone());
@@ -622,6 +628,7 @@ impl Operation for Preflight {
     }
 
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Report> {
+        self.store = self.store.or_else(|| KnownStore::of(&r));
         if self.racing == Racing::UnderWay {
             let step = self.race.on_read(Ok(r));
             return self.raced(step, now_ms);
@@ -664,6 +671,7 @@ impl Operation for Preflight {
             )));
         }
         for r in replies.iter().flatten() {
+            self.store = self.store.or_else(|| KnownStore::of(r));
             if let Some(date) = server_time(r, "date") {
                 self.offset.add(self.sent_at_ms, now_ms, date);
             }

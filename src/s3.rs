@@ -406,6 +406,41 @@ fn is_missing_store(code: &str) -> bool {
 /// The header that carries the SHA-256 of the body, signed with the request.
 pub const PAYLOAD_HASH: &str = "x-amz-content-sha256";
 
+/// Tigris evaluates a condition on the bucket's leader only when the
+/// request carries this header; without it a conditional write may be
+/// judged against a replica's stale copy, and two contenders could both
+/// win. Sent only to Tigris hosts, and only on writes and deletes that
+/// carry a condition: the narrowest choice that makes what a lock rests
+/// on strongly consistent there. Other stores never see a header they do
+/// not know (one we sign is one a strict proxy could refuse), and Tigris's
+/// unconditional requests keep their regional latency. Reads need no
+/// header: a stale read only gives a stale ETag, whose conditional write
+/// the leader then refuses.
+pub const TIGRIS_CONSISTENT: &str = "x-tigris-consistent";
+
+/// Tigris's S3 endpoints: `t3.storage.dev` (and other `*.storage.dev`),
+/// and `fly.storage.tigris.dev` (and other `*.tigris.dev`).
+fn is_tigris(authority: &str) -> bool {
+    // `host[:port]`; an IPv6 literal has no Tigris name anyway.
+    let host = authority
+        .rsplit_once(':')
+        .map_or(authority, |(host, _)| host)
+        .to_ascii_lowercase();
+    let host = host.trim_end_matches('.');
+    ["storage.dev", "tigris.dev"].iter().any(|domain| {
+        host.strip_suffix(domain)
+            .is_some_and(|rest| rest.ends_with('.'))
+    })
+}
+
+fn is_conditional_write(req: &S3Request) -> bool {
+    matches!(req.method, Method::Put | Method::Delete)
+        && req
+            .headers
+            .iter()
+            .any(|(k, _)| k == "if-match" || k == "if-none-match")
+}
+
 /// Signs `req` for `config` at `unix_seconds`.
 pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> HttpRequest {
     let (authority, mut path) = match config.addressing {
@@ -434,6 +469,9 @@ pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> Htt
             hash
         }
     };
+    if is_tigris(&config.endpoint_authority) && is_conditional_write(req) {
+        headers.push((TIGRIS_CONSISTENT.into(), "true".into()));
+    }
     let signing = SigningRequest {
         method: req.method.as_str(),
         host: &authority,
@@ -684,6 +722,55 @@ mod tests {
         assert!(auth.contains(
             "SignedHeaders=content-type;host;if-none-match;x-amz-content-sha256;x-amz-date;x-amz-security-token,"
         ));
+    }
+
+    fn on(endpoint: &str) -> ClientConfig {
+        let mut c = config(Addressing::VirtualHosted, None);
+        c.endpoint_authority = endpoint.into();
+        c
+    }
+
+    #[test]
+    fn conditional_writes_to_tigris_carry_the_signed_consistency_header() {
+        let put = S3Request::new(Method::Put, "k", 100)
+            .header("if-match", "\"e\"")
+            .body("application/json", b"{}".to_vec());
+        let create = S3Request::new(Method::Put, "k", 100)
+            .header("if-none-match", "*")
+            .body("application/json", b"{}".to_vec());
+        let delete = S3Request::new(Method::Delete, "k", 100).header("if-match", "\"e\"");
+        let plain_put = S3Request::new(Method::Put, "k", 100).body("text/plain", b"x".to_vec());
+        let plain_delete = S3Request::new(Method::Delete, "k", 100);
+        let read = S3Request::new(Method::Get, "k", 100).header("if-none-match", "\"e\"");
+        for tigris in [
+            "t3.storage.dev",
+            "fly.storage.tigris.dev",
+            "T3.Storage.Dev:443",
+        ] {
+            for req in [&put, &create, &delete] {
+                let http = prepare(&on(tigris), req, 0);
+                assert_eq!(header(&http, TIGRIS_CONSISTENT), Some("true"), "{tigris}");
+                let auth = header(&http, "authorization").unwrap();
+                assert!(auth.contains(";x-tigris-consistent,"), "{tigris}: {auth}");
+            }
+            for req in [&plain_put, &plain_delete, &read] {
+                let http = prepare(&on(tigris), req, 0);
+                assert_eq!(header(&http, TIGRIS_CONSISTENT), None, "{tigris}");
+            }
+        }
+        for other in [
+            "s3.us-east-1.amazonaws.com",
+            "127.0.0.1:8333",
+            "nyc3.digitaloceanspaces.com",
+            "storage.dev.example.com",
+            "notstorage.dev",
+            "mytigris.dev",
+        ] {
+            for req in [&put, &create, &delete] {
+                let http = prepare(&on(other), req, 0);
+                assert_eq!(header(&http, TIGRIS_CONSISTENT), None, "{other}");
+            }
+        }
     }
 
     #[test]

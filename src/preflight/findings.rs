@@ -33,6 +33,9 @@ fn answer(seen: &Seen) -> Answer {
         Some(409 | 412) => Answer::Refused,
         Some(404) => Answer::NotFound,
         Some(501) => Answer::Unsupported,
+        // Alibaba OSS names what it cannot evaluate with this code under
+        // another status (400): the same answer as a 501.
+        Some(_) if seen.code == "NotImplemented" => Answer::Unsupported,
         _ => Answer::Unclear,
     }
 }
@@ -131,7 +134,7 @@ fn if_none_match_existing(seen: &Probes) -> CapabilityResult {
     match answer(first) {
         Answer::Applied => {}
         Answer::Unsupported => {
-            return result(c, Verdict::Fail, Some(first), "If-None-Match: * answered 501: the store has no create-only writes, so no first grant can be made safely");
+            return result(c, Verdict::Fail, Some(first), "If-None-Match: * answered NotImplemented: the store has no create-only writes, so no first grant can be made safely");
         }
         Answer::Refused => {
             return result(c, Verdict::Fail, Some(first), "If-None-Match: * was refused on a key that did not exist: create-only writes never succeed");
@@ -150,7 +153,7 @@ fn if_none_match_existing(seen: &Probes) -> CapabilityResult {
     match answer(again) {
         Answer::Refused => result(c, Verdict::Pass, Some(again), "refused on an existing key, accepted on a new one"),
         Answer::Applied => silent(c, again, "If-None-Match: * on an existing key was ignored and the object overwritten: every contender would win the first grant"),
-        Answer::Unsupported => result(c, Verdict::Fail, Some(again), "If-None-Match: * on an existing key answered 501"),
+        Answer::Unsupported => result(c, Verdict::Fail, Some(again), "If-None-Match: * on an existing key answered NotImplemented"),
         _ => unclear(c, again, "If-None-Match: * on an existing key"),
     }
 }
@@ -166,7 +169,7 @@ fn if_match_put(seen: &Probes) -> CapabilityResult {
             return silent(c, wrong, "If-Match with a wrong ETag was ignored and the object overwritten: compare-and-swap does not hold, a stale holder's renew would win");
         }
         Answer::Unsupported => {
-            return result(c, Verdict::Fail, Some(wrong), "If-Match on PUT answered 501: no compare-and-swap (single-object cannot work; epoch-objects can, but cannot renew or release)");
+            return result(c, Verdict::Fail, Some(wrong), "If-Match on PUT answered NotImplemented: no compare-and-swap (single-object cannot work; epoch-objects can, but cannot renew or release)");
         }
         _ => return unclear(c, wrong, "If-Match with a wrong ETag"),
     }
@@ -181,10 +184,33 @@ fn if_match_put(seen: &Probes) -> CapabilityResult {
                 result(c, Verdict::Pass, Some(wrong), "a wrong ETag refused, the right one accepted, and the ETag changed with the body")
             }),
         },
+        Answer::Refused if unquoted_only(seen, right) => result(c, Verdict::Fail, Some(right), UNQUOTED_ONLY),
         Answer::Refused | Answer::NotFound => result(c, Verdict::Fail, Some(right), "If-Match with the object's own ETag was refused: a holder could never renew"),
-        Answer::Unsupported => result(c, Verdict::Fail, Some(right), "If-Match with the right ETag answered 501"),
+        Answer::Unsupported => result(c, Verdict::Fail, Some(right), "If-Match with the right ETag answered NotImplemented"),
         Answer::Unclear => unclear(c, right, "If-Match with the right ETag"),
     }
+}
+
+const UNQUOTED_ONLY: &str =
+    "If-Match with the object's own ETag, quoted as the store returned it, \
+     was refused with 412 while the object was unchanged: a store that matches If-Match only on an \
+     unquoted ETag, as DigitalOcean Spaces does; a holder could never renew";
+
+/// A 412 to `If-Match` naming the object's current ETag in quotes, while a
+/// later read shows the object still has that ETag: the store compared
+/// the value without stripping the quotes (DigitalOcean Spaces). Every
+/// other store we know of takes the quoted form S3 returns, so we keep
+/// sending it and name the symptom instead.
+fn unquoted_only(seen: &Probes, refused: &Seen) -> bool {
+    let Some(sent) = refused.sent_etag.as_deref() else {
+        return false;
+    };
+    let quoted = sent.len() >= 2 && sent.starts_with('"') && sent.ends_with('"');
+    let unchanged = seen
+        .get(&Phase::GetOtherEtag)
+        .and_then(|get| get.etag.as_deref())
+        .is_some_and(|now| now == sent || now == sent.trim_matches('"'));
+    refused.status == Some(412) && quoted && unchanged
 }
 
 /// The object read back is the last write the store accepted, or else the
@@ -205,7 +231,7 @@ fn if_match_missing_key(seen: &Probes) -> CapabilityResult {
         Answer::NotFound => result(c, Verdict::Pass, Some(put), "refused with 404, as AWS does"),
         Answer::Refused => result(c, Verdict::Pass, Some(put), "refused with 412 (AWS answers 404; both refuse)"),
         Answer::Applied => silent(c, put, "If-Match on a missing key was ignored and the object created: a lock object deleted under its holder would come back"),
-        Answer::Unsupported => result(c, Verdict::Fail, Some(put), "If-Match on a missing key answered 501"),
+        Answer::Unsupported => result(c, Verdict::Fail, Some(put), "If-Match on a missing key answered NotImplemented"),
         Answer::Unclear => unclear(c, put, "If-Match on a missing key"),
     }
 }
@@ -221,7 +247,7 @@ fn if_match_delete(seen: &Probes) -> CapabilityResult {
             return silent(c, wrong, "DELETE with If-Match and a wrong ETag was ignored and the object deleted: this store's conditions cannot be trusted");
         }
         Answer::Unsupported => {
-            return result(c, Verdict::Fail, Some(wrong), "DELETE with If-Match answered 501 (neither strategy deletes conditionally: this alone is safe)");
+            return result(c, Verdict::Fail, Some(wrong), "DELETE with If-Match answered NotImplemented (neither strategy deletes conditionally: this alone is safe)");
         }
         _ => return unclear(c, wrong, "DELETE with If-Match and a wrong ETag"),
     }
@@ -235,6 +261,22 @@ fn if_match_delete(seen: &Probes) -> CapabilityResult {
             Some(wrong),
             "a wrong ETag refused, the right one accepted",
         ),
+        // The PUT probe showed the store wants the ETag unquoted: the
+        // same reason refused this one.
+        Answer::Refused
+            if seen
+                .get(&Phase::PutRightEtag)
+                .is_some_and(|put| unquoted_only(seen, put))
+                && right.status == Some(412) =>
+        {
+            result(
+                c,
+                Verdict::Fail,
+                Some(right),
+                "DELETE with If-Match and the object's own quoted ETag was refused with 412: \
+                 a store that matches If-Match only on an unquoted ETag, as DigitalOcean Spaces does",
+            )
+        }
         Answer::Refused | Answer::NotFound => result(
             c,
             Verdict::Fail,
@@ -245,7 +287,7 @@ fn if_match_delete(seen: &Probes) -> CapabilityResult {
             c,
             Verdict::Fail,
             Some(right),
-            "DELETE with If-Match and the right ETag answered 501",
+            "DELETE with If-Match and the right ETag answered NotImplemented",
         ),
         Answer::Unclear => unclear(c, right, "DELETE with If-Match and the right ETag"),
     }

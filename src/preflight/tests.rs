@@ -284,6 +284,206 @@ fn ignoring_delete_if_match_fails_the_store() {
     assert!(io.io.store.objects.is_empty());
 }
 
+/// The model's reply, with `headers` added: what a store names itself by.
+fn with_headers(
+    reply: Result<S3Response, Error>,
+    headers: &[(&str, &str)],
+) -> Result<S3Response, Error> {
+    reply.map(|mut r| {
+        for (k, v) in headers {
+            r.headers.push((k.to_string(), v.to_string()));
+        }
+        r
+    })
+}
+
+const GCS_HEADERS: [(&str, &str); 2] = [
+    ("x-goog-generation", "1764312000000000"),
+    ("x-guploader-uploadid", "ABPtcPq"),
+];
+
+#[test]
+fn gcs_xml_api_is_refused_by_name_and_by_the_race() {
+    // storage.googleapis.com: conditions on PUT ignored, every writer 200.
+    let mut model = ModelIo::new(NOW);
+    model.store.ignore_conditions = true;
+    let mut io = Intercept::new(&mut model, |req, io| {
+        Some(with_headers(io.send(req).ready(), &GCS_HEADERS))
+    });
+    let report = run(&mut io);
+    assert!(report.safe_strategies.is_empty(), "{report:#?}");
+    for c in [Capability::ConcurrentCreate, Capability::ConcurrentUpdate] {
+        let raced = verdict(&report, c);
+        assert!(raced.silent && raced.verdict == Verdict::Fail, "{raced:?}");
+        assert!(raced.detail.contains("concurrent"), "{}", raced.detail);
+    }
+    let Gate::Closed(reason) = report.gate(Strategy::EpochObjects, ExpiryClock::Server) else {
+        panic!("{report:#?}")
+    };
+    assert!(
+        reason.detail.starts_with(
+            "this is Google Cloud Storage's XML API (its replies carry x-goog-* headers), \
+             which ignores If-None-Match and If-Match on writes"
+        ),
+        "{}",
+        reason.detail
+    );
+    assert!(
+        reason.detail.contains("a lock on it is unsafe"),
+        "{}",
+        reason.detail
+    );
+    // Every silent failure says so, the race's too; nothing else does.
+    for r in &report.results {
+        assert_eq!(r.silent, r.detail.contains("Google Cloud Storage"), "{r:?}");
+    }
+
+    // The same behaviour from a store that does not name itself: no name.
+    let mut io = ModelIo::new(NOW);
+    io.store.ignore_conditions = true;
+    let report = run(&mut io);
+    assert!(report
+        .results
+        .iter()
+        .all(|r| !r.detail.contains("Google Cloud Storage")));
+}
+
+#[test]
+fn gcs_headers_on_a_store_that_keeps_its_conditions_name_nothing() {
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |req, io| {
+        Some(with_headers(io.send(req).ready(), &GCS_HEADERS))
+    });
+    let report = run(&mut io);
+    assert_eq!(verdicts(&report), all_pass_but(&[]), "{report:#?}");
+    assert!(report
+        .results
+        .iter()
+        .all(|r| !r.detail.contains("Google Cloud Storage")));
+}
+
+/// A store that refuses every conditional PUT with `status` and `code`,
+/// its reply carrying `headers`.
+fn refusing_conditional_puts(
+    status: u16,
+    headers: &'static [(&'static str, &'static str)],
+) -> Report {
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, move |req, io| {
+        let conditional = has(req, "if-match") || has(req, "if-none-match");
+        if req.method == Method::Put && conditional {
+            Some(with_headers(Ok(reply(status, "NotImplemented")), headers))
+        } else {
+            Some(with_headers(io.send(req).ready(), headers))
+        }
+    });
+    run(&mut io)
+}
+
+#[test]
+fn b2_and_oss_are_named_beside_their_refusal_and_others_are_not() {
+    for (status, headers, name) in [
+        (
+            501,
+            &[("x-bz-request-id", "a1b2")][..],
+            Some("Backblaze B2"),
+        ),
+        // OSS: NotImplemented under 400.
+        (
+            400,
+            &[("x-oss-request-id", "5F1A")][..],
+            Some("Alibaba Cloud OSS"),
+        ),
+        (501, &[][..], None),
+    ] {
+        let report = refusing_conditional_puts(status, headers);
+        let create = verdict(&report, Capability::IfNoneMatchExisting);
+        assert_eq!(
+            (create.verdict, create.status, create.silent),
+            (Verdict::Fail, Some(status), false),
+            "{create:?}"
+        );
+        assert!(
+            create
+                .detail
+                .starts_with("If-None-Match: * answered NotImplemented"),
+            "{}",
+            create.detail
+        );
+        match name {
+            Some(name) => assert!(
+                create.detail.ends_with(&format!(
+                    "({name} answers so: a known store without conditional writes)"
+                )),
+                "{}",
+                create.detail
+            ),
+            None => assert!(!create.detail.contains("answers so"), "{}", create.detail),
+        }
+        assert!(report.safe_strategies.is_empty());
+        // Passing capabilities keep their reasons.
+        let get = verdict(&report, Capability::ListStartAfter);
+        assert!(!get.detail.contains("answers so"), "{}", get.detail);
+    }
+}
+
+#[test]
+fn an_if_match_that_wants_the_etag_unquoted_is_named() {
+    // DigitalOcean Spaces: a quoted ETag in If-Match never matches.
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |req, _| {
+        let quoted = req
+            .headers
+            .iter()
+            .any(|(k, v)| k == "if-match" && v.starts_with('"'));
+        (req.method != Method::Get && quoted).then(|| Ok(reply(412, "PreconditionFailed")))
+    });
+    let report = run(&mut io);
+    let put = verdict(&report, Capability::IfMatchPut);
+    assert_eq!(
+        (put.verdict, put.status, put.silent),
+        (Verdict::Fail, Some(412), false)
+    );
+    assert!(
+        put.detail.contains(
+            "a store that matches If-Match only on an unquoted ETag, as DigitalOcean Spaces does"
+        ),
+        "{}",
+        put.detail
+    );
+    let delete = verdict(&report, Capability::IfMatchDelete);
+    assert!(
+        delete.detail.contains("DigitalOcean Spaces"),
+        "{}",
+        delete.detail
+    );
+    assert_eq!(report.safe_strategies, [Strategy::EpochObjects]);
+
+    // A store refusing the right ETag after the object changed under it is
+    // not this store.
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |req, io| {
+        let right = req.method == Method::Put
+            && req
+                .headers
+                .iter()
+                .any(|(k, v)| k == "if-match" && !v.contains("00000000"));
+        if right {
+            io.store.put_object(&req.object_key, b"someone else");
+            return Some(Ok(reply(412, "PreconditionFailed")));
+        }
+        None
+    });
+    let report = run(&mut io);
+    let put = verdict(&report, Capability::IfMatchPut);
+    assert_eq!(
+        (put.verdict, put.status),
+        (Verdict::Fail, Some(412)),
+        "{put:?}"
+    );
+    assert!(!put.detail.contains("DigitalOcean"), "{}", put.detail);
+}
+
 #[test]
 fn a_304_for_another_etag_is_a_silent_failure_and_no_304_a_costly_one() {
     let mut model = ModelIo::new(NOW);
