@@ -68,7 +68,7 @@ impl Client {
         if slot.fair && options.holder_id.is_none() {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
-                self.store_name(),
+                Some(self.inner.calls.error_store().clone()),
                 crate::error::Detail::Message(format!(
                     "a fair attempt at a slot of {key} needs a holder id (AcquireOptions::\
                      holder_id): its place in the queue is kept under that id, for the next \
@@ -163,7 +163,8 @@ impl Client {
             record.key,
             millis(took),
             timing.deadline_ms
-        )))
+        ))
+        .with_store(self.inner.calls.error_store()))
     }
 
     /// One grant attempt, with when its call began on the instance; a
@@ -306,7 +307,7 @@ impl Client {
             if schedule.is_over(now) {
                 return Err(last_error.unwrap_or_else(|| {
                     convert::timeout(key, Duration::from_millis(now), holder)
-                        .with_store(self.store_name())
+                        .with_store(self.inner.calls.error_store())
                 }));
             }
             let pause = schedule.pause_ms(missed, now, random_u64(), poll_ms);

@@ -11,7 +11,7 @@ use crate::credentials::{AzureToken, FetchedCredentials, SharedSource, SharedTok
 use crate::engine::bindings as wit;
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
-use crate::error::Error;
+use crate::error::{Error, ErrorStore};
 use crate::pool::{MakeOptions, Pool};
 use crate::types::Credentials;
 use std::sync::{Arc, Weak};
@@ -53,7 +53,7 @@ impl Calls {
         let pool = Pool::new(
             runtime,
             wit_config,
-            config.store_name(),
+            Arc::new(ErrorStore::of(&config)),
             instances,
             make_options,
         )?;
@@ -86,6 +86,11 @@ impl Calls {
 
     /// The store's name (`S3`, `DynamoDB`), as errors name it.
     pub fn store_name(&self) -> &'static str {
+        self.pool.store().name()
+    }
+
+    /// Where the store's errors happen, shared by all of them.
+    pub fn error_store(&self) -> &Arc<ErrorStore> {
         self.pool.store()
     }
 

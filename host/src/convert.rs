@@ -286,7 +286,7 @@ fn reply(e: witt::S3Error) -> Detail {
 }
 
 /// The component's error as ours, naming the store in use.
-pub(crate) fn from_error(e: wit::Error, store: &'static str) -> Error {
+pub(crate) fn from_error(e: wit::Error, store: &std::sync::Arc<crate::error::ErrorStore>) -> Error {
     let (kind, detail) = match e {
         wit::Error::Lost(l) => (
             ErrorKind::Lost,
@@ -346,14 +346,14 @@ pub(crate) fn from_error(e: wit::Error, store: &'static str) -> Error {
             },
         ),
     };
-    Error::new(kind, store, detail)
+    Error::new(kind, Some(store.clone()), detail)
 }
 
 /// A `Timeout` error for a wait of the host's own.
 pub(crate) fn timeout(key: &str, waited: Duration, holder: Option<LockState>) -> Error {
     Error::new(
         ErrorKind::Timeout,
-        "",
+        None,
         Detail::Timeout {
             key: key.to_string(),
             waited,

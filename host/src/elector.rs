@@ -331,7 +331,7 @@ async fn campaign(
         // The store refused our credentials: with new ones in, step again
         // at once, still within the deadline the step bounds itself by.
         let refused = step.last_error.as_ref().is_some_and(|e| {
-            convert::from_error(e.clone(), calls.store_name()).refused_credentials()
+            convert::from_error(e.clone(), calls.error_store()).refused_credentials()
         });
         let again_now = refused && calls.renew_credentials(generation).await;
         apply(&shared, &calls, step, was_leading, sent, again_now);
@@ -376,7 +376,7 @@ fn apply(
     state.last_error = step
         .last_error
         .take()
-        .map(|e| convert::from_error(e, calls.store_name()));
+        .map(|e| convert::from_error(e, calls.error_store()));
     let events = state.leadership.apply(convert::step(step), now);
     shared.report_all(&mut state, events);
     if again_now {

@@ -3,6 +3,7 @@
 
 use crate::types::{CapabilityResult, LockState};
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What went wrong, as a case to branch on.
@@ -68,12 +69,80 @@ impl ErrorKind {
     }
 }
 
+/// Where an error happened: the store's kind, its endpoint and its bucket
+/// (DynamoDB: table; Azure Blob Storage: container), so a person can tell
+/// which of several stores to fix. One per client, shared by its errors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ErrorStore {
+    name: &'static str,
+    endpoint: String,
+    bucket: String,
+}
+
+impl ErrorStore {
+    /// The store of `config`. Its endpoint is kept without user info,
+    /// query and fragment: an Azure SAS token or a password may be in
+    /// them, and errors are printed.
+    pub(crate) fn of(config: &crate::config::StoreConfig) -> Self {
+        let bucket = config.bucket().or(config.table()).or(config.container());
+        ErrorStore::new(config.store_name(), config.endpoint(), bucket.unwrap_or(""))
+    }
+
+    fn new(name: &'static str, endpoint: &str, bucket: &str) -> Self {
+        ErrorStore {
+            name,
+            endpoint: without_secrets(endpoint),
+            bucket: bucket.to_string(),
+        }
+    }
+
+    /// The store's kind as errors name it: `S3`, `DynamoDB` or `Azure Blob Storage`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The endpoint URL, without user info, query or fragment.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The bucket, DynamoDB table or Azure container.
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    /// What the store calls its bucket.
+    fn noun(&self) -> &'static str {
+        match self.name {
+            "DynamoDB" => "table",
+            "Azure Blob Storage" => "container",
+            _ => "bucket",
+        }
+    }
+}
+
+/// A URL as it may be printed: no query or fragment (an Azure SAS token is
+/// a query) and no `user:password@`.
+fn without_secrets(url: &str) -> String {
+    let end = url.find(['?', '#']).unwrap_or(url.len());
+    let url = &url[..end];
+    let authority_at = url.find("://").map_or(0, |i| i + 3);
+    let authority_end = url[authority_at..]
+        .find('/')
+        .map_or(url.len(), |i| authority_at + i);
+    match url[authority_at..authority_end].rfind('@') {
+        Some(at) => format!("{}{}", &url[..authority_at], &url[authority_at + at + 1..]),
+        None => url.to_string(),
+    }
+}
+
 /// An error, with what the store or the component said.
 #[derive(Debug, Clone)]
 pub struct Error {
     kind: ErrorKind,
-    /// The store in use (`S3`, `DynamoDB`), for the store's own errors.
-    store: &'static str,
+    /// Where the store's own errors happened; `None` for the others.
+    store: Option<Arc<ErrorStore>>,
     /// Boxed: an error stays two words and a tag wide in a `Result`.
     detail: Box<Detail>,
 }
@@ -125,7 +194,7 @@ pub(crate) struct Reply {
 }
 
 impl Error {
-    pub(crate) fn new(kind: ErrorKind, store: &'static str, detail: Detail) -> Self {
+    pub(crate) fn new(kind: ErrorKind, store: Option<Arc<ErrorStore>>, detail: Detail) -> Self {
         Error {
             kind,
             store,
@@ -136,7 +205,7 @@ impl Error {
     pub(crate) fn invalid_config(field: &str, reason: impl Into<String>) -> Self {
         Error::new(
             ErrorKind::InvalidConfig,
-            "",
+            None,
             Detail::Config {
                 field: field.to_string(),
                 reason: reason.into(),
@@ -145,25 +214,41 @@ impl Error {
     }
 
     pub(crate) fn host(e: impl fmt::Display) -> Self {
-        Error::new(ErrorKind::Host, "", Detail::Message(format!("{e:#}")))
+        Error::new(ErrorKind::Host, None, Detail::Message(format!("{e:#}")))
     }
 
     /// A call that did not complete in time to be of use.
     pub(crate) fn transport(message: impl Into<String>) -> Self {
-        Error::new(ErrorKind::Transport, "", Detail::Message(message.into()))
+        Error::new(ErrorKind::Transport, None, Detail::Message(message.into()))
     }
 
     pub(crate) fn trap(message: impl Into<String>) -> Self {
-        Error::new(ErrorKind::Trap, "", Detail::Message(message.into()))
+        Error::new(ErrorKind::Trap, None, Detail::Message(message.into()))
     }
 
-    pub(crate) fn with_store(mut self, store: &'static str) -> Self {
-        self.store = store;
+    pub(crate) fn with_store(mut self, store: &Arc<ErrorStore>) -> Self {
+        self.store = Some(store.clone());
         self
     }
 
     pub fn kind(&self) -> ErrorKind {
         self.kind
+    }
+
+    /// Where the error happened (the store's kind, endpoint and bucket),
+    /// for the errors of a client's calls.
+    pub fn store(&self) -> Option<&ErrorStore> {
+        self.store.as_deref()
+    }
+
+    /// The endpoint of the store the error happened at.
+    pub fn endpoint(&self) -> Option<&str> {
+        self.store().map(ErrorStore::endpoint)
+    }
+
+    /// The bucket (DynamoDB table, Azure container) the error happened in.
+    pub fn bucket(&self) -> Option<&str> {
+        self.store().map(ErrorStore::bucket)
     }
 
     /// Worth another attempt: the store or the network may recover
@@ -296,7 +381,7 @@ impl Error {
 pub(crate) fn lost(record: &crate::types::LeaseRecord) -> Error {
     Error::new(
         ErrorKind::Lost,
-        "",
+        None,
         Detail::Lost {
             key: record.key.clone(),
             token: record.token,
@@ -309,10 +394,22 @@ impl std::error::Error for Error {}
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let store = if self.store.is_empty() {
-            "the store"
-        } else {
-            self.store
+        let store = self.store.as_deref();
+        let name = store.map_or("the store", ErrorStore::name);
+        // Where it happened, at the end of a store's error: which endpoint
+        // and which bucket to look at.
+        let place = |f: &mut fmt::Formatter<'_>| -> fmt::Result {
+            match store {
+                Some(s) => write!(
+                    f,
+                    " ({} endpoint {}, {} `{}`)",
+                    s.name,
+                    s.endpoint,
+                    s.noun(),
+                    s.bucket
+                ),
+                None => Ok(()),
+            }
         };
         let reply = |f: &mut fmt::Formatter<'_>, what: &str| -> fmt::Result {
             let Detail::Reply(r) = &*self.detail else {
@@ -332,32 +429,59 @@ impl fmt::Display for Error {
                 write!(f, "lost the lease on {key} (token {token})")?;
                 holder(f, current.as_ref())
             }
-            (ErrorKind::Conflict, _) => reply(
-                f,
-                &format!("{store} kept answering 409 after re-reads"),
-            ),
-            (ErrorKind::ClockSkewed, _) => reply(f, &format!("{store} refused this machine's clock")),
-            (ErrorKind::AccessDenied, _) => reply(
-                f,
-                &format!("access denied by {store} (check the credentials and policy)"),
-            ),
-            (ErrorKind::NoSuchStore, _) if self.store == "DynamoDB" => {
-                reply(f, "no such DynamoDB table")
+            (ErrorKind::Conflict, _) => {
+                reply(f, &format!("{name} kept answering 409 after re-reads"))?;
+                place(f)
             }
-            (ErrorKind::NoSuchStore, _) => reply(f, "no such bucket"),
+            (ErrorKind::ClockSkewed, _) => {
+                reply(f, &format!("{name} refused this machine's clock"))?;
+                place(f)
+            }
+            (ErrorKind::AccessDenied, _) => {
+                reply(
+                    f,
+                    &format!("access denied by {name} (check the credentials and policy)"),
+                )?;
+                place(f)
+            }
+            (ErrorKind::NoSuchStore, _) => {
+                let what = match store {
+                    Some(s) if s.name == "DynamoDB" => {
+                        format!("no such DynamoDB table `{}` at {}", s.bucket, s.endpoint)
+                    }
+                    Some(s) => format!(
+                        "no such {} `{}` at {} ({})",
+                        s.noun(),
+                        s.bucket,
+                        s.endpoint,
+                        s.name
+                    ),
+                    None => "no such bucket".to_string(),
+                };
+                reply(f, &what)
+            }
             (_, Detail::Corrupt { object_key, reason }) => {
-                write!(f, "the lock object {object_key} is not one of ours: {reason}")
+                write!(f, "the lock object {object_key} is not one of ours: {reason}")?;
+                place(f)
             }
-            (ErrorKind::Store, _) => reply(f, &format!("{store} error")),
+            (ErrorKind::Store, _) => {
+                reply(f, &format!("{name} error"))?;
+                place(f)
+            }
             (ErrorKind::Transport, Detail::Message(m)) => {
-                write!(f, "the request did not complete: {m}")
+                write!(f, "the request did not complete: {m}")?;
+                place(f)
             }
             (_, Detail::Config { field, reason }) => {
                 write!(f, "invalid configuration, {field}: {reason}")
             }
             (ErrorKind::InvalidArgument, Detail::Message(m)) => write!(f, "invalid argument: {m}"),
             (_, Detail::Timeout { key, waited, holder: seen }) => {
-                write!(f, "gave up on {key} after {} ms", waited.as_millis())?;
+                write!(f, "gave up on {key}")?;
+                if let Some(s) = store {
+                    write!(f, " in {} `{}`", s.noun(), s.bucket)?;
+                }
+                write!(f, " after {} ms", waited.as_millis())?;
                 holder(f, seen.as_ref())
             }
             (
@@ -399,7 +523,10 @@ impl fmt::Display for Error {
                 write!(f, "the s3-lease component trapped (a bug): {m}")
             }
             (_, Detail::Message(m)) => f.write_str(m),
-            (_, Detail::Reply(_)) => reply(f, &format!("{store} error")),
+            (_, Detail::Reply(_)) => {
+                reply(f, &format!("{name} error"))?;
+                place(f)
+            }
         }
     }
 }
@@ -414,5 +541,163 @@ fn holder(f: &mut fmt::Formatter<'_>, state: Option<&LockState>) -> fmt::Result 
         (Some(holder), None) => write!(f, "; held by {holder}"),
         // A client of another design (the dynamodb-lease design's) records neither.
         (None, None) => write!(f, "; held by a client that records no holder and no token"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{AzureBlobBuilder, DynamoDbBuilder, S3Builder};
+    use crate::types::{AzureCredential, Credentials};
+
+    fn s3() -> Arc<ErrorStore> {
+        let config = S3Builder::new("b", "us-east-1", Credentials::new("AKID", "secret"))
+            .endpoint("http://127.0.0.1:9000")
+            .build();
+        Arc::new(ErrorStore::of(&config))
+    }
+
+    fn reply(kind: ErrorKind, store: &Arc<ErrorStore>, status: u16, code: &str) -> Error {
+        Error::new(
+            kind,
+            Some(store.clone()),
+            Detail::Reply(Reply {
+                status,
+                code: code.into(),
+                message: "the message".into(),
+                request_id: "req-1".into(),
+            }),
+        )
+    }
+
+    #[test]
+    fn each_store_error_names_its_bucket_and_endpoint() {
+        let store = s3();
+        let errors = [
+            reply(ErrorKind::AccessDenied, &store, 403, "AccessDenied"),
+            reply(ErrorKind::NoSuchStore, &store, 404, "NoSuchBucket"),
+            reply(ErrorKind::Store, &store, 500, "InternalError"),
+            reply(ErrorKind::Conflict, &store, 409, "OperationAborted"),
+            reply(ErrorKind::ClockSkewed, &store, 403, "RequestTimeTooSkewed"),
+            Error::transport("connection refused").with_store(&store),
+        ];
+        for e in errors {
+            let text = e.to_string();
+            assert!(text.contains("`b`"), "{text}");
+            assert!(text.contains("http://127.0.0.1:9000"), "{text}");
+            assert!(text.contains("S3"), "{text}");
+            assert_eq!(e.bucket(), Some("b"));
+            assert_eq!(e.endpoint(), Some("http://127.0.0.1:9000"));
+            assert_eq!(e.store().map(ErrorStore::name), Some("S3"));
+        }
+        assert_eq!(
+            reply(ErrorKind::NoSuchStore, &store, 404, "NoSuchBucket").to_string(),
+            "no such bucket `b` at http://127.0.0.1:9000 (S3): 404 NoSuchBucket: the message \
+             (request id req-1)"
+        );
+        assert_eq!(
+            Error::transport("connection refused")
+                .with_store(&store)
+                .to_string(),
+            "the request did not complete: connection refused (S3 endpoint \
+             http://127.0.0.1:9000, bucket `b`)"
+        );
+    }
+
+    #[test]
+    fn a_timeout_names_the_bucket_and_the_key() {
+        let e = crate::convert::timeout("jobs/nightly", Duration::from_millis(1500), None)
+            .with_store(&s3());
+        assert_eq!(
+            e.to_string(),
+            "gave up on jobs/nightly in bucket `b` after 1500 ms"
+        );
+    }
+
+    #[test]
+    fn dynamodb_names_its_table_and_azure_its_container() {
+        let config = DynamoDbBuilder::new("locks", "us-east-1", Credentials::new("AKID", "secret"))
+            .endpoint("http://127.0.0.1:8000")
+            .build();
+        let table = Arc::new(ErrorStore::of(&config));
+        let text = reply(
+            ErrorKind::NoSuchStore,
+            &table,
+            400,
+            "ResourceNotFoundException",
+        )
+        .to_string();
+        assert!(
+            text.starts_with("no such DynamoDB table `locks` at http://127.0.0.1:8000"),
+            "{text}"
+        );
+        let text = reply(
+            ErrorKind::AccessDenied,
+            &table,
+            400,
+            "AccessDeniedException",
+        )
+        .to_string();
+        assert!(
+            text.contains("table `locks`") && text.contains("http://127.0.0.1:8000"),
+            "{text}"
+        );
+
+        let config =
+            AzureBlobBuilder::new("acct", "jobs", AzureCredential::Sas("sv=1".into())).build();
+        let container = Arc::new(ErrorStore::of(&config));
+        let text = reply(ErrorKind::NoSuchStore, &container, 404, "ContainerNotFound").to_string();
+        assert!(
+            text.starts_with(
+                "no such container `jobs` at https://acct.blob.core.windows.net (Azure Blob Storage)"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_sas_token_or_password_in_the_endpoint_never_shows() {
+        let config = AzureBlobBuilder::new("acct", "jobs", AzureCredential::Sas("sv=1".into()))
+            .endpoint("http://user:hunter2@127.0.0.1:10000/?sv=2022-11-02&sig=S3CR3TSIG#frag")
+            .build();
+        let store = Arc::new(ErrorStore::of(&config));
+        assert_eq!(store.endpoint(), "http://127.0.0.1:10000/");
+        let errors = [
+            reply(ErrorKind::AccessDenied, &store, 403, "AuthenticationFailed"),
+            reply(ErrorKind::NoSuchStore, &store, 404, "ContainerNotFound"),
+            reply(ErrorKind::Store, &store, 500, "InternalError"),
+            Error::transport("connection refused").with_store(&store),
+        ];
+        for e in errors {
+            for text in [e.to_string(), format!("{e:?}"), format!("{e:#?}")] {
+                assert!(text.contains("127.0.0.1:10000"), "{text}");
+                for secret in ["S3CR3TSIG", "sig=", "sv=2022", "hunter2", "frag"] {
+                    assert!(!text.contains(secret), "{secret} in {text}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn without_secrets_keeps_the_rest_of_a_url() {
+        assert_eq!(
+            without_secrets("https://h.example/p/q"),
+            "https://h.example/p/q"
+        );
+        assert_eq!(
+            without_secrets("https://h.example?sig=x"),
+            "https://h.example"
+        );
+        assert_eq!(
+            without_secrets("https://u@h.example/a@b"),
+            "https://h.example/a@b"
+        );
+        assert_eq!(without_secrets("h.example:9000"), "h.example:9000");
+    }
+
+    #[test]
+    fn an_error_stays_small() {
+        // Boxed detail plus a shared store: errors are cheap to return.
+        assert!(std::mem::size_of::<Error>() <= 3 * std::mem::size_of::<usize>());
     }
 }

@@ -89,7 +89,7 @@ pub use engine::runtime::{LoadReport, Runtime, RuntimeOptions};
 pub use engine::source::ComponentSource;
 #[cfg(feature = "unstable-raw")]
 pub use engine::state::{InstanceOptions, State};
-pub use error::{Error, ErrorKind};
+pub use error::{Error, ErrorKind, ErrorStore};
 pub use held::{LeaseStatus, LostReason};
 pub use lease::{Lease, SlotGrant};
 pub use stats::{ClientStats, ElectorStats, LatencyHistogram, RequestCounts};

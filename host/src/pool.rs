@@ -24,7 +24,7 @@ use crate::engine::bindings::{self as wit, Config};
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
 use crate::engine::state::InstanceOptions;
-use crate::error::Error;
+use crate::error::{Error, ErrorStore};
 use std::hash::{Hash, Hasher};
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc;
@@ -47,10 +47,8 @@ pub(crate) struct Opener {
     /// The config new instances open with (credentials kept current).
     config: Mutex<Config>,
     make_options: MakeOptions,
-    /// The store's name, for its errors ([`StoreConfig::store_name`]).
-    ///
-    /// [`StoreConfig::store_name`]: crate::config::StoreConfig::store_name
-    store: &'static str,
+    /// Where the store's errors happen: its kind, endpoint and bucket.
+    store: Arc<ErrorStore>,
 }
 
 impl Pool {
@@ -60,7 +58,7 @@ impl Pool {
     pub fn new(
         runtime: Runtime,
         config: Config,
-        store: &'static str,
+        store: Arc<ErrorStore>,
         size: usize,
         make_options: MakeOptions,
     ) -> Result<Self, Error> {
@@ -91,8 +89,8 @@ impl Pool {
         Ok(pool)
     }
 
-    pub fn store(&self) -> &'static str {
-        self.opener.store
+    pub fn store(&self) -> &Arc<ErrorStore> {
+        &self.opener.store
     }
 
     /// Which instance serves `key`.
@@ -238,7 +236,7 @@ impl Opener {
             return Err(Error::trap("no instance"));
         };
         match std::panic::catch_unwind(AssertUnwindSafe(|| f(raw))) {
-            Ok(Ok(result)) => result.map_err(|e| convert::from_error(e, self.store)),
+            Ok(Ok(result)) => result.map_err(|e| convert::from_error(e, &self.store)),
             Ok(Err(trap)) => {
                 *instance = None;
                 Err(Error::trap(format!("{trap:#}")))
@@ -258,7 +256,7 @@ impl Opener {
         let config = lock(&self.config).clone();
         match raw.open(&config) {
             Ok(Ok(())) => Ok(raw),
-            Ok(Err(e)) => Err(convert::from_error(e, self.store)),
+            Ok(Err(e)) => Err(convert::from_error(e, &self.store)),
             Err(trap) => Err(Error::trap(format!("{trap:#}"))),
         }
     }
