@@ -3,7 +3,6 @@
 //! when a signal N ended it). The codes follow sysexits(3) where one fits.
 
 use s3_lease_host::{Error, ErrorKind};
-use std::sync::OnceLock;
 
 /// Bad flags or arguments (clap's errors included).
 pub const USAGE: i32 = 64;
@@ -49,55 +48,11 @@ impl Failure {
     }
 }
 
-/// The store this run talks to, for messages: its name and endpoint.
-struct Store {
-    name: &'static str,
-    endpoint: String,
-}
-
-static STORE_IN_USE: OnceLock<Store> = OnceLock::new();
-
-/// Errors name this store (`S3`, `DynamoDB`, `Azure Blob Storage`) and,
-/// when a request did not complete, its endpoint. Set once, before the
-/// first request.
-pub fn set_store(name: &'static str, endpoint: &str) {
-    let _ = STORE_IN_USE.set(Store {
-        name,
-        endpoint: endpoint.to_string(),
-    });
-}
-
 impl From<Error> for Failure {
+    /// The host's message names the store, its endpoint and its bucket
+    /// (table, container) where that helps.
     fn from(e: Error) -> Self {
-        Failure::new(code_of(&e), describe(&e))
-    }
-}
-
-/// The error as a person reads it: the store by name, and for a request
-/// that got no answer, where it was sent.
-pub fn describe(e: &Error) -> String {
-    let Some(store) = STORE_IN_USE.get() else {
-        return e.to_string();
-    };
-    let text = e.to_string();
-    match e.kind() {
-        ErrorKind::Transport => format!("{text} ({} endpoint {})", store.name, store.endpoint),
-        _ => text,
-    }
-}
-
-/// An error the elector kept as text (it keeps no more), named as
-/// `describe` names errors: the store, and the endpoint of a request
-/// that did not complete.
-pub fn describe_text(text: &str) -> String {
-    let Some(store) = STORE_IN_USE.get() else {
-        return text.to_string();
-    };
-    let named = text.replacen("S3 error:", &format!("{} error:", store.name), 1);
-    if named.starts_with("the request did not complete") {
-        format!("{named} ({} endpoint {})", store.name, store.endpoint)
-    } else {
-        named
+        Failure::new(code_of(&e), e.to_string())
     }
 }
 

@@ -78,7 +78,6 @@ fn main() {
 fn run(cli: Cli) -> Result<i32, Failure> {
     check_arguments(&cli)?;
     let config = store_config(&cli)?;
-    exit::set_store(config.store_name(), config.endpoint());
     let runtime = Runtime::new().map_err(|e| Failure::new(exit::INTERNAL, format!("{e:#}")))?;
     let client = Client::connect(&runtime, &config)?;
     let strategy = config.strategy.unwrap_or(Strategy::SingleObject);

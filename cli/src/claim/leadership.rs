@@ -7,7 +7,7 @@
 use super::{Claim, Held, Job, WaitLines, Waited, POLL};
 use crate::commands::held_by;
 use crate::duration::show;
-use crate::exit::{describe_text, Failure, HELD, INTERNAL, STORE};
+use crate::exit::{Failure, HELD, INTERNAL, STORE};
 use crate::probe::Probe;
 use crate::tree::CommandGroup;
 use s3_lease_host::blocking::Elector;
@@ -302,7 +302,7 @@ fn waited_out(
     }
     Failure::new(STORE, format!(
         "gave up on {key} after {waited}: the store did not answer usefully ({}), and no read saw it held",
-        describe_text(&error)
+        error
     ))
 }
 
@@ -315,7 +315,7 @@ fn who_holds(elector: &Elector) -> String {
         ),
         Role::Follower(_) => "held, holder not read yet".into(),
         Role::Candidate => match elector.last_error() {
-            Some(e) => format!("the last attempt failed: {}", describe_text(&e)),
+            Some(e) => format!("the last attempt failed: {e}"),
             None => "not acquired yet".into(),
         },
         Role::Leader(lease) => format!("acquired (token {})", lease.token),

@@ -10,7 +10,7 @@
 
 use super::{Claim, Held, Job, WaitLines, Waited};
 use crate::duration::show;
-use crate::exit::{describe as describe_error, is_permanent, Failure, HELD, STORE};
+use crate::exit::{is_permanent, Failure, HELD, STORE};
 use crate::tree::CommandGroup;
 use s3_lease_host::blocking::{BlockingSlotGrant, Client, LeaseGuard};
 use s3_lease_host::{AcquireOptions, Error, LostReason, SlotOptions};
@@ -144,10 +144,7 @@ impl<'c> Slot<'c> {
                 standing(line, true)
             }
             Ok(_) => standing("not granted".into(), false),
-            Err(e) if !is_permanent(&e) => standing(
-                format!("the last attempt failed: {}", describe_error(&e)),
-                false,
-            ),
+            Err(e) if !is_permanent(&e) => standing(format!("the last attempt failed: {e}"), false),
             Err(e) => Err(e),
         }
     }
@@ -209,7 +206,7 @@ impl Claim for Slot<'_> {
 
     fn release(&mut self) -> Result<(), String> {
         match self.guard.take() {
-            Some(guard) => guard.release().map_err(|e| describe_error(&e)),
+            Some(guard) => guard.release().map_err(|e| e.to_string()),
             None => Ok(()),
         }
     }

@@ -174,6 +174,9 @@ struct Case {
     stores: &'static [Store],
     /// A fragment stderr must contain.
     says: Option<&'static str>,
+    /// A fragment stderr must contain that depends on the case's store
+    /// (its bucket or table, its endpoint).
+    names: Option<fn(&Ctx) -> String>,
     /// At most this long (errors that retrying cannot fix end at once).
     within: Duration,
     run: fn(&Ctx) -> Output,
@@ -192,6 +195,7 @@ fn case(
         cause,
         stores,
         says: None,
+        names: None,
         within: Duration::from_secs(20),
         run,
     }
@@ -200,6 +204,11 @@ fn case(
 impl Case {
     fn says(mut self, fragment: &'static str) -> Self {
         self.says = Some(fragment);
+        self
+    }
+
+    fn names(mut self, fragment: fn(&Ctx) -> String) -> Self {
+        self.names = Some(fragment);
         self
     }
 
@@ -642,6 +651,7 @@ fn cases() -> Vec<Case> {
             c.closed(&["run", "KEY", "--wait", "1s", "--", "true"])
         })
         .says("endpoint http://127.0.0.1:")
+        .names(|c| format!("endpoint http://127.0.0.1:{}, ", c.world.closed_port))
         .within(Duration::from_millis(3_500)),
         case("run", Code(69), "a silent network, --wait 1s", BOTH, |c| {
             let upstream = match c.store {
@@ -695,6 +705,10 @@ fn cases() -> Vec<Case> {
             c.missing(&["run", "KEY", "--", "true"])
         })
         .says("no such")
+        .names(|c| match c.store {
+            Store::S3 => "no such bucket `s3lease-no-such-bucket` at http://".into(),
+            Store::DynamoDb => "no such DynamoDB table `s3lease-no-such-table` at http://".into(),
+        })
         .within(quick),
         case(
             "run",
@@ -1444,6 +1458,12 @@ fn every_documented_exit_code_from_every_command_on_both_stores() {
                 if let Some(says) = case.says {
                     if !stderr.contains(says) {
                         wrong.push(format!("stderr lacks {says:?}"));
+                    }
+                }
+                if let Some(names) = case.names {
+                    let names = names(&ctx);
+                    if !stderr.contains(&names) {
+                        wrong.push(format!("stderr lacks {names:?}"));
                     }
                 }
                 if took > case.within {
