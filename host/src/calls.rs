@@ -53,7 +53,7 @@ impl Calls {
         let pool = Pool::new(
             runtime,
             wit_config,
-            Arc::new(ErrorStore::of(&config)),
+            Arc::new(config.error_store()),
             instances,
             make_options,
         )?;

@@ -81,15 +81,11 @@ pub struct ErrorStore {
 }
 
 impl ErrorStore {
-    /// The store of `config`. Its endpoint is kept without user info,
-    /// query and fragment: an Azure SAS token or a password may be in
-    /// them, and errors are printed.
-    pub(crate) fn of(config: &crate::config::StoreConfig) -> Self {
-        let bucket = config.bucket().or(config.table()).or(config.container());
-        ErrorStore::new(config.store_name(), config.endpoint(), bucket.unwrap_or(""))
-    }
-
-    fn new(name: &'static str, endpoint: &str, bucket: &str) -> Self {
+    /// A store named `name` at `endpoint`, holding the locks in `bucket`
+    /// (`StoreConfig::error_store` makes a client's). The endpoint is kept
+    /// without user info, query and fragment: an Azure SAS token or a
+    /// password may be in them, and errors are printed.
+    pub(crate) fn new(name: &'static str, endpoint: &str, bucket: &str) -> Self {
         ErrorStore {
             name,
             endpoint: without_secrets(endpoint),
@@ -547,14 +543,9 @@ fn holder(f: &mut fmt::Formatter<'_>, state: Option<&LockState>) -> fmt::Result 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{AzureBlobBuilder, DynamoDbBuilder, S3Builder};
-    use crate::types::{AzureCredential, Credentials};
 
     fn s3() -> Arc<ErrorStore> {
-        let config = S3Builder::new("b", "us-east-1", Credentials::new("AKID", "secret"))
-            .endpoint("http://127.0.0.1:9000")
-            .build();
-        Arc::new(ErrorStore::of(&config))
+        Arc::new(ErrorStore::new("S3", "http://127.0.0.1:9000", "b"))
     }
 
     fn reply(kind: ErrorKind, store: &Arc<ErrorStore>, status: u16, code: &str) -> Error {
@@ -616,10 +607,11 @@ mod tests {
 
     #[test]
     fn dynamodb_names_its_table_and_azure_its_container() {
-        let config = DynamoDbBuilder::new("locks", "us-east-1", Credentials::new("AKID", "secret"))
-            .endpoint("http://127.0.0.1:8000")
-            .build();
-        let table = Arc::new(ErrorStore::of(&config));
+        let table = Arc::new(ErrorStore::new(
+            "DynamoDB",
+            "http://127.0.0.1:8000",
+            "locks",
+        ));
         let text = reply(
             ErrorKind::NoSuchStore,
             &table,
@@ -643,9 +635,11 @@ mod tests {
             "{text}"
         );
 
-        let config =
-            AzureBlobBuilder::new("acct", "jobs", AzureCredential::Sas("sv=1".into())).build();
-        let container = Arc::new(ErrorStore::of(&config));
+        let container = Arc::new(ErrorStore::new(
+            "Azure Blob Storage",
+            "https://acct.blob.core.windows.net",
+            "jobs",
+        ));
         let text = reply(ErrorKind::NoSuchStore, &container, 404, "ContainerNotFound").to_string();
         assert!(
             text.starts_with(
@@ -657,10 +651,11 @@ mod tests {
 
     #[test]
     fn a_sas_token_or_password_in_the_endpoint_never_shows() {
-        let config = AzureBlobBuilder::new("acct", "jobs", AzureCredential::Sas("sv=1".into()))
-            .endpoint("http://user:hunter2@127.0.0.1:10000/?sv=2022-11-02&sig=S3CR3TSIG#frag")
-            .build();
-        let store = Arc::new(ErrorStore::of(&config));
+        let store = Arc::new(ErrorStore::new(
+            "Azure Blob Storage",
+            "http://user:hunter2@127.0.0.1:10000/?sv=2022-11-02&sig=S3CR3TSIG#frag",
+            "jobs",
+        ));
         assert_eq!(store.endpoint(), "http://127.0.0.1:10000/");
         let errors = [
             reply(ErrorKind::AccessDenied, &store, 403, "AuthenticationFailed"),

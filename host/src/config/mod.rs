@@ -192,6 +192,13 @@ impl StoreConfig {
         }
     }
 
+    /// Where this store's errors happened, as they name it: its kind,
+    /// endpoint (without secrets) and bucket, table or container.
+    pub(crate) fn error_store(&self) -> crate::error::ErrorStore {
+        let bucket = self.bucket().or(self.table()).or(self.container());
+        crate::error::ErrorStore::new(self.store_name(), self.endpoint(), bucket.unwrap_or(""))
+    }
+
     /// Where an AWS store's credentials are refreshed from, if anywhere
     /// (`None`: fixed keys, or an Azure store).
     pub fn credentials_source(&self) -> Option<&SharedSource> {

@@ -276,3 +276,30 @@ fn debug_of_credentials_their_source_and_a_config_shows_no_secret() {
         "{text}"
     );
 }
+
+#[test]
+fn errors_name_each_stores_bucket_table_or_container_and_no_secret() {
+    use crate::config::{AzureBlobBuilder, DynamoDbBuilder, S3Builder};
+    use crate::types::AzureCredential;
+    let s3 = S3Builder::new("b", "us-east-1", Credentials::new("AKID", "secret"))
+        .endpoint("http://127.0.0.1:9000")
+        .build()
+        .error_store();
+    assert_eq!(
+        (s3.name(), s3.endpoint(), s3.bucket()),
+        ("S3", "http://127.0.0.1:9000", "b")
+    );
+    let table = DynamoDbBuilder::new("locks", "us-east-1", Credentials::new("AKID", "secret"))
+        .endpoint("http://127.0.0.1:8000")
+        .build()
+        .error_store();
+    assert_eq!((table.name(), table.bucket()), ("DynamoDB", "locks"));
+    let container = AzureBlobBuilder::new("acct", "jobs", AzureCredential::Sas("sv=1".into()))
+        .endpoint("http://user:hunter2@127.0.0.1:10000/?sv=2022-11-02&sig=S3CR3TSIG")
+        .build()
+        .error_store();
+    assert_eq!(
+        (container.name(), container.endpoint(), container.bucket()),
+        ("Azure Blob Storage", "http://127.0.0.1:10000/", "jobs")
+    );
+}
