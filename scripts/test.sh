@@ -27,9 +27,9 @@ finished() {
 source scripts/setup.sh
 finished "setup: what the demo needs (component, venv, wasm-opt)"
 start_wkg_install
-start_cargo_tools_install
 setup_test_tools
-finished "setup: what only the tests need (jco, the HTTP function, the gate, dynalite, Azurite; wac and s3s-fs building beside)"
+install_s3s_fs
+finished "setup: what only the tests need (wac, jco, the HTTP function, dynalite, Azurite, s3s-fs)"
 
 # Most tests wait on a server, not on the CPU: more run at once than the
 # machine has cores (set RUST_TEST_THREADS to override).
@@ -40,9 +40,6 @@ export RUST_TEST_THREADS=${RUST_TEST_THREADS:-6}
 echo "test.sh: building every test (cargo test --workspace --no-run)"
 cargo test --locked --workspace --no-run
 finished "building the tests"
-echo "test.sh: waiting for wac and s3s-fs, building in the background since setup"
-finish_cargo_tools_install
-finished "waiting for wac and s3s-fs"
 
 # --nocapture: the suite prints what it measured (request counts, sizes).
 echo "test.sh: cargo test --workspace (~480 tests, $RUST_TEST_THREADS at a time per suite)"
