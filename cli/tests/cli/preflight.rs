@@ -234,8 +234,6 @@ fn not_implementing(upstream: &Endpoint, refused: &'static [&'static str]) -> En
 /// SeaweedFS behind a server shaped as `shape`, passing every request it
 /// does not answer itself on, re-signed with the endpoint's own keys.
 fn front(upstream: &Endpoint, shape: Shape) -> Endpoint {
-    use s3_lease::s3::{Method, S3Request};
-    use s3_lease::testing::uri::{percent_decode, query_pairs};
     let endpoint = upstream.clone();
     let url = http::serve(std::sync::Arc::new(move |r: Request| {
         let head = r.method == "HEAD";
@@ -275,32 +273,12 @@ fn front(upstream: &Endpoint, shape: Shape) -> Endpoint {
         if let Some(response) = refused {
             return with_own(response);
         }
-        let method = match r.method.as_str() {
-            "GET" => Method::Get,
-            "HEAD" => Method::Head,
-            "PUT" => Method::Put,
-            "DELETE" => Method::Delete,
-            _ => Method::Post,
-        };
-        let path = r.path();
-        let key = percent_decode(
-            path.strip_prefix(&format!("/{}", endpoint.bucket))
-                .unwrap_or(path)
-                .trim_start_matches('/'),
-        );
-        let mut forward = S3Request::new(method, &key, usize::MAX);
-        forward.query = query_pairs(r.query());
-        forward.body = r.body.clone();
-        for (k, v) in &r.headers {
-            let condition = matches!(k.as_str(), "if-match" | "if-none-match");
-            // GCS's XML API never evaluates a condition on a write.
-            let ignored = condition && matches!(shape, Shape::GcsXml) && r.method == "PUT";
-            let kept = k.starts_with("x-amz-meta-")
-                || condition
-                || matches!(k.as_str(), "content-type" | "x-amz-content-sha256");
-            if kept && !ignored {
-                forward.headers.push((k.clone(), v.clone()));
-            }
+        let mut forward = host_test::racing_store::forwarded(&r, &endpoint.bucket);
+        // GCS's XML API never evaluates a condition on a write.
+        if matches!(shape, Shape::GcsXml) && r.method == "PUT" {
+            forward
+                .headers
+                .retain(|(k, _)| k != "if-match" && k != "if-none-match");
         }
         match endpoint.admin().and_then(|admin| admin.send(forward)) {
             Ok(reply) => with_own(Response {
