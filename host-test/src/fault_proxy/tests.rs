@@ -171,12 +171,14 @@ fn reset_resets_open_and_new_connections() {
     assert_eq!(err.kind(), ErrorKind::ConnectionReset, "{err:?}");
     // A new one is reset as soon as it is accepted (nothing written:
     // a write could take the reset's error, leaving a plain EOF). The
-    // reset can arrive before the first read: setting the read timeout
-    // then reports it.
-    let mut new = TcpStream::connect_timeout(&proxy.addr(), Duration::from_secs(2)).unwrap();
-    let err = new
-        .set_read_timeout(Some(Duration::from_secs(2)))
-        .and_then(|()| read_some(&mut new, 1).map(drop))
+    // reset can arrive before the first read, even before connect
+    // returns: setting the read timeout, or connect itself, then
+    // reports it.
+    let err = TcpStream::connect_timeout(&proxy.addr(), Duration::from_secs(2))
+        .and_then(|mut new| {
+            new.set_read_timeout(Some(Duration::from_secs(2)))?;
+            read_some(&mut new, 1).map(drop)
+        })
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ConnectionReset, "{err:?}");
 }
