@@ -826,15 +826,7 @@ mod tests {
     }
 
     fn reply(status: u16, body: &str, headers: &[(&str, &str)]) -> S3Response {
-        S3Response {
-            status,
-            headers: headers
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            body: body.as_bytes().to_vec(),
-            body_too_large: None,
-        }
+        crate::testing::response(status, headers, body)
     }
 
     #[test]
