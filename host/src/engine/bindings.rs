@@ -10,9 +10,9 @@ wasmtime::component::bindgen!({
         package s3-lease:host;
         /// Never instantiated as a whole: its exports are bound one by one.
         world either-build {
-            export s3-lease:lease/types@0.7.0;
-            export s3-lease:lease/lease@0.7.0;
-            export s3-lease:lease/async-lease@0.7.0;
+            export s3-lease:lease/types@0.8.0;
+            export s3-lease:lease/lease@0.8.0;
+            export s3-lease:lease/async-lease@0.8.0;
         }
     ",
     world: "s3-lease:host/either-build",
