@@ -101,8 +101,9 @@ fn azure_headers(req: &S3Request) -> Vec<(String, String)> {
 
 /// A `Content-MD5` the body does not have, for a declared SHA-256 the body
 /// does not have: its first 16 bytes. (Equal to the body's MD5 only by a
-/// 2^-128 chance.) `None` when the declared hash is the body's.
-fn wrong_digest(declared: &str, body: &[u8]) -> Option<String> {
+/// 2^-128 chance.) `None` when the declared hash is the body's. GCS's
+/// translation carries the probe as a wrong `md5Hash` the same way.
+pub(crate) fn wrong_digest(declared: &str, body: &[u8]) -> Option<String> {
     if declared.eq_ignore_ascii_case(&sigv4::sha256_hex(body)) {
         return None;
     }

@@ -8,8 +8,10 @@ use crate::sigv4::Credentials;
 use core::fmt;
 
 mod azure;
+mod gcs;
 
 pub use azure::{AzureBlob, AzureCredential};
+pub use gcs::{GcsCredential, GCS_MIN_RETRY_PERIOD_MS, GCS_MIN_TTL_MS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Addressing {
@@ -76,6 +78,9 @@ pub enum Store {
     DynamoDb { table: String },
     /// Blobs in an Azure Blob Storage container (see `azure`).
     AzureBlob(AzureBlob),
+    /// Objects in the config's bucket on Google Cloud Storage, through its
+    /// JSON API (see `gcs`).
+    Gcs(GcsCredential),
 }
 
 impl Store {
@@ -83,7 +88,7 @@ impl Store {
     pub fn table(&self) -> Option<&str> {
         match self {
             Store::DynamoDb { table } => Some(table),
-            Store::S3 | Store::AzureBlob(_) => None,
+            Store::S3 | Store::AzureBlob(_) | Store::Gcs(_) => None,
         }
     }
 
@@ -91,16 +96,26 @@ impl Store {
     pub fn azure(&self) -> Option<&AzureBlob> {
         match self {
             Store::AzureBlob(blob) => Some(blob),
-            Store::S3 | Store::DynamoDb { .. } => None,
+            Store::S3 | Store::DynamoDb { .. } | Store::Gcs(_) => None,
         }
     }
 
-    /// What `config.store` names, for errors: `s3`, `dynamodb`, `azure-blob`.
+    /// The credential, for a GCS store.
+    pub fn gcs(&self) -> Option<&GcsCredential> {
+        match self {
+            Store::Gcs(credential) => Some(credential),
+            Store::S3 | Store::DynamoDb { .. } | Store::AzureBlob(_) => None,
+        }
+    }
+
+    /// What `config.store` names, for errors: `s3`, `dynamodb`,
+    /// `azure-blob`, `gcs`.
     pub fn name(&self) -> &'static str {
         match self {
             Store::S3 => "s3",
             Store::DynamoDb { .. } => "dynamodb",
             Store::AzureBlob(_) => "azure-blob",
+            Store::Gcs(_) => "gcs",
         }
     }
 }
@@ -155,15 +170,50 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     /// What the lease seal's key derives from: the bucket, or for a
-    /// DynamoDB store its table, for an Azure one its account and container
-    /// (`dynamodb:` and `azure:` cannot begin a bucket name, so a lease of
-    /// one store is never accepted by another).
+    /// DynamoDB store its table, for an Azure one its account and
+    /// container, for a GCS one `gcs:<bucket>` (`dynamodb:`, `azure:` and
+    /// `gcs:` cannot begin a bucket name, so a lease of one store is never
+    /// accepted by another).
     pub fn seal_scope(&self) -> String {
         match &self.store {
             Store::S3 => self.bucket.clone(),
             Store::DynamoDb { table } => format!("dynamodb:{table}"),
             Store::AzureBlob(blob) => format!("azure:{}/{}", blob.account, blob.container),
+            Store::Gcs(_) => format!("gcs:{}", self.bucket),
         }
+    }
+
+    /// A lease's ttl on this store: GCS takes about one write per second
+    /// per object, and a lease is renewed every third of its ttl, so a ttl
+    /// under `GCS_MIN_TTL_MS` would be throttled (`invalid-config`: the
+    /// store makes it so). Any ttl elsewhere.
+    pub fn check_ttl(&self, ttl_ms: u64) -> Result<(), Error> {
+        if self.store.gcs().is_some() && ttl_ms < GCS_MIN_TTL_MS {
+            return Err(Error::invalid_config(
+                "store",
+                format!(
+                    "ttl-ms {ttl_ms} on a gcs store: GCS takes about one write per second per \
+                     object and a lease is renewed every third of its ttl; use at least {GCS_MIN_TTL_MS}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// An elector's retry period on this store: a leader renews every
+    /// retry period, so on GCS not more often than once a second.
+    pub fn check_retry_period(&self, retry_period_ms: u64) -> Result<(), Error> {
+        if self.store.gcs().is_some() && retry_period_ms < GCS_MIN_RETRY_PERIOD_MS {
+            return Err(Error::invalid_config(
+                "store",
+                format!(
+                    "retry-period-ms {retry_period_ms} on a gcs store: a leader renews every retry \
+                     period and GCS takes about one write per second per object; use at least \
+                     {GCS_MIN_RETRY_PERIOD_MS}"
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -175,14 +225,18 @@ impl ClientConfig {
     pub fn validate(raw: RawConfig) -> Result<Self, Error> {
         let (scheme, endpoint_authority) = parse_endpoint(&raw.endpoint)?;
         let store = raw.store.unwrap_or_default();
-        // Azure takes neither a region nor AWS credentials: its own
-        // credential is the store's.
+        // Azure and GCS take neither a region nor AWS credentials: their
+        // own credential is the store's.
         match &store {
             Store::S3 => check_bucket(&raw.bucket, raw.addressing)?,
             Store::DynamoDb { table } => check_table(table)?,
             Store::AzureBlob(blob) => azure::check(blob)?,
+            Store::Gcs(credential) => {
+                gcs::check_bucket(&raw.bucket)?;
+                gcs::check(credential)?;
+            }
         }
-        if store.azure().is_none() {
+        if store.azure().is_none() && store.gcs().is_none() {
             check_region(&raw.region)?;
             check_credentials(&raw.credentials)?;
         }
@@ -216,6 +270,13 @@ impl ClientConfig {
                 "strategy",
                 "epoch-objects is for S3 stores without If-Match, and lists a bucket by start-after; \
                  Azure has If-Match, and an azure-blob store uses single-object",
+            ));
+        }
+        if store.gcs().is_some() && strategy == Strategy::EpochObjects {
+            return Err(Error::invalid_config(
+                "strategy",
+                "epoch-objects is for S3 stores without If-Match, and lists a bucket by start-after; \
+                 GCS has generation preconditions, and a gcs store uses single-object",
             ));
         }
         // DynamoDB stamps no write time on an item: `observed` is the

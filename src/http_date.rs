@@ -47,6 +47,61 @@ pub fn parse_ms(value: &str) -> Option<u64> {
     Some(((days * 24 + h) * 60 + m) * 60_000 + s * 1000)
 }
 
+/// Milliseconds since the Unix epoch of an RFC 3339 time in UTC, as GCS
+/// writes an object's `updated` (`2026-11-28T08:56:18.123Z`, the fraction
+/// any length or none), or `None` for anything else.
+pub fn parse_rfc3339_ms(value: &str) -> Option<u64> {
+    let value = value.trim();
+    let (date, time) = value.split_once(['T', 't'])?;
+    let time = time
+        .strip_suffix(['Z', 'z'])
+        .or_else(|| time.strip_suffix("+00:00"))?;
+    let mut ymd = date.split('-');
+    let (year, month, day): (i64, u32, u32) = (
+        ymd.next()?.parse().ok()?,
+        ymd.next()?.parse().ok()?,
+        ymd.next()?.parse().ok()?,
+    );
+    let (hms, fraction) = time.split_once('.').unwrap_or((time, ""));
+    let mut hms = hms.split(':');
+    let (h, m, s): (u64, u64, u64) = (
+        hms.next()?.parse().ok()?,
+        hms.next()?.parse().ok()?,
+        hms.next()?.parse().ok()?,
+    );
+    if ymd.next().is_some() || hms.next().is_some() || !fraction.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    if !(1970..=9999).contains(&year)
+        || !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || h > 23
+        || m > 59
+        || s > 60
+    {
+        return None;
+    }
+    let ms: u64 = format!("{fraction:0<3}")[..3].parse().ok()?;
+    let days = u64::try_from(days_from_civil(year, month, day)).ok()?;
+    Some(((days * 24 + h) * 60 + m) * 60_000 + s * 1000 + ms)
+}
+
+/// The RFC 3339 time (UTC, milliseconds) of `ms` since the Unix epoch.
+pub fn format_rfc3339(ms: u64) -> alloc::string::String {
+    let seconds = ms / 1000;
+    let days = seconds / 86_400;
+    let secs = seconds % 86_400;
+    let (year, month, day) = crate::sigv4::civil_from_days(days as i64);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        secs / 3600,
+        (secs % 3600) / 60,
+        secs % 60,
+        ms % 1000
+    )
+}
+
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
 /// `days_from_civil`).
 fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
@@ -62,6 +117,41 @@ fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_and_writes_rfc3339_times_as_gcs_sends_them() {
+        assert_eq!(parse_rfc3339_ms("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            parse_rfc3339_ms("2026-11-22T08:39:16.123Z"),
+            Some(1_795_336_756_123)
+        );
+        assert_eq!(
+            parse_rfc3339_ms("2026-11-22T08:39:16.1234567Z"),
+            Some(1_795_336_756_123)
+        );
+        assert_eq!(
+            parse_rfc3339_ms("2026-11-22T08:39:16.5+00:00"),
+            Some(1_795_336_756_500)
+        );
+        for bad in [
+            "",
+            "2026-11-22",
+            "2026-11-22T08:39:16",
+            "2026-11-22T08:39:16+01:00",
+            "2026-13-22T08:39:16Z",
+            "2026-11-22T08:39:16.x1Z",
+            "2026-11-22T08:39Z",
+        ] {
+            assert_eq!(parse_rfc3339_ms(bad), None, "{bad}");
+        }
+        for ms in [0, 1_795_336_756_123, 1_835_481_599_999] {
+            assert_eq!(parse_rfc3339_ms(&format_rfc3339(ms)), Some(ms));
+        }
+        assert_eq!(
+            format_rfc3339(1_795_336_756_000),
+            "2026-11-22T08:39:16.000Z"
+        );
+    }
 
     #[test]
     fn parses_imf_fixdates() {

@@ -29,7 +29,8 @@ mod prelude {
 //  3. error: the crate's one error enum, over what its cases carry (layers 1 and 2)
 //  4. config: the validated configuration, with its strategy, expiry clock and seal key
 //  5. s3: requests, replies, LIST pages; lease: Lease, Grant, where a key's object lives;
-//     dynamodb: the same requests as DynamoDB calls; azure: as Azure Blob calls;
+//     dynamodb: the same requests as DynamoDB calls; azure: as Azure Blob calls; gcs: as GCS
+//     JSON API calls;
 //     wire: the configured store's
 //  6. expiry: when an unreleased lease has expired; seal: leases a caller cannot alter
 //  7. protocol: the Operation/Step trait of every state machine, and AcquireOutcome
@@ -46,6 +47,7 @@ pub mod elector;
 pub mod error;
 pub mod expiry;
 pub mod fenced;
+pub mod gcs;
 pub mod http_date;
 pub mod json_out;
 pub mod lease;

@@ -290,6 +290,7 @@ pub enum StoreKind {
     S3,
     DynamoDb,
     AzureBlob,
+    Gcs,
 }
 
 /// Where a client's requests go, as a reply showing that it is not the
@@ -301,7 +302,7 @@ pub struct Endpoint {
     pub url: String,
 }
 
-/// Set on a reply by a store translation (`dynamodb`, `azure`) that found
+/// Set on a reply by a store translation (`dynamodb`, `azure`, `gcs`) that found
 /// the server's reply is not its store's at all: what came back and what
 /// the store sends (`not_the_store` reads it). Never taken from a server.
 pub const NOT_THE_STORE_HEADER: &str = "x-s3lease-not-the-store";
@@ -311,8 +312,8 @@ pub const NOT_THE_STORE_HEADER: &str = "x-s3lease-not-the-store";
 /// server), or `None` for a reply the store could have sent. The one
 /// definition: the driver applies it to every reply of every operation
 /// (`driver::run`), so a wrong endpoint ends the first request, before
-/// anything is written. An S3 reply is judged here; DynamoDB's and Azure's
-/// by their translations, before they are read as S3's
+/// anything is written. An S3 reply is judged here; DynamoDB's, Azure's and
+/// GCS's by their translations, before they are read as S3's
 /// (`NOT_THE_STORE_HEADER`).
 ///
 /// Only what real S3 and every compatible store we know (SeaweedFS,
@@ -327,7 +328,7 @@ pub fn not_the_store(endpoint: &Endpoint, req: &S3Request, reply: &S3Response) -
     let what = match (reply.header(NOT_THE_STORE_HEADER), endpoint.store) {
         (Some(what), _) => what.to_string(),
         (None, StoreKind::S3) => not_s3_reply(req, reply)?,
-        (None, StoreKind::DynamoDb | StoreKind::AzureBlob) => return None,
+        (None, StoreKind::DynamoDb | StoreKind::AzureBlob | StoreKind::Gcs) => return None,
     };
     let not = match endpoint.store {
         StoreKind::S3 => {
@@ -335,6 +336,9 @@ pub fn not_the_store(endpoint: &Endpoint, req: &S3Request, reply: &S3Response) -
         }
         StoreKind::DynamoDb => "not a DynamoDB endpoint",
         StoreKind::AzureBlob => "not an Azure Blob endpoint (the account's blob service?)",
+        StoreKind::Gcs => {
+            "not a GCS JSON API endpoint (https://storage.googleapis.com, or an emulator's root?)"
+        }
     };
     Some(Error::invalid_config(
         "endpoint",

@@ -1,12 +1,13 @@
 //! Between the protocol and the network: a request the protocol emits
 //! becomes a signed HTTP request for the configured store, and the store's
 //! reply becomes the S3 reply the protocol reads. For S3 the reply is
-//! already that; for DynamoDB and Azure it is translated (see `dynamodb`,
-//! `azure`).
+//! already that; for DynamoDB, Azure and GCS it is translated (see
+//! `dynamodb`, `azure`, `gcs`).
 
 use crate::azure;
 use crate::config::{ClientConfig, Store};
 use crate::dynamodb;
+use crate::gcs;
 use crate::s3::{
     self, HttpRequest, S3Request, S3Response, NOT_THE_STORE_HEADER, UNREADABLE_HEADER,
 };
@@ -17,6 +18,7 @@ pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> Htt
         Store::S3 => s3::prepare(config, req, unix_seconds),
         Store::DynamoDb { table } => dynamodb::prepare(config, table, req, unix_seconds),
         Store::AzureBlob(blob) => azure::prepare(config, blob, req, unix_seconds),
+        Store::Gcs(credential) => gcs::prepare(config, credential, req, unix_seconds),
     }
 }
 
@@ -37,5 +39,6 @@ pub fn read_reply(config: &ClientConfig, req: &S3Request, reply: S3Response) -> 
         },
         Store::DynamoDb { .. } => dynamodb::read_reply(req, reply),
         Store::AzureBlob(_) => azure::read_reply(req, reply),
+        Store::Gcs(_) => gcs::read_reply(req, reply),
     }
 }

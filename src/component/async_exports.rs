@@ -26,6 +26,9 @@ impl GuestClient for Client {
     fn set_azure_credential(&self, credential: wit::AzureCredential) -> Result<(), wit::Error> {
         Client::set_azure_credential(self, credential)
     }
+    fn set_gcs_credential(&self, credential: wit::GcsCredential) -> Result<(), wit::Error> {
+        Client::set_gcs_credential(self, credential)
+    }
     async fn try_acquire(
         &self,
         key: String,

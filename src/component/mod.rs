@@ -17,8 +17,8 @@ use convert::*;
 use crate::bindings::exports::s3_lease::lease::types as wit;
 use crate::client::ClientCore;
 use crate::config::{
-    check_credentials, Addressing, AzureBlob, AzureCredential, ClientConfig, RawConfig, Store,
-    Strategy,
+    check_credentials, Addressing, AzureBlob, AzureCredential, ClientConfig, GcsCredential,
+    RawConfig, Store, Strategy,
 };
 use crate::driver::Within;
 use crate::elector::{Elector, ElectorConfig};
@@ -42,8 +42,8 @@ pub struct Client {
     /// Added to the wall clock when signing, once a server refused our time
     /// as skewed (see `driver::run`).
     signing_offset_ms: Cell<i64>,
-    /// The credentials of the latest `set-credentials` and
-    /// `set-azure-credential`, shared with the electors made from this
+    /// The credentials of the latest `set-credentials`,
+    /// `set-azure-credential` and `set-gcs-credential`, shared with the electors made from this
     /// client: they sign with them too, and so does a call already under
     /// way from its next request on.
     secrets: Rc<RefCell<Secrets>>,
@@ -114,6 +114,9 @@ impl Client {
                     container: blob.container,
                     credential: azure_credential(blob.credential).map_err(to_wit_error)?,
                 })),
+                Some(wit::Store::Gcs(credential)) => Some(Store::Gcs(
+                    gcs_credential(credential).map_err(to_wit_error)?,
+                )),
             },
         };
         ClientConfig::validate(raw)
@@ -149,6 +152,24 @@ impl Client {
         }
         let credential = azure_credential(credential).map_err(to_wit_error)?;
         self.secrets.borrow_mut().azure = Some(credential);
+        Ok(())
+    }
+
+    pub(super) fn set_gcs_credential(
+        &self,
+        credential: wit::GcsCredential,
+    ) -> Result<(), wit::Error> {
+        if self.config.store.gcs().is_none() {
+            return Err(to_wit_error(Error::invalid_config(
+                "store",
+                format!(
+                    "a GCS credential for a client of the {} store",
+                    self.config.store.name()
+                ),
+            )));
+        }
+        let credential = gcs_credential(credential).map_err(to_wit_error)?;
+        self.secrets.borrow_mut().gcs = Some(credential);
         Ok(())
     }
 
@@ -366,12 +387,20 @@ fn azure_credential(credential: wit::AzureCredential) -> Result<AzureCredential,
     }
 }
 
+/// A GCS credential from the WIT's, checked as the config checks it.
+fn gcs_credential(credential: wit::GcsCredential) -> Result<GcsCredential, Error> {
+    match credential {
+        wit::GcsCredential::Bearer(token) => GcsCredential::bearer(&token),
+        wit::GcsCredential::Anonymous => Ok(GcsCredential::Anonymous),
+    }
+}
+
 /// The WIT `elector`.
 pub struct ElectorResource {
     elector: Turns<Elector>,
     signing_offset_ms: Cell<i64>,
-    /// Its client's credentials, as `set-credentials` and
-    /// `set-azure-credential` last set them.
+    /// Its client's credentials, as `set-credentials`,
+    /// `set-azure-credential` and `set-gcs-credential` last set them.
     secrets: Rc<RefCell<Secrets>>,
 }
 

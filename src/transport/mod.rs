@@ -7,7 +7,7 @@
 use crate::prelude::*;
 
 use crate::bindings::wasi::http::types::{ErrorCode, Method as HttpMethod, Scheme as HttpScheme};
-use crate::config::{AzureCredential, ClientConfig, Scheme, Store};
+use crate::config::{AzureCredential, ClientConfig, GcsCredential, Scheme, Store};
 use crate::driver::Io;
 use crate::error::Error;
 use crate::s3::{Endpoint, HttpRequest, Method, S3Request, S3Response, StoreKind};
@@ -15,12 +15,14 @@ use crate::sigv4::Credentials;
 use crate::wire;
 use core::cell::{Cell, RefCell};
 
-/// What requests are signed with now: the latest `set-credentials` and
-/// `set-azure-credential` (none yet: the config's).
+/// What requests are signed with now: the latest `set-credentials`,
+/// `set-azure-credential` and `set-gcs-credential` (none yet: the
+/// config's).
 #[derive(Debug, Clone)]
 pub struct Secrets {
     pub aws: Credentials,
     pub azure: Option<AzureCredential>,
+    pub gcs: Option<GcsCredential>,
 }
 
 impl Secrets {
@@ -28,6 +30,7 @@ impl Secrets {
         Secrets {
             aws: config.credentials.clone(),
             azure: None,
+            gcs: None,
         }
     }
 }
@@ -51,6 +54,9 @@ impl WasiIo<'_> {
         config.credentials = secrets.aws.clone();
         if let (Some(credential), Store::AzureBlob(blob)) = (&secrets.azure, &mut config.store) {
             blob.credential = credential.clone();
+        }
+        if let (Some(credential), Store::Gcs(current)) = (&secrets.gcs, &mut config.store) {
+            *current = credential.clone();
         }
         wire::prepare(&config, request, signing_ms / 1000)
     }
@@ -104,6 +110,7 @@ impl Io for WasiIo<'_> {
             Store::S3 => StoreKind::S3,
             Store::DynamoDb { .. } => StoreKind::DynamoDb,
             Store::AzureBlob(_) => StoreKind::AzureBlob,
+            Store::Gcs(_) => StoreKind::Gcs,
         };
         Some(Endpoint {
             store,

@@ -1,0 +1,1 @@
+//! The GCS store over the model.
