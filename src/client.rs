@@ -266,6 +266,9 @@ impl ClientCore {
         if self.config.store.azure().is_some() {
             op = op.on_azure();
         }
+        if self.config.store.gcs().is_some() {
+            op = op.on_gcs();
+        }
         let report = driver::run(io, op).await?;
         self.store = match report.gate(self.config.strategy, self.config.expiry_clock) {
             Gate::Open => StoreCheck::Safe,
@@ -301,6 +304,7 @@ impl ClientCore {
         grant: &Grant,
     ) -> Result<AcquireOutcome, Error> {
         let object_key = self.object_key(key)?;
+        self.config.check_ttl(grant.ttl_ms)?;
         self.check_store(io).await?;
         let sealer = self.sealer(io).await?;
         let seal = self.lock_seal_with(&sealer, &object_key);
@@ -418,6 +422,7 @@ impl ClientCore {
     ) -> Result<SlotOutcome, Error> {
         let object_key = self.object_key(key)?;
         self.check_semaphore(limit)?;
+        self.config.check_ttl(grant.ttl_ms)?;
         self.check_store(io).await?;
         let wish = Wish::Acquire {
             grant: grant.clone(),
@@ -474,6 +479,7 @@ impl ClientCore {
     ) -> Result<Lease, Error> {
         self.object_key(key)?;
         self.check_semaphore(limit)?;
+        self.config.check_ttl(grant.ttl_ms)?;
         let poll_ms = driver::fair_poll_ms(grant.ttl_ms);
         driver::acquire_slot(
             self,
@@ -572,6 +578,7 @@ impl ClientCore {
         timeout_ms: u64,
     ) -> Result<Lease, Error> {
         self.object_key(key)?;
+        self.config.check_ttl(grant.ttl_ms)?;
         driver::acquire(
             self,
             io,

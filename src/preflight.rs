@@ -236,6 +236,9 @@ pub struct Preflight {
     table_results: Vec<CapabilityResult>,
     /// An Azure Blob store: no LIST probe (single-object only there).
     azure: bool,
+    /// A GCS store (its JSON API): no LIST probe either, and no naming
+    /// of GCS's XML API from its `x-goog-*` headers.
+    gcs: bool,
     /// The race, run after the probes (see `race`).
     race: Race,
     /// Where the race stands: not yet, under way, or over.
@@ -276,6 +279,7 @@ impl Preflight {
             table: None,
             table_results: Vec::new(),
             azure: false,
+            gcs: false,
             racing: Racing::NotYet,
             store: None,
         }
@@ -293,6 +297,14 @@ impl Preflight {
     /// `azure`).
     pub fn on_azure(mut self) -> Self {
         self.azure = true;
+        self
+    }
+
+    /// Probes a GCS bucket through its JSON API: the condition probes as
+    /// generation preconditions, the payload hash as `md5Hash`, no LIST
+    /// (see `gcs`).
+    pub fn on_gcs(mut self) -> Self {
+        self.gcs = true;
         self
     }
 
@@ -343,7 +355,7 @@ impl Preflight {
             // and no payload hash of its own.
             Phase::ListAfter | Phase::WrongHash if on_dynamodb => return None,
             // No listing on Azure: its clients use single-object.
-            Phase::ListAfter if self.azure => return None,
+            Phase::ListAfter if self.azure || self.gcs => return None,
             Phase::CreateFirst => put(&a, self.body("first")).header("if-none-match", "*"),
             Phase::CreateSecond => {
                 put(&self.key("b"), self.body("second")).header("if-none-match", "*")
@@ -570,8 +582,28 @@ impl Preflight {
                 }
             }
         }
+        if self.gcs {
+            for r in results.iter_mut() {
+                match r.capability {
+                    Capability::ListStartAfter => {
+                        r.verdict = Verdict::Fail;
+                        r.status = None;
+                        r.detail = "not probed: this client lists no objects on GCS; \
+                                    epoch-objects is for S3 stores, a gcs bucket takes single-object"
+                            .into();
+                    }
+                    Capability::PayloadHash => {
+                        r.detail = r.detail.replace("x-amz-content-sha256", "md5Hash");
+                    }
+                    _ => {}
+                }
+            }
+        }
         results.extend(self.race.results());
-        stores::name_store(&mut results, self.store);
+        // Through the JSON API every reply carries x-goog-* headers: they
+        // name GCS's XML API only on an s3 store.
+        let store = if self.gcs { None } else { self.store };
+        stores::name_store(&mut results, store);
         let mut notes = Vec::new();
         for failure in &self.cleanup_failures {
             notes.push(failure.clone());

@@ -13,7 +13,7 @@
 //! - 412 (`conditionNotMet`) stays 412, code `PreconditionFailed`: a lost
 //!   race, or a stale generation.
 //! - 404 is `NoSuchKey`, or `NoSuchBucket` when it says the bucket does
-//!   not exist.
+//!   not exist, or answers an upload or a listing (which need no object).
 //! - 401 (a missing, expired or wrong token) and 403 are `AccessDenied`,
 //!   under 403.
 //! - 429 (`rateLimitExceeded`: more than about one write a second to an
@@ -67,7 +67,7 @@ pub fn read_reply(req: &S3Request, r: S3Response) -> S3Response {
         return r;
     }
     if r.status >= 400 {
-        return error_reply(r, json.as_ref());
+        return error_reply(req, r, json.as_ref());
     }
     match (req.method, r.status) {
         (Method::Get, 200) if is_list(req) => list_reply(req, r, json.as_ref()),
@@ -231,7 +231,7 @@ fn not_gcs(req: &S3Request, r: &S3Response, json: Option<&Map<String, Value>>) -
     }
 }
 
-fn error_reply(r: S3Response, json: Option<&Map<String, Value>>) -> S3Response {
+fn error_reply(req: &S3Request, r: S3Response, json: Option<&Map<String, Value>>) -> S3Response {
     let error = json.and_then(|j| j.get("error"));
     let (reason, message) = match error {
         Some(e) => {
@@ -265,7 +265,14 @@ fn error_reply(r: S3Response, json: Option<&Map<String, Value>>) -> S3Response {
         .chars()
         .take(200)
         .collect::<String>();
-    let missing_bucket = message.to_ascii_lowercase().contains("bucket");
+    // An upload or a listing needs only the bucket: their 404 is its
+    // (fake-gcs-server says no more than "Not Found"); on an object, GCS
+    // says when it is the bucket that is missing.
+    let lower = message.to_ascii_lowercase();
+    let missing_bucket = req.method == Method::Put
+        || is_list(req)
+        || lower.contains("bucket does not exist")
+        || lower.starts_with("no such bucket");
     let (status, code) = match r.status {
         412 => (412, "PreconditionFailed".to_string()),
         404 if missing_bucket => (404, "NoSuchBucket".to_string()),

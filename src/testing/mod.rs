@@ -4,6 +4,7 @@
 
 pub mod azure_model;
 pub mod dynamodb_model;
+pub mod gcs_model;
 pub mod history;
 pub mod intercept;
 pub mod linearizability;
