@@ -253,7 +253,7 @@ fn error_reply(req: &S3Request, r: S3Response, json: Option<&Map<String, Value>>
         // A media GET's 404, or a page from something in between.
         None => (String::new(), String::from_utf8_lossy(&r.body).into_owned()),
     };
-    if error.is_none() && r.status != 404 {
+    if error.is_none() && !matches!(r.status, 401 | 403 | 404) {
         // Not GCS's (a proxy's page, an empty 5xx): as it came.
         return r;
     }
