@@ -108,6 +108,12 @@ impl Client {
         self.run(|c| Box::pin(async move { c.set_azure_credential(&credential).await }))
     }
 
+    /// See [`crate::Client::set_gcs_credential`].
+    pub fn set_gcs_credential(&self, credential: &GcsCredential) -> Result<(), Error> {
+        let credential = credential.clone();
+        self.run(|c| Box::pin(async move { c.set_gcs_credential(&credential).await }))
+    }
+
     pub fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error> {
         let credentials = credentials.clone();
         self.run(|c| Box::pin(async move { c.set_credentials(&credentials).await }))

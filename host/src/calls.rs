@@ -7,7 +7,7 @@
 use crate::config::StoreConfig;
 use crate::convert;
 use crate::credentials::refresh::Refresher;
-use crate::credentials::{AzureToken, FetchedCredentials, SharedSource, SharedTokenSource};
+use crate::credentials::{AccessToken, FetchedCredentials, SharedSource, SharedTokenSource};
 use crate::engine::bindings as wit;
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
@@ -38,10 +38,16 @@ impl Calls {
         let first = match (config.token_source().cloned(), config.credentials_source()) {
             (Some(source), _) => {
                 let token = source.latest()?;
-                if let Some(wit::Store::AzureBlob(blob)) = &mut wit_config.store {
-                    blob.credential = wit::AzureCredential::Bearer(token.token.clone());
+                match &mut wit_config.store {
+                    Some(wit::Store::AzureBlob(blob)) => {
+                        blob.credential = wit::AzureCredential::Bearer(token.token.clone());
+                    }
+                    Some(wit::Store::Gcs(credential)) => {
+                        *credential = wit::GcsCredential::Bearer(token.token.clone());
+                    }
+                    _ => {}
                 }
-                Some(First::Azure(source, token))
+                Some(First::Token(source, token))
             }
             (None, Some(source)) => {
                 let fetched = source.latest()?;
@@ -70,7 +76,7 @@ impl Calls {
                     let (first, expires) = (fetched.credentials, fetched.expires);
                     Refresher::start(source, first, expires, Box::new(install)).ok()
                 }
-                Some(First::Azure(source, token)) => {
+                Some(First::Token(source, token)) => {
                     let install = move |token: &String| match calls.upgrade() {
                         Some(calls) => calls.install_token(token),
                         None => Err(Error::host("the client is gone")),
@@ -154,19 +160,18 @@ impl Calls {
             .set_credentials(&convert::credentials(credentials))
     }
 
-    /// Installs an Azure client's fresh bearer token (the refresher's
-    /// thread calls this).
+    /// Installs an Azure or GCS client's fresh bearer token (the
+    /// refresher's thread calls this).
     fn install_token(&self, token: &str) -> Result<(), Error> {
-        self.pool
-            .set_azure_credential(&wit::AzureCredential::Bearer(token.to_string()))
+        self.pool.set_bearer_token(token)
     }
 }
 
 /// The first credentials a client's refresher starts from, with their
-/// source: AWS keys, or an Azure bearer token.
+/// source: AWS keys, or an Azure or GCS bearer token.
 enum First {
     Aws(SharedSource, FetchedCredentials),
-    Azure(SharedTokenSource, AzureToken),
+    Token(SharedTokenSource, AccessToken),
 }
 
 /// Runs blocking work (a component call) on tokio's blocking threads.

@@ -14,8 +14,8 @@ use crate::engine::state::InstanceOptions;
 use crate::error::Error;
 use crate::keeper::Keeper;
 use crate::pool::MakeOptions;
-use crate::types::AzureCredential;
 use crate::types::*;
+use crate::types::{AzureCredential, GcsCredential};
 use std::sync::Arc;
 
 /// How a client runs: how many instances it keeps (each serves one call at
@@ -119,6 +119,14 @@ impl Client {
         let calls = self.inner.calls.clone();
         let credential = convert::azure_credential(credential);
         blocking(move || calls.pool.set_azure_credential(&credential)).await?
+    }
+
+    /// Replaces a GCS client's credential (a host refreshing its own
+    /// access tokens): the next requests carry it.
+    pub async fn set_gcs_credential(&self, credential: &GcsCredential) -> Result<(), Error> {
+        let calls = self.inner.calls.clone();
+        let credential = convert::gcs_credential(credential);
+        blocking(move || calls.pool.set_gcs_credential(&credential)).await?
     }
 
     /// What the client's scheduler of renewals holds and has done.

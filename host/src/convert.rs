@@ -69,6 +69,13 @@ pub(crate) fn azure_credential(c: &AzureCredential) -> wit::AzureCredential {
     }
 }
 
+pub(crate) fn gcs_credential(c: &GcsCredential) -> wit::GcsCredential {
+    match c {
+        GcsCredential::BearerToken(token) => wit::GcsCredential::Bearer(token.clone()),
+        GcsCredential::Anonymous => wit::GcsCredential::Anonymous,
+    }
+}
+
 pub(crate) fn options(o: &AcquireOptions) -> wit::Options {
     wit::Options {
         ttl_ms: o.ttl_ms(),

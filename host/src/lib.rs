@@ -1,5 +1,5 @@
 //! Embed s3-lease in a Rust program: leases, locks, semaphores and leader
-//! election on S3 (or DynamoDB, or Azure Blob Storage) conditional writes, the s3-lease
+//! election on S3 (or DynamoDB, Azure Blob Storage or Google Cloud Storage) conditional writes, the s3-lease
 //! WebAssembly component running in wasmtime.
 //!
 //! - [`Runtime`]: the component (built into this crate, or from a path),
@@ -7,7 +7,7 @@
 //!   pooled keep-alive HTTP(S) for its requests.
 //! - [`StoreConfig`]: the one store the locks live in, from the
 //!   environment ([`StoreConfig::from_env`]) or from its builder
-//!   ([`S3Builder`], [`DynamoDbBuilder`], [`AzureBlobBuilder`]).
+//!   ([`S3Builder`], [`DynamoDbBuilder`], [`AzureBlobBuilder`], [`GcsBuilder`]).
 //! - [`Client`]: async, on tokio. Its calls run on a few instances of the
 //!   component from tokio's blocking threads, so many run at once and none
 //!   blocks a task; waits happen between calls.
@@ -76,7 +76,7 @@ pub mod blocking {
 
 pub use client::{Client, ClientOptions};
 pub use closing::CloseReport;
-pub use config::{AzureBlobBuilder, DynamoDbBuilder, S3Builder, StoreConfig};
+pub use config::{AzureBlobBuilder, DynamoDbBuilder, GcsBuilder, S3Builder, StoreConfig};
 #[cfg(feature = "aws-sdk-config")]
 pub use credentials::SdkProvider;
 pub use credentials::{AwsChain, CredentialsSource, FetchedCredentials, SharedSource};
@@ -96,6 +96,6 @@ pub use stats::{ClientStats, ElectorStats, LatencyHistogram, RequestCounts};
 pub use types::{
     AcquireOptions, Addressing, AzureCredential, Capability, CapabilityResult, ClockOffset,
     Credentials, ElectionEvent, ElectorConfig, ExpiryClock, FenceOptions, FencedObject,
-    FencedWrite, LeaseRecord, LockState, PreflightReport, Role, SemaphoreState, SlotEntry,
-    SlotOptions, StopReason, Strategy, Verdict,
+    FencedWrite, GcsCredential, LeaseRecord, LockState, PreflightReport, Role, SemaphoreState,
+    SlotEntry, SlotOptions, StopReason, Strategy, Verdict,
 };

@@ -222,6 +222,49 @@ impl Pool {
     }
 }
 
+impl Pool {
+    /// Installs a refreshed bearer token as the store takes it: an Azure
+    /// or a GCS credential.
+    pub fn set_bearer_token(&self, token: &str) -> Result<(), Error> {
+        let gcs = matches!(lock(&self.opener.config).store, Some(wit::Store::Gcs(_)));
+        match gcs {
+            true => self.set_gcs_credential(&wit::GcsCredential::Bearer(token.to_string())),
+            false => self.set_azure_credential(&wit::AzureCredential::Bearer(token.to_string())),
+        }
+    }
+
+    /// Replaces a GCS client's credential (a refreshed access token) in
+    /// the live instances and in those made later. A credential the
+    /// component refuses changes nothing.
+    pub fn set_gcs_credential(&self, credential: &wit::GcsCredential) -> Result<(), Error> {
+        let old = match &mut lock(&self.opener.config).store {
+            Some(wit::Store::Gcs(current)) => std::mem::replace(current, credential.clone()),
+            _ => {
+                return Err(Error::invalid_config(
+                    "credential",
+                    "a GCS credential is for a gcs store",
+                ))
+            }
+        };
+        for index in 0..self.workers.len() {
+            let c = credential.clone();
+            let result = self
+                .with_instance(index, move |opener, instance| match instance {
+                    Some(_) => opener.run(instance, |raw| raw.set_gcs_credential(&c)),
+                    None => Ok(()),
+                })
+                .unwrap_or_else(|| Err(Error::host("the instance's worker stopped")));
+            if let Err(e) = result {
+                if let Some(wit::Store::Gcs(current)) = &mut lock(&self.opener.config).store {
+                    *current = old;
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Opener {
     /// Runs `f` on the worker's instance, making it first if needed.
     pub fn run<T>(

@@ -126,6 +126,31 @@ impl fmt::Debug for AzureCredential {
     }
 }
 
+/// How requests to Google Cloud Storage are authorized. `Debug` never
+/// shows the token.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GcsCredential {
+    /// An OAuth 2.0 access token with a storage scope
+    /// (`devstorage.read_write` or `cloud-platform`), sent as
+    /// `Authorization: Bearer`. It expires (usually within the hour): see
+    /// [`GcsBuilder::token_source`](crate::GcsBuilder::token_source) for
+    /// one kept fresh.
+    BearerToken(String),
+    /// No `Authorization` header: an emulator that checks none
+    /// (fake-gcs-server), or a bucket anyone may write to.
+    Anonymous,
+}
+
+impl fmt::Debug for GcsCredential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GcsCredential::BearerToken(_) => "BearerToken(<redacted>)",
+            GcsCredential::Anonymous => "Anonymous",
+        })
+    }
+}
+
 /// How to take a lock: its ttl, who holds it, what it says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

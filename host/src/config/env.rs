@@ -1,10 +1,13 @@
 //! A [`StoreConfig`] from the environment: the store `S3LEASE_STORE` names
-//! (`s3`, the default, `dynamodb` or `azure-blob`), reached as the AWS
-//! (or Azure) SDKs read their variables and files.
+//! (`s3`, the default, `dynamodb`, `azure-blob` or `gcs`), reached as the
+//! AWS (Azure, Google) SDKs read their variables and files.
 
-use super::{AzureBlobBuilder, AzureCredential, DynamoDbBuilder, S3Builder, StoreConfig};
+use super::{
+    AzureBlobBuilder, AzureCredential, DynamoDbBuilder, GcsBuilder, GcsCredential, S3Builder,
+    StoreConfig,
+};
 use crate::credentials::azure::{self, AccountAuth};
-use crate::credentials::{AwsChain, SharedSource, SharedTokenSource};
+use crate::credentials::{AwsChain, GoogleCredentials, SharedSource, SharedTokenSource};
 use crate::error::Error;
 use crate::types::{Addressing, Credentials};
 
@@ -16,7 +19,8 @@ impl StoreConfig {
     /// rest as [`StoreConfig::from_vars`] reads it. Credentials are fetched
     /// once here; with none anywhere, an `invalid-config` error lists where
     /// it looked. `S3LEASE_STORE=azure-blob`: an Azure container instead, as
-    /// [`StoreConfig::from_azure_vars`] reads it.
+    /// [`StoreConfig::from_azure_vars`] reads it; `S3LEASE_STORE=gcs`: a
+    /// Google Cloud Storage bucket, as [`StoreConfig::from_gcs_vars`] reads it.
     pub fn from_env(bucket: &str) -> Result<Self, Error> {
         Self::from_aws(bucket, |name| {
             std::env::var(name).ok().filter(|v| !v.is_empty())
@@ -31,6 +35,9 @@ impl StoreConfig {
     pub fn from_aws(bucket: &str, var: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         if on_azure(&var) {
             return Self::from_azure_vars(&azure_container(bucket, &var)?, var);
+        }
+        if on_gcs(&var) {
+            return Self::from_gcs_vars(bucket, var);
         }
         let given_region = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION"));
         let on_aws = custom_endpoint(&var).is_none();
@@ -52,10 +59,14 @@ impl StoreConfig {
     /// locks in that DynamoDB table; its endpoint is then
     /// `AWS_ENDPOINT_URL_DYNAMODB` or `AWS_ENDPOINT_URL` (default AWS's in
     /// the region). `S3LEASE_STORE=azure-blob`:
-    /// [`StoreConfig::from_azure_vars`]. Tests pass a map.
+    /// [`StoreConfig::from_azure_vars`]; `S3LEASE_STORE=gcs`:
+    /// [`StoreConfig::from_gcs_vars`]. Tests pass a map.
     pub fn from_vars(bucket: &str, var: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         if on_azure(&var) {
             return Self::from_azure_vars(&azure_container(bucket, &var)?, var);
+        }
+        if on_gcs(&var) {
+            return Self::from_gcs_vars(bucket, var);
         }
         let region = var("AWS_REGION")
             .or_else(|| var("AWS_DEFAULT_REGION"))
@@ -104,6 +115,78 @@ impl StoreConfig {
         config.seal_key = var("S3LEASE_SEAL_KEY");
         Ok(config)
     }
+}
+
+impl StoreConfig {
+    /// A Google Cloud Storage bucket's config (`bucket`, else
+    /// `S3LEASE_BUCKET`), reached as Google's client libraries reach it:
+    ///
+    /// - `STORAGE_EMULATOR_HOST` (`host:port` or a URL): that emulator,
+    ///   with no credential (the libraries send none to an emulator);
+    /// - else `S3LEASE_ENDPOINT`: that endpoint; an `http://` one (an
+    ///   emulator) with no credential, since a bearer token never travels
+    ///   unencrypted; an `https://` one with the tokens below;
+    /// - else GCS itself (`https://storage.googleapis.com`) with
+    ///   Application Default Credentials ([`GoogleCredentials`]: the key or
+    ///   user credentials file `GOOGLE_APPLICATION_CREDENTIALS` names, else
+    ///   gcloud's ADC file, else the metadata server), the first token
+    ///   fetched here, the next ones by a live client before each expires.
+    ///
+    /// `S3LEASE_SEAL_KEY` as for S3. With no credentials anywhere, an
+    /// `invalid-config` error says where it looked.
+    pub fn from_gcs_vars(
+        bucket: &str,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, Error> {
+        let bucket = match bucket {
+            "" => var("S3LEASE_BUCKET").ok_or_else(|| {
+                Error::invalid_config(
+                    "S3LEASE_BUCKET",
+                    "is not set: a gcs store needs its bucket (--bucket)",
+                )
+            })?,
+            given => given.to_string(),
+        };
+        let (endpoint, anonymous) = gcs_endpoint(&var)?;
+        let mut builder = GcsBuilder::new(bucket, GcsCredential::Anonymous);
+        if let Some(endpoint) = endpoint {
+            builder = builder.endpoint(endpoint);
+        }
+        if !anonymous {
+            let adc = GoogleCredentials::from_vars(&var)?;
+            builder = builder.token_source(SharedTokenSource::new(adc))?;
+        }
+        let mut config = builder.build();
+        config.seal_key = var("S3LEASE_SEAL_KEY");
+        Ok(config)
+    }
+}
+
+/// A GCS store's endpoint, if not GCS's own, and whether it takes no
+/// credential (an emulator's).
+fn gcs_endpoint(var: &impl Fn(&str) -> Option<String>) -> Result<(Option<String>, bool), Error> {
+    if let Some(url) = var("S3LEASE_ENDPOINT") {
+        return match url
+            .split_once("://")
+            .map(|(scheme, _)| scheme.to_ascii_lowercase())
+        {
+            Some(scheme) if scheme == "http" => Ok((Some(url), true)),
+            Some(scheme) if scheme == "https" => Ok((Some(url), false)),
+            _ => Err(Error::invalid_config(
+                "S3LEASE_ENDPOINT",
+                "is not an http:// or https:// URL",
+            )),
+        };
+    }
+    if let Some(host) = var("STORAGE_EMULATOR_HOST") {
+        // Google's libraries take `host:port` as well as a URL.
+        let url = match host.contains("://") {
+            true => host,
+            false => format!("http://{host}"),
+        };
+        return Ok((Some(url.trim_end_matches('/').to_string()), true));
+    }
+    Ok((None, false))
 }
 
 /// An S3 bucket's config, or a DynamoDB table's when `S3LEASE_STORE` says
@@ -170,6 +253,10 @@ fn on_azure(var: &impl Fn(&str) -> Option<String>) -> bool {
     var("S3LEASE_STORE").is_some_and(|s| s.eq_ignore_ascii_case("azure-blob"))
 }
 
+fn on_gcs(var: &impl Fn(&str) -> Option<String>) -> bool {
+    var("S3LEASE_STORE").is_some_and(|s| s.eq_ignore_ascii_case("gcs"))
+}
+
 /// `S3LEASE_CONTAINER`, else the bucket given (the command line's `--container`).
 fn azure_container(bucket: &str, var: &impl Fn(&str) -> Option<String>) -> Result<String, Error> {
     var("S3LEASE_CONTAINER")
@@ -182,7 +269,7 @@ fn azure_container(bucket: &str, var: &impl Fn(&str) -> Option<String>) -> Resul
         })
 }
 
-/// `S3LEASE_STORE` (`s3`, the default, `dynamodb` or `azure-blob`) and
+/// `S3LEASE_STORE` (`s3`, the default, `dynamodb`, `azure-blob` or `gcs`) and
 /// `S3LEASE_TABLE`.
 fn dynamodb_table(var: &impl Fn(&str) -> Option<String>) -> Result<Option<String>, Error> {
     match var("S3LEASE_STORE")
@@ -198,7 +285,7 @@ fn dynamodb_table(var: &impl Fn(&str) -> Option<String>) -> Result<Option<String
         }),
         Some(other) => Err(Error::invalid_config(
             "S3LEASE_STORE",
-            format!("{other:?} is none of `s3`, `dynamodb` and `azure-blob`"),
+            format!("{other:?} is none of `s3`, `dynamodb`, `azure-blob` and `gcs`"),
         )),
     }
 }

@@ -1,5 +1,5 @@
 //! Where the locks live and how to reach them: one builder per store
-//! ([`S3Builder`], [`DynamoDbBuilder`], [`AzureBlobBuilder`]), each making a
+//! ([`S3Builder`], [`DynamoDbBuilder`], [`AzureBlobBuilder`], [`GcsBuilder`]), each making a
 //! [`StoreConfig`] that holds that store and nothing of another's; or
 //! [`StoreConfig::from_env`], which picks the store from the environment.
 
@@ -7,6 +7,7 @@ mod aws;
 mod azure_blob;
 mod dynamodb;
 mod env;
+mod gcs;
 mod s3;
 #[cfg(feature = "aws-sdk-config")]
 mod sdk;
@@ -15,6 +16,7 @@ mod tests;
 
 pub use azure_blob::{AzureBlobBuilder, AzureCredential};
 pub use dynamodb::DynamoDbBuilder;
+pub use gcs::{GcsBuilder, GcsCredential};
 pub use s3::S3Builder;
 
 use crate::convert;
@@ -24,10 +26,10 @@ use crate::types::{ExpiryClock, Strategy};
 use std::fmt;
 use std::time::Duration;
 
-/// One store where the locks live (an S3 bucket, a DynamoDB table or an
-/// Azure Blob Storage container) and the settings every store shares.
-/// `Debug` never shows a secret key, a session token, an Azure credential
-/// or the seal key.
+/// One store where the locks live (an S3 bucket, a DynamoDB table, an
+/// Azure Blob Storage container or a Google Cloud Storage bucket) and the
+/// settings every store shares. `Debug` never shows a secret key, a
+/// session token, an Azure or GCS credential or the seal key.
 ///
 /// Made by a store's builder, or by [`StoreConfig::from_env`] (the store
 /// the environment names, with the AWS chain's or Azure's credentials):
@@ -87,6 +89,7 @@ enum Store {
     S3(S3Builder),
     DynamoDb(DynamoDbBuilder),
     AzureBlob(AzureBlobBuilder),
+    Gcs(GcsBuilder),
 }
 
 impl StoreConfig {
@@ -109,6 +112,7 @@ impl StoreConfig {
             Store::S3(s3) => Store::S3(s3.endpoint(url)),
             Store::DynamoDb(table) => Store::DynamoDb(table.endpoint(url)),
             Store::AzureBlob(azure) => Store::AzureBlob(azure.endpoint(url)),
+            Store::Gcs(gcs) => Store::Gcs(gcs.endpoint(url)),
         };
         self
     }
@@ -144,34 +148,37 @@ impl StoreConfig {
         self
     }
 
-    /// The store's name as errors and messages name it: `S3`, `DynamoDB`
-    /// or `Azure Blob Storage`.
+    /// The store's name as errors and messages name it: `S3`, `DynamoDB`,
+    /// `Azure Blob Storage` or `Google Cloud Storage`.
     pub fn store_name(&self) -> &'static str {
         match &self.store {
             Store::S3(_) => "S3",
             Store::DynamoDb(_) => "DynamoDB",
             Store::AzureBlob(_) => "Azure Blob Storage",
+            Store::Gcs(_) => "Google Cloud Storage",
         }
     }
 
-    /// The store's endpoint: S3's, DynamoDB's or the Azure account's.
+    /// The store's endpoint: S3's, DynamoDB's, the Azure account's or GCS's.
     pub fn endpoint(&self) -> &str {
         match &self.store {
             Store::S3(s3) => &s3.aws.endpoint,
             Store::DynamoDb(table) => &table.aws.endpoint,
             Store::AzureBlob(azure) => &azure.endpoint,
+            Store::Gcs(gcs) => &gcs.endpoint,
         }
     }
 
-    /// The AWS region (S3 and DynamoDB); `None` on Azure.
+    /// The AWS region (S3 and DynamoDB); `None` on Azure and GCS.
     pub fn region(&self) -> Option<&str> {
         self.aws().map(|aws| aws.region.as_str())
     }
 
-    /// The bucket, when the locks are in S3.
+    /// The bucket, when the locks are in S3 or in Google Cloud Storage.
     pub fn bucket(&self) -> Option<&str> {
         match &self.store {
             Store::S3(s3) => Some(&s3.bucket),
+            Store::Gcs(gcs) => Some(&gcs.bucket),
             _ => None,
         }
     }
@@ -200,15 +207,17 @@ impl StoreConfig {
     }
 
     /// Where an AWS store's credentials are refreshed from, if anywhere
-    /// (`None`: fixed keys, or an Azure store).
+    /// (`None`: fixed keys, or an Azure or GCS store).
     pub fn credentials_source(&self) -> Option<&SharedSource> {
         self.aws().and_then(|aws| aws.source.as_ref())
     }
 
-    /// Where an Azure store's bearer tokens are refreshed from, if anywhere.
+    /// Where an Azure or GCS store's bearer tokens are refreshed from, if
+    /// anywhere.
     pub(crate) fn token_source(&self) -> Option<&SharedTokenSource> {
         match &self.store {
             Store::AzureBlob(azure) => azure.token_source.as_ref(),
+            Store::Gcs(gcs) => gcs.token_source.as_ref(),
             _ => None,
         }
     }
@@ -217,7 +226,7 @@ impl StoreConfig {
         match &self.store {
             Store::S3(s3) => Some(&s3.aws),
             Store::DynamoDb(table) => Some(&table.aws),
-            Store::AzureBlob(_) => None,
+            Store::AzureBlob(_) | Store::Gcs(_) => None,
         }
     }
 
@@ -233,6 +242,7 @@ impl StoreConfig {
             Store::S3(s3) => s3.to_wit(),
             Store::DynamoDb(table) => table.to_wit(),
             Store::AzureBlob(azure) => azure.to_wit(),
+            Store::Gcs(gcs) => gcs.to_wit(),
         };
         config.key_prefix = self.key_prefix.clone();
         config.request_timeout_ms = self

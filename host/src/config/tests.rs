@@ -199,9 +199,9 @@ fn builds_an_azure_container_and_shows_none_of_its_secrets() {
 struct Counter(std::sync::atomic::AtomicU32);
 
 impl crate::credentials::TokenSource for Counter {
-    fn fetch(&self) -> Result<crate::credentials::AzureToken, Error> {
+    fn fetch(&self) -> Result<crate::credentials::AccessToken, Error> {
         let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(crate::credentials::AzureToken::new(
+        Ok(crate::credentials::AccessToken::new(
             format!("s3cr3t-token-{n}"),
             None,
         ))
@@ -302,4 +302,146 @@ fn errors_name_each_stores_bucket_table_or_container_and_no_secret() {
         (container.name(), container.endpoint(), container.bucket()),
         ("Azure Blob Storage", "http://127.0.0.1:10000/", "jobs")
     );
+}
+
+#[test]
+fn builds_a_gcs_bucket_and_shows_none_of_its_token() {
+    let c = GcsBuilder::new("locks", GcsCredential::BearerToken("ya29.s3cr3t".into())).build();
+    assert_eq!(
+        (c.store_name(), c.endpoint(), c.bucket(), c.region()),
+        (
+            "Google Cloud Storage",
+            "https://storage.googleapis.com",
+            Some("locks"),
+            None
+        )
+    );
+    assert_eq!((c.table(), c.container()), (None, None));
+    let wit = c.to_wit();
+    assert_eq!(
+        (wit.bucket.as_str(), wit.endpoint.as_str()),
+        ("locks", "https://storage.googleapis.com")
+    );
+    assert_eq!(
+        wit.store,
+        Some(WitStore::Gcs(
+            crate::engine::bindings::GcsCredential::Bearer("ya29.s3cr3t".into())
+        ))
+    );
+    let text = format!("{c:?}");
+    assert!(
+        !text.contains("s3cr3t") && text.contains("BearerToken(<redacted>)"),
+        "{text}"
+    );
+    let emulator = c.with_endpoint("http://127.0.0.1:4443");
+    assert_eq!(emulator.endpoint(), "http://127.0.0.1:4443");
+    let errors = emulator.error_store();
+    assert_eq!(
+        (errors.name(), errors.endpoint(), errors.bucket()),
+        ("Google Cloud Storage", "http://127.0.0.1:4443", "locks")
+    );
+    let anonymous = GcsBuilder::new("b", GcsCredential::Anonymous)
+        .build()
+        .to_wit();
+    assert_eq!(
+        anonymous.store,
+        Some(WitStore::Gcs(
+            crate::engine::bindings::GcsCredential::Anonymous
+        ))
+    );
+}
+
+#[test]
+fn a_gcs_token_source_gives_the_first_token() {
+    let source = SharedTokenSource::new(Counter(0.into()));
+    let c = GcsBuilder::new("b", GcsCredential::Anonymous)
+        .token_source(source.clone())
+        .unwrap()
+        .build();
+    assert_eq!(
+        c.to_wit().store,
+        Some(WitStore::Gcs(
+            crate::engine::bindings::GcsCredential::Bearer("s3cr3t-token-0".into())
+        ))
+    );
+    assert_eq!(c.token_source(), Some(&source));
+    assert!(!format!("{c:?}").contains("s3cr3t"));
+}
+
+#[test]
+fn gcs_from_the_variables_as_googles_libraries_read_them() {
+    let gcs = |pairs: &[(&str, &str)]| {
+        let mut all = vec![("S3LEASE_STORE", "gcs")];
+        all.extend_from_slice(pairs);
+        StoreConfig::from_vars("", vars(&all))
+    };
+    // The emulator's host: plain http, no credential, the bucket from
+    // S3LEASE_BUCKET.
+    let c = gcs(&[
+        ("STORAGE_EMULATOR_HOST", "127.0.0.1:4443"),
+        ("S3LEASE_BUCKET", "locks"),
+        ("S3LEASE_SEAL_KEY", "seal"),
+    ])
+    .unwrap();
+    assert_eq!(
+        (c.store_name(), c.endpoint(), c.bucket()),
+        (
+            "Google Cloud Storage",
+            "http://127.0.0.1:4443",
+            Some("locks")
+        )
+    );
+    assert_eq!(
+        c.to_wit().store,
+        Some(WitStore::Gcs(
+            crate::engine::bindings::GcsCredential::Anonymous
+        ))
+    );
+    assert_eq!(
+        (c.token_source(), c.seal_key.as_deref()),
+        (None, Some("seal"))
+    );
+    let c = gcs(&[("STORAGE_EMULATOR_HOST", "http://localhost:9023/")]).map(|_| ());
+    assert!(c.unwrap_err().to_string().contains("S3LEASE_BUCKET"));
+    // The bucket given wins; an http:// endpoint of our own takes no token.
+    let c = StoreConfig::from_vars(
+        "given",
+        vars(&[
+            ("S3LEASE_STORE", "GCS"),
+            ("S3LEASE_BUCKET", "other"),
+            ("S3LEASE_ENDPOINT", "http://127.0.0.1:4443"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(
+        (c.bucket(), c.endpoint()),
+        (Some("given"), "http://127.0.0.1:4443")
+    );
+    assert_eq!(c.token_source(), None);
+    // An https:// endpoint, or GCS itself: Application Default Credentials
+    // (here a key file that is not there, so the error names it).
+    for endpoint in [Some("https://storage.example.test"), None] {
+        let mut pairs = vec![
+            ("S3LEASE_BUCKET", "locks"),
+            ("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/sa.json"),
+        ];
+        pairs.extend(endpoint.map(|e| ("S3LEASE_ENDPOINT", e)));
+        let e = gcs(&pairs).unwrap_err().to_string();
+        assert!(e.contains("/nonexistent/sa.json"), "{e}");
+    }
+    let e = gcs(&[
+        ("S3LEASE_BUCKET", "b"),
+        ("S3LEASE_ENDPOINT", "storage.example.test"),
+    ]);
+    assert!(e.unwrap_err().to_string().contains("S3LEASE_ENDPOINT"));
+    let e = StoreConfig::from_vars(
+        "b",
+        vars(&[
+            ("S3LEASE_STORE", "gcp"),
+            ("AWS_ACCESS_KEY_ID", "a"),
+            ("AWS_SECRET_ACCESS_KEY", "s"),
+        ]),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("`gcs`"), "{e}");
 }

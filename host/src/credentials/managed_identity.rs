@@ -4,7 +4,7 @@
 //! `AZURE_CLIENT_ID` picks a user-assigned identity. A [`TokenSource`],
 //! refreshed on a live client like the AWS chain's credentials.
 
-use super::tokens::{AzureToken, TokenSource};
+use super::tokens::{AccessToken, TokenSource};
 use crate::error::Error;
 use std::fmt;
 use std::io::{Read, Write};
@@ -69,7 +69,7 @@ impl ManagedIdentity {
     }
 
     /// One token for Azure Storage.
-    pub fn token(&self) -> Result<AzureToken, Error> {
+    pub fn token(&self) -> Result<AccessToken, Error> {
         let url = Url::parse(&self.endpoint)?;
         let api = if self.identity_header.is_some() {
             "2019-08-01"
@@ -96,7 +96,7 @@ fn failed(what: impl Into<String>) -> Error {
 
 /// The token endpoint's JSON: `access_token`, and `expires_on` (seconds
 /// since 1970, a string from IMDS, a number from some endpoints).
-fn parse_token(status: u16, body: &[u8], endpoint: &str) -> Result<AzureToken, Error> {
+fn parse_token(status: u16, body: &[u8], endpoint: &str) -> Result<AccessToken, Error> {
     let json: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
     if status != 200 {
         // The error's own words (never a token: a refusal carries none).
@@ -123,11 +123,11 @@ fn parse_token(status: u16, body: &[u8], endpoint: &str) -> Result<AzureToken, E
     // An expiry past what the clock holds (a reply's digits, not ours to
     // trust) counts as none given, not as a panic.
     let expires = expires_on.and_then(|s| UNIX_EPOCH.checked_add(Duration::from_secs(s)));
-    Ok(AzureToken::new(token, expires))
+    Ok(AccessToken::new(token, expires))
 }
 
 impl TokenSource for ManagedIdentity {
-    fn fetch(&self) -> Result<AzureToken, Error> {
+    fn fetch(&self) -> Result<AccessToken, Error> {
         self.token()
     }
 }

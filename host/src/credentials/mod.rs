@@ -9,8 +9,11 @@
 //!   EC2 instance metadata.
 //! - `SdkProvider` (feature `aws-sdk-config`): the credentials provider of
 //!   an `aws_config::SdkConfig` a service has already loaded.
-//! - [`TokenSource`]: anything that hands out Azure Storage bearer tokens;
-//!   [`ManagedIdentity`], an Azure machine's own.
+//! - [`TokenSource`]: anything that hands out bearer tokens;
+//!   [`ManagedIdentity`], an Azure machine's own for Azure Storage;
+//!   [`GoogleCredentials`], Google's Application Default Credentials for
+//!   Google Cloud Storage (a service-account key, gcloud's user
+//!   credentials, or the metadata server).
 //! - A client connected with a source keeps its credentials fresh on a
 //!   thread of its own (`refresh`), and on a store's `ExpiredToken` or
 //!   `InvalidAccessKeyId` (Azure: `InvalidAuthenticationInfo`) fetches new
@@ -18,6 +21,7 @@
 
 mod aws_chain;
 pub mod azure;
+pub mod google;
 pub mod managed_identity;
 pub(crate) mod refresh;
 #[cfg(feature = "aws-sdk-config")]
@@ -25,10 +29,11 @@ mod sdk_provider;
 mod tokens;
 
 pub use aws_chain::AwsChain;
+pub use google::GoogleCredentials;
 pub use managed_identity::ManagedIdentity;
 #[cfg(feature = "aws-sdk-config")]
 pub use sdk_provider::SdkProvider;
-pub use tokens::{AzureToken, SharedTokenSource, TokenSource};
+pub use tokens::{AccessToken, AzureToken, SharedTokenSource, TokenSource};
 
 use crate::error::Error;
 use crate::types::Credentials;

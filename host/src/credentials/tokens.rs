@@ -1,5 +1,6 @@
-//! Azure bearer tokens: where a live Azure client takes fresh ones from
-//! (a managed identity, or the caller's own [`TokenSource`]), and the last
+//! Bearer tokens (Azure Storage's, Google Cloud Storage's): where a live
+//! client takes fresh ones from (a managed identity, Google's Application
+//! Default Credentials, or the caller's own [`TokenSource`]), and the last
 //! one fetched, shared by the clients of one config.
 
 use super::refresh;
@@ -8,51 +9,56 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-/// A bearer token for Azure Storage and when it expires. `Debug` never
-/// shows the token.
+/// A bearer token (for Azure Storage or Google Cloud Storage) and when it
+/// expires. `Debug` never shows the token.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct AzureToken {
+pub struct AccessToken {
     pub token: String,
     /// `None`: the source did not say.
     pub expires: Option<SystemTime>,
 }
 
-impl AzureToken {
+/// The name [`AccessToken`] had when only Azure took bearer tokens.
+pub type AzureToken = AccessToken;
+
+impl AccessToken {
     pub fn new(token: impl Into<String>, expires: Option<SystemTime>) -> Self {
-        AzureToken {
+        AccessToken {
             token: token.into(),
             expires,
         }
     }
 }
 
-impl fmt::Debug for AzureToken {
+impl fmt::Debug for AccessToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AzureToken")
+        f.debug_struct("AccessToken")
             .field("token", &"<redacted>")
             .field("expires", &self.expires)
             .finish()
     }
 }
 
-/// Hands out Azure Storage bearer tokens, a fresh one on every call (a
+/// Hands out bearer tokens (Azure Storage's or GCS's), a fresh one on every call (a
 /// client calls it ahead of expiry, and once after the store refused the
 /// old one). Errors must not carry secrets.
 pub trait TokenSource: Send + Sync + 'static {
-    fn fetch(&self) -> Result<AzureToken, Error>;
+    fn fetch(&self) -> Result<AccessToken, Error>;
 }
 
-/// A [`TokenSource`] an Azure client refreshes from, given to
-/// [`AzureBlobBuilder::token_source`] (compared by identity). It keeps the last token fetched, so that
+/// A [`TokenSource`] an Azure or GCS client refreshes from, given to
+/// [`AzureBlobBuilder::token_source`] or [`GcsBuilder::token_source`]
+/// (compared by identity). It keeps the last token fetched, so that
 /// clients connected from one config do not each fetch one again.
 ///
 /// [`AzureBlobBuilder::token_source`]: crate::AzureBlobBuilder::token_source
+/// [`GcsBuilder::token_source`]: crate::GcsBuilder::token_source
 #[derive(Clone)]
 pub struct SharedTokenSource {
     source: Arc<dyn TokenSource>,
     /// The last fetch, and when it was made.
-    last: Arc<Mutex<Option<(SystemTime, AzureToken)>>>,
+    last: Arc<Mutex<Option<(SystemTime, AccessToken)>>>,
 }
 
 impl SharedTokenSource {
@@ -64,7 +70,7 @@ impl SharedTokenSource {
     }
 
     /// Fetches from the source now, and keeps what it gave.
-    pub fn fetch(&self) -> Result<AzureToken, Error> {
+    pub fn fetch(&self) -> Result<AccessToken, Error> {
         let token = self.source.fetch()?;
         *self.last.lock().unwrap_or_else(|p| p.into_inner()) =
             Some((SystemTime::now(), token.clone()));
@@ -73,7 +79,7 @@ impl SharedTokenSource {
 
     /// The last token fetched, unless it is due for a refresh (or there is
     /// none yet): then a fetch.
-    pub fn latest(&self) -> Result<AzureToken, Error> {
+    pub fn latest(&self) -> Result<AccessToken, Error> {
         let last = self.last.lock().unwrap_or_else(|p| p.into_inner()).clone();
         match last {
             Some((at, t))

@@ -26,8 +26,9 @@ wasmtime::component::bindgen!({
 pub use exports::s3_lease::lease::types::{
     AddressingStyle, AzureBlob, AzureCredential, Capability, CapabilityResult, ClockOffset, Config,
     Credentials, ElectorConfig, ElectorEvent, Error, ExpiryClock, FenceOptions, FencedObject,
-    FencedWrite, Lease, LimitMismatch, LockState, Options, PreflightReport, Role, SemaphoreState,
-    Slot, SlotAttempt, SlotOptions, StepResult, StopReason, Store, Strategy, Verdict,
+    FencedWrite, GcsCredential, Lease, LimitMismatch, LockState, Options, PreflightReport, Role,
+    SemaphoreState, Slot, SlotAttempt, SlotOptions, StepResult, StopReason, Store, Strategy,
+    Verdict,
 };
 
 /// The contract's own (kebab-case) names, for messages, tables and JSON.

@@ -14,8 +14,8 @@
 use crate::engine::bindings::exports::s3_lease::lease::{async_lease, lease};
 use crate::engine::bindings::{
     AzureCredential, Config, Credentials, ElectorConfig, Error as LeaseError, FenceOptions,
-    FencedObject, FencedWrite, Lease, LockState, Options, PreflightReport, SemaphoreState,
-    SlotAttempt, SlotOptions, StepResult,
+    FencedObject, FencedWrite, GcsCredential, Lease, LockState, Options, PreflightReport,
+    SemaphoreState, SlotAttempt, SlotOptions, StepResult,
 };
 use crate::engine::state::State;
 use anyhow::{Context, Result};
@@ -192,6 +192,15 @@ impl RawInstance {
     ) -> Result<Result<(), LeaseError>> {
         let client = self.client()?;
         plain_call!(self, client, call_set_azure_credential, client, credential)
+    }
+
+    /// Replaces a GCS client's credential (a refreshed access token).
+    pub fn set_gcs_credential(
+        &mut self,
+        credential: &GcsCredential,
+    ) -> Result<Result<(), LeaseError>> {
+        let client = self.client()?;
+        plain_call!(self, client, call_set_gcs_credential, client, credential)
     }
 
     pub fn try_acquire(
