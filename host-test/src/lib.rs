@@ -14,6 +14,8 @@
 //!   then writes: racing writers all win; the preflight must refuse it.
 //! - [`azurite`]: Azurite, Microsoft's Azure Storage emulator, for the
 //!   azure-blob store.
+//! - [`fake_gcs`]: fake-gcs-server, a Google Cloud Storage emulator, for
+//!   the gcs store, behind a front that enforces what it ignores.
 //! - [`simulated`]: hook rules that make SeaweedFS behave like weaker
 //!   stores (conditions ignored, 501 to `If-Match`).
 //! - [`records`]: a host API lease record to the bindings' lease and back.
@@ -24,6 +26,7 @@ pub mod aws_fakes;
 pub mod azurite;
 pub mod bindings;
 pub mod dynalite;
+pub mod fake_gcs;
 pub mod fault_proxy;
 pub mod hooks;
 pub mod instance;

@@ -16,6 +16,7 @@ mod epoch_objects;
 mod error_paths;
 mod fencing;
 mod fencing_history;
+mod gcs;
 mod host_api;
 mod interop;
 mod keeping;
