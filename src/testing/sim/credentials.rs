@@ -117,13 +117,13 @@ impl Source {
     }
 
     /// The source of a simulation on `kind`. On Azure the client signs
-    /// with the account's key, which the AWS keys a source hands out do not
-    /// replace: its source hands out keys that last the run (a managed
-    /// identity's token refresh is the host's, tested against a fake
-    /// metadata endpoint).
+    /// with the account's key, and on GCS with its own credential, which
+    /// the AWS keys a source hands out do not replace: its source hands
+    /// out keys that last the run (a managed identity's token refresh is
+    /// the host's, tested against a fake metadata endpoint).
     pub fn for_store(seed: u64, kind: StoreKind) -> Self {
         let mut source = Source::new(seed);
-        if kind == StoreKind::Azure {
+        if matches!(kind, StoreKind::Azure | StoreKind::Gcs) {
             source.plan = SourcePlan {
                 lifetime: Lifetime::For(HOUR_MS),
                 fails: 0.0,

@@ -161,6 +161,7 @@ impl Io for SimIo {
             SimStore::S3(_) => StoreKind::S3,
             SimStore::DynamoDb(_) => StoreKind::DynamoDb,
             SimStore::Azure(_) => StoreKind::AzureBlob,
+            SimStore::Gcs(_) => StoreKind::Gcs,
         });
         Some(Endpoint {
             store,

@@ -233,6 +233,15 @@ impl Sim {
         Sim::on(seed, StoreKind::Azure)
     }
 
+    /// A run on the GCS model: single-object keys only, every expiry
+    /// clock, fenced writes, ttls of 3 s and more and retry periods of
+    /// 1 s and more (what a gcs client accepts); racing writes meet 503
+    /// `backendError`, and on half the seeds a second write to an object
+    /// within a second meets GCS's 429.
+    pub fn on_gcs(seed: u64) -> Self {
+        Sim::on(seed, StoreKind::Gcs)
+    }
+
     pub fn on(seed: u64, kind: StoreKind) -> Self {
         // Mixed, so sim seed n is not another suite's seed n.
         let mut rng = Rng::new(seed ^ 0x5EED_5EED_5EED_5EED);
@@ -241,6 +250,8 @@ impl Sim {
             SimStore::new_dynamodb(START_MS)
         } else if kind == StoreKind::Azure {
             SimStore::new_azure(START_MS)
+        } else if kind == StoreKind::Gcs {
+            SimStore::new_gcs(START_MS, rng.chance(0.5))
         } else {
             let mut s3 = S3Model::new(START_MS);
             s3.missing_if_match = if rng.chance(0.5) {

@@ -102,6 +102,7 @@ pub enum StoreKind {
     S3,
     DynamoDb,
     Azure,
+    Gcs,
 }
 
 #[derive(Debug, Clone)]
@@ -110,6 +111,10 @@ pub struct Setup {
     /// An Azure Blob container: single-object only, every clock, fenced
     /// writes; no listing, no 501s.
     pub azure: bool,
+    /// A GCS bucket: as Azure's container, and no ttl under 3 s nor
+    /// retry period under 1 s (GCS takes about one write a second per
+    /// object).
+    pub gcs: bool,
     pub locks: Group,
     pub leader: Group,
     pub electors: usize,
@@ -138,9 +143,10 @@ impl Setup {
     pub fn for_store(rng: &mut Rng, kind: StoreKind) -> Self {
         let dynamodb = kind == StoreKind::DynamoDb;
         let azure = kind == StoreKind::Azure;
+        let gcs = kind == StoreKind::Gcs;
         let combination = |rng: &mut Rng| {
-            if azure {
-                // A container: single-object, by any clock.
+            if azure || gcs {
+                // A container or a GCS bucket: single-object, by any clock.
                 let clock = [
                     ExpiryClock::Holder,
                     ExpiryClock::Server,
@@ -161,7 +167,9 @@ impl Setup {
             }
         };
         let (strategy, clock) = combination(rng);
-        let ttl = [2_000, 4_000, 10_000][rng.below(3) as usize];
+        // GCS: no ttl under 3 s (`config::GCS_MIN_TTL_MS`).
+        let shortest = if gcs { 3_000 } else { 2_000 };
+        let ttl = [shortest, 4_000, 10_000][rng.below(3) as usize];
         // A guard's default deadline (nine tenths of the ttl) leaves the
         // least margin; `s3-lease run --limit` uses half.
         let deadline = match rng.below(3) {
@@ -176,7 +184,10 @@ impl Setup {
             retry_ms: 0,
         };
         let (strategy, clock) = combination(rng);
-        let lease = [2_000, 4_000, 10_000, 15_000][rng.below(4) as usize];
+        // GCS: a 4 s lease at the least, so that its shortest renew
+        // deadline (a third) stays above the 1 s retry period it needs.
+        let shortest = if gcs { 4_000 } else { 2_000 };
+        let lease = [shortest, 4_000, 10_000, 15_000][rng.below(4) as usize];
         // The command line's ratios (L, L/2, L/6) a third of the time,
         // others otherwise: a renew deadline close to the lease duration
         // leaves the least margin, so bugs in when a lease counts from
@@ -187,6 +198,11 @@ impl Setup {
             3 => (lease * 4 / 5, lease / 10),
             4 => (lease * 9 / 10, lease / 20),
             _ => (lease / 3, lease / 12),
+        };
+        let retry = if gcs {
+            retry.max(crate::config::GCS_MIN_RETRY_PERIOD_MS)
+        } else {
+            retry
         };
         let leader = Group {
             strategy,
@@ -201,7 +217,11 @@ impl Setup {
                 1 if !dynamodb => ExpiryClock::Server,
                 _ => ExpiryClock::Observed,
             };
-            let ttl = [2_000, 3_000, 6_000][rng.below(3) as usize];
+            let ttl = if gcs {
+                [3_000, 4_000, 6_000][rng.below(3) as usize]
+            } else {
+                [2_000, 3_000, 6_000][rng.below(3) as usize]
+            };
             Group {
                 strategy: Strategy::SingleObject,
                 clock,
@@ -214,6 +234,7 @@ impl Setup {
         Setup {
             dynamodb,
             azure,
+            gcs,
             locks,
             leader,
             electors: rng.range(3, 5) as usize,
@@ -221,8 +242,8 @@ impl Setup {
             request_timeout_ms: [None, Some(1_000), Some(3_000), Some(30_000)]
                 [rng.below(4) as usize],
             ignores_timeouts: [0.0, 0.2, 0.5][rng.below(3) as usize],
-            epoch_without_if_match: !dynamodb && !azure && rng.chance(0.25),
-            list_page_keys: (!dynamodb && !azure && rng.chance(0.3))
+            epoch_without_if_match: !dynamodb && !azure && !gcs && rng.chance(0.25),
+            list_page_keys: (!dynamodb && !azure && !gcs && rng.chance(0.3))
                 .then(|| 1 + rng.below(3) as usize),
             duration_ms: 120_000,
         }
@@ -265,6 +286,13 @@ impl Setup {
         if self.azure {
             raw.endpoint = "http://127.0.0.1:10000".into();
             raw.store = crate::testing::azure_model::client_config(CONTAINER)
+                .store
+                .into();
+        }
+        if self.gcs {
+            raw.endpoint = crate::testing::gcs_model::ENDPOINT.into();
+            raw.bucket = crate::testing::gcs_model::BUCKET.into();
+            raw.store = crate::testing::gcs_model::client_config(crate::testing::gcs_model::BUCKET)
                 .store
                 .into();
         }

@@ -1,5 +1,5 @@
-//! The store a simulation runs on: the S3 model, or the DynamoDB or Azure
-//! model behind its translation (its clients' requests are the same
+//! The store a simulation runs on: the S3 model, or the DynamoDB, Azure or
+//! GCS model behind its translation (its clients' requests are the same
 //! protocol's; the model answers as the store would, read back as S3 shapes).
 
 use crate::azure::s3_metadata_name;
@@ -7,6 +7,7 @@ use crate::dynamodb::decode_item;
 use crate::s3::{S3Request, S3Response};
 use crate::testing::azure_model::{AzureModel, CONTAINER};
 use crate::testing::dynamodb_model::DynamoModel;
+use crate::testing::gcs_model::{GcsModel, BUCKET};
 use crate::testing::s3_model::{Object, S3Model};
 
 /// The DynamoDB simulation's table.
@@ -17,6 +18,7 @@ pub enum SimStore {
     S3(S3Model),
     DynamoDb(DynamoModel),
     Azure(AzureModel),
+    Gcs(GcsModel),
 }
 
 impl SimStore {
@@ -25,6 +27,7 @@ impl SimStore {
             SimStore::S3(m) => m.handle(request),
             SimStore::DynamoDb(m) => m.handle(request),
             SimStore::Azure(m) => m.handle(request),
+            SimStore::Gcs(m) => m.handle(request),
         }
     }
 
@@ -33,42 +36,45 @@ impl SimStore {
             SimStore::S3(m) => m.now_ms = now_ms,
             SimStore::DynamoDb(m) => m.now_ms = now_ms,
             SimStore::Azure(m) => m.now_ms = now_ms,
+            SimStore::Gcs(m) => m.now_ms = now_ms,
         }
     }
 
     pub fn s3(&mut self) -> Option<&mut S3Model> {
         match self {
             SimStore::S3(m) => Some(m),
-            SimStore::DynamoDb(_) | SimStore::Azure(_) => None,
+            SimStore::DynamoDb(_) | SimStore::Azure(_) | SimStore::Gcs(_) => None,
         }
     }
 
     /// The next conditional write meets a conflict: S3's 409, or
     /// DynamoDB's `TransactionConflictException`, or Azure's 503
-    /// `ServerBusy` (it has no 409 for racing writes). None is applied.
+    /// `ServerBusy` or GCS's 503 `backendError` (they have no 409 for
+    /// racing writes). None is applied.
     pub fn inject_conflict(&mut self) {
         match self {
             SimStore::S3(m) => m.conflicts = 1,
             SimStore::DynamoDb(m) => m.conflict_next = 1,
             SimStore::Azure(m) => m.busy_next = 1,
+            SimStore::Gcs(m) => m.busy_next = 1,
         }
     }
 
     /// The store's answer to `request` signed with keys past their
     /// expiry: S3's 400 `ExpiredToken`, or DynamoDB's
     /// `ExpiredTokenException` (read back as a 403). Nothing is applied.
-    /// Never asked of Azure: its simulation's keys last the run.
+    /// Never asked of Azure or GCS: their simulations' keys last the run.
     pub fn refuse_expired_token(&mut self, request: &S3Request) -> S3Response {
         match self {
             SimStore::S3(m) => m.expired_token_next = 1,
             SimStore::DynamoDb(m) => m.expired_token_next = 1,
-            SimStore::Azure(_) => {}
+            SimStore::Azure(_) | SimStore::Gcs(_) => {}
         }
         let answer = self.handle(request);
         match self {
             SimStore::S3(m) => m.expired_token_next = 0,
             SimStore::DynamoDb(m) => m.expired_token_next = 0,
-            SimStore::Azure(_) => {}
+            SimStore::Azure(_) | SimStore::Gcs(_) => {}
         }
         answer
     }
@@ -78,6 +84,7 @@ impl SimStore {
             SimStore::S3(m) => m.conflicts = 0,
             SimStore::DynamoDb(m) => m.conflict_next = 0,
             SimStore::Azure(m) => m.busy_next = 0,
+            SimStore::Gcs(m) => m.busy_next = 0,
         }
     }
 
@@ -111,11 +118,35 @@ impl SimStore {
                         .collect(),
                 })
             }
+            // Its generation as the ETag and its metadata under S3's
+            // names, as the client reads them.
+            SimStore::Gcs(m) => {
+                let object = m.buckets.get(BUCKET)?.get(key)?;
+                Some(Object {
+                    body: object.body.clone(),
+                    etag: crate::gcs::etag_of(&object.generation.to_string()),
+                    last_modified_ms: object.updated_ms - object.updated_ms % 1000,
+                    content_type: object.content_type.clone(),
+                    metadata: object
+                        .metadata
+                        .iter()
+                        .map(|(k, v)| (crate::gcs::s3_metadata_name(k), v.clone()))
+                        .collect(),
+                })
+            }
         }
     }
 
     pub fn new_azure(now_ms: u64) -> SimStore {
         SimStore::Azure(AzureModel::new(now_ms))
+    }
+
+    /// GCS, its limit of about one write a second per object enforced
+    /// (429) when `rate_limited`.
+    pub fn new_gcs(now_ms: u64, rate_limited: bool) -> SimStore {
+        let mut model = GcsModel::new(now_ms);
+        model.rate_limit = rate_limited;
+        SimStore::Gcs(model)
     }
 
     pub fn new_dynamodb(now_ms: u64) -> SimStore {

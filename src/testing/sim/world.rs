@@ -347,7 +347,7 @@ impl World {
     }
 
     /// A request reaches the store, which may meet a racing write (409),
-    /// a throttle (DynamoDB), or answer LIST pages short or empty.
+    /// a throttle (DynamoDB, GCS), or answer LIST pages short or empty.
     pub fn apply(
         &mut self,
         actor: usize,
@@ -398,6 +398,11 @@ impl World {
         self.store.clear_conflicts();
         if let SimStore::DynamoDb(table) = &mut self.store {
             table.throttle_next = 0;
+        }
+        // GCS's rate limit (on some seeds): a write too soon after the
+        // last to its object, refused unapplied.
+        if matches!(self.store, SimStore::Gcs(_)) && answer.status == 429 {
+            self.report.throttles_injected += 1;
         }
         if let Some(s3) = self.store.s3() {
             if empty_page && s3.empty_list_pages == 0 {
