@@ -947,4 +947,17 @@ fn the_preflight_passes_a_bucket_and_refuses_one_that_ignores_delete_conditions(
         delete.detail
     );
     assert!(!report.config_safe);
+
+    // A bucket behind a store that checks, then writes.
+    use crate::testing::racing::{Race, Racing};
+    let mut model = GcsIo::starting_at(START_MS);
+    let mut racing = Racing::new(&mut model, Race::CheckThenWrite);
+    let report = client().preflight(&mut racing).ready().unwrap();
+    let create = verdict(&report, Capability::ConcurrentCreate);
+    assert_eq!(
+        (create.verdict, create.silent),
+        (Verdict::Fail, true),
+        "{create:?}"
+    );
+    assert!(!report.config_safe);
 }

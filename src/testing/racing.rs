@@ -50,6 +50,19 @@ impl Snapshot for crate::testing::azure_model::AzureIo {
     }
 }
 
+impl Snapshot for crate::testing::gcs_model::GcsIo {
+    type State = std::collections::BTreeMap<
+        String,
+        std::collections::BTreeMap<String, crate::testing::gcs_model::GcsObject>,
+    >;
+    fn state(&self) -> Self::State {
+        self.store.buckets.clone()
+    }
+    fn set_state(&mut self, state: Self::State) {
+        self.store.buckets = state;
+    }
+}
+
 /// How the store takes racing writers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Race {
