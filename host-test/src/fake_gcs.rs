@@ -83,6 +83,18 @@ impl GcsEndpoint {
         }
     }
 
+    /// The host crate's config, from the variables a user's program reads
+    /// (`STORAGE_EMULATOR_HOST`, as Google's client libraries do).
+    pub fn host_config(&self, key_prefix: &str) -> Result<s3_lease_host::StoreConfig> {
+        let mut c = s3_lease_host::StoreConfig::from_gcs_vars(&self.bucket, |name| match name {
+            "STORAGE_EMULATOR_HOST" => Some(self.url.clone()),
+            _ => None,
+        })
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        c.key_prefix = Some(key_prefix.to_string());
+        Ok(c)
+    }
+
     /// [`Self::config`] on the bare fake, without the front.
     pub fn bare_config(&self, key_prefix: &str) -> Config {
         Config {

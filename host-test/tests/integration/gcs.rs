@@ -401,9 +401,21 @@ fn the_preflight_passes_the_fake_through_its_front_and_leaves_nothing() {
         started.elapsed()
     );
     super::preflight::print("fake-gcs-server (front)", &report);
+    // What fake-gcs-server lacks and is safe without (GCS itself answers
+    // 304 and checks md5Hash); the LIST probe is for S3's epoch-objects.
+    assert_eq!(
+        super::preflight::failing(&report),
+        [
+            Capability::ListStartAfter,
+            Capability::ConditionalGet,
+            Capability::PayloadHash
+        ],
+        "{report:#?}"
+    );
     let delete = super::preflight::result(&report, Capability::IfMatchDelete);
     assert_eq!(delete.verdict, Verdict::Pass, "{report:#?}");
     assert!(report.config_safe, "{report:#?}");
+    assert_eq!(report.requests, 71);
     assert_eq!(
         report.safe_strategies,
         [host_test::bindings::Strategy::SingleObject]
@@ -539,6 +551,40 @@ fn a_gcs_store_at_a_bare_404_server_is_refused_at_its_first_request() {
     }
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen, ["GET", "POST"], "one read, one refused upload");
+}
+
+/// Through the host crate, configured from `STORAGE_EMULATOR_HOST` as
+/// Google's libraries are: a guard renews in the background past its ttl,
+/// holds the key against another client, and releases on drop.
+#[test]
+fn the_host_crates_guard_renews_and_releases_on_gcs() {
+    use s3_lease_host::blocking::Client;
+    let prefix = fresh_prefix("gcs-host");
+    let client = || {
+        let config = gcs().host_config(&prefix).unwrap();
+        Client::connect(harness().runtime(), &config).unwrap()
+    };
+    let (a, b) = (client(), client());
+    let guard = a
+        .acquire("k", &named_options(3_000, "a"), Duration::from_secs(5))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(3_500));
+    assert!(guard.is_held(), "renewed past its ttl: {:?}", guard.lost());
+    assert!(b
+        .try_acquire("k", &named_options(3_000, "b"))
+        .unwrap()
+        .is_none());
+    let token = guard.token();
+    drop(guard);
+    let started = Instant::now();
+    let taken = loop {
+        if let Some(lease) = b.try_acquire("k", &named_options(3_000, "b")).unwrap() {
+            break lease;
+        }
+        assert!(started.elapsed() < Duration::from_secs(2), "not released");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(taken.token(), token + 1);
 }
 
 fn python() -> std::path::PathBuf {
