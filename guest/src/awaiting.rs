@@ -7,6 +7,7 @@ use crate::config::Credentials;
 use crate::convert;
 use crate::elector::{ElectorConfig, Step};
 use crate::error::Error;
+use crate::gcs::GcsCredential;
 use crate::preflight::PreflightReport;
 use crate::slots::{SemaphoreState, SlotOptions};
 use crate::types::{FenceOptions, FencedObject, FencedWrite, LockState, Options};
@@ -138,6 +139,15 @@ impl Client {
     pub fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error> {
         self.raw
             .set_azure_credential(&convert::azure_credential(credential))
+            .map_err(convert::error)
+    }
+
+    /// Replaces a GCS store's credential (a refreshed access token), as
+    /// `set_credentials` does AWS keys.
+    /// `Error::InvalidConfig` on a client of another store.
+    pub fn set_gcs_credential(&self, credential: &GcsCredential) -> Result<(), Error> {
+        self.raw
+            .set_gcs_credential(&convert::gcs_credential(credential))
             .map_err(convert::error)
     }
 

@@ -6,6 +6,7 @@ use crate::bindings::types as raw;
 use crate::config::{Addressing, Config, Credentials, ExpiryClock, Store, Strategy};
 use crate::elector::{ElectorConfig, ElectorEvent, Role, Step, StopReason};
 use crate::error::{Error, S3Error};
+use crate::gcs::GcsCredential;
 use crate::preflight::{CapabilityResult, ClockOffset, PreflightReport, Verdict};
 use crate::slots::{SemaphoreState, Slot, SlotOptions};
 use crate::types::{millis, FenceOptions, FencedObject, FencedWrite, Lease, LockState, Options};
@@ -50,6 +51,7 @@ pub(crate) fn config(c: &Config) -> raw::Config {
                 container: container.clone(),
                 credential: azure_credential(credential),
             }),
+            Store::Gcs { credential } => raw::Store::Gcs(gcs_credential(credential)),
         }),
     }
 }
@@ -67,6 +69,13 @@ pub(crate) fn credentials(c: &Credentials) -> raw::Credentials {
         access_key_id: c.access_key_id.clone(),
         secret_access_key: c.secret_access_key.clone(),
         session_token: c.session_token.clone(),
+    }
+}
+
+pub(crate) fn gcs_credential(c: &GcsCredential) -> raw::GcsCredential {
+    match c {
+        GcsCredential::BearerToken(token) => raw::GcsCredential::Bearer(token.clone()),
+        GcsCredential::Anonymous => raw::GcsCredential::Anonymous,
     }
 }
 

@@ -16,7 +16,7 @@
 //! `inspect_slots`, `leave_queue`, with [`SlotOptions`]. Leader election:
 //! `Client::elector` with an [`ElectorConfig`], then `Elector::step` (a
 //! typed [`Step`]) and `resign`. Also `Client::set_credentials`,
-//! `set_azure_credential` and `preflight` (a [`PreflightReport`]). [`Error`] is one `#[non_exhaustive]` enum, the contract's
+//! `set_azure_credential`, `set_gcs_credential` and `preflight` (a [`PreflightReport`]). [`Error`] is one `#[non_exhaustive]` enum, the contract's
 //! error cases and this crate's. The default build is WASI 0.2 over
 //! `s3-lease:lease/lease` (blocking calls); feature `wasip3` is WASI 0.3
 //! over `async-lease`: the same names and shapes, each call an `async fn`.
@@ -146,6 +146,7 @@ pub mod headers;
 
 mod azure;
 mod config;
+mod gcs;
 mod elector;
 mod error;
 mod preflight;
@@ -153,6 +154,7 @@ mod slots;
 mod types;
 
 pub use azure::AzureCredential;
+pub use gcs::GcsCredential;
 pub use config::{Addressing, Config, Credentials, ExpiryClock, Store, Strategy};
 pub use elector::{ElectorConfig, ElectorEvent, Role, Step, StopReason};
 pub use error::{Error, S3Error};
