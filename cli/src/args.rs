@@ -38,6 +38,17 @@ S3LEASE_ENDPOINT and S3LEASE_REGION, when set, win over the AWS variables
 for the command, so a nested s3-lease finds the same locks, and leave the
 command's AWS variables as they were.
 
+Google Cloud Storage (--store gcs --bucket NAME) is reached as Google's
+client libraries reach it: an emulator at STORAGE_EMULATOR_HOST
+(host:port, no credential sent), or at --endpoint (or S3LEASE_ENDPOINT;
+an http:// endpoint gets no credential, an https:// one the tokens below);
+else storage.googleapis.com with Application Default Credentials, in
+order: the file GOOGLE_APPLICATION_CREDENTIALS names (a service-account key
+or user credentials); gcloud's (`gcloud auth application-default login`,
+in CLOUDSDK_CONFIG or ~/.config/gcloud); the metadata server of a Google
+Cloud machine (GCE_METADATA_HOST to move it). Access tokens are refreshed
+before they expire.
+
 Leases are sealed against edits, forgery and use on another lock. The seal
 takes nothing from the credentials: a lease stored by `acquire` renews in a
 later run with rotated keys. Its key is S3LEASE_SEAL_KEY (optional, 1-1024
@@ -55,15 +66,16 @@ again once after upgrading.";
     after_help = EXIT_CODES
 )]
 pub(crate) struct Cli {
-    /// The bucket that holds the locks.
+    /// The bucket that holds the locks (S3's, or GCS's with --store gcs).
     #[arg(long, env = "S3LEASE_BUCKET", global = true)]
     pub(crate) bucket: Option<String>,
     /// Where the locks are kept: objects in the bucket (s3, the default),
-    /// items in a DynamoDB table (dynamodb, with --table), or blobs in an
+    /// items in a DynamoDB table (dynamodb, with --table), blobs in an
     /// Azure Blob Storage container (azure-blob, with --container; the
     /// account from AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT
     /// with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, else its managed
-    /// identity).
+    /// identity), or objects in a Google Cloud Storage bucket (gcs, with
+    /// --bucket; through its JSON API, credentials as below).
     #[arg(long, value_enum, env = "S3LEASE_STORE", global = true)]
     pub(crate) store: Option<StoreArg>,
     /// The Azure container of `--store azure-blob`.
@@ -78,7 +90,8 @@ pub(crate) struct Cli {
     pub(crate) prefix: Option<String>,
     /// Store endpoint (default: S3LEASE_ENDPOINT, else AWS_ENDPOINT_URL_S3
     /// or AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL, else AWS S3 or
-    /// DynamoDB in the region).
+    /// DynamoDB in the region; gcs: S3LEASE_ENDPOINT, else
+    /// STORAGE_EMULATOR_HOST, else https://storage.googleapis.com).
     #[arg(long, global = true)]
     pub(crate) endpoint: Option<String>,
     /// Region (default: S3LEASE_REGION, AWS_REGION, AWS_DEFAULT_REGION, the
@@ -121,6 +134,7 @@ pub(crate) enum StoreArg {
     S3,
     Dynamodb,
     AzureBlob,
+    Gcs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -28,6 +28,13 @@ pub(crate) fn credentials_line(config: &StoreConfig) -> Option<String> {
 pub(crate) fn store_config(cli: &Cli) -> Result<StoreConfig, Failure> {
     let on_dynamodb = cli.store == Some(StoreArg::Dynamodb);
     let on_azure = cli.store == Some(StoreArg::AzureBlob);
+    let on_gcs = cli.store == Some(StoreArg::Gcs);
+    if on_gcs && cli.bucket.is_none() {
+        return Err(Failure::new(
+            exit::CONFIG,
+            "no bucket: --store gcs needs --bucket NAME (or S3LEASE_BUCKET)",
+        ));
+    }
     if on_azure && cli.container.is_none() {
         return Err(Failure::new(
             exit::CONFIG,
@@ -51,17 +58,21 @@ pub(crate) fn store_config(cli: &Cli) -> Result<StoreConfig, Failure> {
     }
     check_endpoints(cli)?;
     // Credentials and region from the AWS chain (as the AWS CLI finds
-    // them), refreshed while we run; --endpoint and --region win.
+    // them; GCS: Google's Application Default Credentials), refreshed
+    // while we run; --endpoint and --region win.
     let mut config = StoreConfig::from_aws(bucket, |name| {
         let flag = match name {
             "AWS_ENDPOINT_URL" | "AWS_ENDPOINT_URL_S3" | "AWS_ENDPOINT_URL_DYNAMODB" => {
                 endpoint_in_use(cli).map(|(_, endpoint)| endpoint)
             }
+            // Only a gcs store reads it here: --endpoint wins over it.
+            ENDPOINT_VAR => endpoint_in_use(cli).map(|(_, endpoint)| endpoint),
             "AWS_REGION" => cli.region.clone().or_else(|| env_var(REGION_VAR)),
             "S3LEASE_STORE" => cli.store.map(|s| match s {
                 StoreArg::S3 => "s3".to_string(),
                 StoreArg::Dynamodb => "dynamodb".to_string(),
                 StoreArg::AzureBlob => "azure-blob".to_string(),
+                StoreArg::Gcs => "gcs".to_string(),
             }),
             "S3LEASE_TABLE" => cli.table.clone(),
             "S3LEASE_CONTAINER" => cli.container.clone(),
@@ -95,18 +106,25 @@ fn env_var(name: &str) -> Option<String> {
 /// The endpoint given, and where: `--endpoint`, else `S3LEASE_ENDPOINT`,
 /// else the AWS variables as the AWS SDKs read them (the store's own
 /// service variable, then `AWS_ENDPOINT_URL`). `None`: the store's own
-/// endpoint in the region.
+/// endpoint in the region. A gcs store reads no AWS variable (the AWS
+/// tools' endpoint is not Google's); its emulator's
+/// `STORAGE_EMULATOR_HOST` is read by the host, and a nested s3-lease
+/// inherits it.
 pub(crate) fn endpoint_in_use(cli: &Cli) -> Option<(&'static str, String)> {
-    let service = if cli.store == Some(StoreArg::Dynamodb) {
-        "AWS_ENDPOINT_URL_DYNAMODB"
-    } else {
-        "AWS_ENDPOINT_URL_S3"
+    let names: &[&'static str] = match cli.store {
+        Some(StoreArg::Gcs) => &[ENDPOINT_VAR],
+        Some(StoreArg::Dynamodb) => &[
+            ENDPOINT_VAR,
+            "AWS_ENDPOINT_URL_DYNAMODB",
+            "AWS_ENDPOINT_URL",
+        ],
+        _ => &[ENDPOINT_VAR, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"],
     };
     match &cli.endpoint {
         Some(endpoint) => Some(("--endpoint", endpoint.clone())),
-        None => [ENDPOINT_VAR, service, "AWS_ENDPOINT_URL"]
-            .into_iter()
-            .find_map(|name| env_var(name).map(|v| (name, v))),
+        None => names
+            .iter()
+            .find_map(|&name| env_var(name).map(|v| (name, v))),
     }
 }
 
@@ -125,12 +143,17 @@ fn check_endpoints(cli: &Cli) -> Result<(), Failure> {
             } else {
                 exit::CONFIG
             };
+            let keys = match cli.store {
+                Some(StoreArg::Gcs) => {
+                    "the credentials as GOOGLE_APPLICATION_CREDENTIALS (or gcloud's)"
+                }
+                _ => "the keys as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or a profile)",
+            };
             return Err(Failure::new(
                 code,
                 format!(
                     "{source} carries a user name or password (before an `@`); not shown here. \
-                     Give the endpoint as scheme://host[:port], and the keys as \
-                     AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or a profile)"
+                     Give the endpoint as scheme://host[:port], and {keys}"
                 ),
             ));
         }
@@ -148,13 +171,21 @@ pub(crate) fn child_env(config: &StoreConfig, endpoint: Option<String>) -> Vec<(
     let bucket = config.bucket().unwrap_or_default().to_string();
     let mut env = vec![("S3LEASE_BUCKET".to_string(), bucket)];
     if let Some(region) = config.region() {
-        if let Some(endpoint) = endpoint {
-            env.push((ENDPOINT_VAR.into(), endpoint));
+        if let Some(endpoint) = &endpoint {
+            env.push((ENDPOINT_VAR.into(), endpoint.clone()));
         }
         env.push((REGION_VAR.into(), region.to_string()));
     }
     if let Some(prefix) = &config.key_prefix {
         env.push(("S3LEASE_PREFIX".into(), prefix.clone()));
+    }
+    // GCS: the store and, if given, the endpoint; an emulator's
+    // STORAGE_EMULATOR_HOST and the credentials' variables are inherited.
+    if config.store_name() == "Google Cloud Storage" {
+        env.push(("S3LEASE_STORE".into(), "gcs".into()));
+        if let Some(endpoint) = &endpoint {
+            env.push((ENDPOINT_VAR.into(), endpoint.clone()));
+        }
     }
     if let Some(table) = config.table() {
         env.push(("S3LEASE_STORE".into(), "dynamodb".into()));
@@ -174,4 +205,106 @@ pub(crate) fn child_env(config: &StoreConfig, endpoint: Option<String>) -> Vec<(
         env.push(("S3LEASE_EXPIRY_CLOCK".into(), clock.name().into()));
     }
     env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn cli(args: &[&str]) -> Cli {
+        let mut all = vec!["s3-lease"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["status", "k"]);
+        Cli::try_parse_from(all).expect("flags parse")
+    }
+
+    #[test]
+    fn store_gcs_with_a_bucket_and_an_emulators_endpoint() {
+        let cli = cli(&[
+            "--store",
+            "gcs",
+            "--bucket",
+            "locks",
+            "--endpoint",
+            "http://127.0.0.1:4443",
+        ]);
+        assert!(cli.store == Some(StoreArg::Gcs));
+        assert_eq!(
+            endpoint_in_use(&cli),
+            Some(("--endpoint", "http://127.0.0.1:4443".to_string()))
+        );
+        // An http:// endpoint takes no credential: nothing is fetched.
+        let config = store_config(&cli).unwrap_or_else(|f| panic!("{}", f.message));
+        assert_eq!(
+            (config.store_name(), config.endpoint(), config.bucket()),
+            (
+                "Google Cloud Storage",
+                "http://127.0.0.1:4443",
+                Some("locks")
+            )
+        );
+        let env = child_env(&config, endpoint_in_use(&cli).map(|(_, e)| e));
+        for pair in [
+            ("S3LEASE_BUCKET", "locks"),
+            ("S3LEASE_STORE", "gcs"),
+            ("S3LEASE_ENDPOINT", "http://127.0.0.1:4443"),
+        ] {
+            assert!(
+                env.iter().any(|(k, v)| (k.as_str(), v.as_str()) == pair),
+                "{pair:?} not in {env:?}"
+            );
+        }
+        assert!(!env.iter().any(|(k, _)| k == "S3LEASE_REGION"), "{env:?}");
+    }
+
+    #[test]
+    fn store_gcs_needs_a_bucket() {
+        if std::env::var_os("S3LEASE_BUCKET").is_some() {
+            return;
+        }
+        let failure = store_config(&cli(&["--store", "gcs"])).unwrap_err();
+        assert_eq!(failure.code, exit::CONFIG);
+        assert!(
+            failure.message.contains("--store gcs needs --bucket"),
+            "{}",
+            failure.message
+        );
+    }
+
+    #[test]
+    fn a_gcs_endpoint_with_a_password_is_refused_unshown() {
+        let failure = store_config(&cli(&[
+            "--store",
+            "gcs",
+            "--bucket",
+            "b",
+            "--endpoint",
+            "http://user:hunter2@127.0.0.1:4443",
+        ]))
+        .unwrap_err();
+        assert_eq!(failure.code, exit::USAGE);
+        assert!(!failure.message.contains("hunter2"), "{}", failure.message);
+        assert!(
+            failure.message.contains("GOOGLE_APPLICATION_CREDENTIALS"),
+            "{}",
+            failure.message
+        );
+    }
+
+    #[test]
+    fn the_store_flag_takes_gcs_and_the_help_says_how_gcs_is_reached() {
+        use clap::CommandFactory;
+        let mut command = Cli::command();
+        let help = command.render_long_help().to_string();
+        for part in [
+            "objects in a Google Cloud Storage bucket (gcs",
+            "STORAGE_EMULATOR_HOST",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "GCE_METADATA_HOST",
+            "[possible values: s3, dynamodb, azure-blob, gcs]",
+        ] {
+            assert!(help.contains(part), "{part:?} not in the help:\n{help}");
+        }
+    }
 }
