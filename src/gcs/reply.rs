@@ -194,7 +194,8 @@ fn not_gcs(req: &S3Request, r: &S3Response, json: Option<&Map<String, Value>>) -
         let json_error = json.is_some_and(|j| j.get("error").is_some_and(Value::is_object));
         let text = String::from_utf8_lossy(&r.body);
         let plain_text = !text.trim().is_empty() && !text.contains(['<', '{']);
-        if !json_error && !(media_get && plain_text) {
+        let gcs_404 = json_error || (media_get && plain_text);
+        if !gcs_404 {
             return Some(format!(
                 "{target} with 404 and no GCS error (GCS sends a JSON error object, \
                  or for a media GET a line of text such as \"No such object\")"
@@ -212,7 +213,7 @@ fn not_gcs(req: &S3Request, r: &S3Response, json: Option<&Map<String, Value>>) -
             "{target} with {status} (GCS answers an upload with 200 and the object's JSON resource)"
         )),
         Method::Put | Method::Head
-            if readable && !json.is_some_and(|j| j.get("generation").is_some()) =>
+            if readable && json.is_none_or(|j| j.get("generation").is_none()) =>
         {
             Some(format!(
                 "{target} with {status} and no JSON object resource with a generation \
