@@ -6,6 +6,7 @@ mod dynamodb;
 mod exit_codes;
 mod failover;
 mod faults;
+mod gcs;
 mod install;
 mod observability;
 mod outputs;
