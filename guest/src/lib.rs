@@ -146,18 +146,18 @@ pub mod headers;
 
 mod azure;
 mod config;
-mod gcs;
 mod elector;
 mod error;
+mod gcs;
 mod preflight;
 mod slots;
 mod types;
 
 pub use azure::AzureCredential;
-pub use gcs::GcsCredential;
 pub use config::{Addressing, Config, Credentials, ExpiryClock, Store, Strategy};
 pub use elector::{ElectorConfig, ElectorEvent, Role, Step, StopReason};
 pub use error::{Error, S3Error};
+pub use gcs::GcsCredential;
 pub use preflight::{CapabilityResult, ClockOffset, PreflightReport, Verdict};
 pub use slots::{SemaphoreState, Slot, SlotOptions};
 pub use types::{FenceOptions, FencedObject, FencedWrite, Lease, LockState, Options};
