@@ -7,9 +7,13 @@ use crate::exit::{self, Failure};
 use s3_lease_host::{ExpiryClock, StoreConfig, Strategy};
 use std::time::Duration;
 
-/// Where the credentials came from, for `run` and `elect`'s first line.
+/// Where the credentials came from, for `run` and `elect`'s first line:
+/// the AWS chain's source, or where an Azure or GCS store's tokens come from.
 pub(crate) fn credentials_line(config: &StoreConfig) -> Option<String> {
-    let (source, expires) = config.credentials_source()?.last_source()?;
+    let (source, expires) = match config.credentials_source() {
+        Some(aws) => aws.last_source()?,
+        None => config.token_source()?.last_source()?,
+    };
     Some(match expires {
         Some(at) => {
             let left = at
@@ -289,6 +293,42 @@ mod tests {
             failure.message.contains("GOOGLE_APPLICATION_CREDENTIALS"),
             "{}",
             failure.message
+        );
+    }
+
+    /// Tokens from a test, an hour long.
+    struct HourTokens;
+
+    impl s3_lease_host::credentials::TokenSource for HourTokens {
+        fn fetch(&self) -> Result<s3_lease_host::credentials::AccessToken, s3_lease_host::Error> {
+            let expires = std::time::SystemTime::now() + Duration::from_secs(3600);
+            Ok(s3_lease_host::credentials::AccessToken::new(
+                "ya29.s3cr3t",
+                Some(expires),
+            ))
+        }
+
+        fn describe(&self) -> String {
+            "the test's tokens".into()
+        }
+    }
+
+    #[test]
+    fn the_credentials_line_names_where_a_gcs_stores_tokens_come_from() {
+        use s3_lease_host::credentials::SharedTokenSource;
+        use s3_lease_host::{GcsBuilder, GcsCredential};
+        let fixed = GcsBuilder::new("b", GcsCredential::Anonymous).build();
+        assert_eq!(credentials_line(&fixed), None);
+        let config = GcsBuilder::new("b", GcsCredential::Anonymous)
+            .token_source(SharedTokenSource::new(HourTokens))
+            .unwrap()
+            .build();
+        let line = credentials_line(&config).unwrap();
+        assert!(
+            line.starts_with("credentials from the test's tokens, temporary (expire in 59m")
+                && line.ends_with("refreshed before they do")
+                && !line.contains("s3cr3t"),
+            "{line}"
         );
     }
 

@@ -32,7 +32,8 @@ use std::time::Duration;
 /// session token, an Azure or GCS credential or the seal key.
 ///
 /// Made by a store's builder, or by [`StoreConfig::from_env`] (the store
-/// the environment names, with the AWS chain's or Azure's credentials):
+/// the environment names, with the AWS chain's, Azure's or Google's
+/// credentials):
 ///
 /// ```
 /// use s3_lease_host::{Addressing, Credentials, S3Builder, StoreConfig};
@@ -213,8 +214,8 @@ impl StoreConfig {
     }
 
     /// Where an Azure or GCS store's bearer tokens are refreshed from, if
-    /// anywhere.
-    pub(crate) fn token_source(&self) -> Option<&SharedTokenSource> {
+    /// anywhere (`None`: a fixed credential, or an AWS store).
+    pub fn token_source(&self) -> Option<&SharedTokenSource> {
         match &self.store {
             Store::AzureBlob(azure) => azure.token_source.as_ref(),
             Store::Gcs(gcs) => gcs.token_source.as_ref(),

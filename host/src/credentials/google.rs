@@ -360,6 +360,10 @@ impl TokenSource for GoogleCredentials {
     fn fetch(&self) -> Result<AccessToken, Error> {
         self.token_at(SystemTime::now())
     }
+
+    fn describe(&self) -> String {
+        GoogleCredentials::describe(self)
+    }
 }
 
 /// gcloud's ADC file: in `CLOUDSDK_CONFIG`, else in gcloud's own folder.

@@ -130,6 +130,10 @@ impl TokenSource for ManagedIdentity {
     fn fetch(&self) -> Result<AccessToken, Error> {
         self.token()
     }
+
+    fn describe(&self) -> String {
+        format!("the managed identity at {}", self.endpoint)
+    }
 }
 
 /// `http://host[:port]/path`, the only URLs identity endpoints have.

@@ -45,6 +45,11 @@ impl fmt::Debug for AccessToken {
 /// old one). Errors must not carry secrets.
 pub trait TokenSource: Send + Sync + 'static {
     fn fetch(&self) -> Result<AccessToken, Error>;
+
+    /// Where the tokens come from, for logs (nothing secret).
+    fn describe(&self) -> String {
+        "a token source".to_string()
+    }
 }
 
 /// A [`TokenSource`] an Azure or GCS client refreshes from, given to
@@ -75,6 +80,14 @@ impl SharedTokenSource {
         *self.last.lock().unwrap_or_else(|p| p.into_inner()) =
             Some((SystemTime::now(), token.clone()));
         Ok(token)
+    }
+
+    /// Where the last token fetched came from, and when it expires
+    /// (nothing secret); `None` before the first fetch.
+    pub fn last_source(&self) -> Option<(String, Option<SystemTime>)> {
+        let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let expires = last.as_ref()?.1.expires;
+        Some((self.source.describe(), expires))
     }
 
     /// The last token fetched, unless it is due for a refresh (or there is

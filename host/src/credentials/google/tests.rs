@@ -459,8 +459,14 @@ fn a_short_lived_token_is_refreshed_ahead_of_expiry_and_installed() {
     let source = SharedTokenSource::new(GoogleCredentials::metadata_server(
         root.trim_start_matches("http://"),
     ));
+    assert_eq!(source.last_source(), None);
     let first = source.latest().unwrap();
     assert_eq!(first.token, "ya29.META-1");
+    // Where it came from, for logs: the server, no token.
+    assert_eq!(
+        source.last_source(),
+        Some((format!("the metadata server at {root}"), first.expires))
+    );
     let installed = Arc::new(Mutex::new(Vec::<String>::new()));
     let sink = installed.clone();
     let refresher = Refresher::start(
