@@ -948,6 +948,95 @@ proptest! {
     }
 }
 
+/// GCS's JSON bodies (errors, object resources, listings), whole or in
+/// pieces, and bytes.
+fn gcs_body() -> BoxedStrategy<Vec<u8>> {
+    prop_oneof![
+        fragments(
+            &[
+                "{",
+                "}",
+                "[",
+                "]",
+                ",",
+                ":",
+                "\"error\"",
+                "\"code\"",
+                "412",
+                "\"message\"",
+                "\"errors\"",
+                "\"reason\"",
+                "\"conditionNotMet\"",
+                "\"The specified bucket does not exist.\"",
+                "\"generation\"",
+                "\"1795856434528706\"",
+                "\"updated\"",
+                "\"2026-11-28T09:00:34.528698Z\"",
+                "\"metadata\"",
+                "\"s3lease-token\"",
+                "\"items\"",
+                "\"name\"",
+                "\"nextPageToken\"",
+                "null",
+                "1e400",
+                "Not Found",
+                "é",
+            ],
+            16,
+        )
+        .prop_map(String::into_bytes),
+        short_bytes(),
+    ]
+    .boxed()
+}
+
+proptest! {
+    #![proptest_config(config(CASES))]
+
+    /// Any reply GCS (or whatever answers in its place) sends reads back
+    /// without a panic, and reading it as a lock, a fenced object or a
+    /// listing gives a state, a page or a typed error.
+    #[test]
+    fn gcs_replies_never_panic(
+        mut r in response_with(gcs_body()),
+        gcs_headers in vec((select(&["x-goog-generation", "x-guploader-uploadid", "x-goog-meta-s3lease-token", "x-goog-meta-", "etag"][..]), header_value()), 0..4),
+        method in select(&[Method::Get, Method::Head, Method::Put, Method::Delete][..]),
+        list in any::<bool>(),
+    ) {
+        r.headers.extend(gcs_headers.into_iter().map(|(k, v)| (k.to_string(), v)));
+        let req = if list {
+            s3_lease::s3::list_request("locks/", Some("locks/a"))
+        } else {
+            S3Request::new(method, "locks/k", 64 * 1024)
+        };
+        let reply = s3_lease::gcs::read_reply(&req, r);
+        let _ = reply.s3_error().to_string();
+        let _ = reply.clone().into_error().to_string();
+        if list {
+            let _ = parse_list(&reply.body);
+            return Ok(());
+        }
+        let mut inspect = Inspect::new("k".into(), "locks/k".into(), Judge::new(ExpiryClock::Server, None));
+        let _ = inspect.start(1_700_000_000_000);
+        let _ = inspect.on_response(reply.clone(), 1_700_000_000_000);
+        let mut get = FencedGet::new("k".into());
+        let _ = get.start(0);
+        let _ = get.on_response(reply, 0);
+    }
+
+    /// Any text as a GCS bearer token or an RFC 3339 time.
+    #[test]
+    fn gcs_tokens_and_times_never_panic(text in prop_oneof![
+        text(0..80),
+        fragments(&["2026", "-", "11", "T", "09", ":", ".", "5", "Z", "+00:00", "é", " "], 12),
+    ]) {
+        let _ = s3_lease::config::GcsCredential::bearer(&text).map_err(|e| e.to_string());
+        if let Some(ms) = s3_lease::http_date::parse_rfc3339_ms(&text) {
+            let _ = s3_lease::http_date::format_rfc3339(ms);
+        }
+    }
+}
+
 // ------------------------------------------------------------ HTTP dates
 
 proptest! {
