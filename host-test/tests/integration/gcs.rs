@@ -214,6 +214,24 @@ fn each_call_costs_what_it_costs_on_s3_through_the_json_api() {
     );
 }
 
+/// A waiting acquire takes the key over once its holder's lease expires
+/// unreleased (server clock: the object's `updated` and the reply's
+/// `Date`), with the next token; the old holder's renew is then lost.
+#[test]
+fn a_waiting_acquire_takes_over_an_expired_lease() {
+    let prefix = fresh_prefix("gcs-takeover");
+    let (mut a, mut b) = (on_gcs(&prefix), on_gcs(&prefix));
+    let held = try_acquire(&mut a, "k", &named(3_000, "a")).unwrap();
+    let started = Instant::now();
+    let taken = b.acquire("k", &named(3_000, "b"), 10_000).unwrap().unwrap();
+    let waited = started.elapsed();
+    println!("took over after {waited:?}");
+    assert_eq!(taken.token, 2);
+    assert!(waited >= Duration::from_millis(2_000), "{waited:?}");
+    let err = expect_err(a.renew(&held));
+    assert!(matches!(err, LeaseError::Lost(_)), "{err:?}");
+}
+
 #[test]
 fn a_lost_create_is_a_412_and_loses_the_race() {
     let prefix = fresh_prefix("gcs-412");
