@@ -193,7 +193,7 @@ impl ClientConfig {
                 "store",
                 format!(
                     "ttl-ms {ttl_ms} on a gcs store: GCS takes about one write per second per \
-                     object and a lease is renewed every third of its ttl; use at least {GCS_MIN_TTL_MS}"
+                     object and a lease is renewed about every third of its ttl; use at least {GCS_MIN_TTL_MS}"
                 ),
             ));
         }

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::client::ClientCore;
-use crate::config::{RawConfig, Store, Strategy};
+use crate::config::{RawConfig, Store, Strategy, GCS_MIN_TTL_MS};
 use crate::elector::{Elector, ElectorConfig};
 use crate::error::Error;
 use crate::expiry::ExpiryClock;
@@ -161,9 +161,9 @@ fn a_bearer_token_is_checked_sent_and_never_shown() {
 }
 
 #[test]
-fn a_ttl_under_3_s_and_a_retry_period_under_1_s_are_refused_on_gcs_only() {
+fn a_ttl_under_4_s_and_a_retry_period_under_1_s_are_refused_on_gcs_only() {
     let mut io = GcsIo::starting_at(START_MS);
-    let short = Grant::new(2_999, "a".into(), String::new()).unwrap();
+    let short = Grant::new(GCS_MIN_TTL_MS - 1, "a".into(), String::new()).unwrap();
     let e = client().try_acquire(&mut io, "k", &short).ready();
     assert_eq!(field_of(e), "store");
     let e = client().acquire(&mut io, "k", &short, 1_000).ready();
@@ -173,7 +173,7 @@ fn a_ttl_under_3_s_and_a_retry_period_under_1_s_are_refused_on_gcs_only() {
         .ready();
     assert_eq!(field_of(e), "store");
     assert!(io.take_requests().is_empty(), "refused before any request");
-    let ok = Grant::new(3_000, "a".into(), String::new()).unwrap();
+    let ok = Grant::new(GCS_MIN_TTL_MS, "a".into(), String::new()).unwrap();
     granted(client().try_acquire(&mut io, "k", &ok).ready());
 
     let elector = |lease, renew, retry| ElectorConfig {
@@ -836,11 +836,11 @@ fn a_missing_bucket_is_typed_and_throttling_is_retried() {
         "{e:?}"
     );
     // GCS's rate limit: a write within a second of the last is 429; a
-    // lease renewed every third of a 3 s ttl never meets it.
+    // lease of the shortest ttl, renewed every second, never meets it.
     let mut io = GcsIo::starting_at(START_MS);
     io.store.rate_limit = true;
     let mut c = client();
-    let short = Grant::new(3_000, "a".into(), String::new()).unwrap();
+    let short = Grant::new(GCS_MIN_TTL_MS, "a".into(), String::new()).unwrap();
     let mut lease = granted(c.try_acquire(&mut io, "k", &short).ready());
     for _ in 0..20 {
         io.advance(1_000);

@@ -375,21 +375,21 @@ fn a_semaphore_admits_its_limit_and_no_more() {
     assert_eq!((held, tokens), (2, vec![1, 2]));
 }
 
-/// GCS takes about one write per second per object: a ttl under 3 s (a
-/// lease renewed every third of it) and an elector's retry period under
-/// 1 s are refused before any request; 3 s and 1 s are taken.
+/// GCS takes about one write per second per object: a ttl under 4 s (a
+/// lease renewed every 1.2 s at 4 s) and an elector's retry period under
+/// 1 s are refused before any request; 4 s and 1 s are taken.
 #[test]
-fn a_ttl_under_3_s_and_a_retry_period_under_1_s_are_refused() {
+fn a_ttl_under_4_s_and_a_retry_period_under_1_s_are_refused() {
     let prefix = fresh_prefix("gcs-limits");
     let mut i = on_gcs(&prefix);
-    let err = expect_err(i.try_acquire("k", &named(2_999, "a")));
+    let err = expect_err(i.try_acquire("k", &named(3_999, "a")));
     assert!(
-        matches!(&err, LeaseError::InvalidConfig(c) if c.reason.contains("ttl-ms 2999")),
+        matches!(&err, LeaseError::InvalidConfig(c) if c.reason.contains("ttl-ms 3999")),
         "{err:?}"
     );
     assert_eq!(i.hooks.take_requests().len(), 0, "refused before sending");
-    let lease = try_acquire(&mut i, "k", &named(3_000, "a")).expect("3 s is taken");
-    assert_eq!(lease.ttl_ms, 3_000);
+    let lease = try_acquire(&mut i, "k", &named(4_000, "a")).expect("4 s is taken");
+    assert_eq!(lease.ttl_ms, 4_000);
     i.hooks.take_requests();
     let elector = |retry_period_ms| ElectorConfig {
         key: "leader".into(),

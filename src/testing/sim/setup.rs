@@ -167,8 +167,12 @@ impl Setup {
             }
         };
         let (strategy, clock) = combination(rng);
-        // GCS: no ttl under 3 s (`config::GCS_MIN_TTL_MS`).
-        let shortest = if gcs { 3_000 } else { 2_000 };
+        // GCS: no ttl under 4 s (`config::GCS_MIN_TTL_MS`).
+        let shortest = if gcs {
+            crate::config::GCS_MIN_TTL_MS
+        } else {
+            2_000
+        };
         let ttl = [shortest, 4_000, 10_000][rng.below(3) as usize];
         // A guard's default deadline (nine tenths of the ttl) leaves the
         // least margin; `s3-lease run --limit` uses half.
@@ -218,7 +222,7 @@ impl Setup {
                 _ => ExpiryClock::Observed,
             };
             let ttl = if gcs {
-                [3_000, 4_000, 6_000][rng.below(3) as usize]
+                [4_000, 5_000, 6_000][rng.below(3) as usize]
             } else {
                 [2_000, 3_000, 6_000][rng.below(3) as usize]
             };
