@@ -9,9 +9,11 @@
 //!   default connection per request, and for a plain boto3 client of the
 //!   single-object design (`scripts/design_bench.py`), with the ratios;
 //! - the same operations on a DynamoDB table (`dynamodb.rs`: dynalite
-//!   started here, or `S3LEASE_BENCH_TABLE`) and on an Azure Blob container
-//!   (`azure.rs`: Azurite started here, or `S3LEASE_BENCH_CONTAINER`),
-//!   beside S3's, through the same host and client code;
+//!   started here, or `S3LEASE_BENCH_TABLE`), on an Azure Blob container
+//!   (`azure.rs`: Azurite started here, or `S3LEASE_BENCH_CONTAINER`) and
+//!   on a Google Cloud Storage bucket (`gcs.rs`: fake-gcs-server started
+//!   here, or `S3LEASE_BENCH_GCS_BUCKET`), beside S3's, through the same
+//!   host and client code, with the requests each operation sent;
 //! - the floor (`floor.rs`): the bare requests each operation sends,
 //!   signed ahead of time and sent by a plain keep-alive client, interleaved
 //!   with the component's operations, each operation's p50 as a ratio to
@@ -36,14 +38,17 @@ mod builds;
 mod ceiling;
 mod dynamodb;
 mod floor;
+mod gcs;
 mod leases;
 mod sigv4;
+mod stores;
 
 use anyhow::{bail, Context, Result};
 use host_test::server::{Endpoint, SeaweedFs};
 use s3_lease_host::blocking::Client;
 use s3_lease_host::{
     AcquireOptions, ClientOptions, CompileCache, ComponentSource, Runtime, RuntimeOptions,
+    StoreConfig,
 };
 use std::path::PathBuf;
 use std::process::Command;
@@ -396,47 +401,34 @@ fn main() -> Result<()> {
          the component, GET + PUT for the design client)"
     );
 
-    // The three stores side by side, in this one run.
-    let dynamodb = dynamodb::table(&format!("{prefix}dynamodb/"))
-        .and_then(|t| Ok((per_operation(&t.config, true, rounds)?, t.what)));
-    let azure = azure::container(&format!("{prefix}azure/"))
-        .and_then(|c| Ok((per_operation(&c.config, true, rounds)?, c.what)));
-    let what = |r: &Result<([boto3::Figures; 4], String)>| match r {
-        Ok((_, what)) => what.clone(),
-        Err(e) => format!("skipped ({e:#})"),
+    // The four stores side by side, in this one run.
+    // Each server stays up while its store is measured (`Figures::of` runs
+    // inside the closure that owns it) and stops after.
+    let measured = |name, store: Result<(&StoreConfig, String)>| match store {
+        Ok((config, what)) => stores::Figures::of(config, rounds, name, what),
+        Err(e) => stores::Figures::skipped(name, e),
     };
-    println!(
-        "\nper operation, S3, DynamoDB and Azure Blob side by side (ms; pooled HTTP)\n  \
-         DynamoDB: {}\n  Azure Blob: {}\n{:<14} {:>27} {:>27} {:>27}",
-        what(&dynamodb),
-        what(&azure),
-        "",
+    let s3_config = endpoint.host_config(&format!("{prefix}stores-s3/"));
+    let s3 = measured(
         "S3",
-        "DynamoDB",
-        "Azure Blob"
+        s3_config
+            .as_ref()
+            .map(|c| (c, endpoint.url.clone()))
+            .map_err(|e| anyhow::anyhow!("{e:#}")),
     );
-    println!(
-        "{:<14} {:>9}{:>9}{:>9} {:>9}{:>9}{:>9} {:>9}{:>9}{:>9}",
-        "operation", "p50", "p99", "cpu", "p50", "p99", "cpu", "p50", "p99", "cpu"
-    );
-    let cells = |r: &Result<([boto3::Figures; 4], String)>, i: usize| match r {
-        Ok((stats, _)) => format!(
-            "{:>9.2}{:>9.2}{:>9.3}",
-            stats[i].p50, stats[i].p99, stats[i].cpu
-        ),
-        Err(_) => format!("{:>9}{:>9}{:>9}", "-", "-", "-"),
+    let dynamodb = match dynamodb::table(&format!("{prefix}dynamodb/")) {
+        Ok(t) => measured("DynamoDB", Ok((&t.config, t.what.clone()))),
+        Err(e) => measured("DynamoDB", Err(e)),
     };
-    for (i, name) in boto3::OPERATIONS.iter().enumerate() {
-        let p = pooled[i];
-        println!(
-            "{name:<14} {:>9.2}{:>9.2}{:>9.3} {} {}",
-            p.p50,
-            p.p99,
-            p.cpu,
-            cells(&dynamodb, i),
-            cells(&azure, i)
-        );
-    }
+    let azure = match azure::container(&format!("{prefix}azure/")) {
+        Ok(c) => measured("Azure Blob", Ok((&c.config, c.what.clone()))),
+        Err(e) => measured("Azure Blob", Err(e)),
+    };
+    let gcs = match gcs::bucket(&format!("{prefix}gcs/")) {
+        Ok(b) => measured("GCS", Ok((&b.config, b.what.clone()))),
+        Err(e) => measured("GCS", Err(e)),
+    };
+    stores::print(&[s3, dynamodb, azure, gcs]);
 
     floor::run(&endpoint, &format!("{prefix}floor/"), rounds)?.print();
 
