@@ -459,7 +459,12 @@ impl TokenHttp {
             .https_or_http()
             .enable_http1()
             .wrap_connector(tcp);
-        let client = Client::builder(TokioExecutor::new()).build(connector);
+        // No idle connections kept: fetches are an hour apart, and between
+        // them this runtime does not run, so a pooled connection the server
+        // closed meanwhile would only be found dead when reused.
+        let client = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(0)
+            .build(connector);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;

@@ -488,3 +488,31 @@ fn a_short_lived_token_is_refreshed_ahead_of_expiry_and_installed() {
     );
     assert!(seen.lock().unwrap().len() >= 2);
 }
+
+/// A metadata server that keeps a connection open after its reply (no
+/// `Connection: close`) and closes it a moment later, as servers close
+/// idle connections: the next fetch, later, still gets its token.
+#[test]
+fn a_connection_the_server_closed_between_fetches_is_not_reused() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let body = format!(r#"{{"access_token":"ya29.KEPT-{n}","expires_in":3599}}"#);
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\nMetadata-Flavor: Google\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(reply.as_bytes());
+            std::thread::sleep(Duration::from_millis(100));
+            drop(stream);
+        }
+    });
+    let adc = GoogleCredentials::metadata_server(host);
+    assert_eq!(adc.token_at(now()).unwrap().token, "ya29.KEPT-0");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(adc.token_at(now()).unwrap().token, "ya29.KEPT-1");
+}
