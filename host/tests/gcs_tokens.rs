@@ -129,7 +129,7 @@ fn a_gcs_clients_token_is_sent_and_replaced_ahead_of_its_expiry() {
 }
 
 #[test]
-fn an_anonymous_gcs_client_sends_no_authorization() {
+fn an_anonymous_gcs_client_sends_no_authorization_until_given_a_token() {
     let (url, seen) = serve();
     let runtime = Runtime::with_options(
         RuntimeOptions::default()
@@ -143,4 +143,19 @@ fn an_anonymous_gcs_client_sends_no_authorization() {
     let client = Client::connect(&runtime, &config).unwrap();
     assert_eq!(client.inspect("k").unwrap(), None);
     assert_eq!(seen.lock().unwrap().as_slice(), &[None]);
+    // A host's own token, set on the live client, goes out from then on.
+    client
+        .set_gcs_credential(&GcsCredential::BearerToken("ya29.set".into()))
+        .unwrap();
+    assert_eq!(client.inspect("k2").unwrap(), None);
+    assert_eq!(
+        seen.lock().unwrap().last().cloned().flatten().as_deref(),
+        Some("Bearer ya29.set")
+    );
+    // An Azure credential is refused on it, and changes nothing.
+    let refused = client.set_azure_credential(&s3_lease_host::AzureCredential::Sas("sv=1".into()));
+    assert_eq!(
+        refused.unwrap_err().kind(),
+        s3_lease_host::ErrorKind::InvalidConfig
+    );
 }
