@@ -516,3 +516,16 @@ fn a_connection_the_server_closed_between_fetches_is_not_reused() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(adc.token_at(now()).unwrap().token, "ya29.KEPT-1");
 }
+
+#[test]
+fn another_scope_is_asked_for_when_given() {
+    let (root, seen) = metadata_server(true);
+    let adc = GoogleCredentials::metadata_server(root.trim_start_matches("http://"))
+        .with_scope("https://www.googleapis.com/auth/cloud-platform");
+    adc.token_at(now()).unwrap();
+    let target = seen.lock().unwrap()[0].target.clone();
+    assert!(
+        target.ends_with("?scopes=https%3A%2F%2Fwww.googleapis.com%2Fauth%2Fcloud-platform"),
+        "{target}"
+    );
+}
