@@ -1,8 +1,10 @@
 //! A GCS client's access tokens reach the store: the first one a source
 //! hands out goes in `Authorization: Bearer`, and the next one, fetched
 //! ahead of the first's expiry, is installed in the live instances
-//! (`set-gcs-credential`) and sent from then on. Counted on a loopback
-//! server that answers every media GET as GCS does for a missing object.
+//! (`set-gcs-credential`) and sent from then on; a token GCS refuses (401)
+//! is replaced at once and the call sent again. Counted on a loopback
+//! server that answers every media GET as GCS does for a missing object,
+//! or for a refused token.
 
 use s3_lease_host::blocking::Client;
 use s3_lease_host::credentials::{AccessToken, SharedTokenSource, TokenSource};
@@ -20,6 +22,11 @@ type Seen = Arc<Mutex<Vec<Option<String>>>>;
 
 /// A keep-alive HTTP/1.1 server: GCS's plain-text 404 to every request.
 fn serve() -> (String, Seen) {
+    serve_refusing(None)
+}
+
+/// [`serve`], but GCS's 401 to a request that carries `refused`.
+fn serve_refusing(refused: Option<&'static str>) -> (String, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let seen = Seen::default();
@@ -27,13 +34,13 @@ fn serve() -> (String, Seen) {
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let log = log.clone();
-            std::thread::spawn(move || answer_all(stream, &log));
+            std::thread::spawn(move || answer_all(stream, &log, refused));
         }
     });
     (url, seen)
 }
 
-fn answer_all(stream: TcpStream, seen: &Seen) {
+fn answer_all(stream: TcpStream, seen: &Seen, refused: Option<&str>) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut writer = stream;
     loop {
@@ -64,12 +71,21 @@ fn answer_all(stream: TcpStream, seen: &Seen) {
         if reader.read_exact(&mut body).is_err() {
             return;
         }
+        let refuse = refused.is_some() && authorization.as_deref() == refused;
         seen.lock().unwrap().push(authorization);
-        let text = "No such object: locks/key";
-        let reply = format!(
-            "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain; charset=utf-8\r\nDate: Sun, 22 Nov 2026 12:00:00 GMT\r\nContent-Length: {}\r\n\r\n{text}",
-            text.len()
-        );
+        let reply = if refuse {
+            let text = r#"{"error":{"code":401,"message":"Invalid Credentials","errors":[{"message":"Invalid Credentials","domain":"global","reason":"authError"}]}}"#;
+            format!(
+                "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json; charset=UTF-8\r\nDate: Sun, 22 Nov 2026 12:00:00 GMT\r\nContent-Length: {}\r\n\r\n{text}",
+                text.len()
+            )
+        } else {
+            let text = "No such object: locks/key";
+            format!(
+                "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain; charset=utf-8\r\nDate: Sun, 22 Nov 2026 12:00:00 GMT\r\nContent-Length: {}\r\n\r\n{text}",
+                text.len()
+            )
+        };
         if writer.write_all(reply.as_bytes()).is_err() {
             return;
         }
@@ -88,6 +104,46 @@ impl TokenSource for ShortTokens {
             Some(SystemTime::now() + Duration::from_secs(2)),
         ))
     }
+}
+
+/// Tokens `ya29.L-<n>`, each good for an hour: no refresh comes due.
+struct LongTokens(AtomicU32);
+
+impl TokenSource for LongTokens {
+    fn fetch(&self) -> Result<AccessToken, Error> {
+        let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+        Ok(AccessToken::new(
+            format!("ya29.L-{n}"),
+            Some(SystemTime::now() + Duration::from_secs(3600)),
+        ))
+    }
+}
+
+#[test]
+fn a_token_gcs_refuses_is_replaced_and_the_call_sent_again() {
+    let (url, seen) = serve_refusing(Some("Bearer ya29.L-1"));
+    let runtime = Runtime::with_options(
+        RuntimeOptions::default()
+            .source(ComponentSource::from_env())
+            .cache(CompileCache::from_env()),
+    )
+    .unwrap();
+    let config = GcsBuilder::new("locks", GcsCredential::Anonymous)
+        .endpoint(&url)
+        .token_source(SharedTokenSource::new(LongTokens(AtomicU32::new(0))))
+        .unwrap()
+        .build();
+    let client = Client::connect(&runtime, &config).unwrap();
+    // Revoked before it expired: the 401 fetches the next token, and the
+    // call goes again with it, once.
+    assert_eq!(client.inspect("k").unwrap(), None);
+    assert_eq!(
+        seen.lock().unwrap().as_slice(),
+        &[
+            Some("Bearer ya29.L-1".to_string()),
+            Some("Bearer ya29.L-2".to_string())
+        ]
+    );
 }
 
 #[test]

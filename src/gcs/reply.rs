@@ -14,8 +14,10 @@
 //!   race, or a stale generation.
 //! - 404 is `NoSuchKey`, or `NoSuchBucket` when it says the bucket does
 //!   not exist, or answers an upload or a listing (which need no object).
-//! - 401 (a missing, expired or wrong token) and 403 are `AccessDenied`,
-//!   under 403.
+//! - 401 (a missing, expired or wrong token) is `InvalidToken` under 403:
+//!   a new token may fix it, and the host fetches one and sends the call
+//!   again, as for AWS's `ExpiredToken`; 403 (a token without the right
+//!   to the bucket) is `AccessDenied`.
 //! - 429 (`rateLimitExceeded`: more than about one write a second to an
 //!   object) stays 429, which the driver sends again; 5xx stay as they are.
 //!
@@ -278,7 +280,8 @@ fn error_reply(req: &S3Request, r: S3Response, json: Option<&Map<String, Value>>
         412 => (412, "PreconditionFailed".to_string()),
         404 if missing_bucket => (404, "NoSuchBucket".to_string()),
         404 => (404, "NoSuchKey".to_string()),
-        401 | 403 => (403, "AccessDenied".to_string()),
+        401 => (403, "InvalidToken".to_string()),
+        403 => (403, "AccessDenied".to_string()),
         429 => (429, "SlowDown".to_string()),
         status if !reason.is_empty() => (status, reason),
         status => (status, format!("Http{status}")),

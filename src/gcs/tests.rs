@@ -394,10 +394,16 @@ fn gcss_answers_are_the_protocols() {
             "{e:?}"
         );
     }
-    for status in [401, 403] {
+    // A refused token (401) is one a new token may fix: `InvalidToken`,
+    // which the host answers by fetching one; a token without the right
+    // (403) is not.
+    for (status, code) in [(401, "InvalidToken"), (403, "AccessDenied")] {
         let e =
             read_reply(&get, gcs_error(status, "authError", "Invalid Credentials")).into_error();
-        assert!(matches!(&e, Error::AccessDenied(_)), "{status}: {e:?}");
+        assert!(
+            matches!(&e, Error::AccessDenied(x) if x.code == code),
+            "{status}: {e:?}"
+        );
     }
     // Throttled: 429, which the driver sends again, and transient.
     let r = read_reply(
