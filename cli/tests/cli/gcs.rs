@@ -50,8 +50,8 @@ fn processes_take_turns_on_a_gcs_key_without_overlap_and_with_tokens_one_to_n() 
 }
 
 /// `--store gcs` on the command line works as `S3LEASE_STORE=gcs` does; a
-/// script's lease goes out and back as JSON; a ttl under 3 s is refused
-/// on GCS before any request (exit 78, a configuration error).
+/// script's lease goes out and back as JSON; a ttl under GCS's floor (4 s)
+/// is refused before any request (exit 78, a configuration error).
 #[test]
 fn scripts_acquire_renew_and_release_a_gcs_lease_through_json() {
     let scene = Scene::new("gcs-acquire");
@@ -90,7 +90,11 @@ fn scripts_acquire_renew_and_release_a_gcs_lease_through_json() {
         .output()
         .unwrap();
     assert_eq!(code(&out), 78, "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("3000"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("ttl-ms 2000"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

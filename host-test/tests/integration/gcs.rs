@@ -221,9 +221,9 @@ fn each_call_costs_what_it_costs_on_s3_through_the_json_api() {
 fn a_waiting_acquire_takes_over_an_expired_lease() {
     let prefix = fresh_prefix("gcs-takeover");
     let (mut a, mut b) = (on_gcs(&prefix), on_gcs(&prefix));
-    let held = try_acquire(&mut a, "k", &named(3_000, "a")).unwrap();
+    let held = try_acquire(&mut a, "k", &named(4_000, "a")).unwrap();
     let started = Instant::now();
-    let taken = b.acquire("k", &named(3_000, "b"), 10_000).unwrap().unwrap();
+    let taken = b.acquire("k", &named(4_000, "b"), 12_000).unwrap().unwrap();
     let waited = started.elapsed();
     println!("took over after {waited:?}");
     assert_eq!(taken.token, 2);
@@ -584,19 +584,19 @@ fn the_host_crates_guard_renews_and_releases_on_gcs() {
     };
     let (a, b) = (client(), client());
     let guard = a
-        .acquire("k", &named_options(3_000, "a"), Duration::from_secs(5))
+        .acquire("k", &named_options(4_000, "a"), Duration::from_secs(5))
         .unwrap();
-    std::thread::sleep(Duration::from_millis(3_500));
+    std::thread::sleep(Duration::from_millis(4_500));
     assert!(guard.is_held(), "renewed past its ttl: {:?}", guard.lost());
     assert!(b
-        .try_acquire("k", &named_options(3_000, "b"))
+        .try_acquire("k", &named_options(4_000, "b"))
         .unwrap()
         .is_none());
     let token = guard.token();
     drop(guard);
     let started = Instant::now();
     let taken = loop {
-        if let Some(lease) = b.try_acquire("k", &named_options(3_000, "b")).unwrap() {
+        if let Some(lease) = b.try_acquire("k", &named_options(4_000, "b")).unwrap() {
             break lease;
         }
         assert!(started.elapsed() < Duration::from_secs(2), "not released");
