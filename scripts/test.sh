@@ -53,14 +53,14 @@ python3 scripts/check_demo_build_shared.py
 finished "the shared-build check"
 
 # The WASI 0.3 build through the same host: the integration suite's core
-# cases, the semaphores and the DynamoDB store again, on it (wasip3.rs, in
-# the run above, covers what only it does: calls at the same time through
-# one instance). --workspace: the test build's features, so nothing
+# cases, the semaphores and the DynamoDB, Azure and GCS stores again, on
+# it (wasip3.rs, in the run above, covers what only it does: calls at the
+# same time through one instance). --workspace: the test build's features, so nothing
 # compiles again.
 echo "test.sh: the integration suite's core cases on the WASI 0.3 build (~1 min)"
 S3LEASE_COMPONENT="$S3LEASE_COMPONENT_P3" cargo test --locked --workspace --test integration -- \
     --nocapture lifecycle:: fencing:: elector:: lost_replies:: preflight:: request_counts:: \
-    semaphores:: dynamodb:: azure::
+    semaphores:: dynamodb:: azure:: gcs::
 finished "the integration suite's core cases again, on the WASI 0.3 build"
 
 # The soak smoke: 30 s of electors and fenced writes under seeded faults,
