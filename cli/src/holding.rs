@@ -40,7 +40,7 @@ pub fn hold_while_running(
     how: Holding,
     quiet: bool,
 ) -> Result<i32, Failure> {
-    let elector_config = elector_config(hold)?;
+    let elector_config = elector_config(hold, store.config.min_write_interval())?;
     let holder = elector_config.holder_id.clone().unwrap_or_default();
     let say = |event: &str, line: &str| say(quiet, &hold.key, &holder, event, line);
     if let Some(line) = credentials_line(store.config) {
@@ -171,15 +171,22 @@ pub fn acquire_options(hold: &Hold) -> AcquireOptions {
 /// client-go's three durations from one ttl: the leader renews every ttl/6
 /// and steps down at ttl/2 without a successful renew, leaving the other
 /// half of the ttl to stop the command before anyone else can be granted it.
-fn elector_config(hold: &Hold) -> Result<ElectorConfig, Failure> {
+/// On a store that takes one write of an object a second at most (GCS), the
+/// leader renews no faster than that: a 4 s ttl (GCS's shortest) renews
+/// every second, still within its 2 s deadline.
+fn elector_config(
+    hold: &Hold,
+    min_write_interval: Option<Duration>,
+) -> Result<ElectorConfig, Failure> {
     if hold.ttl < Duration::from_secs(1) {
         return Err(Failure::new(exit::USAGE, "--ttl must be at least 1s"));
     }
     let ttl = hold.ttl;
+    let retry_period = (ttl / 6).max(min_write_interval.unwrap_or_default());
     let config = ElectorConfig::new(hold.key.clone())
         .lease_duration(ttl)
         .renew_deadline(ttl / 2)
-        .retry_period(ttl / 6)
+        .retry_period(retry_period)
         .holder_id(hold.holder.clone().unwrap_or_else(default_holder));
     Ok(match &hold.metadata {
         Some(metadata) => config.metadata(metadata.clone()),

@@ -160,6 +160,18 @@ impl StoreConfig {
         }
     }
 
+    /// The shortest time between two writes of one object the store takes,
+    /// where it has one: about a second on GCS (it answers faster writers
+    /// with 429). The component refuses a ttl or an elector retry period
+    /// that would renew faster (`invalid-config`); a caller choosing
+    /// periods for a user (the command line's `run` and `elect`) keeps to it.
+    pub fn min_write_interval(&self) -> Option<std::time::Duration> {
+        match &self.store {
+            Store::Gcs(_) => Some(std::time::Duration::from_secs(1)),
+            _ => None,
+        }
+    }
+
     /// The store's endpoint: S3's, DynamoDB's, the Azure account's or GCS's.
     pub fn endpoint(&self) -> &str {
         match &self.store {
