@@ -2,8 +2,9 @@
 //! Google Cloud Storage bucket (fake-gcs-server, behind the fixture's front
 //! that enforces the DELETE precondition the fake ignores), reached through
 //! `STORAGE_EMULATOR_HOST` as Google's client libraries reach an emulator
-//! (no credential); scripts acquire, renew and release through JSON; an
-//! elector runs its command as leader; `preflight` passes through the
+//! (no credential); scripts acquire, renew and release through JSON;
+//! fenced writes refuse a stale holder; an elector runs its command as
+//! leader; `preflight` passes through the
 //! front and fails on the bare fake (exit 81), whose ignored delete
 //! condition it names.
 
@@ -140,4 +141,81 @@ fn the_preflight_passes_the_fake_behind_its_front_and_fails_it_bare() {
         "{report}"
     );
     assert_eq!(report["config_safe"], false, "{report}");
+}
+
+/// `s3-lease fenced` on GCS: a holder's write carries its token in the
+/// object's metadata, a newer holder's write (from inside `run`) fences the
+/// older lease out of both put and delete (exit 80), and `fenced get`
+/// reads the body and token back.
+#[test]
+fn fenced_writes_on_gcs_refuse_a_stale_holder() {
+    let scene = Scene::new("gcs-fenced");
+    let with_input = |args: &[&str], input: &str| {
+        use std::io::Write;
+        use std::process::Stdio;
+        let mut child = on_gcs(&scene, args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = on_gcs(&scene, &["acquire", "k", "--ttl", "30s"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let lease_file = scene.path("lease-1.json");
+    std::fs::write(&lease_file, &out.stdout).unwrap();
+    let lease_1 = lease_file.to_str().unwrap();
+    let out = with_input(
+        &["--json", "fenced", "put", "data", "--lease", lease_1],
+        "one",
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let put: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(put["token"], 1, "{put}");
+    let out = on_gcs(&scene, &["release", "--lease", lease_1])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+
+    // The newer holder writes from inside `run` (its lease handed over in
+    // the environment); the older one is refused, writing and deleting.
+    let out = on_gcs(
+        &scene,
+        &[
+            "run",
+            "k",
+            "--",
+            "sh",
+            "-c",
+            "printf two | s3-lease fenced put data",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let out = with_input(&["fenced", "put", "data", "--lease", lease_1], "stale");
+    assert_eq!(code(&out), 80, "{}", text(&out.stderr));
+    let out = on_gcs(&scene, &["fenced", "delete", "data", "--lease", lease_1])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 80, "{}", text(&out.stderr));
+    let out = on_gcs(&scene, &["--json", "fenced", "get", "data"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (got["body"].as_str(), got["token"].as_u64()),
+        (Some("two"), Some(2)),
+        "{got}"
+    );
 }
