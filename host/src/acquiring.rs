@@ -10,6 +10,7 @@ use crate::engine::bindings as wit;
 use crate::engine::raw::RawInstance;
 use crate::error::{Error, ErrorKind};
 use crate::lease::{Lease, SlotGrant};
+use crate::observe::traced;
 use crate::random::random_u64;
 use crate::types::*;
 use s3_lease_keep::guard::Timing;
@@ -28,12 +29,16 @@ impl Client {
         key: &str,
         options: &AcquireOptions,
     ) -> Result<Option<Lease>, Error> {
-        match self.attempt(key, options).await? {
-            (Attempted::Granted(record), began) => {
-                self.keep_grant(record, began, options).map(Some)
+        let store = self.inner.calls.error_store();
+        traced("try_acquire", key, store, async {
+            match self.attempt(key, options).await? {
+                (Attempted::Granted(record), began) => {
+                    self.keep_grant(record, began, options).map(Some)
+                }
+                (Attempted::Missed(..), _) => Ok(None),
             }
-            (Attempted::Missed(..), _) => Ok(None),
-        }
+        })
+        .await
     }
 
     /// Waits up to `wait` for the lock, then holds it (renewing itself), or
@@ -46,8 +51,9 @@ impl Client {
         wait: Duration,
     ) -> Result<Lease, Error> {
         let options = with_holder_id(options);
-        self.wait_for(key, &options, wait, 0, || self.attempt(key, &options))
-            .await
+        let store = self.inner.calls.error_store();
+        let wait = self.wait_for(key, &options, wait, 0, || self.attempt(key, &options));
+        traced("acquire", key, store, wait).await
     }
 
     /// One attempt at one of `key`'s slots (a semaphore): held if granted
@@ -76,13 +82,17 @@ impl Client {
                 )),
             ));
         }
-        Ok(match self.slot_attempt(key, options, slot).await? {
-            (Attempted::Granted(record), began) => {
-                SlotGrant::Granted(self.keep_grant(record, began, options)?)
-            }
-            (Attempted::Missed(Missed::Queued, _, place), _) => SlotGrant::Queued { place },
-            (Attempted::Missed(_, seen, _), _) => SlotGrant::Full(seen),
+        let store = self.inner.calls.error_store();
+        traced("try_acquire_slot", key, store, async {
+            Ok(match self.slot_attempt(key, options, slot).await? {
+                (Attempted::Granted(record), began) => {
+                    SlotGrant::Granted(self.keep_grant(record, began, options)?)
+                }
+                (Attempted::Missed(Missed::Queued, _, place), _) => SlotGrant::Queued { place },
+                (Attempted::Missed(_, seen, _), _) => SlotGrant::Full(seen),
+            })
         })
+        .await
     }
 
     /// Waits up to `wait` for a slot, then holds it; a fair waiter leaves
@@ -103,11 +113,11 @@ impl Client {
             armed: slot.fair,
         };
         let poll_ms = fair_poll_ms(options.ttl_ms());
-        let result = self
-            .wait_for(key, &options, wait, poll_ms, || {
-                self.slot_attempt(key, &options, slot)
-            })
-            .await;
+        let store = self.inner.calls.error_store();
+        let wait = self.wait_for(key, &options, wait, poll_ms, || {
+            self.slot_attempt(key, &options, slot)
+        });
+        let result = traced("acquire_slot", key, store, wait).await;
         if result.is_ok() {
             leave.armed = false;
         }

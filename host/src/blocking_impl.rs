@@ -47,9 +47,14 @@ impl Driver {
         F::Output: Send + 'static,
     {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.runtime.spawn(async move {
-            let _ = tx.send(f.await);
-        });
+        // In the caller's span, if any: the call's span is its child.
+        let span = tracing::Span::current();
+        self.runtime.spawn(tracing::Instrument::instrument(
+            async move {
+                let _ = tx.send(f.await);
+            },
+            span,
+        ));
         match rx.recv() {
             Ok(output) => output,
             // The runtime is being shut down with the driver: unreachable

@@ -13,6 +13,7 @@ use crate::engine::runtime::Runtime;
 use crate::engine::state::InstanceOptions;
 use crate::error::Error;
 use crate::keeper::Keeper;
+use crate::observe::traced;
 use crate::pool::MakeOptions;
 use crate::types::*;
 use crate::types::{AzureCredential, GcsCredential};
@@ -95,14 +96,22 @@ impl Client {
         self.inner.calls.store_name()
     }
 
-    /// Runs `f` on the instance that serves `key`.
+    /// Runs `f`, the public call `op`, on the instance that serves `key`
+    /// (traced as `op` on `key`).
     pub(crate) async fn call<T: Send + 'static>(
         &self,
+        op: &'static str,
         key: &str,
         f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + Sync + 'static,
     ) -> Result<T, Error> {
         let calls = &self.inner.calls;
-        calls.call(calls.index_of(key), f).await
+        traced(
+            op,
+            key,
+            calls.error_store(),
+            calls.call(calls.index_of(key), f),
+        )
+        .await
     }
 
     /// Replaces the credentials (a host refreshing temporary ones): the
@@ -150,7 +159,7 @@ impl Client {
     /// one is spent. (A [`Lease`] renews itself.)
     pub async fn renew(&self, lease: &LeaseRecord) -> Result<LeaseRecord, Error> {
         let wit_lease = convert::lease(lease);
-        self.call(&lease.key, move |raw| raw.renew(&wit_lease))
+        self.call("renew", &lease.key, move |raw| raw.renew(&wit_lease))
             .await
             .map(convert::from_lease)
     }
@@ -158,7 +167,7 @@ impl Client {
     /// Releases a lease given as a record.
     pub async fn release(&self, lease: &LeaseRecord) -> Result<(), Error> {
         let wit_lease = convert::lease(lease);
-        self.call(&lease.key, move |raw| raw.release(&wit_lease))
+        self.call("release", &lease.key, move |raw| raw.release(&wit_lease))
             .await
     }
 
@@ -166,7 +175,7 @@ impl Client {
     /// semaphore, [`Client::inspect_slots`] lists its holders and queue.
     pub async fn inspect(&self, key: &str) -> Result<Option<LockState>, Error> {
         let k = key.to_string();
-        self.call(key, move |raw| raw.inspect(&k))
+        self.call("inspect", key, move |raw| raw.inspect(&k))
             .await
             .map(|s| s.map(convert::from_lock_state))
     }
@@ -174,7 +183,7 @@ impl Client {
     /// A semaphore's holders and queue; `None` for a plain lock or no object.
     pub async fn inspect_slots(&self, key: &str) -> Result<Option<SemaphoreState>, Error> {
         let k = key.to_string();
-        self.call(key, move |raw| raw.inspect_slots(&k))
+        self.call("inspect_slots", key, move |raw| raw.inspect_slots(&k))
             .await
             .map(|s| s.map(convert::from_semaphore_state))
     }
@@ -182,7 +191,8 @@ impl Client {
     /// Gives up `holder_id`'s place in `key`'s queue, if it has one.
     pub async fn leave_queue(&self, key: &str, holder_id: &str) -> Result<(), Error> {
         let (k, h) = (key.to_string(), holder_id.to_string());
-        self.call(key, move |raw| raw.leave_queue(&k, &h)).await
+        self.call("leave_queue", key, move |raw| raw.leave_queue(&k, &h))
+            .await
     }
 
     /// A fenced write under `lease`'s token (a [`Lease`] has its own,
@@ -215,7 +225,7 @@ impl Client {
         let wit_lease = convert::lease(lease);
         let (object, content_type) = (object_key.to_string(), content_type.to_string());
         let options = convert::fence_options(options);
-        self.call(&lease.key, move |raw| {
+        self.call("fenced_put", &lease.key, move |raw| {
             raw.fenced_put_with(&wit_lease, &object, &body, &content_type, options)
         })
         .await
@@ -225,7 +235,7 @@ impl Client {
     pub async fn fenced_delete(&self, lease: &LeaseRecord, object_key: &str) -> Result<(), Error> {
         let wit_lease = convert::lease(lease);
         let object = object_key.to_string();
-        self.call(&lease.key, move |raw| {
+        self.call("fenced_delete", &lease.key, move |raw| {
             raw.fenced_delete(&wit_lease, &object)
         })
         .await
@@ -233,7 +243,7 @@ impl Client {
 
     pub async fn fenced_get(&self, object_key: &str) -> Result<Option<FencedObject>, Error> {
         let object = object_key.to_string();
-        self.call(object_key, move |raw| raw.fenced_get(&object))
+        self.call("fenced_get", object_key, move |raw| raw.fenced_get(&object))
             .await
             .map(|o| o.map(convert::from_fenced_object))
     }
@@ -242,7 +252,7 @@ impl Client {
     /// afterwards): which capabilities a lock needs it has, and which
     /// strategies and expiry clocks are safe on it.
     pub async fn preflight(&self) -> Result<PreflightReport, Error> {
-        self.call("", |raw| raw.preflight())
+        self.call("preflight", "", |raw| raw.preflight())
             .await
             .map(convert::from_preflight_report)
     }

@@ -7,6 +7,7 @@ use crate::client::Client;
 use crate::convert;
 use crate::error::Error;
 use crate::held::Held;
+use crate::observe::traced;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -111,10 +112,8 @@ async fn release(calls: &Arc<Calls>, lease: &Held) -> Outcome {
     };
     let key = record.key.clone();
     let wit_lease = convert::lease(&record);
-    match calls
-        .call(lease.index, move |raw| raw.release(&wit_lease))
-        .await
-    {
+    let released = calls.call(lease.index, move |raw| raw.release(&wit_lease));
+    match traced("release", &key, calls.error_store(), released).await {
         Ok(()) => Outcome::Released,
         Err(e) => Outcome::Failed(key, e),
     }

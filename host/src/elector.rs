@@ -13,6 +13,7 @@ use crate::convert;
 use crate::engine::bindings as wit;
 use crate::engine::monotonic;
 use crate::error::Error;
+use crate::observe::{traced, traced_quietly};
 use crate::stats::ElectorStats;
 use crate::types::{ElectionEvent, ElectorConfig, LeaseRecord, LockState, Role};
 use s3_lease_keep::leadership::{self, Leadership};
@@ -40,6 +41,8 @@ enum Stop {
 }
 
 struct Shared {
+    /// The key campaigned for, as the traces name it.
+    key: String,
     state: Mutex<State>,
     role: watch::Sender<Role>,
     events: mpsc::UnboundedSender<ElectionEvent>,
@@ -105,11 +108,26 @@ impl Shared {
 
     fn publish(&self, state: &State, now: u64) {
         let role = Role::from(state.leadership.role(now));
+        let mut was = None;
         self.role.send_if_modified(|current| {
             let changed = *current != role;
-            *current = role;
+            was = changed.then(|| std::mem::replace(current, role.clone()));
             changed
         });
+        if let Some(was) = was {
+            // Its own target: a program that reports roles itself (the
+            // command line does) turns these off and keeps the requests.
+            let (role, was) = (role_name(&role), role_name(&was));
+            tracing::info!(
+                name: "s3lease.role",
+                target: "s3_lease::elector",
+                key = %self.key,
+                role,
+                was,
+                "{}: {was} -> {role}",
+                self.key
+            );
+        }
     }
 
     /// While leading: when leadership ends unless renewed first.
@@ -133,12 +151,12 @@ impl Elector {
     async fn start(calls: Arc<Calls>, config: &ElectorConfig) -> Result<Self, Error> {
         let wit_config = convert::elector_config(config);
         let index = calls.index_of(&config.key);
-        let handle = calls
-            .call(index, move |raw| raw.elector(&wit_config))
-            .await?;
+        let made = calls.call(index, move |raw| raw.elector(&wit_config));
+        let handle = traced("elect", &config.key, calls.error_store(), made).await?;
         let (events_tx, events) = mpsc::unbounded_channel();
         let (role_tx, role) = watch::channel(Role::Candidate);
         let shared = Arc::new(Shared {
+            key: config.key.clone(),
             state: Mutex::new(State {
                 leadership: Leadership::new(now_ms()),
                 last_error: None,
@@ -307,6 +325,7 @@ async fn campaign(
         let sent = Instant::now();
         let was_leading = shared.check();
         let step = calls.call(index, move |raw| raw.step(handle).map(Ok));
+        let step = traced_quietly("step", &shared.key, calls.error_store(), step);
         tokio::pin!(step);
         let step = loop {
             tokio::select! {
@@ -349,6 +368,15 @@ async fn campaign(
                 how = &mut stop => stopping = Some(how.unwrap_or(Stop::Resign)),
             }
         }
+    }
+}
+
+/// A role as the traces name it.
+fn role_name(role: &Role) -> &'static str {
+    match role {
+        Role::Leader(_) => "leader",
+        Role::Follower(_) => "follower",
+        Role::Candidate => "candidate",
     }
 }
 
@@ -417,7 +445,10 @@ async fn finish(
         shared.publish(&state, now_ms());
     }
     let resigned = match how {
-        Stop::Resign => calls.call(index, move |raw| raw.resign(handle)).await,
+        Stop::Resign => {
+            let resigned = calls.call(index, move |raw| raw.resign(handle));
+            traced("resign", &shared.key, calls.error_store(), resigned).await
+        }
         Stop::Abandon => Ok(()),
     };
     let _ = calls

@@ -20,6 +20,7 @@ use crate::calls::Calls;
 use crate::convert;
 use crate::error::Error;
 use crate::held::Held;
+use crate::observe::traced;
 use crate::stats::ClientStats;
 use crate::types::LeaseRecord;
 use s3_lease_keep::guard::Next;
@@ -246,8 +247,8 @@ async fn renew(
         return Err(Error::host("the client is gone"));
     };
     let lease = convert::lease(&record);
-    calls
-        .call(held.index, move |raw| raw.renew(&lease))
+    let renewed = calls.call(held.index, move |raw| raw.renew(&lease));
+    traced("renew", &record.key, calls.error_store(), renewed)
         .await
         .map(convert::from_lease)
 }

@@ -60,6 +60,7 @@ mod error;
 mod held;
 mod keeper;
 mod lease;
+mod observe;
 mod pool;
 mod random;
 pub mod stats;

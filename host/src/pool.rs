@@ -24,6 +24,7 @@ use crate::engine::bindings::{self as wit, Config};
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
 use crate::engine::state::InstanceOptions;
+use crate::engine::trace::Carried;
 use crate::error::{Error, ErrorStore};
 use std::hash::{Hash, Hasher};
 use std::panic::AssertUnwindSafe;
@@ -159,6 +160,12 @@ impl Pool {
         index: usize,
         job: impl FnOnce(&Opener, &mut Option<RawInstance>) + Send + 'static,
     ) {
+        // The caller's span and call, entered on the worker while the job
+        // runs: its requests are the call's (see `observe`).
+        let carried = Carried::capture();
+        let job = move |opener: &Opener, instance: &mut Option<RawInstance>| {
+            carried.run(|| job(opener, instance))
+        };
         // A worker lives as long as its sender, which the pool holds.
         let _ = self.workers[index % self.workers.len()].send(Box::new(job));
     }

@@ -21,7 +21,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 const VOCABULARY: &[&str] = &["types", "error", "stats", "random"];
-const SHARED: &[&str] = &["pool", "calls", "held"];
+const SHARED: &[&str] = &["pool", "calls", "held", "observe"];
 const API: &[&str] = &[
     "client",
     "acquiring",

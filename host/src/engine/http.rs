@@ -8,6 +8,7 @@
 
 use crate::engine::own_runtime::OwnRuntime;
 use crate::engine::request_counts::{self, RequestCounts};
+use crate::engine::trace as observe;
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -193,6 +194,10 @@ impl WasiHttpHooks for SendHooks {
     ) -> ResponseFuture {
         let op = request_counts::operation(request.method(), request.uri(), request.headers());
         let counts = self.counts.clone();
+        // Called on the instance's worker, inside the call: its span and
+        // tally are current here (not in the future, which runs elsewhere).
+        let tally = observe::counting();
+        let traced = observe::Request::start(request.method(), request.uri(), op, tally);
         let sent = self.sender.send(request, options);
         Box::new(async move {
             let result = Box::into_pin(sent).await;
@@ -201,6 +206,12 @@ impl WasiHttpHooks for SendHooks {
                 Err(_) => "error".to_string(),
             };
             counts.record(op, outcome);
+            if let Some(traced) = traced {
+                traced.done(match &result {
+                    Ok((response, _)) => Ok(response.status()),
+                    Err(e) => Err(observe::error_name(&format!("{e:?}"))),
+                });
+            }
             result
         })
     }

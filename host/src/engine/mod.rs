@@ -16,3 +16,4 @@ pub(crate) mod request_counts;
 pub(crate) mod runtime;
 pub(crate) mod source;
 pub(crate) mod state;
+pub(crate) mod trace;
