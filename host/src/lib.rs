@@ -83,6 +83,7 @@ pub use credentials::SdkProvider;
 pub use credentials::{AwsChain, CredentialsSource, FetchedCredentials, SharedSource};
 pub use elector::{Elector, ElectorWatcher};
 pub use engine::compile_cache::{CacheOutcome, CompileCache};
+pub use engine::precompiled::{precompile, PrecompiledRefused};
 pub use engine::raw::Build;
 #[cfg(feature = "unstable-raw")]
 pub use engine::raw::RawInstance;

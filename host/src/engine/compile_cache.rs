@@ -1,10 +1,14 @@
 //! Compiled components on disk, so a process after the first starts in
 //! milliseconds rather than the ~100 ms Cranelift needs.
 //!
-//! A cache file is `MAGIC`, the SHA-256 of the payload, then the payload
-//! that `Engine::precompile_component` produced. It is named after the
-//! component's SHA-256 and the engine's compatibility hash (wasmtime version
-//! and settings), so another component or another wasmtime never finds it.
+//! A compiled file (a cache file, or a precompiled component shipped beside
+//! a binary: see `precompiled`) is `MAGIC`, the SHA-256 of the component it
+//! was compiled from, the SHA-256 of the payload, then the payload that
+//! `Engine::precompile_component` produced. A cache file is also named
+//! after the component's SHA-256 and the engine's compatibility hash
+//! (wasmtime version and settings), so another component or another
+//! wasmtime never finds it; the component's hash inside is what keeps a
+//! precompiled file, which has no such name, to its own component.
 //! `Component::deserialize` trusts its input; we only hand it payloads whose
 //! checksum matches, and a file that fails any check is compiled again and
 //! replaced. (The checksum catches corruption, not an attacker: the cache
@@ -17,7 +21,8 @@ use std::path::{Path, PathBuf};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
-const MAGIC: &[u8] = b"s3-lease compiled component v1\n";
+/// v2: the component's SHA-256 inside (v1 files are compiled again once).
+const MAGIC: &[u8] = b"s3-lease compiled component v2\n";
 
 /// Where compiled components are kept.
 #[derive(Debug, Clone)]
@@ -41,6 +46,9 @@ pub enum CacheOutcome {
     Miss,
     /// A cache file failed its checks: compiled and replaced.
     Rebuilt,
+    /// Loaded from a precompiled file (`RuntimeOptions::precompiled`); the
+    /// cache was not consulted.
+    Precompiled,
 }
 
 impl CompileCache {
@@ -64,17 +72,19 @@ impl CompileCache {
         let CompileCache::Dir(dir) = self else {
             return Ok((compile(engine, wasm)?, CacheOutcome::Disabled));
         };
-        let path = dir.join(file_name(engine, wasm));
+        let component_sha = component_sha256(wasm);
+        let path = dir.join(file_name(engine, &component_sha));
         let outcome = match std::fs::read(&path) {
-            Ok(file) => match verified_payload(&file) {
+            Ok(file) => match verified_payload(&file, &component_sha) {
                 // SAFETY: the payload is byte for byte what `precompile_component`
-                // wrote for this engine's settings (checked by SHA-256 above),
-                // and wasmtime checks its own header and version again.
-                Some(payload) => match unsafe { Component::deserialize(engine, payload) } {
+                // wrote for this component (checked by SHA-256 above; the file
+                // name carries this engine's compatibility hash), and wasmtime
+                // checks its own header, version and settings again.
+                Ok(payload) => match unsafe { Component::deserialize(engine, payload) } {
                     Ok(component) => return Ok((component, CacheOutcome::Hit)),
                     Err(_) => CacheOutcome::Rebuilt,
                 },
-                None => CacheOutcome::Rebuilt,
+                Err(_) => CacheOutcome::Rebuilt,
             },
             Err(_) => CacheOutcome::Miss,
         };
@@ -83,7 +93,8 @@ impl CompileCache {
             .map_err(anyhow::Error::from)
             .context("compiling the s3-lease component")?;
         // A cache we cannot write is not an error: the component still loads.
-        let _ = store(dir, &path, &payload);
+        let _ = std::fs::create_dir_all(dir)
+            .and_then(|()| write_atomically(&path, &encode(&component_sha, &payload)));
         // SAFETY: produced just now by this engine.
         let component = unsafe { Component::deserialize(engine, &payload) }
             .map_err(anyhow::Error::from)
@@ -92,44 +103,110 @@ impl CompileCache {
     }
 }
 
-fn compile(engine: &Engine, wasm: &[u8]) -> Result<Component> {
+/// The one engine configuration: the runtime loads with it and
+/// [`crate::precompile`] compiles for it, so a precompiled file always
+/// matches the engine that loads it (wasmtime checks the settings too).
+pub(crate) fn engine() -> Result<Engine> {
+    // The async ABI on, so either build compiles (it changes nothing
+    // for the WASI 0.2 build's code).
+    let mut config = wasmtime::Config::new();
+    config.wasm_component_model_async(true);
+    Ok(Engine::new(&config)?)
+}
+
+pub(crate) fn compile(engine: &Engine, wasm: &[u8]) -> Result<Component> {
     Component::new(engine, wasm)
         .map_err(anyhow::Error::from)
         .context("compiling the s3-lease component")
 }
 
-fn file_name(engine: &Engine, wasm: &[u8]) -> String {
+pub(crate) fn component_sha256(wasm: &[u8]) -> [u8; 32] {
+    Sha256::digest(wasm).into()
+}
+
+fn file_name(engine: &Engine, component_sha: &[u8; 32]) -> String {
     let mut engine_hash = std::collections::hash_map::DefaultHasher::new();
     engine
         .precompile_compatibility_hash()
         .hash(&mut engine_hash);
-    let component = Sha256::digest(wasm);
     format!(
         "{}-{:016x}.cwasm",
-        hex(&component[..16]),
+        hex(&component_sha[..16]),
         engine_hash.finish()
     )
 }
 
-fn verified_payload(file: &[u8]) -> Option<&[u8]> {
-    let rest = file.strip_prefix(MAGIC)?;
-    let (sum, payload) = rest.split_at_checked(32)?;
-    (Sha256::digest(payload).as_slice() == sum).then_some(payload)
+/// Why a compiled file's payload is not handed to wasmtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unsound {
+    /// Not a compiled file of ours, or cut short, or its checksum fails.
+    Corrupt,
+    /// Sound, but compiled from another component.
+    OtherComponent,
 }
 
-/// Writes through a temporary file and a rename, so a reader never sees a
-/// half-written file (two processes may compile at once; either result is good).
-fn store(dir: &Path, path: &Path, payload: &[u8]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{}.{}.tmp", std::process::id(), unique()));
-    let mut file = Vec::with_capacity(MAGIC.len() + 32 + payload.len());
+/// A compiled file's bytes: what [`verified_payload`] accepts.
+pub(crate) fn encode(component_sha: &[u8; 32], payload: &[u8]) -> Vec<u8> {
+    let mut file = Vec::with_capacity(MAGIC.len() + 64 + payload.len());
     file.extend_from_slice(MAGIC);
+    file.extend_from_slice(component_sha);
     file.extend_from_slice(&Sha256::digest(payload));
     file.extend_from_slice(payload);
-    std::fs::write(&tmp, file)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
+    file
+}
+
+/// The payload of a compiled file made from the component whose SHA-256 is
+/// `component_sha`, when the file is intact.
+pub(crate) fn verified_payload<'f>(
+    file: &'f [u8],
+    component_sha: &[u8; 32],
+) -> Result<&'f [u8], Unsound> {
+    let rest = file.strip_prefix(MAGIC).ok_or(Unsound::Corrupt)?;
+    let (made_from, rest) = rest.split_at_checked(32).ok_or(Unsound::Corrupt)?;
+    let (sum, payload) = rest.split_at_checked(32).ok_or(Unsound::Corrupt)?;
+    if Sha256::digest(payload).as_slice() != sum {
+        return Err(Unsound::Corrupt);
+    }
+    if made_from != component_sha {
+        return Err(Unsound::OtherComponent);
+    }
+    Ok(payload)
+}
+
+/// Writes through a temporary file in the same directory and a rename, so
+/// a reader never sees a half-written file (two processes may compile at
+/// once; either result is good). Readable by all, writable by its owner
+/// only, whatever the umask: a precompiled file that others may write is
+/// refused when loaded.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(
+        ".{}.{}.{}.tmp",
+        name.unwrap_or_default(),
+        std::process::id(),
+        unique()
+    ));
+    let written = std::fs::write(&tmp, bytes)
+        .and_then(|()| owner_writable_only(&tmp))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    written.inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
+}
+
+#[cfg(unix)]
+fn owner_writable_only(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))
+}
+
+#[cfg(not(unix))]
+fn owner_writable_only(_: &Path) -> std::io::Result<()> {
+    Ok(())
 }
 
 fn unique() -> u64 {
@@ -147,18 +224,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_an_intact_payload_is_handed_to_wasmtime() {
+    fn only_an_intact_payload_of_this_component_is_handed_to_wasmtime() {
         let payload = b"compiled";
-        let mut file = MAGIC.to_vec();
-        file.extend_from_slice(&Sha256::digest(payload));
-        file.extend_from_slice(payload);
-        assert_eq!(verified_payload(&file), Some(&payload[..]));
+        let ours = component_sha256(b"\0asm ours");
+        let file = encode(&ours, payload);
+        assert_eq!(verified_payload(&file, &ours), Ok(&payload[..]));
+        let theirs = component_sha256(b"\0asm theirs");
+        assert_eq!(
+            verified_payload(&file, &theirs),
+            Err(Unsound::OtherComponent)
+        );
 
         let mut flipped = file.clone();
         *flipped.last_mut().unwrap() ^= 1;
-        assert_eq!(verified_payload(&flipped), None);
-        assert_eq!(verified_payload(&file[..MAGIC.len() + 10]), None);
-        assert_eq!(verified_payload(b"\0asm foreign"), None);
-        assert_eq!(verified_payload(b""), None);
+        assert_eq!(verified_payload(&flipped, &ours), Err(Unsound::Corrupt));
+        for bad in [
+            &file[..MAGIC.len() + 10],
+            &file[..MAGIC.len() + 40],
+            b"\0asm foreign",
+            b"",
+        ] {
+            assert_eq!(verified_payload(bad, &ours), Err(Unsound::Corrupt));
+        }
     }
 }

@@ -10,6 +10,7 @@ pub mod http;
 pub mod monotonic;
 pub(crate) mod outgoing;
 pub(crate) mod own_runtime;
+pub(crate) mod precompiled;
 #[cfg_attr(not(feature = "unstable-raw"), allow(dead_code))]
 pub mod raw;
 pub(crate) mod request_counts;

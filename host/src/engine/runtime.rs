@@ -1,17 +1,19 @@
 //! The compiled component and its linker, shared by every instance.
 
 use crate::engine::bindings::exports::s3_lease::lease::{async_lease, lease};
-use crate::engine::compile_cache::{CacheOutcome, CompileCache};
+use crate::engine::compile_cache::{self, CacheOutcome, CompileCache};
 use crate::engine::http::{HttpSender, SendHooks};
+use crate::engine::precompiled::{self, PrecompiledRefused};
 use crate::engine::raw::{Build, Calls, RawInstance};
 use crate::engine::request_counts::RequestCounts;
 use crate::engine::source::ComponentSource;
 use crate::engine::state::{InstanceOptions, State};
 use anyhow::{Context, Result};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::{InstancePre, Linker};
-use wasmtime::{Config as EngineConfig, Engine, Store};
+use wasmtime::{Engine, Store};
 use wasmtime_wasi::runtime::in_tokio;
 
 /// How to load the component: [`RuntimeOptions::default`], changed by
@@ -21,17 +23,25 @@ use wasmtime_wasi::runtime::in_tokio;
 pub struct RuntimeOptions {
     pub source: ComponentSource,
     pub cache: CompileCache,
+    /// A precompiled component to try first (see [`crate::precompile`]);
+    /// the cache and compiling stay the fallbacks.
+    pub precompiled: Option<PathBuf>,
     /// Keep connections alive across requests (the default), or open one per request.
     pub pooled_http: bool,
 }
 
 impl Default for RuntimeOptions {
-    /// `S3LEASE_COMPONENT` or the embedded component; the compile cache from
-    /// the environment (see [`CompileCache::from_env`]); pooled HTTP.
+    /// `S3LEASE_COMPONENT` or the embedded component; the precompiled
+    /// component `S3LEASE_PRECOMPILED` names, if set and not empty; the
+    /// compile cache from the environment (see [`CompileCache::from_env`]);
+    /// pooled HTTP.
     fn default() -> Self {
         RuntimeOptions {
             source: ComponentSource::from_env(),
             cache: CompileCache::from_env(),
+            precompiled: std::env::var_os("S3LEASE_PRECOMPILED")
+                .filter(|path| !path.is_empty())
+                .map(PathBuf::from),
             pooled_http: true,
         }
     }
@@ -50,6 +60,16 @@ impl RuntimeOptions {
         self
     }
 
+    /// Try this precompiled component (made by [`crate::precompile`])
+    /// before the cache: loaded only when it is protected like a binary,
+    /// intact, made from this component and accepted by this wasmtime;
+    /// otherwise the load falls back, and [`LoadReport::precompiled_refused`]
+    /// says why.
+    pub fn precompiled(mut self, path: impl Into<PathBuf>) -> Self {
+        self.precompiled = Some(path.into());
+        self
+    }
+
     /// Keep connections alive across requests, or open one per request.
     pub fn pooled_http(mut self, pooled: bool) -> Self {
         self.pooled_http = pooled;
@@ -61,7 +81,11 @@ impl RuntimeOptions {
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct LoadReport {
+    /// [`CacheOutcome::Precompiled`] when the precompiled file was loaded.
     pub cache: CacheOutcome,
+    /// Why a configured precompiled file was passed over (`None` when none
+    /// was configured, or it was loaded).
+    pub precompiled_refused: Option<PrecompiledRefused>,
     pub elapsed: Duration,
     pub component_bytes: usize,
 }
@@ -96,13 +120,21 @@ impl Runtime {
 
     pub fn with_options(options: RuntimeOptions) -> Result<Self> {
         let started = Instant::now();
-        // The async ABI on, so either build compiles (it changes nothing
-        // for the WASI 0.2 build's code).
-        let mut config = EngineConfig::new();
-        config.wasm_component_model_async(true);
-        let engine = Engine::new(&config)?;
+        let engine = compile_cache::engine()?;
         let wasm = options.source.bytes()?;
-        let (component, cache) = options.cache.load(&engine, &wasm)?;
+        // A precompiled file first; any reason not to load it is only a
+        // reason to fall back to the cache, then to compiling.
+        let precompiled = options
+            .precompiled
+            .as_deref()
+            .map(|path| precompiled::load(&engine, &wasm, path));
+        let (component, cache, precompiled_refused) = match precompiled {
+            Some(Ok(component)) => (component, CacheOutcome::Precompiled, None),
+            refused => {
+                let (component, cache) = options.cache.load(&engine, &wasm)?;
+                (component, cache, refused.and_then(Result::err))
+            }
+        };
         let build = if component
             .component_type()
             .exports(&engine)
@@ -138,6 +170,7 @@ impl Runtime {
         };
         let report = LoadReport {
             cache,
+            precompiled_refused,
             elapsed: started.elapsed(),
             component_bytes: wasm.len(),
         };
