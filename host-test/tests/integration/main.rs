@@ -29,6 +29,7 @@ mod rng;
 mod s3s_fs;
 mod semaphores;
 mod silent_network;
+mod tracing_events;
 mod wasip3;
 mod wrong_endpoint;
 
