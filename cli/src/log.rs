@@ -75,6 +75,173 @@ fn is_odd(c: char) -> bool {
         )
 }
 
+/// Shows the host's `tracing` events on stderr as progress lines (unless
+/// `quiet`): by default its INFO and above under `s3_lease` (a failed
+/// request: an endpoint down, a 5xx, a 429), each naming the call, the key
+/// and the endpoint; `S3LEASE_LOG` (`s3_lease=debug`: every request and
+/// call) changes what is shown. The elector's role changes are left out:
+/// the command line says them itself.
+pub fn show_host_events(quiet: bool) {
+    use tracing_subscriber::layer::SubscriberExt;
+    if quiet {
+        return;
+    }
+    let filter = std::env::var("S3LEASE_LOG")
+        .ok()
+        .and_then(|s| s.parse::<Targets>().ok())
+        .unwrap_or_else(|| {
+            Targets::new()
+                .with_target("s3_lease", tracing::Level::INFO)
+                .with_target(
+                    "s3_lease::elector",
+                    tracing::level_filters::LevelFilter::OFF,
+                )
+        });
+    let subscriber = tracing_subscriber::registry().with(HostLines::default().with_filter(filter));
+    let _ = tracing::subscriber::set_global_default(subscriber);
+}
+
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::Layer;
+
+/// A request event that failed prints at most once in this long; the
+/// ones in between are counted on the next line (a waiting acquire on an
+/// endpoint that refuses at once tries every few hundred ms).
+const FAILED_REQUEST_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The layer that turns the host's events into progress lines.
+#[derive(Default)]
+struct HostLines {
+    /// When the last failed request was printed, and how many were not since.
+    failed: std::sync::Mutex<(Option<std::time::Instant>, u64)>,
+}
+
+/// A span's fields, kept for its events.
+struct SpanFields(serde_json::Map<String, Value>);
+
+struct Collect<'a>(&'a mut serde_json::Map<String, Value>);
+
+impl tracing::field::Visit for Collect<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0
+            .insert(field.name().into(), Value::String(format!("{value:?}")));
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_i64(&mut self, field: &tracing::field::Field, value: i64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_bool(&mut self, field: &tracing::field::Field, value: bool) {
+        self.0.insert(field.name().into(), value.into());
+    }
+}
+
+impl<S> Layer<S> for HostLines
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        id: &tracing::span::Id,
+        ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        let mut fields = serde_json::Map::new();
+        attrs.record(&mut Collect(&mut fields));
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(SpanFields(fields));
+        }
+    }
+
+    fn on_record(
+        &self,
+        id: &tracing::span::Id,
+        values: &tracing::span::Record<'_>,
+        ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if let Some(span) = ctx.span(id) {
+            if let Some(fields) = span.extensions_mut().get_mut::<SpanFields>() {
+                values.record(&mut Collect(&mut fields.0));
+            }
+        }
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, ctx: tracing_subscriber::layer::Context<'_, S>) {
+        // The call's fields (op, key, store, endpoint, bucket), then the event's.
+        let mut fields = serde_json::Map::new();
+        if let Some(scope) = ctx.event_scope(event) {
+            for span in scope.from_root() {
+                if let Some(own) = span.extensions().get::<SpanFields>() {
+                    fields.extend(own.0.clone());
+                }
+            }
+        }
+        event.record(&mut Collect(&mut fields));
+        let level = *event.metadata().level();
+        let name = event.metadata().name();
+        if name == "s3lease.request" && level <= tracing::Level::WARN {
+            let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+            let now = std::time::Instant::now();
+            match failed.0 {
+                Some(last) if now.duration_since(last) < FAILED_REQUEST_EVERY => {
+                    failed.1 += 1;
+                    return;
+                }
+                _ => {
+                    if failed.1 > 0 {
+                        fields.insert("not_shown".into(), failed.1.into());
+                    }
+                    *failed = (Some(now), 0);
+                }
+            }
+        }
+        say_host_event(name, level, fields);
+    }
+}
+
+/// One line for a host event: `s3-lease: acquire k: <message>`, or its
+/// fields as one JSON object (`event` is the event's name without the
+/// `s3lease.` in front: `request`, `call.end`).
+fn say_host_event(name: &str, level: tracing::Level, mut fields: serde_json::Map<String, Value>) {
+    let message = match fields.remove("message") {
+        Some(Value::String(m)) => m,
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    if is_json() {
+        let mut line = serde_json::Map::new();
+        line.insert("ts".into(), rfc3339(SystemTime::now()).into());
+        line.insert(
+            "event".into(),
+            name.strip_prefix("s3lease.").unwrap_or(name).into(),
+        );
+        line.insert("level".into(), level.as_str().to_ascii_lowercase().into());
+        line.insert("message".into(), message.into());
+        for (k, v) in fields {
+            line.entry(k).or_insert(v);
+        }
+        line.entry("key").or_insert(Value::Null);
+        line.entry("holder").or_insert(Value::Null);
+        line.entry("token").or_insert(Value::Null);
+        eprintln!("{}", Value::Object(line));
+    } else {
+        let str_of = |k: &str| fields.get(k).and_then(Value::as_str).unwrap_or("");
+        let mut text = match (str_of("op"), str_of("key")) {
+            ("", _) => message,
+            (op, "") => format!("{op}: {message}"),
+            (op, key) => format!("{op} {key}: {message}"),
+        };
+        if let Some(n) = fields.get("not_shown").and_then(Value::as_u64) {
+            text.push_str(&format!(" ({n} more failed requests since the last line)"));
+        }
+        eprintln!("s3-lease: {}", shown(&text));
+    }
+}
+
 fn record(event: &str, about: &About, message: &str, now: SystemTime) -> Value {
     json!({
         "ts": rfc3339(now),

@@ -47,6 +47,7 @@ fn main() {
     };
     let json = cli.json || cli.log_format == log::LogFormat::Json;
     log::set_format(cli.log_format);
+    log::show_host_events(cli.quiet);
     let outcome = if matches!(cli.command, Cmd::Version) {
         Ok(version::print(cli.json))
     } else {
