@@ -198,6 +198,13 @@ pub(crate) enum Cmd {
     Preflight,
     /// This binary's version and the component it carries (size, sha256, origin).
     Version,
+    /// Compile the component for this machine ahead of time, so commands
+    /// start without compiling it (written beside this binary by default).
+    Precompile {
+        /// Where to write it (default: this binary's path plus `.cwasm`).
+        #[arg(long, value_name = "PATH")]
+        out: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Args)]

@@ -15,6 +15,8 @@ pub const NOT_FOUND: i32 = 66;
 pub const STORE: i32 = 69;
 /// A bug in s3-lease: the component trapped or could not be loaded.
 pub const INTERNAL: i32 = 70;
+/// `precompile`: the output file could not be written.
+pub const CANT_CREATE: i32 = 73;
 /// Held by someone else: `--wait` ran out (or `--wait 0` found it held).
 pub const HELD: i32 = 75;
 /// The store refused our credentials (403 AccessDenied and kin).

@@ -14,6 +14,7 @@ mod json;
 mod log;
 mod metrics;
 mod out;
+mod precompile;
 mod preflight;
 mod probe;
 mod serve;
@@ -48,10 +49,10 @@ fn main() {
     let json = cli.json || cli.log_format == log::LogFormat::Json;
     log::set_format(cli.log_format);
     log::show_host_events(cli.quiet);
-    let outcome = if matches!(cli.command, Cmd::Version) {
-        Ok(version::print(cli.json))
-    } else {
-        run(cli)
+    let outcome = match cli.command {
+        Cmd::Version => Ok(version::print(cli.json)),
+        Cmd::Precompile { out } => precompile::run(out, cli.json),
+        _ => run(cli),
     };
     // A write to stdout that failed other than by its reader going away
     // (see `out`): a command that otherwise succeeded did not deliver.
@@ -79,7 +80,8 @@ fn main() {
 fn run(cli: Cli) -> Result<i32, Failure> {
     check_arguments(&cli)?;
     let config = store_config(&cli)?;
-    let runtime = Runtime::new().map_err(|e| Failure::new(exit::INTERNAL, format!("{e:#}")))?;
+    let runtime = Runtime::with_options(precompile::runtime_options())
+        .map_err(|e| Failure::new(exit::INTERNAL, format!("{e:#}")))?;
     let client = Client::connect(&runtime, &config)?;
     let strategy = config.strategy.unwrap_or(Strategy::SingleObject);
     let slots = match &cli.command {
@@ -117,6 +119,7 @@ fn dispatch(cli: Cli, store: &Store, strategy: Strategy) -> Result<i32, Failure>
             preflight::preflight(client, strategy, clock, json)
         }
         Cmd::Version => Ok(version::print(json)),
+        Cmd::Precompile { out } => precompile::run(out, json),
         Cmd::Status { keys } => commands::status(client, &keys, json),
         Cmd::Acquire { hold, slots, wait } => {
             let options = acquire_options(&hold);

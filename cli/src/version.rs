@@ -3,19 +3,37 @@
 //! `scripts/setup.sh` built, or the one `cargo install` built itself).
 
 use crate::out::say;
-use s3_lease_host::{ComponentSource, Runtime, RuntimeOptions};
+use crate::precompile;
+use s3_lease_host::{ComponentSource, Runtime};
 use sha2::{Digest, Sha256};
 
 /// Which build the component is ("WASI 0.2" or "WASI 0.3"), as the host
-/// finds it when it loads it (through the compile cache, so only the first
-/// `version` after an upgrade compiles). The embedded one is the WASI 0.2
-/// build: one lock call at a time per process is all the command line
+/// finds it when it loads it (as every command loads it: the precompiled
+/// component, else the compile cache, so only the first `version` after an
+/// upgrade compiles), and how it was loaded. The embedded one is the WASI
+/// 0.2 build: one lock call at a time per process is all the command line
 /// makes, and that build is the smaller and the faster to instantiate
 /// (docs/wasi-0.3.md).
-fn build() -> Result<&'static str, String> {
-    Runtime::with_options(RuntimeOptions::default())
-        .map(|runtime| runtime.build().name())
-        .map_err(|e| format!("{e:#}"))
+fn build() -> Result<Loaded, String> {
+    let runtime =
+        Runtime::with_options(precompile::runtime_options()).map_err(|e| format!("{e:#}"))?;
+    let report = runtime.load_report();
+    Ok(Loaded {
+        build: runtime.build().name(),
+        how: precompile::outcome_name(report.cache),
+        precompiled_refused: report.precompiled_refused.map(|why| why.to_string()),
+        ms: report.elapsed.as_secs_f64() * 1000.0,
+    })
+}
+
+/// What loading the component found.
+struct Loaded {
+    build: &'static str,
+    /// "precompiled", "cache hit", "compiled (...)".
+    how: &'static str,
+    /// Why the precompiled file (`precompile::path`) was passed over.
+    precompiled_refused: Option<String>,
+    ms: f64,
 }
 
 /// The component this binary loads, as `version` reports it.
@@ -57,6 +75,8 @@ pub fn print(json: bool) -> i32 {
     let version = env!("CARGO_PKG_VERSION");
     let c = carried();
     let build = c.bytes.map(|_| build());
+    let loaded = build.as_ref().and_then(|b| b.as_ref().ok());
+    let precompiled = precompile::path().map(|p| p.display().to_string());
     if json {
         let value = serde_json::json!({
             "version": version,
@@ -65,7 +85,11 @@ pub fn print(json: bool) -> i32 {
                 "bytes": c.bytes,
                 "sha256": c.sha256,
                 "origin": c.origin,
-                "build": build.as_ref().and_then(|b| b.as_ref().ok()),
+                "build": loaded.map(|l| l.build),
+                "load": loaded.map(|l| l.how),
+                "load_ms": loaded.map(|l| (l.ms * 10.0).round() / 10.0),
+                "precompiled": precompiled,
+                "precompiled_refused": loaded.and_then(|l| l.precompiled_refused.as_deref()),
             },
         });
         say!("{value}");
@@ -79,7 +103,19 @@ pub fn print(json: bool) -> i32 {
                 say!("component origin: {origin}");
             }
             match build {
-                Some(Ok(build)) => say!("component build: {build}"),
+                Some(Ok(loaded)) => {
+                    say!("component build: {}", loaded.build);
+                    say!("component load: {} in {:.1} ms", loaded.how, loaded.ms);
+                    match (&precompiled, &loaded.precompiled_refused) {
+                        (Some(path), Some(why)) => {
+                            say!("precompiled component: {path} (not used: {why})")
+                        }
+                        (Some(path), None) => say!("precompiled component: {path}"),
+                        (None, _) => {
+                            say!("precompiled component: none (S3LEASE_PRECOMPILED is empty)")
+                        }
+                    }
+                }
                 Some(Err(e)) => say!("component build: unknown (it does not load: {e})"),
                 None => {}
             }

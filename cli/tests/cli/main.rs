@@ -10,6 +10,7 @@ mod gcs;
 mod install;
 mod observability;
 mod outputs;
+mod precompiled;
 mod preflight;
 mod process_tree;
 mod semaphores;
