@@ -13,6 +13,7 @@ mod outputs;
 mod precompiled;
 mod preflight;
 mod process_tree;
+mod request_log;
 mod semaphores;
 mod stops;
 mod support;
