@@ -75,8 +75,15 @@ fn cli_path() -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Exec to lease, for one new process.
-fn cli_start_to_lock(e: &Endpoint, prefix: &str, key: &str, cache: &str) -> Result<Duration> {
+/// Exec to lease, for one new process; `precompiled` is its
+/// `S3LEASE_PRECOMPILED` (empty: none, not even beside the binary).
+fn cli_start_to_lock(
+    e: &Endpoint,
+    prefix: &str,
+    key: &str,
+    cache: &str,
+    precompiled: &str,
+) -> Result<Duration> {
     let started = Instant::now();
     let mut cmd = Command::new(cli_path()?);
     cmd.args(["acquire", key, "--ttl", "60s"])
@@ -86,7 +93,8 @@ fn cli_start_to_lock(e: &Endpoint, prefix: &str, key: &str, cache: &str) -> Resu
         .env("AWS_SECRET_ACCESS_KEY", &e.secret_access_key)
         .env("S3LEASE_BUCKET", &e.bucket)
         .env("S3LEASE_PREFIX", prefix)
-        .env("S3LEASE_CACHE_DIR", cache);
+        .env("S3LEASE_CACHE_DIR", cache)
+        .env("S3LEASE_PRECOMPILED", precompiled);
     let out = cmd.output()?;
     let took = started.elapsed();
     if !out.status.success() {
@@ -101,13 +109,14 @@ fn in_process_start_to_lock(
     prefix: &str,
     key: &str,
     cache: CompileCache,
+    precompiled: Option<&std::path::Path>,
 ) -> Result<Duration> {
     let started = Instant::now();
-    let runtime = Runtime::with_options(
-        RuntimeOptions::default()
-            .source(ComponentSource::from_env())
-            .cache(cache),
-    )?;
+    let mut options = RuntimeOptions::default()
+        .source(ComponentSource::from_env())
+        .cache(cache);
+    options.precompiled = precompiled.map(PathBuf::from);
+    let runtime = Runtime::with_options(options)?;
     let client = Client::connect(&runtime, &e.host_config(prefix)?)?;
     // Left to run out, as before: nothing more is sent once it is taken.
     client
@@ -313,15 +322,19 @@ fn main() -> Result<()> {
     if only_builds {
         return builds::run(&endpoint, &prefix, rounds);
     }
-    println!("\nstart-to-lock (ms)                  cold (no cache)   warm (cached)");
+    println!(
+        "\nstart-to-lock (ms)                  cold (no cache)   warm (cached)\n  \
+         (precompiled rows: no cache either way; the first run, then the median of five)"
+    );
     let cache = std::env::temp_dir().join(format!("s3lease-bench-cache-{stamp}"));
     let cache_str = cache.display().to_string();
     match cli_path() {
         Ok(_) => {
-            let cold = cli_start_to_lock(&endpoint, &prefix, "cli-cold", &cache_str)?;
+            let cold = cli_start_to_lock(&endpoint, &prefix, "cli-cold", &cache_str, "")?;
             let mut warm: Vec<Duration> = (0..5)
                 .map(|i| {
-                    cli_start_to_lock(&endpoint, &prefix, &format!("cli-warm-{i}"), &cache_str)
+                    let key = format!("cli-warm-{i}");
+                    cli_start_to_lock(&endpoint, &prefix, &key, &cache_str, "")
                 })
                 .collect::<Result<_>>()?;
             println!(
@@ -329,10 +342,36 @@ fn main() -> Result<()> {
                 cold.as_secs_f64() * 1000.0,
                 percentile(&mut warm, 0.5)
             );
+            // Precompiled (`s3-lease precompile`), no cache: each run is a
+            // cold start; the first, then the median of five more.
+            let file = std::env::temp_dir().join(format!("s3lease-bench-{stamp}.cwasm"));
+            let file_str = file.display().to_string();
+            let made = Command::new(cli_path()?)
+                .args(["precompile", "--out", &file_str])
+                .output()?;
+            if !made.status.success() {
+                bail!(
+                    "s3-lease precompile: {}",
+                    String::from_utf8_lossy(&made.stderr)
+                );
+            }
+            let mut runs: Vec<Duration> = (0..6)
+                .map(|i| {
+                    let key = format!("cli-precompiled-{i}");
+                    cli_start_to_lock(&endpoint, &prefix, &key, "", &file_str)
+                })
+                .collect::<Result<_>>()?;
+            let first = runs.remove(0);
+            println!(
+                "  s3-lease acquire, precompiled     {:>15.1}   {:>13.1}",
+                first.as_secs_f64() * 1000.0,
+                percentile(&mut runs, 0.5)
+            );
+            let _ = std::fs::remove_file(&file);
         }
         Err(e) => println!("  s3-lease acquire: skipped ({e})"),
     }
-    let cold = in_process_start_to_lock(&endpoint, &prefix, "in-cold", CompileCache::Off)?;
+    let cold = in_process_start_to_lock(&endpoint, &prefix, "in-cold", CompileCache::Off, None)?;
     let mut warm: Vec<Duration> = (0..5)
         .map(|i| {
             in_process_start_to_lock(
@@ -340,6 +379,7 @@ fn main() -> Result<()> {
                 &prefix,
                 &format!("in-warm-{i}"),
                 CompileCache::Dir(cache.clone()),
+                None,
             )
         })
         .collect::<Result<_>>()?;
@@ -348,6 +388,21 @@ fn main() -> Result<()> {
         cold.as_secs_f64() * 1000.0,
         percentile(&mut warm, 0.5)
     );
+    let file = std::env::temp_dir().join(format!("s3lease-bench-in-{stamp}.cwasm"));
+    s3_lease_host::precompile(&ComponentSource::from_env(), &file)?;
+    let mut runs: Vec<Duration> = (0..6)
+        .map(|i| {
+            let key = format!("in-precompiled-{i}");
+            in_process_start_to_lock(&endpoint, &prefix, &key, CompileCache::Off, Some(&file))
+        })
+        .collect::<Result<_>>()?;
+    let first = runs.remove(0);
+    println!(
+        "  the same, precompiled             {:>15.1}   {:>13.1}",
+        first.as_secs_f64() * 1000.0,
+        percentile(&mut runs, 0.5)
+    );
+    let _ = std::fs::remove_file(&file);
     let _ = std::fs::remove_dir_all(&cache);
 
     let pooled = per_operation(
