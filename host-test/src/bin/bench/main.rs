@@ -112,11 +112,11 @@ fn in_process_start_to_lock(
     precompiled: Option<&std::path::Path>,
 ) -> Result<Duration> {
     let started = Instant::now();
-    let mut options = RuntimeOptions::default()
+    let mut load = RuntimeOptions::default()
         .source(ComponentSource::from_env())
         .cache(cache);
-    options.precompiled = precompiled.map(PathBuf::from);
-    let runtime = Runtime::with_options(options)?;
+    load.precompiled = precompiled.map(PathBuf::from);
+    let runtime = Runtime::with_options(load)?;
     let client = Client::connect(&runtime, &e.host_config(prefix)?)?;
     // Left to run out, as before: nothing more is sent once it is taken.
     client
