@@ -186,6 +186,20 @@ fn list_reply(req: &S3Request, mut r: S3Response, json: Option<&Map<String, Valu
 /// metadata GET and a listing with a JSON object. Other statuses (403,
 /// 412, 429, 5xx, a proxy's 502) are read as they are; a body too large
 /// to read is not judged by its body.
+/// A media GET's plain-text 404 as GCS words it (`No such object: b/k`, a
+/// missing bucket's `The specified bucket does not exist.`) or
+/// fake-gcs-server does (`Not Found`). Narrow on purpose: any web server
+/// answers text to a path it lacks (Go's `404 page not found`, a SeaweedFS
+/// filer's or master's port), and taking that for a missing lock would let
+/// `status` report a key as never locked from a server that is not GCS.
+fn is_gcs_media_404(text: &str) -> bool {
+    let line = text.trim();
+    line.starts_with("No such object")
+        || line.starts_with("No such bucket")
+        || line.contains("bucket does not exist")
+        || line == "Not Found"
+}
+
 fn not_gcs(req: &S3Request, r: &S3Response, json: Option<&Map<String, Value>>) -> Option<String> {
     let has = |name: &str| r.header(name).is_some();
     let status = r.status;
@@ -195,8 +209,7 @@ fn not_gcs(req: &S3Request, r: &S3Response, json: Option<&Map<String, Value>>) -
     if status == 404 && readable {
         let json_error = json.is_some_and(|j| j.get("error").is_some_and(Value::is_object));
         let text = String::from_utf8_lossy(&r.body);
-        let plain_text = !text.trim().is_empty() && !text.contains(['<', '{']);
-        let gcs_404 = json_error || (media_get && plain_text);
+        let gcs_404 = json_error || (media_get && is_gcs_media_404(&text));
         if !gcs_404 {
             return Some(format!(
                 "{target} with 404 and no GCS error (GCS sends a JSON error object, \

@@ -542,8 +542,21 @@ fn a_reply_gcs_never_sends_is_a_wrong_endpoint() {
             assert!(reason.contains("with 404 and no GCS error"), "{reason}");
         }
     }
-    // Plain text is a media GET's 404 alone.
+    // Plain text is a media GET's 404 alone, and only GCS's words (or the
+    // emulator's): any web server answers a missing path with text.
     assert_eq!(judged(&get, reply(404, &[], "Not Found")), None);
+    assert_eq!(judged(&get, reply(404, &[], "No such object: b/k")), None);
+    assert_eq!(
+        judged(
+            &get,
+            reply(404, &[], "The specified bucket does not exist.")
+        ),
+        None
+    );
+    for text in ["404 page not found\n", "File not found", "nope"] {
+        let reason = judged(&get, reply(404, &[], text)).unwrap_or_else(|| panic!("{text:?}"));
+        assert!(reason.contains("with 404 and no GCS error"), "{reason}");
+    }
     assert!(judged(&head, reply(404, &[], "Not Found")).is_some());
     assert!(judged(&del, reply(404, &[], "Not Found")).is_some());
     // A media GET's 200 without a generation: an S3 server, a web server.
