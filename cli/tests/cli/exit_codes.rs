@@ -30,7 +30,7 @@ const BOTH: &[Store] = &[Store::S3, Store::DynamoDb];
 const S3_ONLY: &[Store] = &[Store::S3];
 
 /// Every command, as the doc's table names them.
-const COMMANDS: [&str; 11] = [
+const COMMANDS: [&str; 12] = [
     "run",
     "elect",
     "acquire",
@@ -42,6 +42,7 @@ const COMMANDS: [&str; 11] = [
     "fenced delete",
     "preflight",
     "version",
+    "precompile",
 ];
 
 /// (command, code) pairs the doc lists that DynamoDB cannot give, and why.
@@ -1351,6 +1352,31 @@ fn cases() -> Vec<Case> {
         case("version", Code(64), "an unknown flag", BOTH, |c| {
             c.run(&["version", "--bogus"])
         }),
+        // ---- precompile
+        case("precompile", Code(0), "a file it can write", BOTH, |c| {
+            let file = std::env::temp_dir().join(format!("s3lease-exit-{}.cwasm", c.key));
+            let out = c.run(&["precompile", "--out", file.to_str().unwrap()]);
+            let _ = std::fs::remove_file(&file);
+            out
+        }),
+        case("precompile", Code(64), "an unknown flag", BOTH, |c| {
+            c.run(&["precompile", "--bogus"])
+        }),
+        case(
+            "precompile",
+            Code(70),
+            "a component that does not load",
+            BOTH,
+            |c| c.broken(&["precompile", "--out", "/nonexistent-s3lease/x.cwasm"], ""),
+        ),
+        case(
+            "precompile",
+            Code(73),
+            "a directory that does not exist",
+            BOTH,
+            |c| c.run(&["precompile", "--out", "/nonexistent-s3lease/x.cwasm"]),
+        )
+        .says("writing /nonexistent-s3lease/x.cwasm"),
     ]
 }
 
