@@ -5,6 +5,8 @@
 use serde_json::{json, Value};
 use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::Layer;
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -100,9 +102,6 @@ pub fn show_host_events(quiet: bool) {
     let subscriber = tracing_subscriber::registry().with(HostLines::default().with_filter(filter));
     let _ = tracing::subscriber::set_global_default(subscriber);
 }
-
-use tracing_subscriber::filter::Targets;
-use tracing_subscriber::Layer;
 
 /// A request event that failed prints at most once in this long; the
 /// ones in between are counted on the next line (a waiting acquire on an

@@ -13,13 +13,14 @@ use crate::convert;
 use crate::engine::bindings as wit;
 use crate::engine::monotonic;
 use crate::error::Error;
-use crate::observe::{traced, traced_quietly};
+use crate::observe::{campaign_span, traced, traced_quietly};
 use crate::stats::ElectorStats;
 use crate::types::{ElectionEvent, ElectorConfig, LeaseRecord, LockState, Role};
 use s3_lease_keep::leadership::{self, Leadership};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument;
 use wasmtime::component::ResourceAny;
 
 type Machine = Leadership<LeaseRecord, LockState>;
@@ -166,7 +167,9 @@ impl Elector {
             events: events_tx,
         });
         let (stop_tx, stop_rx) = oneshot::channel();
-        let task = tokio::spawn(campaign(calls, index, handle, shared.clone(), stop_rx));
+        let span = campaign_span(&config.key, calls.error_store());
+        let campaign = campaign(calls, index, handle, shared.clone(), stop_rx);
+        let task = tokio::spawn(campaign.instrument(span));
         Ok(Elector {
             shared,
             role,

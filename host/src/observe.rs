@@ -72,6 +72,21 @@ pub(crate) async fn traced_quietly<T>(
     run_in(span, op, call).await
 }
 
+/// The span an elector campaigns in (INFO, `s3lease.campaign`, `op`
+/// `campaign`): its steps' spans (DEBUG) and requests are its children,
+/// so a subscriber at INFO still finds the key of a failed request.
+pub(crate) fn campaign_span(key: &str, store: &ErrorStore) -> Span {
+    tracing::info_span!(
+        target: TARGET,
+        "s3lease.campaign",
+        op = "campaign",
+        key,
+        store = store.name(),
+        endpoint = store.endpoint(),
+        bucket = store.bucket(),
+    )
+}
+
 async fn run_in<T>(
     span: Span,
     op: &'static str,

@@ -34,7 +34,6 @@ struct EventSeen {
     level: Level,
     parent: Option<u64>,
     fields: BTreeMap<String, String>,
-    at: Instant,
 }
 
 #[derive(Default)]
@@ -109,7 +108,6 @@ impl Subscriber for Collector {
             level: *event.metadata().level(),
             parent,
             fields,
-            at: Instant::now(),
         });
     }
     fn current_span(&self) -> tracing_core::span::Current {
