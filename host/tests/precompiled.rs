@@ -121,6 +121,13 @@ fn a_precompiled_component_from_other_engine_settings_is_not_loaded() {
     bytes.extend_from_slice(&payload);
     let file = scratch("other-engine.cwasm");
     std::fs::write(&file, &bytes).unwrap();
+    // Written here, so the umask decides its mode: make it as `precompile`
+    // makes it, or it is refused for that.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
     compiled_because(&file, PrecompiledRefused::Incompatible);
 }
 

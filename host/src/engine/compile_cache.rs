@@ -175,10 +175,14 @@ pub(crate) fn verified_payload<'f>(
 
 /// Writes through a temporary file in the same directory and a rename, so
 /// a reader never sees a half-written file (two processes may compile at
-/// once; either result is good). Readable by all, writable by its owner
-/// only, whatever the umask: a precompiled file that others may write is
-/// refused when loaded.
+/// once; either result is good). Writable by its owner only from the
+/// moment it exists, whatever the umask (a file that others could open for
+/// writing, even for an instant, could be changed through that handle
+/// later; a precompiled file that others may write is refused when
+/// loaded), and readable by all once written (mode 0644), so the users of
+/// a binary installed by root can load the file beside it.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -190,8 +194,15 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
         std::process::id(),
         unique()
     ));
-    let written = std::fs::write(&tmp, bytes)
-        .and_then(|()| owner_writable_only(&tmp))
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    owner_only(&mut options);
+    let written = options
+        .open(&tmp)
+        .and_then(|mut file| {
+            file.write_all(bytes)?;
+            readable_by_all(&file)
+        })
         .and_then(|()| std::fs::rename(&tmp, path));
     written.inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
@@ -199,13 +210,22 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
 }
 
 #[cfg(unix)]
-fn owner_writable_only(path: &Path) -> std::io::Result<()> {
+fn owner_only(options: &mut std::fs::OpenOptions) {
+    use std::os::unix::fs::OpenOptionsExt;
+    options.mode(0o600);
+}
+
+#[cfg(unix)]
+fn readable_by_all(file: &std::fs::File) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))
+    file.set_permissions(std::fs::Permissions::from_mode(0o644))
 }
 
 #[cfg(not(unix))]
-fn owner_writable_only(_: &Path) -> std::io::Result<()> {
+fn owner_only(_: &mut std::fs::OpenOptions) {}
+
+#[cfg(not(unix))]
+fn readable_by_all(_: &std::fs::File) -> std::io::Result<()> {
     Ok(())
 }
 
