@@ -93,18 +93,52 @@ fn a_precompiled_component_others_may_write_is_passed_over() {
     assert!(!acquire_leaves_the_cache_empty(&scene, &file, "writable"));
 }
 
-/// With `S3LEASE_PRECOMPILED` unset, the file beside the binary is the one
-/// looked for (and `precompile` writes there by default).
+/// With `S3LEASE_PRECOMPILED` unset, `precompile` writes beside the binary
+/// and every command loads it from there (a link to, or copy of, the
+/// binary in the scene's directory, so the shared one is left alone).
 #[test]
 fn the_default_place_is_beside_the_binary() {
     let scene = Scene::new("precompiled-default");
-    let out = scene
-        .cmd(&["version", "--json"])
-        .env_remove("S3LEASE_PRECOMPILED")
+    let binary = scene.path("s3-lease");
+    if std::fs::hard_link(crate::support::bin(), &binary).is_err() {
+        std::fs::copy(crate::support::bin(), &binary).unwrap();
+    }
+    // The scene's command, run from that binary.
+    let cmd = |args: &[&str]| {
+        let scene_cmd = scene.cmd(args);
+        let mut c = std::process::Command::new(&binary);
+        c.args(scene_cmd.get_args());
+        for (name, value) in scene_cmd.get_envs() {
+            match value {
+                Some(value) => c.env(name, value),
+                None => c.env_remove(name),
+            };
+        }
+        c.env_remove("S3LEASE_PRECOMPILED");
+        c
+    };
+    let out = cmd(&["precompile"]).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let beside = scene.path("s3-lease.cwasm");
+    assert!(beside.is_file(), "{}", text(&out.stdout));
+
+    let cache = scene.path("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let out = cmd(&["version", "--json"])
+        .env("S3LEASE_CACHE_DIR", &cache)
         .output()
         .unwrap();
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let beside = format!("{}.cwasm", crate::support::bin().display());
-    assert_eq!(v["component"]["precompiled"], beside.as_str(), "{v}");
+    assert_eq!(v["component"]["load"], "precompiled", "{v}");
+    assert_eq!(v["component"]["precompiled"], beside.to_str().unwrap());
+    let out = cmd(&["acquire", "beside", "--ttl", "30s"])
+        .env("S3LEASE_CACHE_DIR", &cache)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(
+        std::fs::read_dir(&cache).unwrap().next().is_none(),
+        "acquire compiled the component instead of loading the file beside it"
+    );
 }
