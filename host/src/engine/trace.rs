@@ -119,15 +119,12 @@ impl Request {
     }
 
     /// One event for the request's outcome: DEBUG when it was answered,
-    /// WARN when no answer came or the store failed it (5xx, 429), the
-    /// answers a caller retries.
+    /// WARN when no answer came or the store failed it (a 5xx but 501, a
+    /// 429), the answers a caller retries.
     pub(crate) fn done(self, outcome: Result<http::StatusCode, String>) {
         let elapsed_ms = self.sent.elapsed().as_millis() as u64;
         let (method, operation, endpoint) = (self.method.as_str(), self.operation, &self.endpoint);
-        let failed = match &outcome {
-            Ok(status) => status.is_server_error() || status.as_u16() == 429,
-            Err(_) => true,
-        };
+        let failed = failed(&outcome);
         if failed {
             if let Some(tally) = &self.tally {
                 tally.failed.fetch_add(1, Ordering::Relaxed);
@@ -173,6 +170,19 @@ impl Request {
     }
 }
 
+/// Whether a request failed as callers retry it: no answer, a 5xx, a 429.
+/// A 501 is an answer (the store does not do this; a preflight probes for
+/// it), not a failure to try again.
+fn failed(outcome: &Result<http::StatusCode, String>) -> bool {
+    match outcome {
+        Ok(status) => {
+            (status.is_server_error() && *status != http::StatusCode::NOT_IMPLEMENTED)
+                || *status == http::StatusCode::TOO_MANY_REQUESTS
+        }
+        Err(_) => true,
+    }
+}
+
 /// `scheme://host[:port]` of a request: no user info, path or query.
 fn endpoint(uri: &http::Uri) -> String {
     let scheme = uri.scheme_str().unwrap_or("https");
@@ -215,6 +225,18 @@ mod tests {
         assert_eq!(endpoint(&uri), "http://127.0.0.1:9");
         let uri: http::Uri = "http://[::1]:8333/b".parse().unwrap();
         assert_eq!(endpoint(&uri), "http://[::1]:8333");
+    }
+
+    #[test]
+    fn failed_requests_are_those_callers_retry() {
+        let status = |code: u16| Ok(http::StatusCode::from_u16(code).unwrap());
+        for code in [500, 502, 503, 504, 429] {
+            assert!(failed(&status(code)), "{code}");
+        }
+        for code in [200, 204, 304, 403, 404, 409, 412, 501] {
+            assert!(!failed(&status(code)), "{code}");
+        }
+        assert!(failed(&Err("connection-refused".into())));
     }
 
     #[test]
