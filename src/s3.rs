@@ -590,6 +590,27 @@ pub fn parse_list(body: &[u8]) -> Result<ListPage, String> {
 /// The text of the first `<tag>…</tag>`, XML entities decoded. S3 error
 /// bodies are flat, and LIST entries are read one at a time, so this is all
 /// the XML we need.
+/// `text` escaped for an XML element's content or an attribute.
+pub fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// An S3 error body (`<Error>` with its `Code`, `Message` and
+/// `RequestId`), as `S3Response::s3_error` reads it: what a store
+/// translation (`dynamodb`, `azure`, `gcs`) makes of its store's error.
+pub fn error_body(code: &str, message: &str, request_id: &str) -> Vec<u8> {
+    format!(
+        "<Error><Code>{}</Code><Message>{}</Message><RequestId>{}</RequestId></Error>",
+        xml_escape(code),
+        xml_escape(message),
+        xml_escape(request_id)
+    )
+    .into_bytes()
+}
+
 fn xml_text(body: &str, tag: &str) -> Option<String> {
     let open = format!("<{tag}>");
     let close = format!("</{tag}>");

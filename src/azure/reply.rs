@@ -123,16 +123,11 @@ fn error_reply(r: S3Response) -> S3Response {
         return r;
     }
     let request_id = r.header(REQUEST_ID).unwrap_or_default().to_string();
-    let body = format!(
-        "<Error><Code>{}</Code><Message>{}</Message><RequestId>{}</RequestId></Error>",
-        escape(&code),
-        escape(&message),
-        escape(&request_id)
-    );
+    let body = crate::s3::error_body(&code, &message, &request_id);
     S3Response {
         status,
         headers: r.headers,
-        body: body.into_bytes(),
+        body,
         body_too_large: None,
     }
 }
@@ -152,10 +147,4 @@ fn unescape(text: &str) -> String {
         .replace("&quot;", "\"")
         .replace("&apos;", "'")
         .replace("&amp;", "&")
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }

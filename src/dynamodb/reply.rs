@@ -225,24 +225,13 @@ fn error_reply(r: S3Response) -> S3Response {
 /// A reply with an S3 error body: what `S3Response::s3_error` reads.
 fn synthesized(r: S3Response, status: u16, code: &str, message: &str) -> S3Response {
     let request_id = r.header(REQUEST_ID).unwrap_or_default().to_string();
-    let body = format!(
-        "<Error><Code>{}</Code><Message>{}</Message><RequestId>{}</RequestId></Error>",
-        escape(code),
-        escape(message),
-        escape(&request_id)
-    );
+    let body = crate::s3::error_body(code, message, &request_id);
     let mut headers = r.headers;
     headers.retain(|(k, _)| k != TARGET_HEADER);
     S3Response {
         status,
         headers,
-        body: body.into_bytes(),
+        body,
         body_too_large: None,
     }
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }

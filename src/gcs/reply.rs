@@ -149,11 +149,11 @@ fn list_reply(req: &S3Request, mut r: S3Response, json: Option<&Map<String, Valu
             }
             count += 1;
             xml.push_str("<Contents><Key>");
-            xml.push_str(&escape(name));
+            xml.push_str(&crate::s3::xml_escape(name));
             xml.push_str("</Key>");
             if let Some(generation) = item.get("generation").and_then(Value::as_str) {
                 xml.push_str("<ETag>");
-                xml.push_str(&escape(&etag_of(generation)));
+                xml.push_str(&crate::s3::xml_escape(&etag_of(generation)));
                 xml.push_str("</ETag>");
             }
             xml.push_str("</Contents>");
@@ -167,7 +167,7 @@ fn list_reply(req: &S3Request, mut r: S3Response, json: Option<&Map<String, Valu
     xml.push_str(&format!("<IsTruncated>{}</IsTruncated>", next.is_some()));
     if let Some(token) = next {
         xml.push_str("<NextContinuationToken>");
-        xml.push_str(&escape(token));
+        xml.push_str(&crate::s3::xml_escape(token));
         xml.push_str("</NextContinuationToken>");
     }
     xml.push_str("</ListBucketResult>");
@@ -300,26 +300,14 @@ fn error_reply(req: &S3Request, r: S3Response, json: Option<&Map<String, Value>>
         status => (status, format!("Http{status}")),
     };
     let request_id = r.header(REQUEST_ID).unwrap_or_default().to_string();
-    let body = format!(
-        "<Error><Code>{}</Code><Message>{}</Message><RequestId>{}</RequestId></Error>",
-        escape(&code),
-        escape(&message),
-        escape(&request_id)
-    );
+    let body = crate::s3::error_body(&code, &message, &request_id);
     let mut headers = r.headers;
     headers.retain(|(k, _)| k != "content-length" && k != "content-type");
     headers.push(("content-type".into(), "application/xml".into()));
     S3Response {
         status,
         headers,
-        body: body.into_bytes(),
+        body,
         body_too_large: None,
     }
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
