@@ -18,6 +18,7 @@ use crate::aws_fakes::http::{self, Request, Response};
 use crate::bindings::{AddressingStyle, Config, Credentials, GcsCredential, Store};
 use crate::watchdog::{self, free_port, fresh_dir, listening, Server};
 use anyhow::{bail, Context, Result};
+use s3_lease::testing::uri::{percent_decode, query_pairs};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -324,51 +325,15 @@ fn multipart_name(r: &Request) -> Option<String> {
 
 /// The decoded value of `name` in a query string.
 pub fn query_value(query: &str, name: &str) -> Option<String> {
-    query.split('&').find_map(|pair| {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        (k == name).then(|| percent_decode(v))
-    })
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b'+', _) => {
-                out.push(b' ');
-                i += 1;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    query_pairs(query)
+        .into_iter()
+        .find_map(|(k, v)| (k == name).then_some(v))
 }
 
 /// `s` percent-encoded for a path segment or a query value (everything but
-/// RFC 3986's unreserved characters).
+/// RFC 3986's unreserved characters), as the component encodes it.
 pub fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    s3_lease::sigv4::uri_encode(s, true)
 }
 
 /// An HTTP reply: header names lowercased, in the order received.
