@@ -183,21 +183,21 @@ pub(crate) fn child_env(config: &StoreConfig, endpoint: Option<String>) -> Vec<(
     if let Some(prefix) = &config.key_prefix {
         env.push(("S3LEASE_PREFIX".into(), prefix.clone()));
     }
-    // GCS: the store and, if given, the endpoint; an emulator's
-    // STORAGE_EMULATOR_HOST and the credentials' variables are inherited.
-    if config.store_name() == "Google Cloud Storage" {
-        env.push(("S3LEASE_STORE".into(), "gcs".into()));
+    if config.store_kind() != "s3" {
+        env.push(("S3LEASE_STORE".into(), config.store_kind().into()));
+    }
+    // GCS: the endpoint, if given; an emulator's STORAGE_EMULATOR_HOST and
+    // the credentials' variables are inherited.
+    if config.store_kind() == "gcs" {
         if let Some(endpoint) = &endpoint {
             env.push((ENDPOINT_VAR.into(), endpoint.clone()));
         }
     }
     if let Some(table) = config.table() {
-        env.push(("S3LEASE_STORE".into(), "dynamodb".into()));
         env.push(("S3LEASE_TABLE".into(), table.to_string()));
     }
     // The account's credentials are the environment's, inherited.
     if let Some(container) = config.container() {
-        env.push(("S3LEASE_STORE".into(), "azure-blob".into()));
         env.push(("S3LEASE_CONTAINER".into(), container.to_string()));
     }
     // A lease's seal covers the strategy: a nested `fenced put` must use

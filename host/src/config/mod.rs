@@ -172,6 +172,17 @@ impl StoreConfig {
         }
     }
 
+    /// The store as `S3LEASE_STORE` (and the contract's `store`) names it:
+    /// `s3`, `dynamodb`, `azure-blob` or `gcs`.
+    pub fn store_kind(&self) -> &'static str {
+        match &self.store {
+            Store::S3(_) => "s3",
+            Store::DynamoDb(_) => "dynamodb",
+            Store::AzureBlob(_) => "azure-blob",
+            Store::Gcs(_) => "gcs",
+        }
+    }
+
     /// The store's endpoint: S3's, DynamoDB's, the Azure account's or GCS's.
     pub fn endpoint(&self) -> &str {
         match &self.store {
