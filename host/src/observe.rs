@@ -21,6 +21,26 @@ use std::time::Instant;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
+/// A call's span at `$level` (tracing wants the level at the call site):
+/// the fields every call's span has, those recorded at its end empty.
+macro_rules! call_span {
+    ($level:ident, $op:expr, $key:expr, $store:expr) => {
+        tracing::$level!(
+            target: TARGET,
+            "s3lease.call",
+            op = $op,
+            key = $key,
+            store = $store.name(),
+            endpoint = $store.endpoint(),
+            bucket = $store.bucket(),
+            requests = Empty,
+            retries = Empty,
+            outcome = Empty,
+            duration_ms = Empty,
+        )
+    };
+}
+
 /// Runs `call`, the public call `op` on `key`, in a span of its own
 /// (INFO, target `s3_lease`, name `s3lease.call`), and records at its end
 /// the requests it sent, the failed ones among them (`retries`), its
@@ -32,20 +52,7 @@ pub(crate) async fn traced<T>(
     store: &ErrorStore,
     call: impl Future<Output = Result<T, Error>>,
 ) -> Result<T, Error> {
-    let span = tracing::info_span!(
-        target: TARGET,
-        "s3lease.call",
-        op,
-        key,
-        store = store.name(),
-        endpoint = store.endpoint(),
-        bucket = store.bucket(),
-        requests = Empty,
-        retries = Empty,
-        outcome = Empty,
-        duration_ms = Empty,
-    );
-    run_in(span, op, call).await
+    run_in(call_span!(info_span, op, key, store), op, call).await
 }
 
 /// [`traced`] at DEBUG: for the calls an elector makes on its own, one
@@ -56,20 +63,7 @@ pub(crate) async fn traced_quietly<T>(
     store: &ErrorStore,
     call: impl Future<Output = Result<T, Error>>,
 ) -> Result<T, Error> {
-    let span = tracing::debug_span!(
-        target: TARGET,
-        "s3lease.call",
-        op,
-        key,
-        store = store.name(),
-        endpoint = store.endpoint(),
-        bucket = store.bucket(),
-        requests = Empty,
-        retries = Empty,
-        outcome = Empty,
-        duration_ms = Empty,
-    );
-    run_in(span, op, call).await
+    run_in(call_span!(debug_span, op, key, store), op, call).await
 }
 
 /// The span an elector campaigns in (INFO, `s3lease.campaign`, `op`
