@@ -214,7 +214,7 @@ impl WasiHttpHooks for Hooks {
                 Some(Fault::TimeOut { arrives_after }) => {
                     if let Some(after) = arrives_after {
                         let late = http::Request::from_parts(parts, full(body));
-                        tokio::spawn(arrive_late(next, late, after));
+                        late_arrivals().spawn(arrive_late(next, late, after));
                     }
                     let timeout = options
                         .and_then(|o| o.first_byte_timeout)
@@ -237,6 +237,21 @@ impl WasiHttpHooks for Hooks {
             Ok((response, io))
         })
     }
+}
+
+/// Where late requests are sent from: a runtime that is always driven. The
+/// instance's own (its thread's) runs only while that thread is in a call,
+/// which a test holding a bare instance may not make again.
+fn late_arrivals() -> &'static tokio::runtime::Runtime {
+    static LATE: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    LATE.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("late-arrivals")
+            .enable_all()
+            .build()
+            .expect("the late arrivals' runtime")
+    })
 }
 
 /// Sends `request` after `after`, for nobody: the guest gave up on it.

@@ -11,9 +11,12 @@
 //! it runs: waiting happens between calls. So a client's threads are its
 //! instances' workers, however many leases it holds or calls it makes.
 //!
-//! The workers belong to no tokio runtime: wasmtime runs their requests on
-//! its own, which outlives any caller's (a caller's runtime shut down while
-//! a call is under way must not cancel the call's I/O from under it).
+//! The workers belong to no caller's tokio runtime (a caller's runtime shut
+//! down while a call is under way must not cancel the call's I/O from
+//! under it): each runs its calls, their requests and its keep-alive
+//! connections on a runtime of its own (`engine::local`), and waits for
+//! its next call inside it, so a renew crosses from the caller to the
+//! worker and back, and nothing else.
 //!
 //! A trap discards the instance: wasmtime refuses to enter it again, and a
 //! half-run call may have broken its state. The key's next call makes a new
@@ -21,6 +24,7 @@
 
 use crate::convert;
 use crate::engine::bindings::{self as wit, Config};
+use crate::engine::local;
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
 use crate::engine::state::InstanceOptions;
@@ -39,7 +43,7 @@ type Job = Box<dyn FnOnce(&Opener, &mut Option<RawInstance>) + Send>;
 
 pub(crate) struct Pool {
     opener: Arc<Opener>,
-    workers: Vec<mpsc::Sender<Job>>,
+    workers: Vec<tokio::sync::mpsc::UnboundedSender<Job>>,
 }
 
 /// What a worker needs to make its instance.
@@ -71,16 +75,22 @@ impl Pool {
         });
         let mut workers = Vec::new();
         for index in 0..size.max(1) {
-            let (tx, rx) = mpsc::channel::<Job>();
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Job>();
             let opener = opener.clone();
             std::thread::Builder::new()
                 .name(format!("s3-lease-{index}"))
                 .spawn(move || {
                     let mut instance = None;
-                    // Ends once the pool is gone and every call sent ran.
-                    for job in rx {
+                    // Waits inside the thread's runtime, which keeps its
+                    // idle connections' ends driven; ends once the pool is
+                    // gone and every call sent ran.
+                    while let Some(job) = local::block_on(rx.recv()) {
                         job(&opener, &mut instance);
                     }
+                    // The instance's resources first, then the runtime
+                    // their tasks ran on.
+                    drop(instance);
+                    local::end_thread();
                 })
                 .map_err(Error::host)?;
             workers.push(tx);

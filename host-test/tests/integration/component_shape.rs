@@ -107,7 +107,7 @@ impl WasiHttpView for ProxyOnly {
 fn runs_in_a_host_that_offers_only_the_proxy_world() {
     let engine = harness().engine();
     let mut linker = Linker::<ProxyOnly>::new(engine);
-    wasmtime_wasi_http::p2::add_to_linker_sync(&mut linker).expect("proxy world");
+    wasmtime_wasi_http::p2::add_to_linker_async(&mut linker).expect("proxy world");
     let pre = linker
         .instantiate_pre(harness().instance_pre().component())
         .unwrap_or_else(|e| panic!("the proxy world does not satisfy the component: {e:#}"));
@@ -120,22 +120,30 @@ fn runs_in_a_host_that_offers_only_the_proxy_world() {
             http: WasiHttpCtx::new(),
         },
     );
-    let instance = pre.instantiate(&mut store).expect("instantiate");
+    // The host's bindings make the calls asynchronously: driven here on a
+    // runtime of the test's own, as a proxy host on tokio would.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let instance = runtime
+        .block_on(pre.instantiate_async(&mut store))
+        .expect("instantiate");
     let api = indices.load(&mut store, &instance).expect("the lease API");
     let client_api = api.client();
     let config = endpoint().config(&fresh_prefix("proxy-only"));
-    let client = client_api
-        .call_constructor(&mut store, &config)
+    let client = runtime
+        .block_on(client_api.call_constructor(&mut store, &config))
         .expect("no trap")
         .expect("valid config");
-    let lease = client_api
-        .call_try_acquire(&mut store, client, "k", &options(10_000))
+    let lease = runtime
+        .block_on(client_api.call_try_acquire(&mut store, client, "k", &options(10_000)))
         .expect("no trap")
         .expect("try-acquire")
         .expect("a free key is granted");
     assert_eq!(lease.token, 1);
-    client_api
-        .call_release(&mut store, client, &lease)
+    runtime
+        .block_on(client_api.call_release(&mut store, client, &lease))
         .expect("no trap")
         .expect("release");
     println!(

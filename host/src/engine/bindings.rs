@@ -16,10 +16,11 @@ wasmtime::component::bindgen!({
         }
     ",
     world: "s3-lease:host/either-build",
-    // The 0.3 build's calls, its constructor too, are made on a store that
-    // runs concurrent calls: all asynchronous. The 0.2 build's stay
-    // synchronous, as before.
-    exports: { "s3-lease:lease/async-lease": async },
+    // Both builds' calls are made asynchronously, on the calling thread's
+    // own runtime (`engine::local`): the 0.3 build's on a store that runs
+    // concurrent calls, the 0.2 build's with `call_async`, so its requests
+    // wait on that thread's reactor rather than on another thread's.
+    exports: { "s3-lease:lease/async-lease": async, "s3-lease:lease/lease": async },
     additional_derives: [PartialEq, Eq],
 });
 

@@ -2,11 +2,11 @@
 //!
 //! wasmtime's default sender opens a TCP connection (and on https a TLS
 //! handshake) per request. [`HttpSender::pooled`] keeps connections alive
-//! across requests and instances, one pool per [`crate::Runtime`]; its
-//! connections live on a small runtime of their own, so they survive whatever
-//! runtime (or none) the caller happens to be on.
+//! across requests and calls. A connection is driven by the runtime that
+//! opened it, so each runtime sending through a sender gets a pool of its
+//! own: for an instance's calls, that of the thread running them
+//! (`engine::local`), whose exchanges then never leave that thread.
 
-use crate::engine::own_runtime::OwnRuntime;
 use crate::engine::request_counts::{self, RequestCounts};
 use crate::engine::trace as observe;
 use anyhow::{Context, Result};
@@ -14,7 +14,9 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
+use std::cell::RefCell;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use wasmtime_wasi_http::default_send_request;
@@ -65,17 +67,36 @@ impl HttpSender {
     }
 }
 
-/// A keep-alive connection pool for http and https (rustls, webpki roots).
+/// Keep-alive connections for http and https (rustls, webpki roots), a
+/// pool per runtime that sends through it.
 #[derive(Clone)]
 pub struct PooledHttp {
-    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
-    /// Shut down without waiting when the last clone goes, wherever that
-    /// is (async code among others).
-    runtime: Arc<OwnRuntime>,
+    connector: Connector,
+    /// Tells this sender's pools (and its clones') from other senders'.
+    id: u64,
+}
+
+type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
+type PoolClient = Client<Connector, Full<Bytes>>;
+
+/// The pools of the runtimes this thread has sent on, by runtime and
+/// sender. A thread runs one runtime for its calls; a few more are kept
+/// for threads that drive others in turn (tests, the bench).
+struct ThreadPool {
+    runtime: tokio::runtime::Id,
+    sender: u64,
+    client: PoolClient,
+}
+
+const POOLS_PER_THREAD: usize = 8;
+
+thread_local! {
+    static POOLS: RefCell<Vec<ThreadPool>> = const { RefCell::new(Vec::new()) };
 }
 
 impl PooledHttp {
     pub fn new() -> Result<Self> {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
@@ -93,19 +114,42 @@ impl PooledHttp {
             .https_or_http()
             .enable_http1()
             .wrap_connector(tcp);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-            .build(connector);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("s3-lease-http")
-            .enable_all()
-            .build()
-            .context("starting the HTTP runtime")?;
         Ok(PooledHttp {
-            client,
-            runtime: Arc::new(OwnRuntime::new(runtime)),
+            connector,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         })
+    }
+
+    /// The pool of the runtime this runs on, made on its first request.
+    fn client(&self) -> PoolClient {
+        let runtime = tokio::runtime::Handle::current().id();
+        let make = || {
+            Client::builder(TokioExecutor::new())
+                .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+                .build(self.connector.clone())
+        };
+        POOLS
+            .try_with(|pools| {
+                let mut pools = pools.borrow_mut();
+                if let Some(found) = pools
+                    .iter()
+                    .find(|p| p.runtime == runtime && p.sender == self.id)
+                {
+                    return found.client.clone();
+                }
+                if pools.len() == POOLS_PER_THREAD {
+                    pools.remove(0);
+                }
+                let client = make();
+                pools.push(ThreadPool {
+                    runtime,
+                    sender: self.id,
+                    client: client.clone(),
+                });
+                client
+            })
+            // The thread is exiting: a pool for this request alone.
+            .unwrap_or_else(|_| make())
     }
 
     fn send(
@@ -113,8 +157,11 @@ impl PooledHttp {
         request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
     ) -> ResponseFuture {
-        let client = self.client.clone();
-        let task = self.runtime.spawn(async move {
+        let pool = self.clone();
+        // Runs where wasi:http polls it: on the instance's thread, inside
+        // its call, on the connection that thread keeps.
+        Box::new(async move {
+            let client = pool.client();
             let timeout = |pick: fn(&RequestOptions) -> Option<Duration>| {
                 options.as_ref().and_then(pick).unwrap_or(DEFAULT_TIMEOUT)
             };
@@ -145,14 +192,8 @@ impl PooledHttp {
                 Ok(result) => result.map_err(HttpError::from)?.to_bytes(),
                 Err(_) => return Err(HttpError::ConnectionReadTimeout),
             };
-            Ok(http::Response::from_parts(parts, body))
-        });
-        Box::new(async move {
-            let response = task
-                .await
-                .map_err(|e| HttpError::InternalError(Some(e.to_string())))??;
             let done: IoFuture = Box::new(async { Ok(()) });
-            Ok((response.map(full), done))
+            Ok((http::Response::from_parts(parts, full(body)), done))
         })
     }
 }
@@ -160,8 +201,10 @@ impl PooledHttp {
 /// Connection failures as wasi:http error codes, so the guest can tell a
 /// refused connection (nothing sent) from a cut one (maybe applied).
 fn from_client_error(error: hyper_util::client::legacy::Error) -> HttpError {
-    let io = std::error::Error::source(&error)
-        .and_then(|source| source.downcast_ref::<std::io::Error>())
+    // The socket's error sits a few causes down (the client's, the TLS
+    // connector's, the TCP connector's): the first I/O error in the chain.
+    let io = std::iter::successors(std::error::Error::source(&error), |e| e.source())
+        .find_map(|source| source.downcast_ref::<std::io::Error>())
         .map(std::io::Error::kind);
     match (error.is_connect(), io) {
         (true, Some(std::io::ErrorKind::ConnectionRefused)) => HttpError::ConnectionRefused,

@@ -7,6 +7,7 @@
 pub mod bindings;
 pub(crate) mod compile_cache;
 pub mod http;
+pub(crate) mod local;
 pub mod monotonic;
 pub(crate) mod outgoing;
 pub(crate) mod own_runtime;

@@ -5,10 +5,10 @@
 //! after one), the inner one the typed error of the WIT API. [`crate::Client`]
 //! folds both into [`crate::Error`]; tests use this layer to tell them apart.
 //!
-//! Either build of the component answers the same calls: the WASI 0.2
-//! build's synchronously, the WASI 0.3 build's as concurrent calls on its
-//! store, each run to its end here (`Store::run_concurrent`), so callers
-//! see one API. Hosts that want many calls in flight through one 0.3
+//! Either build of the component answers the same calls, each run to its
+//! end on the calling thread's own runtime (`engine::local`): the WASI 0.2
+//! build's with `call_async`, the WASI 0.3 build's as concurrent calls on
+//! its store (`Store::run_concurrent`), so callers see one blocking API. Hosts that want many calls in flight through one 0.3
 //! instance use [`RawInstance::run_concurrent`].
 
 use crate::engine::bindings::exports::s3_lease::lease::{async_lease, lease};
@@ -17,11 +17,11 @@ use crate::engine::bindings::{
     FencedObject, FencedWrite, GcsCredential, Lease, LockState, Options, PreflightReport,
     SemaphoreState, SlotAttempt, SlotOptions, StepResult,
 };
+use crate::engine::local::block_on;
 use crate::engine::state::State;
 use anyhow::{Context, Result};
 use wasmtime::component::{Accessor, ResourceAny};
 use wasmtime::Store;
-use wasmtime_wasi::runtime::in_tokio;
 
 /// Which build of the component a runtime loaded: they export the same
 /// calls, `lease` over WASI 0.2 and `async-lease` over WASI 0.3.
@@ -67,15 +67,18 @@ pub struct RawInstance {
 }
 
 /// One call of the contract on either build, with the 0.2 build's
-/// (borrowed) arguments; the 0.3 build's calls take them owned.
+/// (borrowed) arguments; the 0.3 build's calls take them owned. Either
+/// runs to its end on this thread's runtime (`engine::local`).
 macro_rules! call {
     ($self:ident, $resource:ident, $method:ident, $handle:expr $(, $arg:expr)*) => {{
         let handle = $handle;
         match &$self.calls {
-            Calls::Wasip2(api) => Ok(api.$resource().$method(&mut $self.store, handle $(, $arg)*)?),
+            Calls::Wasip2(api) => {
+                Ok(block_on(api.$resource().$method(&mut $self.store, handle $(, $arg)*))?)
+            }
             Calls::Wasip3(api) => {
                 let api = api.$resource();
-                let result = in_tokio($self.store.run_concurrent(async |a| {
+                let result = block_on($self.store.run_concurrent(async |a| {
                     api.$method(a, handle $(, ($arg).to_owned())*).await
                 }));
                 Ok(result??)
@@ -85,13 +88,12 @@ macro_rules! call {
 }
 
 /// One call of a plain (not `async`) func of the contract on either build:
-/// the 0.3 bindings still make it asynchronously on the store, outside
-/// `run_concurrent`.
+/// the 0.3 bindings make it on the store, outside `run_concurrent`.
 macro_rules! plain_call {
     ($self:ident, $resource:ident, $method:ident $(, $arg:expr)*) => {{
         match &$self.calls {
-            Calls::Wasip2(api) => Ok(api.$resource().$method(&mut $self.store $(, $arg)*)?),
-            Calls::Wasip3(api) => Ok(in_tokio(api.$resource().$method(&mut $self.store $(, $arg)*))?),
+            Calls::Wasip2(api) => Ok(block_on(api.$resource().$method(&mut $self.store $(, $arg)*))?),
+            Calls::Wasip3(api) => Ok(block_on(api.$resource().$method(&mut $self.store $(, $arg)*))?),
         }
     }};
 }
@@ -126,7 +128,7 @@ impl RawInstance {
             return None;
         };
         Some(
-            in_tokio(self.store.run_concurrent(async |a| calls(a, api).await))
+            block_on(self.store.run_concurrent(async |a| calls(a, api).await))
                 .map_err(anyhow::Error::from),
         )
     }
@@ -168,11 +170,7 @@ impl RawInstance {
     }
 
     fn drop_resource(&mut self, resource: ResourceAny) -> Result<()> {
-        match self.calls {
-            Calls::Wasip2(_) => resource.resource_drop(&mut self.store)?,
-            Calls::Wasip3(_) => in_tokio(resource.resource_drop_async(&mut self.store))?,
-        }
-        Ok(())
+        Ok(block_on(resource.resource_drop_async(&mut self.store))?)
     }
 
     fn client(&self) -> Result<ResourceAny> {

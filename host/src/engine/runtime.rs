@@ -3,6 +3,7 @@
 use crate::engine::bindings::exports::s3_lease::lease::{async_lease, lease};
 use crate::engine::compile_cache::{self, CacheOutcome, CompileCache};
 use crate::engine::http::{HttpSender, SendHooks};
+use crate::engine::local::block_on;
 use crate::engine::precompiled::{self, PrecompiledRefused};
 use crate::engine::raw::{Build, Calls, RawInstance};
 use crate::engine::request_counts::RequestCounts;
@@ -14,7 +15,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::{InstancePre, Linker};
 use wasmtime::{Engine, Store};
-use wasmtime_wasi::runtime::in_tokio;
 
 /// How to load the component: [`RuntimeOptions::default`], changed by
 /// its builder methods.
@@ -147,8 +147,8 @@ impl Runtime {
         let mut linker = Linker::<State>::new(&engine);
         match build {
             Build::Wasip2 => {
-                wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-                wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
+                wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+                wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
                 crate::engine::outgoing::drop_request_options_after_handle(&mut linker)?;
             }
             Build::Wasip3 => {
@@ -247,15 +247,12 @@ impl Runtime {
 
     pub(crate) fn instance(&self, options: InstanceOptions) -> Result<RawInstance> {
         let mut store = self.new_store(options);
+        // Asynchronously for either build (its calls are): on the thread's
+        // own runtime, as its calls will be.
+        let instance = block_on(self.inner.pre.instantiate_async(&mut store))?;
         let calls = match &self.inner.exports {
-            ExportIndices::Wasip2(indices) => {
-                let instance = self.inner.pre.instantiate(&mut store)?;
-                Calls::Wasip2(indices.load(&mut store, &instance)?)
-            }
-            ExportIndices::Wasip3(indices) => {
-                let instance = in_tokio(self.inner.pre.instantiate_async(&mut store))?;
-                Calls::Wasip3(indices.load(&mut store, &instance)?)
-            }
+            ExportIndices::Wasip2(indices) => Calls::Wasip2(indices.load(&mut store, &instance)?),
+            ExportIndices::Wasip3(indices) => Calls::Wasip3(indices.load(&mut store, &instance)?),
         };
         Ok(RawInstance::new(store, calls))
     }
