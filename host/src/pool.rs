@@ -43,7 +43,8 @@ type Job = Box<dyn FnOnce(&Opener, &mut Option<RawInstance>) + Send>;
 
 pub(crate) struct Pool {
     opener: Arc<Opener>,
-    workers: Vec<tokio::sync::mpsc::UnboundedSender<Job>>,
+    workers: Mutex<Workers>,
+    size: usize,
 }
 
 /// What a worker needs to make its instance.
@@ -54,6 +55,46 @@ pub(crate) struct Opener {
     make_options: MakeOptions,
     /// Where the store's errors happen: its kind, endpoint and bucket.
     store: Arc<ErrorStore>,
+}
+
+type Sender = tokio::sync::mpsc::UnboundedSender<Job>;
+
+/// The workers started so far, and the instance opened to check the
+/// config until a worker takes it. One lock, so a change of credentials
+/// sees every worker that has (or will get) an instance made before it.
+struct Workers {
+    /// By index; `None` until the instance's first call.
+    senders: Vec<Option<Sender>>,
+    /// For the first worker to start, whichever key's it is.
+    spare: Option<RawInstance>,
+}
+
+/// Starts instance `index`'s worker, with `instance` if one is ready: a
+/// thread that runs the calls sent to it in turn. `None` if the thread
+/// could not start.
+fn start_worker(
+    opener: Arc<Opener>,
+    index: usize,
+    instance: Option<RawInstance>,
+) -> Option<Sender> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Job>();
+    std::thread::Builder::new()
+        .name(format!("s3-lease-{index}"))
+        .spawn(move || {
+            let mut instance = instance;
+            // Waits inside the thread's runtime, which keeps its idle
+            // connections' ends driven; ends once the pool is gone and
+            // every call sent ran.
+            while let Some(job) = local::block_on(rx.recv()) {
+                job(&opener, &mut instance);
+            }
+            // The instance's resources first, then the runtime their
+            // tasks ran on.
+            drop(instance);
+            local::end_thread();
+        })
+        .ok()
+        .map(|_| tx)
 }
 
 impl Pool {
@@ -73,31 +114,49 @@ impl Pool {
             make_options,
             store,
         });
-        let mut workers = Vec::new();
-        for index in 0..size.max(1) {
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Job>();
-            let opener = opener.clone();
+        // Each worker starts with its first call: a process that takes one
+        // lock (the command line) starts one thread and one runtime.
+        let size = size.max(1);
+        let workers = Mutex::new(Workers {
+            senders: (0..size).map(|_| None).collect(),
+            spare: None,
+        });
+        let pool = Pool {
+            opener,
+            workers,
+            size,
+        };
+        // Opened on a thread of its own, which ends with its runtime: no
+        // worker is started for it, and no runtime is left on the caller's
+        // thread.
+        let opener = pool.opener.clone();
+        let opened = std::thread::scope(|scope| {
             std::thread::Builder::new()
-                .name(format!("s3-lease-{index}"))
-                .spawn(move || {
+                .name("s3-lease-open".into())
+                .spawn_scoped(scope, || {
                     let mut instance = None;
-                    // Waits inside the thread's runtime, which keeps its
-                    // idle connections' ends driven; ends once the pool is
-                    // gone and every call sent ran.
-                    while let Some(job) = local::block_on(rx.recv()) {
-                        job(&opener, &mut instance);
-                    }
-                    // The instance's resources first, then the runtime
-                    // their tasks ran on.
-                    drop(instance);
+                    let opened = opener.run(&mut instance, |_| Ok(Ok(())));
                     local::end_thread();
+                    opened.map(|()| instance)
                 })
-                .map_err(Error::host)?;
-            workers.push(tx);
-        }
-        let pool = Pool { opener, workers };
-        pool.call(0, |_| Ok(Ok(())))?;
+                .map_err(Error::host)?
+                .join()
+                .unwrap_or_else(|_| Err(Error::trap("the host panicked opening an instance")))
+        })?;
+        lock(&pool.workers).spare = opened;
         Ok(pool)
+    }
+
+    /// The workers started so far, once the config changed (called after
+    /// changing it): the instance opened to check it is dropped, so a
+    /// worker started later opens one with the new config; those listed
+    /// have their instances told.
+    fn started_since_config_changed(&self) -> Vec<usize> {
+        let mut workers = lock(&self.workers);
+        workers.spare = None;
+        (0..self.size)
+            .filter(|&index| workers.senders[index].is_some())
+            .collect()
     }
 
     pub fn store(&self) -> &Arc<ErrorStore> {
@@ -108,7 +167,7 @@ impl Pool {
     pub fn index_of(&self, key: &str) -> usize {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         key.hash(&mut hasher);
-        (hasher.finish() % self.workers.len() as u64) as usize
+        (hasher.finish() % self.size as u64) as usize
     }
 
     /// Sends `f` to instance `index`'s worker; `done` gets its result.
@@ -119,21 +178,6 @@ impl Pool {
         done: impl FnOnce(Result<T, Error>) + Send + 'static,
     ) {
         self.send_job(index, move |opener, instance| done(opener.run(instance, f)));
-    }
-
-    /// Runs `f` on instance `index`, waiting for it (for threads that may
-    /// block: the blocking facade's, the refresher's).
-    pub fn call<T: Send + 'static>(
-        &self,
-        index: usize,
-        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + 'static,
-    ) -> Result<T, Error> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        self.send(index, f, move |result| {
-            let _ = tx.send(result);
-        });
-        rx.recv()
-            .unwrap_or_else(|_| Err(Error::host("the instance's worker stopped")))
     }
 
     /// Runs `f` on instance `index`, awaiting it.
@@ -176,8 +220,22 @@ impl Pool {
         let job = move |opener: &Opener, instance: &mut Option<RawInstance>| {
             carried.run(|| job(opener, instance))
         };
-        // A worker lives as long as its sender, which the pool holds.
-        let _ = self.workers[index % self.workers.len()].send(Box::new(job));
+        // A worker lives as long as its sender, which the pool holds. A job
+        // that cannot be sent is dropped: its caller hears that the worker
+        // stopped (its channel closes).
+        let index = index % self.size;
+        let sender = {
+            let mut workers = lock(&self.workers);
+            let workers = &mut *workers;
+            if workers.senders[index].is_none() {
+                let spare = workers.spare.take();
+                workers.senders[index] = start_worker(self.opener.clone(), index, spare);
+            }
+            workers.senders[index].clone()
+        };
+        if let Some(sender) = sender {
+            let _ = sender.send(Box::new(job));
+        }
     }
 
     /// Replaces the credentials of the live instances and of those made
@@ -187,7 +245,7 @@ impl Pool {
             &mut lock(&self.opener.config).credentials,
             credentials.clone(),
         );
-        for index in 0..self.workers.len() {
+        for index in self.started_since_config_changed() {
             let c = credentials.clone();
             let result = self
                 .with_instance(index, move |opener, instance| match instance {
@@ -220,7 +278,7 @@ impl Pool {
                 ))
             }
         };
-        for index in 0..self.workers.len() {
+        for index in self.started_since_config_changed() {
             let c = credential.clone();
             let result = self
                 .with_instance(index, move |opener, instance| match instance {
@@ -263,7 +321,7 @@ impl Pool {
                 ))
             }
         };
-        for index in 0..self.workers.len() {
+        for index in self.started_since_config_changed() {
             let c = credential.clone();
             let result = self
                 .with_instance(index, move |opener, instance| match instance {

@@ -80,8 +80,10 @@ fn answer_all(stream: TcpStream, counts: &Counts) {
     }
 }
 
-fn connections_for(pooled_http: bool) -> (usize, usize) {
-    let (url, counts) = serve();
+/// One test at a time: the thread count below is the process's.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn client_of(url: &str, pooled_http: bool, instances: usize) -> Client {
     let runtime = Runtime::with_options(
         RuntimeOptions::default()
             .source(ComponentSource::from_env())
@@ -90,14 +92,19 @@ fn connections_for(pooled_http: bool) -> (usize, usize) {
     )
     .unwrap();
     let config = StoreConfig::from_vars("bucket", |name| match name {
-        "AWS_ENDPOINT_URL" => Some(url.clone()),
+        "AWS_ENDPOINT_URL" => Some(url.to_string()),
         "AWS_ACCESS_KEY_ID" => Some("AKIDTEST".into()),
         "AWS_SECRET_ACCESS_KEY" => Some("secret-for-the-test".into()),
         _ => None,
     })
     .unwrap();
-    let options = ClientOptions::default().instances(INSTANCES);
-    let client = Client::connect_with(&runtime, &config, options).unwrap();
+    let options = ClientOptions::default().instances(instances);
+    Client::connect_with(&runtime, &config, options).unwrap()
+}
+
+fn connections_for(pooled_http: bool) -> (usize, usize) {
+    let (url, counts) = serve();
+    let client = client_of(&url, pooled_http, INSTANCES);
     for i in 0..REQUESTS {
         // Distinct keys: nothing cached, one GET each.
         assert_eq!(client.inspect(&format!("key-{i}")).unwrap(), None);
@@ -110,6 +117,7 @@ fn connections_for(pooled_http: bool) -> (usize, usize) {
 
 #[test]
 fn pooled_http_reuses_one_connection_where_the_default_opens_one_per_request() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let (pooled, pooled_requests) = connections_for(true);
     let (per_request, requests) = connections_for(false);
     println!(
@@ -122,4 +130,53 @@ fn pooled_http_reuses_one_connection_where_the_default_opens_one_per_request() {
         "pooled: a keep-alive connection per instance at most, {pooled} for {INSTANCES} instances"
     );
     assert_eq!(per_request, REQUESTS, "default: one connection per request");
+}
+
+/// The instances' worker threads (`s3-lease-0`, `s3-lease-1`, ...) now
+/// alive in this process.
+#[cfg(target_os = "linux")]
+fn worker_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok())
+        .filter(|name| {
+            name.trim()
+                .strip_prefix("s3-lease-")
+                .is_some_and(|n| n.parse::<usize>().is_ok())
+        })
+        .count()
+}
+
+/// A client starts an instance's thread with the instance's first call: a
+/// process that takes one lock (the command line) starts one, not eight.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_client_starts_a_worker_thread_per_instance_it_uses() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let (url, _counts) = serve();
+    let before = worker_threads();
+    let client = client_of(&url, true, 8);
+    assert_eq!(client.inspect("one-key").unwrap(), None);
+    assert_eq!(client.inspect("one-key").unwrap(), None);
+    assert_eq!(worker_threads() - before, 1, "one key's calls, one thread");
+    for i in 0..40 {
+        assert_eq!(client.inspect(&format!("key-{i}")).unwrap(), None);
+    }
+    assert_eq!(
+        worker_threads() - before,
+        8,
+        "forty keys spread over all eight"
+    );
+    drop(client);
+    // The workers end once their pool is gone.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while worker_threads() > before && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(
+        worker_threads(),
+        before,
+        "the workers ended with their client"
+    );
 }
