@@ -137,7 +137,14 @@ async fn hold(
     let leases: Vec<Lease> = slots.into_iter().flatten().collect();
     let tokens: Vec<u64> = leases.iter().map(Lease::token).collect();
 
-    // Hold them: sample every lease, read the process's status, probe.
+    // Hold them: sample every lease, read the process's status, probe. The
+    // line below tells a profiler attaching now (scripts/profile.sh) that
+    // the hold begins: what it samples from here on is the renews' work.
+    println!(
+        "holding {} leases for {} s",
+        leases.len(),
+        s.hold.as_secs()
+    );
     let requests_before = counts(runtime);
     let cpu_before = cpu_ticks()?;
     let held_from = Instant::now();
