@@ -259,3 +259,26 @@ impl WasiHttpHooks for SendHooks {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A port nobody listens on: the guest hears "connection refused"
+    /// (nothing was sent), not "destination unavailable". The refusal is
+    /// a few causes down the client's error.
+    #[test]
+    fn a_closed_port_is_connection_refused() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/bucket/key", closed.local_addr().unwrap());
+        drop(closed);
+        let sender = HttpSender::pooled().unwrap();
+        let request = http::Request::get(url).body(full(Bytes::new())).unwrap();
+        let sent = crate::engine::local::block_on(Box::into_pin(sender.send(request, None)));
+        match sent {
+            Err(HttpError::ConnectionRefused) => {}
+            Err(other) => panic!("expected ConnectionRefused, got {other:?}"),
+            Ok(_) => panic!("a closed port answered"),
+        }
+    }
+}
