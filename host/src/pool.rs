@@ -98,9 +98,10 @@ fn start_worker(
 }
 
 impl Pool {
-    /// A pool of `size` instances (at least one), each made on its first
-    /// call; the first is made now, so a config the component refuses is
-    /// an error here.
+    /// A pool of `size` instances (at least one), each made, with its
+    /// worker, on its first call; one is opened now, so a config the
+    /// component refuses is an error here, and handed to the first worker
+    /// that starts.
     pub fn new(
         runtime: Runtime,
         config: Config,
