@@ -65,23 +65,17 @@ struct PutBack(Option<tokio::runtime::Runtime>);
 
 impl Drop for PutBack {
     fn drop(&mut self) {
-        let runtime = self.0.take();
-        // During the thread's exit the slot is gone: the runtime is then
-        // shut down here rather than dropped in a destructor.
-        let refused = RUNTIME.try_with(|slot| {
+        let mut runtime = self.0.take();
+        // During the thread's exit the slot is gone (and a nested
+        // `block_on` may have filled it): the runtime is then shut down
+        // here rather than dropped in a destructor.
+        let _ = RUNTIME.try_with(|slot| {
             let mut slot = slot.borrow_mut();
             if slot.is_none() {
-                *slot = runtime;
-                None
-            } else {
-                runtime
+                *slot = runtime.take();
             }
         });
-        let leftover = match refused {
-            Ok(leftover) => leftover,
-            Err(_) => None,
-        };
-        if let Some(runtime) = leftover {
+        if let Some(runtime) = runtime {
             runtime.shutdown_background();
         }
     }

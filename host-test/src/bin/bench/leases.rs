@@ -140,11 +140,7 @@ async fn hold(
     // Hold them: sample every lease, read the process's status, probe. The
     // line below tells a profiler attaching now (scripts/profile.sh) that
     // the hold begins: what it samples from here on is the renews' work.
-    println!(
-        "holding {} leases for {} s",
-        leases.len(),
-        s.hold.as_secs()
-    );
+    println!("holding {} leases for {} s", leases.len(), s.hold.as_secs());
     let requests_before = counts(runtime);
     let cpu_before = cpu_ticks()?;
     let held_from = Instant::now();
