@@ -124,7 +124,12 @@ impl FaultProxy {
     }
 
     /// From now on, for the connections open and the new ones.
+    /// Changes the fault. Under the reply record's lock, which a reply
+    /// chunk holds from its last look at the fault until it is recorded:
+    /// once this returns, every reply that passed before it is in
+    /// [`FaultProxy::last_reply`], and none passes after it while silent.
     pub fn set(&self, fault: Fault) {
+        let _record = lock(&self.shared.last_reply);
         *lock(&self.shared.fault) = fault;
     }
 
@@ -344,13 +349,21 @@ fn pump(
             }
             _ => {}
         }
-        // Taken before the write: no client can have seen these bytes earlier.
-        let passing = Instant::now();
+        if reply {
+            // Recorded before the write, and with the fault looked at again
+            // under the record's lock (which `set` takes): a test that makes
+            // the proxy silent and then reads the last reply never misses
+            // one the client is about to get, which would let a renew the
+            // test did not count keep a leader past the deadline it checks.
+            let mut record = lock(&shared.last_reply);
+            if shared.fault() == Fault::Silent {
+                held = Some((chunk, delayed));
+                continue;
+            }
+            *record = Some(Instant::now());
+        }
         if write_all(shared, conn, to, &chunk).is_err() {
             return conn.close();
-        }
-        if reply {
-            *lock(&shared.last_reply) = Some(passing);
         }
     }
 }
