@@ -79,10 +79,10 @@ pub struct PooledHttp {
 type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 type PoolClient = Client<Connector, Full<Bytes>>;
 
-/// The pools of the runtimes this thread has sent on, by runtime and
+/// The connection pools of the runtimes this thread has sent on, by runtime and
 /// sender. A thread runs one runtime for its calls; a few more are kept
 /// for threads that drive others in turn (tests, the bench).
-struct ThreadPool {
+struct RuntimeConnections {
     runtime: tokio::runtime::Id,
     sender: u64,
     client: PoolClient,
@@ -91,7 +91,7 @@ struct ThreadPool {
 const POOLS_PER_THREAD: usize = 8;
 
 thread_local! {
-    static POOLS: RefCell<Vec<ThreadPool>> = const { RefCell::new(Vec::new()) };
+    static POOLS: RefCell<Vec<RuntimeConnections>> = const { RefCell::new(Vec::new()) };
 }
 
 impl PooledHttp {
@@ -141,7 +141,7 @@ impl PooledHttp {
                     pools.remove(0);
                 }
                 let client = make();
-                pools.push(ThreadPool {
+                pools.push(RuntimeConnections {
                     runtime,
                     sender: self.id,
                     client: client.clone(),
