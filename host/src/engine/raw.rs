@@ -8,8 +8,9 @@
 //! Either build of the component answers the same calls, each run to its
 //! end on the calling thread's own runtime (`engine::local`): the WASI 0.2
 //! build's with `call_async`, the WASI 0.3 build's as concurrent calls on
-//! its store (`Store::run_concurrent`), so callers see one blocking API. Hosts that want many calls in flight through one 0.3
-//! instance use [`RawInstance::run_concurrent`].
+//! its store (`Store::run_concurrent`), so callers see one blocking API.
+//! Hosts that want many calls in flight through one 0.3 instance use
+//! [`RawInstance::run_concurrent`].
 
 use crate::engine::bindings::exports::s3_lease::lease::{async_lease, lease};
 use crate::engine::bindings::{
