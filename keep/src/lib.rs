@@ -23,6 +23,7 @@
 
 extern crate alloc;
 
+pub mod gate;
 pub mod guard;
 pub mod leadership;
 pub mod refresh;
