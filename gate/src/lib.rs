@@ -20,7 +20,9 @@
 //! behind the gate reads them with.
 
 pub mod answer;
+pub mod attempts;
 pub mod key;
+pub mod seen;
 pub mod settings;
 
 #[cfg(all(target_family = "wasm", not(feature = "wasip3")))]
@@ -54,6 +56,7 @@ mod bindings {
         pub(crate) use super::generated::wasi::cli0_3_0 as cli;
         pub(crate) use super::generated::wasi::clocks0_3_0 as clocks;
         pub(crate) use super::generated::wasi::http0_3_0 as http;
+        pub(crate) use super::generated::wasi::random0_3_0 as random;
     }
     pub(crate) mod exports {
         pub(crate) mod wasi {

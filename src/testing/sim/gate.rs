@@ -805,9 +805,11 @@ async fn keep(
     loop {
         if r.rule == Rule::RenewFromHead {
             // The old rule: nothing until the head is back.
-            let f = shared.borrow();
-            if f.hold.stage() == Stage::Called && !f.over {
-                drop(f);
+            let before_head = {
+                let f = shared.borrow();
+                f.hold.stage() == Stage::Called && !f.over
+            };
+            if before_head {
                 nap(&io, &shared, u64::MAX).await;
                 continue;
             }
