@@ -990,7 +990,10 @@ fn the_fair_gate_serves_arrivals_in_order_across_two_servers_wasi_0_2() {
 /// holding each key 20 ms, the default wait (5 s): the gate with plain
 /// locks and the fair gate, each on a server of its own. Judged as the
 /// main load is (only 200s and 503s, no two requests of a key inside the
-/// downstream at once); the figures are printed.
+/// downstream at once); the figures are printed. A measurement, not run by
+/// the test command: `cargo test --workspace --test runtimes --
+/// --ignored --nocapture fair_and_plain` (with `S3LEASE_GATE` and
+/// `S3LEASE_GATE_P3` naming another build's files, the same load on it).
 fn fair_and_plain_under_one_load(build: Build, name: &str) {
     let _serial = serial();
     let _ = endpoint();
@@ -1021,11 +1024,13 @@ fn fair_and_plain_under_one_load(build: Build, name: &str) {
 }
 
 #[test]
+#[ignore = "a measurement for docs/measured.md"]
 fn fair_and_plain_under_one_load_wasi_0_3() {
     fair_and_plain_under_one_load(Build::Wasip3, "gate, wasmtime serve (WASI 0.3)");
 }
 
 #[test]
+#[ignore = "a measurement for docs/measured.md"]
 fn fair_and_plain_under_one_load_wasi_0_2() {
     fair_and_plain_under_one_load(Build::Wasip2, "gate, wasmtime serve (WASI 0.2)");
 }
