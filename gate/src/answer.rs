@@ -77,9 +77,16 @@ impl Answer {
 
     /// 503: the key stayed held for the whole wait. `holder`: the one
     /// seen last, if any (`message` says who, or why none was seen);
-    /// `retry_after_ms`: when the gate expects the key free for this
-    /// request (`Retry-After` rounds it up to whole seconds, at least 1).
-    pub fn held(key: &str, holder: Option<&str>, retry_after_ms: u64, message: &str) -> Answer {
+    /// `waited_ms`: how long the gate waited; `retry_after_ms`: when the
+    /// gate expects the key free for this request (`Retry-After` rounds it
+    /// up to whole seconds, at least 1).
+    pub fn held(
+        key: &str,
+        holder: Option<&str>,
+        waited_ms: u64,
+        retry_after_ms: u64,
+        message: &str,
+    ) -> Answer {
         let retry_after = retry_after_ms.div_ceil(1_000).max(1);
         let holder = holder.map(escape_holder);
         let mut answer = Answer::json(
@@ -88,6 +95,7 @@ impl Answer {
                 "error": "lock-timeout",
                 "key": key,
                 "holder": holder,
+                "waited_ms": waited_ms,
                 "retry_after_s": retry_after,
                 "retry_after_ms": retry_after_ms,
                 "message": message,
@@ -128,7 +136,7 @@ mod tests {
 
     #[test]
     fn a_held_key_says_when_to_retry_and_who_holds_it() {
-        let a = Answer::held("k", Some("gate 1\n"), 2_001, "held");
+        let a = Answer::held("k", Some("gate 1\n"), 200, 2_001, "held");
         assert_eq!(a.status, 503);
         let header = |n: &str| {
             a.headers
@@ -141,10 +149,11 @@ mod tests {
         let body: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
         assert_eq!(body["holder"], "gate%201%0A");
         assert_eq!(body["retry_after_ms"], 2_001);
+        assert_eq!(body["waited_ms"], 200);
         assert_eq!(body["message"], "held");
-        assert_eq!(Answer::held("k", None, 0, "").headers[2].1, b"1");
-        assert_eq!(Answer::held("k", None, 20, "").headers[2].1, b"1");
-        assert_eq!(Answer::held("k", None, 20, "").headers.len(), 3);
+        assert_eq!(Answer::held("k", None, 0, 0, "").headers[2].1, b"1");
+        assert_eq!(Answer::held("k", None, 0, 20, "").headers[2].1, b"1");
+        assert_eq!(Answer::held("k", None, 0, 20, "").headers.len(), 3);
     }
 
     #[test]

@@ -110,6 +110,7 @@ pub fn gave_up(
     recent: &Recent,
     last_error: Option<Error>,
     wait_ms: u64,
+    waited_ms: u64,
     now_wall_ms: u64,
 ) -> Answer {
     let nothing_seen = seen.holder.is_none()
@@ -121,6 +122,7 @@ pub fn gave_up(
         _ => Answer::held(
             key,
             seen.holder.as_ref().map(|h| h.id.as_str()),
+            waited_ms,
             seen.retry_after_ms(recent, now_wall_ms),
             &seen.message(wait_ms),
         ),
@@ -201,7 +203,7 @@ mod tests {
             &mut last,
         );
         assert!(matches!(j, Judged::Missed(Missed::Undecided)));
-        let a = gave_up("k", &seen, &Recent::default(), last.clone(), 200, 0);
+        let a = gave_up("k", &seen, &Recent::default(), last.clone(), 200, 200, 0);
         assert_eq!(
             (a.status, a.body.starts_with(b"{\"error\":\"transport\"")),
             (502, true)
@@ -216,7 +218,7 @@ mod tests {
         // Once something was seen, a 503 says it, transport errors or not.
         seen.missed_unseen();
         assert_eq!(
-            gave_up("k", &seen, &Recent::default(), last, 200, 0).status,
+            gave_up("k", &seen, &Recent::default(), last, 200, 200, 0).status,
             503
         );
     }

@@ -174,7 +174,15 @@ fn wait_for_key(client: &Client, settings: &Settings, key: &str) -> Result<(Held
         }
     }
     Err(Refused {
-        answer: attempts::gave_up(key, &seen, &recent, last_error, settings.wait_ms, wall_ms()),
+        answer: attempts::gave_up(
+            key,
+            &seen,
+            &recent,
+            last_error,
+            settings.wait_ms,
+            waiting.waited_ms(mono_ms()),
+            wall_ms(),
+        ),
         leave: queued.then(|| (client.clone(), key.to_string(), holder_id)),
     })
 }

@@ -248,6 +248,7 @@ async fn wait_for_key(
             &r.borrow(),
             last_error,
             settings.wait_ms,
+            waiting.waited_ms(mono_ms()),
             wall_ms(),
         )
     });

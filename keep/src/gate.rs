@@ -87,6 +87,11 @@ impl Waiting {
             .saturating_add(Self::GIVE_UP_MARGIN_MS)
     }
 
+    /// How long it has waited at `now_ms`.
+    pub fn waited_ms(&self, now_ms: u64) -> u64 {
+        now_ms.saturating_sub(self.started_ms)
+    }
+
     /// Attempts started so far.
     pub fn attempts(&self) -> u32 {
         self.attempts
