@@ -90,6 +90,11 @@ pub fn judge<H>(
         Attempted::Plain(Err(e)) | Attempted::Slot(Err(e)) => e,
     };
     if transient(&error) {
+        // A request the store did not answer within its bound (the
+        // component's words for it): the store is slow, not gone.
+        if matches!(&error, Error::Transport(text) if text.contains("timed out")) {
+            seen.store_slow = true;
+        }
         *last_error = Some(error);
         Judged::Missed(Missed::Undecided)
     } else {
@@ -203,6 +208,7 @@ mod tests {
             &mut last,
         );
         assert!(matches!(j, Judged::Missed(Missed::Undecided)));
+        assert!(!seen.store_slow);
         let a = gave_up("k", &seen, &Recent::default(), last.clone(), 200, 200, 0);
         assert_eq!(
             (a.status, a.body.starts_with(b"{\"error\":\"transport\"")),
@@ -215,6 +221,12 @@ mod tests {
             &mut last,
         );
         assert!(matches!(j, Judged::Failed(a) if a.status == 502));
+        // A request the store did not answer in time: a 503 that says so.
+        let mut slow = Seen::default();
+        let timed_out = Error::Transport("timed out waiting for the reply".into());
+        judge::<()>(Attempted::Plain(Err(timed_out)), 0, &mut slow, &mut last);
+        let a = gave_up("k", &slow, &Recent::default(), last.clone(), 200, 200, 0);
+        assert_eq!(a.status, 503);
         // Once something was seen, a 503 says it, transport errors or not.
         seen.missed_unseen();
         assert_eq!(

@@ -116,11 +116,17 @@ fn gate(request: &IncomingRequest) -> Result<(Held, Hold, String), Refused> {
         .key(&path, |name| headers.get(name))
         .map_err(|why| Refused::from(Answer::no_key(&why)))?;
     drop(headers);
-    let bound = Duration::from_millis((settings.wait_ms / 2).clamp(100, 10_000));
-    let client = Client::new(&config.with_request_timeout(bound))
+    let bound_ms = request_bound_ms(settings.wait_ms);
+    let client = Client::new(&config.with_request_timeout(Duration::from_millis(bound_ms)))
         .map_err(|e| Refused::from(attempts::store_error(&e)))?;
     let (held, hold) = wait_for_key(&client, &settings, &key)?;
     Ok((held, hold, key))
+}
+
+/// Each request to the store is bounded by half the wait (100 ms to 10 s):
+/// a blocking call cannot be given up on.
+fn request_bound_ms(wait_ms: u64) -> u64 {
+    (wait_ms / 2).clamp(100, 10_000)
 }
 
 /// Waits for the key as `Waiting` says, one blocking attempt at a time. An

@@ -24,7 +24,8 @@ pub struct Seen {
     /// Attempts that missed without reading a holder (their write lost a
     /// race to another request's).
     pub unseen_misses: u32,
-    /// The wait ended on an attempt the store had not answered.
+    /// An attempt the store did not answer in time: the wait ended on it
+    /// (WASI 0.3), or its requests timed out (0.2).
     pub store_slow: bool,
     /// (when, token) first and last seen: grants between them.
     tokens: Option<((u64, u64), (u64, u64))>,
@@ -105,9 +106,7 @@ impl Seen {
                 h.token
             ),
             None if self.store_slow => format!(
-                "no holder seen: the store had not answered the last attempt {} ms after the \
-                 wait of {wait_ms} ms{place}",
-                s3_lease_keep::gate::Waiting::GIVE_UP_MARGIN_MS
+                "no holder seen: the store did not answer in time (the wait is {wait_ms} ms){place}"
             ),
             None if self.unseen_misses > 0 => format!(
                 "no holder seen: each write lost its race to another request's within the wait \
@@ -216,7 +215,7 @@ mod tests {
             seen.message(200)
         );
         seen.store_slow = true;
-        assert!(seen.message(200).contains("had not answered"));
+        assert!(seen.message(200).contains("did not answer in time"));
         seen.held_by(0, holder(7, 0, 1));
         seen.queued(0, 3);
         let m = seen.message(200);
