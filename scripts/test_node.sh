@@ -72,6 +72,12 @@ fi
 echo "test_node: node --test ${files[*]}"
 node --test --test-concurrency=4 "${files[@]}"
 if [ "$#" -eq 0 ]; then
-    node --test test/event-loop.test.mjs
+    # Ahead of other processes where we may (root, as CI runs): what the
+    # test judges is whether the package's own work holds up the
+    # JavaScript thread, not whether a busy machine does (an interval
+    # alone gaps by 25-30 ms at load 15 on 2 cores).
+    boost=()
+    [ "$(id -u)" != 0 ] || boost=(nice -n -10)
+    "${boost[@]}" node --test test/event-loop.test.mjs
 fi
 echo "test_node: passed ($(($(date +%s) - started)) s)"
