@@ -166,6 +166,9 @@ pub struct ClientConfig {
     pub preflight: bool,
     pub seal_key: Option<SealKey>,
     pub store: Store,
+    /// The grant log (see `audit`): every grant is followed by a
+    /// create-only record of it, every release by one more. Default: off.
+    pub audit: bool,
 }
 
 impl ClientConfig {
@@ -318,6 +321,7 @@ impl ClientConfig {
             preflight: raw.preflight.unwrap_or(false),
             seal_key: raw.seal_key,
             store,
+            audit: false,
         })
     }
 }

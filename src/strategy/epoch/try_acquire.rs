@@ -9,10 +9,12 @@ use crate::prelude::*;
 use super::cleanup::{oldest_distinct, KEEP_EPOCHS};
 use super::lister::{Higher, HigherCheck, Lister};
 use super::object::{epoch_key, get_epoch, put_epoch, read_epoch, EpochRecord};
+use crate::audit::WriteTimes;
 use crate::error::Error;
 use crate::expiry::Judge;
 use crate::lease::{check_writable_time, Grant, Lease};
 use crate::limits::MAX_REREADS;
+use crate::lock_object::LockState;
 use crate::lock_object::MAX_LOCK_OBJECT_BYTES;
 use crate::protocol::{is_ambiguous, AcquireOutcome, Operation, Step};
 use crate::s3::{Method, S3Request, S3Response};
@@ -43,6 +45,10 @@ pub struct EpochTryAcquire {
     /// When the first create was sent: whichever attempt lands, the lease
     /// counts from here (the earliest), never from a later attempt.
     first_create_ms: Option<u64>,
+    /// For the grant log (see `audit`): the epoch our create followed, as
+    /// read (`None`: none was read), and the store's times of the create.
+    replaced: Option<LockState>,
+    write_times: WriteTimes,
 }
 
 /// A try-acquire's outcome and the old epoch objects to delete after it.
@@ -73,7 +79,19 @@ impl EpochTryAcquire {
             rereads: 0,
             ambiguous: false,
             first_create_ms: None,
+            replaced: None,
+            write_times: WriteTimes::default(),
         }
+    }
+
+    /// After a grant: the epoch it followed, as read.
+    pub fn replaced(&self) -> Option<&LockState> {
+        self.replaced.as_ref()
+    }
+
+    /// After a grant: the store's times of its create.
+    pub fn write_times(&self) -> &WriteTimes {
+        &self.write_times
     }
 
     fn decide_after_listing(&mut self, now_ms: u64) -> Step<EpochOutcome> {
@@ -85,7 +103,10 @@ impl EpochTryAcquire {
             }
             // Nothing at or above the epoch this client saw last: it was
             // wiped, but tokens must not go back.
-            Some(_) | None => self.create(hint, now_ms),
+            Some(_) | None => {
+                self.replaced = None;
+                self.create(hint, now_ms)
+            }
         }
     }
 
@@ -196,7 +217,10 @@ impl Operation for EpochTryAcquire {
                     Ok(Some(s)) if s.live && s.record.holder_id != self.grant.holder_id => {
                         Step::Done(Ok((AcquireOutcome::Held(Some(s)), Vec::new())))
                     }
-                    Ok(_) => self.create(epoch, now_ms),
+                    Ok(seen) => {
+                        self.replaced = seen;
+                        self.create(epoch, now_ms)
+                    }
                     Err(e) => Step::Done(Err(e)),
                 }
             }
@@ -205,6 +229,7 @@ impl Operation for EpochTryAcquire {
                     let ours = epoch_key(&self.dir, lease.token);
                     match r.written_etag(&ours) {
                         Ok(etag) => {
+                            self.write_times = WriteTimes::of_reply(&etag, &r);
                             lease.etag = etag;
                             self.verify(lease)
                         }
@@ -227,6 +252,7 @@ impl Operation for EpochTryAcquire {
                     Ok(found) if found.write_id == self.write_id => {
                         match r.read_etag(&epoch_key(&self.dir, lease.token)) {
                             Ok(etag) => {
+                                self.write_times = WriteTimes::of_reply(&etag, &r);
                                 lease.etag = etag;
                                 self.verify(lease)
                             }

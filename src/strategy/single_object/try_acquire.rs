@@ -7,6 +7,7 @@
 use crate::prelude::*;
 
 use super::object::{get, put, read_lock};
+use crate::audit::WriteTimes;
 use crate::error::Error;
 use crate::expiry::Judge;
 use crate::lease::{check_writable_time, Grant, Lease};
@@ -43,6 +44,11 @@ pub struct TryAcquire {
     /// released object this client knows (its ETag): a failed condition
     /// then means only that it changed since, not that we lost a race.
     speculative: bool,
+    /// For the grant log (see `audit`): the state our last write replaced
+    /// (`None`: it created the object), and the store's times of the write
+    /// that granted.
+    replaced: Option<LockState>,
+    write_times: WriteTimes,
 }
 
 impl TryAcquire {
@@ -65,7 +71,19 @@ impl TryAcquire {
             phase: Phase::Reading,
             ambiguous: false,
             speculative: false,
+            replaced: None,
+            write_times: WriteTimes::default(),
         }
+    }
+
+    /// After a grant: the lock object it replaced (`None`: it created it).
+    pub fn replaced(&self) -> Option<&LockState> {
+        self.replaced.as_ref()
+    }
+
+    /// After a grant: the store's times of its write.
+    pub fn write_times(&self) -> &WriteTimes {
+        &self.write_times
     }
 
     /// A released object this client read or wrote itself: released is
@@ -118,6 +136,7 @@ impl TryAcquire {
             Err(e) => return Step::Done(Err(e)),
         };
         self.phase = Phase::Writing(record);
+        self.replaced = seen;
         Step::Send(request)
     }
 
@@ -138,7 +157,7 @@ impl TryAcquire {
             Phase::Reading
         };
         // A full read: a 304 cannot show our write id.
-        Step::Send(get(&self.object_key, &Judge::new(self.judge.clock, None)))
+        Step::Send(get(&self.object_key, &self.judge.forgetting()))
     }
 
     fn granted(&self, record: LockRecord, etag: String, now_ms: u64) -> Step<AcquireOutcome> {
@@ -185,14 +204,24 @@ impl Operation for TryAcquire {
                 match read_lock(&self.key, &self.object_key, r, now_ms, &self.judge) {
                     // Our write landed after all (its reply was lost, or it
                     // arrived late): the grant is ours.
-                    Ok(Some(s)) if self.ours(&s) => self.granted(s.record, s.etag, now_ms),
+                    Ok(Some(s)) if self.ours(&s) => {
+                        self.write_times = WriteTimes {
+                            etag: s.etag.clone(),
+                            date_ms: s.date_ms,
+                            modified_ms: s.last_modified_ms,
+                        };
+                        self.granted(s.record, s.etag, now_ms)
+                    }
                     Ok(seen) => self.decide(seen, now_ms),
                     Err(e) => Step::Done(Err(e)),
                 }
             }
             Phase::Writing(record) => match r.status {
                 200 => match r.written_etag(&self.object_key) {
-                    Ok(etag) => self.granted(record, etag, now_ms),
+                    Ok(etag) => {
+                        self.write_times = WriteTimes::of_reply(&etag, &r);
+                        self.granted(record, etag, now_ms)
+                    }
                     Err(e) => Step::Done(Err(e)),
                 },
                 // Lost the race, unless an earlier write of ours landed

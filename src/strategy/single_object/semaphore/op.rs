@@ -15,6 +15,7 @@ use crate::prelude::*;
 
 use super::super::object::{get, put_body, read_lock};
 use super::plan::{plan, Answer, Context, Plan, Then, Wish};
+use crate::audit::WriteTimes;
 use crate::error::Error;
 use crate::expiry::Judge;
 use crate::lease::Lease;
@@ -54,6 +55,10 @@ pub struct Finished {
     /// `Some(None)`: the read found no object; `None`: nothing was read.
     pub read: Option<Option<LockState>>,
     pub written: Option<LockState>,
+    /// For the grant log (see `audit`): the state the write that landed
+    /// replaced, as planned from, and the store's times of that write.
+    pub replaced: Option<LockState>,
+    pub write_times: Option<WriteTimes>,
 }
 
 enum Phase {
@@ -71,6 +76,8 @@ pub struct SemaphoreOp {
     /// The write ids of the writes sent so far: the first is `write_id`,
     /// each later one `write_id` and its number.
     sent_ids: Vec<String>,
+    /// What each of those writes was planned from (for the grant log).
+    planned: Vec<Option<LockState>>,
     /// What this client last wrote of the key, to plan from without a read.
     cached: Option<LockState>,
     attempts: u32,
@@ -100,6 +107,7 @@ impl SemaphoreOp {
             judge,
             write_id,
             sent_ids: Vec::new(),
+            planned: Vec::new(),
             cached,
             attempts: 0,
             phase: Phase::Reading,
@@ -124,6 +132,8 @@ impl SemaphoreOp {
             outcome,
             read: self.read.take(),
             written: None,
+            replaced: None,
+            write_times: None,
         }))
     }
 
@@ -147,7 +157,7 @@ impl SemaphoreOp {
         }
         self.attempts += 1;
         self.phase = Phase::Reading;
-        Step::Send(get(&self.object_key, &Judge::new(self.judge.clock, None)))
+        Step::Send(get(&self.object_key, &self.judge.forgetting()))
     }
 
     fn plan_from(
@@ -182,6 +192,7 @@ impl SemaphoreOp {
                 };
                 let written = written_state(&self.key, *record);
                 self.sent_ids.push(write_id);
+                self.planned.push(seen);
                 self.phase = Phase::Writing(Box::new(written), then);
                 Step::Send(request)
             }
@@ -238,7 +249,19 @@ impl SemaphoreOp {
         Some(Then::Queued(place as u32 + 1))
     }
 
-    fn succeeded(&mut self, written: LockState, then: Then, now_ms: u64) -> Step<Finished> {
+    fn succeeded(
+        &mut self,
+        written: LockState,
+        then: Then,
+        times: WriteTimes,
+        now_ms: u64,
+    ) -> Step<Finished> {
+        // The write that landed: a grant's is known by its entry's id.
+        let landed = match &then {
+            Then::Granted(entry) => self.sent_ids.iter().position(|id| *id == entry.write_id),
+            _ => self.planned.len().checked_sub(1),
+        };
+        let replaced = landed.and_then(|i| self.planned.get(i).cloned().flatten());
         let outcome = match then {
             Then::Granted(entry) => {
                 // A grant whose reply came after its own expiry is no lease.
@@ -263,6 +286,8 @@ impl SemaphoreOp {
             outcome,
             read: self.read.take(),
             written: Some(written),
+            replaced,
+            write_times: Some(times),
         }))
     }
 
@@ -322,6 +347,7 @@ fn written_state(key: &str, record: crate::lock_object::semaphore::SemaphoreReco
         live: !record.holders.is_empty(),
         expires_in_ms: 0,
         last_modified_ms: None,
+        date_ms: None,
         semaphore: Some(Box::new(SemaphoreState {
             holders: live(record.holders.len()),
             queue: live(record.queue.len()),
@@ -349,13 +375,20 @@ impl Operation for SemaphoreOp {
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Finished> {
         match core::mem::replace(&mut self.phase, Phase::Reading) {
             Phase::Reading => {
+                // A recognised write's times: the object as read has it.
+                let r_times = S3Response {
+                    status: r.status,
+                    headers: r.headers.clone(),
+                    ..S3Response::default()
+                };
                 match read_lock(&self.key, &self.object_key, r, now_ms, &self.judge) {
                     Ok(seen) => {
                         self.read = Some(seen.clone());
                         if self.ambiguous {
                             if let Some(then) = seen.as_ref().and_then(|s| self.recognised(s)) {
                                 let state = seen.unwrap_or_default();
-                                return self.succeeded(state, then, now_ms);
+                                let times = WriteTimes::of_reply(&state.etag, &r_times);
+                                return self.succeeded(state, then, times, now_ms);
                             }
                         }
                         self.plan_from(seen, now_ms, false)
@@ -366,8 +399,9 @@ impl Operation for SemaphoreOp {
             Phase::Writing(written, then) => match r.status {
                 200 => match r.written_etag(&self.object_key) {
                     Ok(etag) => {
+                        let times = WriteTimes::of_reply(&etag, &r);
                         let written = LockState { etag, ..*written };
-                        self.succeeded(written, then, now_ms)
+                        self.succeeded(written, then, times, now_ms)
                     }
                     Err(e) => self.finish(Err(e)),
                 },
