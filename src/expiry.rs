@@ -112,6 +112,7 @@ impl Judge {
                 .map(|(live, expires_in_ms)| LockState {
                     live,
                     expires_in_ms,
+                    date_ms: server_time(r, "date"),
                     ..o.state.clone()
                 }),
         )

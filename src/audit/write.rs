@@ -57,7 +57,7 @@ pub enum Recorded {
 enum Phase {
     Writing,
     Reading,
-    Colliding(Record),
+    Colliding(Box<Record>),
 }
 
 /// Writes a grant's record: see the module comment.
@@ -133,7 +133,7 @@ impl RecordGrant {
         collision.kind = Kind::Collision;
         match create(&self.dir, &collision) {
             Ok(request) => {
-                self.phase = Phase::Colliding(theirs);
+                self.phase = Phase::Colliding(Box::new(theirs));
                 Step::Send(request)
             }
             Err(_) => self.collided(&theirs),
