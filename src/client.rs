@@ -121,6 +121,10 @@ pub struct ClientCore {
     /// `audit::collision`): for the client's life it grants nothing more,
     /// and its preflight reports it.
     collision: Option<Box<CapabilityResult>>,
+    /// Records of this client's own grants it could not write (each
+    /// abandoned unused), written after its next grant's (see
+    /// `record_grant`).
+    unrecorded: Vec<crate::audit::Record>,
 }
 
 /// The cached answer of the preflight: whether this client may grant.
@@ -146,6 +150,7 @@ impl ClientCore {
             wrote: KeyMap::new(),
             store: StoreCheck::Unchecked,
             collision: None,
+            unrecorded: Vec::new(),
         }
     }
 
@@ -361,6 +366,9 @@ impl ClientCore {
                     judge,
                     write_id,
                 );
+                if let Some(b) = self.backfiller(key, &grant.holder_id, strategy, 1) {
+                    op = op.recording(b);
+                }
                 match driver::run(io, &mut op).await? {
                     AcquireOutcome::Granted(lease) => {
                         self.note_written(&lease);
@@ -388,6 +396,9 @@ impl ClientCore {
                     write_id,
                     self.hint(key),
                 );
+                if let Some(b) = self.backfiller(key, &grant.holder_id, strategy, 1) {
+                    op = op.recording(b);
+                }
                 match driver::run(io, &mut op).await? {
                     (AcquireOutcome::Granted(lease), cleanup) => {
                         let evidence = audit::Evidence {
@@ -617,6 +628,9 @@ impl ClientCore {
             Wish::Acquire { grant, limit, .. } => Some((grant.holder_id.clone(), *limit)),
             _ => None,
         };
+        let backfiller = acquiring
+            .as_ref()
+            .and_then(|(holder, limit)| self.backfiller(key, holder, "semaphore", *limit));
         let write_id = write_id(io);
         let mut op = SemaphoreOp::new(
             key.to_string(),
@@ -629,6 +643,9 @@ impl ClientCore {
         );
         if self.config.store.table().is_some() {
             op = op.on_store_without_write_times();
+        }
+        if let Some(b) = backfiller {
+            op = op.recording(b);
         }
         let result = driver::run(io, op).await;
         let now_mono = io.monotonic_ms();
@@ -643,7 +660,7 @@ impl ClientCore {
             self.observe(key, read.as_ref(), now_mono);
         }
         let mut outcome = finished.outcome;
-        if let (true, Some((holder_id, limit))) = (self.config.audit, acquiring) {
+        if let (true, Some((_, limit))) = (self.config.audit, acquiring) {
             let left = finished
                 .written
                 .as_ref()
@@ -658,14 +675,11 @@ impl ClientCore {
                 limit,
                 left,
             };
-            match &outcome {
-                SlotOutcome::Granted(lease) => {
-                    let lease = lease.clone();
-                    if !self.record_grant(io, &lease, evidence).await? {
-                        outcome = SlotOutcome::Full(None);
-                    }
+            if let SlotOutcome::Granted(lease) = &outcome {
+                let lease = lease.clone();
+                if !self.record_grant(io, &lease, evidence).await? {
+                    outcome = SlotOutcome::Full(None);
                 }
-                _ => self.backfill_dropped(io, key, &holder_id, evidence).await,
             }
         }
         match finished.written.or(finished.read.flatten()) {

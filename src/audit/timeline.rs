@@ -133,7 +133,7 @@ fn replaced_by(later: &Record, p: &Previous, h: &PreviousHolder) -> (Ended, Opti
         // The lock object read was the release's write.
         return (Ended::Released, p.modified_ms);
     }
-    if h.holder == later.holder && later.limit <= 1 {
+    if h.holder == later.holder {
         return (Ended::TakenOver, p.date_ms);
     }
     let since = h.written_at_ms.or(h.first_date_ms);

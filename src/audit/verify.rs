@@ -12,7 +12,8 @@
 //!   lease's last write's `Last-Modified`, or the `Date` on which the
 //!   grantee first saw it unchanged, plus its ttl plus 2 s, before the
 //!   `Date` of the read the grant decided on), or taken over by its own
-//!   holder id (a restarted process reclaiming its lock, as documented);
+//!   holder id (a restarted process reclaiming its lock or slot, as
+//!   documented);
 //! - a semaphore's grant left fewer than its limit of other holders live;
 //! - every token in the log is explained: by its record, a back-fill, or
 //!   what a later grant (or the lock object) says of it.
@@ -316,8 +317,8 @@ impl Verifier<'_> {
             );
         }
         for h in p.holders.iter().filter(|h| !h.live && !h.released) {
-            if h.holder == g.holder && g.limit <= 1 {
-                continue; // its own holder id, reclaiming its lock
+            if h.holder == g.holder {
+                continue; // its own holder id, reclaiming its lock or slot
             }
             self.ended(g, p.date_ms, h, &me);
         }

@@ -1,11 +1,12 @@
 //! The log's writes, each a create-only PUT of one record.
 //!
-//! `RecordGrant` writes a grant's record. `Backfill` then writes, when the
-//! grant took over (or a semaphore's grant dropped) a lease its holder
-//! never released, the predecessor's record from what the lock object
-//! held, marked as back-filled by this grantee: a holder that crashed
-//! between its grant and its record leaves none. When a grant's own record
-//! is already there, `RecordGrant` reads it:
+//! A grantee that takes over (or a semaphore's grantee that drops) a lease
+//! its holder never released first writes that lease's record from what
+//! the lock object held, marked as back-filled by it (`Backfiller`, before
+//! its granting write: a grant a holder crashed before recording, or never
+//! learned of, is recorded by whoever comes next, and the next one may
+//! crash too). Then `RecordGrant` writes the grant's own record. When
+//! that is already there, it reads it:
 //!
 //! - ours (the same token, holder and acquire time): our earlier write
 //!   whose reply was lost, or a successor's back-fill of it, which means
@@ -20,9 +21,10 @@
 use crate::prelude::*;
 
 use super::names::{record_key, Kind};
-use super::record::{Record, MAX_RECORD_BYTES};
+use super::record::{Record, WriteTimes, MAX_RECORD_BYTES};
 use crate::error::Error;
 use crate::limits::MAX_REREADS;
+use crate::lock_object::LockState;
 use crate::protocol::{is_ambiguous, Operation, Step};
 use crate::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
 
@@ -188,10 +190,113 @@ impl Operation for RecordGrant {
     }
 }
 
-/// Writes back-filled records, one create-only PUT each, best effort: one
-/// already there is the holder's own (the common case: it did not crash),
-/// and one not written is explained by the grant's own record's
-/// `previous`. Returns how many it wrote.
+/// What a grantee writes back-fills as, and where: set on the grant
+/// operations when the log is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backfiller {
+    pub dir: String,
+    pub key: String,
+    /// The grantee's holder id.
+    pub written_by: String,
+    pub strategy: String,
+    pub limit: u32,
+    pub clock: String,
+}
+
+impl Backfiller {
+    /// The create-only PUTs of the records of the leases in `state` that
+    /// were never released and that the grant drops: every holder whose
+    /// token `kept` does not name (a lock's one holder, with `kept`
+    /// naming none).
+    pub fn requests(&self, state: &LockState, kept: impl Fn(u64) -> bool) -> Vec<S3Request> {
+        let holders: Vec<(u64, &str, u64, u64, Option<u64>)> = match &state.semaphore {
+            Some(sem) => sem
+                .record
+                .holders
+                .iter()
+                .map(|e| {
+                    let written = e.written_at_ms.or(state.last_modified_ms);
+                    (
+                        e.token,
+                        e.holder_id.as_str(),
+                        e.acquired_at_ms,
+                        e.ttl_ms,
+                        written,
+                    )
+                })
+                .collect(),
+            None if state.record.expires_at_ms == 0 => Vec::new(),
+            None => vec![(
+                state.record.token,
+                state.record.holder_id.as_str(),
+                state.record.acquired_at_ms,
+                state.record.ttl_ms,
+                state.last_modified_ms,
+            )],
+        };
+        holders
+            .into_iter()
+            .filter(|(token, ..)| *token > 0 && !kept(*token))
+            .filter_map(|(token, holder, acquired_at_ms, ttl_ms, written)| {
+                let record = Record {
+                    kind: Kind::Grant,
+                    key: self.key.clone(),
+                    token,
+                    holder: holder.to_string(),
+                    acquired_at_ms,
+                    ttl_ms,
+                    strategy: self.strategy.clone(),
+                    limit: self.limit,
+                    clock: self.clock.clone(),
+                    write: WriteTimes {
+                        etag: state.etag.clone(),
+                        date_ms: state.date_ms,
+                        modified_ms: written,
+                    },
+                    previous: None,
+                    written_by: self.written_by.clone(),
+                    backfilled: true,
+                };
+                create(&self.dir, &record).ok()
+            })
+            .collect()
+    }
+}
+
+/// Back-fills sent before a grant's write, one at a time; the write goes
+/// out once each is there (written now, or already: 200, 409 or 412).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Pending {
+    requests: Vec<S3Request>,
+}
+
+impl Pending {
+    pub fn new(mut requests: Vec<S3Request>) -> Self {
+        requests.reverse();
+        Pending { requests }
+    }
+
+    /// The next back-fill to send, if any is left.
+    pub fn next(&mut self) -> Option<S3Request> {
+        self.requests.pop()
+    }
+
+    /// A back-fill's reply: whether it is there now. Any other reply ends
+    /// the attempt, unwritten: a grant goes out only once the lease it
+    /// takes is recorded.
+    pub fn landed(r: S3Response) -> Result<(), Error> {
+        match r.status {
+            200 | 409 | 412 => Ok(()),
+            _ => Err(r.into_error()),
+        }
+    }
+}
+
+/// Writes records late, one create-only PUT each, best effort, from the
+/// last: back-fills (one already there is the holder's own: the common
+/// case, it did not crash; one not written is explained by the grant's own
+/// record's `previous`), and a client's own records it could not write
+/// when it granted. Returns how many it wrote.
 pub struct Backfill {
     dir: String,
     records: Vec<Record>,

@@ -13,7 +13,8 @@ use crate::audit::record::clock_name;
 use crate::audit::timeline::{timeline, Entry};
 use crate::audit::verify::{verify, Report};
 use crate::audit::{
-    is_collision, Backfill, Previous, Record, RecordGrant, RecordRelease, Recorded, WriteTimes,
+    is_collision, Backfill, Backfiller, Previous, Record, RecordGrant, RecordRelease, Recorded,
+    WriteTimes,
 };
 use crate::capability::CapabilityResult;
 use crate::driver::{self, Io};
@@ -22,6 +23,10 @@ use crate::expiry::Observation;
 use crate::lease::Lease;
 use crate::lock_object::LockState;
 use crate::preflight::Report as PreflightReport;
+
+/// Own grants' records kept to write later: past this the oldest are
+/// left to successors' back-fills.
+const MAX_UNRECORDED: usize = 16;
 
 /// What a grant's record says of how it was made.
 pub(super) struct Evidence<'a> {
@@ -47,6 +52,25 @@ impl ClientCore {
         Ok(())
     }
 
+    /// With the log on: what the grant operations of `key` by `holder_id`
+    /// back-fill with (see `audit::write`).
+    pub(super) fn backfiller(
+        &self,
+        key: &str,
+        holder_id: &str,
+        strategy: &str,
+        limit: u32,
+    ) -> Option<Backfiller> {
+        self.config.audit.then(|| Backfiller {
+            dir: log_dir(&self.config.key_prefix, key),
+            key: key.to_string(),
+            written_by: holder_id.to_string(),
+            strategy: strategy.to_string(),
+            limit,
+            clock: clock_name(self.config.expiry_clock).to_string(),
+        })
+    }
+
     fn record_of(&self, lease: &Lease, kind: Kind, e: &Evidence<'_>) -> Record {
         Record {
             kind,
@@ -65,8 +89,9 @@ impl ClientCore {
         }
     }
 
-    /// With the log on, after a grant: its record, then the back-fill of
-    /// any lease it took over unreleased. `Ok(true)`: the grant may be
+    /// With the log on, after a grant (whose operation back-filled the
+    /// leases it took over unreleased): its record, then those of this
+    /// client's own earlier grants it could not record. `Ok(true)`: the grant may be
     /// used; `Ok(false)`: a successor had already back-filled it (it was
     /// taken over before it was recorded), no lease. On an error the grant
     /// is not used: on a collision it is released and the client grants
@@ -87,17 +112,34 @@ impl ClientCore {
             }
             p
         });
-        let backfills = self.backfills(lease, &e, previous.as_ref());
         ours.previous = previous;
         let created = e.replaced.is_none();
-        match driver::run(io, RecordGrant::new(dir.clone(), ours, created)).await {
+        let op = RecordGrant::new(dir.clone(), ours.clone(), created);
+        match driver::run(io, op).await {
             Ok(Recorded::Ours) => {
-                if !backfills.is_empty() {
-                    let _ = driver::run(io, Backfill::new(dir, backfills)).await;
+                // This client's own grants it abandoned unrecorded (an
+                // elector's step that ran out of time, say): their records
+                // now, whole, before any back-fill of them.
+                let (late, kept) = core::mem::take(&mut self.unrecorded)
+                    .into_iter()
+                    .partition(|r| r.key == lease.key);
+                self.unrecorded = kept;
+                let mut late: Vec<Record> = late;
+                // Backfill writes from the end.
+                late.reverse();
+                if !late.is_empty() {
+                    let _ = driver::run(io, Backfill::new(dir, late)).await;
                 }
                 Ok(true)
             }
             Ok(Recorded::TakenOver { .. }) => Ok(false),
+            Err(error) if !is_collision(&error) => {
+                if self.unrecorded.len() >= MAX_UNRECORDED {
+                    self.unrecorded.remove(0);
+                }
+                self.unrecorded.push(ours);
+                Err(error)
+            }
             Err(error) => {
                 if let (true, Error::StoreUnsafe(failed)) = (is_collision(&error), &error) {
                     self.collision = Some(failed.clone());
@@ -111,72 +153,6 @@ impl ClientCore {
                 }
                 Err(error)
             }
-        }
-    }
-
-    /// The records of the leases a grant (or a semaphore's queue write)
-    /// took over or dropped unreleased, as the lock object held them.
-    fn backfills(&self, lease: &Lease, e: &Evidence<'_>, p: Option<&Previous>) -> Vec<Record> {
-        let Some(p) = p else {
-            return Vec::new();
-        };
-        p.holders
-            .iter()
-            .filter(|h| !h.live && !h.released && h.token > 0 && h.token != lease.token)
-            .map(|h| Record {
-                kind: Kind::Grant,
-                key: lease.key.clone(),
-                token: h.token,
-                holder: h.holder.clone(),
-                acquired_at_ms: h.acquired_at_ms,
-                ttl_ms: h.ttl_ms,
-                strategy: e.strategy.to_string(),
-                limit: e.limit,
-                clock: clock_name(self.config.expiry_clock).to_string(),
-                write: WriteTimes {
-                    etag: p.etag.clone(),
-                    date_ms: p.date_ms,
-                    modified_ms: h.written_at_ms,
-                },
-                previous: None,
-                written_by: lease.holder_id.clone(),
-                backfilled: true,
-            })
-            .collect()
-    }
-
-    /// With the log on, after a semaphore write that granted nothing (a
-    /// place in the queue): the back-fill of the holders it dropped.
-    pub(super) async fn backfill_dropped(
-        &mut self,
-        io: &mut impl Io,
-        key: &str,
-        holder_id: &str,
-        e: Evidence<'_>,
-    ) {
-        let Some(replaced) = e.replaced else {
-            return;
-        };
-        let mut p = Previous::of(replaced, e.observed);
-        for h in &mut p.holders {
-            h.live = e.left.contains(&h.token);
-        }
-        // A lease of no token, for the records' key and writer.
-        let writer = Lease {
-            key: key.to_string(),
-            holder_id: holder_id.to_string(),
-            token: 0,
-            etag: String::new(),
-            expires_at_ms: 0,
-            acquired_at_ms: 0,
-            ttl_ms: 0,
-            metadata: String::new(),
-            seal: String::new(),
-        };
-        let backfills = self.backfills(&writer, &e, Some(&p));
-        if !backfills.is_empty() {
-            let dir = log_dir(&self.config.key_prefix, key);
-            let _ = driver::run(io, Backfill::new(dir, backfills)).await;
         }
     }
 

@@ -9,7 +9,7 @@ use crate::prelude::*;
 use super::cleanup::{oldest_distinct, KEEP_EPOCHS};
 use super::lister::{Higher, HigherCheck, Lister};
 use super::object::{epoch_key, get_epoch, put_epoch, read_epoch, EpochRecord};
-use crate::audit::WriteTimes;
+use crate::audit::{Backfiller, Pending, WriteTimes};
 use crate::error::Error;
 use crate::expiry::Judge;
 use crate::lease::{check_writable_time, Grant, Lease};
@@ -23,6 +23,8 @@ use crate::seal::LockSeal;
 enum Phase {
     Listing,
     Reading(u64),
+    /// Recording the epoch we follow (grant log), then creating ours.
+    Backfilling(Pending, u64),
     Creating(Lease),
     /// Our create may have landed (its reply was lost): read our epoch and
     /// look for our write id.
@@ -49,6 +51,7 @@ pub struct EpochTryAcquire {
     /// read (`None`: none was read), and the store's times of the create.
     replaced: Option<LockState>,
     write_times: WriteTimes,
+    backfiller: Option<Backfiller>,
 }
 
 /// A try-acquire's outcome and the old epoch objects to delete after it.
@@ -81,7 +84,15 @@ impl EpochTryAcquire {
             first_create_ms: None,
             replaced: None,
             write_times: WriteTimes::default(),
+            backfiller: None,
         }
+    }
+
+    /// With the grant log on: an epoch followed unreleased is recorded
+    /// (back-filled) before ours is created.
+    pub fn recording(mut self, backfiller: Backfiller) -> Self {
+        self.backfiller = Some(backfiller);
+        self
     }
 
     /// After a grant: the epoch it followed, as read.
@@ -218,12 +229,33 @@ impl Operation for EpochTryAcquire {
                         Step::Done(Ok((AcquireOutcome::Held(Some(s)), Vec::new())))
                     }
                     Ok(seen) => {
+                        let backfills = match (&self.backfiller, &seen) {
+                            (Some(b), Some(s)) => b.requests(s, |_| false),
+                            _ => Vec::new(),
+                        };
                         self.replaced = seen;
-                        self.create(epoch, now_ms)
+                        let mut pending = Pending::new(backfills);
+                        match pending.next() {
+                            Some(first) => {
+                                self.phase = Phase::Backfilling(pending, epoch);
+                                Step::Send(first)
+                            }
+                            None => self.create(epoch, now_ms),
+                        }
                     }
                     Err(e) => Step::Done(Err(e)),
                 }
             }
+            Phase::Backfilling(mut pending, epoch) => match Pending::landed(r) {
+                Ok(()) => match pending.next() {
+                    Some(next) => {
+                        self.phase = Phase::Backfilling(pending, epoch);
+                        Step::Send(next)
+                    }
+                    None => self.create(epoch, now_ms),
+                },
+                Err(e) => Step::Done(Err(e)),
+            },
             Phase::Creating(mut lease) => match r.status {
                 200 => {
                     let ours = epoch_key(&self.dir, lease.token);

@@ -7,19 +7,22 @@
 use crate::prelude::*;
 
 use super::object::{get, put, read_lock};
-use crate::audit::WriteTimes;
+use crate::audit::{Backfiller, Pending, WriteTimes};
 use crate::error::Error;
 use crate::expiry::Judge;
 use crate::lease::{check_writable_time, Grant, Lease};
 use crate::limits::MAX_REREADS;
 use crate::lock_object::{LockRecord, LockState};
 use crate::protocol::{is_ambiguous, AcquireOutcome, Operation, Step};
+use crate::s3::S3Request;
 use crate::s3::S3Response;
 use crate::seal::LockSeal;
 
 /// Where a try-acquire is.
 enum Phase {
     Reading,
+    /// Recording the lease we take over (grant log), then our write.
+    Backfilling(Pending, Box<(S3Request, LockRecord)>),
     Writing(LockRecord),
     /// Our write may have landed (its reply was lost): read and look for
     /// our write id.
@@ -49,6 +52,7 @@ pub struct TryAcquire {
     /// that granted.
     replaced: Option<LockState>,
     write_times: WriteTimes,
+    backfiller: Option<Backfiller>,
 }
 
 impl TryAcquire {
@@ -73,7 +77,15 @@ impl TryAcquire {
             speculative: false,
             replaced: None,
             write_times: WriteTimes::default(),
+            backfiller: None,
         }
+    }
+
+    /// With the grant log on: a lease taken over unreleased is recorded
+    /// (back-filled) before the write that takes it.
+    pub fn recording(mut self, backfiller: Backfiller) -> Self {
+        self.backfiller = Some(backfiller);
+        self
     }
 
     /// After a grant: the lock object it replaced (`None`: it created it).
@@ -135,9 +147,22 @@ impl TryAcquire {
             Ok(request) => request,
             Err(e) => return Step::Done(Err(e)),
         };
-        self.phase = Phase::Writing(record);
+        let backfills = match (&self.backfiller, &seen) {
+            (Some(b), Some(s)) => b.requests(s, |_| false),
+            _ => Vec::new(),
+        };
         self.replaced = seen;
-        Step::Send(request)
+        let mut pending = Pending::new(backfills);
+        match pending.next() {
+            Some(first) => {
+                self.phase = Phase::Backfilling(pending, Box::new((request, record)));
+                Step::Send(first)
+            }
+            None => {
+                self.phase = Phase::Writing(record);
+                Step::Send(request)
+            }
+        }
     }
 
     /// Reads the object again: after a 409 or a vanished object, or to
@@ -216,6 +241,20 @@ impl Operation for TryAcquire {
                     Err(e) => Step::Done(Err(e)),
                 }
             }
+            Phase::Backfilling(mut pending, write) => match Pending::landed(r) {
+                Ok(()) => match pending.next() {
+                    Some(next) => {
+                        self.phase = Phase::Backfilling(pending, write);
+                        Step::Send(next)
+                    }
+                    None => {
+                        let (request, record) = *write;
+                        self.phase = Phase::Writing(record);
+                        Step::Send(request)
+                    }
+                },
+                Err(e) => Step::Done(Err(e)),
+            },
             Phase::Writing(record) => match r.status {
                 200 => match r.written_etag(&self.object_key) {
                     Ok(etag) => {

@@ -15,13 +15,14 @@ use crate::prelude::*;
 
 use super::super::object::{get, put_body, read_lock};
 use super::plan::{plan, Answer, Context, Plan, Then, Wish};
-use crate::audit::WriteTimes;
+use crate::audit::{Backfiller, Pending, WriteTimes};
 use crate::error::Error;
 use crate::expiry::Judge;
 use crate::lease::Lease;
 use crate::lock_object::semaphore::{Entry, SemaphoreState};
 use crate::lock_object::{LockRecord, LockState};
 use crate::protocol::{is_ambiguous, Operation, Step};
+use crate::s3::S3Request;
 use crate::s3::S3Response;
 use crate::seal::LockSeal;
 
@@ -63,6 +64,9 @@ pub struct Finished {
 
 enum Phase {
     Reading,
+    /// Recording the holders an acquire drops unreleased (grant log),
+    /// then its write.
+    Backfilling(Pending, Box<(S3Request, LockState, Then)>),
     Writing(Box<LockState>, Then),
 }
 
@@ -87,6 +91,7 @@ pub struct SemaphoreOp {
     read: Option<Option<LockState>>,
     /// See `on_store_without_write_times`.
     stamps_needed: bool,
+    backfiller: Option<Backfiller>,
 }
 
 impl SemaphoreOp {
@@ -114,7 +119,15 @@ impl SemaphoreOp {
             ambiguous: false,
             read: None,
             stamps_needed: true,
+            backfiller: None,
         }
+    }
+
+    /// With the grant log on: the holders an acquire drops unreleased are
+    /// recorded (back-filled) before its write.
+    pub fn recording(mut self, backfiller: Backfiller) -> Self {
+        self.backfiller = Some(backfiller);
+        self
     }
 
     /// On a store that keeps no time of a write (DynamoDB: no
@@ -190,11 +203,28 @@ impl SemaphoreOp {
                     Ok(request) => request,
                     Err(e) => return self.finish(Err(e)),
                 };
+                let kept: Vec<u64> = record.holders.iter().map(|e| e.token).collect();
+                let backfills = match (&self.backfiller, &seen, &self.wish) {
+                    (Some(b), Some(s), Wish::Acquire { .. }) => {
+                        b.requests(s, |token| kept.contains(&token))
+                    }
+                    _ => Vec::new(),
+                };
                 let written = written_state(&self.key, *record);
                 self.sent_ids.push(write_id);
                 self.planned.push(seen);
-                self.phase = Phase::Writing(Box::new(written), then);
-                Step::Send(request)
+                let mut pending = Pending::new(backfills);
+                match pending.next() {
+                    Some(first) => {
+                        self.phase =
+                            Phase::Backfilling(pending, Box::new((request, written, then)));
+                        Step::Send(first)
+                    }
+                    None => {
+                        self.phase = Phase::Writing(Box::new(written), then);
+                        Step::Send(request)
+                    }
+                }
             }
             Ok(Plan::Answer(answer)) => {
                 let state = seen.map(Box::new);
@@ -396,6 +426,20 @@ impl Operation for SemaphoreOp {
                     Err(e) => self.finish(Err(e)),
                 }
             }
+            Phase::Backfilling(mut pending, write) => match Pending::landed(r) {
+                Ok(()) => match pending.next() {
+                    Some(next) => {
+                        self.phase = Phase::Backfilling(pending, write);
+                        Step::Send(next)
+                    }
+                    None => {
+                        let (request, written, then) = *write;
+                        self.phase = Phase::Writing(Box::new(written), then);
+                        Step::Send(request)
+                    }
+                },
+                Err(e) => self.finish(Err(e)),
+            },
             Phase::Writing(written, then) => match r.status {
                 200 => match r.written_etag(&self.object_key) {
                     Ok(etag) => {
@@ -425,7 +469,7 @@ impl Operation for SemaphoreOp {
                 self.ambiguous = true;
                 self.read_again(error)
             }
-            Phase::Reading => self.finish(Err(error)),
+            Phase::Reading | Phase::Backfilling(..) => self.finish(Err(error)),
         }
     }
 }
