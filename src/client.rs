@@ -661,12 +661,7 @@ impl ClientCore {
         }
         let mut outcome = finished.outcome;
         if let (true, Some((_, limit))) = (self.config.audit, acquiring) {
-            let left = finished
-                .written
-                .as_ref()
-                .and_then(|w| w.semaphore.as_ref())
-                .map(|sem| sem.record.holders.iter().map(|e| e.token).collect())
-                .unwrap_or_default();
+            let left = finished.kept.clone();
             let evidence = audit::Evidence {
                 replaced: finished.replaced.as_ref(),
                 observed: observed.as_ref(),

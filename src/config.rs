@@ -147,6 +147,8 @@ pub struct RawConfig {
     pub seal_key: Option<SealKey>,
     /// Default: S3 (the bucket).
     pub store: Option<Store>,
+    /// Keep the grant log (see `audit`). Default: false.
+    pub audit: Option<bool>,
 }
 
 /// A configuration known to be usable.
@@ -321,7 +323,7 @@ impl ClientConfig {
             preflight: raw.preflight.unwrap_or(false),
             seal_key: raw.seal_key,
             store,
-            audit: false,
+            audit: raw.audit.unwrap_or(false),
         })
     }
 }
@@ -513,6 +515,7 @@ mod tests {
             preflight: None,
             seal_key: None,
             store: None,
+            audit: None,
         }
     }
 

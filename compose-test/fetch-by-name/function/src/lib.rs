@@ -42,6 +42,7 @@ impl Guest for Probe {
             preflight: None,
             seal_key: None,
             store: None,
+            audit: None,
         };
         let options = Options {
             ttl_ms: 10_000,

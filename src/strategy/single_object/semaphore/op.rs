@@ -60,6 +60,8 @@ pub struct Finished {
     /// replaced, as planned from, and the store's times of that write.
     pub replaced: Option<LockState>,
     pub write_times: Option<WriteTimes>,
+    /// The tokens of the holders that write kept.
+    pub kept: Vec<u64>,
 }
 
 enum Phase {
@@ -80,8 +82,9 @@ pub struct SemaphoreOp {
     /// The write ids of the writes sent so far: the first is `write_id`,
     /// each later one `write_id` and its number.
     sent_ids: Vec<String>,
-    /// What each of those writes was planned from (for the grant log).
-    planned: Vec<Option<LockState>>,
+    /// What each of those writes was planned from, and the tokens of the
+    /// holders it kept (for the grant log).
+    planned: Vec<(Option<LockState>, Vec<u64>)>,
     /// What this client last wrote of the key, to plan from without a read.
     cached: Option<LockState>,
     attempts: u32,
@@ -147,6 +150,7 @@ impl SemaphoreOp {
             written: None,
             replaced: None,
             write_times: None,
+            kept: Vec::new(),
         }))
     }
 
@@ -212,7 +216,7 @@ impl SemaphoreOp {
                 };
                 let written = written_state(&self.key, *record);
                 self.sent_ids.push(write_id);
-                self.planned.push(seen);
+                self.planned.push((seen, kept));
                 let mut pending = Pending::new(backfills);
                 match pending.next() {
                     Some(first) => {
@@ -291,7 +295,9 @@ impl SemaphoreOp {
             Then::Granted(entry) => self.sent_ids.iter().position(|id| *id == entry.write_id),
             _ => self.planned.len().checked_sub(1),
         };
-        let replaced = landed.and_then(|i| self.planned.get(i).cloned().flatten());
+        let (replaced, kept) = landed
+            .and_then(|i| self.planned.get(i).cloned())
+            .unwrap_or_default();
         let outcome = match then {
             Then::Granted(entry) => {
                 // A grant whose reply came after its own expiry is no lease.
@@ -318,6 +324,7 @@ impl SemaphoreOp {
             written: Some(written),
             replaced,
             write_times: Some(times),
+            kept,
         }))
     }
 
