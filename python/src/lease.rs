@@ -17,11 +17,23 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 struct Shared {
     /// `None` once released or detached.
     lease: Mutex<Option<s3_lease_host::Lease>>,
+    /// The token it had when it was let go (it stays the lease's token).
+    last_token: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
     fn lease(&self) -> MutexGuard<'_, Option<s3_lease_host::Lease>> {
         self.lease.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes the lease out to let it go, keeping its token.
+    fn take(&self) -> Option<s3_lease_host::Lease> {
+        let lease = self.lease().take();
+        if let Some(lease) = &lease {
+            self.last_token
+                .store(lease.token(), std::sync::atomic::Ordering::Relaxed);
+        }
+        lease
     }
 
     /// Why it is no longer held, judged now (`Released` once let go).
@@ -84,6 +96,7 @@ impl Lease {
         let record = lease.record();
         Lease {
             shared: Here::new(Arc::new(Shared {
+                last_token: std::sync::atomic::AtomicU64::new(lease.token()),
                 lease: Mutex::new(Some(lease)),
             })),
             key: record.key,
@@ -121,13 +134,16 @@ impl Lease {
         &self.holder
     }
 
-    /// The fencing token as last renewed.
+    /// The fencing token as last renewed (kept once let go).
     #[getter]
     fn token(&self) -> PyResult<u64> {
         self.check()?;
         Ok(match &*self.shared.lease() {
             Some(lease) => lease.token(),
-            None => 0,
+            None => self
+                .shared
+                .last_token
+                .load(std::sync::atomic::Ordering::Relaxed),
         })
     }
 
@@ -257,7 +273,7 @@ impl Lease {
     /// to do once released or detached.
     fn release(&self) -> PyResult<Pending> {
         self.check()?;
-        let lease = self.shared.lease().take();
+        let lease = self.shared.take();
         pending::spawn(async move {
             let released = match lease {
                 Some(lease) => lease.release().await,
@@ -271,7 +287,7 @@ impl Lease {
     /// the store until its ttl runs out, for another process to adopt.
     fn detach(&self) -> PyResult<Pending> {
         self.with(|_| ())?;
-        let lease = self.shared.lease().take();
+        let lease = self.shared.take();
         pending::spawn(async move {
             let record = match lease {
                 Some(lease) => Some(lease.detach().await),
