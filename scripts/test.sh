@@ -27,6 +27,7 @@ finished() {
 source scripts/setup.sh
 finished "setup: what the demo needs (component, venv, wasm-opt)"
 start_wkg_install
+start_python_tools
 setup_test_tools
 install_s3s_fs
 finished "setup: what only the tests need (wac, jco, the HTTP function, dynalite, Azurite, s3s-fs)"
@@ -51,6 +52,13 @@ finished "running every suite (unit, simulation, integration, command line, comp
 echo "test.sh: the demo's build shares the tests' (a drift would cost a second wasmtime build)"
 python3 scripts/check_demo_build_shared.py
 finished "the shared-build check"
+
+# The Python package: its wheel built over the test build's host (nothing
+# but the extension compiles), installed into a fresh venv and tested there.
+finish_python_tools
+echo "test.sh: the Python package (wheel, fresh venv, pytest, mypy; scripts/test_python.sh)"
+bash scripts/test_python.sh
+finished "the Python package (wheel, fresh venv, pytest, mypy)"
 
 # The WASI 0.3 build through the same host: the integration suite's core
 # cases, the semaphores and the DynamoDB, Azure and GCS stores again, on

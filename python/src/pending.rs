@@ -184,3 +184,13 @@ impl Pending {
         self.inner.callback().take();
     }
 }
+
+impl Drop for Pending {
+    /// A call nobody can take the result of any more is cancelled (the
+    /// future dropped, a grant released), as `cancel` does.
+    fn drop(&mut self) {
+        if self.owner.is_here() {
+            self.abort.abort();
+        }
+    }
+}
