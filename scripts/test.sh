@@ -54,11 +54,16 @@ python3 scripts/check_demo_build_shared.py
 finished "the shared-build check"
 
 # The Python package: its wheel built over the test build's host (nothing
-# but the extension compiles), installed into a fresh venv and tested there.
+# but the extension compiles) and installed into a fresh venv; its tests
+# (pytest, mypy) run there in the background beside the next step, which
+# also mostly waits on servers. Their report follows that step's.
 finish_python_tools
-echo "test.sh: the Python package (wheel, fresh venv, pytest, mypy; scripts/test_python.sh)"
-bash scripts/test_python.sh
-finished "the Python package (wheel, fresh venv, pytest, mypy)"
+echo "test.sh: the Python package's wheel, installed into a fresh venv (scripts/test_python.sh)"
+bash scripts/test_python.sh build
+finished "the Python package's wheel, built and installed into a fresh venv"
+python_log=$(mktemp "${TMPDIR:-/tmp}/s3lease-python.XXXXXX")
+bash scripts/test_python.sh check >"$python_log" 2>&1 &
+python_pid=$!
 
 # The WASI 0.3 build through the same host: the integration suite's core
 # cases, the semaphores and the DynamoDB, Azure and GCS stores again, on
@@ -70,6 +75,12 @@ S3LEASE_COMPONENT="$S3LEASE_COMPONENT_P3" cargo test --locked --workspace --test
     --nocapture lifecycle:: fencing:: elector:: lost_replies:: preflight:: request_counts:: \
     semaphores:: dynamodb:: azure:: gcs::
 finished "the integration suite's core cases again, on the WASI 0.3 build"
+python_status=0
+wait "$python_pid" || python_status=$?
+cat "$python_log"
+rm -f "$python_log"
+[ "$python_status" = 0 ] || { echo "test.sh: the Python package's tests failed (their report above)" >&2; exit 1; }
+finished "the Python package's tests, pytest and mypy (what was left of them)"
 
 # The soak smoke: 30 s of electors and fenced writes under seeded faults,
 # then the history checked. In the dev profile the suite just built (a

@@ -7,7 +7,10 @@ what went wrong (``except s3_lease.HeldError``), its message is the host's
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Type
+from typing import TYPE_CHECKING, Any, Dict, Optional, Type
+
+if TYPE_CHECKING:
+    from ._types import LockStatus
 
 
 class S3LeaseError(Exception):
@@ -41,11 +44,11 @@ class S3LeaseError(Exception):
         self.waited: Optional[float] = details.get("waited")
         self.transient: bool = bool(details.get("transient", False))
         holder = details.get("holder")
+        self.holder: Optional["LockStatus"] = None
         if holder is not None:
             from ._types import LockStatus
 
-            holder = LockStatus._from(holder)
-        self.holder = holder
+            self.holder = LockStatus._from(holder)
 
 
 class LostError(S3LeaseError):

@@ -113,13 +113,17 @@ def test_ctrl_c_during_a_wait_releases_what_it_got_and_raises(
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "waiting"
     time.sleep(0.5)
-    # Free the key as the interrupt comes: a grant in flight is released.
-    held.release()
+    interrupted = time.monotonic()
     child.send_signal(signal.SIGINT)
     out, err = child.communicate(timeout=30)
+    # Seen within the call's wait (it would otherwise wait out its 60 s).
+    assert time.monotonic() - interrupted < 5
     assert child.returncode == 0 and out.strip() == "interrupted", err
+    # The interrupted wait left nothing behind: once ours goes, the key is free.
+    held.release()
+    time.sleep(1.0)
     status = client.status("job")
-    assert status is None or not status.live, status
+    assert status is not None and not status.live, status
 
 
 def test_ctrl_c_inside_a_with_releases_on_the_way_out(
