@@ -1,14 +1,16 @@
-"""Waiting for a call on s3-lease's threads: blocking (the GIL released,
-Ctrl-C honoured) or awaited on an event loop (never blocking it)."""
+"""Waiting for a call: blocking (the GIL released, Ctrl-C honoured) or
+awaited on an event loop (never blocking it)."""
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any, Callable, Optional, TypeVar
+TYPE_CHECKING = False
 
-from ._native import Pending
+if TYPE_CHECKING:  # (asyncio costs a start-up that does not use it)
+    from typing import Any, Callable, Optional, TypeVar
 
-T = TypeVar("T")
+    from ._native import Pending
+
+    T = TypeVar("T")
 
 
 def block(pending: Pending, timeout: Optional[float] = None) -> Any:
@@ -20,8 +22,10 @@ def block(pending: Pending, timeout: Optional[float] = None) -> Any:
 async def wait(pending: Pending) -> Any:
     """The call's result, awaited. Cancelling the awaiting task cancels the
     call, releasing whatever it got."""
+    import asyncio
+
     loop = asyncio.get_running_loop()
-    done: "asyncio.Future[None]" = loop.create_future()
+    done: asyncio.Future[None] = loop.create_future()
 
     def settle() -> None:
         if not done.done():
@@ -45,6 +49,8 @@ async def wait(pending: Pending) -> Any:
 
 def on_loop(callback: Callable[[T], Any]) -> Callable[[T], None]:
     """``callback`` called on the running event loop, from any thread."""
+    import asyncio
+
     loop = asyncio.get_running_loop()
 
     def call(arg: T) -> None:

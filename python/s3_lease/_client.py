@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import atexit
 import weakref
-from types import TracebackType
-from typing import Any, Callable, Dict, Optional, Type, Union
+TYPE_CHECKING = False
 
 from . import _calls, _native
 from ._elector import Elector
@@ -21,8 +20,12 @@ from ._types import (
     SemaphoreStatus,
 )
 
-OnLost = Callable[[Lost], Any]
-Record = Union[LeaseRecord, str, Dict[str, Any]]
+if TYPE_CHECKING:
+    from types import TracebackType
+    from typing import Any, Callable, Dict, Optional, Type, Union
+
+    OnLost = Callable[[Lost], Any]
+    Record = Union[LeaseRecord, str, Dict[str, Any]]
 
 _open: "weakref.WeakSet[Client]" = weakref.WeakSet()
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Callable, Optional
+TYPE_CHECKING = False
 
 from . import _calls
-from ._native import Elector as _NativeElector
 from ._types import Role
+
+if TYPE_CHECKING:
+    from typing import Any, AsyncIterator, Callable, Optional
+
+    from ._native import Elector as _NativeElector
 
 
 class Elector:

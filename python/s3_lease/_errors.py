@@ -7,9 +7,11 @@ what went wrong (``except s3_lease.HeldError``), its message is the host's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Optional, Type
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from typing import Any, Dict, Optional, Type
+
     from ._types import LockStatus
 
 

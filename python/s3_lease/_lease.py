@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import datetime
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Optional, Type, Union
+TYPE_CHECKING = False
 
 from . import _calls
 from ._types import FencedObject, FencedWrite, LeaseRecord, Lost
 
 if TYPE_CHECKING:
+    from types import TracebackType
+    from typing import Any, Callable, Optional, Type, Union
+
     from ._native import Lease as _NativeLease
 
-Data = Union[bytes, bytearray, memoryview, str]
+    Data = Union[bytes, bytearray, memoryview, str]
 
 
 def _bytes(data: Data) -> bytes:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Tuple
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
 
 
 @dataclass(frozen=True)
