@@ -9,7 +9,7 @@ from typing import List
 
 import s3_lease
 
-FAST = dict(lease_duration=3.0, renew_deadline=2.0, retry_period=0.2)
+FAST = dict(lease_duration=6.0, renew_deadline=4.0, retry_period=0.3)
 
 
 def test_one_leader_and_handover_on_resign(client: s3_lease.Client, other: s3_lease.Client) -> None:
