@@ -25,8 +25,11 @@
 //! no `renewed_at` (an earlier build's, or another client's) cannot place
 //! `expires_at` but on a wall clock: `server` and `observed` hold it both
 //! to their rule and to the design's (`expires_at` against the reader's
-//! wall clock). A record without a ttl (a plain design client's) is judged
-//! by the design's rule under every clock.
+//! wall clock): the reader's clock can only make it wait longer. A record
+//! without a ttl (a plain design client's) is judged by the design's rule
+//! under every clock. A semaphore's entries carry no `renewed_at`: their
+//! ttl decides under `server` and `observed`, their `expires_at` under
+//! `holder`, as before (only s3-lease's semaphore writers write them).
 //!
 //! The holder's side is the same under all three: a lease counts from when
 //! its last write was *sent*, for its ttl, on the holder's clock. What the

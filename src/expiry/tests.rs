@@ -118,6 +118,15 @@ fn scenario<M: Model>(
             matches,
             "{store:?} {clock:?} at +{after} ms: {seen:?}, expected {expected:?}; record {body}"
         );
+        if let Seen::Refused(_) = seen {
+            let get = S3Request::new(Method::Get, OBJECT, MAX_LOCK_OBJECT_BYTES);
+            let stored = io.store.handle(&get);
+            assert_eq!(
+                String::from_utf8_lossy(&stored.body),
+                body,
+                "{store:?} {clock:?}: nothing is written over a refused record"
+            );
+        }
     }
 }
 
