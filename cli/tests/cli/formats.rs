@@ -203,7 +203,7 @@ fn beside_a_plain_design_client_each_waits_out_the_others_abandoned_lease() {
             "--ttl",
             "4",
             "--duration",
-            "8",
+            "6",
             "--renew-chance",
             "0",
             "--backoff-min",
