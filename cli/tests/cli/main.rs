@@ -6,6 +6,7 @@ mod dynamodb;
 mod exit_codes;
 mod failover;
 mod faults;
+mod formats;
 mod gcs;
 mod install;
 mod observability;

@@ -36,6 +36,7 @@ pub(crate) fn released_state(lease: &Lease) -> LockState {
             acquired_at_ms: lease.acquired_at_ms,
             metadata: lease.metadata.clone(),
             ttl_ms: lease.ttl_ms,
+            renewed_at_ms: 0,
             write_id: String::new(),
         },
         etag: lease.etag.clone(),
@@ -134,6 +135,7 @@ impl RewriteOwn {
             acquired_at_ms: l.acquired_at_ms,
             metadata: l.metadata.clone(),
             ttl_ms: l.ttl_ms,
+            renewed_at_ms: now_ms,
             write_id: self.write_id.clone(),
         };
         let mut request = match put(&self.object_key, ("if-match", &l.etag), &record) {

@@ -111,6 +111,7 @@ impl TryAcquire {
             acquired_at_ms: now_ms,
             metadata: self.grant.metadata.clone(),
             ttl_ms: self.grant.ttl_ms,
+            renewed_at_ms: now_ms,
             write_id: self.write_id.clone(),
         };
         let request = match put(&self.object_key, (condition.0, &condition.1), &record) {
