@@ -80,12 +80,16 @@ fn serve(listener: std::net::TcpListener, shared: Arc<Shared>) {
         .build()
     {
         Ok(runtime) => runtime,
-        Err(e) => return eprintln!("s3-lease: --serve: cannot start its runtime: {e}"),
+        Err(e) => {
+            return crate::stderr_lines::line(format!(
+                "s3-lease: --serve: cannot start its runtime: {e}"
+            ))
+        }
     };
     runtime.block_on(async move {
         let listener = match tokio::net::TcpListener::from_std(listener) {
             Ok(listener) => listener,
-            Err(e) => return eprintln!("s3-lease: --serve: {e}"),
+            Err(e) => return crate::stderr_lines::line(format!("s3-lease: --serve: {e}")),
         };
         loop {
             let Ok((stream, _)) = listener.accept().await else {

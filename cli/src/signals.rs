@@ -5,9 +5,27 @@
 //! While we are stopped the lock is not renewed; the guardian (see
 //! `tree`) ends the group at the lock's deadline all the same.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver};
+use std::sync::{Arc, OnceLock};
+
+/// Set by SIGCONT's handler itself (not the signal thread, which may run
+/// later than the thread that looks): this process was stopped meanwhile.
+static CONTINUED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// Whether a SIGCONT came since the last call (see `claim::stall`).
+pub fn take_continued() -> bool {
+    CONTINUED
+        .get()
+        .is_some_and(|flag| flag.swap(false, Ordering::SeqCst))
+}
 
 pub fn catch() -> std::io::Result<Receiver<i32>> {
+    if CONTINUED.get().is_none() {
+        let flag = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(libc::SIGCONT, flag.clone())?;
+        let _ = CONTINUED.set(flag);
+    }
     let mut signals = signal_hook::iterator::Signals::new([
         libc::SIGINT,
         libc::SIGTERM,
