@@ -1,6 +1,7 @@
 //! The `s3-lease` binary, run as a user would, against a real S3 server.
 
 mod azure;
+mod broken_stderr;
 mod credentials;
 mod dynamodb;
 mod exit_codes;
