@@ -53,6 +53,9 @@ pub struct Job {
     /// Extra environment for the command (nested `s3-lease` calls find the bucket).
     pub env: Vec<(String, String)>,
     pub kill_after: Duration,
+    /// How long the claim is held after each successful renew was sent
+    /// (half the ttl): its deadline, unless renewed again.
+    pub deadline: Duration,
     /// `None`: wait as long as it takes.
     pub wait: Option<Duration>,
     pub quiet: bool,
@@ -280,7 +283,7 @@ fn watch(job: &Job, claim: &mut impl Claim, group: &mut CommandGroup) -> Ended {
     let mut stopping = Stopping::new();
     let mut forwarded = None;
     signals::take_continued();
-    let mut looks = Looks::new(Instant::now());
+    let mut looks = Looks::new(Instant::now(), job.deadline);
     loop {
         let state = group.poll();
         let stall = looks.look(Instant::now(), signals::take_continued());

@@ -31,8 +31,10 @@
 
 /// How long after a missed deadline the switch waits for the supervisor
 /// to say it is ending the group itself before it explains the SIGTERM
-/// it sent (the supervisor looks every few tens of milliseconds).
-pub const EXPLAIN_AFTER_MS: u64 = 1_000;
+/// it sent (the supervisor looks every few tens of milliseconds: twenty
+/// looks, and within most kill-after graces, so that the explanation
+/// comes before the SIGKILL's line).
+pub const EXPLAIN_AFTER_MS: u64 = 500;
 
 /// What the guardian does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,17 +256,21 @@ mod tests {
         assert_eq!(acts(&mut s, 1_999), (vec![], Act::SleepUntil(Some(2_000))));
         assert_eq!(
             acts(&mut s, 2_000),
-            (vec![Act::Terminate], Act::SleepUntil(Some(3_000)))
+            (vec![Act::Terminate], Act::SleepUntil(Some(2_500)))
         );
         assert_eq!(s.why(), Some(Why::Deadline));
-        // Resumed, it feeds a deadline it renewed before it stopped: too late.
-        s.held_until(2_500, 9_000);
-        assert_eq!(acts(&mut s, 2_500), (vec![], Act::SleepUntil(Some(3_000))));
         // It said nothing of ending the group: the switch explains its
-        // SIGTERM, after the SIGKILL due at the same instant.
+        // SIGTERM.
+        assert_eq!(
+            acts(&mut s, 2_500),
+            (vec![Act::Explain], Act::SleepUntil(Some(3_000)))
+        );
+        // Resumed, it feeds a deadline it renewed before it stopped: too late.
+        s.held_until(2_600, 9_000);
+        assert_eq!(acts(&mut s, 2_600), (vec![], Act::SleepUntil(Some(3_000))));
         assert_eq!(
             acts(&mut s, 3_000),
-            (vec![Act::Kill, Act::Explain], Act::SleepUntil(None))
+            (vec![Act::Kill], Act::SleepUntil(None))
         );
         // It then says the group is gone, or goes: either way, exit.
         s.released();
@@ -279,7 +285,7 @@ mod tests {
         s.held_until(2_400, 5_000);
         assert_eq!(
             acts(&mut s, 2_400),
-            (vec![Act::Terminate], Act::SleepUntil(Some(3_000)))
+            (vec![Act::Terminate], Act::SleepUntil(Some(2_500)))
         );
     }
 
@@ -305,7 +311,7 @@ mod tests {
         s.held_until(1_200, 1_200);
         assert_eq!(
             acts(&mut s, 1_200),
-            (vec![Act::Terminate], Act::SleepUntil(Some(2_200)))
+            (vec![Act::Terminate], Act::SleepUntil(Some(1_700)))
         );
         // The group ends within the grace: released, nothing killed.
         s.released();

@@ -12,7 +12,9 @@ use crate::exit::{Failure, HELD, INTERNAL, STORE};
 use crate::probe::Probe;
 use crate::tree::CommandGroup;
 use s3_lease_host::blocking::Elector;
-use s3_lease_host::{ElectionEvent, ElectorStats, LeaseRecord as Lease, Role, StopReason};
+use s3_lease_host::{
+    ElectionEvent, ElectorStats, ErrorKind, LeaseRecord as Lease, Role, StopReason,
+};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -63,33 +65,24 @@ impl Leadership<'_> {
     /// Why the renew deadline passed: a stall of ours it passed in, else
     /// the store's failed or unanswered renews.
     fn deadline_passed(&self, stall: Option<Stall>) -> String {
-        let last_error = self.elector.as_ref().and_then(|e| e.last_error());
-        renew_deadline_passed(stall, last_error.as_deref())
+        let last = self.elector.as_ref().and_then(|e| e.last_failure());
+        renew_deadline_passed(stall, last.as_ref())
     }
 }
 
-/// `no renew succeeded before the renew deadline: …`, naming what happened.
-fn renew_deadline_passed(stall: Option<Stall>, last_error: Option<&str>) -> String {
-    let failed = |e: &str| format!("the last renew failed: {e}");
-    match (stall, last_error) {
-        (Some(stall), None) => format!(
+/// Why the renew deadline passed, naming what happened: a stall of ours,
+/// else the store's doing (no answer: a network cut; or its error).
+fn renew_deadline_passed(stall: Option<Stall>, last: Option<&s3_lease_host::Error>) -> String {
+    let store = match last {
+        Some(e) if e.kind() != ErrorKind::Transport => format!("the last renew failed: {e}"),
+        _ => "the store did not answer in time (requests failed or hung)".to_string(),
+    };
+    match stall {
+        Some(stall) => format!(
             "the renew deadline passed while {}; the guardian ends the command's process group at that deadline",
             stall.describe()
         ),
-        (Some(stall), Some(e)) => format!(
-            "the renew deadline passed while {} ({}); the guardian ends the command's process group at that deadline",
-            stall.describe(),
-            failed(e)
-        ),
-        (None, Some(e)) => format!(
-            "{}: {}",
-            stop_reason(StopReason::RenewDeadline),
-            failed(e)
-        ),
-        (None, None) => format!(
-            "{}: the store did not answer in time",
-            stop_reason(StopReason::RenewDeadline)
-        ),
+        None => format!("{}: {store}", stop_reason(StopReason::RenewDeadline)),
     }
 }
 

@@ -9,6 +9,7 @@ mod failover;
 mod faults;
 mod gcs;
 mod install;
+mod loss_causes;
 mod observability;
 mod outputs;
 mod precompiled;
