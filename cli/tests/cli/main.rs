@@ -17,6 +17,7 @@ mod preflight;
 mod process_tree;
 mod request_log;
 mod semaphores;
+mod serve_limits;
 mod stops;
 mod support;
 mod turns;
