@@ -213,3 +213,54 @@ fn serve_takes_no_descriptors_or_core_from_the_lease_under_idle_connections() {
         .status();
     let _ = a.0.wait();
 }
+
+/// A connection that sends nothing, or half a request head, or stays open
+/// after its reply, is closed by the server within the header timeout
+/// (5 s): idle connections cannot pile up. Before: held for ever.
+#[test]
+fn serve_closes_idle_and_slow_connections() {
+    let scene = Scene::new("serve-idle");
+    let err = scene.path("a.err");
+    let mut cmd = scene.cmd(&[
+        "elect",
+        "k",
+        "--ttl",
+        "4s",
+        "--serve",
+        "127.0.0.1:0",
+        "--",
+        "sleep",
+        "1000",
+    ]);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(File::create(&err).unwrap());
+    let mut a = Reaped(cmd.spawn().unwrap());
+    let addr = served_at(&err, &mut a.0);
+    let open = |first: &[u8]| {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.write_all(first).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s
+    };
+    let kept_alive = format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let cases = [
+        ("silent", open(b"")),
+        ("half a head", open(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")),
+        ("kept alive after its reply", open(kept_alive.as_bytes())),
+    ];
+    let started = Instant::now();
+    for (what, mut s) in cases {
+        let mut reply = Vec::new();
+        let closed = s.read_to_end(&mut reply);
+        let after = started.elapsed();
+        assert!(
+            closed.is_ok() && after < Duration::from_secs(8),
+            "{what}: {closed:?} after {after:?}"
+        );
+        if what.starts_with("kept") {
+            assert!(reply.starts_with(b"HTTP/1.1 200"), "{what}: {reply:?}");
+        }
+        println!("--serve closed a connection {what} after {after:?}");
+    }
+}
