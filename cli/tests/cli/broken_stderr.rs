@@ -244,12 +244,16 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-/// Kills the test's processes (each leads a group of its own) when dropped.
-struct Groups(Vec<u32>);
+/// A, and the groups of the test's processes (each leads one), killed
+/// when dropped.
+struct Groups {
+    a: Child,
+    pids: Vec<u32>,
+}
 
 impl Drop for Groups {
     fn drop(&mut self) {
-        for pid in &self.0 {
+        for pid in &self.pids {
             let _ = Command::new("kill")
                 .args(["-KILL", "--", &format!("-{pid}")])
                 .stderr(Stdio::null())
@@ -259,6 +263,8 @@ impl Drop for Groups {
                 .stderr(Stdio::null())
                 .status();
         }
+        let _ = self.a.kill();
+        let _ = self.a.wait();
     }
 }
 
@@ -299,8 +305,11 @@ fn check_sigkill(how: Broken, miss: Miss) -> Result<String, String> {
     } else {
         a.stderr(writer.try_clone().unwrap());
     }
-    let mut child = a.spawn().unwrap();
-    let mut groups = Groups(vec![child.id()]);
+    let a = a.spawn().unwrap();
+    let mut groups = Groups {
+        pids: vec![a.id()],
+        a,
+    };
     // Read until `acquired`, then break the pipe as `how` says.
     let reading = (how != Broken::DevFull).then(|| {
         std::thread::spawn(move || {
@@ -324,7 +333,7 @@ fn check_sigkill(how: Broken, miss: Miss) -> Result<String, String> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let command = pid_of(&scene.dir, "a").ok_or("no pid")?;
-    groups.0.push(command);
+    groups.pids.push(command);
     let (reader, said) = match reading {
         Some(reading) => {
             let (reader, said) = reading.join().unwrap();
@@ -353,7 +362,7 @@ fn check_sigkill(how: Broken, miss: Miss) -> Result<String, String> {
     match miss {
         Miss::Sigstop => {
             assert!(Command::new("kill")
-                .args(["-STOP", &child.id().to_string()])
+                .args(["-STOP", &groups.a.id().to_string()])
                 .status()
                 .unwrap()
                 .success());
@@ -420,12 +429,12 @@ fn check_sigkill(how: Broken, miss: Miss) -> Result<String, String> {
     match miss {
         Miss::Sigstop => {
             let _ = Command::new("kill")
-                .args(["-CONT", &child.id().to_string()])
+                .args(["-CONT", &groups.a.id().to_string()])
                 .status();
         }
         Miss::NetworkCut => proxy.set(Fault::Pass),
     }
-    let status = wait_at_most(&mut child, Duration::from_secs(20));
+    let status = wait_at_most(&mut groups.a, Duration::from_secs(20));
     if status.and_then(|s| s.code()) != Some(79) {
         return Err(format!("A ended with {status:?}, not 79"));
     }
