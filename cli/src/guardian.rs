@@ -1,7 +1,7 @@
 //! The guardian of a command's process group: this binary started again
 //! (`s3-lease __s3-lease-guardian KILL_AFTER_MS LOG_FORMAT KEY HOLDER`) in
-//! a process group of its own, so that signals meant for ours (a terminal's Ctrl-C or Ctrl-Z,
-//! `timeout`'s group kill) do not reach it. It reads a pipe only the
+//! a process group of its own, so that signals meant for ours (a
+//! terminal's Ctrl-C or Ctrl-Z, `timeout`'s group kill) do not reach it. It reads a pipe only the
 //! supervisor writes: the group's pid, then each new deadline until which
 //! the lock is surely held; it keeps them in a dead-man's switch
 //! (`s3_lease_keep::supervision`), which decides, on the guardian's own
@@ -131,12 +131,10 @@ impl Guardian {
         let _ = writeln!(self.pipe, "done");
         drop(self.pipe);
         let mut child = self.child;
-        let reaping = std::thread::Builder::new()
+        // Without a thread, it is reaped when we exit (we are its parent).
+        let _ = std::thread::Builder::new()
             .name("s3-lease-guardian-reap".into())
             .spawn(move || child.wait());
-        if reaping.is_err() {
-            // Left to be reaped when we exit (we are its parent).
-        }
     }
 }
 

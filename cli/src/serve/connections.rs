@@ -6,10 +6,13 @@
 //! - None accepted into the last quarter of the descriptor limit, however
 //!   the process came to use the rest (counted in `/proc/self/fd` before
 //!   each connection is served).
-//! - Past either, a connection is answered `503` at once and closed, on
-//!   the accepting task: no task and no descriptor is kept for it, and a
-//!   probe waiting behind a flood of refused connections is answered in
-//!   turn without delay. (A client that reconnects in a loop costs us an
+//! - Past either, a connection is answered `503` at once and closed. Up to
+//!   `LINGERING` of them at a time are given `LINGER` to send their
+//!   request first, so that the close is clean (a close with a request
+//!   unread is a reset, which can discard the `503` before it is read);
+//!   the others are refused on the accepting task, keeping nothing. A
+//!   probe behind a flood of refused connections is answered in turn
+//!   without delay. (A client that reconnects in a loop costs us an
 //!   accept, a read, a write and a close each time: work that it drives,
 //!   not a loop of ours.)
 //! - A request's head must arrive within `HEADER_TIMEOUT`, and an idle
@@ -32,6 +35,10 @@ pub const MAX_CONNECTIONS: u64 = 64;
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// A connection's whole life, whatever it does.
 pub const CONNECTION_LIMIT: Duration = Duration::from_secs(30);
+/// Refused connections given time to send their request, at once.
+const LINGERING: usize = 8;
+/// How long each of those is given.
+const LINGER: Duration = Duration::from_millis(100);
 const BACKOFF_FIRST: Duration = Duration::from_millis(10);
 const BACKOFF_MOST: Duration = Duration::from_secs(1);
 
@@ -105,6 +112,7 @@ where
     let permits = Arc::new(Semaphore::new(
         usize::try_from(limits.connections).unwrap_or(usize::MAX),
     ));
+    let lingering = Arc::new(Semaphore::new(LINGERING));
     let mut backoff = Backoff::default();
     loop {
         let stream = match listener.accept().await {
@@ -120,7 +128,16 @@ where
         let permit = match permits.clone().try_acquire_owned() {
             Ok(permit) if limits.room(open_descriptors()) => permit,
             _ => {
-                refuse(stream);
+                match lingering.clone().try_acquire_owned() {
+                    Ok(lingers) => {
+                        tokio::spawn(async move {
+                            let _ = tokio::time::timeout(LINGER, stream.readable()).await;
+                            refuse(stream);
+                            drop(lingers);
+                        });
+                    }
+                    Err(_) => refuse(stream),
+                }
                 continue;
             }
         };

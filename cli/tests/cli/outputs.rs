@@ -381,11 +381,12 @@ s3-lease --json status k"#;
     assert_eq!(json(nested.as_bytes())[0]["holder_id"], "env-b");
 }
 
-/// `SigIgn` and `SigBlk` of the shell that runs `sh -c JOB` through
-/// `command` (which must end with `sh -c`), as hex masks.
+/// `SigIgn` and `SigBlk` of the command `command` runs (it must end with
+/// `sh -c`), as hex masks: those of `grep`, which the shell execs, so that
+/// they are the command's own (a shell's mask while it forks is not).
 fn signal_masks(mut command: std::process::Command, file: &std::path::Path) -> (u64, u64) {
     let job = format!(
-        "grep -E '^Sig(Ign|Blk):' /proc/$$/status > {}",
+        "exec grep -E '^Sig(Ign|Blk):' /proc/self/status > {}",
         file.display()
     );
     let out = command.arg(job).output().unwrap();
