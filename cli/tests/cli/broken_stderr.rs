@@ -15,7 +15,7 @@
 //!   guardian). Judged by the one history checker.
 
 use crate::process_tree::{alive, beats, pid_of};
-use crate::support::{code, text, turn_violations, Run, Scene};
+use crate::support::{code, text, through, turn_violations, Run, Scene};
 use host_test::fault_proxy::{Fault, FaultProxy};
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
@@ -70,23 +70,6 @@ fn fill(writer: &impl AsRawFd) {
     }
 }
 
-/// `inner`, run by `sh` with `redirect` applied first (`2>&-`).
-fn through_sh(inner: &Command, redirect: &str) -> Command {
-    let mut c = Command::new("sh");
-    c.arg("-c")
-        .arg(format!("exec \"$@\" {redirect}"))
-        .arg("sh")
-        .arg(inner.get_program())
-        .args(inner.get_args());
-    for (k, v) in inner.get_envs() {
-        match v {
-            Some(v) => c.env(k, v),
-            None => c.env_remove(k),
-        };
-    }
-    c
-}
-
 /// What must stay open while the process runs (a full pipe's read end).
 pub struct Keep(#[allow(dead_code)] Option<std::io::PipeReader>);
 
@@ -112,7 +95,10 @@ pub fn broken_from_the_start(command: Command, how: Broken) -> (Command, Keep) {
             command.stderr(File::options().write(true).open("/dev/full").unwrap());
             (command, Keep(None))
         }
-        Broken::Closed => (through_sh(&command, "2>&-"), Keep(None)),
+        Broken::Closed => (
+            through("sh", &["-c", "exec \"$@\" 2>&-", "sh"], &command),
+            Keep(None),
+        ),
     }
 }
 

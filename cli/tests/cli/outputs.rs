@@ -426,15 +426,7 @@ fn run_gives_its_command_the_signal_dispositions_it_would_have_had() {
         assert_eq!(masks, (ignored, blocked), "{args:?}: SigIgn, SigBlk");
     }
     // Under nohup, SIGHUP is ignored: for the command too.
-    let inner = scene.cmd(runs[0]);
-    let mut nohup = std::process::Command::new("nohup");
-    nohup.arg(inner.get_program()).args(inner.get_args());
-    for (k, v) in inner.get_envs() {
-        match v {
-            Some(v) => nohup.env(k, v),
-            None => nohup.env_remove(k),
-        };
-    }
+    let nohup = crate::support::through("nohup", &[], &scene.cmd(runs[0]));
     let (under_nohup, _) = signal_masks(nohup, &scene.path("nohup"));
     assert_eq!(under_nohup, ignored | bit(libc::SIGHUP), "under nohup");
 }

@@ -6,7 +6,7 @@
 //! store (a fault proxy resets every connection for a second).
 
 use crate::observability::{metrics, sample, served_at, LEADER, TOKEN};
-use crate::support::{wait_for, Scene};
+use crate::support::{through, wait_for, Scene};
 use host_test::fault_proxy::{Fault, FaultProxy};
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
@@ -124,18 +124,8 @@ fn serve_takes_no_descriptors_or_core_from_the_lease_under_idle_connections() {
         "sleep",
         "1000",
     ]);
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(format!("ulimit -n {FD_LIMIT} && exec \"$@\""))
-        .arg("sh")
-        .arg(inner.get_program())
-        .args(inner.get_args());
-    for (k, v) in inner.get_envs() {
-        match v {
-            Some(v) => cmd.env(k, v),
-            None => cmd.env_remove(k),
-        };
-    }
+    let ulimit = format!("ulimit -n {FD_LIMIT} && exec \"$@\"");
+    let mut cmd = through("sh", &["-c", &ulimit, "sh"], &inner);
     cmd.env("AWS_ENDPOINT_URL", proxy.url())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
