@@ -52,6 +52,12 @@ echo "test.sh: the demo's build shares the tests' (a drift would cost a second w
 python3 scripts/check_demo_build_shared.py
 finished "the shared-build check"
 
+# The Node package (node/): its addon links the host as the demo's build
+# just left it (nothing of it compiles again), packed, installed in a fresh
+# directory and tested there with node:test (scripts/test_node.sh).
+bash scripts/test_node.sh
+finished "the Node package (built, packed, installed fresh, node:test)"
+
 # The WASI 0.3 build through the same host: the integration suite's core
 # cases, the semaphores and the DynamoDB, Azure and GCS stores again, on
 # it (wasip3.rs, in the run above, covers what only it does: calls at the
