@@ -696,7 +696,7 @@ impl ClientCore {
         };
         let fence = Fence::for_lease(lease, &seal, lock, reject_equal)?;
         let object_key = fenced::fenced_object_key(object_key)?;
-        let write_id = write_id(io);
+        let write_id = fenced::write_id(&fence, &object_key, &change);
         driver::run(io, FencedWrite::new(object_key, fence, change, write_id)?).await
     }
 

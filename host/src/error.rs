@@ -248,11 +248,17 @@ impl Error {
     }
 
     /// Worth another attempt: the store or the network may recover
-    /// (transport errors, repeated 409s, 5xx and 429 replies).
+    /// (transport errors, repeated 409s, 5xx and 429 replies, and a request
+    /// the store or a proxy timed out: a 408, or S3's 400 `RequestTimeout`).
     pub fn is_transient(&self) -> bool {
         match self.kind {
             ErrorKind::Transport | ErrorKind::Conflict => true,
-            ErrorKind::Store => self.status().is_some_and(|s| s >= 500 || s == 429),
+            ErrorKind::Store => self.status().is_some_and(|s| {
+                s >= 500
+                    || s == 429
+                    || s == 408
+                    || (s == 400 && self.code() == Some("RequestTimeout"))
+            }),
             _ => false,
         }
     }

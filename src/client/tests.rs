@@ -590,6 +590,8 @@ fn an_epoch_grant_that_lapses_while_old_epochs_are_cleaned_up_is_not_returned() 
 }
 
 mod forged_leases;
+mod request_timeouts;
+mod retries_across_calls;
 mod stored_seal_key;
 
 /// A bare 404 to everything: a SeaweedFS master, or any web server.

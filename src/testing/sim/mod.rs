@@ -87,7 +87,14 @@ pub struct Report {
     pub timeouts_ignored: u64,
     pub late_replies: u64,
     pub lost_replies: u64,
+    /// Requests applied without an answer that began an outage, and the
+    /// requests the outages failed (read-backs among them).
+    pub outages: u64,
+    pub failed_in_outage: u64,
     pub never_applied: u64,
+    /// Requests never applied that the store answered as timed out (S3's
+    /// 400 `RequestTimeout`, a 408): transient, as a 5xx.
+    pub timeouts_answered: u64,
     pub applied_after_giving_up: u64,
     pub conflicts_injected: u64,
     pub throttles_injected: u64,
@@ -157,7 +164,10 @@ impl std::ops::AddAssign<&Report> for Report {
             timeouts_ignored,
             late_replies,
             lost_replies,
+            outages,
+            failed_in_outage,
             never_applied,
+            timeouts_answered,
             applied_after_giving_up,
             conflicts_injected,
             throttles_injected,
