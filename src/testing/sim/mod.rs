@@ -244,7 +244,7 @@ impl Sim {
     }
 
     /// A run on the GCS model: single-object keys only, every expiry
-    /// clock, fenced writes, ttls of 3 s and more and retry periods of
+    /// clock, fenced writes, ttls of 4 s and more and retry periods of
     /// 1 s and more (what a gcs client accepts); racing writes meet 503
     /// `backendError`, and on half the seeds a second write to an object
     /// within a second meets GCS's 429.
