@@ -697,6 +697,19 @@ mod tests {
     }
 
     #[test]
+    fn a_request_the_store_timed_out_is_transient_and_no_other_400_is() {
+        let store = s3();
+        for (status, code) in [(400, "RequestTimeout"), (408, ""), (408, "Http408")] {
+            let e = reply(ErrorKind::Store, &store, status, code);
+            assert!(e.is_transient(), "{status} {code}");
+        }
+        for (status, code) in [(400, "InvalidArgument"), (400, ""), (404, "NoSuchKey")] {
+            let e = reply(ErrorKind::Store, &store, status, code);
+            assert!(!e.is_transient(), "{status} {code}");
+        }
+    }
+
+    #[test]
     fn an_error_stays_small() {
         // Boxed detail plus a shared store: errors are cheap to return.
         assert!(std::mem::size_of::<Error>() <= 3 * std::mem::size_of::<usize>());

@@ -63,12 +63,13 @@ fn methods(io: &ModelIo) -> Vec<&'static str> {
     io.requests.iter().map(|r| r.method.as_str()).collect()
 }
 
-/// The probes' 14 requests, the race's 57 (two races of 3 rounds of 8
-/// writers and a read, and a DELETE per key raced).
-const PASSING_REQUESTS: u32 = 14 + RACE_REQUESTS;
+/// The probes' 15 requests (the bucket's lifecycle rules among them), the
+/// race's 57 (two races of 3 rounds of 8 writers and a read, and a DELETE
+/// per key raced).
+const PASSING_REQUESTS: u32 = 15 + RACE_REQUESTS;
 
 #[test]
-fn an_aws_like_store_passes_in_71_requests_and_is_left_clean() {
+fn an_aws_like_store_passes_in_72_requests_and_is_left_clean() {
     let mut io = ModelIo::new(NOW);
     let report = run(&mut io);
     assert_eq!(verdicts(&report), all_pass_but(&[]), "{report:#?}");
@@ -88,20 +89,29 @@ fn an_aws_like_store_passes_in_71_requests_and_is_left_clean() {
     assert_eq!(report.recommended_strategy, Some(Strategy::SingleObject));
     assert_eq!(RACE_REQUESTS, 57);
     assert_eq!(report.requests, PASSING_REQUESTS);
-    assert_eq!(io.requests.len(), 71);
+    assert_eq!(io.requests.len(), 72);
     let methods = methods(&io);
     assert_eq!(
-        methods[..13],
+        methods[..14],
         [
-            "GET", "PUT", "PUT", "PUT", "PUT", "PUT", "PUT", "GET", "GET", "GET", "PUT", "DELETE",
-            "DELETE"
+            "GET", "GET", "PUT", "PUT", "PUT", "PUT", "PUT", "PUT", "GET", "GET", "GET", "PUT",
+            "DELETE", "DELETE"
         ]
+    );
+    assert_eq!(
+        io.requests[1].query,
+        [("lifecycle".to_string(), String::new())]
+    );
+    assert!(
+        report.notes.iter().all(|n| !n.starts_with("lifecycle")),
+        "{:?}",
+        report.notes
     );
     // Each race round: 8 writers, then a read; then the cleanup deletes
     // the probes' second key and the three keys raced.
     let round = [["PUT"; 8].as_slice(), &["GET"]].concat();
-    assert_eq!(methods[13..67], round.repeat(6));
-    assert_eq!(methods[67..], ["DELETE"; 4]);
+    assert_eq!(methods[14..68], round.repeat(6));
+    assert_eq!(methods[68..], ["DELETE"; 4]);
     assert!(io.store.objects.is_empty(), "{:?}", io.store.objects.keys());
     assert!(io
         .requests
@@ -779,9 +789,9 @@ fn a_lost_reply_leaves_its_capability_unknown_and_its_object_deleted() {
     let mut n = 0;
     let mut io = Intercept::new(&mut model, |req, io| {
         n += 1;
-        // The third request (PUT b, after the GET and PUT a) lands, and
+        // The fourth request (PUT b, after the GETs and PUT a) lands, and
         // its reply is lost.
-        (n == 3).then(|| {
+        (n == 4).then(|| {
             let _ = io.send(req).ready();
             Err(Error::Transport("reply lost".into()))
         })

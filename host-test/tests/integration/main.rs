@@ -25,6 +25,7 @@ mod lost_replies;
 mod many_keys;
 mod preflight;
 mod request_counts;
+mod retries;
 mod rng;
 mod s3s_fs;
 mod semaphores;

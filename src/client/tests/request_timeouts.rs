@@ -84,7 +84,7 @@ fn a_write_that_landed_behind_a_timeout_is_recognised() {
         let lease = {
             let mut landed_then_408 = Intercept::new(&mut io, |request, io: &mut ModelIo| {
                 (request.method == Method::Put
-                    && !request.object_key.ends_with("seal-key")
+                    && request.object_key == "locks/k"
                     && std::mem::take(&mut first))
                 .then(|| {
                     io.send(request).ready().unwrap();

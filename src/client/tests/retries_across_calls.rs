@@ -31,7 +31,7 @@ fn dynamodb() -> ClientCore {
     ClientCore::new(ClientConfig::validate(raw).unwrap())
 }
 
-fn azure() -> ClientCore {
+pub(super) fn azure() -> ClientCore {
     let blob = AzureBlob {
         account: ACCOUNT.into(),
         container: CONTAINER.into(),
@@ -40,7 +40,7 @@ fn azure() -> ClientCore {
     on_store(Store::AzureBlob(blob), "http://127.0.0.1:10000", "b")
 }
 
-fn gcs() -> ClientCore {
+pub(super) fn gcs() -> ClientCore {
     on_store(Store::Gcs(GcsCredential::Anonymous), ENDPOINT, BUCKET)
 }
 
