@@ -198,8 +198,9 @@ fn a_clock_too_far_off_to_sign_is_corrected_from_the_servers_date() {
     );
     assert_eq!(
         statuses.len(),
-        5,
-        "refused GET, then the seal key's GET and PUT, GET, PUT: {statuses:?}"
+        6,
+        "refused GET, then the seal key's GET and PUT, GET, the key's token floor, PUT: \
+         {statuses:?}"
     );
     i.release(&lease).unwrap().unwrap();
     assert_eq!(

@@ -21,6 +21,7 @@ mod host_api;
 mod interop;
 mod keeping;
 mod lifecycle;
+mod lifecycle_rules;
 mod lost_replies;
 mod many_keys;
 mod preflight;
