@@ -829,11 +829,10 @@ fn two_clients_exclude_each_other_a_lost_race_is_412_and_a_lapsed_lease_is_taken
             "PUT locks/race",
             "PUT locks/.s3-lease-floor/race",
             "GET locks/.s3-lease-floor/race",
-            "PUT locks/.s3-lease-floor/race",
             "PUT locks/race"
         ],
         "ours: GET; theirs: GET, the key's floor, PUT; then ours: the floor \
-         (refused, read, raised) and our PUT, refused"
+         (refused, read: just written, joined) and our PUT, refused"
     );
     let stored = &io.store.object("locks/race").unwrap().body;
     assert!(

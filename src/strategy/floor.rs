@@ -19,10 +19,11 @@
 //!   (`If-Match` on its ETag: it never goes down, whatever replies come
 //!   late), and the grant's token is N + 1.
 //!
-//! Epoch-objects' creators exclude one another only by creating the same
-//! epoch object, so they must agree on its number: there a floor written
-//! within the grant's ttl (by the server's clock) is a concurrent
-//! creator's, joined rather than raised (`Floor::joining_within`).
+//! A floor written within the grant's ttl (by the server's clock) is a
+//! concurrent creator's, joined rather than raised
+//! (`Floor::joining_within`): epoch-objects' creators exclude one another
+//! only by creating the same epoch object, so they must agree on its
+//! number, and a new key starts at 1 however its first grant raced.
 //!
 //! So an incarnation of a key's lock object grants tokens from its base up
 //! to its base plus a stride (2^40: a thousand grants a second for 34
@@ -143,13 +144,15 @@ impl Floor {
 
     /// A floor written this recently (by the server's clock: its
     /// `Last-Modified` against the reply's `Date`) is a concurrent
-    /// creator's of this same incarnation, which this one joins (same
-    /// base) rather than raising past it. Epoch-objects needs it: its
-    /// creators exclude one another only by creating the same epoch
-    /// object, so they must agree on its number. (A lifecycle rule deletes
-    /// objects idle for days, never one written moments ago.) Without it a
-    /// found floor is always raised: contenders creating one lock object
-    /// exclude one another on that object whatever their tokens.
+    /// creator's of this same incarnation (or an attempt's whose create
+    /// never landed), which this one joins (same base) rather than raising
+    /// past it. Epoch-objects needs it: its creators exclude one another
+    /// only by creating the same epoch object, so they must agree on its
+    /// number. The others use it so that a new key starts at 1 however its
+    /// first grant raced. (A lifecycle rule deletes objects idle for days,
+    /// never one written moments ago; a lock object deleted by hand within
+    /// a ttl of its creation may start again at its base.) Without it a
+    /// found floor is always raised.
     pub fn joining_within(mut self, window_ms: u64) -> Self {
         self.join_within_ms = Some(window_ms);
         self

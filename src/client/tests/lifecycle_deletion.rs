@@ -129,6 +129,7 @@ fn a_semaphore_whose_object_was_deleted_never_repeats_a_token() {
     for lease in [first, second.clone()] {
         c.rewrite(&mut io, lease, true).ready().unwrap();
     }
+    io.advance(24 * 3_600_000);
     expire_lock_objects(&mut io, &["locks/sem".to_string()]);
     let mut fresh = single();
     let third = slot(&mut fresh, &mut io, "c");

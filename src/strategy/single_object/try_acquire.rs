@@ -80,7 +80,11 @@ impl TryAcquire {
     /// Writes the key's token floor, the object `floor_key`, before
     /// creating its lock object (see `strategy::floor`).
     pub fn with_floor(mut self, floor_key: String) -> Self {
-        self.floor = Some(Floor::new(floor_key, self.write_id.clone()));
+        let floor = Floor::new(floor_key, self.write_id.clone());
+        // A floor written within a ttl is a concurrent creator's (or an
+        // attempt's whose create never landed): joined, not raised, so a
+        // new key starts at 1 (see `Floor::joining_within`).
+        self.floor = Some(floor.joining_within(self.grant.ttl_ms));
         self
     }
 

@@ -118,7 +118,13 @@ impl SemaphoreOp {
     /// Writes the key's token floor, the object `floor_key`, before an
     /// acquire creates the semaphore object (see `strategy::floor`).
     pub fn with_floor(mut self, floor_key: String) -> Self {
-        self.floor = Some(Floor::new(floor_key, self.write_id.clone()));
+        let floor = Floor::new(floor_key, self.write_id.clone());
+        // Joined within a ttl, as a lock's (see `Floor::joining_within`).
+        let ttl_ms = match &self.wish {
+            Wish::Acquire { grant, .. } => grant.ttl_ms,
+            _ => 0,
+        };
+        self.floor = Some(floor.joining_within(ttl_ms));
         self
     }
 
