@@ -1058,3 +1058,92 @@ mod race {
         );
     }
 }
+
+/// A bucket whose lifecycle rule expires everything under the key prefix:
+/// the report names the rule in a note (and its verdicts are unchanged);
+/// one whose rule is elsewhere gets none; a refused read says so.
+#[test]
+fn a_lifecycle_rule_over_the_key_prefix_is_named_in_a_note() {
+    let rule = |prefix: &str| {
+        format!(
+            "<LifecycleConfiguration><Rule><ID>expire-old</ID><Filter><Prefix>{prefix}</Prefix>\
+             </Filter><Status>Enabled</Status><Expiration><Days>7</Days></Expiration></Rule>\
+             </LifecycleConfiguration>"
+        )
+    };
+    let mut io = ModelIo::new(NOW);
+    io.store.lifecycle = Some(rule("locks/"));
+    let report = run(&mut io);
+    assert!(report.config_safe, "{report:#?}");
+    let notes: Vec<_> = report
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("lifecycle:"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{:?}", report.notes);
+    assert!(
+        notes[0].contains("\"expire-old\" (expiration after 7 days, prefix locks/)")
+            && notes[0].contains("under this client's key prefix \"locks/\""),
+        "{notes:?}"
+    );
+    let mut io = ModelIo::new(NOW);
+    io.store.lifecycle = Some(rule("logs/"));
+    let report = run(&mut io);
+    assert!(
+        report.notes.iter().all(|n| !n.starts_with("lifecycle:")),
+        "{:?}",
+        report.notes
+    );
+    // A reader without s3:GetLifecycleConfiguration.
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |req, _| {
+        req.query
+            .iter()
+            .any(|(k, _)| k == "lifecycle")
+            .then(|| Ok(reply(403, "AccessDenied")))
+    });
+    let report = run(&mut io);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("could not read the bucket's lifecycle rules")),
+        "{:?}",
+        report.notes
+    );
+}
+
+/// GCS's rules come from the bucket's metadata, Azure's cannot be read.
+#[test]
+fn gcs_rules_are_read_from_the_bucket_and_azures_are_said_to_be_unreadable() {
+    use crate::testing::gcs_model::GcsIo;
+    let mut io = GcsIo::starting_at(NOW);
+    io.store.lifecycle = Some(serde_json::json!({ "rule": [
+        { "action": { "type": "Delete" }, "condition": { "age": 3 } }
+    ]}));
+    let op = preflight(Strategy::SingleObject, ExpiryClock::Server).on_gcs();
+    let report = driver::run(&mut io, op).ready().unwrap();
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("(delete at age 3 days, every object)")),
+        "{:?}",
+        report.notes
+    );
+    let mut io = crate::testing::azure_model::AzureIo::starting_at(NOW);
+    let op = preflight(Strategy::SingleObject, ExpiryClock::Server).on_azure();
+    let report = driver::run(&mut io, op).ready().unwrap();
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("Azure's lifecycle management is a policy")),
+        "{:?}",
+        report.notes
+    );
+    assert!(io
+        .requests
+        .iter()
+        .all(|r| r.query.iter().all(|(k, _)| k != "lifecycle")));
+}

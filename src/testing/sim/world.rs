@@ -43,6 +43,9 @@ pub struct Host {
     /// Replies that came back, by the ticket of their send.
     pub replies: BTreeMap<u64, S3Response>,
     pub requests: u64,
+    /// Its PUTs and DELETEs sent so far: a fenced call that failed having
+    /// sent none changed nothing.
+    pub writes_sent: u64,
     /// The holder id its semaphore writes act for (the store rules' writer).
     pub acting_for: String,
     /// Its last request and when that was first sent: the driver sends a
@@ -194,6 +197,7 @@ impl World {
             waiting: Waiting::default(),
             replies: BTreeMap::new(),
             requests: 0,
+            writes_sent: 0,
             acting_for: String::new(),
             last_send: None,
             credentials: HostCredentials::new(self.now, clock.wall_offset_ms),
@@ -261,6 +265,9 @@ impl World {
         let generation = self.hosts[actor].generation;
         self.hosts[actor].waiting.ticket = Some(ticket);
         self.hosts[actor].requests += 1;
+        if matches!(request.method, Method::Put | Method::Delete) {
+            self.hosts[actor].writes_sent += 1;
+        }
         let r = &mut self.report;
         r.requests += 1;
         let configured = self
@@ -699,7 +706,7 @@ impl World {
                     self.report.fenced_accepted += 1
                 }
                 FencedOutcome::Fenced { .. } => self.report.fenced_refused += 1,
-                FencedOutcome::Unknown(_) => {}
+                FencedOutcome::Unknown(_) | FencedOutcome::NotSent(_) => {}
             }
             op.end = now;
             op.outcome = outcome;

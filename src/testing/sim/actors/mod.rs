@@ -208,7 +208,9 @@ pub async fn fenced_write(
             content_type: "text/plain".into(),
         }
     };
+    let writes_before = io.with(|w, id| w.hosts[id].writes_sent);
     let result = core.fenced_write(io, lease, &object, change, false).await;
+    let wrote = io.with(|w, id| w.hosts[id].writes_sent) > writes_before;
     let outcome = match result {
         Ok(_) if delete => FencedOutcome::Deleted,
         Ok(written) => FencedOutcome::Written {
@@ -217,7 +219,10 @@ pub async fn fenced_write(
         Err(Error::Fenced { stored_token, .. }) => FencedOutcome::Fenced { stored_token },
         Err(e) => {
             expect_fault(io, "a fenced write", &e);
-            FencedOutcome::Unknown(format!("{e:?}"))
+            match wrote {
+                true => FencedOutcome::Unknown(format!("{e:?}")),
+                false => FencedOutcome::NotSent(format!("{e:?}")),
+            }
         }
     };
     io.with(|w, _| w.fenced_finished(index, outcome));
