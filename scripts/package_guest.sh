@@ -4,9 +4,10 @@
 #
 # The crate's bindings read the contract from `wit/` beside its Cargo.toml
 # when it is a published crate, and from the repository's `wit/` in the
-# workspace (guest/build.rs): so the repository's `wit/` is copied into
-# guest/wit for the packing only (git ignores it) and removed after, and
-# the packed files are checked against the repository's, byte for byte.
+# workspace (guest/build.rs). So it is packed from a copy of guest/ made
+# outside the repository, with the repository's `wit/` copied into it (the
+# live guest/ never has a `wit/`, so no build in the workspace can see one),
+# and the packed files are checked against the repository's, byte for byte.
 # Packed with --no-verify: cargo's verification builds natively, where
 # the bindings are not built at all; the check of an author's path
 # (scripts/check_fetch_by_name.sh) builds the packed crate for
@@ -20,18 +21,19 @@ root=$PWD
 target="${CARGO_TARGET_DIR:-$root/target}"
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' guest/Cargo.toml | head -n 1)
 
-rm -rf guest/wit
-trap 'rm -rf "$root/guest/wit"' EXIT
-cp -r wit guest/wit
-# --allow-dirty: guest/wit is not in git (it is the copy); the packed
-# files are checked against the repository's below instead.
-cargo package --locked --allow-dirty --no-verify -p s3-lease-guest >&2
+staging=$(mktemp -d)
+trap 'rm -rf "$staging"' EXIT
+cp -r guest "$staging/s3-lease-guest"
+cp -r wit "$staging/s3-lease-guest/wit"
+# A package of its own there (no workspace above it), with the
+# repository's lock for the same dependency versions.
+cp Cargo.lock "$staging/s3-lease-guest/Cargo.lock"
+(cd "$staging/s3-lease-guest" && CARGO_TARGET_DIR="$target" cargo package --no-verify >&2)
 crate="$target/package/s3-lease-guest-$version.crate"
-rm -rf guest/wit
 
 # The packed WIT is the repository's, file for file and byte for byte.
-unpacked=$(mktemp -d)
-trap 'rm -rf "$root/guest/wit" "$unpacked"' EXIT
+unpacked="$staging/unpacked"
+mkdir "$unpacked"
 tar -xzf "$crate" -C "$unpacked"
 packed="$unpacked/s3-lease-guest-$version"
 if ! diff -r "$root/wit" "$packed/wit" >&2; then
