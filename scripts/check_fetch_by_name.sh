@@ -167,6 +167,11 @@ if ! wait "$blocks_pid"; then
     exit 1
 fi
 blocks_pid=""
+# How long each block took (from its start to the next one's).
+awk '/^doc_blocks: .* at [0-9.]+$/ {
+        if (name != "") printf "check_fetch_by_name:   %s took %.1f s\n", name, $NF - from
+        name = ($2 ~ /:[0-9]+$/) ? $2 " " $3 : ""; from = $NF
+    }' "$work/blocks.log"
 took "the documents' blocks, verbatim ($(grep -c '^doc_blocks: .*:[0-9]* (' "$work/blocks.log") blocks: published, fetched, built, composed, served)"
 
 cd "$work/author"

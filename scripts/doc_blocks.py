@@ -58,7 +58,9 @@ def main():
     if len(sys.argv) < 3 or sys.argv[1] not in SCENARIOS:
         sys.exit(__doc__)
     scenario, files = sys.argv[1], sys.argv[2:]
-    out = ["set -euo pipefail"]
+    # Each command as it runs, with the time (root's bash takes no PS4
+    # from the environment).
+    out = ["set -euo pipefail", "PS4='+ [${EPOCHREALTIME%????}] '"]
     count = 0
     for path in files:
         for line, name, code in blocks(path):
@@ -66,13 +68,13 @@ def main():
                 continue
             count += 1
             where = f"{os.path.relpath(path)}:{line}"
-            out.append(f"echo {shlex.quote(f'doc_blocks: {where} ({scenario})')} >&2")
+            out.append(f"echo {shlex.quote(f'doc_blocks: {where} ({scenario}) at')} \"$EPOCHREALTIME\" >&2")
             out.append("set -x")
             out.append(code)
             out.append("{ set +x; } 2>/dev/null")
     if count == 0:
         sys.exit(f"doc_blocks: no block of {scenario!r} in {files}")
-    out.append(f"echo {shlex.quote(f'doc_blocks: {count} blocks of {scenario!r} ran')} >&2")
+    out.append(f"echo {shlex.quote(f'doc_blocks: {count} blocks of {scenario!r} ran, at')} \"$EPOCHREALTIME\" >&2")
     print("\n".join(out))
 
 
