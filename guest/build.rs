@@ -12,7 +12,16 @@ fn main() {
     // Nothing in the crate's directory decides it but `wit/`, which never
     // appears in the repository's copy: run once.
     println!("cargo::rerun-if-changed=build.rs");
-    if !Path::new("wit/lease.wit").exists() {
-        println!("cargo::rustc-cfg=s3lease_guest_repository_wit");
+    if Path::new("wit/lease.wit").exists() {
+        return;
     }
+    // A crate packed without its WIT (`cargo package` run in the
+    // workspace, not scripts/package_guest.sh) would build nowhere else:
+    // cargo's verification of it stops here, before it is published.
+    assert!(
+        Path::new("../wit/lease.wit").exists(),
+        "s3-lease-guest has no wit/ (the contract): pack it with scripts/package_guest.sh, \
+         which copies the repository's wit/ into the crate"
+    );
+    println!("cargo::rustc-cfg=s3lease_guest_repository_wit");
 }

@@ -31,6 +31,10 @@ start_python_tools
 setup_test_tools
 install_s3s_fs
 finished "setup: what only the tests need (wac, jco, the HTTP function, dynalite, Azurite, s3s-fs)"
+# The published sizes and hashes (docs/artifacts.md) are the components
+# just built: checked here, before the long steps, as well as by the
+# author's path at the end (which checks what was published).
+python3 scripts/artifacts.py docs --check
 
 # Most tests wait on a server, not on the CPU: more run at once than the
 # machine has cores (set RUST_TEST_THREADS to override).
