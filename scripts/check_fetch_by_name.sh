@@ -84,9 +84,24 @@ cleanup() {
         kill "$S3LEASE_DEMO_WEED_PID" 2>/dev/null || true
         wait "$S3LEASE_DEMO_WEED_PID" 2>/dev/null || true
     fi
+    if [ -n "${cargo_port:-}" ]; then forget_cargo_registry; fi
     rm -rf "$work"
 }
 trap cleanup EXIT
+
+# Cargo keeps a registry's index, crates and sources under directories
+# named for its URL, and takes a crate it has kept without checking it
+# again: this run's, found by its port in the index's config.json, are
+# removed before (a run before on the same port) and after (a run after).
+forget_cargo_registry() {
+    local home=${CARGO_HOME:-$HOME/.cargo} config name
+    for config in "$home"/registry/index/127.0.0.1-*/config.json; do
+        if [ -f "$config" ] && grep -q "\"http://127.0.0.1:$cargo_port/crates/" "$config"; then
+            name=$(basename "$(dirname "$config")")
+            rm -rf "$home/registry/index/$name" "$home/registry/cache/$name" "$home/registry/src/$name"
+        fi
+    done
+}
 
 step_started=$(date +%s.%N)
 # `took LABEL`: how long since the last step, in seconds.
@@ -148,6 +163,7 @@ cp "$gate_downstream" "$work/gate/function.wasm"
 } >"$work/blocks.sh"
 registry_port=$(free_port)
 cargo_port=$(free_port)
+forget_cargo_registry
 # The author's target/ is kept across runs (a link), so a second run
 # compiles only the function and the guest crate; the gate's key is a
 # header (the function locks counters/{name} itself).
