@@ -23,6 +23,7 @@ use crate::protocol::AcquireOutcome;
 use crate::seal::{LoadSealKey, LockSeal, Sealer, StoredKey};
 use crate::sigv4::Credentials;
 use crate::strategy::epoch::{self, Cleanup, EpochInspect, EpochRewrite, EpochTryAcquire};
+use crate::strategy::floor;
 use crate::strategy::single_object::semaphore::{SemaphoreOp, SlotOutcome, Wish};
 use crate::strategy::single_object::{released_state, Inspect, RewriteOwn, TryAcquire};
 
@@ -338,6 +339,13 @@ impl ClientCore {
         }
     }
 
+    /// The token floor of a lock object (`strategy::floor`), on an object
+    /// store; a DynamoDB item keeps its counter itself.
+    fn floor_key(&self, object_key: &str) -> Option<String> {
+        let on_table = self.config.store.table().is_some();
+        (!on_table).then(|| floor::floor_key(&self.config.key_prefix, object_key))
+    }
+
     /// One try-acquire with the configured strategy.
     pub async fn try_acquire(
         &mut self,
@@ -360,12 +368,15 @@ impl ClientCore {
             Strategy::SingleObject => {
                 let mut op = TryAcquire::new(
                     key.to_string(),
-                    object_key,
+                    object_key.clone(),
                     grant.clone(),
                     seal,
                     judge,
                     write_id,
                 );
+                if let Some(floor) = self.floor_key(&object_key) {
+                    op = op.with_floor(floor);
+                }
                 if let Some(b) = self.backfiller(key, &grant.holder_id, strategy, 1) {
                     op = op.recording(b);
                 }
@@ -396,6 +407,9 @@ impl ClientCore {
                     write_id,
                     self.hint(key),
                 );
+                if let Some(floor) = self.floor_key(&object_key) {
+                    op = op.with_floor(floor);
+                }
                 if let Some(b) = self.backfiller(key, &grant.holder_id, strategy, 1) {
                     op = op.recording(b);
                 }
@@ -632,6 +646,7 @@ impl ClientCore {
             .as_ref()
             .and_then(|(holder, limit)| self.backfiller(key, holder, "semaphore", *limit));
         let write_id = write_id(io);
+        let floor = self.floor_key(&object_key);
         let mut op = SemaphoreOp::new(
             key.to_string(),
             object_key,
@@ -646,6 +661,9 @@ impl ClientCore {
         }
         if let Some(b) = backfiller {
             op = op.recording(b);
+        }
+        if let Some(floor) = floor {
+            op = op.with_floor(floor);
         }
         let result = driver::run(io, op).await;
         let now_mono = io.monotonic_ms();
@@ -829,7 +847,7 @@ impl ClientCore {
         };
         let fence = Fence::for_lease(lease, &seal, lock, reject_equal)?;
         let object_key = fenced::fenced_object_key(object_key)?;
-        let write_id = write_id(io);
+        let write_id = fenced::write_id(&fence, &object_key, &change);
         driver::run(io, FencedWrite::new(object_key, fence, change, write_id)?).await
     }
 

@@ -1,7 +1,7 @@
 //! The guardian of a command's process group: this binary started again
-//! (`s3-lease __s3-lease-guardian KILL_AFTER_MS`) in a process group of its
-//! own, so that signals meant for ours (a terminal's Ctrl-C or Ctrl-Z,
-//! `timeout`'s group kill) do not reach it. It reads a pipe only the
+//! (`s3-lease __s3-lease-guardian KILL_AFTER_MS LOG_FORMAT KEY HOLDER`) in
+//! a process group of its own, so that signals meant for ours (a
+//! terminal's Ctrl-C or Ctrl-Z, `timeout`'s group kill) do not reach it. It reads a pipe only the
 //! supervisor writes: the group's pid, then each new deadline until which
 //! the lock is surely held; it keeps them in a dead-man's switch
 //! (`s3_lease_keep::supervision`), which decides, on the guardian's own
@@ -11,9 +11,14 @@
 //! MS` (the supervisor sent SIGTERM itself at MS, on a loss); `done` (the
 //! group is gone on its own). Its end: the supervisor is gone. Times are
 //! on the system's monotonic clock, which both processes read.
+//!
+//! Its one thread acts and never writes: a line (why it signalled) is
+//! handed to `stderr_lines`, whose own thread writes it when stderr takes
+//! it, so a stderr that is broken or stuck never delays or stops a signal.
 
+use crate::log::{About, LogFormat};
 use rustix::process::{self, Pid, Signal};
-use s3_lease_keep::supervision::{Act, Switch, Why};
+use s3_lease_keep::supervision::{Act, Switch, Why, EXPLAIN_AFTER_MS};
 use std::io::{BufRead, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -22,6 +27,18 @@ use std::time::{Duration, Instant};
 
 /// The first argument that makes this binary a guardian (see `guard`).
 pub const GUARDIAN_ARG: &str = "__s3-lease-guardian";
+
+/// How long the guardian's last lines may take to reach stderr before it
+/// exits (it exits once the group is gone or killed: nothing waits on it).
+const EXIT_FLUSH: Duration = Duration::from_millis(200);
+
+/// What a guardian is started with: the grace between its SIGTERM and
+/// its SIGKILL, and what its lines are about.
+pub struct GuardianArgs<'a> {
+    pub kill_after: Duration,
+    pub key: &'a str,
+    pub holder: &'a str,
+}
 
 /// Now on the system's monotonic clock, in ms: the clock the guardian and
 /// we share (an `Instant` means nothing to another process).
@@ -48,12 +65,18 @@ pub struct Guardian {
 }
 
 impl Guardian {
-    pub fn start(kill_after: Duration) -> std::io::Result<Guardian> {
+    pub fn start(args: &GuardianArgs) -> std::io::Result<Guardian> {
         let exe = std::env::current_exe()?;
-        let kill_after_ms = u64::try_from(kill_after.as_millis()).unwrap_or(u64::MAX);
+        let kill_after_ms = u64::try_from(args.kill_after.as_millis()).unwrap_or(u64::MAX);
+        let format = if crate::log::is_json() {
+            "json"
+        } else {
+            "human"
+        };
         let mut child = Command::new(exe)
             .arg(GUARDIAN_ARG)
             .arg(kill_after_ms.to_string())
+            .args([format, args.key, args.holder])
             // Its own group: signals meant for ours (a terminal's Ctrl-C
             // or Ctrl-Z, `timeout`'s group kill) must not reach it.
             .process_group(0)
@@ -101,20 +124,33 @@ impl Guardian {
     }
 
     /// The group is gone on its own: the guardian exits without killing.
+    /// Reaped on a thread of its own: a release never waits for it (it
+    /// may be writing its last lines to a stuck stderr).
     pub fn release(mut self) {
         let _ = rustix::io::ioctl_fionbio(&self.pipe, false);
         let _ = writeln!(self.pipe, "done");
         drop(self.pipe);
-        let _ = self.child.wait();
+        let mut child = self.child;
+        // Without a thread, it is reaped when we exit (we are its parent).
+        let _ = std::thread::Builder::new()
+            .name("s3-lease-guardian-reap".into())
+            .spawn(move || child.wait());
     }
 }
 
 /// What the guardian reads from its pipe: a line, or its end.
 type Heard = Option<String>;
 
-/// The guardian's whole life: read the group's id, then keep the switch
-/// with what the pipe says, sleeping between, and send what it says to.
+/// The guardian's whole life (see `keep`), then its last lines.
 pub fn guard() -> i32 {
+    let code = keep();
+    crate::stderr_lines::flush(EXIT_FLUSH);
+    code
+}
+
+/// Read the group's id, then keep the switch with what the pipe says,
+/// sleeping between, and do what it says to.
+fn keep() -> i32 {
     // Signals sent to a terminal's or a supervisor's group are not ours to
     // act on: only the pipe and the deadline decide. (Registered handlers
     // that only set a flag: the signals then do nothing here.)
@@ -128,10 +164,22 @@ pub fn guard() -> i32 {
     ] {
         let _ = signal_hook::flag::register(signal, ignored.clone());
     }
-    let kill_after_ms = std::env::args()
-        .nth(2)
-        .and_then(|ms| ms.parse::<u64>().ok())
-        .unwrap_or(0);
+    let args: Vec<String> = std::env::args_os()
+        .skip(2)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let arg = |n: usize| args.get(n).map_or("", String::as_str);
+    let kill_after_ms = arg(0).parse::<u64>().unwrap_or(0);
+    crate::log::set_format(match arg(1) {
+        "json" => LogFormat::Json,
+        _ => LogFormat::Human,
+    });
+    let about = About {
+        key: arg(2),
+        holder: Some(arg(3)),
+        token: None,
+    };
+    let say = |event: &str, line: String| crate::log::say(event, &about, &line);
     let Some(pipe) = read_pipe() else {
         return 0;
     };
@@ -150,11 +198,17 @@ pub fn guard() -> i32 {
         let heard = match switch.poll(now) {
             Act::Exit => return 0,
             Act::Terminate => {
-                terminate(group, kill_after_ms);
+                terminate(group);
                 continue;
             }
             Act::Kill => {
-                kill(group, switch.why(), supervisor_ending);
+                if let Some((event, line)) = kill(group, switch.why(), supervisor_ending) {
+                    say(event, line);
+                }
+                continue;
+            }
+            Act::Explain => {
+                say("deadline-missed", explain(group, kill_after_ms));
                 continue;
             }
             Act::SleepUntil(Some(at)) => {
@@ -209,31 +263,57 @@ fn read_pipe() -> Option<Receiver<Heard>> {
 }
 
 /// The deadline passed: SIGTERM to the group, and SIGCONT so that a
-/// stopped member (Ctrl-Z) sees it.
-fn terminate(group: Pid, kill_after_ms: u64) {
+/// stopped member (Ctrl-Z) sees it. Nothing said here (see `explain`).
+fn terminate(group: Pid) {
     let _ = process::kill_process_group(group, Signal::TERM);
     let _ = process::kill_process_group(group, Signal::CONT);
-    eprintln!(
-        "s3-lease: the lock was not renewed before its deadline while s3-lease could not act (stopped, e.g. by Ctrl-Z or SIGSTOP, or starved): sent SIGTERM to the command's process group {}, SIGKILL in {}",
-        group.as_raw_pid(),
-        crate::duration::show(Duration::from_millis(kill_after_ms))
-    );
 }
 
-fn kill(group: Pid, why: Option<Why>, supervisor_ending: bool) {
+/// Why the group got SIGTERM at the deadline, said once the supervisor
+/// has not said it itself for `EXPLAIN_AFTER_MS` (see `supervision`).
+fn explain(group: Pid, kill_after_ms: u64) -> String {
+    let how = match supervisor_stopped() {
+        Some(true) => "s3-lease is stopped (SIGSTOP or Ctrl-Z)".to_string(),
+        Some(false) => format!(
+            "s3-lease did not act for {} after it, though not stopped (starved of CPU or wedged)",
+            crate::duration::show(Duration::from_millis(EXPLAIN_AFTER_MS))
+        ),
+        None => "s3-lease could not act (stopped, starved or wedged)".to_string(),
+    };
+    format!(
+        "the lock's deadline passed and {how}: the guardian sent SIGTERM to the command's process group {} at the deadline, SIGKILL {} after it",
+        group.as_raw_pid(),
+        crate::duration::show(Duration::from_millis(kill_after_ms))
+    )
+}
+
+/// Whether the supervisor (our parent) is stopped, from its state in
+/// `/proc` (`T`: stopped by a signal, `t`: by a debugger); `None` where
+/// that cannot be read.
+fn supervisor_stopped() -> Option<bool> {
+    let parent = process::getppid()?;
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", parent.as_raw_pid())).ok()?;
+    let (_, after_name) = stat.rsplit_once(") ")?;
+    Some(after_name.starts_with(['T', 't']))
+}
+
+/// SIGKILL to the group; the line to say (event, text), if any.
+fn kill(group: Pid, why: Option<Why>, supervisor_ending: bool) -> Option<(&'static str, String)> {
     if process::kill_process_group(group, Signal::KILL).is_err() {
         // Nobody left.
-        return;
+        return None;
     }
     let group = group.as_raw_pid();
     match why {
-        Some(Why::SupervisorGone) => eprintln!(
-            "s3-lease: the s3-lease process that ran the command is gone: killed the command's process group {group}"
-        ),
+        Some(Why::SupervisorGone) => Some((
+            "supervisor-gone",
+            format!("the s3-lease process that ran the command is gone: killed the command's process group {group}"),
+        )),
         // The supervisor says so itself, if it can.
-        _ if supervisor_ending => {}
-        _ => eprintln!(
-            "s3-lease: the kill-after grace is over: sent SIGKILL to the command's process group {group}"
-        ),
+        _ if supervisor_ending => None,
+        _ => Some((
+            "killed",
+            format!("the kill-after grace is over: sent SIGKILL to the command's process group {group}"),
+        )),
     }
 }

@@ -8,6 +8,12 @@
 //! token up to the key's current one (the caller reads it from the lock
 //! object): its grant, release and collision records. 1 + 3 GETs per
 //! token, plus about log2(tokens) with `since`.
+//!
+//! A key's tokens are not always dense: a lock object created again above
+//! its token floor (`strategy::floor`) starts a stride higher, at the next
+//! multiple of `FLOOR_STRIDE` plus 1. After `GAP_RUN` tokens in a row with
+//! no record the reader goes on from there (the tokens between are in
+//! `Log::skipped`), so a log never costs a read per token of a stride.
 
 use crate::prelude::*;
 
@@ -18,6 +24,21 @@ use crate::expiry::server_time;
 use crate::json_out::JsonObject;
 use crate::protocol::{Operation, Step};
 use crate::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
+use crate::strategy::floor::FLOOR_STRIDE;
+
+/// Tokens in a row with no record after which the reader goes on at the
+/// next floor stride (see the module comment). Each is a gap verify
+/// reports unless something explains it.
+pub const GAP_RUN: u64 = 4;
+
+/// The first token of the stride above `token`'s: where a lock object
+/// created again above its floor starts.
+pub fn next_stride_start(token: u64) -> Option<u64> {
+    (token / FLOOR_STRIDE)
+        .checked_add(1)?
+        .checked_mul(FLOOR_STRIDE)?
+        .checked_add(1)
+}
 use serde_json::Value;
 
 /// One record found.
@@ -45,6 +66,9 @@ pub struct Log {
     pub until: u64,
     /// In token order, then grant, release, collision.
     pub found: Vec<Found>,
+    /// Ranges of tokens (inclusive) not read: after `GAP_RUN` tokens with
+    /// no record, up to the next floor stride's first token.
+    pub skipped: Vec<(u64, u64)>,
 }
 
 impl Log {
@@ -57,6 +81,27 @@ impl Log {
     /// The readable record of `token` of `kind`.
     pub fn record(&self, token: u64, kind: Kind) -> Option<&Record> {
         self.of(token, kind).and_then(|f| f.record.as_ref().ok())
+    }
+
+    /// Whether the reader read `token`'s records (it is not in a skipped
+    /// range).
+    pub fn read_token(&self, token: u64) -> bool {
+        !self.skipped.iter().any(|(a, b)| (*a..=*b).contains(&token))
+    }
+
+    /// The tokens read, `from ..= until` without the skipped ranges.
+    pub fn tokens_read(&self, until: u64) -> impl Iterator<Item = u64> + '_ {
+        let mut next = Some(self.from);
+        core::iter::from_fn(move || loop {
+            let t = next.filter(|t| *t <= until)?;
+            match self.skipped.iter().find(|(a, b)| (*a..=*b).contains(&t)) {
+                Some((_, b)) => next = b.checked_add(1),
+                None => {
+                    next = t.checked_add(1);
+                    return Some(t);
+                }
+            }
+        })
     }
 }
 
@@ -85,6 +130,8 @@ enum Phase {
         lo: u64,
         hi: u64,
         probe: u64,
+        /// Missing records passed on the way up from the first probe.
+        missing: u64,
     },
     Reading {
         token: u64,
@@ -101,6 +148,8 @@ pub struct ReadLog {
     search_only: bool,
     log: Log,
     phase: Phase,
+    /// Tokens in a row read with no record (see `GAP_RUN`).
+    empty_run: u64,
 }
 
 impl ReadLog {
@@ -113,6 +162,7 @@ impl ReadLog {
             search_only: false,
             log: Log::default(),
             phase: Phase::Marker,
+            empty_run: 0,
         }
     }
 
@@ -142,10 +192,24 @@ impl ReadLog {
             None => (token, Kind::Grant),
             Some(Kind::Grant) => (token, Kind::Release),
             Some(Kind::Release) => (token, Kind::Collision),
-            Some(Kind::Collision) => match token.checked_add(1) {
-                Some(next) => (next, Kind::Grant),
-                None => return Step::Done(Ok(core::mem::take(&mut self.log))),
-            },
+            Some(Kind::Collision) => {
+                let any = self.log.found.last().is_some_and(|f| f.token == token);
+                self.empty_run = if any { 0 } else { self.empty_run + 1 };
+                let next = match token.checked_add(1) {
+                    Some(next) if self.empty_run >= GAP_RUN => {
+                        self.empty_run = 0;
+                        let start = next_stride_start(token).unwrap_or(u64::MAX);
+                        let last_skipped = start.saturating_sub(1).min(self.until);
+                        if next <= last_skipped {
+                            self.log.skipped.push((next, last_skipped));
+                        }
+                        start
+                    }
+                    Some(next) => next,
+                    None => return Step::Done(Ok(core::mem::take(&mut self.log))),
+                };
+                (next, Kind::Grant)
+            }
         };
         if token > self.until {
             return Step::Done(Ok(core::mem::take(&mut self.log)));
@@ -159,7 +223,12 @@ impl ReadLog {
             return self.start_reading(lo);
         }
         let probe = lo + (hi - lo) / 2;
-        self.phase = Phase::Searching { lo, hi, probe };
+        self.phase = Phase::Searching {
+            lo,
+            hi,
+            probe,
+            missing: 0,
+        };
         Self::get(&record_key(&self.dir, probe, Kind::Grant))
     }
 
@@ -227,20 +296,32 @@ impl Operation for ReadLog {
                 }
                 self.after_marker()
             }
-            Phase::Searching { lo, hi, probe } => {
+            Phase::Searching {
+                lo,
+                hi,
+                probe,
+                missing: passed,
+            } => {
                 let since = self.since_ms.unwrap_or(0);
                 if missing {
-                    // No grant here: look further up, within the range.
-                    return match probe.checked_add(1) {
+                    // No grant here: look further up, within the range
+                    // (past a run of missing ones, at the next stride).
+                    let next = match passed + 1 >= GAP_RUN {
+                        true => next_stride_start(probe),
+                        false => probe.checked_add(1),
+                    };
+                    let first = probe.saturating_sub(passed);
+                    return match next {
                         Some(next) if next < hi => {
                             self.phase = Phase::Searching {
                                 lo,
                                 hi,
                                 probe: next,
+                                missing: next - first,
                             };
                             Self::get(&record_key(&self.dir, next, Kind::Grant))
                         }
-                        _ => self.search(lo, lo + (hi - lo) / 2),
+                        _ => self.search(lo, first),
                     };
                 }
                 let name = record_key(&self.dir, probe, Kind::Grant);

@@ -394,6 +394,43 @@ fn a_token_no_record_explains_is_reported() {
     assert!(!report.overlapped());
 }
 
+/// A lock object deleted (as a lifecycle rule would) and created again a
+/// floor stride higher: the log is read across the stride without a read
+/// per token, and verify reports only that the new object's grant cannot
+/// show the lease before it ended.
+#[test]
+fn a_lock_object_created_again_a_stride_higher_is_read_across_the_stride() {
+    let config = s3(Strategy::SingleObject, ExpiryClock::Server);
+    let shared = Rc::new(RefCell::new(S3Model::new(START_MS)));
+    let mut io = ModelIo::of(shared.clone());
+    let mut a = ClientCore::new(config.clone());
+    let lease = take(&mut a, &mut io, &shared, "a");
+    a.rewrite(&mut io, lease, true).ready().unwrap();
+    shared.borrow_mut().objects.remove("locks/k");
+    shared.borrow_mut().advance(2 * TTL_MS);
+    let mut b = ClientCore::new(config.clone());
+    let lease = take(&mut b, &mut io, &shared, "b");
+    let stride = crate::strategy::floor::FLOOR_STRIDE;
+    assert_eq!(lease.token, stride + 1);
+    b.rewrite(&mut io, lease, true).ready().unwrap();
+
+    let mut auditor = ClientCore::new(config);
+    io.take_requests();
+    let report = auditor.audit_verify(&mut io, "k", None).ready().unwrap();
+    let requests = io.take_requests().len();
+    assert!(requests < 40, "{requests} requests");
+    let kinds: Vec<_> = report.findings.iter().map(|f| (f.kind, f.token)).collect();
+    assert_eq!(
+        kinds,
+        [(FindingKind::NotOnStoreClock, stride + 1)],
+        "{report:#?}"
+    );
+    assert_eq!(report.grants, 2);
+    let timeline = auditor.audit_timeline(&mut io, "k", None).ready().unwrap();
+    let tokens: Vec<_> = timeline.iter().map(|e| e.token).collect();
+    assert_eq!(tokens, [1, stride + 1]);
+}
+
 #[test]
 fn prune_drops_old_records_and_since_starts_later() {
     let config = s3(Strategy::SingleObject, ExpiryClock::Server);

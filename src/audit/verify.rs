@@ -27,10 +27,11 @@
 use crate::prelude::*;
 
 use super::names::{record_key, Kind};
-use super::read::Log;
+use super::read::{Log, GAP_RUN};
 use super::record::{PreviousHolder, Record};
 use crate::expiry::SERVER_SLACK_MS;
 use crate::lock_object::LockState;
+use crate::strategy::floor::FLOOR_STRIDE;
 
 /// What a finding shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -131,6 +132,7 @@ pub fn verify(key: &str, dir: &str, log: &Log, current: Option<&LockState>) -> R
         dir,
         log,
         findings: Vec::new(),
+        floor_start: None,
     };
     let last = log
         .found
@@ -159,7 +161,22 @@ pub fn verify(key: &str, dir: &str, log: &Log, current: Option<&LockState>) -> R
             );
         }
     }
-    for token in log.from..=last {
+    // A key whose first record is of a grant that created its lock object
+    // at a floor stride's first token (`strategy::floor`): its floor was
+    // raised before any grant (an attempt whose create never landed), and
+    // no token below was granted.
+    let floor_start = log
+        .found
+        .first()
+        .filter(|f| f.kind == Kind::Grant)
+        .and_then(|f| f.record.as_ref().ok())
+        .filter(|r| r.previous.is_none() && r.token > 1 && r.token % FLOOR_STRIDE == 1)
+        .map(|r| r.token);
+    v.floor_start = floor_start;
+    for token in log.tokens_read(last) {
+        if floor_start.is_some_and(|start| token < start) {
+            continue;
+        }
         if let Some(c) = log.record(token, Kind::Collision) {
             v.collision(token, c);
         }
@@ -184,6 +201,8 @@ struct Verifier<'a> {
     dir: &'a str,
     log: &'a Log,
     findings: Vec<Finding>,
+    /// See `floor_start` in `verify`.
+    floor_start: Option<u64>,
 }
 
 impl Verifier<'_> {
@@ -223,7 +242,8 @@ impl Verifier<'_> {
     /// A token with no grant record: explained by a later grant that
     /// replaced it, or by the lock object holding it now.
     fn gap(&mut self, token: u64, current: Option<&LockState>) {
-        if token < self.log.pruned_below {
+        let held = current.map(|s| s.record.token);
+        if token < self.log.pruned_below || self.before_next_stride(token, held) {
             return;
         }
         let named_later = self.log.found.iter().any(|f| {
@@ -251,11 +271,35 @@ impl Verifier<'_> {
         }
     }
 
+    /// Whether `token` is in the run of tokens without records the reader
+    /// passed before going on at the next floor stride, where a grant
+    /// created the lock object again (reported at that grant: whether the
+    /// lease before it had ended is not shown), or holds it now (`held`:
+    /// its record is still to come).
+    fn before_next_stride(&self, token: u64, held: Option<u64>) -> bool {
+        self.log.skipped.iter().any(|(from, to)| {
+            *from > token
+                && from - token <= GAP_RUN
+                && !self
+                    .log
+                    .found
+                    .iter()
+                    .any(|f| (token..*from).contains(&f.token))
+                && to.checked_add(1).is_some_and(|start| {
+                    held == Some(start)
+                        || self
+                            .log
+                            .record(start, Kind::Grant)
+                            .is_some_and(|r| r.previous.is_none())
+                })
+        })
+    }
+
     fn grant(&mut self, g: &Record) {
         let t = g.token;
         let me = self.name(t, Kind::Grant);
         let Some(p) = &g.previous else {
-            if t > 1 && t > self.log.pruned_below {
+            if t > 1 && t > self.log.pruned_below && self.floor_start != Some(t) {
                 self.find(
                     FindingKind::NotOnStoreClock,
                     t,
@@ -280,16 +324,21 @@ impl Verifier<'_> {
                 vec![me.clone()],
             );
         }
-        for skipped in p.token.saturating_add(1)..t {
-            if let Some(missed) = self.log.record(skipped, Kind::Grant) {
-                let detail = format!(
-                    "the grant of token {t} ({:?}) replaced token {} and never saw token \
-                     {skipped}'s grant ({:?}): both were granted from the same state",
-                    g.holder, p.token, missed.holder
-                );
-                let evidence = vec![me.clone(), self.name(skipped, Kind::Grant)];
-                self.find(FindingKind::MissedGrant, t, detail, evidence);
-            }
+        let between = p.token.saturating_add(1)..t;
+        let missed = self.log.found.iter().filter_map(|f| match &f.record {
+            Ok(r) if f.kind == Kind::Grant && between.contains(&f.token) => Some(r),
+            _ => None,
+        });
+        let missed: Vec<&Record> = missed.collect();
+        for missed in missed {
+            let skipped = missed.token;
+            let detail = format!(
+                "the grant of token {t} ({:?}) replaced token {} and never saw token \
+                 {skipped}'s grant ({:?}): both were granted from the same state",
+                g.holder, p.token, missed.holder
+            );
+            let evidence = vec![me.clone(), self.name(skipped, Kind::Grant)];
+            self.find(FindingKind::MissedGrant, t, detail, evidence);
         }
         for h in &p.holders {
             if let Some(theirs) = self.log.record(h.token, Kind::Grant) {

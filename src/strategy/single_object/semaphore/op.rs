@@ -25,6 +25,7 @@ use crate::protocol::{is_ambiguous, Operation, Step};
 use crate::s3::S3Request;
 use crate::s3::S3Response;
 use crate::seal::LockSeal;
+use crate::strategy::floor::{Floor, FloorStep};
 
 /// Writes one operation may try before giving up on a busy object: with
 /// many holders renewing, a few 412s in a row are normal.
@@ -69,6 +70,8 @@ enum Phase {
     /// Recording the holders an acquire drops unreleased (grant log),
     /// then its write.
     Backfilling(Pending, Box<(S3Request, LockState, Then)>),
+    /// No object: writing the key's floor before one is created.
+    Flooring,
     Writing(Box<LockState>, Then),
 }
 
@@ -95,6 +98,8 @@ pub struct SemaphoreOp {
     /// See `on_store_without_write_times`.
     stamps_needed: bool,
     backfiller: Option<Backfiller>,
+    /// The key's token floor, written before the object is created.
+    floor: Option<Floor>,
 }
 
 impl SemaphoreOp {
@@ -123,6 +128,31 @@ impl SemaphoreOp {
             read: None,
             stamps_needed: true,
             backfiller: None,
+            floor: None,
+        }
+    }
+
+    /// Writes the key's token floor, the object `floor_key`, before an
+    /// acquire creates the semaphore object (see `strategy::floor`).
+    pub fn with_floor(mut self, floor_key: String) -> Self {
+        let floor = Floor::new(floor_key, self.write_id.clone());
+        // Joined within a ttl, as a lock's (see `Floor::joining_within`).
+        let ttl_ms = match &self.wish {
+            Wish::Acquire { grant, .. } => grant.ttl_ms,
+            _ => 0,
+        };
+        self.floor = Some(floor.joining_within(ttl_ms));
+        self
+    }
+
+    fn on_floor(&mut self, step: FloorStep, now_ms: u64) -> Step<Finished> {
+        match step {
+            FloorStep::Send(request) => {
+                self.phase = Phase::Flooring;
+                Step::Send(request)
+            }
+            FloorStep::Base(_) => self.plan_from(None, now_ms, false),
+            FloorStep::Failed(e) => self.finish(Err(e)),
         }
     }
 
@@ -183,6 +213,14 @@ impl SemaphoreOp {
         now_ms: u64,
         from_cache: bool,
     ) -> Step<Finished> {
+        // An acquire that would create the object writes the floor first.
+        let creating = seen.is_none() && matches!(self.wish, Wish::Acquire { .. });
+        if creating {
+            if let Some(floor) = self.floor.as_mut().filter(|f| f.base().is_none()) {
+                let step = floor.start();
+                return self.on_floor(step, now_ms);
+            }
+        }
         let write_id = match self.sent_ids.len() {
             0 => self.write_id.clone(),
             n => format!("{}.{n}", self.write_id),
@@ -192,6 +230,7 @@ impl SemaphoreOp {
             write_id: &write_id,
             now_ms,
             stamps_needed: self.stamps_needed,
+            created_base: self.floor.as_ref().and_then(Floor::base).unwrap_or(0),
         };
         match plan(&self.wish, seen.as_ref(), &cx) {
             Ok(Plan::Write {
@@ -411,6 +450,13 @@ impl Operation for SemaphoreOp {
 
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Finished> {
         match core::mem::replace(&mut self.phase, Phase::Reading) {
+            Phase::Flooring => {
+                let step = match self.floor.as_mut() {
+                    Some(floor) => floor.on_response(r),
+                    None => FloorStep::Failed(r.into_error()),
+                };
+                self.on_floor(step, now_ms)
+            }
             Phase::Reading => {
                 // A recognised write's times: the object as read has it.
                 let r_times = S3Response {
@@ -470,13 +516,20 @@ impl Operation for SemaphoreOp {
         }
     }
 
-    fn on_transport_error(&mut self, error: Error, _now_ms: u64) -> Step<Finished> {
+    fn on_transport_error(&mut self, error: Error, now_ms: u64) -> Step<Finished> {
+        if matches!(self.phase, Phase::Flooring) {
+            let step = match self.floor.as_mut() {
+                Some(floor) => floor.on_transport_error(error),
+                None => FloorStep::Failed(error),
+            };
+            return self.on_floor(step, now_ms);
+        }
         match self.phase {
             Phase::Writing(..) => {
                 self.ambiguous = true;
                 self.read_again(error)
             }
-            Phase::Reading | Phase::Backfilling(..) => self.finish(Err(error)),
+            Phase::Reading | Phase::Backfilling(..) | Phase::Flooring => self.finish(Err(error)),
         }
     }
 }
