@@ -95,6 +95,7 @@ pub(crate) fn store_config(cli: &Cli) -> Result<StoreConfig, Failure> {
         ExpiryClockArg::Observed => ExpiryClock::Observed,
     });
     config.preflight = cli.check_store.then_some(true);
+    config.audit = cli.audit.then_some(true);
     Ok(config)
 }
 
@@ -207,6 +208,10 @@ pub(crate) fn child_env(config: &StoreConfig, endpoint: Option<String>) -> Vec<(
     }
     if let Some(clock) = config.expiry_clock {
         env.push(("S3LEASE_EXPIRY_CLOCK".into(), clock.name().into()));
+    }
+    // A nested `release` records its release in the same grant log.
+    if config.audit == Some(true) {
+        env.push(("S3LEASE_AUDIT".into(), "1".into()));
     }
     env
 }

@@ -192,6 +192,26 @@ pub fn verify(key: &str, dir: &str, log: &Log, current: Option<&LockState>) -> R
             None => v.gap(token, current),
         }
     }
+    // The lock object as read now holds a token whose record names
+    // another holder: the store let two grants of that token land (their
+    // records raced as well, and one overwrote the other).
+    if let Some(s) = current.filter(|s| s.semaphore.is_none() && s.record.token > 0) {
+        let t = s.record.token;
+        if let Some(g) = log.record(t, Kind::Grant) {
+            if g.holder != s.record.holder_id {
+                v.find(
+                    FindingKind::TokenRepeated,
+                    t,
+                    format!(
+                        "token {t} is recorded as granted to {:?}, and the lock object holds it \
+                         for {:?}",
+                        g.holder, s.record.holder_id
+                    ),
+                    vec![v.name(t, Kind::Grant)],
+                );
+            }
+        }
+    }
     v.findings.sort_by_key(|f| (f.token, f.kind));
     report.findings = v.findings;
     report

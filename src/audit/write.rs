@@ -277,7 +277,7 @@ impl Pending {
     }
 
     /// The next back-fill to send, if any is left.
-    pub fn next(&mut self) -> Option<S3Request> {
+    pub fn next_request(&mut self) -> Option<S3Request> {
         self.requests.pop()
     }
 

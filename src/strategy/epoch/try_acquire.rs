@@ -286,7 +286,7 @@ impl Operation for EpochTryAcquire {
                         };
                         self.replaced = seen;
                         let mut pending = Pending::new(backfills);
-                        match pending.next() {
+                        match pending.next_request() {
                             Some(first) => {
                                 self.phase = Phase::Backfilling(pending, epoch);
                                 Step::Send(first)
@@ -298,7 +298,7 @@ impl Operation for EpochTryAcquire {
                 }
             }
             Phase::Backfilling(mut pending, epoch) => match Pending::landed(r) {
-                Ok(()) => match pending.next() {
+                Ok(()) => match pending.next_request() {
                     Some(next) => {
                         self.phase = Phase::Backfilling(pending, epoch);
                         Step::Send(next)

@@ -198,7 +198,7 @@ impl TryAcquire {
         };
         self.replaced = seen;
         let mut pending = Pending::new(backfills);
-        match pending.next() {
+        match pending.next_request() {
             Some(first) => {
                 self.phase = Phase::Backfilling(pending, Box::new((request, record)));
                 Step::Send(first)
@@ -294,7 +294,7 @@ impl Operation for TryAcquire {
                 }
             }
             Phase::Backfilling(mut pending, write) => match Pending::landed(r) {
-                Ok(()) => match pending.next() {
+                Ok(()) => match pending.next_request() {
                     Some(next) => {
                         self.phase = Phase::Backfilling(pending, write);
                         Step::Send(next)

@@ -257,7 +257,7 @@ impl SemaphoreOp {
                 self.sent_ids.push(write_id);
                 self.planned.push((seen, kept));
                 let mut pending = Pending::new(backfills);
-                match pending.next() {
+                match pending.next_request() {
                     Some(first) => {
                         self.phase =
                             Phase::Backfilling(pending, Box::new((request, written, then)));
@@ -480,7 +480,7 @@ impl Operation for SemaphoreOp {
                 }
             }
             Phase::Backfilling(mut pending, write) => match Pending::landed(r) {
-                Ok(()) => match pending.next() {
+                Ok(()) => match pending.next_request() {
                     Some(next) => {
                         self.phase = Phase::Backfilling(pending, write);
                         Step::Send(next)
