@@ -19,3 +19,4 @@ pub(crate) mod runtime;
 pub(crate) mod source;
 pub(crate) mod state;
 pub(crate) mod trace;
+pub(crate) mod trusted_file;
