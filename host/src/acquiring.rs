@@ -126,10 +126,12 @@ impl Client {
 
     /// Keeps `record`, granted by an attempt that began at `since`, held
     /// (renewing on the client's scheduler) until the lease is dropped or
-    /// released: for a lease granted through the record calls.
+    /// released: for a lease granted through the record calls. A closed
+    /// client keeps nothing: the lease comes back already let go
+    /// (`Lost(Released)`), and the record is released in the background.
     pub fn hold(&self, record: LeaseRecord, since: Instant, options: &AcquireOptions) -> Lease {
         let timing = timing(record.ttl_ms(), options);
-        Lease::start(self.clone(), record, since, timing)
+        Lease::start(self.clone(), record, since, timing).unwrap_or_else(|let_go| let_go)
     }
 
     /// Holds a grant of one of our attempts, begun at `began`, unless its
@@ -145,21 +147,14 @@ impl Client {
     ) -> Result<Lease, Error> {
         let timing = timing(record.ttl_ms(), options);
         let took = began.elapsed();
-        if self.inner.keeper.is_closed() {
-            let index = self.inner.calls.index_of(&record.key);
-            release_in_background(
-                &Arc::downgrade(&self.inner.calls),
-                index,
-                convert::lease(&record),
-            );
-            return Err(Error::host(format!(
-                "the client was closed (Client::close): it keeps no new lease, and the grant \
-                 of {} was released",
-                record.key
-            )));
-        }
         if millis(took) < timing.deadline_ms {
-            return Ok(Lease::start(self.clone(), record, began, timing));
+            let key = record.key.clone();
+            return Lease::start(self.clone(), record, began, timing).map_err(|_released| {
+                Error::host(format!(
+                    "the client was closed (Client::close): it keeps no new lease, and the \
+                     grant of {key} was released"
+                ))
+            });
         }
         let index = self.inner.calls.index_of(&record.key);
         release_in_background(
@@ -295,10 +290,12 @@ impl Client {
                     match self.keep_grant(record, began, options) {
                         Ok(lease) => return Ok(lease),
                         // Granted too late: released, worth another attempt.
-                        Err(e) => {
+                        Err(e) if e.is_transient() => {
                             last_error = Some(e);
                             Missed::Undecided
                         }
+                        // The client was closed: no attempt can be kept.
+                        Err(e) => return Err(e),
                     }
                 }
                 Ok((Attempted::Missed(missed, seen, _), _)) => {

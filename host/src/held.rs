@@ -197,7 +197,7 @@ impl Held {
                 state.lost = Some(LostReason::Taken(e.holder().cloned()));
             }
             Err(e) => {
-                state.guard.renew_failed(now_ms, e.is_transient());
+                state.guard.renew_failed(now_ms, retried(&e));
                 state.last_error = Some(e.to_string());
             }
         }
@@ -247,4 +247,14 @@ impl Held {
         self.publish(&mut state);
         held.then(|| state.record.clone())
     }
+}
+
+/// Whether a renew that failed with `e` is tried again (within the claim,
+/// as the guard bounds it): a transient error, and the wrong endpoint's
+/// verdict (a reply no store would send). The endpoint granted or renewed
+/// this very lease a moment ago, so such a reply is something on the way
+/// (a proxy's or a load balancer's error page), not a wrong configuration:
+/// ending the lease at once on it would give up most of its ttl for a blip.
+fn retried(e: &Error) -> bool {
+    e.is_transient() || (e.kind() == ErrorKind::InvalidConfig && e.field() == Some("endpoint"))
 }

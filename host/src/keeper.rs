@@ -31,6 +31,10 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
+/// The client was closed: it keeps no new lease.
+#[derive(Debug)]
+pub(crate) struct Closed;
+
 /// The handle leases register with; owned by the client.
 pub(crate) struct Keeper {
     /// Ids of leases to look at now (a new one, one let go).
@@ -45,7 +49,8 @@ struct Shared {
     /// after a grant finds it), taken out when it ends or is let go.
     leases: Mutex<HashMap<u64, Weak<Held>>>,
     stats: Mutex<ClientStats>,
-    /// Closed: grants are refused (see [`Keeper::close`]).
+    /// Closed: no lease is kept any more (see [`Keeper::close`]). Set and
+    /// read under `leases`' lock.
     closed: AtomicBool,
 }
 
@@ -87,10 +92,19 @@ impl Keeper {
         Ok(Keeper { tx, shared })
     }
 
-    /// Keeps `held` renewed from now on.
-    pub fn keep(&self, held: &Arc<Held>) {
-        self.shared.leases().insert(held.id, Arc::downgrade(held));
+    /// Keeps `held` renewed from now on; refused once the client is closed
+    /// (the caller then lets it go). Judged under the same lock the close
+    /// takes: a lease is either in the map the close drains, or refused.
+    pub fn keep(&self, held: &Arc<Held>) -> Result<(), Closed> {
+        {
+            let mut leases = self.shared.leases();
+            if self.shared.closed.load(Ordering::SeqCst) {
+                return Err(Closed);
+            }
+            leases.insert(held.id, Arc::downgrade(held));
+        }
         let _ = self.tx.send(held.id);
+        Ok(())
     }
 
     /// Asks the scheduler to look at lease `id` now (it was let go: it
@@ -103,21 +117,18 @@ impl Keeper {
         self.shared.stats().clone()
     }
 
-    /// Whether [`Keeper::close`] was called: grants are then refused.
-    pub fn is_closed(&self) -> bool {
-        self.shared.closed.load(Ordering::SeqCst)
-    }
-
     /// Closes: takes every lease kept out of the scheduler (none renews
     /// again) and hands them over, for the caller to let go and release.
+    /// From then on [`Keeper::keep`] refuses.
     pub fn close(&self) -> Vec<Arc<Held>> {
-        self.shared.closed.store(true, Ordering::SeqCst);
-        let taken: Vec<Arc<Held>> = self
-            .shared
-            .leases()
-            .drain()
-            .filter_map(|(_, held)| held.upgrade())
-            .collect();
+        let taken: Vec<Arc<Held>> = {
+            let mut leases = self.shared.leases();
+            self.shared.closed.store(true, Ordering::SeqCst);
+            leases
+                .drain()
+                .filter_map(|(_, held)| held.upgrade())
+                .collect()
+        };
         for held in &taken {
             held.lock().stopped = true;
             // Out of the schedule at once.
@@ -257,5 +268,25 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use s3_lease_keep::guard::Timing;
+
+    /// A grant that lands just after a close drained the scheduler (the
+    /// client's check for the close passed a moment before): it is not
+    /// kept. (Before, the check and the keeping were apart: such a lease
+    /// went on renewing on the closed client.)
+    #[test]
+    fn a_lease_kept_after_the_close_is_refused() {
+        let keeper = Keeper::start(Weak::new()).unwrap();
+        assert!(keeper.close().is_empty());
+        let record = LeaseRecord::new("k", 1, "seal");
+        let held = Held::new(record, Instant::now(), Timing::for_ttl(30_000), 0);
+        let _ = keeper.keep(&held);
+        assert!(keeper.shared.leases().is_empty(), "kept after the close");
     }
 }

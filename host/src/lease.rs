@@ -37,17 +37,32 @@ pub struct Lease {
 
 impl Lease {
     /// Holds `record`, granted by an attempt that began at `since`, and
-    /// has the client's scheduler keep it.
+    /// has the client's scheduler keep it. `Err` when the client was
+    /// closed: the lease is let go at once (it says `Lost(Released)`) and
+    /// its record released in the background.
     pub(crate) fn start(
         client: Client,
         record: LeaseRecord,
         since: Instant,
         timing: Timing,
-    ) -> Lease {
+    ) -> Result<Lease, Lease> {
         let index = client.inner.calls.index_of(&record.key);
         let held = Held::new(record, since, timing, index);
-        client.inner.keeper.keep(&held);
-        Lease { held, client }
+        let kept = client.inner.keeper.keep(&held);
+        let lease = Lease { held, client };
+        match kept {
+            Ok(()) => Ok(lease),
+            Err(_closed) => {
+                if let Some(record) = lease.held.let_go() {
+                    release_in_background(
+                        &Arc::downgrade(&lease.client.inner.calls),
+                        index,
+                        convert::lease(&record),
+                    );
+                }
+                Err(lease)
+            }
+        }
     }
 
     /// The client that keeps it.

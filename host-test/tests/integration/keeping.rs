@@ -7,7 +7,7 @@ use super::{acquire_options as options, endpoint, fresh_prefix, harness};
 use aws_credential_types::provider::SharedCredentialsProvider;
 use s3_lease_host::{Client, ClientStats, Lease, SdkProvider, SharedSource};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -160,6 +160,20 @@ fn a_close_releases_every_lease_held_and_a_drop_releases_its_own() {
         let refused = c.try_acquire("after", &options(30_000)).await.unwrap_err();
         assert!(refused.to_string().contains("closed"), "{refused}");
         assert!(free(&c, "after").await, "a grant after the close was kept");
+        // A wait ends at its first grant: none can be kept. (Before, it
+        // took and released the key again and again until its wait ran out.)
+        let asked = Instant::now();
+        let wait = Duration::from_secs(20);
+        let refused = c
+            .acquire("after", &options(30_000), wait)
+            .await
+            .unwrap_err();
+        assert!(refused.to_string().contains("closed"), "{refused}");
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            asked.elapsed()
+        );
         // Let go already: dropping the handles sends nothing more.
         drop(kept);
         assert!(c.close(Duration::from_secs(1)).await.all_released());
@@ -297,4 +311,161 @@ fn an_instance_holds_no_more_after_thousands_of_renews() {
     let warm = i.footprint();
     renew(&mut i, 2_000);
     assert_eq!(i.footprint(), warm, "the instance grew over 2,000 renews");
+}
+
+/// A lease handed to a closed client (`hold`, say a record detached by
+/// another process) is not kept: the handle says released at once, and
+/// the record is released, so the key is free. (Before, a closed client
+/// kept renewing it: `hold` never looked at the close.)
+#[test]
+fn a_closed_client_keeps_no_lease_handed_to_it() {
+    let _ = (endpoint(), harness());
+    runtime().block_on(async {
+        let prefix = fresh_prefix("keeping-hold-after-close");
+        let (giver, c) = (client(&prefix).await, client(&prefix).await);
+        let record = held(&giver, "k", 30_000).await.detach().await;
+        assert!(c.close(Duration::from_secs(5)).await.all_released());
+        let lease = c.hold(record, Instant::now(), &options(30_000));
+        assert!(
+            !lease.is_held(),
+            "a closed client holds {:?}",
+            lease.record()
+        );
+        assert_eq!(
+            lease.lost_reason(),
+            Some(s3_lease_host::LostReason::Released)
+        );
+        let given = Instant::now();
+        while !free(&c, "k").await {
+            assert!(given.elapsed() < Duration::from_secs(5), "k still held");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let stats = c.stats();
+        assert_eq!((stats.leases_kept, stats.renews_sent), (0, 0), "{stats:?}");
+    });
+}
+
+/// One renew answered as no S3 server would (a bare 404, what a proxy or
+/// a load balancer's error page sends) by the endpoint that granted the
+/// lease a moment ago: a blip on the way, not a wrong configuration. The
+/// lease is retried like after any transient failure, and stays held.
+/// (Before, the wrong endpoint's `InvalidConfig` ended the lease at once,
+/// `Failed`, with most of its ttl to go.)
+#[test]
+fn one_wrong_endpoint_verdict_during_a_renew_is_retried_not_fatal() {
+    use host_test::hooks::Fault;
+    let _ = (endpoint(), harness());
+    runtime().block_on(async {
+        let prefix = fresh_prefix("keeping-wrong-endpoint-renew");
+        let config = endpoint().host_config(&prefix).unwrap();
+        let (options_with_hooks, hooks, _clock) = harness().test_client_options();
+        let c = Client::connect_with(harness().runtime(), &config, options_with_hooks)
+            .await
+            .unwrap();
+        let lease = held(&c, "k", 3_000).await;
+        let renews = c.stats().renews_sent;
+        hooks.inject(Fault::Respond {
+            status: 404,
+            content_type: "text/plain; charset=utf-8",
+            body: "404 page not found\n".into(),
+        });
+        let started = Instant::now();
+        while c.stats().renews_sent < renews + 3 {
+            assert!(
+                lease.is_held(),
+                "lost after one wrong-endpoint renew: {:?}",
+                lease.lost_reason()
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "renews stalled"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let stats = c.stats();
+        assert!(stats.renews_failed >= 1, "the fault was not met: {stats:?}");
+        assert!(lease.is_held(), "{:?}", lease.lost_reason());
+        lease.release().await.unwrap();
+    });
+}
+
+/// A `tracing` subscriber with a bug: it panics when its span is entered
+/// on a thread other than the one that made it (once, then never again).
+struct PanicsOnEnterElsewhere {
+    maker: std::thread::ThreadId,
+    armed: std::sync::atomic::AtomicBool,
+    /// Its one span's metadata, once made, and whether the maker is in it.
+    span: Mutex<Option<&'static tracing::Metadata<'static>>>,
+    in_span: std::sync::atomic::AtomicBool,
+}
+
+impl tracing::Subscriber for PanicsOnEnterElsewhere {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, attrs: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        *self.span.lock().unwrap() = Some(attrs.metadata());
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, _: &tracing::span::Id) {
+        if std::thread::current().id() == self.maker {
+            self.in_span.store(true, Ordering::SeqCst);
+        } else if self.armed.swap(false, Ordering::SeqCst) {
+            panic!("the subscriber's own bug");
+        }
+    }
+    fn exit(&self, _: &tracing::span::Id) {
+        if std::thread::current().id() == self.maker {
+            self.in_span.store(false, Ordering::SeqCst);
+        }
+    }
+    fn current_span(&self) -> tracing_core::span::Current {
+        match *self.span.lock().unwrap() {
+            Some(meta) if self.in_span.load(Ordering::SeqCst) => {
+                tracing_core::span::Current::new(tracing::span::Id::from_u64(1), meta)
+            }
+            _ => tracing_core::span::Current::none(),
+        }
+    }
+}
+
+/// A panic inside a blocking call (here the caller's subscriber, entering
+/// the caller's span on the client's runtime) comes back as the call's
+/// error, kind `Host`, naming the panic; the caller's thread does not
+/// panic, and the client goes on working. (Before, the caller panicked
+/// with "the s3-lease driver stopped", which the call's panic was not.)
+#[test]
+fn a_panic_inside_a_blocking_call_is_its_error_not_the_callers_panic() {
+    let prefix = fresh_prefix("keeping-blocking-panic");
+    let config = endpoint().host_config(&prefix).unwrap();
+    let c = s3_lease_host::blocking::Client::connect(harness().runtime(), &config).unwrap();
+    let subscriber = PanicsOnEnterElsewhere {
+        maker: std::thread::current().id(),
+        armed: std::sync::atomic::AtomicBool::new(true),
+        span: Mutex::new(None),
+        in_span: std::sync::atomic::AtomicBool::new(false),
+    };
+    let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("the caller's");
+            let _entered = span.enter();
+            c.inspect("k")
+        })
+    }));
+    let e = match answered {
+        Ok(Err(e)) => e,
+        Ok(Ok(state)) => panic!("the panic went unseen: {state:?}"),
+        Err(_) => panic!("the caller's thread panicked"),
+    };
+    assert_eq!(e.kind(), s3_lease_host::ErrorKind::Host, "{e}");
+    assert!(e.to_string().contains("the subscriber's own bug"), "{e}");
+    assert_eq!(c.inspect("k").unwrap(), None, "the client works on");
+    let guard = c
+        .acquire("k", &options(30_000), Duration::from_secs(10))
+        .unwrap();
+    assert!(guard.is_held());
+    guard.release().unwrap();
 }
