@@ -14,7 +14,7 @@ use crate::config::StoreConfig;
 use crate::engine::own_runtime::OwnRuntime;
 use crate::engine::runtime::Runtime;
 use crate::error::Error;
-use crate::held::{LeaseStatus, LostReason};
+use crate::held::LostReason;
 use crate::lease::SlotGrant;
 use crate::stats::ElectorStats;
 use crate::types::*;
@@ -406,8 +406,15 @@ impl LeaseGuard {
         self.lease().is_held()
     }
 
+    /// See [`crate::Lease::held_until`] (std's clock, read now).
     pub fn held_until(&self) -> Option<Instant> {
         self.lease().held_until()
+    }
+
+    /// See [`crate::Lease::deadline`] (the client's clock, suspended time
+    /// counted).
+    pub fn deadline(&self) -> Option<crate::clock::Instant> {
+        self.lease().deadline()
     }
 
     /// Why it is no longer held, if it is not.
@@ -416,30 +423,29 @@ impl LeaseGuard {
     }
 
     /// Blocks until the lease is lost or `timeout` passes; the loss, if it
-    /// came (at the safe margin even while a renew hangs). Any timeout is
-    /// taken: one too long for the clock (`Duration::MAX`) waits for the
-    /// loss however long it takes.
+    /// came (at the safe margin even while a renew hangs, and within
+    /// [`crate::clock::RESUME_CHECK`] of a resume from a suspend that
+    /// passed it). Any timeout is taken: one too long for the clock
+    /// (`Duration::MAX`) waits for the loss however long it takes.
     pub fn wait_lost(&self, timeout: Duration) -> Option<LostReason> {
-        let mut watch = self.lease().watch();
-        let until = crate::engine::monotonic::saturating_add(Instant::now(), timeout);
+        let lease = self.lease();
+        let clock = lease.clock().clone();
+        let mut watch = lease.watch();
+        let until = clock.now().saturating_add(timeout);
         loop {
             if let Some(reason) = self.lost() {
                 return Some(reason);
             }
-            let now = Instant::now();
-            if now >= until {
+            if clock.now() >= until {
                 return None;
             }
-            let wake = match &*watch.borrow_and_update() {
-                LeaseStatus::Held { until: held, .. } => until.min(*held),
-                _ => now,
-            };
-            let mut changes = watch.clone();
+            let wake = lease.deadline().map_or(until, |held| until.min(held));
+            watch.borrow_and_update();
+            let (mut changes, clock) = (watch.clone(), clock.clone());
             let waited = self.driver.run(async move {
-                let sleep = tokio::time::sleep_until(tokio::time::Instant::from_std(wake));
                 tokio::select! {
                     _ = changes.changed() => {}
-                    _ = sleep => {}
+                    _ = clock.sleep_until(wake) => {}
                 }
             });
             if waited.is_err() {
@@ -505,8 +511,15 @@ impl Elector {
         self.elector().role()
     }
 
+    /// See [`crate::Elector::leading_until`] (std's clock, read now).
     pub fn leading_until(&self) -> Option<Instant> {
         self.elector().leading_until()
+    }
+
+    /// See [`crate::Elector::leading_deadline`] (the client's clock,
+    /// suspended time counted).
+    pub fn leading_deadline(&self) -> Option<crate::clock::Instant> {
+        self.elector().leading_deadline()
     }
 
     pub fn leader_lease(&self) -> Option<LeaseRecord> {

@@ -18,6 +18,7 @@
 
 use crate::calls::Calls;
 use crate::convert;
+use crate::engine::clock::{Clock, Instant};
 use crate::error::Error;
 use crate::held::Held;
 use crate::observe::traced;
@@ -28,7 +29,7 @@ use s3_lease_keep::schedule::Schedule;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// The client was closed: it keeps no new lease.
@@ -65,8 +66,9 @@ impl Shared {
 }
 
 impl Keeper {
-    /// Starts the scheduler's thread; fails only if no thread can start.
-    pub fn start(calls: Weak<Calls>) -> Result<Keeper, Error> {
+    /// Starts the scheduler's thread, judging time on `clock`; fails only
+    /// if no thread can start.
+    pub fn start(calls: Weak<Calls>, clock: Clock) -> Result<Keeper, Error> {
         let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared::default());
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -78,7 +80,8 @@ impl Keeper {
             outcomes: tx.downgrade(),
             shared: shared.clone(),
             schedule: Schedule::new(),
-            origin: Instant::now(),
+            origin: clock.now(),
+            clock,
         };
         std::thread::Builder::new()
             .name("s3-lease-keeper".into())
@@ -146,29 +149,30 @@ struct Driver {
     outcomes: mpsc::WeakUnboundedSender<u64>,
     shared: Arc<Shared>,
     schedule: Schedule,
-    /// The schedule's clock counts milliseconds from here.
+    /// The schedule's clock counts milliseconds from here, on `clock`
+    /// (suspended time counted: a lease due while the machine slept is
+    /// looked at as soon as it resumes).
     origin: Instant,
+    clock: Clock,
 }
 
 impl Driver {
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<u64>) {
         loop {
-            // An instant of the schedule's clock came from a real one, so
-            // it fits; were it not so, that lease would wait for a message.
             let wake = self
                 .schedule
                 .next_wake()
-                .and_then(|ms| self.origin.checked_add(Duration::from_millis(ms)));
+                .map(|ms| self.origin.saturating_add(Duration::from_millis(ms)));
             tokio::select! {
                 message = rx.recv() => match message {
                     Some(id) => self.look(id),
                     // The client is gone, and every lease with it.
                     None => return,
                 },
-                _ = sleep_until(wake) => {
+                _ = sleep_until(&self.clock, wake) => {
                     // Floored: an entry at or before it is surely due.
-                    let now = self.origin.elapsed().as_millis();
-                    let now = u64::try_from(now).unwrap_or(u64::MAX);
+                    let now = self.clock.now().saturating_duration_since(self.origin);
+                    let now = u64::try_from(now.as_millis()).unwrap_or(u64::MAX);
                     while let Some(id) = self.schedule.pop_due(now) {
                         self.look(id);
                     }
@@ -220,7 +224,7 @@ impl Driver {
                 // look again at the claim's end (the renew's outcome comes
                 // in sooner and reschedules).
                 let until = held.lock().guard.held_until(held.now_ms());
-                let at = until.map_or(Instant::now(), |until| held.instant(until));
+                let at = until.map_or(self.clock.now(), |until| held.instant(until));
                 let at = self.ms_of(at);
                 self.schedule.set(id, at);
                 self.shared.stats().renews_sent += 1;
@@ -264,9 +268,9 @@ async fn renew(
         .map(convert::from_lease)
 }
 
-async fn sleep_until(at: Option<Instant>) {
+async fn sleep_until(clock: &Clock, at: Option<Instant>) {
     match at {
-        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        Some(at) => clock.sleep_until(at).await,
         None => std::future::pending().await,
     }
 }
@@ -282,10 +286,11 @@ mod tests {
     /// went on renewing on the closed client.)
     #[test]
     fn a_lease_kept_after_the_close_is_refused() {
-        let keeper = Keeper::start(Weak::new()).unwrap();
+        let clock = Clock::system();
+        let keeper = Keeper::start(Weak::new(), clock.clone()).unwrap();
         assert!(keeper.close().is_empty());
         let record = LeaseRecord::new("k", 1, "seal");
-        let held = Held::new(record, Instant::now(), Timing::for_ttl(30_000), 0);
+        let held = Held::new(record, clock.now(), Timing::for_ttl(30_000), 0, clock);
         let _ = keeper.keep(&held);
         assert!(keeper.shared.leases().is_empty(), "kept after the close");
     }

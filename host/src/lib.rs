@@ -68,7 +68,7 @@ mod types;
 
 // With `unstable-raw`, the engine's modules at the paths they always had.
 #[cfg(feature = "unstable-raw")]
-pub use engine::{bindings, http, monotonic, raw};
+pub use engine::{bindings, clock, http, monotonic, raw};
 
 /// Blocking versions of the client, its leases and its electors.
 pub mod blocking {

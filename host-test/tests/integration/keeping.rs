@@ -469,3 +469,101 @@ fn a_panic_inside_a_blocking_call_is_its_error_not_the_callers_panic() {
     assert!(guard.is_held());
     guard.release().unwrap();
 }
+
+/// A client on a test's clock ([`Clock::for_tests`]), which the test moves
+/// as the system's clock moves when a machine resumes from a suspend.
+async fn client_on(prefix: &str, clock: &s3_lease_host::clock::Clock) -> Client {
+    let config = endpoint().host_config(prefix).unwrap();
+    let options = s3_lease_host::ClientOptions::default().clock(clock.clone());
+    Client::connect_with(harness().runtime(), &config, options)
+        .await
+        .unwrap()
+}
+
+/// Within a look of a resume (`clock::RESUME_CHECK`), on a loaded machine.
+const AT_THE_RESUME: Duration = Duration::from_millis(1_500);
+
+/// The machine is suspended for a minute while a lease (ttl 30 s) has
+/// most of its claim to go. When it resumes, the lease is over at once:
+/// `is_held` says no, `lost()` resolves (`Expired`) within a look of the
+/// resume, not at the next renew 10 s on, nor 30 s on as on a clock that
+/// stood still while the machine slept (std's `Instant`, before), and the
+/// scheduler drops it without sending a renew.
+#[test]
+fn a_lease_suspended_past_its_claim_is_lost_as_the_machine_resumes() {
+    let _ = (endpoint(), harness());
+    runtime().block_on(async {
+        let clock = s3_lease_host::clock::Clock::for_tests();
+        let c = client_on(&fresh_prefix("keeping-suspend-lease"), &clock).await;
+        let lease = std::sync::Arc::new(held(&c, "k", 30_000).await);
+        let watcher = lease.clone();
+        let lost = tokio::spawn(async move { watcher.lost().await });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(lease.is_held());
+        let renews = c.stats().renews_sent;
+        clock.resume_after(Duration::from_secs(60));
+        let resumed = Instant::now();
+        assert!(
+            !lease.is_held(),
+            "held after a minute's suspend at ttl 30 s"
+        );
+        assert!(lease.held_token().is_err());
+        let reason = tokio::time::timeout(Duration::from_secs(20), lost)
+            .await
+            .expect("lost() never resolved")
+            .unwrap();
+        assert_eq!(reason, s3_lease_host::LostReason::Expired(None));
+        assert!(resumed.elapsed() < AT_THE_RESUME, "{:?}", resumed.elapsed());
+        while c.stats().leases_kept > 0 {
+            assert!(resumed.elapsed() < AT_THE_RESUME, "still kept");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(c.stats().renews_sent, renews, "a lapsed lease was renewed");
+    });
+}
+
+/// The same for a leader (lease 30 s, renew deadline 20 s): when the
+/// machine resumes from a minute's suspend, leadership ends at once
+/// (`StoppedLeading(RenewDeadline)`, the role no longer `Leader`), within
+/// a look of the resume; the component's monotonic clock, the client's,
+/// jumped too.
+#[test]
+fn a_leader_suspended_past_its_renew_deadline_steps_down_as_the_machine_resumes() {
+    use s3_lease_host::{ElectionEvent, ElectorConfig, StopReason};
+    let _ = (endpoint(), harness());
+    runtime().block_on(async {
+        let clock = s3_lease_host::clock::Clock::for_tests();
+        let c = client_on(&fresh_prefix("keeping-suspend-leader"), &clock).await;
+        let config = ElectorConfig::new("lead")
+            .lease_duration(Duration::from_secs(30))
+            .renew_deadline(Duration::from_secs(20))
+            .retry_period(Duration::from_secs(5));
+        let mut elector = c.elect(&config).await.unwrap();
+        let became = tokio::time::timeout(Duration::from_secs(20), elector.next_event()).await;
+        assert!(
+            matches!(became, Ok(Some(ElectionEvent::BecameLeader(_)))),
+            "{became:?}"
+        );
+        assert!(elector.leading_until().is_some());
+        clock.resume_after(Duration::from_secs(60));
+        let resumed = Instant::now();
+        let stopped = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                match elector.next_event().await {
+                    Some(ElectionEvent::StoppedLeading(reason)) => return reason,
+                    Some(_) => continue,
+                    None => panic!("the elector stopped"),
+                }
+            }
+        })
+        .await
+        .expect("leadership never ended");
+        assert_eq!(stopped, StopReason::RenewDeadline);
+        eprintln!(
+            "keeping: stepped down {:?} after the resume",
+            resumed.elapsed()
+        );
+        assert!(resumed.elapsed() < AT_THE_RESUME, "{:?}", resumed.elapsed());
+        elector.resign().await.unwrap();
+    });
+}
