@@ -1,8 +1,12 @@
 //! The simulated world: true time, the store, the network between the
 //! processes and the store, the faults, and what the run records.
 
+mod suspend;
+
+pub use suspend::Suspends;
+
 use super::credentials::{HostCredentials, Source};
-use super::host::{Clock, Lane, Waiting};
+use super::host::{Asleep, Clock, Lane, Waiting};
 use super::setup::{ActorKind, Setup};
 use super::store::SimStore;
 use super::store_rules::StoreRules;
@@ -105,6 +109,8 @@ pub enum Fault {
     /// third lose their reply). A slow renew followed by failing ones is
     /// what a lease counted from the wrong instant needs to show.
     Degrade,
+    /// One actor's machine is suspended for a while (see `suspend`).
+    Suspend,
 }
 
 /// A term being believed: closed when its believer stops.
@@ -139,6 +145,7 @@ pub struct World {
     next_value: u64,
     /// `S3LEASE_SIM_TRACE=<object key>`: print every request to it.
     trace: Option<String>,
+    pub suspends: suspend::Suspends,
 }
 
 impl World {
@@ -160,6 +167,7 @@ impl World {
             fenced_objects: BTreeMap::new(),
             next_value: 1,
             trace: std::env::var("S3LEASE_SIM_TRACE").ok(),
+            suspends: suspend::Suspends::default(),
         }
     }
 
@@ -221,6 +229,7 @@ impl World {
             mono_origin: self.rng.below(1 << 40),
             ppm: self.rng.range(0, 400) as i64 - 200,
             wall_offset_ms,
+            asleep: Asleep::new(self.suspends.blind),
         }
     }
 
