@@ -442,10 +442,13 @@ impl LeaseGuard {
             let wake = lease.deadline().map_or(until, |held| until.min(held));
             watch.borrow_and_update();
             let (mut changes, clock) = (watch.clone(), clock.clone());
+            // The scheduler publishes a loss at the resume from a suspend;
+            // the sleep, in one piece, is only the timeout's and a backstop.
             let waited = self.driver.run(async move {
+                let left = wake.saturating_duration_since(clock.now());
                 tokio::select! {
                     _ = changes.changed() => {}
-                    _ = clock.sleep_until(wake) => {}
+                    _ = tokio::time::sleep(left) => {}
                 }
             });
             if waited.is_err() {

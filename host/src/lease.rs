@@ -139,7 +139,10 @@ impl Lease {
 
     /// Resolves when the lease is lost: at its safe margin even while a
     /// renew hangs (within [`crate::clock::RESUME_CHECK`] of a resume from
-    /// a suspend that passed it), or when a renew finds it taken.
+    /// a suspend that passed it), or when a renew finds it taken. The
+    /// client's scheduler says so (it wakes at the margin, and at a
+    /// resume); this task only sleeps as a backstop, so any number of
+    /// tasks may await their leases' losses at no cost while they hold.
     pub async fn lost(&self) -> LostReason {
         let mut changes = self.watch();
         loop {
@@ -156,7 +159,10 @@ impl Lease {
                         return self.lost_reason().unwrap_or(LostReason::Released);
                     }
                 }
-                _ = self.held.clock.sleep_until(deadline) => {
+                // One piece: std's timers stop while the machine is
+                // suspended, but the scheduler, which looks at every
+                // resume, publishes the loss first.
+                _ = tokio::time::sleep(deadline.saturating_duration_since(self.held.clock.now())) => {
                     if let Some(reason) = self.lost_reason() {
                         return reason;
                     }
