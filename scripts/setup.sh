@@ -159,6 +159,35 @@ setup_test_tools() {
     install_azurite
 }
 
+# The Python package's tools (scripts/test_python.sh): maturin (builds the
+# wheel) and mypy in python/.venv, and the wheels its fresh test venv
+# installs offline (pytest, pytest-asyncio, botocore), downloaded once.
+# test.sh starts it in the background and waits for it before the step.
+start_python_tools() {
+    python_tools_pid=""
+    if [ -x python/.venv/bin/maturin ] && [ -f python/.venv/wheelhouse/.complete ]; then
+        return
+    fi
+    echo "setup: installing maturin, mypy and the Python tests' wheels into python/.venv, in the background (~30 s)"
+    mkdir -p .tools
+    (
+        python3 -m venv python/.venv &&
+            python/.venv/bin/pip install --quiet --disable-pip-version-check "maturin==1.16.0" "mypy==2.4.1" &&
+            python/.venv/bin/pip download --quiet --disable-pip-version-check -d python/.venv/wheelhouse \
+                "pytest==9.2.0" "pytest-asyncio==1.5.0" "botocore==1.44.5" &&
+            touch python/.venv/wheelhouse/.complete
+    ) >.tools/python-tools.log 2>&1 &
+    python_tools_pid=$!
+}
+
+finish_python_tools() {
+    if [ -n "${python_tools_pid:-}" ] && ! wait "$python_tools_pid"; then
+        cat .tools/python-tools.log >&2
+        echo "setup: installing the Python package's tools failed (log above)" >&2
+        exit 1
+    fi
+}
+
 # wkg 0.16.1, the Wasm package tool the contract-by-name check publishes and
 # fetches with (scripts/check_fetch_by_name.sh). test.sh starts its build in
 # the background before the test build and waits for it after the suites:

@@ -27,6 +27,7 @@ finished() {
 source scripts/setup.sh
 finished "setup: what the demo needs (component, venv, wasm-opt)"
 start_wkg_install
+start_python_tools
 setup_test_tools
 install_s3s_fs
 finished "setup: what only the tests need (wac, jco, the HTTP function, dynalite, Azurite, s3s-fs)"
@@ -52,6 +53,24 @@ echo "test.sh: the demo's build shares the tests' (a drift would cost a second w
 python3 scripts/check_demo_build_shared.py
 finished "the shared-build check"
 
+# The Node package (node/): its addon links the host as the demo's build
+# just left it (nothing of it compiles again), packed, installed in a fresh
+# directory and tested there with node:test (scripts/test_node.sh).
+bash scripts/test_node.sh
+finished "the Node package (built, packed, installed fresh, node:test)"
+
+# The Python package: its wheel built over the test build's host (nothing
+# but the extension compiles) and installed into a fresh venv; its tests
+# (pytest, mypy) run there in the background beside the next step, which
+# also mostly waits on servers. Their report follows that step's.
+finish_python_tools
+echo "test.sh: the Python package's wheel, installed into a fresh venv (scripts/test_python.sh)"
+bash scripts/test_python.sh build
+finished "the Python package's wheel, built and installed into a fresh venv"
+python_log=$(mktemp "${TMPDIR:-/tmp}/s3lease-python.XXXXXX")
+bash scripts/test_python.sh check >"$python_log" 2>&1 &
+python_pid=$!
+
 # The WASI 0.3 build through the same host: the integration suite's core
 # cases, the semaphores and the DynamoDB, Azure and GCS stores again, on
 # it (wasip3.rs, in the run above, covers what only it does: calls at the
@@ -62,6 +81,12 @@ S3LEASE_COMPONENT="$S3LEASE_COMPONENT_P3" cargo test --locked --workspace --test
     --nocapture lifecycle:: fencing:: elector:: lost_replies:: preflight:: request_counts:: \
     semaphores:: dynamodb:: azure:: gcs::
 finished "the integration suite's core cases again, on the WASI 0.3 build"
+python_status=0
+wait "$python_pid" || python_status=$?
+cat "$python_log"
+rm -f "$python_log"
+[ "$python_status" = 0 ] || { echo "test.sh: the Python package's tests failed (their report above)" >&2; exit 1; }
+finished "the Python package's tests, pytest and mypy (what was left of them)"
 
 # The soak smoke: 30 s of electors and fenced writes under seeded faults,
 # then the history checked. In the dev profile the suite just built (a

@@ -209,6 +209,14 @@ impl Error {
         )
     }
 
+    /// What a [`CredentialsSource`](crate::CredentialsSource) of the
+    /// caller's own returns when it cannot hand out credentials: an
+    /// `InvalidConfig` error on the field `credentials`, as the AWS chain's
+    /// failures are. `message` must carry no secret.
+    pub fn credentials_failed(message: impl Into<String>) -> Self {
+        Error::invalid_config("credentials", message)
+    }
+
     pub(crate) fn host(e: impl fmt::Display) -> Self {
         Error::new(ErrorKind::Host, None, Detail::Message(format!("{e:#}")))
     }

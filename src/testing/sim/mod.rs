@@ -53,6 +53,8 @@ mod store_rules;
 mod world;
 
 #[cfg(test)]
+mod gate;
+#[cfg(test)]
 mod keeping;
 #[cfg(test)]
 mod tests;
