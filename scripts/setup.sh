@@ -102,6 +102,9 @@ if [ -n "$wasm_opt_pid" ] && ! wait "$wasm_opt_pid"; then
 fi
 python3 scripts/optimize_component.py "$S3LEASE_COMPONENT" .tools/node_modules/.bin/wasm-opt
 python3 scripts/optimize_component.py "$S3LEASE_COMPONENT_P3" .tools/node_modules/.bin/wasm-opt
+# What the tests run is what scripts/publish_local.sh may publish: each
+# file's SHA-256, recorded beside it (scripts/artifacts.py).
+python3 scripts/artifacts.py record "$S3LEASE_COMPONENT" "$S3LEASE_COMPONENT_P3" >/dev/null
 echo "setup: component $S3LEASE_COMPONENT ($(wc -c <"$S3LEASE_COMPONENT") bytes)"
 echo "setup: WASI 0.3 component $S3LEASE_COMPONENT_P3 ($(wc -c <"$S3LEASE_COMPONENT_P3") bytes)"
 
@@ -154,6 +157,7 @@ setup_test_tools() {
     export S3LEASE_GATE="$release_dir/s3_lease_gate.wasm" S3LEASE_GATE_P3="$release_dir/s3_lease_gate_p3.wasm"
     export S3LEASE_GATE_DOWNSTREAM="$release_dir/gate_downstream.wasm"
     export S3LEASE_GATE_DOWNSTREAM_P3="$release_dir/gate_downstream_p3.wasm"
+    python3 scripts/artifacts.py record "$S3LEASE_GATE" "$S3LEASE_GATE_P3" >/dev/null
     export S3LEASE_WAC="$PWD/.tools/bin/wac"
     install_dynalite
     install_azurite

@@ -6,7 +6,7 @@
 # wasmtime against a real S3 server: SeaweedFS on 127.0.0.1, started by the
 # suite, or the endpoint named by AWS_ENDPOINT_URL); then the demo's shared
 # build, the WASI 0.3 build's core cases, the one-step install check, the
-# release's crates packed and the contract fetched by name, with the soak
+# release's crates packed and an author's path by name, with the soak
 # smoke beside those last three. Each step says how long it took, and the
 # last lines sum them up.
 set -euo pipefail
@@ -31,6 +31,10 @@ start_python_tools
 setup_test_tools
 install_s3s_fs
 finished "setup: what only the tests need (wac, jco, the HTTP function, dynalite, Azurite, s3s-fs)"
+# The published sizes and hashes (docs/artifacts.md) are the components
+# just built: checked here, before the long steps, as well as by the
+# author's path at the end (which checks what was published).
+python3 scripts/artifacts.py docs --check
 
 # Most tests wait on a server, not on the CPU: more run at once than the
 # machine has cores (set RUST_TEST_THREADS to override).
@@ -116,16 +120,18 @@ echo "test.sh: the crates a release publishes, packed (scripts/package.sh)"
 bash scripts/package.sh
 finished "the release's crates, packed"
 
-# The contract fetched by name, as an author outside this repository gets
-# it: published to an OCI registry on loopback, fetched with wkg into a
-# directory of its own, built, and composed with the component fetched by
-# name (docs/authors.md). wkg has been building in the background since
-# setup; the wait is what is left of it.
-echo "test.sh: the contract fetched by name (wkg, docker-registry; ~20 s once wkg is built)"
+# An author's path by name, as the documents print it: the guest crate,
+# the contract and the components published to registries on loopback,
+# then the shell blocks of docs/authors.md, the README and docs/gate.md run
+# verbatim outside the repository (fetched, built, composed, served, a
+# lock and fenced writes), and checked (docs/authors.md#the-test). wkg
+# has been building in the background since setup; the wait is what is
+# left of it.
+echo "test.sh: the author's path by name, the documents' commands verbatim (wkg, docker-registry; ~1 min once wkg is built)"
 finish_by_name_tools
 finished "waiting for wkg's build, and docker-registry"
 bash scripts/check_fetch_by_name.sh
-finished "the contract fetched by name, built and composed"
+finished "the author's path by name: the documents' commands run verbatim"
 
 soak_status=0
 wait "$soak_pid" || soak_status=$?

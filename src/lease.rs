@@ -159,6 +159,14 @@ pub fn object_key(prefix: &str, key: &str) -> Result<String, Error> {
              for its seal key"
         )));
     }
+    // The keys' token floors (`strategy::floor`), under any prefix.
+    let floors = crate::strategy::floor::FLOOR_DIR;
+    if full.contains(floors) {
+        return Err(Error::InvalidArgument(format!(
+            "object key {full:?} contains {floors:?}, which s3-lease keeps for its keys' \
+             token floors"
+        )));
+    }
     if full.len() > MAX_OBJECT_KEY_BYTES {
         return Err(Error::InvalidArgument(format!(
             "object key is {} bytes with its prefix; at most {MAX_OBJECT_KEY_BYTES} are allowed",

@@ -158,6 +158,8 @@ fn json_object() -> impl Strategy<Value = Vec<u8>> {
         "holder",
         "acquired_at",
         "metadata",
+        "ttl_ms",
+        "renewed_at",
         "expired",
         "validity_ms",
         "other",
@@ -304,9 +306,21 @@ fn lock_record() -> impl Strategy<Value = LockRecord> {
         0..MAX_RECORD_MS,
         text(0..48),
         (0..=MAX_TTL_MS, text(0..20)),
+        // `renewed_at`: not recorded, or at most the longest ttl before
+        // `expires_at` (a record claiming more is refused, and no writer
+        // writes one).
+        prop_oneof![1 => Just(None), 2 => (0..=MAX_TTL_MS).prop_map(Some)],
     )
         .prop_map(
-            |(expires_at_ms, token, holder_id, acquired_at_ms, metadata, (ttl_ms, write_id))| {
+            |(
+                expires_at_ms,
+                token,
+                holder_id,
+                acquired_at_ms,
+                metadata,
+                (ttl_ms, write_id),
+                renewed_before_expiry_ms,
+            )| {
                 LockRecord {
                     expires_at_ms,
                     token,
@@ -314,6 +328,8 @@ fn lock_record() -> impl Strategy<Value = LockRecord> {
                     acquired_at_ms,
                     metadata,
                     ttl_ms,
+                    renewed_at_ms: renewed_before_expiry_ms
+                        .map_or(0, |d| expires_at_ms.saturating_sub(d)),
                     write_id,
                 }
             },

@@ -297,10 +297,13 @@ pub fn release(client: &Client, source: Option<&str>, as_json: bool) -> Result<i
         },
     };
     if already {
-        eprintln!(
-            "s3-lease: {} (token {}) was already released",
-            lease.key, lease.token
-        );
+        let about = crate::log::About {
+            key: &lease.key,
+            holder: Some(&lease.holder_id),
+            token: Some(lease.token),
+        };
+        let line = format!("{} (token {}) was already released", lease.key, lease.token);
+        crate::log::say("already-released", &about, &line);
     }
     if as_json {
         say!(

@@ -31,14 +31,13 @@
 //! `setpgid`: a daemon detaching itself). Only a cgroup (systemd's
 //! `KillMode=control-group`) holds those.
 
-use crate::guardian::Guardian;
+use crate::guardian::{Guardian, GuardianArgs};
 use rustix::io::Errno;
 use rustix::process::{self, Pid, Signal, WaitOptions};
 use s3_lease_host::clock;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::time::Duration;
 
 /// A command running in a process group of its own.
 pub struct CommandGroup {
@@ -67,16 +66,16 @@ impl CommandGroup {
     /// Starts `command` (program, arguments and environment already set)
     /// as the leader of a new process group, with a guardian watching us
     /// that ends the group at `held_until` unless fed a later deadline
-    /// (see `held_until`), SIGKILL `kill_after` after its SIGTERM. A
+    /// (see `held_until`), SIGKILL its `kill_after` after its SIGTERM. A
     /// guardian that cannot start is a warning, passed to `warn`.
     pub fn spawn(
         mut command: Command,
         held_until: clock::Instant,
-        kill_after: Duration,
+        guardian_args: &GuardianArgs,
         warn: impl Fn(&str),
     ) -> std::io::Result<CommandGroup> {
         become_subreaper();
-        let mut guardian = match Guardian::start(kill_after) {
+        let mut guardian = match Guardian::start(guardian_args) {
             Ok(guardian) => Some(guardian),
             Err(e) => {
                 warn(&format!(

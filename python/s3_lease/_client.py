@@ -33,8 +33,10 @@ _open: "weakref.WeakSet[Client]" = weakref.WeakSet()
 _FOREVER = 10 * 365 * 24 * 3600.0
 
 #: How long the exit of the interpreter waits for the releases of the
-#: leases still held (:meth:`Client.close`).
-EXIT_CLOSE_TIMEOUT = 2.0
+#: leases still held (:meth:`Client.close`): a release is one request, but
+#: a busy machine can take seconds to answer it, and a lease left held
+#: blocks the key for its whole ttl.
+EXIT_CLOSE_TIMEOUT = 5.0
 
 
 @atexit.register

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -18,6 +19,13 @@ import pytest
 import s3_lease
 
 WORKSPACE = Path(__file__).resolve().parents[2]
+
+# A shell starts a background job (test.sh runs these tests beside its
+# next step) with SIGINT ignored, and an ignored signal stays ignored across
+# exec: the interpreters these tests start would never see KeyboardInterrupt.
+# A handler of our own is reset to the default at exec, so they do.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR") or WORKSPACE / "target")
 FIXTURES = os.environ.get("S3LEASE_PYTHON_FIXTURES") or str(TARGET / "debug" / "python_fixtures")
 CLI = os.environ.get("S3LEASE_CLI_BIN") or str(TARGET / "debug" / "s3-lease")

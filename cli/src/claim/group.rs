@@ -4,6 +4,7 @@
 
 use super::Job;
 use crate::exit::{Failure, USAGE};
+use crate::guardian::GuardianArgs;
 use crate::json;
 use crate::tree::{CommandGroup, GroupState};
 use s3_lease_host::clock::{self, Clock};
@@ -100,7 +101,12 @@ pub(super) fn spawn_group(
         .envs(job.env.iter().map(|(k, v)| (k, v)))
         .envs(LeaseVar::ALL.map(|v| (v.name(), v.value(&job.key, lease))));
     let warn = |w: &str| job.say("warning", Some(lease.token), w);
-    CommandGroup::spawn(c, held_until, job.kill_after, warn).map_err(|e| {
+    let guardian = GuardianArgs {
+        kill_after: job.kill_after,
+        key: &job.key,
+        holder: &job.holder,
+    };
+    CommandGroup::spawn(c, held_until, &guardian, warn).map_err(|e| {
         // The shell's codes: 127 not found, 126 found but not runnable.
         let code = if e.kind() == std::io::ErrorKind::NotFound {
             127

@@ -121,6 +121,21 @@ impl Clock {
         Instant(system_now().saturating_add(Duration::from_nanos(suspended)))
     }
 
+    /// How long the machine has spent suspended since it booted, as far as
+    /// this clock can tell (on Linux and Android, CLOCK_BOOTTIME less
+    /// CLOCK_MONOTONIC; elsewhere only a test clock's declared suspends):
+    /// what it grew by between two readings is the part of that interval
+    /// the machine slept (to within microseconds: the two system clocks
+    /// are read one after the other), which names a deadline missed across
+    /// a suspend.
+    pub fn asleep(&self) -> Duration {
+        let declared = self
+            .suspended_ns
+            .as_ref()
+            .map_or(0, |ns| ns.load(Ordering::SeqCst));
+        system_asleep().saturating_add(Duration::from_nanos(declared))
+    }
+
     /// Resolves once this clock has reached `deadline`, within
     /// [`RESUME_CHECK`] after a resume from a suspend that passed it.
     pub async fn sleep_until(&self, deadline: Instant) {
@@ -184,6 +199,18 @@ pub(crate) fn std_plus(at: std::time::Instant, d: Duration) -> std::time::Instan
 #[cfg(any(target_os = "linux", target_os = "android"))]
 fn system_now() -> Duration {
     read(rustix::time::ClockId::Boottime)
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn system_asleep() -> Duration {
+    // Monotonic first: a suspend between the two readings only adds.
+    let awake = read(rustix::time::ClockId::Monotonic);
+    read(rustix::time::ClockId::Boottime).saturating_sub(awake)
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn system_asleep() -> Duration {
+    Duration::ZERO
 }
 
 #[cfg(any(target_os = "macos", target_os = "ios"))]
@@ -250,6 +277,23 @@ mod tests {
         assert!(jumped < Duration::from_secs(61), "{jumped:?}");
         let other = Clock::for_tests();
         assert!(other.now().saturating_duration_since(before) < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_resume_adds_its_suspend_to_the_time_asleep() {
+        let clock = Clock::for_tests();
+        let before = clock.asleep();
+        std::thread::sleep(Duration::from_millis(20));
+        // Awake, the machine's sleep does not grow (the two clocks tick
+        // together; a reading a few microseconds apart at most).
+        let awake = clock.asleep().saturating_sub(before);
+        assert!(awake < Duration::from_millis(5), "{awake:?}");
+        clock.resume_after(Duration::from_secs(60));
+        // (The two system clocks are read one after the other: their
+        // difference wavers by microseconds.)
+        let slept = clock.asleep().saturating_sub(before);
+        assert!(slept > Duration::from_millis(59_990), "{slept:?}");
+        assert!(slept < Duration::from_secs(61), "{slept:?}");
     }
 
     #[test]

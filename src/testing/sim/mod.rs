@@ -14,6 +14,10 @@
 //! - a request takes a few ms, sometimes seconds, sometimes hangs for
 //!   minutes; the store applies it at any instant of its life, even after
 //!   its sender gave up; its reply may be lost, or it may never arrive;
+//!   a third of the writes applied without an answer start an outage that
+//!   fails what their sender sends next (its read-back), so only a later
+//!   call learns their fate; a store answers some requests it never
+//!   applied as timed out (S3's 400 `RequestTimeout`, a 408);
 //!   hosts end requests at their bound, or (some) ignore bounds, so
 //!   replies also come late; a process's network degrades for a while;
 //! - conditional writes meet a racing write (409), DynamoDB calls are
@@ -35,9 +39,10 @@
 //! virtual instant, recorded as terms; the run's history is judged by
 //! `testing::history`'s checkers, the soak's too: tokens unique and rising,
 //! never more believed holders than a key's limit, spent leases never
-//! renewing, queue order, fenced objects linearizable. Every write the
-//! store applies to a semaphore key is judged as it lands (`store_rules`),
-//! and every credential fetch and request as it happens
+//! renewing, no `Lost` naming the caller's own grant as the holder (nor an
+//! elector following itself), queue order, fenced objects linearizable.
+//! Every write the store applies to a semaphore key is judged as it lands
+//! (`store_rules`), and every credential fetch and request as it happens
 //! (`credential_checks`: fetches paced, keys from a healthy source fresh).
 //!
 //! Everything comes from one seed: a failing run prints it, and
@@ -89,7 +94,14 @@ pub struct Report {
     pub timeouts_ignored: u64,
     pub late_replies: u64,
     pub lost_replies: u64,
+    /// Requests applied without an answer that began an outage, and the
+    /// requests the outages failed (read-backs among them).
+    pub outages: u64,
+    pub failed_in_outage: u64,
     pub never_applied: u64,
+    /// Requests never applied that the store answered as timed out (S3's
+    /// 400 `RequestTimeout`, a 408): transient, as a 5xx.
+    pub timeouts_answered: u64,
     pub applied_after_giving_up: u64,
     pub conflicts_injected: u64,
     pub throttles_injected: u64,
@@ -161,7 +173,10 @@ impl std::ops::AddAssign<&Report> for Report {
             timeouts_ignored,
             late_replies,
             lost_replies,
+            outages,
+            failed_in_outage,
             never_applied,
+            timeouts_answered,
             applied_after_giving_up,
             conflicts_injected,
             throttles_injected,
@@ -239,7 +254,7 @@ impl Sim {
     }
 
     /// A run on the GCS model: single-object keys only, every expiry
-    /// clock, fenced writes, ttls of 3 s and more and retry periods of
+    /// clock, fenced writes, ttls of 4 s and more and retry periods of
     /// 1 s and more (what a gcs client accepts); racing writes meet 503
     /// `backendError`, and on half the seeds a second write to an object
     /// within a second meets GCS's 429.
