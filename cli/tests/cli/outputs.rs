@@ -72,7 +72,7 @@ fn scripts_acquire_renew_release_and_write_fenced_through_json() {
 
     let out = scene.run_with_input(&["renew"], &first);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
-    let renewed = text(&out.stdout);
+    assert!(json(&out.stdout)["etag"] != json(first.as_bytes())["etag"]);
     // An older copy of the same grant (its holder and token, unreleased) is
     // still this holder's lease: a script that kept it renews it.
     let out = scene.run_with_input(&["renew"], &first);
