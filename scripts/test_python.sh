@@ -3,7 +3,7 @@
 # dev profile (the workspace's build of the host, reused: nothing but the
 # extension compiles), installed into a fresh virtual environment with only
 # the test tools beside it, then python/tests run there with pytest against
-# the suite's servers (host-test's python_fixtures), and the docs' examples
+# the suite's servers (host-test's package_fixtures), and the docs' examples
 # checked with mypy --strict against the installed package.
 #
 #   scripts/test_python.sh [build|check] [PYTEST ARGS...]
@@ -11,7 +11,7 @@
 # `build`: the wheel and the venv only; `check`: pytest and mypy on what
 # `build` made (test.sh runs them beside another step); neither: both.
 # Needs what `source scripts/setup.sh` and `start_python_tools` provide,
-# and the workspace's test build (target/debug/python_fixtures, s3-lease).
+# and the workspace's test build (target/debug/package_fixtures, s3-lease).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-$PWD/target}"
