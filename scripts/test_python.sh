@@ -23,7 +23,7 @@ case "${1:-}" in build | check) phase=$1 && shift ;; esac
 if [ "$phase" != check ]; then
     echo "test_python: building the wheel (maturin, dev profile)"
     rm -rf "$out/wheels"
-    (cd python && "../$tools/bin/maturin" build --locked --profile dev --out "$out/wheels" 2>&1 |
+    (cd python && "../$tools/bin/maturin" build --locked --profile dev --features test-build --out "$out/wheels" 2>&1 |
         grep -v '^\s*$' | grep -Ev '^\s+(Compiling|Finished)' || true)
     wheel=$(ls "$out"/wheels/s3_lease-*.whl)
     echo "test_python: $(basename "$wheel") ($(($(stat -c %s "$wheel") / 1024)) KB)"
