@@ -77,7 +77,7 @@ pub mod blocking {
 
 pub use client::{Client, ClientOptions};
 pub use closing::CloseReport;
-pub use config::{AzureBlobBuilder, DynamoDbBuilder, GcsBuilder, S3Builder, StoreConfig};
+pub use config::{AwsKeys, AzureBlobBuilder, DynamoDbBuilder, GcsBuilder, S3Builder, StoreConfig};
 #[cfg(feature = "aws-sdk-config")]
 pub use credentials::SdkProvider;
 pub use credentials::{AwsChain, CredentialsSource, FetchedCredentials, SharedSource};
