@@ -3,7 +3,7 @@
 # lock of the single-object design on @aws-sdk/client-s3 side by side
 # (node/bench/design_bench.mjs), then `node -e` importing the package and
 # taking a first lock as a new process, with the component precompiled.
-# Against a SeaweedFS of its own (host-test's node_fixtures).
+# Against a SeaweedFS of its own (host-test's package_fixtures).
 #
 #   scripts/bench_node.sh [ROUNDS]   (after scripts/test_node.sh built the addon)
 set -euo pipefail
@@ -16,14 +16,14 @@ trap 'rm -rf "$dir"' EXIT
 cp node/bench/design_bench.mjs "$dir/"
 (cd "$dir" && echo '{"private":true,"type":"module"}' >package.json &&
     npm install --silent --no-audit --no-fund ./s3-lease-*.tgz @aws-sdk/client-s3@3.1169.0)
-coproc FIXTURES { "$target/debug/node_fixtures" serve; }
+coproc FIXTURES { "$target/debug/package_fixtures" serve; }
 echo s3 >&"${FIXTURES[1]}"
 read -r s3 <&"${FIXTURES[0]}"
 eval "$(node -e '
     const s = JSON.parse(process.argv[1]);
     const q = (v) => `'"'"'${v}'"'"'`;
     console.log(`export AWS_ENDPOINT_URL=${q(s.url)} AWS_REGION=${q(s.region)} S3LEASE_TEST_BUCKET=${q(s.bucket)}`);
-    console.log(`export AWS_ACCESS_KEY_ID=${q(s.accessKeyId)} AWS_SECRET_ACCESS_KEY=${q(s.secretAccessKey)}`);
+    console.log(`export AWS_ACCESS_KEY_ID=${q(s.access_key_id)} AWS_SECRET_ACCESS_KEY=${q(s.secret_access_key)}`);
 ' "$s3")"
 cd "$dir"
 node design_bench.mjs "$rounds"

@@ -5,7 +5,7 @@ the release wheel installed:
 
     python_bench.py ROUNDS FIXTURES BOTO3_PYTHON
 
-FIXTURES is host-test's python_fixtures (it starts SeaweedFS on loopback);
+FIXTURES is host-test's package_fixtures (it starts SeaweedFS on loopback);
 BOTO3_PYTHON runs scripts/design_bench.py, the design's single-object boto3
 client, against the same bucket in the same minutes.
 

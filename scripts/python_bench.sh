@@ -13,8 +13,8 @@ start_python_tools
 finish_python_tools
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 out="$target/python/bench"
-echo "python_bench: building the release wheel and host-test's python_fixtures"
-cargo build --locked --workspace --bin python_fixtures
+echo "python_bench: building the release wheel and host-test's package_fixtures"
+cargo build --locked --workspace --bin package_fixtures
 rm -rf "$out/wheels"
 (cd python && "../python/.venv/bin/maturin" build --locked --release --out "$out/wheels")
 rm -rf "$out/venv"
@@ -22,4 +22,4 @@ python3 -m venv --without-pip "$out/venv"
 python/.venv/bin/pip --python "$out/venv/bin/python" install --quiet --disable-pip-version-check \
     --no-index "$out"/wheels/s3_lease-*.whl
 echo "python_bench: wheel $(basename "$out"/wheels/s3_lease-*.whl), $(($(stat -c %s "$out"/wheels/s3_lease-*.whl) / 1024)) KB"
-"$out/venv/bin/python" scripts/python_bench.py "${1:-200}" "$target/debug/python_fixtures" "$S3LEASE_PYTHON"
+"$out/venv/bin/python" scripts/python_bench.py "${1:-200}" "$target/debug/package_fixtures" "$S3LEASE_PYTHON"

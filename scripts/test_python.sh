@@ -3,7 +3,7 @@
 # dev profile (the workspace's build of the host, reused: nothing but the
 # extension compiles), installed into a fresh virtual environment with only
 # the test tools beside it, then python/tests run there with pytest against
-# the suite's servers (host-test's python_fixtures), and the docs' examples
+# the suite's servers (host-test's package_fixtures), and the docs' examples
 # checked with mypy --strict against the installed package.
 #
 #   scripts/test_python.sh [build|check] [PYTEST ARGS...]
@@ -11,7 +11,7 @@
 # `build`: the wheel and the venv only; `check`: pytest and mypy on what
 # `build` made (test.sh runs them beside another step); neither: both.
 # Needs what `source scripts/setup.sh` and `start_python_tools` provide,
-# and the workspace's test build (target/debug/python_fixtures, s3-lease).
+# and the workspace's test build (target/debug/package_fixtures, s3-lease).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -23,7 +23,7 @@ case "${1:-}" in build | check) phase=$1 && shift ;; esac
 if [ "$phase" != check ]; then
     echo "test_python: building the wheel (maturin, dev profile)"
     rm -rf "$out/wheels"
-    (cd python && "../$tools/bin/maturin" build --locked --profile dev --out "$out/wheels" 2>&1 |
+    (cd python && "../$tools/bin/maturin" build --locked --profile dev --features test-build --out "$out/wheels" 2>&1 |
         grep -v '^\s*$' | grep -Ev '^\s+(Compiling|Finished)' || true)
     wheel=$(ls "$out"/wheels/s3_lease-*.whl)
     echo "test_python: $(basename "$wheel") ($(($(stat -c %s "$wheel") / 1024)) KB)"

@@ -10,7 +10,8 @@
 //! successful renew was sent, so the command gets SIGTERM (and SIGKILL
 //! `--kill-after` later) while the lease still has the other half of its
 //! ttl to run, before anyone else can be granted the key. The deadline is
-//! judged on this process's monotonic clock, never by whether a renew has
+//! judged on the host's clock (which counts the time the machine spent
+//! suspended: `s3_lease_host::clock`), never by whether a renew has
 //! returned: a renew that hangs on a silent network cannot keep the
 //! command running past it. Whatever a command that outlives that writes
 //! is still refused by fenced writes: its token is lower than the next
@@ -32,6 +33,7 @@ use crate::signals;
 use crate::tree::{CommandGroup, GroupState};
 pub(crate) use group::LeaseVar;
 use group::{leftovers_line, spawn_group, Stopping};
+use s3_lease_host::clock::{self, Clock};
 use s3_lease_host::LeaseRecord as Lease;
 use stall::{Looks, Stall};
 use std::sync::mpsc::Receiver;
@@ -99,9 +101,10 @@ pub trait Claim {
     fn wait(&mut self, job: &Job) -> Result<Waited, Failure>;
     /// Stops waiting, on a signal.
     fn give_up(&mut self);
-    /// Until when the claim just granted is surely held; `None` (and let
-    /// go) if it ran out before the command could start.
-    fn start(&mut self) -> Option<Instant>;
+    /// Until when the claim just granted is surely held (on the host's
+    /// clock, suspended time counted); `None` (and let go) if it ran out
+    /// before the command could start.
+    fn start(&mut self) -> Option<clock::Instant>;
     /// While held, each look: feeds the group's guardian the claim's
     /// deadline; why the claim is lost, once it is. `stall`: this look
     /// ends one (a deadline that passed in it is its doing, not the
@@ -176,7 +179,7 @@ pub fn supervise(job: Job, mut claim: impl Claim) -> Result<i32, Failure> {
 }
 
 enum Taken {
-    Held(Lease, Instant),
+    Held(Lease, clock::Instant),
     /// A signal ended the wait: the exit code.
     GaveUp(i32),
 }
@@ -283,10 +286,10 @@ fn watch(job: &Job, claim: &mut impl Claim, group: &mut CommandGroup) -> Ended {
     let mut stopping = Stopping::new();
     let mut forwarded = None;
     signals::take_continued();
-    let mut looks = Looks::new(Instant::now(), job.deadline);
+    let mut looks = Looks::new(Clock::system(), job.deadline);
     loop {
         let state = group.poll();
-        let stall = looks.look(Instant::now(), signals::take_continued());
+        let stall = looks.look(signals::take_continued());
         if let GroupState::Gone(code) = state {
             if lost.is_none() {
                 lost = claim.lost_unseen(stall);

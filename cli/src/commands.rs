@@ -337,8 +337,10 @@ fn what_became_of(lease: &LeaseRecord, current: Option<&LockState>) -> String {
     } else if token == lease.token && !c.live {
         format!("{ours} was already released")
     } else if token == lease.token {
+        // An older copy of the same grant renews it (the component adopts
+        // its own grant): an equal token that is not ours is another grant.
         format!(
-            "{ours} was renewed since from another copy of it: use the lease the last renew printed"
+            "{ours} no longer matches its lock object, which records another grant of that token"
         )
     } else {
         format!("{ours} no longer matches its lock object, which now records token {token}")

@@ -10,7 +10,11 @@
 //! Lines on the pipe: the group's pid; `until MS` (a new deadline); `ending
 //! MS` (the supervisor sent SIGTERM itself at MS, on a loss); `done` (the
 //! group is gone on its own). Its end: the supervisor is gone. Times are
-//! on the system's monotonic clock, which both processes read.
+//! milliseconds since boot on the host's clock (`s3_lease_host::clock`),
+//! which both processes read and which counts the time the machine spent
+//! suspended: a deadline passed while the machine slept has passed when it
+//! resumes, and the guardian, which sleeps in slices of
+//! `clock::RESUME_CHECK` for that reason, acts on it at once.
 //!
 //! Its one thread acts and never writes: a line (why it signalled) is
 //! handed to `stderr_lines`, whose own thread writes it when stderr takes
@@ -18,12 +22,13 @@
 
 use crate::log::{About, LogFormat};
 use rustix::process::{self, Pid, Signal};
+use s3_lease_host::clock::{self, Clock};
 use s3_lease_keep::supervision::{Act, Switch, Why, EXPLAIN_AFTER_MS};
 use std::io::{BufRead, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The first argument that makes this binary a guardian (see `guard`).
 pub const GUARDIAN_ARG: &str = "__s3-lease-guardian";
@@ -40,19 +45,10 @@ pub struct GuardianArgs<'a> {
     pub holder: &'a str,
 }
 
-/// Now on the system's monotonic clock, in ms: the clock the guardian and
-/// we share (an `Instant` means nothing to another process).
-fn monotonic_ms() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    let secs = u64::try_from(t.tv_sec).unwrap_or(0);
-    let millis = u64::try_from(t.tv_nsec).unwrap_or(0) / 1_000_000;
-    secs.saturating_mul(1_000).saturating_add(millis)
-}
-
-/// `at` on the monotonic clock in ms; rounded down (earlier is safe).
-fn as_monotonic_ms(at: Instant) -> u64 {
-    let left = at.saturating_duration_since(Instant::now());
-    monotonic_ms().saturating_add(u64::try_from(left.as_millis()).unwrap_or(u64::MAX))
+/// `at` in ms since boot: what the guardian and we share (an instant
+/// means nothing to another process); rounded down (earlier is safe).
+fn ms_of(at: clock::Instant) -> u64 {
+    u64::try_from(at.since_boot().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The guardian process, from the supervisor's side: the write end of
@@ -99,15 +95,15 @@ impl Guardian {
     }
 
     /// Names the group to end, and its first deadline.
-    pub fn watch(&mut self, group: Pid, held_until: Instant) -> std::io::Result<()> {
+    pub fn watch(&mut self, group: Pid, held_until: clock::Instant) -> std::io::Result<()> {
         writeln!(self.pipe, "{}", group.as_raw_pid())?;
-        let until = as_monotonic_ms(held_until);
+        let until = ms_of(held_until);
         self.fed = Some(until);
         writeln!(self.pipe, "until {until}")
     }
 
-    pub fn feed(&mut self, held_until: Instant) {
-        let until = as_monotonic_ms(held_until);
+    pub fn feed(&mut self, held_until: clock::Instant) {
+        let until = ms_of(held_until);
         // Rounding makes the same deadline differ by a millisecond.
         if self.fed.is_some_and(|fed| until.abs_diff(fed) <= 1) {
             return;
@@ -120,7 +116,7 @@ impl Guardian {
     }
 
     pub fn ending(&mut self) {
-        let _ = writeln!(self.pipe, "ending {}", monotonic_ms());
+        let _ = writeln!(self.pipe, "ending {}", ms_of(Clock::system().now()));
     }
 
     /// The group is gone on its own: the guardian exits without killing.
@@ -190,15 +186,33 @@ fn keep() -> i32 {
     let Some(group) = group else {
         return 0;
     };
+    keep_switch(&Clock::system(), &pipe, group, kill_after_ms, &say)
+}
+
+/// Keeps the switch for `group` with what `pipe` says, on `clock`, sending
+/// what it says to and handing each line to `say` (which never writes
+/// itself); returns the guardian's exit code.
+fn keep_switch(
+    clock: &Clock,
+    pipe: &Receiver<Heard>,
+    group: Pid,
+    kill_after_ms: u64,
+    say: &dyn Fn(&str, String),
+) -> i32 {
     let mut switch = Switch::new(kill_after_ms);
     // Whether the supervisor is ending the group itself (it said so).
     let mut supervisor_ending = false;
+    // The machine's time asleep before the last wait, and how long it
+    // slept in the wait that ended past the deadline.
+    let mut asleep = clock.asleep();
+    let mut slept_through = Duration::ZERO;
     loop {
-        let now = monotonic_ms();
+        let now = ms_of(clock.now());
         let heard = match switch.poll(now) {
             Act::Exit => return 0,
             Act::Terminate => {
                 terminate(group);
+                slept_through = clock.asleep().saturating_sub(asleep);
                 continue;
             }
             Act::Kill => {
@@ -208,23 +222,33 @@ fn keep() -> i32 {
                 continue;
             }
             Act::Explain => {
-                say("deadline-missed", explain(group, kill_after_ms));
+                say(
+                    "deadline-missed",
+                    explain(group, kill_after_ms, slept_through),
+                );
                 continue;
             }
             Act::SleepUntil(Some(at)) => {
-                match pipe.recv_timeout(Duration::from_millis(at.saturating_sub(now))) {
+                asleep = clock.asleep();
+                // In slices: std's timed wait runs on a clock that stops
+                // while the machine is suspended (see the module).
+                let left = Duration::from_millis(at.saturating_sub(now));
+                match pipe.recv_timeout(left.min(clock::RESUME_CHECK)) {
                     Ok(heard) => heard,
                     Err(RecvTimeoutError::Timeout) => continue,
                     Err(RecvTimeoutError::Disconnected) => None,
                 }
             }
-            Act::SleepUntil(None) => pipe.recv().unwrap_or(None),
+            Act::SleepUntil(None) => {
+                asleep = clock.asleep();
+                pipe.recv().unwrap_or(None)
+            }
         };
         let Some(line) = heard else {
             switch.supervisor_gone();
             continue;
         };
-        let now = monotonic_ms();
+        let now = ms_of(clock.now());
         match line.trim().split_once(' ') {
             Some(("until", ms)) => {
                 if let Ok(until) = ms.parse() {
@@ -270,8 +294,19 @@ fn terminate(group: Pid) {
 }
 
 /// Why the group got SIGTERM at the deadline, said once the supervisor
-/// has not said it itself for `EXPLAIN_AFTER_MS` (see `supervision`).
-fn explain(group: Pid, kill_after_ms: u64) -> String {
+/// has not said it itself for `EXPLAIN_AFTER_MS` (see `supervision`);
+/// `slept_through`: how long the machine was suspended in the wait that
+/// ended past the deadline (a suspend is why, whatever the supervisor's
+/// state now).
+fn explain(group: Pid, kill_after_ms: u64, slept_through: Duration) -> String {
+    let grace = crate::duration::show(Duration::from_millis(kill_after_ms));
+    let group = group.as_raw_pid();
+    if slept_through >= clock::RESUME_CHECK {
+        return format!(
+            "the lock's deadline passed while the machine was suspended (for {}): the guardian sent SIGTERM to the command's process group {group} when it resumed, SIGKILL {grace} after the deadline",
+            crate::duration::show(slept_through)
+        );
+    }
     let how = match supervisor_stopped() {
         Some(true) => "s3-lease is stopped (SIGSTOP or Ctrl-Z)".to_string(),
         Some(false) => format!(
@@ -281,9 +316,7 @@ fn explain(group: Pid, kill_after_ms: u64) -> String {
         None => "s3-lease could not act (stopped, starved or wedged)".to_string(),
     };
     format!(
-        "the lock's deadline passed and {how}: the guardian sent SIGTERM to the command's process group {} at the deadline, SIGKILL {} after it",
-        group.as_raw_pid(),
-        crate::duration::show(Duration::from_millis(kill_after_ms))
+        "the lock's deadline passed and {how}: the guardian sent SIGTERM to the command's process group {group} at the deadline, SIGKILL {grace} after it"
     )
 }
 
@@ -315,5 +348,78 @@ fn kill(group: Pid, why: Option<Why>, supervisor_ending: bool) -> Option<(&'stat
             "killed",
             format!("the kill-after grace is over: sent SIGKILL to the command's process group {group}"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    /// The machine is suspended with 30 s of the lock's deadline to go,
+    /// for a minute: when it resumes, the guardian's clock (the host's,
+    /// suspended time counted) has passed the deadline, and the guardian
+    /// ends the group at once, not 30 s later as a clock that stood still
+    /// while the machine slept would have it.
+    #[test]
+    fn a_guardian_that_resumes_after_its_deadline_ends_the_group_at_once() {
+        let clock = Clock::for_tests();
+        let mut child = Command::new("sleep")
+            .arg("120")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let group = Pid::from_child(&child);
+        let (tx, rx) = mpsc::channel::<Heard>();
+        let deadline = clock.now().saturating_add(Duration::from_secs(30));
+        tx.send(Some(format!("until {}", ms_of(deadline)))).unwrap();
+        let guardian_clock = clock.clone();
+        let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let heard = said.clone();
+        let guardian = std::thread::spawn(move || {
+            let say = move |event: &str, line: String| {
+                heard.lock().unwrap().push(format!("{event}: {line}"))
+            };
+            keep_switch(&guardian_clock, &rx, group, 10_000, &say)
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ended before its deadline"
+        );
+        clock.resume_after(Duration::from_secs(60));
+        let resumed = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                resumed.elapsed() < Duration::from_secs(3),
+                "the group still runs after the resume"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+        // No supervisor speaks here: the guardian explains, naming the
+        // suspend (not a stopped or starved s3-lease).
+        // (After the SIGKILL's line: the grace ran out in the suspend too.)
+        let explained = std::time::Instant::now();
+        let line = loop {
+            let lines = said.lock().unwrap().clone();
+            if let Some(line) = lines.iter().find(|l| l.starts_with("deadline-missed")) {
+                break line.clone();
+            }
+            assert!(explained.elapsed() < Duration::from_secs(3), "{lines:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(
+            line.starts_with(
+                "deadline-missed: the lock's deadline passed while the machine was suspended (for "
+            ) && (line.contains("(for 1m00s)") || line.contains("(for 60.0s)")),
+            "{line}"
+        );
+        // The group is gone: the guardian sends nothing more, and exits.
+        tx.send(Some("done".into())).unwrap();
+        assert_eq!(guardian.join().unwrap(), 0);
     }
 }

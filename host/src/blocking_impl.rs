@@ -2,14 +2,19 @@
 //! client's own small tokio runtime, and the calling thread waits for its
 //! answer on a plain channel. So a call never panics, whether or not the
 //! caller is inside a runtime (it blocks the calling thread, as any
-//! blocking call does; async code should use [`crate::Client`]).
+//! blocking call does; async code should use [`crate::Client`]). A panic
+//! inside a call is caught on the runtime: a call that answers a `Result`
+//! answers `Err` (`ErrorKind::Host`), `close` reports it as a failure,
+//! `detach` as `None`, the waits as nothing come, a drop swallows it; only
+//! `recv_event_timeout`, whose elector the panic took with it, passes the
+//! call's own panic on to the caller.
 
 use crate::client::ClientOptions;
 use crate::config::StoreConfig;
 use crate::engine::own_runtime::OwnRuntime;
 use crate::engine::runtime::Runtime;
 use crate::error::Error;
-use crate::held::{LeaseStatus, LostReason};
+use crate::held::LostReason;
 use crate::lease::SlotGrant;
 use crate::stats::ElectorStats;
 use crate::types::*;
@@ -41,7 +46,10 @@ impl Driver {
 
     /// Runs `f` to its end on the driver's runtime; the calling thread
     /// waits on a channel (never `block_on`, which panics in a runtime).
-    fn run<F>(&self, f: F) -> F::Output
+    /// A panic inside `f` (a bug of ours, or of code a call runs: a
+    /// `tracing` subscriber entering the caller's span, say) is caught
+    /// there and handed back, never unwound into the driver's threads.
+    fn run<F>(&self, f: F) -> Result<F::Output, Panicked>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -49,17 +57,66 @@ impl Driver {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         // In the caller's span, if any: the call's span is its child.
         let span = tracing::Span::current();
-        self.runtime.spawn(tracing::Instrument::instrument(
-            async move {
-                let _ = tx.send(f.await);
-            },
-            span,
-        ));
-        match rx.recv() {
-            Ok(output) => output,
-            // The runtime is being shut down with the driver: unreachable
-            // while `self` is borrowed.
-            Err(_) => panic!("the s3-lease driver stopped"),
+        let call = CatchUnwind(Box::pin(tracing::Instrument::instrument(f, span)));
+        self.runtime.spawn(async move {
+            let _ = tx.send(call.await);
+        });
+        // No answer: the task ended without sending (a panic as the call's
+        // future was dropped).
+        rx.recv()
+            .unwrap_or_else(|_| Err(Panicked("the call's task ended without an answer".into())))
+    }
+
+    /// [`Driver::run`] for a call that answers a `Result`: a panic inside
+    /// it is an `Err` (`ErrorKind::Host`), not a panic in the caller.
+    fn call<T, F>(&self, f: F) -> Result<T, Error>
+    where
+        F: Future<Output = Result<T, Error>> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.run(f).unwrap_or_else(|panicked| Err(panicked.error()))
+    }
+}
+
+/// A call's future panicked: the panic's message.
+struct Panicked(String);
+
+impl Panicked {
+    fn error(&self) -> Error {
+        Error::host(format!(
+            "an s3-lease call panicked inside ({}); the client still works, but this is a \
+             bug: please report it",
+            self.0
+        ))
+    }
+}
+
+/// Polls a future, catching a panic in its poll as `Panicked` (its
+/// future is then dropped, never polled again).
+struct CatchUnwind<F>(std::pin::Pin<Box<F>>);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Panicked>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        use std::task::Poll;
+        let future = self.get_mut().0.as_mut();
+        // Unwind safety: after a panic the future is only dropped, and the
+        // state it shares (locks, channels) tolerates a holder that panicked.
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| future.poll(cx))) {
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(payload) => {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic with no message".into());
+                Poll::Ready(Err(Panicked(message)))
+            }
         }
     }
 }
@@ -85,7 +142,7 @@ impl Client {
     ) -> Result<Self, Error> {
         let driver = Driver::new()?;
         let (runtime, config) = (runtime.clone(), config.clone());
-        let client = driver.run(async move {
+        let client = driver.call(async move {
             crate::client::Client::connect_with(&runtime, &config, options).await
         })?;
         Ok(Client { client, driver })
@@ -96,11 +153,14 @@ impl Client {
         &self.client
     }
 
+    /// A call of the async client, run on the driver (see [`Driver::call`]).
     fn run<T: Send + 'static>(
         &self,
-        f: impl FnOnce(crate::client::Client) -> std::pin::Pin<Box<dyn Future<Output = T> + Send>>,
-    ) -> T {
-        self.driver.run(f(self.client.clone()))
+        f: impl FnOnce(
+            crate::client::Client,
+        ) -> std::pin::Pin<Box<dyn Future<Output = Result<T, Error>> + Send>>,
+    ) -> Result<T, Error> {
+        self.driver.call(f(self.client.clone()))
     }
 
     pub fn store_name(&self) -> &'static str {
@@ -135,8 +195,15 @@ impl Client {
 
     /// See [`crate::Client::close`]: releases every lease the client
     /// holds, waiting up to `timeout` for the releases.
+    /// A panic inside the close is reported as a failure with no key.
     pub fn close(&self, timeout: Duration) -> crate::closing::CloseReport {
-        self.run(|c| Box::pin(async move { c.close(timeout).await }))
+        let client = self.client.clone();
+        self.driver
+            .run(async move { client.close(timeout).await })
+            .unwrap_or_else(|panicked| crate::closing::CloseReport {
+                failed: vec![(String::new(), panicked.error())],
+                ..Default::default()
+            })
     }
 
     pub fn credentials_error(&self) -> Option<String> {
@@ -204,9 +271,8 @@ impl Client {
         since: Instant,
         options: &AcquireOptions,
     ) -> LeaseGuard {
-        let options = options.clone();
-        let lease = self.run(|c| Box::pin(async move { c.hold(record, since, &options) }));
-        self.guard(lease)
+        // Nothing to wait for: keeping a lease needs no runtime.
+        self.guard(self.client.hold(record, since, options))
     }
 
     fn guard(&self, lease: crate::lease::Lease) -> LeaseGuard {
@@ -362,8 +428,15 @@ impl LeaseGuard {
         self.lease().is_held()
     }
 
+    /// See [`crate::Lease::held_until`] (std's clock, read now).
     pub fn held_until(&self) -> Option<Instant> {
         self.lease().held_until()
+    }
+
+    /// See [`crate::Lease::deadline`] (the client's clock, suspended time
+    /// counted).
+    pub fn deadline(&self) -> Option<crate::clock::Instant> {
+        self.lease().deadline()
     }
 
     /// Why it is no longer held, if it is not.
@@ -372,32 +445,37 @@ impl LeaseGuard {
     }
 
     /// Blocks until the lease is lost or `timeout` passes; the loss, if it
-    /// came (at the safe margin even while a renew hangs). Any timeout is
-    /// taken: one too long for the clock (`Duration::MAX`) waits for the
-    /// loss however long it takes.
+    /// came (at the safe margin even while a renew hangs, and within
+    /// [`crate::clock::RESUME_CHECK`] of a resume from a suspend that
+    /// passed it). Any timeout is taken: one too long for the clock
+    /// (`Duration::MAX`) waits for the loss however long it takes.
     pub fn wait_lost(&self, timeout: Duration) -> Option<LostReason> {
-        let mut watch = self.lease().watch();
-        let until = crate::engine::monotonic::saturating_add(Instant::now(), timeout);
+        let lease = self.lease();
+        let clock = lease.clock().clone();
+        let mut watch = lease.watch();
+        let until = clock.now().saturating_add(timeout);
         loop {
             if let Some(reason) = self.lost() {
                 return Some(reason);
             }
-            let now = Instant::now();
-            if now >= until {
+            if clock.now() >= until {
                 return None;
             }
-            let wake = match &*watch.borrow_and_update() {
-                LeaseStatus::Held { until: held, .. } => until.min(*held),
-                _ => now,
-            };
-            let mut changes = watch.clone();
-            self.driver.run(async move {
-                let sleep = tokio::time::sleep_until(tokio::time::Instant::from_std(wake));
+            let wake = lease.deadline().map_or(until, |held| until.min(held));
+            watch.borrow_and_update();
+            let (mut changes, clock) = (watch.clone(), clock.clone());
+            // The scheduler publishes a loss at the resume from a suspend;
+            // the sleep, in one piece, is only the timeout's and a backstop.
+            let waited = self.driver.run(async move {
+                let left = wake.saturating_duration_since(clock.now());
                 tokio::select! {
                     _ = changes.changed() => {}
-                    _ = sleep => {}
+                    _ = tokio::time::sleep(left) => {}
                 }
             });
+            if waited.is_err() {
+                return self.lost();
+            }
         }
     }
 
@@ -418,14 +496,14 @@ impl LeaseGuard {
             content_type.to_string(),
         );
         self.driver
-            .run(async move { client.fenced_put(&record, &object, body, &ct).await })
+            .call(async move { client.fenced_put(&record, &object, body, &ct).await })
     }
 
     /// Stops renewing and releases the lock; blocks for a renew under way
     /// first, as [`crate::Lease::release`] waits for it.
     pub fn release(mut self) -> Result<(), Error> {
         match self.lease.take() {
-            Some(lease) => self.driver.run(lease.release()),
+            Some(lease) => self.driver.call(lease.release()),
             None => Ok(()),
         }
     }
@@ -433,10 +511,11 @@ impl LeaseGuard {
     /// Stops renewing and hands the lease over as a record. Blocks while a
     /// renew is under way (at most until the lease's safe margin), as
     /// [`crate::Lease::detach`] waits for it: the record is the one the
-    /// store holds now. `None` only for a guard already consumed.
+    /// store holds now. `None` for a guard already consumed, or when the
+    /// detach panicked inside (the lease was then dropped: released).
     pub fn detach(mut self) -> Option<LeaseRecord> {
         let lease = self.lease.take()?;
-        Some(self.driver.run(lease.detach()))
+        self.driver.run(lease.detach()).ok()
     }
 }
 
@@ -457,8 +536,15 @@ impl Elector {
         self.elector().role()
     }
 
+    /// See [`crate::Elector::leading_until`] (std's clock, read now).
     pub fn leading_until(&self) -> Option<Instant> {
         self.elector().leading_until()
+    }
+
+    /// See [`crate::Elector::leading_deadline`] (the client's clock,
+    /// suspended time counted).
+    pub fn leading_deadline(&self) -> Option<crate::clock::Instant> {
+        self.elector().leading_deadline()
     }
 
     pub fn leader_lease(&self) -> Option<LeaseRecord> {
@@ -484,13 +570,17 @@ impl Elector {
     /// The next leadership change, waiting up to `timeout` for it.
     pub fn recv_event_timeout(&mut self, timeout: Duration) -> Option<ElectionEvent> {
         let mut elector = self.elector.take()?;
-        let (elector, event) = self.driver.run(async move {
+        let waited = self.driver.run(async move {
             let event = tokio::time::timeout(timeout, elector.next_event())
                 .await
                 .ok()
                 .flatten();
             (elector, event)
         });
+        let (elector, event) = match waited {
+            Ok(waited) => waited,
+            Err(Panicked(message)) => std::panic::panic_any(message),
+        };
         self.elector = Some(elector);
         event
     }
@@ -509,14 +599,14 @@ impl Elector {
 
     pub fn resign(mut self) -> Result<(), Error> {
         match self.elector.take() {
-            Some(elector) => self.driver.run(elector.resign()),
+            Some(elector) => self.driver.call(elector.resign()),
             None => Ok(()),
         }
     }
 
     pub fn abandon(mut self) {
         if let Some(elector) = self.elector.take() {
-            self.driver.run(elector.abandon());
+            let _ = self.driver.run(elector.abandon());
         }
     }
 }

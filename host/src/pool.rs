@@ -24,6 +24,7 @@
 
 use crate::convert;
 use crate::engine::bindings::{self as wit, Config};
+use crate::engine::clock::Clock;
 use crate::engine::local;
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
@@ -53,6 +54,8 @@ pub(crate) struct Opener {
     /// The config new instances open with (credentials kept current).
     config: Mutex<Config>,
     make_options: MakeOptions,
+    /// The client's clock, the instances' monotonic clock.
+    clock: Clock,
     /// Where the store's errors happen: its kind, endpoint and bucket.
     store: Arc<ErrorStore>,
 }
@@ -108,11 +111,13 @@ impl Pool {
         store: Arc<ErrorStore>,
         size: usize,
         make_options: MakeOptions,
+        clock: Clock,
     ) -> Result<Self, Error> {
         let opener = Arc::new(Opener {
             runtime,
             config: Mutex::new(config),
             make_options,
+            clock,
             store,
         });
         // Each worker starts with its first call: a process that takes one
@@ -370,7 +375,7 @@ impl Opener {
     fn open(&self) -> Result<RawInstance, Error> {
         let mut raw = self
             .runtime
-            .instance((self.make_options)())
+            .instance((self.make_options)(), &self.clock)
             .map_err(Error::host)?;
         let config = lock(&self.config).clone();
         match raw.open(&config) {

@@ -17,9 +17,11 @@
 //! died), the switch ends the group at once with SIGKILL; if it says the
 //! group is gone on its own, the switch is released and kills nothing.
 //!
-//! Times are milliseconds on one monotonic clock the supervisor and the
-//! guardian both read (the system's), so a deadline means the same
-//! instant to both, however late the guardian reads it.
+//! Times are milliseconds on one clock the supervisor and the guardian
+//! both read (the system's, counting the time the machine spent
+//! suspended), so a deadline means the same instant to both, however late
+//! the guardian reads it, and one passed while the machine slept has
+//! passed when it resumes.
 //!
 //! Acting never waits on saying: the switch's SIGTERM at a deadline comes
 //! first, and why it came is said only later ([`Act::Explain`]), once the

@@ -84,15 +84,7 @@ class Client {
    * component checks the configuration, and credentials are fetched.
    */
   static async connect(options = {}) {
-    const { credentials, exitTimeout, requestTimeout, ...rest } = options;
-    const { keys, provider } = credentialOptions(credentials);
-    const settings = defined({
-      ...rest,
-      ...keys,
-      requestTimeoutMs: requestTimeout === undefined ? undefined : ms('requestTimeout', requestTimeout),
-    });
-    const exitMs = ms('exitTimeout', exitTimeout, EXIT_TIMEOUT_MS);
-    return new Client(await call(native.connect(settings, provider, exitMs)));
+    return Client.#open(options, false);
   }
 
   /**
@@ -100,26 +92,25 @@ class Client {
    * environment names (`S3LEASE_BUCKET`, `S3LEASE_STORE`, `S3LEASE_TABLE`,
    * `S3LEASE_CONTAINER`, `S3LEASE_PREFIX`, `S3LEASE_ENDPOINT`,
    * `S3LEASE_REGION`, `S3LEASE_STRATEGY`, `S3LEASE_EXPIRY_CLOCK`,
-   * `S3LEASE_CHECK_STORE`, `S3LEASE_SEAL_KEY`), with the AWS (Azure, Google)
-   * SDKs' own variables and files for the rest. `overrides` win.
+   * `S3LEASE_CHECK_STORE`, `S3LEASE_SEAL_KEY`, read by the host as the
+   * command line reads them), with the AWS (Azure, Google) SDKs' own
+   * variables and files for the rest. `overrides` win.
    */
   static async fromEnv(overrides = {}) {
-    const env = (name) => process.env[name] || undefined;
-    const checkStore = env('S3LEASE_CHECK_STORE');
-    const fromEnv = defined({
-      bucket: env('S3LEASE_BUCKET'),
-      store: env('S3LEASE_STORE'),
-      table: env('S3LEASE_TABLE'),
-      container: env('S3LEASE_CONTAINER'),
-      prefix: env('S3LEASE_PREFIX'),
-      endpoint: env('S3LEASE_ENDPOINT'),
-      region: env('S3LEASE_REGION'),
-      strategy: env('S3LEASE_STRATEGY'),
-      expiryClock: env('S3LEASE_EXPIRY_CLOCK'),
-      preflight: checkStore === undefined ? undefined : ['1', 'true', 'yes'].includes(checkStore.toLowerCase()),
-      sealKey: env('S3LEASE_SEAL_KEY'),
+    return Client.#open(overrides, true);
+  }
+
+  static async #open(options, fromEnv) {
+    const { credentials, exitTimeout, requestTimeout, ...rest } = options;
+    const { keys, provider } = credentialOptions(credentials);
+    const settings = defined({
+      ...rest,
+      ...keys,
+      requestTimeoutMs: requestTimeout === undefined ? undefined : ms('requestTimeout', requestTimeout),
+      fromEnv,
     });
-    return Client.connect({ ...fromEnv, ...overrides });
+    const exitMs = ms('exitTimeout', exitTimeout, EXIT_TIMEOUT_MS);
+    return new Client(await call(native.connect(settings, provider, exitMs)));
   }
 
   /** The store's name: `S3`, `DynamoDB`, `Azure Blob Storage` or `Google Cloud Storage`. */

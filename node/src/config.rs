@@ -1,14 +1,14 @@
 //! A store's configuration from `Client.connect`'s options, read by the
-//! host's own readers (`StoreConfig::from_aws` and `from_vars`, the ones
-//! the command line uses): an option stands in for the variable the AWS,
-//! Azure and Google SDKs would read, and an option not given falls back to
-//! that variable in the environment. `S3LEASE_*` variables are read only
-//! by `Client.fromEnv` (its JavaScript passes them as options), so that a
-//! program's explicit `connect` is not redirected by them.
+//! host's own reader (`StoreConfig::from_settings`, the one the command
+//! line and the Python package use): an option stands for one of the
+//! command line's variables (or the AWS or Azure SDKs'), and an option not
+//! given falls back to the variable the AWS, Azure or Google SDK would
+//! read. `S3LEASE_*` variables are read only by `Client.fromEnv`, so that
+//! a program's explicit `connect` is not redirected by them.
 
 use crate::errors;
 use napi_derive::napi;
-use s3_lease_host::{Error, ExpiryClock, SharedSource, StoreConfig, Strategy};
+use s3_lease_host::{AwsKeys, SharedSource, StoreConfig};
 use std::time::Duration;
 
 /// What `Client.connect` takes, as its JavaScript passes it on.
@@ -41,6 +41,9 @@ pub struct ConnectOptions {
     pub account_key: Option<String>,
     pub sas_token: Option<String>,
     pub connection_string: Option<String>,
+    /// `Client.fromEnv`: the command line's `S3LEASE_*` variables are read
+    /// too (under the options given).
+    pub from_env: Option<bool>,
 }
 
 const KEY_VARS: [&str; 3] = [
@@ -50,23 +53,24 @@ const KEY_VARS: [&str; 3] = [
 ];
 
 impl ConnectOptions {
-    /// The option that stands in for the variable `name`.
+    /// The option that stands for the command line's variable `name`.
     fn given(&self, name: &str) -> Option<String> {
         match name {
-            "AWS_ENDPOINT_URL"
-            | "AWS_ENDPOINT_URL_S3"
-            | "AWS_ENDPOINT_URL_DYNAMODB"
-            | "S3LEASE_ENDPOINT" => self.endpoint.clone(),
-            "AWS_REGION" => self.region.clone(),
-            "AWS_ACCESS_KEY_ID" => self.access_key_id.clone(),
-            "AWS_SECRET_ACCESS_KEY" => self.secret_access_key.clone(),
-            "AWS_SESSION_TOKEN" => self.session_token.clone(),
             "S3LEASE_STORE" => self.store.clone(),
             "S3LEASE_BUCKET" => self.bucket.clone(),
             "S3LEASE_TABLE" => self.table.clone(),
             "S3LEASE_CONTAINER" => self.container.clone(),
+            "S3LEASE_ENDPOINT" => self.endpoint.clone(),
+            "S3LEASE_REGION" => self.region.clone(),
             "S3LEASE_ADDRESSING" => self.addressing.clone(),
+            "S3LEASE_PREFIX" => self.prefix.clone(),
+            "S3LEASE_STRATEGY" => self.strategy.clone(),
+            "S3LEASE_EXPIRY_CLOCK" => self.expiry_clock.clone(),
+            "S3LEASE_CHECK_STORE" => self.preflight.map(|yes| if yes { "1" } else { "0" }.into()),
             "S3LEASE_SEAL_KEY" => self.seal_key.clone(),
+            "AWS_ACCESS_KEY_ID" => self.access_key_id.clone(),
+            "AWS_SECRET_ACCESS_KEY" => self.secret_access_key.clone(),
+            "AWS_SESSION_TOKEN" => self.session_token.clone(),
             "AZURE_STORAGE_ACCOUNT" => self.account.clone(),
             "AZURE_STORAGE_KEY" => self.account_key.clone(),
             "AZURE_STORAGE_SAS_TOKEN" => self.sas_token.clone(),
@@ -76,86 +80,42 @@ impl ConnectOptions {
         .filter(|v| !v.is_empty())
     }
 
-    /// The option, else the environment's variable (never an `S3LEASE_*`
-    /// one, nor the other AWS keys when keys were given).
-    fn var(&self, name: &str) -> Option<String> {
+    /// The option, else the environment's variable: the AWS, Azure and
+    /// Google SDKs' always (as they read them), the command line's
+    /// `S3LEASE_*` ones only for `Client.fromEnv` (an explicit `connect`
+    /// is not redirected by them), and no AWS key beside keys given.
+    fn setting(&self, name: &str) -> Option<String> {
+        let ours = name.starts_with("S3LEASE_") && self.from_env != Some(true);
         let keys_given = self.access_key_id.is_some();
-        let ours = name.starts_with("S3LEASE_") || (keys_given && KEY_VARS.contains(&name));
-        self.given(name)
-            .or_else(|| (!ours).then(|| std::env::var(name).ok()).flatten())
-            .filter(|v| !v.is_empty())
+        self.given(name).or_else(|| {
+            if ours || (keys_given && KEY_VARS.contains(&name)) {
+                return None;
+            }
+            std::env::var(name).ok().filter(|v| !v.is_empty())
+        })
     }
 }
 
 /// The store `options` name, with its credentials: fixed keys if given,
 /// else `provider`'s (fetched now, refreshed by the client before they
-/// expire), else the AWS chain's (Azure's, Google's). Blocking: it may
-/// fetch credentials.
+/// expire), else the AWS chain's (Azure's, Google's). The host reads the
+/// settings (`StoreConfig::from_settings`), as for the command line and
+/// the Python package. Blocking: it may fetch credentials.
 pub fn store_config(
     options: &ConnectOptions,
     provider: Option<SharedSource>,
 ) -> napi::Result<StoreConfig> {
-    let bucket = options.bucket.clone().unwrap_or_default();
-    let config = match provider {
-        Some(source) => with_provider(options, &bucket, source),
-        None if options.access_key_id.is_some() => {
-            StoreConfig::from_vars(&bucket, |name| options.var(name))
-        }
-        None => StoreConfig::from_aws(&bucket, |name| options.var(name)),
+    let keys = match provider {
+        Some(source) => AwsKeys::Source(source),
+        None if options.access_key_id.is_some() => AwsKeys::Given,
+        None => AwsKeys::Chain,
     };
-    let mut config = config.map_err(|e| errors::from_host(&e))?;
-    config.key_prefix = options.prefix.clone().filter(|p| !p.is_empty());
-    config.strategy = options.strategy.as_deref().map(strategy).transpose()?;
-    config.expiry_clock = options
-        .expiry_clock
-        .as_deref()
-        .map(expiry_clock)
-        .transpose()?;
-    config.preflight = options.preflight;
+    let mut config = StoreConfig::from_settings(|name| options.setting(name), keys)
+        .map_err(|e| errors::from_host(&e))?;
     if let Some(ms) = options.request_timeout_ms {
         config.request_timeout = Some(duration_ms("requestTimeout", ms)?);
     }
     Ok(config)
-}
-
-/// The first credentials from `source`, then the store as with fixed
-/// keys, refreshed from `source`.
-fn with_provider(
-    options: &ConnectOptions,
-    bucket: &str,
-    source: SharedSource,
-) -> Result<StoreConfig, Error> {
-    let first = source.fetch()?.credentials;
-    let config = StoreConfig::from_vars(bucket, |name| match name {
-        "AWS_ACCESS_KEY_ID" => Some(first.access_key_id.clone()),
-        "AWS_SECRET_ACCESS_KEY" => Some(first.secret_access_key.clone()),
-        "AWS_SESSION_TOKEN" => first.session_token.clone(),
-        _ => options.var(name),
-    })?;
-    config.with_credentials_source(source)
-}
-
-fn strategy(name: &str) -> napi::Result<Strategy> {
-    match name {
-        "single-object" => Ok(Strategy::SingleObject),
-        "epoch-objects" => Ok(Strategy::EpochObjects),
-        other => Err(errors::plain(
-            "invalid-config",
-            &format!("strategy {other:?} is neither `single-object` nor `epoch-objects`"),
-        )),
-    }
-}
-
-fn expiry_clock(name: &str) -> napi::Result<ExpiryClock> {
-    match name {
-        "server" => Ok(ExpiryClock::Server),
-        "holder" => Ok(ExpiryClock::Holder),
-        "observed" => Ok(ExpiryClock::Observed),
-        other => Err(errors::plain(
-            "invalid-config",
-            &format!("expiryClock {other:?} is none of `server`, `holder` and `observed`"),
-        )),
-    }
 }
 
 /// Milliseconds from JavaScript (a number) as a duration: whole, not

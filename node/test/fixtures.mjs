@@ -1,5 +1,5 @@
 // What the tests share: the suite's servers and fault proxy and its history
-// checker (host-test's node_fixtures, one process for the whole run), a
+// checker (host-test's package_fixtures, one process for the whole run), a
 // fresh key prefix per test, and the package under test: `s3-lease` as
 // installed next to these files (scripts/test_node.sh installs the packed
 // tarball in a fresh directory and runs them there).
@@ -12,7 +12,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 /** The repository (for the workspace's binaries): S3LEASE_REPO, else this file's. */
 export const repo = process.env.S3LEASE_REPO ?? path.resolve(here, '..', '..');
 const target = process.env.CARGO_TARGET_DIR ?? path.join(repo, 'target');
-export const fixturesBin = process.env.S3LEASE_NODE_FIXTURES ?? path.join(target, 'debug', 'node_fixtures');
+export const fixturesBin = process.env.S3LEASE_PACKAGE_FIXTURES ?? path.join(target, 'debug', 'package_fixtures');
 /** The command line, as the test build made it. */
 export const cliBin = process.env.S3LEASE_CLI ?? path.join(target, 'debug', 's3-lease');
 
@@ -58,7 +58,7 @@ export async function s3Options(hint, extra = {}) {
     bucket: s3.bucket,
     endpoint: s3.url,
     region: s3.region,
-    credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+    credentials: { accessKeyId: s3.access_key_id, secretAccessKey: s3.secret_access_key },
     prefix: prefix(hint),
     ...extra,
   };

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { Client, S3LeaseError } from 's3-lease';
-import { s3Options, sleep } from './fixtures.mjs';
+import { envOf, s3Options, sleep } from './fixtures.mjs';
 
 test('a lease says what it holds, renews itself and is released for the next holder', async () => {
   const client = await Client.connect(await s3Options('basics'));
@@ -186,4 +186,28 @@ test('the package loads as CommonJS too, the same classes', () => {
   const cjs = require('s3-lease');
   assert.equal(cjs.Client, Client);
   assert.equal(cjs.S3LeaseError, S3LeaseError);
+});
+
+test("fromEnv reads the command line's settings as the command line does", async () => {
+  const options = await s3Options('from-env');
+  const saved = { ...process.env };
+  try {
+    // S3LEASE_ENDPOINT wins over the AWS SDKs' variable (here a closed port).
+    Object.assign(process.env, envOf(options), { AWS_ENDPOINT_URL: 'http://127.0.0.1:1', S3LEASE_CHECK_STORE: 'off' });
+    const client = await Client.fromEnv();
+    const lease = await client.acquire('k', { ttl: 10_000 });
+    assert.ok(lease.held);
+    await lease.release();
+    await client.close();
+    // A value the command line refuses is refused here too, naming its
+    // variable (not read as a no).
+    process.env.S3LEASE_CHECK_STORE = 'maybe';
+    const refused = await Client.fromEnv().catch((e) => e);
+    assert.equal(refused.code, 'invalid-config');
+    assert.equal(refused.field, 'S3LEASE_CHECK_STORE');
+    assert.match(refused.message, /maybe/);
+  } finally {
+    for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
+    Object.assign(process.env, saved);
+  }
 });

@@ -33,7 +33,7 @@ test('dynalite (DynamoDB)', async () => {
       table: d.table,
       endpoint: d.url,
       region: d.region,
-      credentials: { accessKeyId: d.accessKeyId, secretAccessKey: d.secretAccessKey },
+      credentials: { accessKeyId: d.access_key_id, secretAccessKey: d.secret_access_key },
     },
     'DynamoDB',
   );
@@ -41,7 +41,7 @@ test('dynalite (DynamoDB)', async () => {
 
 test('Azurite (Azure Blob Storage)', async () => {
   const a = await ask('azure');
-  await smoke({ store: 'azure-blob', container: a.container, connectionString: a.connectionString }, 'Azure Blob Storage');
+  await smoke({ store: 'azure-blob', container: a.container, connectionString: a.connection_string }, 'Azure Blob Storage');
 });
 
 test('fake-gcs-server (Google Cloud Storage)', async () => {

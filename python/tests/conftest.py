@@ -1,5 +1,5 @@
 """The package's tests, run against the installed wheel (never the source
-tree) and the suite's own servers: host-test's `python_fixtures` starts
+tree) and the suite's own servers: host-test's `package_fixtures` starts
 SeaweedFS, fault proxies, dynalite, Azurite and fake-gcs-server, and judges
 turns with the project's history checker."""
 
@@ -27,7 +27,7 @@ WORKSPACE = Path(__file__).resolve().parents[2]
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR") or WORKSPACE / "target")
-FIXTURES = os.environ.get("S3LEASE_PYTHON_FIXTURES") or str(TARGET / "debug" / "python_fixtures")
+FIXTURES = os.environ.get("S3LEASE_PACKAGE_FIXTURES") or str(TARGET / "debug" / "package_fixtures")
 CLI = os.environ.get("S3LEASE_CLI_BIN") or str(TARGET / "debug" / "s3-lease")
 
 
@@ -41,7 +41,7 @@ def pytest_configure(config: Any) -> None:
 
 
 class Servers:
-    """python_fixtures serve: one request per line, one JSON answer per line."""
+    """package_fixtures serve: one request per line, one JSON answer per line."""
 
     def __init__(self) -> None:
         self.process = subprocess.Popen(
@@ -54,10 +54,10 @@ class Servers:
         self.process.stdin.flush()
         line = self.process.stdout.readline()
         if not line:
-            raise RuntimeError(f"python_fixtures ended (exit {self.process.wait()})")
+            raise RuntimeError(f"package_fixtures ended (exit {self.process.wait()})")
         answer: Dict[str, Any] = json.loads(line)
         if "error" in answer:
-            raise RuntimeError(f"python_fixtures {' '.join(words)}: {answer['error']}")
+            raise RuntimeError(f"package_fixtures {' '.join(words)}: {answer['error']}")
         return answer
 
     def close(self) -> None:

@@ -225,3 +225,23 @@ def test_preflight_passes_on_seaweedfs(client: s3_lease.Client) -> None:
     report = client.preflight()
     assert report.config_safe, report
     assert report.requests > 0 and report.results
+
+
+def test_from_env_reads_the_command_lines_settings_as_it_does(
+    s3: Dict[str, Any], prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in s3_env(s3, prefix).items():
+        monkeypatch.setenv(name, value)
+    # S3LEASE_ENDPOINT wins over the AWS SDKs' variable (here a closed port).
+    monkeypatch.setenv("S3LEASE_ENDPOINT", s3["url"])
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("S3LEASE_CHECK_STORE", "off")
+    with s3_lease.Client.from_env() as client:
+        with client.lock("from-env", ttl=10) as lease:
+            assert lease.held
+    # A value the command line refuses is refused here too, naming its
+    # variable (not read as a no).
+    monkeypatch.setenv("S3LEASE_CHECK_STORE", "maybe")
+    with pytest.raises(s3_lease.ConfigError) as refused:
+        s3_lease.Client.from_env()
+    assert refused.value.field == "S3LEASE_CHECK_STORE" and "maybe" in str(refused.value)

@@ -1,5 +1,5 @@
 """Processes taking turns on one key, judged by the project's history
-checker (host-test's python_fixtures turns: s3_lease::testing::history)."""
+checker (host-test's package_fixtures turns: s3_lease::testing::history)."""
 
 from __future__ import annotations
 

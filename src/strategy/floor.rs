@@ -52,8 +52,7 @@ use serde_json::Value;
 /// How far apart two incarnations of a key's lock object start.
 pub const FLOOR_STRIDE: u64 = 1 << 40;
 
-/// The name floor objects live under, after the key prefix.
-pub const FLOOR_DIR: &str = ".s3-lease-floor/";
+pub use crate::lease::FLOOR_DIR;
 
 const PURPOSE: &str =
     "s3-lease: the key's tokens continue above this when its lock object is created again";

@@ -12,6 +12,7 @@ use crate::exit::{Failure, HELD, INTERNAL, STORE};
 use crate::probe::Probe;
 use crate::tree::CommandGroup;
 use s3_lease_host::blocking::Elector;
+use s3_lease_host::clock::{self, Clock};
 use s3_lease_host::{
     ElectionEvent, ElectorStats, ErrorKind, LeaseRecord as Lease, Role, StopReason,
 };
@@ -42,8 +43,9 @@ pub struct Leadership<'a> {
     mode: Mode,
     probe: Probe<'a>,
     fatal: Fatal,
-    /// The deadline the guardian was given last.
-    held_until: Instant,
+    /// The deadline the guardian was given last (the host's clock,
+    /// suspended time counted).
+    held_until: clock::Instant,
     /// A term won again while the last one's command was stopping.
     regained: Option<Lease>,
 }
@@ -55,7 +57,7 @@ impl<'a> Leadership<'a> {
             mode,
             probe,
             fatal,
-            held_until: Instant::now(),
+            held_until: Clock::system().now(),
             regained: None,
         }
     }
@@ -109,12 +111,12 @@ impl Claim for Leadership<'_> {
         end_campaign(&mut self.elector);
     }
 
-    fn start(&mut self) -> Option<Instant> {
+    fn start(&mut self) -> Option<clock::Instant> {
         let until = self
             .elector
             .as_ref()
-            .and_then(Elector::leading_until)
-            .filter(|until| Instant::now() < *until)?;
+            .and_then(Elector::leading_deadline)
+            .filter(|until| Clock::system().now() < *until)?;
         self.held_until = until;
         Some(until)
     }
@@ -124,13 +126,14 @@ impl Claim for Leadership<'_> {
         // or starved, or renews failed): the guardian ends the group, and
         // the lock counts as lost, even if the elector has won a new term
         // since.
-        let lapsed = Instant::now() >= self.held_until;
+        let now = || Clock::system().now();
+        let lapsed = now() >= self.held_until;
         let elector = self.elector.as_mut();
         // Read before the events: once leadership has ended, the event
         // that says why is already queued.
-        let leading_until = elector.as_ref().and_then(|e| e.leading_until());
-        let ended = lapsed
-            || (elector.is_some() && leading_until.is_none_or(|until| Instant::now() >= until));
+        let leading_until = elector.as_ref().and_then(|e| e.leading_deadline());
+        let ended =
+            lapsed || (elector.is_some() && leading_until.is_none_or(|until| now() >= until));
         if let (Some(until), false) = (leading_until, ended) {
             // The guardian's deadline: it ends the group if we cannot.
             if until > self.held_until {
@@ -162,7 +165,7 @@ impl Claim for Leadership<'_> {
     }
 
     fn lost_unseen(&mut self, stall: Option<Stall>) -> Option<String> {
-        (Instant::now() >= self.held_until).then(|| self.deadline_passed(stall))
+        (Clock::system().now() >= self.held_until).then(|| self.deadline_passed(stall))
     }
 
     fn release(&mut self) -> Result<(), String> {
@@ -279,8 +282,8 @@ fn won(elector: &mut Elector) -> Result<Option<Lease>, Failure> {
     // elector renew (it was stopped or starved). The next term is now.
     if let Role::Leader(lease) = elector.role() {
         if elector
-            .leading_until()
-            .is_some_and(|until| Instant::now() < until)
+            .leading_deadline()
+            .is_some_and(|until| Clock::system().now() < until)
         {
             return Ok(Some(lease));
         }

@@ -14,6 +14,7 @@ use crate::duration::show;
 use crate::exit::{is_permanent, Failure, HELD, STORE};
 use crate::tree::CommandGroup;
 use s3_lease_host::blocking::{BlockingSlotGrant, Client, LeaseGuard};
+use s3_lease_host::clock::{self, Clock};
 use s3_lease_host::{AcquireOptions, Error, LostReason, SlotOptions};
 use std::time::{Duration, Instant};
 
@@ -179,21 +180,21 @@ impl Claim for Slot<'_> {
         self.leave();
     }
 
-    fn start(&mut self) -> Option<Instant> {
+    fn start(&mut self) -> Option<clock::Instant> {
         let guard = self.guard.take()?;
         if guard.lost().is_some() {
             let _ = guard.release();
             return None;
         }
         // Held (checked above), so the guardian does not end it at once.
-        let until = guard.held_until().unwrap_or_else(Instant::now);
+        let until = guard.deadline().unwrap_or_else(|| Clock::system().now());
         self.guard = Some(guard);
         Some(until)
     }
 
     fn keep(&mut self, group: &mut CommandGroup, stall: Option<Stall>) -> Option<String> {
         let guard = self.guard.as_ref()?;
-        if let Some(until) = guard.held_until() {
+        if let Some(until) = guard.deadline() {
             // The guardian's deadline: it ends the group if we cannot.
             group.held_until(until);
         }

@@ -8,9 +8,15 @@
 //! the stall's doing; one that passed while we looked on time, or in a
 //! shorter stall (a loaded machine's hiccup), is the store's: its renews
 //! failed or hung (a network cut), however soon the guardian acted on it.
+//!
+//! Looks are timed on the host's clock, which counts the time the machine
+//! spent suspended (`s3_lease_host::clock`): a suspend is a stall too, and
+//! one that the machine's sleep took most of is named as a suspend
+//! (`Clock::asleep` grew by it), not as a starved process.
 
 use crate::duration::show;
-use std::time::{Duration, Instant};
+use s3_lease_host::clock::{Clock, Instant};
+use std::time::Duration;
 
 /// The shortest gap between two looks that is a stall (they come every
 /// `POLL`, 25 ms; a loaded machine stretches that by tens of ms).
@@ -22,11 +28,22 @@ pub struct Stall {
     pub lasted: Duration,
     /// A SIGCONT came during it: the process had been stopped.
     pub stopped: bool,
+    /// How much of it the machine spent suspended.
+    pub suspended: Duration,
 }
 
 impl Stall {
     /// `s3-lease could not act for 3.2s (it was stopped: SIGSTOP or Ctrl-Z)`.
+    /// `the machine was suspended for 1m0s (s3-lease could not act for
+    /// 1m0s)` when the machine's sleep took at least half of it.
     pub fn describe(&self) -> String {
+        if self.suspended >= self.lasted / 2 {
+            return format!(
+                "the machine was suspended for {} (s3-lease could not act for {})",
+                show(self.suspended),
+                show(self.lasted)
+            );
+        }
         let how = if self.stopped {
             "it was stopped: SIGSTOP or Ctrl-Z"
         } else {
@@ -36,31 +53,39 @@ impl Stall {
     }
 }
 
-/// The supervision's looks, time passed in.
+/// The supervision's looks, each at a time read off a [`Clock`].
 pub struct Looks {
+    clock: Clock,
     last: Instant,
+    /// The machine's time asleep at the last look.
+    asleep: Duration,
     /// A gap at least this long is a stall.
     stall: Duration,
 }
 
 impl Looks {
-    /// Looks from `now` at a claim held `deadline` after each renew.
-    pub fn new(now: Instant, deadline: Duration) -> Looks {
+    /// Looks from now at a claim held `deadline` after each renew.
+    pub fn new(clock: Clock, deadline: Duration) -> Looks {
         Looks {
-            last: now,
+            last: clock.now(),
+            asleep: clock.asleep(),
+            clock,
             stall: STALL_MIN.max(deadline / 2),
         }
     }
 
-    /// A look at `now`, `continued` if a SIGCONT came since the last one
+    /// A look now, `continued` if a SIGCONT came since the last one
     /// (`signals::take_continued`): the stall it ends, if the last look was
     /// a stall ago.
-    pub fn look(&mut self, now: Instant, continued: bool) -> Option<Stall> {
+    pub fn look(&mut self, continued: bool) -> Option<Stall> {
+        let (now, asleep) = (self.clock.now(), self.clock.asleep());
         let lasted = now.saturating_duration_since(self.last);
-        self.last = now;
+        let suspended = asleep.saturating_sub(self.asleep).min(lasted);
+        (self.last, self.asleep) = (now, asleep);
         (lasted >= self.stall).then_some(Stall {
             lasted,
             stopped: continued,
+            suspended,
         })
     }
 }
@@ -69,31 +94,53 @@ impl Looks {
 mod tests {
     use super::*;
 
+    /// A stall of `lasted_ms`, `suspended_ms` of it asleep.
+    fn stall(lasted_ms: u64, suspended_ms: u64, stopped: bool) -> Stall {
+        Stall {
+            lasted: Duration::from_millis(lasted_ms),
+            stopped,
+            suspended: Duration::from_millis(suspended_ms),
+        }
+    }
+
     #[test]
     fn only_a_late_look_ends_a_stall_and_a_sigcont_says_it_was_a_stop() {
-        let t0 = Instant::now();
-        let at = |ms: u64| t0 + Duration::from_millis(ms);
         // A 2 s deadline: gaps of 1 s and more are stalls.
-        let mut looks = Looks::new(t0, Duration::from_secs(2));
-        assert_eq!(looks.look(at(25), false), None);
-        assert_eq!(looks.look(at(200), false), None);
+        let clock = Clock::for_tests();
+        let mut looks = Looks::new(clock.clone(), Duration::from_secs(2));
+        assert_eq!(looks.look(false), None);
         // A loaded machine's hiccup: the store's renews are to blame.
-        assert_eq!(looks.look(at(900), false), None);
-        let starved = looks.look(at(2_100), false).unwrap();
-        assert_eq!(starved.lasted, Duration::from_millis(1_200));
-        assert!(!starved.stopped);
-        assert!(starved.describe().contains("starved"), "{starved:?}");
-        // A SIGCONT during the gap: stopped.
-        let stopped = looks.look(at(5_100), true).unwrap();
-        assert!(stopped.stopped);
-        assert!(stopped.describe().contains("stopped: SIGSTOP"));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(looks.look(false), None);
         // A SIGCONT between two looks on time is no stall.
-        assert_eq!(looks.look(at(5_125), true), None);
-        // An instant earlier than the last look is no stall either.
-        assert_eq!(looks.look(at(100), false), None);
+        assert_eq!(looks.look(true), None);
         // However short the deadline, a stall is at least STALL_MIN.
-        let mut looks = Looks::new(t0, Duration::from_millis(100));
-        assert_eq!(looks.look(at(200), false), None);
-        assert!(looks.look(at(200) + STALL_MIN, false).is_some());
+        let mut short = Looks::new(clock.clone(), Duration::from_millis(100));
+        assert_eq!(short.look(false), None);
+        let starved = stall(1_200, 0, false);
+        assert!(starved.describe().contains("starved"), "{starved:?}");
+        let stopped = stall(3_000, 0, true);
+        assert!(stopped.describe().contains("stopped: SIGSTOP"));
+        // A suspend the machine slept through: named as one, however the
+        // process was doing.
+        clock.resume_after(Duration::from_secs(60));
+        let suspended = looks.look(false).unwrap();
+        assert!(suspended.lasted >= Duration::from_secs(60), "{suspended:?}");
+        // (Time asleep is read off two system clocks one after the other:
+        // it wavers by microseconds.)
+        assert!(
+            suspended.suspended > Duration::from_millis(59_990),
+            "{suspended:?}"
+        );
+        let said = suspended.describe();
+        assert!(
+            said.starts_with("the machine was suspended for 1m00s")
+                || said.starts_with("the machine was suspended for 60.0s"),
+            "{said}"
+        );
+        assert!(short.look(false).is_some());
+        // A stall the machine slept through only a part of is the
+        // process's own.
+        assert!(stall(3_000, 1_000, false).describe().contains("starved"));
     }
 }

@@ -72,14 +72,12 @@ fn scripts_acquire_renew_release_and_write_fenced_through_json() {
 
     let out = scene.run_with_input(&["renew"], &first);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
-    let renewed = text(&out.stdout);
+    assert!(json(&out.stdout)["etag"] != json(first.as_bytes())["etag"]);
+    // An older copy of the same grant (its holder and token, unreleased) is
+    // still this holder's lease: a script that kept it renews it.
     let out = scene.run_with_input(&["renew"], &first);
-    assert_eq!(
-        code(&out),
-        79,
-        "a spent lease is lost: {}",
-        text(&out.stderr)
-    );
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let renewed = text(&out.stdout);
 
     // An altered lease is refused before any request.
     let mut forged = json(renewed.as_bytes());
@@ -108,6 +106,14 @@ fn scripts_acquire_renew_release_and_write_fenced_through_json() {
     assert_eq!(json(&out.stdout)["token"], 1);
     let out = scene.run(&["release", "--lease", &lease_1]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    // A released lease is spent: renewing it is a lost lease.
+    let out = scene.run(&["renew", "--lease", &lease_1]);
+    assert_eq!(
+        code(&out),
+        79,
+        "a spent lease is lost: {}",
+        text(&out.stderr)
+    );
 
     // A newer holder writes; the older lease is fenced out (exit 80).
     // `run` hands its command the lease: a nested `s3-lease fenced put` uses it.

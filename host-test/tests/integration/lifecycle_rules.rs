@@ -3,8 +3,10 @@
 //! the seal key, the keys' token floors), against the real servers where
 //! they keep a lifecycle configuration: SeaweedFS's
 //! PutBucketLifecycleConfiguration, fake-gcs-server's bucket `lifecycle`.
-//! The rules are scoped to the test's own prefix, so no other test's
-//! objects can be touched, and removed afterwards.
+//! Each rule is put on a bucket of the test's own (a bucket has one
+//! lifecycle configuration: on the suite's shared bucket, every other
+//! test's preflight would read it), scoped to the test's prefix, and
+//! removed afterwards.
 
 use super::*;
 use host_test::bindings::PreflightReport;
@@ -39,7 +41,10 @@ fn lifecycle_request(method: Method, body: &str) -> S3Request {
 #[test]
 fn seaweedfs_a_rule_that_expires_the_key_prefix_is_named_in_the_preflight() {
     let prefix = fresh_prefix("lifecycle-rule");
-    let admin = endpoint().admin().unwrap();
+    let mut own = endpoint().clone();
+    own.bucket = format!("lifecycle-{}", std::process::id());
+    let admin = own.admin().unwrap();
+    admin.create_bucket().unwrap();
     let before = admin.send(lifecycle_request(Method::Get, "")).unwrap();
     println!(
         "GET ?lifecycle before: {} {}",
@@ -47,7 +52,7 @@ fn seaweedfs_a_rule_that_expires_the_key_prefix_is_named_in_the_preflight() {
         String::from_utf8_lossy(&before.body)
     );
     // Without a rule of ours, no note names this prefix.
-    let clean = preflight(&endpoint().config(&prefix));
+    let clean = preflight(&own.config(&prefix));
     assert!(
         lifecycle_notes(&clean)
             .iter()
@@ -72,7 +77,7 @@ fn seaweedfs_a_rule_that_expires_the_key_prefix_is_named_in_the_preflight() {
         assert!(lifecycle_notes(&clean).len() <= 1, "{:?}", clean.notes);
         return;
     }
-    let report = preflight(&endpoint().config(&prefix));
+    let report = preflight(&own.config(&prefix));
     let _ = admin.send(lifecycle_request(Method::Delete, ""));
     let notes = lifecycle_notes(&report);
     assert!(

@@ -16,6 +16,7 @@ mod tests;
 
 pub use azure_blob::{AzureBlobBuilder, AzureCredential};
 pub use dynamodb::DynamoDbBuilder;
+pub use env::AwsKeys;
 pub use gcs::{GcsBuilder, GcsCredential};
 pub use s3::S3Builder;
 

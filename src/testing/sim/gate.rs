@@ -322,6 +322,7 @@ impl GateSim {
                 mono_origin: rng.below(1 << 40),
                 ppm: rng.range(0, 400) as i64 - 200,
                 wall_offset_ms: 0,
+                asleep: Default::default(),
             })
             .collect();
         let keys = (0..KEYS)

@@ -111,6 +111,8 @@ pub struct Report {
     pub seeds_without_if_match: u64,
     pub crashes: u64,
     pub pauses: u64,
+    /// Machines suspended (`Fault::Suspend`).
+    pub suspends: u64,
     pub clock_jumps: u64,
     /// Processes whose wall clock is a month slow (DynamoDB, `observed`).
     pub clocks_a_month_slow: u64,
@@ -190,6 +192,7 @@ impl std::ops::AddAssign<&Report> for Report {
             seeds_without_if_match,
             crashes,
             pauses,
+            suspends,
             clock_jumps,
             degraded,
             grants,
@@ -270,18 +273,37 @@ impl Sim {
     }
 
     pub fn on(seed: u64, kind: StoreKind) -> Self {
-        Sim::with(seed, kind, |setup| setup.audit = seed % 2 == 1)
+        Sim::with_suspends(seed, kind)
+    }
+
+    /// A run whose processes' monotonic clocks count the time their
+    /// machine is suspended, as the host's does (every run's). Odd seeds
+    /// keep the grant log.
+    pub fn with_suspends(seed: u64, kind: StoreKind) -> Self {
+        Sim::build(seed, kind, false, |setup| setup.audit = seed % 2 == 1)
+    }
+
+    /// A run whose processes' monotonic clocks stand still while their
+    /// machine is suspended (std's `Instant` on Linux), with many
+    /// suspends: what the checkers must catch.
+    pub fn blind_to_suspends(seed: u64, kind: StoreKind) -> Self {
+        Sim::build(seed, kind, true, |setup| setup.audit = seed % 2 == 1)
     }
 
     /// A run on a careless store (see `Setup::careless`), the log on.
     pub fn careless(seed: u64, kind: StoreKind) -> Self {
-        Sim::with(seed, kind, |setup| {
+        Sim::build(seed, kind, false, |setup| {
             setup.audit = true;
             setup.careless = true;
         })
     }
 
-    fn with(seed: u64, kind: StoreKind, adjust: impl FnOnce(&mut Setup)) -> Self {
+    fn build(
+        seed: u64,
+        kind: StoreKind,
+        blind_to_suspends: bool,
+        adjust: impl FnOnce(&mut Setup),
+    ) -> Self {
         // Mixed, so sim seed n is not another suite's seed n.
         let mut rng = Rng::new(seed ^ 0x5EED_5EED_5EED_5EED);
         let mut setup = Setup::for_store(&mut rng, kind);
@@ -305,6 +327,7 @@ impl Sim {
         let history = History::new(setup.key_specs());
         let source = Source::for_store(seed, kind);
         let mut world = World::new(rng, setup, store, history, source);
+        world.suspends = world::Suspends::new(seed, blind_to_suspends);
         world.report.seeds = 1;
         world.report.seeds_with_log = u64::from(world.setup.audit);
         world.report.seeds_with_unhealthy_source = u64::from(!world.source.plan.is_healthy());
@@ -331,6 +354,7 @@ impl Sim {
         plan(&mut world, Fault::Pause, (2, 8));
         plan(&mut world, Fault::Jump, (1, 8));
         plan(&mut world, Fault::Degrade, (2, 8));
+        world.plan_suspends();
         let actors = world.hosts.len();
         Sim {
             world: Rc::new(RefCell::new(world)),
@@ -477,6 +501,7 @@ impl Sim {
         let mut w = self.world.borrow_mut();
         let victim = match fault {
             Fault::Restart { actor } => Some(actor),
+            Fault::Suspend => w.suspend_victim(),
             _ => w.alive_actor(),
         };
         let actor = victim?;
@@ -492,6 +517,7 @@ impl Sim {
             Fault::Pause => w.pause(actor),
             Fault::Jump => w.jump(actor),
             Fault::Degrade => w.degrade(actor),
+            Fault::Suspend => w.suspend(actor),
         }
         None
     }

@@ -98,6 +98,7 @@ fn locks_leaders_and_semaphores_keep_their_guarantees_on_s3() {
     assert!(r.applied_after_giving_up > 10 && r.hung > 50, "{r:#?}");
     assert!(r.conflicts_injected > 100 && r.clock_jumps > 10, "{r:#?}");
     assert!(r.crashes > 20 && r.pauses > 20 && r.degraded > 20, "{r:#?}");
+    assert!(r.suspends > 20, "{r:#?}");
     assert!(
         r.seeds_with_short_lists > 3 && r.empty_list_pages > 50,
         "{r:#?}"

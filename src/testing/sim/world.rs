@@ -1,9 +1,13 @@
 //! The simulated world: true time, the store, the network between the
 //! processes and the store, the faults, and what the run records.
 
+mod suspend;
+
+pub use suspend::Suspends;
+
 use super::audit_check::TrueGrants;
 use super::credentials::{HostCredentials, Source};
-use super::host::{Clock, Lane, Waiting};
+use super::host::{Asleep, Clock, Lane, Waiting};
 use super::setup::{ActorKind, Setup};
 use super::store::SimStore;
 use super::store_rules::StoreRules;
@@ -113,6 +117,8 @@ pub enum Fault {
     /// third lose their reply). A slow renew followed by failing ones is
     /// what a lease counted from the wrong instant needs to show.
     Degrade,
+    /// One actor's machine is suspended for a while (see `suspend`).
+    Suspend,
 }
 
 /// A term being believed: closed when its believer stops.
@@ -149,6 +155,7 @@ pub struct World {
     trace: Option<String>,
     /// The grants the store made (for the grant log's checks).
     pub true_grants: TrueGrants,
+    pub suspends: suspend::Suspends,
 }
 
 impl World {
@@ -171,6 +178,7 @@ impl World {
             next_value: 1,
             trace: std::env::var("S3LEASE_SIM_TRACE").ok(),
             true_grants: TrueGrants::default(),
+            suspends: suspend::Suspends::default(),
         }
     }
 
@@ -234,6 +242,7 @@ impl World {
             mono_origin: self.rng.below(1 << 40),
             ppm: self.rng.range(0, 400) as i64 - 200,
             wall_offset_ms,
+            asleep: Asleep::new(self.suspends.blind),
         }
     }
 

@@ -1,14 +1,16 @@
-//! The Python package's test fixtures (python/tests/conftest.py runs this):
-//! the suite's own servers and fault proxy, and its one history checker,
-//! so the Python tests use what the Rust suites use.
+//! The Python and Node packages' test fixtures (python/tests/conftest.py
+//! and node/test/fixtures.mjs run this): the suite's own servers and fault
+//! proxy, and its one history checker, so the packages' tests use what the
+//! Rust suites use.
 //!
-//! - `python_fixtures serve`: answers one request per line on stdin with
-//!   one JSON line on stdout, until stdin closes (then every server it
-//!   started stops): `s3` (SeaweedFS, started on the first ask), `proxy`
-//!   (a fault proxy in front of it: `{"id", "url"}`), `fault ID
+//! - `package_fixtures serve`: answers one request per line on stdin with
+//!   one JSON line on stdout (its fields in snake_case), until stdin
+//!   closes (then every server it started stops): `s3` (SeaweedFS, started
+//!   on the first ask, or the one the `AWS_*` variables name), `proxy` (a
+//!   fault proxy in front of it: `{"id", "url"}`), `fault ID
 //!   pass|silent|reset`, `dynamodb` (dynalite and a fresh table), `azure`
 //!   (Azurite), `gcs` (fake-gcs-server behind its front).
-//! - `python_fixtures turns FILE`: judges turns taken on one key of limit
+//! - `package_fixtures turns FILE`: judges turns taken on one key of limit
 //!   1 (JSON lines `{"who", "token", "sent", "acked", "start", "end"}`, in
 //!   microseconds of one monotonic clock: the grant's attempt sent and
 //!   answered, the stretch its process believed it held the key) with
@@ -28,11 +30,11 @@ fn main() {
         ["serve"] => serve(),
         ["turns", file] => turns(file),
         _ => Err(anyhow::anyhow!(
-            "usage: python_fixtures serve | python_fixtures turns FILE"
+            "usage: package_fixtures serve | package_fixtures turns FILE"
         )),
     };
     if let Err(e) = result {
-        eprintln!("python_fixtures: {e:#}");
+        eprintln!("package_fixtures: {e:#}");
         std::process::exit(2);
     }
 }
@@ -79,7 +81,7 @@ fn answer(words: &[&str], proxies: &mut Vec<FaultProxy>) -> Result<Value> {
         }
         ["dynamodb"] => {
             let d = dynalite::shared();
-            let table = d.fresh_table("python")?;
+            let table = d.fresh_table("package")?;
             json!({
                 "url": d.url, "region": d.region, "table": table,
                 "access_key_id": d.access_key_id, "secret_access_key": d.secret_access_key,
@@ -100,7 +102,7 @@ fn answer(words: &[&str], proxies: &mut Vec<FaultProxy>) -> Result<Value> {
 fn turns(file: &str) -> Result<()> {
     let text = std::fs::read_to_string(file).with_context(|| format!("reading {file}"))?;
     let mut h = history::History::new(vec![history::KeySpec {
-        name: "the Python processes' key".into(),
+        name: "the package's processes' key".into(),
         limit: 1,
         fair: false,
         exclusion_checked: true,
@@ -136,7 +138,7 @@ fn turns(file: &str) -> Result<()> {
     }
     let checked = history::check(&h);
     println!(
-        "python_fixtures: {} turns judged, {} violations",
+        "package_fixtures: {} turns judged, {} violations",
         h.terms.len(),
         checked.violations.len()
     );
