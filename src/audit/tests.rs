@@ -209,6 +209,45 @@ fn a_grant_whose_record_cannot_be_written_is_not_used_and_its_successor_back_fil
     assert_eq!(recorded, Ok(Recorded::TakenOver { by: "c".into() }));
 }
 
+/// The back-fill of B's grant meets S3's 409 ("try again", nothing
+/// written) before C's takeover: C sends it again, and grants only once it
+/// is there. (Taken for "already there", the 409 left B's grant with no
+/// record: verify could not prove the log.)
+#[test]
+fn a_back_fill_answered_409_is_sent_again_before_the_grant() {
+    for strategy in [Strategy::SingleObject, Strategy::EpochObjects] {
+        let config = s3(strategy, ExpiryClock::Server);
+        let shared = Rc::new(RefCell::new(S3Model::new(START_MS)));
+        let mut io = ModelIo::of(shared.clone());
+        let mut b = ClientCore::new(config.clone());
+        let failed = {
+            let mut cut = Intercept::new(&mut io, |r, _| log_unreachable(r));
+            b.try_acquire(&mut cut, "k", &grant("b")).ready()
+        };
+        assert!(matches!(failed, Err(Error::Transport(_))), "{failed:?}");
+        let mut c = ClientCore::new(config.clone());
+        let mut conflicts = 2;
+        let lease = {
+            let mut busy = Intercept::new(&mut io, |r, _| {
+                let backfill = r.method == Method::Put
+                    && r.object_key.contains(super::AUDIT_DIR_NAME)
+                    && r.object_key.ends_with("00000000000000000001.grant.json");
+                (backfill && conflicts > 0).then(|| {
+                    conflicts -= 1;
+                    Ok(crate::testing::s3_model::conflict())
+                })
+            });
+            take(&mut c, &mut busy, &shared, "c")
+        };
+        assert_eq!(lease.token, 2, "{strategy:?}");
+
+        let mut auditor = ClientCore::new(config);
+        let report = auditor.audit_verify(&mut io, "k", None).ready().unwrap();
+        assert!(report.proven(), "{strategy:?}: {report:#?}");
+        assert_eq!((report.backfilled, conflicts), (1, 0), "{strategy:?}");
+    }
+}
+
 #[test]
 fn a_record_written_late_by_its_own_grantee_is_taken_over_and_the_grant_not_used() {
     // As above, through the client: B's record comes only after C

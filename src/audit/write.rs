@@ -264,29 +264,44 @@ impl Backfiller {
 }
 
 /// Back-fills sent before a grant's write, one at a time; the write goes
-/// out once each is there (written now, or already: 200, 409 or 412).
+/// out once each is there (written now, or already: 200 or 412). A 409 is
+/// the store's "try again" (a conflicting write of the same record under
+/// way, or one injected): the same back-fill is sent again, a bounded
+/// number of times, never taken as written.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Pending {
     requests: Vec<S3Request>,
+    sent: Option<S3Request>,
+    conflicts: u32,
 }
 
 impl Pending {
     pub fn new(mut requests: Vec<S3Request>) -> Self {
         requests.reverse();
-        Pending { requests }
+        Pending {
+            requests,
+            sent: None,
+            conflicts: 0,
+        }
     }
 
     /// The next back-fill to send, if any is left.
     pub fn next_request(&mut self) -> Option<S3Request> {
-        self.requests.pop()
+        self.sent = self.requests.pop();
+        self.sent.clone()
     }
 
-    /// A back-fill's reply: whether it is there now. Any other reply ends
-    /// the attempt, unwritten: a grant goes out only once the lease it
-    /// takes is recorded.
-    pub fn landed(r: S3Response) -> Result<(), Error> {
+    /// A back-fill's reply: what to send next (the same back-fill again
+    /// after a 409, or the next one), or `None` once every one is there.
+    /// Any other reply ends the attempt, unwritten: a grant goes out only
+    /// once the lease it takes is recorded.
+    pub fn landed(&mut self, r: S3Response) -> Result<Option<S3Request>, Error> {
         match r.status {
-            200 | 409 | 412 => Ok(()),
+            200 | 412 => Ok(self.next_request()),
+            409 if self.conflicts < MAX_REREADS => {
+                self.conflicts += 1;
+                Ok(self.sent.clone())
+            }
             _ => Err(r.into_error()),
         }
     }
@@ -301,6 +316,8 @@ pub struct Backfill {
     dir: String,
     records: Vec<Record>,
     written: u32,
+    sent: Option<S3Request>,
+    conflicts: u32,
 }
 
 impl Backfill {
@@ -309,12 +326,16 @@ impl Backfill {
             dir,
             records,
             written: 0,
+            sent: None,
+            conflicts: 0,
         }
     }
 
     fn next(&mut self) -> Step<u32> {
+        self.conflicts = 0;
         while let Some(record) = self.records.pop() {
             if let Ok(request) = create(&self.dir, &record) {
+                self.sent = Some(request.clone());
                 return Step::Send(request);
             }
         }
@@ -330,6 +351,13 @@ impl Operation for Backfill {
     }
 
     fn on_response(&mut self, r: S3Response, _now_ms: u64) -> Step<u32> {
+        // A 409: try again (see `Pending`), a bounded number of times.
+        if r.status == 409 && self.conflicts < MAX_REREADS {
+            if let Some(request) = self.sent.clone() {
+                self.conflicts += 1;
+                return Step::Send(request);
+            }
+        }
         self.written += u32::from(r.status == 200);
         self.next()
     }

@@ -297,8 +297,8 @@ impl Operation for EpochTryAcquire {
                     Err(e) => Step::Done(Err(e)),
                 }
             }
-            Phase::Backfilling(mut pending, epoch) => match Pending::landed(r) {
-                Ok(()) => match pending.next_request() {
+            Phase::Backfilling(mut pending, epoch) => match pending.landed(r) {
+                Ok(next) => match next {
                     Some(next) => {
                         self.phase = Phase::Backfilling(pending, epoch);
                         Step::Send(next)

@@ -293,8 +293,8 @@ impl Operation for TryAcquire {
                     Err(e) => Step::Done(Err(e)),
                 }
             }
-            Phase::Backfilling(mut pending, write) => match Pending::landed(r) {
-                Ok(()) => match pending.next_request() {
+            Phase::Backfilling(mut pending, write) => match pending.landed(r) {
+                Ok(next) => match next {
                     Some(next) => {
                         self.phase = Phase::Backfilling(pending, write);
                         Step::Send(next)

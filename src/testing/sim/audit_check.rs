@@ -21,7 +21,7 @@ use super::setup::{ActorKind, Setup, LEADER_KEY, LOCK_KEYS, PREFIX, SEMAPHORE_KE
 use super::store::SimStore;
 use crate::audit::names::Kind;
 use crate::audit::read::Log;
-use crate::audit::verify::{FindingKind, Report};
+use crate::audit::verify::Report;
 use crate::client::ClientCore;
 use crate::driver::Io;
 use crate::error::Error;
@@ -146,47 +146,15 @@ pub fn check(
     let mut records = 0;
     for (kind, key) in keys() {
         let (log, current, report) = read(setup, store, now_ms, kind, key)?;
-        // A semaphore's holder entry can leave the object unrecorded (a
-        // grant its client never learnt of, dropped by that client's own
-        // next write): verify then says it cannot prove the log (an
-        // unexplained gap), never that holders overlapped. Known gap; the
-        // locks' and the elector's logs must be proven whole.
-        if let ActorKind::Slots(_) = kind {
-            if report.overlapped() {
-                return Err(violation(
-                    "audit: verify finds no overlap in a semaphore's log",
-                    format!("{key}: {:#?}", report.findings),
-                ));
-            }
-            continue;
-        }
-        // Every finding but an unexplained gap fails the run. A gap: a
-        // grant adopted by its own client after that client gave up on it
-        // (core-retries' own-grant adoption) goes into use unrecorded, and
-        // verify says it cannot prove that token (exit 83), never that
-        // holders overlapped. Known gap, left for the core to record.
-        let gaps: Vec<u64> = report
-            .findings
-            .iter()
-            .filter(|f| f.kind == FindingKind::UnexplainedGap)
-            .map(|f| f.token)
-            .collect();
-        if report.findings.len() > gaps.len() {
+        if !report.proven() {
             return Err(violation(
                 "audit: verify proves the log",
                 format!("{key}: {:#?}", report.findings),
             ));
         }
         let empty = Vec::new();
-        let granted: Vec<(u64, String)> = truth
-            .grants
-            .get(key)
-            .unwrap_or(&empty)
-            .iter()
-            .filter(|(t, _)| !gaps.contains(t))
-            .cloned()
-            .collect();
-        records += equals_history(key, &log, current.as_ref(), &granted)?;
+        let granted = truth.grants.get(key).unwrap_or(&empty);
+        records += equals_history(key, &log, current.as_ref(), granted)?;
     }
     Ok(records)
 }
