@@ -69,7 +69,7 @@ impl ConnectOptions {
             "S3LEASE_STRATEGY" => self.strategy.clone(),
             "S3LEASE_EXPIRY_CLOCK" => self.expiry_clock.clone(),
             "S3LEASE_CHECK_STORE" => self.preflight.map(|yes| if yes { "1" } else { "0" }.into()),
-            "S3LEASE_AUDIT_X" => self.audit.map(|yes| if yes { "1" } else { "0" }.into()),
+            "S3LEASE_AUDIT" => self.audit.map(|yes| if yes { "1" } else { "0" }.into()),
             "S3LEASE_SEAL_KEY" => self.seal_key.clone(),
             "AWS_ACCESS_KEY_ID" => self.access_key_id.clone(),
             "AWS_SECRET_ACCESS_KEY" => self.secret_access_key.clone(),

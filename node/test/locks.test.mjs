@@ -257,6 +257,7 @@ test('audit: true keeps the grant log (fromEnv: S3LEASE_AUDIT), and audit(key) r
     assert.deepEqual(
       entries.map((e) => [e.token, e.holder, e.ended, e.backfilled]),
       [[1, 'first', 'released', false], [2, 'second', 'released', false]],
+      JSON.stringify(entries),
     );
     assert.ok(entries.every((e) => e.grantedAt instanceof Date && e.endedAt instanceof Date));
     await fromEnv.close();
