@@ -147,6 +147,8 @@ pub struct RawConfig {
     pub seal_key: Option<SealKey>,
     /// Default: S3 (the bucket).
     pub store: Option<Store>,
+    /// Keep the grant log (see `audit`). Default: false.
+    pub audit: Option<bool>,
 }
 
 /// A configuration known to be usable.
@@ -166,6 +168,9 @@ pub struct ClientConfig {
     pub preflight: bool,
     pub seal_key: Option<SealKey>,
     pub store: Store,
+    /// The grant log (see `audit`): every grant is followed by a
+    /// create-only record of it, every release by one more. Default: off.
+    pub audit: bool,
 }
 
 impl ClientConfig {
@@ -318,6 +323,7 @@ impl ClientConfig {
             preflight: raw.preflight.unwrap_or(false),
             seal_key: raw.seal_key,
             store,
+            audit: raw.audit.unwrap_or(false),
         })
     }
 }
@@ -509,6 +515,7 @@ mod tests {
             preflight: None,
             seal_key: None,
             store: None,
+            audit: None,
         }
     }
 

@@ -694,6 +694,7 @@ mod tests {
             preflight: None,
             seal_key: None,
             store: None,
+            audit: None,
         })
         .unwrap()
     }

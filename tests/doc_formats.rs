@@ -118,6 +118,7 @@ fn raw(store: Option<Store>, endpoint: &str, bucket: &str) -> RawConfig {
         preflight: None,
         seal_key: None,
         store,
+        audit: None,
     }
 }
 

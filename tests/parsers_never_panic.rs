@@ -1356,6 +1356,7 @@ proptest! {
             preflight: None,
             seal_key: None,
             store: None,
+            audit: None,
         };
         match ClientConfig::validate(raw.clone()) {
             Ok(c) => {

@@ -46,6 +46,7 @@ fn config(region: &str, endpoint: &str, token: Option<&str>) -> ClientConfig {
         store: Some(Store::DynamoDb {
             table: "locks-table_1.x".into(),
         }),
+        audit: None,
     })
     .unwrap()
 }

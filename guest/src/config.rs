@@ -122,6 +122,10 @@ pub struct Config {
     /// the store). Never reaches `Debug`.
     pub seal_key: Option<String>,
     pub store: Option<Store>,
+    /// Keep the grant log (default: no): a create-only record after each
+    /// grant and release, which `audit`, `audit_verify` and `audit_prune`
+    /// read (docs/audit.md).
+    pub audit: Option<bool>,
 }
 
 impl Config {
@@ -147,6 +151,7 @@ impl Config {
             preflight: None,
             seal_key: None,
             store: None,
+            audit: None,
         }
     }
 
@@ -194,6 +199,12 @@ impl Config {
 
     pub fn with_seal_key(mut self, seal_key: impl Into<String>) -> Config {
         self.seal_key = Some(seal_key.into());
+        self
+    }
+
+    /// Keep the grant log (see [`Config::audit`]).
+    pub fn with_audit(mut self, audit: bool) -> Config {
+        self.audit = Some(audit);
         self
     }
 

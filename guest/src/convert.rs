@@ -53,6 +53,7 @@ pub(crate) fn config(c: &Config) -> raw::Config {
             }),
             Store::Gcs { credential } => raw::Store::Gcs(gcs_credential(credential)),
         }),
+        audit: c.audit,
     }
 }
 

@@ -75,6 +75,7 @@ impl AzureEndpoint {
                     credential,
                 },
             )),
+            audit: None,
         })
         .map_err(|e| anyhow::anyhow!("{e}"))
     }
@@ -112,6 +113,7 @@ impl AzureEndpoint {
                 container: self.container.clone(),
                 credential,
             })),
+            audit: None,
         }
     }
 

@@ -62,6 +62,7 @@ impl DynamoEndpoint {
             store: Some(s3_lease::config::Store::DynamoDb {
                 table: table.to_string(),
             }),
+            audit: None,
         })
         .map_err(|e| anyhow::anyhow!("{e}"))
     }
@@ -90,6 +91,7 @@ impl DynamoEndpoint {
             preflight: None,
             seal_key: None,
             store: Some(Store::Dynamodb(table.to_string())),
+            audit: None,
         }
     }
 

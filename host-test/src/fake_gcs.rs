@@ -81,6 +81,7 @@ impl GcsEndpoint {
             preflight: None,
             seal_key: None,
             store: Some(Store::Gcs(credential)),
+            audit: None,
         }
     }
 

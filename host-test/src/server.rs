@@ -82,6 +82,7 @@ impl Endpoint {
             preflight: None,
             seal_key: None,
             store: None,
+            audit: None,
         }
     }
 
@@ -109,6 +110,7 @@ impl Endpoint {
             preflight: None,
             seal_key: None,
             store: None,
+            audit: None,
         };
         ClientConfig::validate(raw).map_err(|e| anyhow::anyhow!("{e}"))
     }

@@ -356,6 +356,28 @@ impl Client {
         self.run(|c| Box::pin(async move { c.preflight().await }))
     }
 
+    /// See [`crate::Client::audit`].
+    pub fn audit(&self, key: &str, since_ms: Option<u64>) -> Result<Vec<crate::AuditEntry>, Error> {
+        let key = key.to_string();
+        self.run(|c| Box::pin(async move { c.audit(&key, since_ms).await }))
+    }
+
+    /// See [`crate::Client::audit_verify`].
+    pub fn audit_verify(
+        &self,
+        key: &str,
+        fenced_prefix: Option<&str>,
+    ) -> Result<crate::AuditReport, Error> {
+        let (key, prefix) = (key.to_string(), fenced_prefix.map(str::to_string));
+        self.run(|c| Box::pin(async move { c.audit_verify(&key, prefix.as_deref()).await }))
+    }
+
+    /// See [`crate::Client::audit_prune`].
+    pub fn audit_prune(&self, key: &str, before_ms: u64) -> Result<crate::AuditPruned, Error> {
+        let key = key.to_string();
+        self.run(|c| Box::pin(async move { c.audit_prune(&key, before_ms).await }))
+    }
+
     /// Campaigns for `config.key` until the returned elector is resigned
     /// or dropped.
     pub fn elect(&self, config: &ElectorConfig) -> Result<Elector, Error> {

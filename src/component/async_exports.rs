@@ -107,6 +107,27 @@ impl GuestClient for Client {
     async fn preflight(&self) -> Result<wit::PreflightReport, wit::Error> {
         Client::preflight(self).await
     }
+    async fn audit(
+        &self,
+        key: String,
+        since_ms: Option<u64>,
+    ) -> Result<Vec<wit::AuditEntry>, wit::Error> {
+        Client::audit(self, key, since_ms).await
+    }
+    async fn audit_verify(
+        &self,
+        key: String,
+        fenced_prefix: Option<String>,
+    ) -> Result<wit::AuditReport, wit::Error> {
+        Client::audit_verify(self, key, fenced_prefix).await
+    }
+    async fn audit_prune(
+        &self,
+        key: String,
+        before_ms: u64,
+    ) -> Result<wit::AuditPruned, wit::Error> {
+        Client::audit_prune(self, key, before_ms).await
+    }
     fn elector(&self, config: wit::ElectorConfig) -> Result<wit_lease::Elector, wit::Error> {
         Client::elector(self, config).map(wit_lease::Elector::new)
     }

@@ -7,6 +7,7 @@ use crate::prelude::*;
 
 #[cfg(feature = "wasip3")]
 mod async_exports;
+mod audit;
 mod convert;
 #[cfg(not(feature = "wasip3"))]
 mod sync_exports;
@@ -118,6 +119,7 @@ impl Client {
                     gcs_credential(credential).map_err(to_wit_error)?,
                 )),
             },
+            audit: config.audit,
         };
         ClientConfig::validate(raw)
             .map(Client::from_config)

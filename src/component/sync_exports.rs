@@ -134,6 +134,23 @@ impl GuestClient for Client {
     fn preflight(&self) -> Result<wit::PreflightReport, wit::Error> {
         finish(Client::preflight(self))
     }
+    fn audit(
+        &self,
+        key: String,
+        since_ms: Option<u64>,
+    ) -> Result<Vec<wit::AuditEntry>, wit::Error> {
+        finish(Client::audit(self, key, since_ms))
+    }
+    fn audit_verify(
+        &self,
+        key: String,
+        fenced_prefix: Option<String>,
+    ) -> Result<wit::AuditReport, wit::Error> {
+        finish(Client::audit_verify(self, key, fenced_prefix))
+    }
+    fn audit_prune(&self, key: String, before_ms: u64) -> Result<wit::AuditPruned, wit::Error> {
+        finish(Client::audit_prune(self, key, before_ms))
+    }
     fn elector(&self, config: wit::ElectorConfig) -> Result<wit_lease::Elector, wit::Error> {
         Client::elector(self, config).map(wit_lease::Elector::new)
     }

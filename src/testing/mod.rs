@@ -93,5 +93,6 @@ pub fn raw_config(
         preflight: None,
         seal_key: None,
         store: None,
+        audit: None,
     }
 }
