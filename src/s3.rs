@@ -9,6 +9,10 @@ use crate::error::{Error, S3Error};
 use crate::sigv4::{self, Scope, SigningRequest};
 use core::fmt;
 
+pub mod versions;
+
+pub use versions::{parse_versions, versions_request, ListedVersion, VersionMarker, VersionsPage};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     Get,
