@@ -28,8 +28,11 @@ fn v(key: &str, id: &str, at_s: u64, lock: &str, token: u64) -> FencedVersion {
     }
 }
 
-/// (fallen version, the earlier one it fell below) of each finding.
-fn fallen(versions: &[FencedVersion]) -> Vec<(String, String)> {
+/// A fallen version and the earlier one it fell below, by name.
+type Pair = (String, String);
+
+/// The pair of each finding.
+fn fallen(versions: &[FencedVersion]) -> Vec<Pair> {
     fell(versions, LOCK)
         .into_iter()
         .map(|f| {
@@ -40,7 +43,7 @@ fn fallen(versions: &[FencedVersion]) -> Vec<(String, String)> {
         .collect()
 }
 
-fn pair(fell: &str, below: &str) -> (String, String) {
+fn pair(fell: &str, below: &str) -> Pair {
     (
         format!("data/a?versionId={fell}"),
         format!("data/a?versionId={below}"),
@@ -50,7 +53,7 @@ fn pair(fell: &str, below: &str) -> (String, String) {
 #[test]
 fn a_version_below_an_earlier_ones_token_is_reported_with_both() {
     // Listed newest first, as S3 lists them.
-    let cases: Vec<(&str, Vec<FencedVersion>, Vec<(String, String)>)> = vec![
+    let cases: Vec<(&str, Vec<FencedVersion>, Vec<Pair>)> = vec![
         (
             "rising",
             vec![
