@@ -214,6 +214,10 @@ mod tests {
     fn requests_name_the_markers_of_the_page_before() {
         let first = versions_request("data/", None);
         assert_eq!(first.object_key, "");
+        assert_eq!(
+            super::super::described(&first),
+            "a LIST of the bucket's versions"
+        );
         assert!(first
             .query
             .iter()
