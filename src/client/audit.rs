@@ -247,7 +247,7 @@ impl ClientCore {
                 .extend(fenced_check::check(&log, &scanned.objects, &lock));
             report
                 .findings
-                .extend(crate::audit::versions::fell(&scanned.versions[..0], &lock));
+                .extend(crate::audit::versions::fell(&scanned.versions, &lock));
         }
         Ok(report)
     }
