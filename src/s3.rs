@@ -9,6 +9,10 @@ use crate::error::{Error, S3Error};
 use crate::sigv4::{self, Scope, SigningRequest};
 use core::fmt;
 
+pub mod versions;
+
+pub use versions::{parse_versions, versions_request, ListedVersion, VersionMarker, VersionsPage};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     Get,
@@ -348,8 +352,11 @@ pub fn not_the_store(endpoint: &Endpoint, req: &S3Request, reply: &S3Response) -
 
 /// What a request is, as a wrong endpoint's error says what it answered.
 pub fn described(req: &S3Request) -> String {
-    if req.object_key.is_empty() && req.query.iter().any(|(k, _)| k == "list-type") {
+    let asks = |name: &str| req.query.iter().any(|(k, _)| k == name);
+    if req.object_key.is_empty() && asks("list-type") {
         "a LIST of the bucket".to_string()
+    } else if req.object_key.is_empty() && asks("versions") {
+        "a LIST of the bucket's versions".to_string()
     } else {
         format!("{} {:?}", req.method.as_str(), req.object_key)
     }

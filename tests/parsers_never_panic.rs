@@ -14,6 +14,7 @@ use proptest::option;
 use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::Config;
+use s3_lease::audit::fenced::FencedScan;
 use s3_lease::config::{Addressing, ClientConfig, RawConfig, Strategy as LockStrategy};
 use s3_lease::error::Error;
 use s3_lease::expiry::{ExpiryClock, Judge};
@@ -27,7 +28,7 @@ use s3_lease::lock_object::semaphore::SemaphoreRecord;
 use s3_lease::lock_object::LockRecord;
 use s3_lease::preflight::{Capability, Preflight, RACE_REQUESTS};
 use s3_lease::protocol::{Operation, Step};
-use s3_lease::s3::{parse_list, prepare, Method, S3Request, S3Response};
+use s3_lease::s3::{parse_list, parse_versions, prepare, Method, S3Request, S3Response};
 use s3_lease::seal::{Sealer, StoredKey};
 use s3_lease::sigv4::{self, Credentials, Scope, SigningRequest};
 use s3_lease::strategy::epoch::{
@@ -429,6 +430,47 @@ fn list_body(
     body
 }
 
+/// A ListObjectVersions reply with these (escaped) entries, `(key,
+/// version id, delete marker)`, each written at `2026-01-02T03:04:05Z`
+/// plus its index in ms, the way S3 writes one, with `next` (escaped) as
+/// its next key and version id markers.
+fn versions_body(
+    escaped: &[(String, String, bool)],
+    truncated: bool,
+    next: Option<(&str, &str)>,
+) -> String {
+    let mut body = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <ListVersionsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+         <Name>locks</Name><Prefix>p/</Prefix><KeyMarker></KeyMarker>",
+    );
+    if let Some((key, id)) = next {
+        body.push_str(&format!(
+            "<NextKeyMarker>{key}</NextKeyMarker><NextVersionIdMarker>{id}</NextVersionIdMarker>"
+        ));
+    }
+    body.push_str(&format!(
+        "<MaxKeys>1000</MaxKeys><IsTruncated>{truncated}</IsTruncated>"
+    ));
+    for (i, (key, id, marker)) in escaped.iter().enumerate() {
+        let at = format!("<LastModified>2026-01-02T03:04:05.{i:03}Z</LastModified>");
+        if *marker {
+            body.push_str(&format!(
+                "<DeleteMarker><Key>{key}</Key><VersionId>{id}</VersionId>\
+                 <IsLatest>false</IsLatest>{at}</DeleteMarker>"
+            ));
+        } else {
+            body.push_str(&format!(
+                "<Version><Key>{key}</Key><VersionId>{id}</VersionId><IsLatest>false</IsLatest>\
+                 {at}<ETag>&quot;9b2c&quot;</ETag><Size>3</Size>\
+                 <StorageClass>STANDARD</StorageClass></Version>"
+            ));
+        }
+    }
+    body.push_str("</ListVersionsResult>");
+    body
+}
+
 /// Writes `ms` as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), by
 /// counting whole years and months: the test's own calendar, independent of
 /// the crate's.
@@ -672,6 +714,89 @@ proptest! {
         // An empty token is no token.
         let want_token = token.map(|(t, _)| t).filter(|t| !t.is_empty());
         prop_assert_eq!(page.next_token, want_token);
+    }
+}
+
+const VERSIONS_FRAGS: &[&str] = &[
+    "<ListVersionsResult>",
+    "</ListVersionsResult>",
+    "<Version>",
+    "</Version>",
+    "<DeleteMarker>",
+    "</DeleteMarker>",
+    "<Key>",
+    "</Key>",
+    "<VersionId>",
+    "</VersionId>",
+    "<LastModified>",
+    "</LastModified>",
+    "2026-01-02T03:04:05.000Z",
+    "9999-12-31T23:59:60.99999999999999999999Z",
+    "0000-00-00T",
+    "<NextKeyMarker>",
+    "</NextKeyMarker>",
+    "<NextVersionIdMarker>",
+    "</NextVersionIdMarker>",
+    "<IsTruncated>",
+    "</IsTruncated>",
+    "true",
+    "null",
+    "&amp;",
+    "&#x110000;",
+    "<",
+    ">",
+    "é",
+    " ",
+];
+
+proptest! {
+    #![proptest_config(config(CASES))]
+
+    #[test]
+    fn versions_parsing_never_panics(Body(body) in prop_oneof![
+        short_bytes(),
+        fragments(VERSIONS_FRAGS, 40).prop_map(String::into_bytes),
+        fragments(XML_FRAGS, 32).prop_map(String::into_bytes),
+    ].prop_map(Body)) {
+        let _ = parse_versions(&body);
+    }
+
+    #[test]
+    fn listed_versions_come_back_equal(
+        entries in vec((xml_text(), xml_text(), any::<bool>()), 0..12),
+        truncated in any::<bool>(),
+        next in option::of((xml_text(), xml_text())),
+    ) {
+        // A version id is never empty.
+        let entries: Vec<_> = entries
+            .into_iter()
+            .map(|(k, (id, eid), m)| if id.is_empty() { (k, ("v".to_string(), "v".to_string()), m) } else { (k, (id, eid), m) })
+            .collect();
+        let escaped: Vec<(String, String, bool)> =
+            entries.iter().map(|((_, k), (_, id), m)| (k.clone(), id.clone(), *m)).collect();
+        let body = versions_body(
+            &escaped,
+            truncated,
+            next.as_ref().map(|((_, k), (_, id))| (k.as_str(), id.as_str())),
+        );
+        let page = parse_versions(body.as_bytes()).map_err(TestCaseError::fail)?;
+        let got: Vec<(String, String, bool)> = page
+            .entries
+            .iter()
+            .map(|v| (v.key.clone(), v.version_id.clone(), v.delete_marker))
+            .collect();
+        let want: Vec<(String, String, bool)> =
+            entries.iter().map(|((k, _), (id, _), m)| (k.clone(), id.clone(), *m)).collect();
+        prop_assert_eq!(got, want);
+        let times: Vec<u64> = page.entries.iter().map(|v| v.last_modified_ms % 1000).collect();
+        prop_assert_eq!(times, (0..entries.len() as u64).collect::<Vec<_>>());
+        prop_assert_eq!(page.truncated, truncated);
+        // A marker only continues a truncated page, and an empty one is none.
+        let want_next = next
+            .filter(|((k, _), _)| truncated && !k.is_empty())
+            .map(|((k, _), (id, _))| (k, Some(id).filter(|id| !id.is_empty())));
+        let got_next = page.next.map(|m| (m.key, m.version_id));
+        prop_assert_eq!(got_next, want_next);
     }
 }
 
@@ -1521,7 +1646,21 @@ fn respond(request: &S3Request, seed: ReplySeed) -> S3Response {
         return reply;
     }
     let listing = request.query.iter().any(|(k, _)| k == "list-type");
-    reply.body = if listing {
+    let versions = request.query.iter().any(|(k, _)| k == "versions");
+    reply.body = if versions {
+        // Each listed key twice (two versions), a delete marker after
+        // the first; half the truncated pages name where they end.
+        let mut entries = Vec::new();
+        for &(e, marker) in &seed.listed {
+            entries.push((epoch_key(DIR, e), format!("v{e}"), false));
+            entries.push((epoch_key(DIR, e), "null".to_string(), marker));
+        }
+        let next = entries
+            .len()
+            .is_multiple_of(4)
+            .then_some(("p/k/epoch-", "v"));
+        versions_body(&entries, seed.truncated, next).into_bytes()
+    } else if listing {
         let keys: Vec<(String, bool)> = seed
             .listed
             .iter()
@@ -1618,7 +1757,7 @@ proptest! {
 
     #[test]
     fn operations_never_panic_on_any_replies(
-        which in 0..11u8,
+        which in 0..12u8,
         replies in vec(reply_seed(), 0..8),
         now_ms in prop_oneof![4 => 1_700_000_000_000..1_800_000_000_000u64, 1 => any::<u64>()],
         steps in vec(prop_oneof![4 => 0..2_000u64, 1 => any::<u64>()], 1..4),
@@ -1661,6 +1800,7 @@ proptest! {
                     drive(op, replies, now_ms, &steps)?;
                 }
             }
+            10 => drive(FencedScan::new(DIR.to_string(), true), replies, now_ms, &steps)?,
             _ => {
                 if let Ok(op) = FencedWrite::new(key(), fence, Change::Delete { nonce: hint }, wid()) {
                     drive(op, replies, now_ms, &steps)?;

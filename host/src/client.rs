@@ -302,7 +302,9 @@ impl Client {
 
     /// Proves from the store alone that no two holders of `key`
     /// overlapped (docs/audit.md); with `fenced_prefix`, also that the
-    /// objects fenced under it by this key's lock carry recorded tokens.
+    /// objects fenced under it by this key's lock carry recorded tokens,
+    /// and, on a versioned S3 bucket, that their versions' tokens never
+    /// fall.
     pub async fn audit_verify(
         &self,
         key: &str,

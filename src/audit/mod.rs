@@ -21,6 +21,8 @@
 //! - `verify`: the proof, from the records and the lock object alone.
 //! - `timeline`: the records as an operator reads them.
 //! - `prune`: drops the records of grants before a time.
+//! - `fenced`, `versions`: `verify --fenced`, the objects written under the
+//!   key's lock and, on a versioned bucket, the order of their versions.
 //!
 //! Every time it uses is the store's (`Last-Modified`, GCS's `updated`,
 //! the replies' `Date`): no client clock is trusted. The operations speak
@@ -38,6 +40,7 @@ pub mod read;
 pub mod record;
 pub mod timeline;
 pub mod verify;
+pub mod versions;
 pub mod write;
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! The log through the client, over every store model: turn-taking that
 //! verify proves, a crash between a grant and its record back-filled by
 //! the next grantee, a store that grants a token twice caught where it
-//! happens and by verify, a forged record refused, pruning and `since`.
+//! happens and by verify, a forged record refused, pruning and `since`,
+//! and `--fenced` on a versioned bucket.
 
 use super::names::{log_dir, record_key, Kind};
 use super::read::ReadLog;
@@ -639,4 +640,83 @@ fn a_floor_raised_after_an_old_listing_lists_again_and_finds_the_live_epoch() {
             "audit {audit}: A, while B holds the key: {outcome:?}"
         );
     }
+}
+
+/// `verify --fenced` through the client: on S3 it lists the prefix's
+/// versions and reports a version whose token fell (the store's replies
+/// to the versions listing and the versions' HEADs crafted here, as the
+/// model keeps no versions); on GCS it lists no versions.
+#[test]
+fn verify_fenced_reports_a_version_whose_token_fell_on_s3_and_lists_none_on_gcs() {
+    let config = s3(Strategy::SingleObject, ExpiryClock::Server);
+    let shared = Rc::new(RefCell::new(S3Model::new(START_MS)));
+    let mut io = ModelIo::of(shared.clone());
+    for holder in ["a", "b"] {
+        let mut c = ClientCore::new(config.clone());
+        let lease = take(&mut c, &mut io, &shared, holder);
+        c.rewrite(&mut io, lease, true).ready().unwrap();
+    }
+    let lock = crate::fenced::lock_identity("single-object", "locks/k");
+    let put = S3Request::new(Method::Put, "data/a", usize::MAX)
+        .header(crate::fenced::META_LOCK, &lock)
+        .header(crate::fenced::META_TOKEN, "1")
+        .body("text/plain", b"x".to_vec());
+    assert_eq!(shared.borrow_mut().handle(&put).status, 200);
+
+    let versions = "<ListVersionsResult><IsTruncated>false</IsTruncated>\
+        <Version><Key>data/a</Key><VersionId>new</VersionId>\
+        <LastModified>2023-11-14T22:13:30.000Z</LastModified></Version>\
+        <Version><Key>data/a</Key><VersionId>old</VersionId>\
+        <LastModified>2023-11-14T22:13:25.000Z</LastModified></Version></ListVersionsResult>";
+    let version_head = |token: &str| crate::s3::S3Response {
+        status: 200,
+        headers: vec![
+            (crate::fenced::META_LOCK.to_ascii_lowercase(), lock.clone()),
+            (crate::fenced::META_TOKEN.to_ascii_lowercase(), token.into()),
+        ],
+        body: Vec::new(),
+        body_too_large: None,
+    };
+    let mut auditor = ClientCore::new(config);
+    let report = {
+        let mut crafted = Intercept::new(&mut io, |r, _| {
+            let version = r.query.iter().find(|(k, _)| k == "versionId");
+            if r.query.iter().any(|(k, _)| k == "versions") {
+                Some(Ok(crate::s3::S3Response {
+                    status: 200,
+                    body: versions.as_bytes().to_vec(),
+                    ..crate::s3::S3Response::default()
+                }))
+            } else {
+                version.map(|(_, id)| Ok(version_head(if id == "new" { "1" } else { "2" })))
+            }
+        });
+        auditor
+            .audit_verify(&mut crafted, "k", Some("data/"))
+            .ready()
+            .unwrap()
+    };
+    let kinds: Vec<_> = report.findings.iter().map(|f| (f.kind, f.token)).collect();
+    assert_eq!(kinds, [(FindingKind::FencedTokenFell, 1)], "{report:#?}");
+    assert!(report.overlapped());
+    assert_eq!(
+        report.findings[0].evidence,
+        ["data/a?versionId=old", "data/a?versionId=new"]
+    );
+
+    let shared = Rc::new(RefCell::new(GcsModel::new(START_MS)));
+    let mut io = ModelIo::of(shared.clone());
+    let mut c = ClientCore::new(gcs());
+    let lease = take(&mut c, &mut io, &shared, "a");
+    c.rewrite(&mut io, lease, true).ready().unwrap();
+    io.take_requests();
+    let report = c.audit_verify(&mut io, "k", Some("data/")).ready().unwrap();
+    assert!(report.proven(), "{report:#?}");
+    let requests = io.take_requests();
+    assert!(
+        requests
+            .iter()
+            .all(|r| !r.query.iter().any(|(k, _)| k == "versions")),
+        "{requests:#?}"
+    );
 }

@@ -236,12 +236,18 @@ impl ClientCore {
                     ),
                 ));
             }
-            let objects = driver::run(io, FencedScan::new(prefix.to_string())).await?;
+            // GCS keeps noncurrent generations too, but its translation
+            // lists and reads current objects only (docs/audit.md).
+            let versions = self.config.store.gcs().is_none();
+            let scanned = driver::run(io, FencedScan::new(prefix.to_string(), versions)).await?;
             let lock =
                 crate::fenced::lock_identity(self.config.strategy.name(), &self.object_key(key)?);
             report
                 .findings
-                .extend(fenced_check::check(&log, &objects, &lock));
+                .extend(fenced_check::check(&log, &scanned.objects, &lock));
+            report
+                .findings
+                .extend(crate::audit::versions::fell(&scanned.versions, &lock));
         }
         Ok(report)
     }

@@ -10,6 +10,7 @@
 
 pub mod dates;
 mod list;
+mod versions;
 
 #[cfg(test)]
 mod tests;
@@ -315,7 +316,7 @@ impl S3Model {
         if req.method != Method::Get {
             return Err(Refusal::bad_request(
                 "InvalidRequest",
-                "only ListObjectsV2 and GetBucketLifecycleConfiguration are modelled on the bucket",
+                "only ListObjectsV2, ListObjectVersions (of an unversioned bucket) and GetBucketLifecycleConfiguration are modelled on the bucket",
             ));
         }
         if req.query.iter().any(|(k, _)| k == "lifecycle") {
@@ -332,6 +333,15 @@ impl S3Model {
                     message: "The lifecycle configuration does not exist",
                 }),
             };
+        }
+        if req.query.iter().any(|(k, _)| k == "versions") {
+            let xml = versions::list_versions(&self.objects, &req.query, self.list_page_keys)?;
+            return Ok(S3Response {
+                status: 200,
+                headers: vec![("content-type".into(), "application/xml".into())],
+                body: xml.into_bytes(),
+                body_too_large: None,
+            });
         }
         let paging = list::Paging {
             page_keys: self.list_page_keys,
