@@ -37,7 +37,7 @@ mod tests;
 
 pub use reply::read_reply;
 
-use crate::config::{ClientConfig, GcsCredential};
+use crate::config::{ClientConfig, GcsBucket, GcsCredential};
 use crate::json_out::JsonObject;
 use crate::s3::{HttpRequest, Method, S3Request, PAYLOAD_HASH};
 use crate::sigv4;
@@ -88,19 +88,19 @@ pub fn s3_metadata_name(gcs_key: &str) -> String {
 }
 
 /// `/storage/v1/b/<bucket>/o`, the bucket's objects.
-fn objects_path(config: &ClientConfig) -> String {
+fn objects_path(bucket: &GcsBucket) -> String {
     format!(
         "/storage/v1/b/{}/o",
-        sigv4::uri_encode(&config.bucket, true)
+        sigv4::uri_encode(&bucket.bucket, true)
     )
 }
 
 /// `/storage/v1/b/<bucket>/o/<key>`: the key is one path segment, its
 /// slashes encoded.
-pub fn object_path(config: &ClientConfig, object_key: &str) -> String {
+pub fn object_path(bucket: &GcsBucket, object_key: &str) -> String {
     format!(
         "{}/{}",
-        objects_path(config),
+        objects_path(bucket),
         sigv4::uri_encode(object_key, true)
     )
 }
@@ -121,7 +121,7 @@ pub fn is_list(req: &S3Request) -> bool {
 /// with the time; kept for the one shape every store's `prepare` has).
 pub fn prepare(
     config: &ClientConfig,
-    credential: &GcsCredential,
+    bucket: &GcsBucket,
     req: &S3Request,
     _unix_seconds: u64,
 ) -> HttpRequest {
@@ -141,7 +141,7 @@ pub fn prepare(
                 };
                 query.push((name.into(), value.clone()));
             }
-            (Method::Get, objects_path(config))
+            (Method::Get, objects_path(bucket))
         }
         Method::Get | Method::Head => {
             if req.method == Method::Get {
@@ -153,7 +153,7 @@ pub fn prepare(
             if let Some(etag) = header(req, "if-match") {
                 query.push(("ifGenerationMatch".into(), generation_of(etag).into()));
             }
-            (Method::Get, object_path(config, &req.object_key))
+            (Method::Get, object_path(bucket, &req.object_key))
         }
         Method::Put => {
             query.push(("uploadType".into(), "multipart".into()));
@@ -167,7 +167,7 @@ pub fn prepare(
                 Method::Post,
                 format!(
                     "/upload/storage/v1/b/{}/o",
-                    sigv4::uri_encode(&config.bucket, true)
+                    sigv4::uri_encode(&bucket.bucket, true)
                 ),
             )
         }
@@ -175,15 +175,15 @@ pub fn prepare(
             if let Some(condition) = write_condition(req) {
                 query.push(condition);
             }
-            (Method::Delete, object_path(config, &req.object_key))
+            (Method::Delete, object_path(bucket, &req.object_key))
         }
         // The protocol sends no POST to an object store.
-        Method::Post => (Method::Post, object_path(config, &req.object_key)),
+        Method::Post => (Method::Post, object_path(bucket, &req.object_key)),
     };
     if method == Method::Post || method == Method::Delete || !body.is_empty() {
         headers.push(("content-length".into(), body.len().to_string()));
     }
-    if let GcsCredential::Bearer(token) = credential {
+    if let GcsCredential::Bearer(token) = &bucket.credential {
         headers.push(("authorization".into(), format!("Bearer {token}")));
     }
     let query = sigv4::canonical_query(&query);

@@ -5,7 +5,6 @@
 //! all call through here; nothing here knows of them.
 
 use crate::config::StoreConfig;
-use crate::convert;
 use crate::credentials::refresh::Refresher;
 use crate::credentials::{AccessToken, FetchedCredentials, SharedSource, SharedTokenSource};
 use crate::engine::bindings as wit;
@@ -13,7 +12,7 @@ use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
 use crate::error::{Error, ErrorStore};
 use crate::pool::{MakeOptions, Pool};
-use crate::types::Credentials;
+use crate::types::{Credential, Credentials};
 use std::sync::{Arc, Weak};
 
 /// A client's instances and credentials, shared by the client, its
@@ -34,32 +33,26 @@ impl Calls {
         instances: usize,
         make_options: MakeOptions,
     ) -> Result<Arc<Calls>, Error> {
-        let mut wit_config = config.to_wit();
-        let first = match (config.token_source().cloned(), config.credentials_source()) {
-            (Some(source), _) => {
-                let token = source.latest()?;
-                match &mut wit_config.store {
-                    Some(wit::Store::AzureBlob(blob)) => {
-                        blob.credential = wit::AzureCredential::Bearer(token.token.clone());
-                    }
-                    Some(wit::Store::Gcs(credential)) => {
-                        *credential = wit::GcsCredential::Bearer(token.token.clone());
-                    }
-                    _ => {}
+        let (first, credential) =
+            match (config.token_source().cloned(), config.credentials_source()) {
+                (Some(source), _) => {
+                    let token = source.latest()?;
+                    let credential = config.bearer(token.token.clone());
+                    (Some(First::Token(source, token)), credential)
                 }
-                Some(First::Token(source, token))
-            }
-            (None, Some(source)) => {
-                let fetched = source.latest()?;
-                wit_config.credentials = convert::credentials(&fetched.credentials);
-                Some(First::Aws(source.clone(), fetched))
-            }
-            (None, None) => None,
-        };
+                (None, Some(source)) => {
+                    let fetched = source.latest()?;
+                    let credential = Credential::Aws(fetched.credentials.clone());
+                    (Some(First::Aws(source.clone(), fetched)), Some(credential))
+                }
+                (None, None) => (None, None),
+            };
+        let store = Arc::new(config.error_store());
         let pool = Pool::new(
             runtime,
-            wit_config,
-            Arc::new(config.error_store()),
+            config.clone(),
+            credential,
+            store,
             instances,
             make_options,
         )?;
@@ -70,16 +63,18 @@ impl Calls {
             let refresher = match first {
                 Some(First::Aws(source, fetched)) => {
                     let install = move |c: &Credentials| match calls.upgrade() {
-                        Some(calls) => calls.install(c),
+                        Some(calls) => calls.pool.set_credential(&Credential::Aws(c.clone())),
                         None => Err(Error::host("the client is gone")),
                     };
                     let (first, expires) = (fetched.credentials, fetched.expires);
                     Refresher::start(source, first, expires, Box::new(install)).ok()
                 }
                 Some(First::Token(source, token)) => {
-                    let install = move |token: &String| match calls.upgrade() {
-                        Some(calls) => calls.install_token(token),
-                        None => Err(Error::host("the client is gone")),
+                    let bearer = move |token: &String| config.bearer(token.clone());
+                    let install = move |token: &String| match (calls.upgrade(), bearer(token)) {
+                        (Some(calls), Some(credential)) => calls.pool.set_credential(&credential),
+                        (Some(_), None) => Err(Error::host("a bearer token for a store of keys")),
+                        (None, _) => Err(Error::host("the client is gone")),
                     };
                     let (first, expires) = (token.token, token.expires);
                     Refresher::start(source, first, expires, Box::new(install)).ok()
@@ -152,18 +147,6 @@ impl Calls {
     /// succeeded since.
     pub fn credentials_error(&self) -> Option<String> {
         self.refresher.as_ref().and_then(|r| r.last_error())
-    }
-
-    /// Installs fresh credentials (the refresher's thread calls this).
-    pub fn install(&self, credentials: &Credentials) -> Result<(), Error> {
-        self.pool
-            .set_credentials(&convert::credentials(credentials))
-    }
-
-    /// Installs an Azure or GCS client's fresh bearer token (the
-    /// refresher's thread calls this).
-    fn install_token(&self, token: &str) -> Result<(), Error> {
-        self.pool.set_bearer_token(token)
     }
 }
 

@@ -114,28 +114,36 @@ impl Client {
         .await
     }
 
-    /// Replaces the credentials (a host refreshing temporary ones): the
-    /// next request of every instance signs with them. Leases stay valid.
+    /// Replaces the store's credential (a host refreshing temporary
+    /// keys or its own bearer tokens): the next request of every instance
+    /// carries it. Leases stay valid. One of another kind than the store's
+    /// (AWS keys for S3 and DynamoDB) is refused, as one the component
+    /// refuses, and the old one stays.
+    pub async fn set_credential(&self, credential: &Credential) -> Result<(), Error> {
+        let calls = self.inner.calls.clone();
+        let credential = credential.clone();
+        blocking(move || calls.pool.set_credential(&credential)).await?
+    }
+
+    /// Replaces an S3 or DynamoDB client's keys: [`Client::set_credential`]
+    /// with [`Credential::Aws`].
     pub async fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error> {
-        let calls = self.inner.calls.clone();
-        let credentials = convert::credentials(credentials);
-        blocking(move || calls.pool.set_credentials(&credentials)).await?
+        self.set_credential(&Credential::Aws(credentials.clone()))
+            .await
     }
 
-    /// Replaces an Azure client's credential (a host refreshing its own
-    /// bearer tokens): the next requests carry it.
+    /// Replaces an Azure client's credential: [`Client::set_credential`]
+    /// with [`Credential::Azure`].
     pub async fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error> {
-        let calls = self.inner.calls.clone();
-        let credential = convert::azure_credential(credential);
-        blocking(move || calls.pool.set_azure_credential(&credential)).await?
+        self.set_credential(&Credential::Azure(credential.clone()))
+            .await
     }
 
-    /// Replaces a GCS client's credential (a host refreshing its own
-    /// access tokens): the next requests carry it.
+    /// Replaces a GCS client's credential: [`Client::set_credential`] with
+    /// [`Credential::Gcs`].
     pub async fn set_gcs_credential(&self, credential: &GcsCredential) -> Result<(), Error> {
-        let calls = self.inner.calls.clone();
-        let credential = convert::gcs_credential(credential);
-        blocking(move || calls.pool.set_gcs_credential(&credential)).await?
+        self.set_credential(&Credential::Gcs(credential.clone()))
+            .await
     }
 
     /// What the client's scheduler of renewals holds and has done.

@@ -1,12 +1,38 @@
 //! Between the crate's own types and the generated bindings: the only
 //! place that knows both, so a change of the contract is a change here.
+//! The contract's names meet their generated twins case for case
+//! (`same_cases!`); records are converted field by field.
 
+use crate::config::{Store, StoreConfig};
 use crate::engine::bindings as wit;
 use crate::engine::bindings::exports::s3_lease::lease::types as witt;
 use crate::error::{Detail, Error, ErrorKind, Reply};
 use crate::types::*;
 use s3_lease_keep::leadership::{self, Step};
 use std::time::Duration;
+
+s3_lease_keep::same_cases! {
+    Strategy = wit::Strategy { SingleObject, EpochObjects }
+    ExpiryClock = wit::ExpiryClock { Holder, Server, Observed }
+    Addressing = wit::AddressingStyle { Path, VirtualHosted }
+    Verdict = wit::Verdict { Pass, Fail, Unknown }
+    StopReason = wit::StopReason { RenewDeadline, Lost, Resigned }
+    Capability = wit::Capability {
+        IfNoneMatchExisting,
+        IfMatchPut,
+        IfMatchMissingKey,
+        IfMatchDelete,
+        ServerDates,
+        ListStartAfter,
+        ConditionalGet,
+        PayloadHash,
+        ClockOffset,
+        TableKeySchema,
+        TtlAttribute,
+        ConcurrentCreate,
+        ConcurrentUpdate,
+    }
+}
 
 fn nonzero(v: u64) -> Option<u64> {
     (v != 0).then_some(v)
@@ -16,52 +42,92 @@ fn nonempty(s: String) -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
 
-pub(crate) fn strategy(s: Strategy) -> wit::Strategy {
-    match s {
-        Strategy::SingleObject => wit::Strategy::SingleObject,
-        Strategy::EpochObjects => wit::Strategy::EpochObjects,
+/// The WIT record the component takes, with `credential` in place of the
+/// one the config was built with (a refreshed one), if given.
+pub(crate) fn config(config: &StoreConfig, credential: Option<&Credential>) -> wit::Config {
+    let mut store = store(config.store());
+    if let Some(credential) = credential {
+        put_credential(&mut store, self::credential(credential));
+    }
+    wit::Config {
+        store,
+        key_prefix: config.key_prefix.clone(),
+        request_timeout_ms: config
+            .request_timeout
+            .map(|t| u32::try_from(t.as_millis()).unwrap_or(u32::MAX)),
+        strategy: config.strategy.map(Into::into),
+        expiry_clock: config.expiry_clock.map(Into::into),
+        preflight: config.preflight,
+        seal_key: config.seal_key.clone(),
     }
 }
 
-pub(crate) fn from_strategy(s: wit::Strategy) -> Strategy {
-    match s {
-        wit::Strategy::SingleObject => Strategy::SingleObject,
-        wit::Strategy::EpochObjects => Strategy::EpochObjects,
+fn store(store: &Store) -> wit::Store {
+    match store {
+        Store::S3(s3) => wit::Store::S3(wit::S3Store {
+            endpoint: s3.aws.endpoint.clone(),
+            region: s3.aws.region.clone(),
+            bucket: s3.bucket.clone(),
+            addressing: s3.addressing.into(),
+            credentials: aws_credentials(&s3.aws.credentials),
+        }),
+        Store::DynamoDb(table) => wit::Store::Dynamodb(wit::DynamodbStore {
+            endpoint: table.aws.endpoint.clone(),
+            region: table.aws.region.clone(),
+            table: table.table.clone(),
+            credentials: aws_credentials(&table.aws.credentials),
+        }),
+        Store::AzureBlob(azure) => wit::Store::AzureBlob(wit::AzureStore {
+            endpoint: azure.endpoint.clone(),
+            addressing: match azure.path_style {
+                true => wit::AddressingStyle::Path,
+                false => wit::AddressingStyle::VirtualHosted,
+            },
+            account: azure.account.clone(),
+            container: azure.container.clone(),
+            credential: azure_credential(&azure.credential),
+        }),
+        Store::Gcs(gcs) => wit::Store::Gcs(wit::GcsStore {
+            endpoint: gcs.endpoint.clone(),
+            bucket: gcs.bucket.clone(),
+            credential: gcs_credential(&gcs.credential),
+        }),
     }
 }
 
-pub(crate) fn expiry_clock(c: ExpiryClock) -> wit::ExpiryClock {
+/// Puts `credential` in `store` where it is of the store's kind; one of
+/// another kind is left for the component to refuse, as it refuses it in
+/// `set-credential`.
+fn put_credential(store: &mut wit::Store, credential: wit::Credential) {
+    match (store, credential) {
+        (wit::Store::S3(s), wit::Credential::Aws(c)) => s.credentials = c,
+        (wit::Store::Dynamodb(s), wit::Credential::Aws(c)) => s.credentials = c,
+        (wit::Store::AzureBlob(s), wit::Credential::Azure(c)) => s.credential = c,
+        (wit::Store::Gcs(s), wit::Credential::Gcs(c)) => s.credential = c,
+        (wit::Store::S3(_), _)
+        | (wit::Store::Dynamodb(_), _)
+        | (wit::Store::AzureBlob(_), _)
+        | (wit::Store::Gcs(_), _) => {}
+    }
+}
+
+pub(crate) fn credential(c: &Credential) -> wit::Credential {
     match c {
-        ExpiryClock::Server => wit::ExpiryClock::Server,
-        ExpiryClock::Holder => wit::ExpiryClock::Holder,
-        ExpiryClock::Observed => wit::ExpiryClock::Observed,
+        Credential::Aws(c) => wit::Credential::Aws(aws_credentials(c)),
+        Credential::Azure(c) => wit::Credential::Azure(azure_credential(c)),
+        Credential::Gcs(c) => wit::Credential::Gcs(gcs_credential(c)),
     }
 }
 
-pub(crate) fn from_expiry_clock(c: wit::ExpiryClock) -> ExpiryClock {
-    match c {
-        wit::ExpiryClock::Server => ExpiryClock::Server,
-        wit::ExpiryClock::Holder => ExpiryClock::Holder,
-        wit::ExpiryClock::Observed => ExpiryClock::Observed,
-    }
-}
-
-pub(crate) fn addressing(a: Addressing) -> wit::AddressingStyle {
-    match a {
-        Addressing::Path => wit::AddressingStyle::Path,
-        Addressing::VirtualHosted => wit::AddressingStyle::VirtualHosted,
-    }
-}
-
-pub(crate) fn credentials(c: &Credentials) -> wit::Credentials {
-    wit::Credentials {
+fn aws_credentials(c: &Credentials) -> wit::AwsCredentials {
+    wit::AwsCredentials {
         access_key_id: c.access_key_id.clone(),
         secret_access_key: c.secret_access_key.clone(),
         session_token: c.session_token.clone(),
     }
 }
 
-pub(crate) fn azure_credential(c: &AzureCredential) -> wit::AzureCredential {
+fn azure_credential(c: &AzureCredential) -> wit::AzureCredential {
     match c {
         AzureCredential::AccountKey(key) => wit::AzureCredential::SharedKey(key.clone()),
         AzureCredential::Sas(sas) => wit::AzureCredential::Sas(sas.clone()),
@@ -69,7 +135,7 @@ pub(crate) fn azure_credential(c: &AzureCredential) -> wit::AzureCredential {
     }
 }
 
-pub(crate) fn gcs_credential(c: &GcsCredential) -> wit::GcsCredential {
+fn gcs_credential(c: &GcsCredential) -> wit::GcsCredential {
     match c {
         GcsCredential::BearerToken(token) => wit::GcsCredential::Bearer(token.clone()),
         GcsCredential::Anonymous => wit::GcsCredential::Anonymous,
@@ -214,11 +280,7 @@ fn elector_event(event: wit::ElectorEvent) -> leadership::Event<LeaseRecord, Loc
             leadership::Event::BecameLeader(from_lease(lease))
         }
         wit::ElectorEvent::StoppedLeading(reason) => {
-            leadership::Event::StoppedLeading(match reason {
-                wit::StopReason::RenewDeadline => leadership::StopReason::RenewDeadline,
-                wit::StopReason::Lost => leadership::StopReason::Lost,
-                wit::StopReason::Resigned => leadership::StopReason::Resigned,
-            })
+            leadership::Event::StoppedLeading(reason.into())
         }
         wit::ElectorEvent::LeaderChanged(seen) => {
             leadership::Event::LeaderChanged(seen.map(from_lock_state))
@@ -226,36 +288,10 @@ fn elector_event(event: wit::ElectorEvent) -> leadership::Event<LeaseRecord, Loc
     }
 }
 
-fn from_capability(c: wit::Capability) -> Capability {
-    match c {
-        wit::Capability::IfNoneMatchExisting => Capability::IfNoneMatchExisting,
-        wit::Capability::IfMatchPut => Capability::IfMatchPut,
-        wit::Capability::IfMatchMissingKey => Capability::IfMatchMissingKey,
-        wit::Capability::IfMatchDelete => Capability::IfMatchDelete,
-        wit::Capability::ServerDates => Capability::ServerDates,
-        wit::Capability::ListStartAfter => Capability::ListStartAfter,
-        wit::Capability::ConditionalGet => Capability::ConditionalGet,
-        wit::Capability::PayloadHash => Capability::PayloadHash,
-        wit::Capability::ClockOffset => Capability::ClockOffset,
-        wit::Capability::TableKeySchema => Capability::TableKeySchema,
-        wit::Capability::TtlAttribute => Capability::TtlAttribute,
-        wit::Capability::ConcurrentCreate => Capability::ConcurrentCreate,
-        wit::Capability::ConcurrentUpdate => Capability::ConcurrentUpdate,
-    }
-}
-
-fn from_verdict(v: wit::Verdict) -> Verdict {
-    match v {
-        wit::Verdict::Pass => Verdict::Pass,
-        wit::Verdict::Fail => Verdict::Fail,
-        wit::Verdict::Unknown => Verdict::Unknown,
-    }
-}
-
 fn from_capability_result(r: wit::CapabilityResult) -> CapabilityResult {
     CapabilityResult {
-        capability: from_capability(r.capability),
-        verdict: from_verdict(r.verdict),
+        capability: r.capability.into(),
+        verdict: r.verdict.into(),
         status: r.status,
         code: r.code,
         detail: r.detail,
@@ -270,13 +306,9 @@ pub(crate) fn from_preflight_report(r: wit::PreflightReport) -> PreflightReport 
             offset_ms: c.offset_ms,
             uncertainty_ms: c.uncertainty_ms,
         }),
-        safe_strategies: r.safe_strategies.into_iter().map(from_strategy).collect(),
-        safe_expiry_clocks: r
-            .safe_expiry_clocks
-            .into_iter()
-            .map(from_expiry_clock)
-            .collect(),
-        recommended_strategy: r.recommended_strategy.map(from_strategy),
+        safe_strategies: r.safe_strategies.into_iter().map(Into::into).collect(),
+        safe_expiry_clocks: r.safe_expiry_clocks.into_iter().map(Into::into).collect(),
+        recommended_strategy: r.recommended_strategy.map(Into::into),
         config_safe: r.config_safe,
         notes: r.notes,
         requests: r.requests,

@@ -97,7 +97,7 @@ pub use lease::{Lease, SlotGrant};
 pub use stats::{ClientStats, ElectorStats, LatencyHistogram, RequestCounts};
 pub use types::{
     AcquireOptions, Addressing, AzureCredential, Capability, CapabilityResult, ClockOffset,
-    Credentials, ElectionEvent, ElectorConfig, ExpiryClock, FenceOptions, FencedObject,
+    Credential, Credentials, ElectionEvent, ElectorConfig, ExpiryClock, FenceOptions, FencedObject,
     FencedWrite, GcsCredential, LeaseRecord, LockState, PreflightReport, Role, SemaphoreState,
     SlotEntry, SlotOptions, StopReason, Strategy, Verdict,
 };

@@ -22,14 +22,16 @@
 //! half-run call may have broken its state. The key's next call makes a new
 //! one. A panic is taken as a trap.
 
+use crate::config::StoreConfig;
 use crate::convert;
-use crate::engine::bindings::{self as wit, Config};
+use crate::engine::bindings as wit;
 use crate::engine::local;
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
 use crate::engine::state::InstanceOptions;
 use crate::engine::trace::Carried;
 use crate::error::{Error, ErrorStore};
+use crate::types::Credential;
 use std::hash::{Hash, Hasher};
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc;
@@ -50,8 +52,10 @@ pub(crate) struct Pool {
 /// What a worker needs to make its instance.
 pub(crate) struct Opener {
     runtime: Runtime,
-    /// The config new instances open with (credentials kept current).
-    config: Mutex<Config>,
+    /// The config new instances open with.
+    config: StoreConfig,
+    /// The credential they open with: the config's until one is set.
+    credential: Mutex<Option<Credential>>,
     make_options: MakeOptions,
     /// Where the store's errors happen: its kind, endpoint and bucket.
     store: Arc<ErrorStore>,
@@ -104,14 +108,16 @@ impl Pool {
     /// that starts.
     pub fn new(
         runtime: Runtime,
-        config: Config,
+        config: StoreConfig,
+        credential: Option<Credential>,
         store: Arc<ErrorStore>,
         size: usize,
         make_options: MakeOptions,
     ) -> Result<Self, Error> {
         let opener = Arc::new(Opener {
             runtime,
-            config: Mutex::new(config),
+            config,
+            credential: Mutex::new(credential),
             make_options,
             store,
         });
@@ -239,101 +245,21 @@ impl Pool {
         }
     }
 
-    /// Replaces the credentials of the live instances and of those made
-    /// later. Credentials the component refuses change nothing.
-    pub fn set_credentials(&self, credentials: &wit::Credentials) -> Result<(), Error> {
-        let old = std::mem::replace(
-            &mut lock(&self.opener.config).credentials,
-            credentials.clone(),
-        );
+    /// Replaces the credential of the live instances and of those made
+    /// later. A credential the component refuses (of another kind than the
+    /// store's, say) changes nothing.
+    pub fn set_credential(&self, credential: &Credential) -> Result<(), Error> {
+        let old = lock(&self.opener.credential).replace(credential.clone());
         for index in self.started_since_config_changed() {
-            let c = credentials.clone();
+            let c = convert::credential(credential);
             let result = self
                 .with_instance(index, move |opener, instance| match instance {
-                    Some(_) => opener.run(instance, |raw| raw.set_credentials(&c)),
+                    Some(_) => opener.run(instance, |raw| raw.set_credential(&c)),
                     None => Ok(()),
                 })
                 .unwrap_or_else(|| Err(Error::host("the instance's worker stopped")));
             if let Err(e) = result {
-                lock(&self.opener.config).credentials = old;
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Pool {
-    /// Replaces an Azure client's credential (a refreshed bearer token) in
-    /// the live instances and in those made later. A credential the
-    /// component refuses changes nothing.
-    pub fn set_azure_credential(&self, credential: &wit::AzureCredential) -> Result<(), Error> {
-        let old = match &mut lock(&self.opener.config).store {
-            Some(wit::Store::AzureBlob(blob)) => {
-                std::mem::replace(&mut blob.credential, credential.clone())
-            }
-            _ => {
-                return Err(Error::invalid_config(
-                    "credential",
-                    "an Azure credential is for an azure-blob store",
-                ))
-            }
-        };
-        for index in self.started_since_config_changed() {
-            let c = credential.clone();
-            let result = self
-                .with_instance(index, move |opener, instance| match instance {
-                    Some(_) => opener.run(instance, |raw| raw.set_azure_credential(&c)),
-                    None => Ok(()),
-                })
-                .unwrap_or_else(|| Err(Error::host("the instance's worker stopped")));
-            if let Err(e) = result {
-                if let Some(wit::Store::AzureBlob(blob)) = &mut lock(&self.opener.config).store {
-                    blob.credential = old;
-                }
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Pool {
-    /// Installs a refreshed bearer token as the store takes it: an Azure
-    /// or a GCS credential.
-    pub fn set_bearer_token(&self, token: &str) -> Result<(), Error> {
-        let gcs = matches!(lock(&self.opener.config).store, Some(wit::Store::Gcs(_)));
-        match gcs {
-            true => self.set_gcs_credential(&wit::GcsCredential::Bearer(token.to_string())),
-            false => self.set_azure_credential(&wit::AzureCredential::Bearer(token.to_string())),
-        }
-    }
-
-    /// Replaces a GCS client's credential (a refreshed access token) in
-    /// the live instances and in those made later. A credential the
-    /// component refuses changes nothing.
-    pub fn set_gcs_credential(&self, credential: &wit::GcsCredential) -> Result<(), Error> {
-        let old = match &mut lock(&self.opener.config).store {
-            Some(wit::Store::Gcs(current)) => std::mem::replace(current, credential.clone()),
-            _ => {
-                return Err(Error::invalid_config(
-                    "credential",
-                    "a GCS credential is for a gcs store",
-                ))
-            }
-        };
-        for index in self.started_since_config_changed() {
-            let c = credential.clone();
-            let result = self
-                .with_instance(index, move |opener, instance| match instance {
-                    Some(_) => opener.run(instance, |raw| raw.set_gcs_credential(&c)),
-                    None => Ok(()),
-                })
-                .unwrap_or_else(|| Err(Error::host("the instance's worker stopped")));
-            if let Err(e) = result {
-                if let Some(wit::Store::Gcs(current)) = &mut lock(&self.opener.config).store {
-                    *current = old;
-                }
+                *lock(&self.opener.credential) = old;
                 return Err(e);
             }
         }
@@ -372,7 +298,7 @@ impl Opener {
             .runtime
             .instance((self.make_options)())
             .map_err(Error::host)?;
-        let config = lock(&self.config).clone();
+        let config = convert::config(&self.config, lock(&self.credential).as_ref());
         match raw.open(&config) {
             Ok(Ok(())) => Ok(raw),
             Ok(Err(e)) => Err(convert::from_error(e, &self.store)),

@@ -10,7 +10,7 @@ wit_bindgen::generate!({
 });
 
 use s3_lease::lease::lease::{Client, Error};
-use s3_lease::lease::types::{AddressingStyle, Config, Credentials, Options};
+use s3_lease::lease::types::{AddressingStyle, AwsCredentials, Config, Options, S3Store, Store};
 use wasi::cli::environment::get_environment;
 
 struct Probe;
@@ -26,22 +26,23 @@ impl Guest for Probe {
                 .ok_or_else(|| format!("{name} is not set"))
         };
         let config = Config {
-            endpoint: variable("AWS_ENDPOINT_URL")?,
-            region: variable("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_string()),
-            bucket: variable("S3LEASE_BUCKET")?,
-            addressing: AddressingStyle::Path,
-            credentials: Credentials {
-                access_key_id: variable("AWS_ACCESS_KEY_ID")?,
-                secret_access_key: variable("AWS_SECRET_ACCESS_KEY")?,
-                session_token: None,
-            },
+            store: Store::S3(S3Store {
+                endpoint: variable("AWS_ENDPOINT_URL")?,
+                region: variable("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_string()),
+                bucket: variable("S3LEASE_BUCKET")?,
+                addressing: AddressingStyle::Path,
+                credentials: AwsCredentials {
+                    access_key_id: variable("AWS_ACCESS_KEY_ID")?,
+                    secret_access_key: variable("AWS_SECRET_ACCESS_KEY")?,
+                    session_token: None,
+                },
+            }),
             key_prefix: None,
             request_timeout_ms: None,
             strategy: None,
             expiry_clock: None,
             preflight: None,
             seal_key: None,
-            store: None,
         };
         let options = Options {
             ttl_ms: 10_000,
