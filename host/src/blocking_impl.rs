@@ -1,9 +1,15 @@
-//! The same client for code that is not async: every call runs on the
-//! client's own small tokio runtime, and the calling thread waits for its
-//! answer on a plain channel. So a call never panics, whether or not the
-//! caller is inside a runtime (it blocks the calling thread, as any
-//! blocking call does; async code should use [`crate::Client`]).
+//! The same client for code that is not async, from the same source: each
+//! blocking call is its async twin (`crate::Client`, `crate::Lease`,
+//! `crate::Elector`), polled to its end on the calling thread, which parks
+//! between polls (`Driver::run`). A call crosses from the caller to the
+//! instance's worker (`pool`) and back, as an async caller's does, and no
+//! runtime's thread in between: the client's own small runtime only keeps
+//! time for the waits between attempts and runs the tasks that outlive a
+//! call (an elector's campaign). So a call never panics, whether or not the
+//! caller is inside a runtime (it blocks the calling thread, as any blocking
+//! call does; async code should use [`crate::Client`]).
 
+use crate::calls::as_blocking_call;
 use crate::client::ClientOptions;
 use crate::config::StoreConfig;
 use crate::engine::own_runtime::OwnRuntime;
@@ -14,22 +20,37 @@ use crate::lease::SlotGrant;
 use crate::stats::ElectorStats;
 use crate::types::*;
 use std::future::Future;
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-/// The runtime a blocking client's calls, renewals and electors run on,
-/// shut down without waiting for its tasks when dropped: a blocking client
-/// may be dropped in async code, where a runtime cannot be shut down by
-/// waiting.
+/// The runtime that keeps time and spawned tasks for a blocking client's
+/// calls, renewals and electors, shut down without waiting for its tasks
+/// when dropped: a blocking client may be dropped in async code, where a
+/// runtime cannot be shut down by waiting.
 #[derive(Debug)]
 struct Driver {
     runtime: OwnRuntime,
 }
 
+/// Wakes the thread that polls a blocking call.
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
 impl Driver {
     fn new() -> Result<Arc<Driver>, Error> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(1)
             .thread_name("s3-lease")
             .enable_all()
             .build()
@@ -39,29 +60,36 @@ impl Driver {
         }))
     }
 
-    /// Runs `f` to its end on the driver's runtime; the calling thread
-    /// waits on a channel (never `block_on`, which panics in a runtime).
-    fn run<F>(&self, f: F) -> F::Output
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        // In the caller's span, if any: the call's span is its child.
-        let span = tracing::Span::current();
-        self.runtime.spawn(tracing::Instrument::instrument(
-            async move {
-                let _ = tx.send(f.await);
-            },
-            span,
-        ));
-        match rx.recv() {
-            Ok(output) => output,
-            // The runtime is being shut down with the driver: unreachable
-            // while `self` is borrowed.
-            Err(_) => panic!("the s3-lease driver stopped"),
-        }
+    /// Runs `f` to its end on the calling thread, which parks until woken
+    /// (a reply from an instance's worker, a timer of the driver's
+    /// runtime); never `block_on`, which panics in a runtime. In the
+    /// driver's runtime context, so `f`'s timers and spawned tasks have a
+    /// runtime, and in the caller's span.
+    fn run<F: Future>(&self, f: F) -> F::Output {
+        let _context = self.runtime.handle().enter();
+        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+        let mut cx = Context::from_waker(&waker);
+        let mut f = pin!(f);
+        as_blocking_call(|| loop {
+            if let Poll::Ready(output) = f.as_mut().poll(&mut cx) {
+                break output;
+            }
+            // A wake before this park makes it return at once; a spurious
+            // return polls again.
+            std::thread::park();
+        })
     }
+}
+
+/// Blocking twins of the async client's calls: the same name, arguments
+/// and result, waited for.
+macro_rules! blocking {
+    ($($(#[$meta:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {$(
+        $(#[$meta])*
+        pub fn $name(&self $(, $arg: $ty)*) -> $ret {
+            self.driver.run(self.client.$name($($arg),*))
+        }
+    )*};
 }
 
 /// A client for code that is not async: [`crate::Client`]'s calls, waited
@@ -96,32 +124,30 @@ impl Client {
         &self.client
     }
 
-    fn run<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(crate::client::Client) -> std::pin::Pin<Box<dyn Future<Output = T> + Send>>,
-    ) -> T {
-        self.driver.run(f(self.client.clone()))
-    }
-
     pub fn store_name(&self) -> &'static str {
         self.client.store_name()
     }
 
-    /// See [`crate::Client::set_azure_credential`].
-    pub fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error> {
-        let credential = credential.clone();
-        self.run(|c| Box::pin(async move { c.set_azure_credential(&credential).await }))
-    }
-
-    /// See [`crate::Client::set_gcs_credential`].
-    pub fn set_gcs_credential(&self, credential: &GcsCredential) -> Result<(), Error> {
-        let credential = credential.clone();
-        self.run(|c| Box::pin(async move { c.set_gcs_credential(&credential).await }))
-    }
-
-    pub fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error> {
-        let credentials = credentials.clone();
-        self.run(|c| Box::pin(async move { c.set_credentials(&credentials).await }))
+    blocking! {
+        /// See [`crate::Client::set_credential`].
+        fn set_credential(&self, credential: &Credential) -> Result<(), Error>;
+        /// See [`crate::Client::set_credentials`].
+        fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error>;
+        /// See [`crate::Client::set_azure_credential`].
+        fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error>;
+        /// See [`crate::Client::set_gcs_credential`].
+        fn set_gcs_credential(&self, credential: &GcsCredential) -> Result<(), Error>;
+        /// See [`crate::Client::close`]: releases every lease the client
+        /// holds, waiting up to `timeout` for the releases.
+        fn close(&self, timeout: Duration) -> crate::closing::CloseReport;
+        fn renew(&self, lease: &LeaseRecord) -> Result<LeaseRecord, Error>;
+        fn release(&self, lease: &LeaseRecord) -> Result<(), Error>;
+        fn inspect(&self, key: &str) -> Result<Option<LockState>, Error>;
+        fn inspect_slots(&self, key: &str) -> Result<Option<SemaphoreState>, Error>;
+        fn leave_queue(&self, key: &str, holder_id: &str) -> Result<(), Error>;
+        fn fenced_delete(&self, lease: &LeaseRecord, object_key: &str) -> Result<(), Error>;
+        fn fenced_get(&self, object_key: &str) -> Result<Option<FencedObject>, Error>;
+        fn preflight(&self) -> Result<PreflightReport, Error>;
     }
 
     pub fn credentials_refreshes(&self) -> u64 {
@@ -131,12 +157,6 @@ impl Client {
     /// See [`crate::Client::stats`].
     pub fn stats(&self) -> crate::stats::ClientStats {
         self.client.stats()
-    }
-
-    /// See [`crate::Client::close`]: releases every lease the client
-    /// holds, waiting up to `timeout` for the releases.
-    pub fn close(&self, timeout: Duration) -> crate::closing::CloseReport {
-        self.run(|c| Box::pin(async move { c.close(timeout).await }))
     }
 
     pub fn credentials_error(&self) -> Option<String> {
@@ -149,8 +169,7 @@ impl Client {
         key: &str,
         options: &AcquireOptions,
     ) -> Result<Option<LeaseGuard>, Error> {
-        let (key, options) = (key.to_string(), options.clone());
-        let lease = self.run(|c| Box::pin(async move { c.try_acquire(&key, &options).await }))?;
+        let lease = self.driver.run(self.client.try_acquire(key, options))?;
         Ok(lease.map(|lease| self.guard(lease)))
     }
 
@@ -161,8 +180,7 @@ impl Client {
         options: &AcquireOptions,
         wait: Duration,
     ) -> Result<LeaseGuard, Error> {
-        let (key, options) = (key.to_string(), options.clone());
-        let lease = self.run(|c| Box::pin(async move { c.acquire(&key, &options, wait).await }))?;
+        let lease = self.driver.run(self.client.acquire(key, options, wait))?;
         Ok(self.guard(lease))
     }
 
@@ -174,9 +192,9 @@ impl Client {
         options: &AcquireOptions,
         slot: SlotOptions,
     ) -> Result<BlockingSlotGrant, Error> {
-        let (key, options) = (key.to_string(), options.clone());
-        let grant =
-            self.run(|c| Box::pin(async move { c.try_acquire_slot(&key, &options, slot).await }))?;
+        let grant = self
+            .driver
+            .run(self.client.try_acquire_slot(key, options, slot))?;
         Ok(match grant {
             SlotGrant::Granted(lease) => BlockingSlotGrant::Granted(self.guard(lease)),
             SlotGrant::Queued { place } => BlockingSlotGrant::Queued { place },
@@ -191,9 +209,9 @@ impl Client {
         slot: SlotOptions,
         wait: Duration,
     ) -> Result<LeaseGuard, Error> {
-        let (key, options) = (key.to_string(), options.clone());
         let lease = self
-            .run(|c| Box::pin(async move { c.acquire_slot(&key, &options, slot, wait).await }))?;
+            .driver
+            .run(self.client.acquire_slot(key, options, slot, wait))?;
         Ok(self.guard(lease))
     }
 
@@ -204,9 +222,7 @@ impl Client {
         since: Instant,
         options: &AcquireOptions,
     ) -> LeaseGuard {
-        let options = options.clone();
-        let lease = self.run(|c| Box::pin(async move { c.hold(record, since, &options) }));
-        self.guard(lease)
+        self.guard(self.client.hold(record, since, options))
     }
 
     fn guard(&self, lease: crate::lease::Lease) -> LeaseGuard {
@@ -214,31 +230,6 @@ impl Client {
             lease: Some(lease),
             driver: self.driver.clone(),
         }
-    }
-
-    pub fn renew(&self, lease: &LeaseRecord) -> Result<LeaseRecord, Error> {
-        let lease = lease.clone();
-        self.run(|c| Box::pin(async move { c.renew(&lease).await }))
-    }
-
-    pub fn release(&self, lease: &LeaseRecord) -> Result<(), Error> {
-        let lease = lease.clone();
-        self.run(|c| Box::pin(async move { c.release(&lease).await }))
-    }
-
-    pub fn inspect(&self, key: &str) -> Result<Option<LockState>, Error> {
-        let key = key.to_string();
-        self.run(|c| Box::pin(async move { c.inspect(&key).await }))
-    }
-
-    pub fn inspect_slots(&self, key: &str) -> Result<Option<SemaphoreState>, Error> {
-        let key = key.to_string();
-        self.run(|c| Box::pin(async move { c.inspect_slots(&key).await }))
-    }
-
-    pub fn leave_queue(&self, key: &str, holder_id: &str) -> Result<(), Error> {
-        let (key, holder) = (key.to_string(), holder_id.to_string());
-        self.run(|c| Box::pin(async move { c.leave_queue(&key, &holder).await }))
     }
 
     pub fn fenced_put_with(
@@ -249,15 +240,10 @@ impl Client {
         content_type: &str,
         options: FenceOptions,
     ) -> Result<FencedWrite, Error> {
-        let (lease, object, body, ct) = (
-            lease.clone(),
-            object_key.to_string(),
-            body.to_vec(),
-            content_type.to_string(),
-        );
-        self.run(|c| {
-            Box::pin(async move { c.fenced_put_with(&lease, &object, body, &ct, options).await })
-        })
+        let put =
+            self.client
+                .fenced_put_with(lease, object_key, body.to_vec(), content_type, options);
+        self.driver.run(put)
     }
 
     pub fn fenced_put(
@@ -276,25 +262,10 @@ impl Client {
         )
     }
 
-    pub fn fenced_delete(&self, lease: &LeaseRecord, object_key: &str) -> Result<(), Error> {
-        let (lease, object) = (lease.clone(), object_key.to_string());
-        self.run(|c| Box::pin(async move { c.fenced_delete(&lease, &object).await }))
-    }
-
-    pub fn fenced_get(&self, object_key: &str) -> Result<Option<FencedObject>, Error> {
-        let object = object_key.to_string();
-        self.run(|c| Box::pin(async move { c.fenced_get(&object).await }))
-    }
-
-    pub fn preflight(&self) -> Result<PreflightReport, Error> {
-        self.run(|c| Box::pin(async move { c.preflight().await }))
-    }
-
     /// Campaigns for `config.key` until the returned elector is resigned
     /// or dropped.
     pub fn elect(&self, config: &ElectorConfig) -> Result<Elector, Error> {
-        let config = config.clone();
-        let elector = self.run(|c| Box::pin(async move { c.elect(&config).await }))?;
+        let elector = self.driver.run(self.client.elect(config))?;
         Ok(Elector {
             elector: Some(elector),
             driver: self.driver.clone(),
@@ -504,5 +475,52 @@ impl Drop for Elector {
         if let Some(elector) = self.elector.take() {
             let _ = self.driver.run(elector.resign());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calls::on_a_blocking_call;
+
+    /// A blocking call is polled on the caller's thread, not handed to a
+    /// runtime's thread and waited for: its work is the caller's, and a
+    /// reply wakes the caller itself.
+    #[test]
+    fn a_call_runs_on_the_calling_thread_with_the_drivers_timers() {
+        let driver = Driver::new().unwrap();
+        let caller = std::thread::current().id();
+        let (ran_on, parked) = driver.run(async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            (std::thread::current().id(), on_a_blocking_call())
+        });
+        assert_eq!(ran_on, caller);
+        assert!(parked, "work handed to a blocking thread runs inline");
+        assert!(!on_a_blocking_call(), "only during the call");
+        // A reply from another thread wakes the parked caller.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            tx.send(7).unwrap();
+        });
+        assert_eq!(driver.run(rx), Ok(7));
+    }
+
+    /// Inside a runtime's task (async code calling the blocking facade),
+    /// no panic: nothing calls `block_on`.
+    #[test]
+    fn a_call_from_inside_a_runtime_does_not_panic() {
+        let driver = Driver::new().unwrap();
+        let outer = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let got = outer.block_on(async {
+            driver.run(async {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                5
+            })
+        });
+        assert_eq!(got, 5);
     }
 }

@@ -4,15 +4,16 @@
 //! refused the old ones). Leases, their scheduler, electors and the close
 //! all call through here; nothing here knows of them.
 
+use crate::component::{self, Answer};
 use crate::config::StoreConfig;
 use crate::credentials::refresh::Refresher;
 use crate::credentials::{AccessToken, FetchedCredentials, SharedSource, SharedTokenSource};
-use crate::engine::bindings as wit;
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
 use crate::error::{Error, ErrorStore};
 use crate::pool::{MakeOptions, Pool};
-use crate::types::{Credential, Credentials};
+use crate::types::{Credential, Credentials, LeaseRecord};
+use std::cell::Cell;
 use std::sync::{Arc, Weak};
 
 /// A client's instances and credentials, shared by the client, its
@@ -106,7 +107,7 @@ impl Calls {
     pub async fn call<T: Send + 'static>(
         self: &Arc<Self>,
         index: usize,
-        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + Sync + 'static,
+        f: impl Fn(&mut RawInstance) -> Answer<T> + Send + Sync + 'static,
     ) -> Result<T, Error> {
         let generation = self.credentials_refreshes();
         let f = Arc::new(f);
@@ -157,10 +158,35 @@ enum First {
     Token(SharedTokenSource, AccessToken),
 }
 
-/// Runs blocking work (a component call) on tokio's blocking threads.
+thread_local! {
+    /// Set while this thread runs a blocking client's call (`blocking`): work
+    /// the async code hands to a blocking thread runs here instead, the
+    /// caller's thread being one that may block.
+    static ON_A_BLOCKING_CALL: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f`, a blocking client's call on this thread (see `blocking`).
+pub(crate) fn as_blocking_call<T>(f: impl FnOnce() -> T) -> T {
+    let was = ON_A_BLOCKING_CALL.with(|on| on.replace(true));
+    let output = f();
+    ON_A_BLOCKING_CALL.with(|on| on.set(was));
+    output
+}
+
+/// Whether this thread runs a blocking client's call.
+pub(crate) fn on_a_blocking_call() -> bool {
+    ON_A_BLOCKING_CALL.with(Cell::get)
+}
+
+/// Runs blocking work (opening instances, fetching credentials) on tokio's
+/// blocking threads; in a blocking client's call, on the caller's own
+/// thread, which may block (`blocking::Client`), rather than hop to another.
 pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Error> {
+    if on_a_blocking_call() {
+        return Ok(f());
+    }
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| Error::host(format!("a call's thread ended: {e}")))
@@ -168,11 +194,11 @@ pub(crate) async fn blocking<T: Send + 'static>(
 
 /// Releases `lease` from a thread of its own: nothing to wait for, and no
 /// runtime needed (a drop may happen anywhere).
-pub(crate) fn release_in_background(calls: &Weak<Calls>, index: usize, lease: wit::Lease) {
+pub(crate) fn release_in_background(calls: &Weak<Calls>, index: usize, lease: LeaseRecord) {
     if let Some(calls) = calls.upgrade() {
         // Best effort: if it fails, the lease simply runs out.
         calls.pool.send_job(index, move |opener, instance| {
-            let _ = opener.run(instance, move |raw| raw.release(&lease));
+            let _ = opener.run(instance, move |raw| component::release(raw, &lease));
         });
     }
 }

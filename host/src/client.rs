@@ -5,9 +5,8 @@
 //! closing, `closing`.
 
 use crate::calls::{blocking, Calls};
+use crate::component::{self, Answer};
 use crate::config::StoreConfig;
-use crate::convert;
-use crate::engine::bindings as wit;
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
 use crate::engine::state::InstanceOptions;
@@ -102,7 +101,7 @@ impl Client {
         &self,
         op: &'static str,
         key: &str,
-        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + Sync + 'static,
+        f: impl Fn(&mut RawInstance) -> Answer<T> + Send + Sync + 'static,
     ) -> Result<T, Error> {
         let calls = &self.inner.calls;
         traced(
@@ -166,41 +165,46 @@ impl Client {
     /// Extends a lease given as a record; keep the returned one, the old
     /// one is spent. (A [`Lease`] renews itself.)
     pub async fn renew(&self, lease: &LeaseRecord) -> Result<LeaseRecord, Error> {
-        let wit_lease = convert::lease(lease);
-        self.call("renew", &lease.key, move |raw| raw.renew(&wit_lease))
-            .await
-            .map(convert::from_lease)
+        let record = lease.clone();
+        self.call("renew", &lease.key, move |raw| {
+            component::renew(raw, &record)
+        })
+        .await
     }
 
     /// Releases a lease given as a record.
     pub async fn release(&self, lease: &LeaseRecord) -> Result<(), Error> {
-        let wit_lease = convert::lease(lease);
-        self.call("release", &lease.key, move |raw| raw.release(&wit_lease))
-            .await
+        let record = lease.clone();
+        self.call("release", &lease.key, move |raw| {
+            component::release(raw, &record)
+        })
+        .await
     }
 
     /// The key's lock state; `None` if it was never locked. For a
     /// semaphore, [`Client::inspect_slots`] lists its holders and queue.
     pub async fn inspect(&self, key: &str) -> Result<Option<LockState>, Error> {
         let k = key.to_string();
-        self.call("inspect", key, move |raw| raw.inspect(&k))
+        self.call("inspect", key, move |raw| component::inspect(raw, &k))
             .await
-            .map(|s| s.map(convert::from_lock_state))
     }
 
     /// A semaphore's holders and queue; `None` for a plain lock or no object.
     pub async fn inspect_slots(&self, key: &str) -> Result<Option<SemaphoreState>, Error> {
         let k = key.to_string();
-        self.call("inspect_slots", key, move |raw| raw.inspect_slots(&k))
-            .await
-            .map(|s| s.map(convert::from_semaphore_state))
+        self.call("inspect_slots", key, move |raw| {
+            component::inspect_slots(raw, &k)
+        })
+        .await
     }
 
     /// Gives up `holder_id`'s place in `key`'s queue, if it has one.
     pub async fn leave_queue(&self, key: &str, holder_id: &str) -> Result<(), Error> {
         let (k, h) = (key.to_string(), holder_id.to_string());
-        self.call("leave_queue", key, move |raw| raw.leave_queue(&k, &h))
-            .await
+        self.call("leave_queue", key, move |raw| {
+            component::leave_queue(raw, &k, &h)
+        })
+        .await
     }
 
     /// A fenced write under `lease`'s token (a [`Lease`] has its own,
@@ -230,38 +234,35 @@ impl Client {
         content_type: &str,
         options: FenceOptions,
     ) -> Result<FencedWrite, Error> {
-        let wit_lease = convert::lease(lease);
+        let record = lease.clone();
         let (object, content_type) = (object_key.to_string(), content_type.to_string());
-        let options = convert::fence_options(options);
         self.call("fenced_put", &lease.key, move |raw| {
-            raw.fenced_put_with(&wit_lease, &object, &body, &content_type, options)
+            component::fenced_put(raw, &record, &object, &body, &content_type, options)
         })
         .await
-        .map(convert::from_fenced_write)
     }
 
     pub async fn fenced_delete(&self, lease: &LeaseRecord, object_key: &str) -> Result<(), Error> {
-        let wit_lease = convert::lease(lease);
+        let record = lease.clone();
         let object = object_key.to_string();
         self.call("fenced_delete", &lease.key, move |raw| {
-            raw.fenced_delete(&wit_lease, &object)
+            component::fenced_delete(raw, &record, &object)
         })
         .await
     }
 
     pub async fn fenced_get(&self, object_key: &str) -> Result<Option<FencedObject>, Error> {
         let object = object_key.to_string();
-        self.call("fenced_get", object_key, move |raw| raw.fenced_get(&object))
-            .await
-            .map(|o| o.map(convert::from_fenced_object))
+        self.call("fenced_get", object_key, move |raw| {
+            component::fenced_get(raw, &object)
+        })
+        .await
     }
 
     /// Probes the store with real requests under a scratch prefix (deleted
     /// afterwards): which capabilities a lock needs it has, and which
     /// strategies and expiry clocks are safe on it.
     pub async fn preflight(&self) -> Result<PreflightReport, Error> {
-        self.call("preflight", "", |raw| raw.preflight())
-            .await
-            .map(convert::from_preflight_report)
+        self.call("preflight", "", component::preflight).await
     }
 }

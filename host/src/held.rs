@@ -5,7 +5,6 @@
 //! status its watchers see.
 
 use crate::calls::{release_in_background, Calls};
-use crate::convert;
 use crate::error::{Error, ErrorKind};
 use crate::types::{millis, LeaseRecord, LockState};
 use s3_lease_keep::guard::{Attempt, End, Guard, Timing};
@@ -174,7 +173,7 @@ impl Held {
             // Still held (the renew landed in time): its record is the one
             // to release. Otherwise nothing is worth sending.
             if let Some(record) = self.let_go() {
-                release_in_background(&client, self.index, convert::lease(&record));
+                release_in_background(&client, self.index, record);
             }
         }
         self.renew_done.notify_waiters();

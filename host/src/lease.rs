@@ -5,7 +5,6 @@
 
 use crate::calls::release_in_background;
 use crate::client::Client;
-use crate::convert;
 use crate::error::Error;
 use crate::held::{Held, LeaseStatus, LostReason};
 use crate::types::{FenceOptions, FencedWrite, LeaseRecord, LockState};
@@ -236,7 +235,7 @@ impl Drop for Lease {
             release_in_background(
                 &Arc::downgrade(&self.client.inner.calls),
                 self.held.index,
-                convert::lease(&record),
+                record,
             );
         }
     }

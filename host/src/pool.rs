@@ -22,9 +22,8 @@
 //! half-run call may have broken its state. The key's next call makes a new
 //! one. A panic is taken as a trap.
 
+use crate::component::{self, Answer};
 use crate::config::StoreConfig;
-use crate::convert;
-use crate::engine::bindings as wit;
 use crate::engine::local;
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
@@ -181,7 +180,7 @@ impl Pool {
     pub fn send<T: Send + 'static>(
         &self,
         index: usize,
-        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + 'static,
+        f: impl FnOnce(&mut RawInstance) -> Answer<T> + Send + 'static,
         done: impl FnOnce(Result<T, Error>) + Send + 'static,
     ) {
         self.send_job(index, move |opener, instance| done(opener.run(instance, f)));
@@ -191,7 +190,7 @@ impl Pool {
     pub async fn call_async<T: Send + 'static>(
         &self,
         index: usize,
-        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + 'static,
+        f: impl FnOnce(&mut RawInstance) -> Answer<T> + Send + 'static,
     ) -> Result<T, Error> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.send(index, f, move |result| {
@@ -251,10 +250,10 @@ impl Pool {
     pub fn set_credential(&self, credential: &Credential) -> Result<(), Error> {
         let old = lock(&self.opener.credential).replace(credential.clone());
         for index in self.started_since_config_changed() {
-            let c = convert::credential(credential);
+            let c = credential.clone();
             let result = self
                 .with_instance(index, move |opener, instance| match instance {
-                    Some(_) => opener.run(instance, |raw| raw.set_credential(&c)),
+                    Some(_) => opener.run(instance, |raw| component::set_credential(raw, &c)),
                     None => Ok(()),
                 })
                 .unwrap_or_else(|| Err(Error::host("the instance's worker stopped")));
@@ -272,7 +271,7 @@ impl Opener {
     pub fn run<T>(
         &self,
         instance: &mut Option<RawInstance>,
-        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>>,
+        f: impl FnOnce(&mut RawInstance) -> Answer<T>,
     ) -> Result<T, Error> {
         if instance.is_none() {
             *instance = Some(self.open()?);
@@ -281,7 +280,7 @@ impl Opener {
             return Err(Error::trap("no instance"));
         };
         match std::panic::catch_unwind(AssertUnwindSafe(|| f(raw))) {
-            Ok(Ok(result)) => result.map_err(|e| convert::from_error(e, &self.store)),
+            Ok(Ok(result)) => result.map_err(|e| e.into_error(&self.store)),
             Ok(Err(trap)) => {
                 *instance = None;
                 Err(Error::trap(format!("{trap:#}")))
@@ -298,10 +297,10 @@ impl Opener {
             .runtime
             .instance((self.make_options)())
             .map_err(Error::host)?;
-        let config = convert::config(&self.config, lock(&self.credential).as_ref());
-        match raw.open(&config) {
+        let credential = lock(&self.credential).clone();
+        match component::open(&mut raw, &self.config, credential.as_ref()) {
             Ok(Ok(())) => Ok(raw),
-            Ok(Err(e)) => Err(convert::from_error(e, &self.store)),
+            Ok(Err(e)) => Err(e.into_error(&self.store)),
             Err(trap) => Err(Error::trap(format!("{trap:#}"))),
         }
     }

@@ -266,13 +266,6 @@ impl StoreConfig {
             Store::Gcs(_) => Some(Credential::Gcs(GcsCredential::BearerToken(token))),
         }
     }
-
-    /// The WIT record the component takes (with `unstable-raw`, for
-    /// callers that drive an instance call by call).
-    #[cfg(feature = "unstable-raw")]
-    pub fn wit_config(&self) -> crate::engine::bindings::Config {
-        crate::convert::config(self, None)
-    }
 }
 
 impl fmt::Debug for StoreConfig {

@@ -34,7 +34,7 @@ pub use exports::s3_lease::lease::types::{
 
 /// The contract's own (kebab-case) names, for messages, tables and JSON:
 /// the vocabulary's (`s3_lease_keep::vocabulary`), through the one
-/// conversion of each enum (`crate::convert`).
+/// conversion of each enum (`crate::component`).
 macro_rules! wit_names {
     ($($ty:ident)*) => {$(
         impl $ty {

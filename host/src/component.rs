@@ -1,15 +1,186 @@
-//! Between the crate's own types and the generated bindings: the only
-//! place that knows both, so a change of the contract is a change here.
-//! The contract's names meet their generated twins case for case
-//! (`same_cases!`); records are converted field by field.
+//! The one typed seam into the component: each call of the contract on an
+//! instance, taking and giving the crate's own types, and the conversions
+//! between them and the generated bindings. The only module that speaks
+//! the bindings (the engine below it runs them, typed as generated): the
+//! client, the scheduler, the elector, acquiring and closing call these,
+//! so a change of the contract is a change here. The contract's names meet
+//! their generated twins case for case (`same_cases!`); records are
+//! converted field by field.
 
 use crate::config::{Store, StoreConfig};
 use crate::engine::bindings as wit;
 use crate::engine::bindings::exports::s3_lease::lease::types as witt;
-use crate::error::{Detail, Error, ErrorKind, Reply};
+use crate::engine::raw::RawInstance;
+use crate::error::{Detail, Error, ErrorKind, ErrorStore, Reply};
 use crate::types::*;
 use s3_lease_keep::leadership::{self, Step};
+use std::sync::Arc;
 use std::time::Duration;
+use wasmtime::component::ResourceAny;
+
+/// A call's answer: its result, or the component's typed refusal (not yet
+/// converted: that names the store, which the instance's opener knows);
+/// the outer error is a trap.
+pub(crate) type Answer<T> = anyhow::Result<Result<T, Refusal>>;
+
+/// The component's typed error for one call, before it becomes the
+/// crate's [`Error`] naming the store it happened on.
+#[derive(Debug, Clone)]
+pub(crate) struct Refusal(wit::Error);
+
+impl Refusal {
+    pub(crate) fn into_error(self, store: &Arc<ErrorStore>) -> Error {
+        from_error(self.0, store)
+    }
+}
+
+/// A call's generated result as an answer.
+fn answer<T, U>(
+    result: anyhow::Result<Result<T, wit::Error>>,
+    f: impl FnOnce(T) -> U,
+) -> Answer<U> {
+    Ok(result?.map(f).map_err(Refusal))
+}
+
+/// An elector in an instance (the component's resource).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ElectorHandle(ResourceAny);
+
+/// One step of an elector: what the leadership machine takes, and why the
+/// step's attempt failed, if it did.
+pub(crate) struct StepReport {
+    pub step: Step<LeaseRecord, LockState>,
+    pub last_error: Option<Refusal>,
+}
+
+/// What one attempt at a slot got.
+pub(crate) enum SlotAnswer {
+    Granted(LeaseRecord),
+    Queued(u32),
+    Full(Option<LockState>),
+}
+
+impl StoreConfig {
+    /// The WIT record the component takes (with `unstable-raw`, for
+    /// callers that drive an instance call by call).
+    #[cfg(feature = "unstable-raw")]
+    pub fn wit_config(&self) -> wit::Config {
+        config(self, None)
+    }
+}
+
+/// Opens the instance's client with `config`, and `credential` in place of
+/// the config's own when given (a refreshed one).
+pub(crate) fn open(
+    raw: &mut RawInstance,
+    config: &StoreConfig,
+    credential: Option<&Credential>,
+) -> Answer<()> {
+    answer(raw.open(&self::config(config, credential)), |()| ())
+}
+
+pub(crate) fn set_credential(raw: &mut RawInstance, credential: &Credential) -> Answer<()> {
+    answer(raw.set_credential(&self::credential(credential)), |()| ())
+}
+
+/// One attempt at `key` that names the holder when it is held (`acquire`
+/// with no time to wait: a held key is a `timeout`).
+pub(crate) fn attempt(raw: &mut RawInstance, key: &str, o: &AcquireOptions) -> Answer<LeaseRecord> {
+    answer(raw.acquire(key, &options(o), 0), from_lease)
+}
+
+pub(crate) fn try_acquire_slot(
+    raw: &mut RawInstance,
+    key: &str,
+    o: &AcquireOptions,
+    slot: SlotOptions,
+) -> Answer<SlotAnswer> {
+    let attempt = raw.try_acquire_slot(key, &options(o), slot_options(slot));
+    answer(attempt, |attempt| match attempt {
+        wit::SlotAttempt::Granted(lease) => SlotAnswer::Granted(from_lease(lease)),
+        wit::SlotAttempt::Queued(place) => SlotAnswer::Queued(place),
+        wit::SlotAttempt::Full(seen) => SlotAnswer::Full(seen.map(from_lock_state)),
+    })
+}
+
+pub(crate) fn renew(raw: &mut RawInstance, record: &LeaseRecord) -> Answer<LeaseRecord> {
+    answer(raw.renew(&lease(record)), from_lease)
+}
+
+pub(crate) fn release(raw: &mut RawInstance, record: &LeaseRecord) -> Answer<()> {
+    answer(raw.release(&lease(record)), |()| ())
+}
+
+pub(crate) fn inspect(raw: &mut RawInstance, key: &str) -> Answer<Option<LockState>> {
+    answer(raw.inspect(key), |s| s.map(from_lock_state))
+}
+
+pub(crate) fn inspect_slots(raw: &mut RawInstance, key: &str) -> Answer<Option<SemaphoreState>> {
+    answer(raw.inspect_slots(key), |s| s.map(from_semaphore_state))
+}
+
+pub(crate) fn leave_queue(raw: &mut RawInstance, key: &str, holder_id: &str) -> Answer<()> {
+    answer(raw.leave_queue(key, holder_id), |()| ())
+}
+
+pub(crate) fn fenced_put(
+    raw: &mut RawInstance,
+    record: &LeaseRecord,
+    object_key: &str,
+    body: &[u8],
+    content_type: &str,
+    o: FenceOptions,
+) -> Answer<FencedWrite> {
+    let written = raw.fenced_put_with(
+        &lease(record),
+        object_key,
+        body,
+        content_type,
+        fence_options(o),
+    );
+    answer(written, from_fenced_write)
+}
+
+pub(crate) fn fenced_delete(
+    raw: &mut RawInstance,
+    record: &LeaseRecord,
+    object_key: &str,
+) -> Answer<()> {
+    answer(raw.fenced_delete(&lease(record), object_key), |()| ())
+}
+
+pub(crate) fn fenced_get(raw: &mut RawInstance, object_key: &str) -> Answer<Option<FencedObject>> {
+    answer(raw.fenced_get(object_key), |o| o.map(from_fenced_object))
+}
+
+pub(crate) fn preflight(raw: &mut RawInstance) -> Answer<PreflightReport> {
+    answer(raw.preflight(), from_preflight_report)
+}
+
+pub(crate) fn elector(raw: &mut RawInstance, config: &ElectorConfig) -> Answer<ElectorHandle> {
+    answer(raw.elector(&elector_config(config)), ElectorHandle)
+}
+
+/// One step of `elector`: it never fails but by a trap; its attempt's
+/// error is in the report.
+pub(crate) fn step(raw: &mut RawInstance, elector: ElectorHandle) -> Answer<StepReport> {
+    let mut result = raw.step(elector.0)?;
+    let last_error = result.last_error.take().map(Refusal);
+    Ok(Ok(StepReport {
+        step: step_of(result),
+        last_error,
+    }))
+}
+
+pub(crate) fn resign(raw: &mut RawInstance, elector: ElectorHandle) -> Answer<()> {
+    answer(raw.resign(elector.0), |()| ())
+}
+
+/// Drops an elector without resigning (as a crash would leave it).
+pub(crate) fn drop_elector(raw: &mut RawInstance, elector: ElectorHandle) -> Answer<()> {
+    raw.drop_elector(elector.0)?;
+    Ok(Ok(()))
+}
 
 s3_lease_keep::same_cases! {
     Strategy = wit::Strategy { SingleObject, EpochObjects }
@@ -142,7 +313,7 @@ fn gcs_credential(c: &GcsCredential) -> wit::GcsCredential {
     }
 }
 
-pub(crate) fn options(o: &AcquireOptions) -> wit::Options {
+fn options(o: &AcquireOptions) -> wit::Options {
     wit::Options {
         ttl_ms: o.ttl_ms(),
         holder_id: o.holder_id.clone(),
@@ -150,20 +321,20 @@ pub(crate) fn options(o: &AcquireOptions) -> wit::Options {
     }
 }
 
-pub(crate) fn slot_options(o: SlotOptions) -> wit::SlotOptions {
+fn slot_options(o: SlotOptions) -> wit::SlotOptions {
     wit::SlotOptions {
         limit: o.limit,
         fair: o.fair,
     }
 }
 
-pub(crate) fn fence_options(o: FenceOptions) -> wit::FenceOptions {
+fn fence_options(o: FenceOptions) -> wit::FenceOptions {
     wit::FenceOptions {
         reject_equal_token: o.reject_equal_token,
     }
 }
 
-pub(crate) fn lease(l: &LeaseRecord) -> wit::Lease {
+fn lease(l: &LeaseRecord) -> wit::Lease {
     wit::Lease {
         key: l.key.clone(),
         token: l.token,
@@ -177,7 +348,7 @@ pub(crate) fn lease(l: &LeaseRecord) -> wit::Lease {
     }
 }
 
-pub(crate) fn from_lease(l: wit::Lease) -> LeaseRecord {
+fn from_lease(l: wit::Lease) -> LeaseRecord {
     LeaseRecord {
         key: l.key,
         token: l.token,
@@ -191,7 +362,7 @@ pub(crate) fn from_lease(l: wit::Lease) -> LeaseRecord {
     }
 }
 
-pub(crate) fn from_lock_state(s: wit::LockState) -> LockState {
+fn from_lock_state(s: wit::LockState) -> LockState {
     LockState {
         key: s.key,
         holder_id: nonempty(s.holder_id),
@@ -217,7 +388,7 @@ fn from_slot(s: wit::Slot) -> SlotEntry {
     }
 }
 
-pub(crate) fn from_semaphore_state(s: wit::SemaphoreState) -> SemaphoreState {
+fn from_semaphore_state(s: wit::SemaphoreState) -> SemaphoreState {
     SemaphoreState {
         lock: from_lock_state(s.lock),
         limit: s.limit,
@@ -226,7 +397,7 @@ pub(crate) fn from_semaphore_state(s: wit::SemaphoreState) -> SemaphoreState {
     }
 }
 
-pub(crate) fn from_fenced_write(w: wit::FencedWrite) -> FencedWrite {
+fn from_fenced_write(w: wit::FencedWrite) -> FencedWrite {
     FencedWrite {
         object_key: w.object_key,
         etag: w.etag,
@@ -235,7 +406,7 @@ pub(crate) fn from_fenced_write(w: wit::FencedWrite) -> FencedWrite {
     }
 }
 
-pub(crate) fn from_fenced_object(o: wit::FencedObject) -> FencedObject {
+fn from_fenced_object(o: wit::FencedObject) -> FencedObject {
     FencedObject {
         object_key: o.object_key,
         body: o.body,
@@ -245,7 +416,7 @@ pub(crate) fn from_fenced_object(o: wit::FencedObject) -> FencedObject {
     }
 }
 
-pub(crate) fn elector_config(c: &ElectorConfig) -> wit::ElectorConfig {
+fn elector_config(c: &ElectorConfig) -> wit::ElectorConfig {
     wit::ElectorConfig {
         key: c.key.clone(),
         lease_duration_ms: millis(c.lease_duration),
@@ -261,7 +432,7 @@ pub(crate) fn elector_config(c: &ElectorConfig) -> wit::ElectorConfig {
 /// converted once, here, into the machine's types over the crate's lease
 /// record and lock state. What it reports becomes the public [`Role`] and
 /// [`ElectionEvent`] by the `From` impls beside those types.
-pub(crate) fn step(step: wit::StepResult) -> Step<LeaseRecord, LockState> {
+fn step_of(step: wit::StepResult) -> Step<LeaseRecord, LockState> {
     Step {
         role: match step.role {
             wit::Role::Leader(l) => leadership::Role::Leader(from_lease(l)),
@@ -299,7 +470,7 @@ fn from_capability_result(r: wit::CapabilityResult) -> CapabilityResult {
     }
 }
 
-pub(crate) fn from_preflight_report(r: wit::PreflightReport) -> PreflightReport {
+fn from_preflight_report(r: wit::PreflightReport) -> PreflightReport {
     PreflightReport {
         results: r.results.into_iter().map(from_capability_result).collect(),
         clock_offset: r.clock_offset.map(|c| ClockOffset {
@@ -325,7 +496,7 @@ fn reply(e: witt::S3Error) -> Detail {
 }
 
 /// The component's error as ours, naming the store in use.
-pub(crate) fn from_error(e: wit::Error, store: &std::sync::Arc<crate::error::ErrorStore>) -> Error {
+fn from_error(e: wit::Error, store: &std::sync::Arc<crate::error::ErrorStore>) -> Error {
     let (kind, detail) = match e {
         wit::Error::Lost(l) => (
             ErrorKind::Lost,
