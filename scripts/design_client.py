@@ -29,6 +29,14 @@ the winning PUT's reply, `released` before the release PUT is sent. A renew
 or release that fails is reported in "renew_error" / "release"; unexpected
 errors also go to stderr, and make the exit status 1.
 
+With --abandon, each thread stops at its first grant without renewing or
+releasing it, as a holder that crashed would, and reports it as
+
+    {"thread": 0, "token": 7, "acquired": <t>, "expires_at": <t>,
+     "abandoned": true}
+
+where expires_at is what it wrote: the lease is left to expire.
+
 Connection settings come from the options or the environment:
 AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
 AWS_REGION, S3LEASE_TEST_BUCKET; the lock's object key from --key.
@@ -62,6 +70,8 @@ class DesignLock:
         self.bucket = bucket
         self.key = key
         self.ttl = ttl
+        # The expires_at of this client's last write.
+        self.expires_at = None
 
     def _put(self, expires_at, token, condition):
         body = json.dumps({"expires_at": expires_at, "token": token})
@@ -72,6 +82,7 @@ class DesignLock:
             ContentType="application/json",
             **condition,
         )
+        self.expires_at = expires_at
         return reply["ETag"]
 
     def try_acquire(self):
@@ -157,6 +168,10 @@ def contend(thread, lock, args, out, rng):
         token, etag = won
         acquired = time.time()
         record = {"thread": thread, "token": token, "acquired": acquired}
+        if args.abandon:
+            record.update(expires_at=lock.expires_at, abandoned=True)
+            out.line(record)
+            break
         hold = rng.uniform(args.hold_min, args.hold_max) / 1000
         renewed = False
         if rng.random() < args.renew_chance:
@@ -232,6 +247,11 @@ def parse_args(argv):
     p.add_argument("--renew-chance", type=float, default=0.5)
     p.add_argument("--max-attempts", type=int, default=100_000, help="per thread")
     p.add_argument("--seed", type=int, default=None)
+    p.add_argument(
+        "--abandon",
+        action="store_true",
+        help="stop at the first grant without renewing or releasing it",
+    )
     args = p.parse_args(argv)
     for name in ("endpoint", "access_key_id", "secret_access_key", "bucket"):
         if not getattr(args, name):

@@ -2,7 +2,8 @@
 # What a release publishes, packed as `cargo publish` would pack it, without
 # uploading: s3-lease-keep (no dependencies), then s3-lease-host (on keep,
 # with the release component inside, checked by its SHA-256 when built),
-# then s3-lease-cli (on the host). The component packed is setup.sh's own
+# then s3-lease-cli (on the host); and the guest crate, for component
+# authors (with the contract's WIT inside it). The component packed is setup.sh's own
 # build, which the one-step install test builds a second time and finds
 # byte for byte the same: so `cargo install s3-lease-cli` from a registry
 # embeds exactly what the one-step install from a clone builds.
@@ -36,3 +37,8 @@ if [ "$packed" != "$sum" ]; then
     exit 1
 fi
 echo "package: the host crate carries setup.sh's component (SHA-256 $sum)"
+
+# The guest crate, with the contract it is made from (the repository's
+# wit/, copied in and checked byte for byte: scripts/package_guest.sh).
+guest_crate=$(scripts/package_guest.sh)
+echo "package: s3-lease-guest: $(wc -c <"$guest_crate") bytes, $(tar -tzf "$guest_crate" | wc -l) files"

@@ -1,35 +1,51 @@
 #!/usr/bin/env bash
-# Publishes the contract and the components to an OCI registry on this
-# machine, so that a component author can fetch them by package name with
-# wkg (docs/authors.md):
+# Publishes what a component author fetches by name to registries on this
+# machine (docs/authors.md):
 #
-#   s3-lease:lease@V          the WIT package (wit/lease.wit, wit/async-lease.wit)
-#   wasi:*@0.2.12, wasi:*@0.3.0  the WASI packages it and a 0.3 author need
-#                             (wit/deps, wit/p3/deps), so that nothing is
-#                             fetched from elsewhere
-#   s3-lease:lock@V           the component ($S3LEASE_COMPONENT)
-#   s3-lease:lock-wasip3@V    its WASI 0.3 build ($S3LEASE_COMPONENT_P3)
-#   s3-lease:gate@V           the gate middleware, when it has been built
+#   an OCI registry, for wkg:
+#     s3-lease:lease@V          the WIT package (wit/lease.wit, wit/async-lease.wit)
+#     wasi:*@0.2.12, wasi:*@0.3.0  the WASI packages it and a 0.3 author need
+#                               (wit/deps, wit/p3/deps), so that nothing is
+#                               fetched from elsewhere
+#     s3-lease:lock@V           the component ($S3LEASE_COMPONENT)
+#     s3-lease:lock-wasip3@V    its WASI 0.3 build ($S3LEASE_COMPONENT_P3)
+#     s3-lease:gate@V, s3-lease:gate-wasip3@V  the gate middleware, when built
+#   a cargo registry (a sparse index and the .crate files), for cargo:
+#     s3-lease-guest V          the guest crate (scripts/package_guest.sh)
 #
-# V is the contract's version, read from wit/lease.wit.
+# V is the contract's version, read from wit/lease.wit. A component is
+# published only if it is the build scripts/setup.sh made, shrank and
+# recorded, which the tests run (scripts/artifacts.py checks its SHA-256).
 #
-# Usage: scripts/publish_local.sh [HOST:PORT]   (default 127.0.0.1:5000)
+# Usage: exports=$(scripts/publish_local.sh [HOST:PORT]) && eval "$exports"
 #
-# When nothing answers at HOST:PORT, this starts Debian's `docker-registry`
-# (the CNCF distribution registry, `apt-get install docker-registry`) there,
-# keeping its files in $S3LEASE_REGISTRY_DIR (default .tools/registry), and
-# leaves it running; its pid is in that directory's `pid`. It writes the wkg
-# configuration for the registry to that directory's `wkg-config.toml`
-# (not `wkg.toml`: wkg reads a file of that name in the directory it runs
-# in as a project's manifest) and prints the line that points wkg at it.
+# It prints on stdout the lines that point wkg and cargo at the registries
+# (progress goes to stderr):
+#   export WKG_CONFIG_FILE=<dir>/wkg-config.toml
+#   export CARGO_REGISTRIES_S3_LEASE_INDEX=sparse+http://<cargo address>/index/
+#
+# The OCI registry is at HOST:PORT (else $S3LEASE_REGISTRY, else
+# 127.0.0.1:5000); when nothing answers there, this starts Debian's
+# `docker-registry` (the CNCF distribution registry, `apt-get install
+# docker-registry`) there. The cargo registry is at $S3LEASE_CARGO_REGISTRY
+# (else the OCI registry's port + 1): when nothing answers there, this
+# serves its files with `python3 -m http.server`. Both keep their files in
+# $S3LEASE_REGISTRY_DIR (default .tools/registry) and are left running;
+# their pids are in that directory's `pid` and `cargo-pid`. The wkg
+# configuration goes to that directory's `wkg-config.toml` (not `wkg.toml`:
+# wkg reads a file of that name in the directory it runs in as a project's
+# manifest).
 #
 # Needs wkg 0.16.1 (installed into .tools/wkg when missing, ~1.5 min on 2 cores)
 # and the components built (scripts/setup.sh builds both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+# stdout is for the export lines alone (fd 3); everything else to stderr.
+exec 3>&1 1>&2
 
-registry=${1:-127.0.0.1:5000}
+registry=${1:-${S3LEASE_REGISTRY:-127.0.0.1:5000}}
+cargo_registry=${S3LEASE_CARGO_REGISTRY:-${registry%:*}:$((${registry##*:} + 1))}
 registry_dir=${S3LEASE_REGISTRY_DIR:-$root/.tools/registry}
 wkg=${S3LEASE_WKG:-$root/.tools/wkg/bin/wkg}
 release_dir="${CARGO_TARGET_DIR:-$root/target}/wasm32-wasip2/release"
@@ -51,13 +67,22 @@ for file in "$component" "$component_p3"; do
         exit 1
     fi
 done
+gate=${S3LEASE_GATE:-$release_dir/s3_lease_gate.wasm}
+gate_p3=${S3LEASE_GATE_P3:-$release_dir/s3_lease_gate_p3.wasm}
+published=("$component" "$component_p3")
+for file in "$gate" "$gate_p3"; do
+    if [ -f "$file" ]; then published+=("$file"); fi
+done
+# Only the build the tests ran: each file as setup.sh recorded it.
+python3 scripts/artifacts.py check "${published[@]}"
 
+# `answers URL`: whether an HTTP server answers URL with a success.
 answers() {
     python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' \
-        "http://$registry/v2/" 2>/dev/null
+        "$1" 2>/dev/null
 }
 mkdir -p "$registry_dir"
-if ! answers; then
+if ! answers "http://$registry/v2/"; then
     if ! command -v docker-registry >/dev/null; then
         echo "publish_local: nothing answers at $registry, and docker-registry is not installed" >&2
         echo "publish_local: (Debian, Ubuntu: apt-get install docker-registry; or start any OCI registry there)" >&2
@@ -75,13 +100,14 @@ storage:
 http:
   addr: $registry
 EOF
-    docker-registry serve "$registry_dir/config.yml" >"$registry_dir/registry.log" 2>&1 &
+    # 3>&-: the server must not hold the stdout of a caller's `$(...)`.
+    docker-registry serve "$registry_dir/config.yml" >"$registry_dir/registry.log" 2>&1 3>&- &
     echo $! >"$registry_dir/pid"
     for _ in $(seq 50); do
-        answers && break
+        answers "http://$registry/v2/" && break
         sleep 0.1
     done
-    if ! answers; then
+    if ! answers "http://$registry/v2/"; then
         cat "$registry_dir/registry.log" >&2
         echo "publish_local: docker-registry did not start at $registry (log above)" >&2
         exit 1
@@ -139,10 +165,31 @@ push s3-lease:lock "$component"
 push s3-lease:lock-wasip3 "$component_p3"
 # The gate middleware (gate/), once it is built: its files are published
 # beside the lock's when they exist.
-gate=${S3LEASE_GATE:-$release_dir/s3_lease_gate.wasm}
-gate_p3=${S3LEASE_GATE_P3:-$release_dir/s3_lease_gate_p3.wasm}
 if [ -f "$gate" ]; then push s3-lease:gate "$gate"; fi
 if [ -f "$gate_p3" ]; then push s3-lease:gate-wasip3 "$gate_p3"; fi
 
-echo "publish_local: published to $registry; point wkg at it with"
-echo "  export WKG_CONFIG_FILE=$registry_dir/wkg-config.toml"
+
+# The guest crate, packed from the repository (its WIT the repository's
+# wit/, checked), into a sparse cargo index served as static files.
+crate=$("$root/scripts/package_guest.sh")
+python3 "$root/scripts/cargo_registry.py" "$registry_dir/cargo" "http://$cargo_registry" "$crate"
+if ! answers "http://$cargo_registry/index/config.json"; then
+    python3 -m http.server --bind "${cargo_registry%:*}" --directory "$registry_dir/cargo" \
+        "${cargo_registry##*:}" >"$registry_dir/cargo-server.log" 2>&1 3>&- &
+    echo $! >"$registry_dir/cargo-pid"
+    for _ in $(seq 50); do
+        answers "http://$cargo_registry/index/config.json" && break
+        sleep 0.1
+    done
+    if ! answers "http://$cargo_registry/index/config.json"; then
+        cat "$registry_dir/cargo-server.log" >&2
+        echo "publish_local: the cargo registry did not start at $cargo_registry (log above)" >&2
+        exit 1
+    fi
+    echo "publish_local: started the cargo registry at $cargo_registry (pid $(cat "$registry_dir/cargo-pid"); files in $registry_dir/cargo)"
+fi
+echo "publish_local: s3-lease-guest $(basename "$crate" .crate | sed 's/^s3-lease-guest-//') <- $crate"
+
+echo "publish_local: published to $registry (wkg) and $cargo_registry (cargo); the lines on stdout point them there"
+echo "export WKG_CONFIG_FILE=$registry_dir/wkg-config.toml" >&3
+echo "export CARGO_REGISTRIES_S3_LEASE_INDEX=sparse+http://$cargo_registry/index/" >&3

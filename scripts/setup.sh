@@ -102,6 +102,9 @@ if [ -n "$wasm_opt_pid" ] && ! wait "$wasm_opt_pid"; then
 fi
 python3 scripts/optimize_component.py "$S3LEASE_COMPONENT" .tools/node_modules/.bin/wasm-opt
 python3 scripts/optimize_component.py "$S3LEASE_COMPONENT_P3" .tools/node_modules/.bin/wasm-opt
+# What the tests run is what scripts/publish_local.sh may publish: each
+# file's SHA-256, recorded beside it (scripts/artifacts.py).
+python3 scripts/artifacts.py record "$S3LEASE_COMPONENT" "$S3LEASE_COMPONENT_P3" >/dev/null
 echo "setup: component $S3LEASE_COMPONENT ($(wc -c <"$S3LEASE_COMPONENT") bytes)"
 echo "setup: WASI 0.3 component $S3LEASE_COMPONENT_P3 ($(wc -c <"$S3LEASE_COMPONENT_P3") bytes)"
 
@@ -154,9 +157,39 @@ setup_test_tools() {
     export S3LEASE_GATE="$release_dir/s3_lease_gate.wasm" S3LEASE_GATE_P3="$release_dir/s3_lease_gate_p3.wasm"
     export S3LEASE_GATE_DOWNSTREAM="$release_dir/gate_downstream.wasm"
     export S3LEASE_GATE_DOWNSTREAM_P3="$release_dir/gate_downstream_p3.wasm"
+    python3 scripts/artifacts.py record "$S3LEASE_GATE" "$S3LEASE_GATE_P3" >/dev/null
     export S3LEASE_WAC="$PWD/.tools/bin/wac"
     install_dynalite
     install_azurite
+}
+
+# The Python package's tools (scripts/test_python.sh): maturin (builds the
+# wheel) and mypy in python/.venv, and the wheels its fresh test venv
+# installs offline (pytest, pytest-asyncio, botocore), downloaded once.
+# test.sh starts it in the background and waits for it before the step.
+start_python_tools() {
+    python_tools_pid=""
+    if [ -x python/.venv/bin/maturin ] && [ -f python/.venv/wheelhouse/.complete ]; then
+        return
+    fi
+    echo "setup: installing maturin, mypy and the Python tests' wheels into python/.venv, in the background (~30 s)"
+    mkdir -p .tools
+    (
+        python3 -m venv python/.venv &&
+            python/.venv/bin/pip install --quiet --disable-pip-version-check "maturin==1.16.0" "mypy==2.4.1" &&
+            python/.venv/bin/pip download --quiet --disable-pip-version-check -d python/.venv/wheelhouse \
+                "pytest==9.2.0" "pytest-asyncio==1.5.0" "botocore==1.44.5" &&
+            touch python/.venv/wheelhouse/.complete
+    ) >.tools/python-tools.log 2>&1 &
+    python_tools_pid=$!
+}
+
+finish_python_tools() {
+    if [ -n "${python_tools_pid:-}" ] && ! wait "$python_tools_pid"; then
+        cat .tools/python-tools.log >&2
+        echo "setup: installing the Python package's tools failed (log above)" >&2
+        exit 1
+    fi
 }
 
 # wkg 0.16.1, the Wasm package tool the contract-by-name check publishes and

@@ -6,7 +6,7 @@
 # wasmtime against a real S3 server: SeaweedFS on 127.0.0.1, started by the
 # suite, or the endpoint named by AWS_ENDPOINT_URL); then the demo's shared
 # build, the WASI 0.3 build's core cases, the one-step install check, the
-# release's crates packed and the contract fetched by name, with the soak
+# release's crates packed and an author's path by name, with the soak
 # smoke beside those last three. Each step says how long it took, and the
 # last lines sum them up.
 set -euo pipefail
@@ -27,9 +27,14 @@ finished() {
 source scripts/setup.sh
 finished "setup: what the demo needs (component, venv, wasm-opt)"
 start_wkg_install
+start_python_tools
 setup_test_tools
 install_s3s_fs
 finished "setup: what only the tests need (wac, jco, the HTTP function, dynalite, Azurite, s3s-fs)"
+# The published sizes and hashes (docs/artifacts.md) are the components
+# just built: checked here, before the long steps, as well as by the
+# author's path at the end (which checks what was published).
+python3 scripts/artifacts.py docs --check
 
 # Most tests wait on a server, not on the CPU: more run at once than the
 # machine has cores (set RUST_TEST_THREADS to override).
@@ -52,6 +57,24 @@ echo "test.sh: the demo's build shares the tests' (a drift would cost a second w
 python3 scripts/check_demo_build_shared.py
 finished "the shared-build check"
 
+# The Node package (node/): its addon links the host as the demo's build
+# just left it (nothing of it compiles again), packed, installed in a fresh
+# directory and tested there with node:test (scripts/test_node.sh).
+bash scripts/test_node.sh
+finished "the Node package (built, packed, installed fresh, node:test)"
+
+# The Python package: its wheel built over the test build's host (nothing
+# but the extension compiles) and installed into a fresh venv; its tests
+# (pytest, mypy) run there in the background beside the next step, which
+# also mostly waits on servers. Their report follows that step's.
+finish_python_tools
+echo "test.sh: the Python package's wheel, installed into a fresh venv (scripts/test_python.sh)"
+bash scripts/test_python.sh build
+finished "the Python package's wheel, built and installed into a fresh venv"
+python_log=$(mktemp "${TMPDIR:-/tmp}/s3lease-python.XXXXXX")
+bash scripts/test_python.sh check >"$python_log" 2>&1 &
+python_pid=$!
+
 # The WASI 0.3 build through the same host: the integration suite's core
 # cases, the semaphores and the DynamoDB, Azure and GCS stores again, on
 # it (wasip3.rs, in the run above, covers what only it does: calls at the
@@ -62,6 +85,12 @@ S3LEASE_COMPONENT="$S3LEASE_COMPONENT_P3" cargo test --locked --workspace --test
     --nocapture lifecycle:: fencing:: elector:: lost_replies:: preflight:: request_counts:: \
     semaphores:: dynamodb:: azure:: gcs::
 finished "the integration suite's core cases again, on the WASI 0.3 build"
+python_status=0
+wait "$python_pid" || python_status=$?
+cat "$python_log"
+rm -f "$python_log"
+[ "$python_status" = 0 ] || { echo "test.sh: the Python package's tests failed (their report above)" >&2; exit 1; }
+finished "the Python package's tests, pytest and mypy (what was left of them)"
 
 # The soak smoke: 30 s of electors and fenced writes under seeded faults,
 # then the history checked. In the dev profile the suite just built (a
@@ -91,16 +120,18 @@ echo "test.sh: the crates a release publishes, packed (scripts/package.sh)"
 bash scripts/package.sh
 finished "the release's crates, packed"
 
-# The contract fetched by name, as an author outside this repository gets
-# it: published to an OCI registry on loopback, fetched with wkg into a
-# directory of its own, built, and composed with the component fetched by
-# name (docs/authors.md). wkg has been building in the background since
-# setup; the wait is what is left of it.
-echo "test.sh: the contract fetched by name (wkg, docker-registry; ~20 s once wkg is built)"
+# An author's path by name, as the documents print it: the guest crate,
+# the contract and the components published to registries on loopback,
+# then the shell blocks of docs/authors.md, the README and docs/gate.md run
+# verbatim outside the repository (fetched, built, composed, served, a
+# lock and fenced writes), and checked (docs/authors.md#the-test). wkg
+# has been building in the background since setup; the wait is what is
+# left of it.
+echo "test.sh: the author's path by name, the documents' commands verbatim (wkg, docker-registry; ~1 min once wkg is built)"
 finish_by_name_tools
 finished "waiting for wkg's build, and docker-registry"
 bash scripts/check_fetch_by_name.sh
-finished "the contract fetched by name, built and composed"
+finished "the author's path by name: the documents' commands run verbatim"
 
 soak_status=0
 wait "$soak_pid" || soak_status=$?

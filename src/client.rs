@@ -19,6 +19,7 @@ use crate::preflight::{CapabilityResult, Gate, Preflight, Report};
 use crate::protocol::AcquireOutcome;
 use crate::seal::{LoadSealKey, LockSeal, Sealer, StoredKey};
 use crate::strategy::epoch::{self, Cleanup, EpochInspect, EpochRewrite, EpochTryAcquire};
+use crate::strategy::floor;
 use crate::strategy::single_object::semaphore::{SemaphoreOp, SlotOutcome, Wish};
 use crate::strategy::single_object::{released_state, Inspect, RewriteOwn, TryAcquire};
 
@@ -291,6 +292,15 @@ impl ClientCore {
         }
     }
 
+    /// The token floor of a lock object (`strategy::floor`), on an object
+    /// store; a DynamoDB item keeps its counter itself.
+    fn floor_key(&self, object_key: &str) -> Option<String> {
+        let profile = self.config.store.profile();
+        profile
+            .keeps_token_floor
+            .then(|| floor::floor_key(&self.config.key_prefix, object_key))
+    }
+
     /// One try-acquire with the configured strategy.
     pub async fn try_acquire(
         &mut self,
@@ -308,14 +318,17 @@ impl ClientCore {
         let write_id = write_id(io);
         let outcome = match self.config.strategy {
             Strategy::SingleObject => {
-                let op = TryAcquire::new(
+                let mut op = TryAcquire::new(
                     key.to_string(),
-                    object_key,
+                    object_key.clone(),
                     grant.clone(),
                     seal,
                     judge,
                     write_id,
                 );
+                if let Some(floor) = self.floor_key(&object_key) {
+                    op = op.with_floor(floor);
+                }
                 let outcome = driver::run(io, op).await?;
                 if let AcquireOutcome::Granted(lease) = &outcome {
                     self.note_written(lease);
@@ -324,7 +337,7 @@ impl ClientCore {
             }
             Strategy::EpochObjects => {
                 let dir = epoch::epoch_dir(&object_key);
-                let op = EpochTryAcquire::new(
+                let mut op = EpochTryAcquire::new(
                     key.to_string(),
                     dir,
                     grant.clone(),
@@ -333,6 +346,9 @@ impl ClientCore {
                     write_id,
                     self.hint(key),
                 );
+                if let Some(floor) = self.floor_key(&object_key) {
+                    op = op.with_floor(floor);
+                }
                 match driver::run(io, op).await? {
                     (AcquireOutcome::Granted(lease), cleanup) => {
                         clean_up_within(io, &lease, started, cleanup).await;
@@ -533,6 +549,7 @@ impl ClientCore {
         let seal = Self::semaphore_seal(&sealer, &object_key);
         let judge = self.judge(key, io.monotonic_ms());
         let write_id = write_id(io);
+        let floor = self.floor_key(&object_key);
         let mut op = SemaphoreOp::new(
             key.to_string(),
             object_key,
@@ -544,6 +561,9 @@ impl ClientCore {
         );
         if !self.config.store.profile().records_write_times {
             op = op.on_store_without_write_times();
+        }
+        if let Some(floor) = floor {
+            op = op.with_floor(floor);
         }
         let result = driver::run(io, op).await;
         let now_mono = io.monotonic_ms();
@@ -692,7 +712,7 @@ impl ClientCore {
         };
         let fence = Fence::for_lease(lease, &seal, lock, reject_equal)?;
         let object_key = fenced::fenced_object_key(object_key)?;
-        let write_id = write_id(io);
+        let write_id = fenced::write_id(&fence, &object_key, &change);
         driver::run(io, FencedWrite::new(object_key, fence, change, write_id)?).await
     }
 

@@ -92,6 +92,10 @@ pub struct Profile {
     /// The shortest time between two writes of one object it takes, in ms
     /// (0: none).
     pub min_write_interval_ms: u64,
+    /// Keeps a token floor beside each lock object (`strategy::floor`): an
+    /// object store, whose lock object's deletion would restart its tokens;
+    /// a DynamoDB item keeps its counter itself.
+    pub keeps_token_floor: bool,
 }
 
 impl Store {

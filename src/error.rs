@@ -16,6 +16,17 @@ pub struct S3Error {
     pub request_id: String,
 }
 
+impl S3Error {
+    /// The store (or a proxy before it) timed the request out before it
+    /// had all of it: S3's 400 `RequestTimeout` (the body came too slowly;
+    /// the AWS SDKs retry it), a 408 (GCS, which Google lists as
+    /// retryable, and load balancers). Worth another attempt; a write so
+    /// answered is still read back, as after a 5xx (`is_ambiguous`).
+    pub fn is_request_timeout(&self) -> bool {
+        self.status == 408 || (self.status == 400 && self.code == "RequestTimeout")
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     Lost {
@@ -79,11 +90,12 @@ impl Error {
     }
 
     /// Worth another attempt within `acquire`'s deadline: the store or the
-    /// network may recover. Access, config and corruption problems will not.
+    /// network may recover (a 5xx, a 429, a request the store timed out).
+    /// Access, config and corruption problems will not.
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Transport(_) | Error::Conflict(_) => true,
-            Error::S3(e) => e.status >= 500 || e.status == 429,
+            Error::S3(e) => e.status >= 500 || e.status == 429 || e.is_request_timeout(),
             _ => false,
         }
     }

@@ -14,6 +14,23 @@
 //!   clock. No clock is compared with another; a reader that has never
 //!   seen the object waits a full ttl.
 //!
+//! A lock record makes two claims, `expires_at` and `ttl_ms`, and the
+//! reader holds it to the later. With `renewed_at` (when the record was
+//! written, on its writer's clock) both are durations from the write, so
+//! the ttl the rules above judge by is the longer of `ttl_ms` and
+//! `expires_at` minus `renewed_at` (`holder`: `renewed_at` plus that),
+//! and no clock enters that did not before. Our writers make the two
+//! agree; a writer that did not (a 30 s `expires_at` beside a 4 s
+//! `ttl_ms`) is held to the 30 s on every clock. A record with a ttl but
+//! no `renewed_at` (an earlier build's, or another client's) cannot place
+//! `expires_at` but on a wall clock: `server` and `observed` hold it both
+//! to their rule and to the design's (`expires_at` against the reader's
+//! wall clock): the reader's clock can only make it wait longer. A record
+//! without a ttl (a plain design client's) is judged by the design's rule
+//! under every clock. A semaphore's entries carry no `renewed_at`: their
+//! ttl decides under `server` and `observed`, their `expires_at` under
+//! `holder`, as before (only s3-lease's semaphore writers write them).
+//!
 //! The holder's side is the same under all three: a lease counts from when
 //! its last write was *sent*, for its ttl, on the holder's clock. What the
 //! rules assume is that clocks run at nearly the same rate, never that they
@@ -105,13 +122,16 @@ impl Judge {
         }
         // A record without a ttl (a plain design client) can only be
         // judged by the rule it was written for.
-        let clock = if record.ttl_ms == 0 {
-            ExpiryClock::Holder
-        } else {
-            self.clock
+        if record.ttl_ms == 0 && record.renewed_at_ms == 0 {
+            return Ok(holder_rule(record.expires_at_ms, now_ms));
+        }
+        let (ttl_ms, holder_expiry_ms, unplaced) = match record.claimed_duration_ms() {
+            Some(d) => (d, record.renewed_at_ms.saturating_add(d), false),
+            // A ttl, and an `expires_at` it cannot be compared with.
+            None => (record.ttl_ms, record.expires_at_ms, true),
         };
-        Ok(match clock {
-            ExpiryClock::Holder => holder_rule(record.expires_at_ms, now_ms),
+        let by_clock = match self.clock {
+            ExpiryClock::Holder => return Ok(holder_rule(holder_expiry_ms, now_ms)),
             ExpiryClock::Server => {
                 let modified = server_time(r, "last-modified").or_else(|| {
                     self.observation
@@ -126,26 +146,24 @@ impl Judge {
                 let modified = modified.ok_or_else(|| lacks(r, "last-modified"))?;
                 server_rule(
                     modified
-                        .saturating_add(record.ttl_ms)
+                        .saturating_add(ttl_ms)
                         .saturating_add(SERVER_SLACK_MS),
                     date,
                 )
             }
             ExpiryClock::Observed => {
-                let needed = record
-                    .ttl_ms
-                    .saturating_add(observed_slack_ms(record.ttl_ms));
                 let seen = self
                     .observation
                     .as_ref()
                     .filter(|o| o.state.etag == etag)
                     .map_or(0, |o| o.seen_for_ms);
-                if seen >= needed {
-                    (false, 0)
-                } else {
-                    (true, needed - seen)
-                }
+                observed_rule(ttl_ms, seen)
             }
+        };
+        Ok(if unplaced {
+            later(by_clock, holder_rule(record.expires_at_ms, now_ms))
+        } else {
+            by_clock
         })
     }
 }
@@ -205,7 +223,6 @@ impl Judge {
                 )
             }
             ExpiryClock::Observed => {
-                let needed = e.ttl_ms.saturating_add(observed_slack_ms(e.ttl_ms));
                 let seen = self
                     .observation
                     .as_ref()
@@ -215,11 +232,7 @@ impl Judge {
                             .find(|(id, _)| !id.is_empty() && *id == e.write_id)
                     })
                     .map_or(0, |(_, ms)| *ms);
-                if seen >= needed {
-                    (false, 0)
-                } else {
-                    (true, needed - seen)
-                }
+                observed_rule(e.ttl_ms, seen)
             }
         };
         Ok(Judged {
@@ -239,6 +252,23 @@ fn lacks(r: &S3Response, header: &str) -> Error {
         ),
         ..r.s3_error()
     })
+}
+
+/// Live until both claims have run out: each is `(live, expires_in_ms)`,
+/// and one not live waits 0.
+fn later(a: (bool, u64), b: (bool, u64)) -> (bool, u64) {
+    (a.0 || b.0, a.1.max(b.1))
+}
+
+/// Live until the same ETag (or entry) has been seen unchanged for the
+/// ttl plus the slack.
+fn observed_rule(ttl_ms: u64, seen_for_ms: u64) -> (bool, u64) {
+    let needed = ttl_ms.saturating_add(observed_slack_ms(ttl_ms));
+    if seen_for_ms >= needed {
+        (false, 0)
+    } else {
+        (true, needed - seen_for_ms)
+    }
 }
 
 /// Live while `now <= expires_at`: expired from `expires_at + 1` on.
@@ -265,3 +295,6 @@ pub fn server_rule(expires_at_ms: u64, date_ms: u64) -> (bool, u64) {
 pub fn server_time(r: &S3Response, header: &str) -> Option<u64> {
     r.header(header).and_then(crate::http_date::parse_ms)
 }
+
+#[cfg(test)]
+mod tests;

@@ -76,6 +76,35 @@ pub fn lock_identity(strategy: &str, lock_object_key: &str) -> String {
     crate::sigv4::uri_encode(&format!("{strategy}:{lock_object_key}"), true)
 }
 
+/// The write id of a fenced write: a digest of the write itself (its
+/// lock, token, object, and what it stores; a delete's nonce aside), so
+/// the same write sent again as a new call (a caller's retry after a
+/// transient error, the host's re-run after refused credentials) carries
+/// the same id. When an earlier call's PUT landed unanswered and its
+/// read-back failed, the retry then finds its own write by id rather than
+/// refusing it as an equal token's (`reject_equal`).
+pub fn write_id(fence: &Fence, object_key: &str, change: &Change) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    field(b"s3-lease fenced write v1");
+    field(fence.lock.as_bytes());
+    field(&fence.token.to_le_bytes());
+    field(object_key.as_bytes());
+    match change {
+        Change::Put { body, content_type } => {
+            field(b"put");
+            field(content_type.as_bytes());
+            field(body);
+        }
+        Change::Delete { .. } => field(b"delete"),
+    }
+    crate::sigv4::hex(&h.finalize()[..8])
+}
+
 /// What a fenced write or delete is about to store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -212,17 +241,28 @@ impl FencedWrite {
         ))
     }
 
+    /// The object holds a write with our write id, under our token.
+    fn is_ours(&self, f: &Recorded) -> bool {
+        !self.write_id.is_empty()
+            && f.token == self.fence.token
+            && f.write_id.as_deref() == Some(self.write_id.as_str())
+    }
+
+    fn written(&self, f: &Recorded, previous_token: Option<u64>) -> Step<Written> {
+        Step::Done(Ok(Written {
+            object_key: self.object_key.clone(),
+            etag: f.etag.clone(),
+            token: self.fence.token,
+            previous_token,
+        }))
+    }
+
     /// Decides on what the HEAD found, and writes if we may.
     fn decide(&mut self, found: Option<Recorded>) -> Step<Written> {
         // Our earlier write, whose reply was lost, did land.
         if let (Some(previous_token), Some(f)) = (self.unsure, &found) {
-            if !self.write_id.is_empty() && f.write_id.as_deref() == Some(self.write_id.as_str()) {
-                return Step::Done(Ok(Written {
-                    object_key: self.object_key.clone(),
-                    etag: f.etag.clone(),
-                    token: self.fence.token,
-                    previous_token,
-                }));
+            if self.is_ours(f) {
+                return self.written(f, previous_token);
             }
         }
         if let Some(found) = &found {
@@ -234,6 +274,13 @@ impl FencedWrite {
             }
             let stale = found.token > self.fence.token
                 || (found.token == self.fence.token && self.fence.reject_equal);
+            // This very write (the same id: `write_id`), landed by an
+            // earlier call whose reply and read-back were lost: the equal
+            // token is ours, not another write's. What it replaced that
+            // call alone saw: the token reported before it is ours.
+            if stale && self.is_ours(found) {
+                return self.written(found, Some(found.token));
+            }
             if stale {
                 // Our unanswered PUT may have landed before the newer
                 // write: "refused" would be a definite answer we do not

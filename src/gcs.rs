@@ -16,6 +16,7 @@
 //! | PUT (`If-None-Match: *` / `If-Match: g`) | `POST /upload/storage/v1/b/<bucket>/o?uploadType=multipart&ifGenerationMatch=0` / `=g`: the resource's JSON, then the media |
 //! | DELETE (`If-Match: g`) | `DELETE /storage/v1/b/<bucket>/o/<key>?ifGenerationMatch=g` |
 //! | LIST (ListObjectsV2) | `GET /storage/v1/b/<bucket>/o?prefix=…&maxResults=…&pageToken=…&startOffset=…` |
+//! | GET `?lifecycle` (the preflight) | `GET /storage/v1/b/<bucket>?fields=lifecycle` (the bucket's lifecycle rules, as JSON) |
 //! | `x-amz-meta-s3lease-token` (fenced writes) | the object's metadata `s3lease-token` (`X-Goog-Meta-S3lease-Token` on a media GET) |
 //! | a declared `x-amz-content-sha256` that is not the body's (the preflight's probe) | an `md5Hash` that is not the media's |
 //!
@@ -117,6 +118,13 @@ pub fn is_list(req: &S3Request) -> bool {
     req.object_key.is_empty() && req.query.iter().any(|(k, _)| k == "list-type")
 }
 
+/// Whether `req` reads the bucket's lifecycle rules (S3's
+/// GetBucketLifecycleConfiguration, the preflight's): on GCS, the bucket's
+/// metadata, its `lifecycle` field.
+pub fn is_lifecycle(req: &S3Request) -> bool {
+    req.object_key.is_empty() && req.query.iter().any(|(k, _)| k == "lifecycle")
+}
+
 /// The request for `req` at `unix_seconds` (unused: GCS signs nothing
 /// with the time; kept for the one shape every store's `prepare` has).
 pub fn prepare(
@@ -142,6 +150,13 @@ pub fn prepare(
                 query.push((name.into(), value.clone()));
             }
             (Method::Get, objects_path(bucket))
+        }
+        Method::Get if is_lifecycle(req) => {
+            query.push(("fields".into(), "lifecycle".into()));
+            (
+                Method::Get,
+                format!("/storage/v1/b/{}", sigv4::uri_encode(&bucket.bucket, true)),
+            )
         }
         Method::Get | Method::Head => {
             if req.method == Method::Get {

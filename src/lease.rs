@@ -128,6 +128,11 @@ pub fn check_writable_size(object_key: &str, body: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
+/// The name a key's token floor lives under, after the key prefix
+/// (`strategy::floor` writes it): defined here, with the other names
+/// s3-lease keeps, so checking a key needs nothing of the strategies.
+pub const FLOOR_DIR: &str = ".s3-lease-floor/";
+
 /// The name, under the key prefix, of the object that keeps the seal key
 /// (see `seal::stored`). No lock key, epoch object or fenced object can
 /// end with it (`object_key` refuses them), whatever the prefix.
@@ -157,6 +162,14 @@ pub fn object_key(prefix: &str, key: &str) -> Result<String, Error> {
         return Err(Error::InvalidArgument(format!(
             "object key {full:?} ends with {SEAL_KEY_OBJECT_NAME:?}, which s3-lease keeps \
              for its seal key"
+        )));
+    }
+    // The keys' token floors (`strategy::floor`), under any prefix.
+    let floors = FLOOR_DIR;
+    if full.contains(floors) {
+        return Err(Error::InvalidArgument(format!(
+            "object key {full:?} contains {floors:?}, which s3-lease keeps for its keys' \
+             token floors"
         )));
     }
     if full.len() > MAX_OBJECT_KEY_BYTES {

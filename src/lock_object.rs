@@ -3,8 +3,10 @@
 //! `expires_at` (float seconds since the Unix epoch, 0 once released) and
 //! `token` (integer) are exactly the fields of the single-object design, so a
 //! plain boto3 client that follows it contends correctly on the same object.
-//! `holder`, `acquired_at` and `metadata` sit beside them and are optional on
-//! read: such a client does not write them.
+//! `holder`, `acquired_at`, `metadata`, `renewed_at`, `ttl_ms` and `write`
+//! sit beside them and are optional on read: such a client does not write
+//! them. docs/protocol.md documents the format; `tests/doc_formats.rs`
+//! checks its examples against this module.
 
 use crate::prelude::*;
 
@@ -35,6 +37,12 @@ pub struct LockRecord {
     /// The lease's ttl, which the `server` and `observed` expiry clocks
     /// judge by; 0 when the writer recorded none (a plain design client).
     pub ttl_ms: u64,
+    /// When the write that stored this record was made (a grant, a renew
+    /// or a release), on its writer's wall clock: `expires_at` is this
+    /// plus `ttl_ms`. With it, both claims a record makes are durations
+    /// from its write, and a reader can hold a record whose two disagree
+    /// to the longer (see `expiry`). 0 when the writer recorded none.
+    pub renewed_at_ms: u64,
     /// A random id of the write that stored this record: after a reply was
     /// lost, its writer re-reads and recognises whether its write landed.
     /// Empty when the writer recorded none.
@@ -75,10 +83,28 @@ impl LockRecord {
         o.seconds("expires_at", self.expires_at_ms);
         o.str("holder", &self.holder_id);
         o.str("metadata", &self.metadata);
+        if self.renewed_at_ms != 0 {
+            o.seconds("renewed_at", self.renewed_at_ms);
+        }
         o.u64("token", self.token);
         o.u64("ttl_ms", self.ttl_ms);
         o.str("write", &self.write_id);
         o.finish()
+    }
+
+    /// How long the lease lasts from its write, by the record's own
+    /// claims: `ttl_ms`, or `expires_at` minus `renewed_at` if that is
+    /// longer (the later expiry of a record whose two disagree). `None`
+    /// when the record cannot say: it has no `renewed_at` (a plain design
+    /// client's, or an earlier build's), or it is released.
+    pub fn claimed_duration_ms(&self) -> Option<u64> {
+        if self.renewed_at_ms == 0 || self.expires_at_ms == 0 {
+            return None;
+        }
+        Some(
+            self.ttl_ms
+                .max(self.expires_at_ms.saturating_sub(self.renewed_at_ms)),
+        )
     }
 
     /// Parses a lock object body. The error is a reason for
@@ -104,18 +130,29 @@ impl LockRecord {
                 )
             })?,
         };
-        Ok(LockRecord {
+        let optional_time = |field: &str| match map.get(field) {
+            None | Some(Value::Null) => Ok(0),
+            Some(v) => epoch_ms(field, v),
+        };
+        let record = LockRecord {
             expires_at_ms,
             token,
             holder_id: optional_string(&map, "holder")?,
-            acquired_at_ms: match map.get("acquired_at") {
-                None | Some(Value::Null) => 0,
-                Some(v) => epoch_ms("acquired_at", v)?,
-            },
+            acquired_at_ms: optional_time("acquired_at")?,
             metadata: optional_string(&map, "metadata")?,
             ttl_ms: optional_ttl(&map, "ttl_ms")?,
+            renewed_at_ms: optional_time("renewed_at")?,
             write_id: optional_string(&map, "write")?,
-        })
+        };
+        // A lease no writer may grant (longer than the longest ttl), as
+        // an out-of-range `ttl_ms` is refused.
+        if record.claimed_duration_ms() > Some(crate::limits::MAX_TTL_MS) {
+            return Err(format!(
+                "\"expires_at\" is more than {} ms after \"renewed_at\"",
+                crate::limits::MAX_TTL_MS
+            ));
+        }
+        Ok(record)
     }
 }
 
@@ -211,6 +248,7 @@ mod tests {
             acquired_at_ms: 1_740_151_413_000,
             metadata: "10.0.0.1:8080 \"quoted\"".into(),
             ttl_ms: 60_000,
+            renewed_at_ms: 1_740_151_413_206,
             write_id: "w1".into(),
         }
     }
@@ -227,9 +265,18 @@ mod tests {
             "acquired_at": r.acquired_at_ms as f64 / 1000.0,
             "metadata": r.metadata,
             "ttl_ms": r.ttl_ms,
+            "renewed_at": r.renewed_at_ms as f64 / 1000.0,
             "write": r.write_id,
         });
         assert_eq!(r.to_json(), value.to_string().into_bytes());
+        // A record without `renewed_at` (an earlier build's) leaves it out.
+        let earlier = LockRecord {
+            renewed_at_ms: 0,
+            ..r.clone()
+        };
+        let mut value = value;
+        value.as_object_mut().unwrap().remove("renewed_at");
+        assert_eq!(earlier.to_json(), value.to_string().into_bytes());
     }
 
     #[test]

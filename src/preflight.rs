@@ -14,6 +14,7 @@
 use crate::prelude::*;
 
 mod findings;
+mod lifecycle;
 mod offset;
 mod race;
 mod stores;
@@ -68,6 +69,9 @@ enum Phase {
     /// stores create a missing bucket on the first PUT, and a probe must
     /// find the bucket missing, not make it.
     BucketExists,
+    /// S3 and GCS: the bucket's lifecycle rules (a note for each that
+    /// deletes objects under the key prefix; see `lifecycle`).
+    Lifecycle,
     /// DynamoDB only: DescribeTable, for the key schema.
     DescribeTable,
     /// DynamoDB only: DescribeTimeToLive.
@@ -103,6 +107,7 @@ impl Phase {
     fn label(self) -> &'static str {
         match self {
             Phase::BucketExists => "GET (missing key: does the bucket exist?)",
+            Phase::Lifecycle => "GET ?lifecycle (the bucket's lifecycle rules)",
             Phase::DescribeTable => "DescribeTable",
             Phase::DescribeTtl => "DescribeTimeToLive",
             Phase::CreateFirst => "PUT If-None-Match: * (new key)",
@@ -121,8 +126,9 @@ impl Phase {
     }
 }
 
-const PHASES: [Phase; 15] = [
+const PHASES: [Phase; 16] = [
     Phase::BucketExists,
+    Phase::Lifecycle,
     Phase::DescribeTable,
     Phase::DescribeTtl,
     Phase::CreateFirst,
@@ -245,6 +251,8 @@ pub struct Preflight {
     racing: Racing,
     /// The store, when a reply's headers named one (see `stores`).
     store: Option<KnownStore>,
+    /// What the bucket's lifecycle rules mean for the key prefix.
+    lifecycle_notes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,6 +290,7 @@ impl Preflight {
             gcs: false,
             racing: Racing::NotYet,
             store: None,
+            lifecycle_notes: Vec::new(),
         }
     }
 
@@ -310,6 +319,15 @@ impl Preflight {
 
     fn key(&self, name: &str) -> String {
         format!("{}{name}", self.scratch)
+    }
+
+    /// The client's key prefix: what the scratch prefix is under
+    /// (`<key-prefix>.s3-lease-preflight/<nonce>/`).
+    fn key_prefix(&self) -> &str {
+        match self.scratch.find(".s3-lease-preflight/") {
+            Some(end) => &self.scratch[..end],
+            None => "",
+        }
     }
 
     /// An ETag no object has: well formed, so a store cannot refuse it as
@@ -349,6 +367,10 @@ impl Preflight {
             // A table's existence is DescribeTable's to find.
             Phase::BucketExists if on_dynamodb => return None,
             Phase::BucketExists => S3Request::new(Method::Get, &self.key("c"), MAX_REPLY_BYTES),
+            // A table has no lifecycle rules (its TTL is DescribeTimeToLive's);
+            // Azure's are the account's, which its credentials cannot read.
+            Phase::Lifecycle if on_dynamodb || self.azure => return None,
+            Phase::Lifecycle => lifecycle::request(),
             Phase::DescribeTable => table::describe_table(self.table.as_deref()?),
             Phase::DescribeTtl => table::describe_ttl(self.table.as_deref()?),
             // Not DynamoDB calls: an item store has no listing by prefix
@@ -463,6 +485,12 @@ impl Preflight {
             Phase::DescribeTtl => {
                 let failure = seen.failure.as_deref();
                 self.table_results.push(table::ttl(response, failure));
+                return;
+            }
+            Phase::Lifecycle => {
+                let failure = seen.failure.as_deref();
+                self.lifecycle_notes =
+                    lifecycle::notes(response, failure, self.key_prefix(), self.gcs);
                 return;
             }
             _ => {}
@@ -604,7 +632,10 @@ impl Preflight {
         // name GCS's XML API only on an s3 store.
         let store = if self.gcs { None } else { self.store };
         stores::name_store(&mut results, store);
-        let mut notes = Vec::new();
+        let mut notes = self.lifecycle_notes.clone();
+        if self.azure {
+            notes.push(lifecycle::azure_note(self.key_prefix()));
+        }
         for failure in &self.cleanup_failures {
             notes.push(failure.clone());
         }

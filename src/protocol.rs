@@ -60,7 +60,11 @@ pub enum AcquireOutcome {
 
 /// A reply to a write that may or may not have been applied: the request
 /// went out, and no clear answer came back (a 5xx after the body was sent;
-/// transport errors arrive through `on_transport_error`).
+/// a request the store or a proxy timed out, which should have applied
+/// nothing, but is read back all the same; transport errors arrive
+/// through `on_transport_error`).
 pub fn is_ambiguous(r: &S3Response) -> bool {
-    r.status >= 500 && r.status != 501
+    (r.status >= 500 && r.status != 501)
+        || r.status == 408
+        || (r.status == 400 && r.s3_error().is_request_timeout())
 }

@@ -358,6 +358,8 @@ pub fn described(req: &S3Request) -> String {
 /// What `reply` to `req` has that S3's would not, and what S3 sends there.
 fn not_s3_reply(req: &S3Request, reply: &S3Response) -> Option<String> {
     let is_list = req.object_key.is_empty() && req.query.iter().any(|(k, _)| k == "list-type");
+    // A bucket's subresource (the preflight's `?lifecycle`): no ETag.
+    let of_bucket = req.object_key.is_empty() && !is_list;
     let target = described(req);
     let status = reply.status;
     let readable = reply.body_too_large.is_none();
@@ -378,9 +380,9 @@ fn not_s3_reply(req: &S3Request, reply: &S3Response) -> Option<String> {
         Method::Put if status != 200 => Some(format!(
             "{target} with {status} (S3 answers a write with 200 and the object's ETag)"
         )),
-        Method::Put | Method::Get if !is_list && reply.etag().is_none() => Some(format!(
-            "{target} with {status} and no ETag (S3 sends every object's ETag)"
-        )),
+        Method::Put | Method::Get if !is_list && !of_bucket && reply.etag().is_none() => Some(
+            format!("{target} with {status} and no ETag (S3 sends every object's ETag)"),
+        ),
         Method::Get
             if is_list
                 && readable
@@ -616,7 +618,7 @@ pub fn error_body(code: &str, message: &str, request_id: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-fn xml_text(body: &str, tag: &str) -> Option<String> {
+pub(crate) fn xml_text(body: &str, tag: &str) -> Option<String> {
     let open = format!("<{tag}>");
     let close = format!("</{tag}>");
     let start = body.find(&open)? + open.len();

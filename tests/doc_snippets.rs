@@ -5,7 +5,14 @@
 //!   a `fn` (host-test/build.rs).
 //! - `<!-- verbatim: PATH -->`: it is PATH's own code, line for line
 //!   (indentation aside), and PATH is built by the test command — the way
-//!   component code, which only builds for wasm, is kept honest.
+//!   component code, which only builds for wasm, is kept honest. A TOML or
+//!   WIT block may carry the same marker, and is checked the same way.
+//!
+//! The shell blocks of the author's documents (docs/authors.md,
+//! docs/gate.md, the README's blocks that run wkg or wac) are commands the
+//! test command runs exactly as printed: each carries
+//! `<!-- run: SCENARIO -->`, which scripts/doc_blocks.py extracts and
+//! scripts/check_fetch_by_name.sh runs.
 
 #[path = "support/documents.rs"]
 mod documents;
@@ -56,6 +63,88 @@ fn check(document: &Path, problems: &mut Vec<String>) {
             Ok(_) => {}
         }
     }
+}
+
+/// The scenarios scripts/doc_blocks.py runs blocks in.
+const SCENARIOS: [&str; 4] = ["repository", "author", "gate", "gate-composed"];
+
+/// TOML and WIT blocks marked verbatim are their file's lines.
+fn check_verbatim_files(document: &Path, problems: &mut Vec<String>) {
+    let text = fs::read_to_string(document).expect("a readable document");
+    for language in ["toml", "wit"] {
+        for block in documents::fenced_blocks(&text, language) {
+            let Some(path) = block
+                .marker
+                .strip_prefix("<!-- verbatim: ")
+                .and_then(|m| m.strip_suffix(" -->"))
+            else {
+                continue;
+            };
+            let place = format!("{}:{}", document.display(), block.line);
+            match fs::read_to_string(root().join(path)) {
+                Err(e) => problems.push(format!("{place}: {path}: {e}")),
+                Ok(source) if !contains_lines(&source, &block.code) => problems.push(format!(
+                    "{place}: the block is no longer {path}'s lines, in order"
+                )),
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
+/// Whether a document's shell blocks must all run (`run` markers): the
+/// author's documents whole, and the README's blocks that fetch or plug.
+fn must_run(document: &str, code: &[String]) -> bool {
+    match document {
+        "docs/authors.md" | "docs/gate.md" => true,
+        "README.md" => code.iter().any(|l| {
+            let l = l.trim_start();
+            l.starts_with("wkg ") || l.starts_with("wac ")
+        }),
+        _ => false,
+    }
+}
+
+fn check_shell_blocks(document: &Path, problems: &mut Vec<String>) -> usize {
+    let text = fs::read_to_string(document).expect("a readable document");
+    let name = document
+        .strip_prefix(root())
+        .unwrap_or(document)
+        .display()
+        .to_string();
+    let mut marked = 0;
+    for block in documents::fenced_blocks(&text, "sh") {
+        let place = format!("{name}:{}", block.line);
+        let scenario = block
+            .marker
+            .strip_prefix("<!-- run: ")
+            .and_then(|m| m.strip_suffix(" -->"));
+        match scenario {
+            Some(s) if SCENARIOS.contains(&s) => marked += 1,
+            Some(s) => problems.push(format!(
+                "{place}: unknown scenario `{s}` (scripts/doc_blocks.py runs {SCENARIOS:?})"
+            )),
+            None if must_run(&name, &block.code) => problems.push(format!(
+                "{place}: a shell block of the author's documents that no test runs: \
+                 mark it `<!-- run: SCENARIO -->` (scripts/doc_blocks.py)"
+            )),
+            None => {}
+        }
+    }
+    marked
+}
+
+#[test]
+fn every_author_command_is_run() {
+    let mut problems = Vec::new();
+    let mut marked = 0;
+    for document in documents::documents(&root()) {
+        check_verbatim_files(&document, &mut problems);
+        marked += check_shell_blocks(&document, &mut problems);
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // authors.md's three, the README's one, the gate's four.
+    assert!(marked >= 8, "only {marked} shell blocks are marked to run");
 }
 
 #[test]

@@ -10,7 +10,8 @@
 //! successful renew was sent, so the command gets SIGTERM (and SIGKILL
 //! `--kill-after` later) while the lease still has the other half of its
 //! ttl to run, before anyone else can be granted the key. The deadline is
-//! judged on this process's monotonic clock, never by whether a renew has
+//! judged on the host's clock (which counts the time the machine spent
+//! suspended: `s3_lease_host::clock`), never by whether a renew has
 //! returned: a renew that hangs on a silent network cannot keep the
 //! command running past it. Whatever a command that outlives that writes
 //! is still refused by fenced writes: its token is lower than the next
@@ -24,6 +25,7 @@
 mod group;
 pub mod leadership;
 pub mod slot;
+mod stall;
 
 use crate::duration::show;
 use crate::exit::{Failure, LOST};
@@ -31,7 +33,9 @@ use crate::signals;
 use crate::tree::{CommandGroup, GroupState};
 pub(crate) use group::LeaseVar;
 use group::{leftovers_line, spawn_group, Stopping};
+use s3_lease_host::clock::{self, Clock};
 use s3_lease_host::LeaseRecord as Lease;
+use stall::{Looks, Stall};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -51,6 +55,9 @@ pub struct Job {
     /// Extra environment for the command (nested `s3-lease` calls find the bucket).
     pub env: Vec<(String, String)>,
     pub kill_after: Duration,
+    /// How long the claim is held after each successful renew was sent
+    /// (half the ttl): its deadline, unless renewed again.
+    pub deadline: Duration,
     /// `None`: wait as long as it takes.
     pub wait: Option<Duration>,
     pub quiet: bool,
@@ -94,17 +101,20 @@ pub trait Claim {
     fn wait(&mut self, job: &Job) -> Result<Waited, Failure>;
     /// Stops waiting, on a signal.
     fn give_up(&mut self);
-    /// Until when the claim just granted is surely held; `None` (and let
-    /// go) if it ran out before the command could start.
-    fn start(&mut self) -> Option<Instant>;
+    /// Until when the claim just granted is surely held (on the host's
+    /// clock, suspended time counted); `None` (and let go) if it ran out
+    /// before the command could start.
+    fn start(&mut self) -> Option<clock::Instant>;
     /// While held, each look: feeds the group's guardian the claim's
-    /// deadline; why the claim is lost, once it is.
-    fn keep(&mut self, group: &mut CommandGroup) -> Option<String>;
+    /// deadline; why the claim is lost, once it is. `stall`: this look
+    /// ends one (a deadline that passed in it is its doing, not the
+    /// store's).
+    fn keep(&mut self, group: &mut CommandGroup, stall: Option<Stall>) -> Option<String>;
     /// Each look after the loss, while the group is stopping.
     fn while_stopping(&mut self) {}
-    /// The group is gone: why the claim was lost while we did not look
-    /// (this process stopped or starved), if it was.
-    fn lost_unseen(&mut self) -> Option<String>;
+    /// The group is gone: why the claim was lost before we saw it (the
+    /// guardian ended the group at a deadline first), if it was.
+    fn lost_unseen(&mut self, stall: Option<Stall>) -> Option<String>;
     /// Lets go, the command having ended by itself: why that failed (the
     /// claim expires on its own then).
     fn release(&mut self) -> Result<(), String>;
@@ -169,7 +179,7 @@ pub fn supervise(job: Job, mut claim: impl Claim) -> Result<i32, Failure> {
 }
 
 enum Taken {
-    Held(Lease, Instant),
+    Held(Lease, clock::Instant),
     /// A signal ended the wait: the exit code.
     GaveUp(i32),
 }
@@ -275,11 +285,14 @@ fn watch(job: &Job, claim: &mut impl Claim, group: &mut CommandGroup) -> Ended {
     let mut lost: Option<String> = None;
     let mut stopping = Stopping::new();
     let mut forwarded = None;
+    signals::take_continued();
+    let mut looks = Looks::new(Clock::system(), job.deadline);
     loop {
         let state = group.poll();
+        let stall = looks.look(signals::take_continued());
         if let GroupState::Gone(code) = state {
             if lost.is_none() {
-                lost = claim.lost_unseen();
+                lost = claim.lost_unseen(stall);
             }
             return match (lost, forwarded) {
                 (Some(reason), _) => Ended::Lost(reason),
@@ -299,10 +312,11 @@ fn watch(job: &Job, claim: &mut impl Claim, group: &mut CommandGroup) -> Ended {
         match &lost {
             Some(_) => claim.while_stopping(),
             None => {
-                lost = claim.keep(group);
+                lost = claim.keep(group, stall);
                 if let Some(reason) = &lost {
-                    stop(job, claim.held(), group, reason);
+                    // Act first: the line is said after the SIGTERM.
                     stopping.begin(group);
+                    stop_line(job, claim.held(), group, reason);
                 }
             }
         }
@@ -318,26 +332,27 @@ fn watch(job: &Job, claim: &mut impl Claim, group: &mut CommandGroup) -> Ended {
 }
 
 fn forward(job: &Job, group: &CommandGroup, signal: i32) {
+    group.signal(signal);
     job.say(
         "signal-forwarded",
         None,
         format!(
-            "forwarding {} to the command's process group",
+            "forwarded {} to the command's process group",
             signals::name(signal)
         ),
     );
-    group.signal(signal);
 }
 
-/// The line on loss. No release here: a release that landed now would let
-/// the next holder start while this command is still stopping. The claim
-/// is released once the group is gone (or dropped with it).
-fn stop(job: &Job, held: Held, group: &CommandGroup, reason: &str) {
+/// The line on loss, once SIGTERM is sent. No release here: a release
+/// that landed now would let the next holder start while this command is
+/// still stopping. The claim is released once the group is gone (or
+/// dropped with it).
+fn stop_line(job: &Job, held: Held, group: &CommandGroup, reason: &str) {
     job.say(
         "lost",
         None,
         format!(
-            "lost {} ({reason}): sending SIGTERM to the command's process group {}, SIGKILL in {}",
+            "lost {} ({reason}): sent SIGTERM to the command's process group {}, SIGKILL in {}",
             held.lost(&job.key),
             group.pid(),
             show(job.kill_after)

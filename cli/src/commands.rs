@@ -297,10 +297,13 @@ pub fn release(client: &Client, source: Option<&str>, as_json: bool) -> Result<i
         },
     };
     if already {
-        eprintln!(
-            "s3-lease: {} (token {}) was already released",
-            lease.key, lease.token
-        );
+        let about = crate::log::About {
+            key: &lease.key,
+            holder: Some(&lease.holder_id),
+            token: Some(lease.token),
+        };
+        let line = format!("{} (token {}) was already released", lease.key, lease.token);
+        crate::log::say("already-released", &about, &line);
     }
     if as_json {
         say!(
@@ -334,8 +337,10 @@ fn what_became_of(lease: &LeaseRecord, current: Option<&LockState>) -> String {
     } else if token == lease.token && !c.live {
         format!("{ours} was already released")
     } else if token == lease.token {
+        // An older copy of the same grant renews it (the component adopts
+        // its own grant): an equal token that is not ours is another grant.
         format!(
-            "{ours} was renewed since from another copy of it: use the lease the last renew printed"
+            "{ours} no longer matches its lock object, which records another grant of that token"
         )
     } else {
         format!("{ours} no longer matches its lock object, which now records token {token}")

@@ -25,7 +25,7 @@ pub const ACCESS_DENIED: i32 = 77;
 pub const CONFIG: i32 = 78;
 /// The lease is no longer ours: lost while `run` or `elect` held it (the
 /// command was stopped), or, for `renew` and `release`, taken over by a
-/// later token or renewed from another copy.
+/// later token or released.
 pub const LOST: i32 = 79;
 /// A fenced write or delete was refused: a newer token already wrote.
 pub const FENCED: i32 = 80;

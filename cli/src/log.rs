@@ -1,6 +1,8 @@
 //! Progress lines on stderr: `s3-lease: …` for people (the default), or
 //! with `--log-format json` one JSON object per line for log pipelines,
 //! carrying the event, key, holder and token beside the same message.
+//! Every line goes through `stderr_lines`: written at best effort by a
+//! thread of its own, never by the caller.
 
 use serde_json::{json, Value};
 use std::sync::OnceLock;
@@ -19,6 +21,25 @@ static FORMAT: OnceLock<LogFormat> = OnceLock::new();
 /// Set once, from the command line, before anything is said.
 pub fn set_format(format: LogFormat) {
     let _ = FORMAT.set(format);
+    crate::stderr_lines::init(match format {
+        LogFormat::Human => crate::stderr_lines::lost_lines,
+        LogFormat::Json => lost_lines_json,
+    });
+}
+
+/// The note on lines stderr did not take, as one JSON line.
+fn lost_lines_json(lost: u64) -> String {
+    let about = About {
+        key: "",
+        holder: None,
+        token: None,
+    };
+    let message = crate::stderr_lines::lost_lines(lost);
+    let message = message.trim_start_matches("s3-lease: ");
+    let mut line = record("lines-lost", &about, message, SystemTime::now());
+    line["key"] = Value::Null;
+    line["lost"] = lost.into();
+    line.to_string()
 }
 
 pub fn is_json() -> bool {
@@ -36,11 +57,11 @@ pub struct About<'a> {
 /// `message` is the human text, the same in both formats (escaped for a
 /// terminal in the human one; JSON escapes what it must itself).
 pub fn say(event: &str, about: &About, message: &str) {
-    if is_json() {
-        eprintln!("{}", record(event, about, message, SystemTime::now()));
+    crate::stderr_lines::line(if is_json() {
+        record(event, about, message, SystemTime::now()).to_string()
     } else {
-        eprintln!("s3-lease: {}", shown(message));
-    }
+        format!("s3-lease: {}", shown(message))
+    });
 }
 
 /// `text` safe to print to a terminal: every control character (C0, DEL,
@@ -233,7 +254,7 @@ fn say_host_event(name: &str, level: tracing::Level, mut fields: serde_json::Map
         line.entry("key").or_insert(Value::Null);
         line.entry("holder").or_insert(Value::Null);
         line.entry("token").or_insert(Value::Null);
-        eprintln!("{}", Value::Object(line));
+        crate::stderr_lines::line(Value::Object(line).to_string());
     } else {
         let str_of = |k: &str| fields.get(k).and_then(Value::as_str).unwrap_or("");
         let mut text = match (str_of("op"), str_of("key")) {
@@ -244,7 +265,7 @@ fn say_host_event(name: &str, level: tracing::Level, mut fields: serde_json::Map
         if let Some(n) = fields.get("not_shown").and_then(Value::as_u64) {
             text.push_str(&format!(" ({n} more failed requests since the last line)"));
         }
-        eprintln!("s3-lease: {}", shown(&text));
+        crate::stderr_lines::line(format!("s3-lease: {}", shown(&text)));
     }
 }
 

@@ -3,6 +3,10 @@
 //! its models; the lock is the s3-lease component, run by the embedded
 //! wasmtime host (`s3-lease-host`).
 
+// Every line to stderr goes through `stderr_lines` (never blocks, never
+// panics); stdout through `out`. `stderr_lines`' tests check this too.
+#![deny(clippy::print_stderr, clippy::print_stdout, clippy::dbg_macro)]
+
 mod args;
 mod claim;
 mod commands;
@@ -19,6 +23,7 @@ mod preflight;
 mod probe;
 mod serve;
 mod signals;
+mod stderr_lines;
 mod store_config;
 mod tree;
 mod version;
@@ -30,7 +35,12 @@ use exit::Failure;
 use holding::{acquire_options, catch_signals, hold_while_running, run_in_slot, Holding, Store};
 use s3_lease_host::blocking::Client;
 use s3_lease_host::{Runtime, SlotOptions, Strategy};
+use std::time::Duration;
 use store_config::{endpoint_in_use, store_config};
+
+/// How long the last lines may take to reach stderr before the process
+/// exits (a stuck stderr loses them then; nothing is held any more).
+const EXIT_FLUSH: Duration = Duration::from_secs(1);
 
 fn main() {
     // The guardian of a command's process group (see `tree`): this binary
@@ -40,10 +50,15 @@ fn main() {
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        Err(e) if e.use_stderr() => {
+            stderr_lines::line(usage_error(&e));
+            stderr_lines::flush(EXIT_FLUSH);
+            std::process::exit(exit::USAGE);
+        }
+        // --help and --version: the output asked for, on stdout.
         Err(e) => {
-            let code = if e.use_stderr() { exit::USAGE } else { 0 };
             let _ = e.print();
-            std::process::exit(code);
+            std::process::exit(0);
         }
     };
     let json = cli.json || cli.log_format == log::LogFormat::Json;
@@ -63,18 +78,28 @@ fn main() {
     let code = match outcome {
         Ok(code) => code,
         Err(failure) => {
-            if json {
-                eprintln!(
-                    "{}",
-                    serde_json::json!({"event": "error", "error": failure.message, "exit_code": failure.code})
-                );
+            stderr_lines::line(if json {
+                serde_json::json!({"event": "error", "error": failure.message, "exit_code": failure.code})
+                    .to_string()
             } else {
-                eprintln!("s3-lease: {}", log::shown(&failure.message));
-            }
+                format!("s3-lease: {}", log::shown(&failure.message))
+            });
             failure.code
         }
     };
+    stderr_lines::flush(EXIT_FLUSH);
     std::process::exit(code);
+}
+
+/// clap's message for bad arguments, coloured as clap would for a terminal.
+fn usage_error(e: &clap::Error) -> String {
+    use std::io::IsTerminal;
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let text = match colour {
+        true => e.render().ansi().to_string(),
+        false => e.render().to_string(),
+    };
+    text.trim_end_matches('\n').to_string()
 }
 
 fn run(cli: Cli) -> Result<i32, Failure> {

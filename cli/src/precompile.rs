@@ -46,6 +46,9 @@ pub fn outcome_name(outcome: CacheOutcome) -> &'static str {
         CacheOutcome::Miss => "compiled (now cached)",
         CacheOutcome::Rebuilt => "compiled (a damaged cache file replaced)",
         CacheOutcome::Disabled => "compiled (no cache)",
+        CacheOutcome::Untrusted => {
+            "compiled (the cache file or its directory is writable by others or owned by another user: not used)"
+        }
         _ => "compiled",
     }
 }

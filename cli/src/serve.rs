@@ -8,6 +8,11 @@
 //!   none has for longer than the renew deadline (the store is cut off, or
 //!   the credentials are refused).
 //! - `GET /metrics`: Prometheus text format (see `metrics`).
+//!
+//! What it may take (connections, descriptors, time) is bounded: see
+//! `connections`.
+
+mod connections;
 
 use crate::metrics::{self, Sources};
 use bytes::Bytes;
@@ -15,7 +20,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use s3_lease_host::blocking::Client;
 use s3_lease_host::Role;
 use serde_json::json;
@@ -74,31 +79,43 @@ struct Shared {
     fatal: Arc<Mutex<Option<String>>>,
 }
 
+/// Threads for `/status` reads (each a blocking call to the store):
+/// beyond them, reads queue (they take one client's lock in turn anyway).
+const STATUS_THREADS: usize = 2;
+
 fn serve(listener: std::net::TcpListener, shared: Arc<Shared>) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .max_blocking_threads(STATUS_THREADS)
         .build()
     {
         Ok(runtime) => runtime,
-        Err(e) => return eprintln!("s3-lease: --serve: cannot start its runtime: {e}"),
+        Err(e) => {
+            return crate::stderr_lines::line(format!(
+                "s3-lease: --serve: cannot start its runtime: {e}"
+            ))
+        }
     };
     runtime.block_on(async move {
         let listener = match tokio::net::TcpListener::from_std(listener) {
             Ok(listener) => listener,
-            Err(e) => return eprintln!("s3-lease: --serve: {e}"),
+            Err(e) => return crate::stderr_lines::line(format!("s3-lease: --serve: {e}")),
         };
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
-            };
+        let limits = connections::Limits::of_this_process();
+        connections::accept_forever(listener, limits, |stream| {
             let shared = shared.clone();
-            tokio::spawn(async move {
+            async move {
                 let service = service_fn(move |request| answer(shared.clone(), request));
                 let _ = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(connections::HEADER_TIMEOUT)
+                    // Requests are a line and a few headers.
+                    .max_buf_size(16 * 1024)
                     .serve_connection(TokioIo::new(stream), service)
                     .await;
-            });
-        }
+            }
+        })
+        .await;
     });
 }
 

@@ -4,7 +4,7 @@
 use crate::args::{Cli, ExpiryClockArg, StoreArg, StrategyArg};
 use crate::duration;
 use crate::exit::{self, Failure};
-use s3_lease_host::{ExpiryClock, StoreConfig, Strategy};
+use s3_lease_host::{AwsKeys, ExpiryClock, StoreConfig, Strategy};
 use std::time::Duration;
 
 /// Where the credentials came from, for `run` and `elect`'s first line:
@@ -45,15 +45,12 @@ pub(crate) fn store_config(cli: &Cli) -> Result<StoreConfig, Failure> {
             "no container: --store azure-blob needs --container NAME (or S3LEASE_CONTAINER)",
         ));
     }
-    let bucket =
-        match (cli.bucket.as_deref(), on_dynamodb || on_azure) {
-            (Some(bucket), _) => bucket,
-            (None, true) => "",
-            (None, false) => return Err(Failure::new(
-                exit::CONFIG,
-                "no bucket: pass --bucket or set S3LEASE_BUCKET (or --store dynamodb --table NAME)",
-            )),
-        };
+    if cli.bucket.is_none() && !(on_dynamodb || on_azure) {
+        return Err(Failure::new(
+            exit::CONFIG,
+            "no bucket: pass --bucket or set S3LEASE_BUCKET (or --store dynamodb --table NAME)",
+        ));
+    }
     if on_dynamodb && cli.table.is_none() {
         return Err(Failure::new(
             exit::CONFIG,
@@ -61,41 +58,50 @@ pub(crate) fn store_config(cli: &Cli) -> Result<StoreConfig, Failure> {
         ));
     }
     check_endpoints(cli)?;
-    // Credentials and region from the AWS chain (as the AWS CLI finds
-    // them; GCS: Google's Application Default Credentials), refreshed
-    // while we run; --endpoint and --region win.
-    let mut config = StoreConfig::from_aws(bucket, |name| {
-        let flag = match name {
-            "AWS_ENDPOINT_URL" | "AWS_ENDPOINT_URL_S3" | "AWS_ENDPOINT_URL_DYNAMODB" => {
-                endpoint_in_use(cli).map(|(_, endpoint)| endpoint)
+    // The host reads the settings as the Python and Node packages have
+    // them read (S3LEASE_ENDPOINT and S3LEASE_REGION over the AWS
+    // variables); credentials and region from the AWS chain (as the AWS
+    // CLI finds them; GCS: Google's Application Default Credentials),
+    // refreshed while we run. What clap read (a flag, else its variable)
+    // is the setting; --endpoint and --region win over their variables;
+    // the rest is the environment's.
+    let setting = |name: &str| match name {
+        "S3LEASE_BUCKET" => cli.bucket.clone(),
+        "S3LEASE_STORE" => cli.store.map(|s| {
+            match s {
+                StoreArg::S3 => "s3",
+                StoreArg::Dynamodb => "dynamodb",
+                StoreArg::AzureBlob => "azure-blob",
+                StoreArg::Gcs => "gcs",
             }
-            // Only a gcs store reads it here: --endpoint wins over it.
-            ENDPOINT_VAR => endpoint_in_use(cli).map(|(_, endpoint)| endpoint),
-            "AWS_REGION" => cli.region.clone().or_else(|| env_var(REGION_VAR)),
-            "S3LEASE_STORE" => cli.store.map(|s| match s {
-                StoreArg::S3 => "s3".to_string(),
-                StoreArg::Dynamodb => "dynamodb".to_string(),
-                StoreArg::AzureBlob => "azure-blob".to_string(),
-                StoreArg::Gcs => "gcs".to_string(),
-            }),
-            "S3LEASE_TABLE" => cli.table.clone(),
-            "S3LEASE_CONTAINER" => cli.container.clone(),
-            _ => None,
-        };
-        flag.or_else(|| std::env::var(name).ok().filter(|v| !v.is_empty()))
-    })?;
-    config.key_prefix = cli.prefix.clone();
-    config.strategy = cli.strategy.map(|s| match s {
-        StrategyArg::SingleObject => Strategy::SingleObject,
-        StrategyArg::EpochObjects => Strategy::EpochObjects,
-    });
-    config.expiry_clock = cli.expiry_clock.map(|c| match c {
-        ExpiryClockArg::Server => ExpiryClock::Server,
-        ExpiryClockArg::Holder => ExpiryClock::Holder,
-        ExpiryClockArg::Observed => ExpiryClock::Observed,
-    });
-    config.preflight = cli.check_store.then_some(true);
-    Ok(config)
+            .to_string()
+        }),
+        "S3LEASE_TABLE" => cli.table.clone(),
+        "S3LEASE_CONTAINER" => cli.container.clone(),
+        "S3LEASE_PREFIX" => cli.prefix.clone(),
+        "S3LEASE_STRATEGY" => cli.strategy.map(|s| {
+            match s {
+                StrategyArg::SingleObject => Strategy::SingleObject,
+                StrategyArg::EpochObjects => Strategy::EpochObjects,
+            }
+            .name()
+            .to_string()
+        }),
+        "S3LEASE_EXPIRY_CLOCK" => cli.expiry_clock.map(|c| {
+            match c {
+                ExpiryClockArg::Server => ExpiryClock::Server,
+                ExpiryClockArg::Holder => ExpiryClock::Holder,
+                ExpiryClockArg::Observed => ExpiryClock::Observed,
+            }
+            .name()
+            .to_string()
+        }),
+        "S3LEASE_CHECK_STORE" => cli.check_store.then(|| "1".to_string()),
+        ENDPOINT_VAR => cli.endpoint.clone().or_else(|| env_var(name)),
+        REGION_VAR => cli.region.clone().or_else(|| env_var(name)),
+        _ => env_var(name),
+    };
+    Ok(StoreConfig::from_settings(setting, AwsKeys::Chain)?)
 }
 
 /// Where `run` and `elect` tell a nested s3-lease the store is (and

@@ -14,7 +14,7 @@
 //!   terminal's Ctrl-C or Ctrl-Z, or a `kill` of our group, does not reach
 //!   it; see `guardian`) holds the read end of a pipe whose write end only
 //!   we hold. We feed it each new deadline (until when the lock is surely
-//!   held, on the system's monotonic clock); at a deadline not extended in
+//!   held, on the host's clock, which counts suspended time); at a deadline not extended in
 //!   time, it sends the group SIGTERM, then SIGKILL the kill-after grace
 //!   later, on its own clock (`s3_lease_keep::supervision` decides when). So a
 //!   supervisor that is stopped (SIGSTOP, Ctrl-Z), starved or wedged
@@ -31,13 +31,13 @@
 //! `setpgid`: a daemon detaching itself). Only a cgroup (systemd's
 //! `KillMode=control-group`) holds those.
 
-use crate::guardian::Guardian;
+use crate::guardian::{Guardian, GuardianArgs};
 use rustix::io::Errno;
 use rustix::process::{self, Pid, Signal, WaitOptions};
+use s3_lease_host::clock;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::time::{Duration, Instant};
 
 /// A command running in a process group of its own.
 pub struct CommandGroup {
@@ -66,16 +66,16 @@ impl CommandGroup {
     /// Starts `command` (program, arguments and environment already set)
     /// as the leader of a new process group, with a guardian watching us
     /// that ends the group at `held_until` unless fed a later deadline
-    /// (see `held_until`), SIGKILL `kill_after` after its SIGTERM. A
+    /// (see `held_until`), SIGKILL its `kill_after` after its SIGTERM. A
     /// guardian that cannot start is a warning, passed to `warn`.
     pub fn spawn(
         mut command: Command,
-        held_until: Instant,
-        kill_after: Duration,
+        held_until: clock::Instant,
+        guardian_args: &GuardianArgs,
         warn: impl Fn(&str),
     ) -> std::io::Result<CommandGroup> {
         become_subreaper();
-        let mut guardian = match Guardian::start(kill_after) {
+        let mut guardian = match Guardian::start(guardian_args) {
             Ok(guardian) => Some(guardian),
             Err(e) => {
                 warn(&format!(
@@ -105,7 +105,7 @@ impl CommandGroup {
 
     /// The lock is surely held until `until`: the guardian lets the group
     /// run until then (a deadline already sent is not sent again).
-    pub fn held_until(&mut self, until: Instant) {
+    pub fn held_until(&mut self, until: clock::Instant) {
         if let Some(g) = self.guardian.as_mut() {
             g.feed(until);
         }

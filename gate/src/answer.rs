@@ -3,6 +3,12 @@
 //! headers it stamps on a forwarded request are named here too.
 
 use s3_lease_guest::headers::escape_holder;
+
+/// A holder id as the gate's headers and bodies carry it (the guest
+/// crate's `escape_holder`: printable ASCII only).
+pub fn escape(holder: &str) -> String {
+    escape_holder(holder)
+}
 use serde_json::json;
 
 /// The headers the gate stamps on a forwarded request, as the guest crate
@@ -69,15 +75,31 @@ impl Answer {
         Answer::json(500, json!({ "error": "not-configured", "message": why }))
     }
 
-    /// 503: the key stayed held for the whole wait. `expires_in_ms`: how
-    /// long the holder's lease has left, as last seen (Retry-After rounds
-    /// it up to whole seconds, at least 1).
-    pub fn held(key: &str, holder: Option<&str>, expires_in_ms: Option<u64>) -> Answer {
-        let retry_after = expires_in_ms.map_or(1, |ms| ms.div_ceil(1_000).max(1));
+    /// 503: the key stayed held for the whole wait. `holder`: the one
+    /// seen last, if any (`message` says who, or why none was seen);
+    /// `waited_ms`: how long the gate waited; `retry_after_ms`: when the
+    /// gate expects the key free for this request (`Retry-After` rounds it
+    /// up to whole seconds, at least 1).
+    pub fn held(
+        key: &str,
+        holder: Option<&str>,
+        waited_ms: u64,
+        retry_after_ms: u64,
+        message: &str,
+    ) -> Answer {
+        let retry_after = retry_after_ms.div_ceil(1_000).max(1);
         let holder = holder.map(escape_holder);
         let mut answer = Answer::json(
             503,
-            json!({ "error": "lock-timeout", "key": key, "holder": holder, "retry_after_s": retry_after }),
+            json!({
+                "error": "lock-timeout",
+                "key": key,
+                "holder": holder,
+                "waited_ms": waited_ms,
+                "retry_after_s": retry_after,
+                "retry_after_ms": retry_after_ms,
+                "message": message,
+            }),
         )
         .header("retry-after", retry_after.to_string());
         if let Some(holder) = holder {
@@ -92,6 +114,16 @@ impl Answer {
         Answer::json(502, json!({ "error": kind, "message": detail }))
     }
 
+    /// 503 (WASI 0.3): the lease ran out (its renewals failed or were
+    /// refused) before the downstream's head: nothing more was forwarded.
+    pub fn lease_lost(key: &str, why: &str) -> Answer {
+        Answer::json(
+            503,
+            json!({ "error": "lease-lost", "key": key, "message": format!("the gate's lease on {key} ended before the response ({why}): nothing more was forwarded") }),
+        )
+        .header("retry-after", "1".into())
+    }
+
     /// 502: the downstream's call itself failed; the lease was released.
     pub fn downstream_failed(detail: &str) -> Answer {
         Answer::json(502, json!({ "error": "downstream", "message": detail }))
@@ -104,7 +136,7 @@ mod tests {
 
     #[test]
     fn a_held_key_says_when_to_retry_and_who_holds_it() {
-        let a = Answer::held("k", Some("gate 1\n"), Some(2_001));
+        let a = Answer::held("k", Some("gate 1\n"), 200, 2_001, "held");
         assert_eq!(a.status, 503);
         let header = |n: &str| {
             a.headers
@@ -116,8 +148,12 @@ mod tests {
         assert_eq!(header(HELD_BY_HEADER).as_deref(), Some("gate%201%0A"));
         let body: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
         assert_eq!(body["holder"], "gate%201%0A");
-        assert_eq!(Answer::held("k", None, Some(0)).headers[2].1, b"1");
-        assert_eq!(Answer::held("k", None, None).headers.len(), 3);
+        assert_eq!(body["retry_after_ms"], 2_001);
+        assert_eq!(body["waited_ms"], 200);
+        assert_eq!(body["message"], "held");
+        assert_eq!(Answer::held("k", None, 0, 0, "").headers[2].1, b"1");
+        assert_eq!(Answer::held("k", None, 0, 20, "").headers[2].1, b"1");
+        assert_eq!(Answer::held("k", None, 0, 20, "").headers.len(), 3);
     }
 
     #[test]

@@ -7,20 +7,26 @@
 //! Two builds from this one source, like s3-lease itself:
 //! - `--features wasip3`: WASI 0.3, the full gate (`handler_p3`): it
 //!   forwards a request of its own stamped with the lease
-//!   (`s3-lease-token`, `s3-lease-holder`, `s3-lease-lease`), releases
-//!   once the response body has been written, renews while it streams;
+//!   (`s3-lease-token`, `s3-lease-holder`, `s3-lease-lease`), renews from
+//!   before the downstream is called until the response body has ended,
+//!   cuts forwarding off when the claim runs out, and releases after;
 //! - default: WASI 0.2 (`handler`): a 0.2 guest cannot build a request
 //!   nor a response outparam, so it passes the originals through and
-//!   releases when the downstream's `handle` returns; no stamped headers.
+//!   releases when the downstream's `handle` returns; no stamped headers,
+//!   no renewal.
 //!
-//! The key rules, the settings and the gate's own answers are plain Rust
-//! (`key`, `settings`, `answer`), tested natively. The lease calls, the
-//! store's configuration (`Config::from_env`) and the stamped headers'
-//! encoding are the guest crate's (`s3-lease-guest`), which the function
-//! behind the gate reads them with.
+//! Both wait and hold with the gate's machines (`s3_lease_keep::gate`,
+//! time passed in), which the simulation drives too. The key rules, the
+//! settings, what a wait saw and the gate's own answers are plain Rust
+//! (`key`, `settings`, `seen`, `attempts`, `answer`), tested natively. The
+//! lease calls, the store's configuration (`Config::from_env`) and the
+//! stamped headers' encoding are the guest crate's (`s3-lease-guest`),
+//! which the function behind the gate reads them with.
 
 pub mod answer;
+pub mod attempts;
 pub mod key;
+pub mod seen;
 pub mod settings;
 
 #[cfg(all(target_family = "wasm", not(feature = "wasip3")))]
@@ -54,6 +60,7 @@ mod bindings {
         pub(crate) use super::generated::wasi::cli0_3_0 as cli;
         pub(crate) use super::generated::wasi::clocks0_3_0 as clocks;
         pub(crate) use super::generated::wasi::http0_3_0 as http;
+        pub(crate) use super::generated::wasi::random0_3_0 as random;
     }
     pub(crate) mod exports {
         pub(crate) mod wasi {

@@ -6,8 +6,12 @@
 //!   its key before the gate answers 503;
 //! - `S3LEASE_GATE_TTL_MS` (default 10000): the lease's ttl; the WASI 0.3
 //!   gate renews it every ttl/3 while the response body streams;
-//! - `S3LEASE_GATE_HOLDER` (optional): the holder id the gate's leases
-//!   carry (default: one the component makes per lease).
+//! - `S3LEASE_GATE_HOLDER` (optional): the start of the holder ids the
+//!   gate's leases carry; each request adds one of its own (two requests
+//!   under one holder id would take the key over from each other);
+//! - `S3LEASE_GATE_FAIR` (`1` or `0`, default `0`): a key's waiting
+//!   requests are served in arrival order, across every instance and
+//!   server, through the key's fair queue (a semaphore of one slot).
 //!
 //! The store's variables (`AWS_*`, `S3LEASE_*`) are read by `store`.
 
@@ -19,6 +23,15 @@ pub struct Settings {
     pub wait_ms: u64,
     pub ttl_ms: u64,
     pub holder: Option<String>,
+    pub fair: bool,
+}
+
+impl Settings {
+    /// The holder id of one request's lease: `S3LEASE_GATE_HOLDER` (or
+    /// `gate`) and a random suffix, so no two requests share one.
+    pub fn holder_id(&self, random: u64) -> String {
+        format!("{}-{random:016x}", self.holder.as_deref().unwrap_or("gate"))
+    }
 }
 
 /// The value of `name` in `env`, if set and not empty.
@@ -41,8 +54,14 @@ pub fn settings(env: &[(String, String)]) -> Result<Settings, String> {
     if ttl_ms < 1_000 {
         return Err("S3LEASE_GATE_TTL_MS is at least 1000".into());
     }
+    let fair = match var(env, "S3LEASE_GATE_FAIR").as_deref() {
+        None | Some("0") => false,
+        Some("1") => true,
+        Some(_) => return Err("S3LEASE_GATE_FAIR is 1 or 0".into()),
+    };
     Ok(Settings {
         key,
+        fair,
         wait_ms: number("S3LEASE_GATE_WAIT_MS", 5_000)?,
         ttl_ms,
         holder: var(env, "S3LEASE_GATE_HOLDER"),
@@ -64,13 +83,17 @@ mod tests {
     fn defaults_and_overrides() {
         let s = settings(&env(&[("S3LEASE_GATE_KEY", "header:x-t")])).unwrap();
         assert_eq!((s.wait_ms, s.ttl_ms, s.holder), (5_000, 10_000, None));
+        assert!(!s.fair);
         let s = settings(&env(&[
             ("S3LEASE_GATE_KEY", "header:x-t"),
             ("S3LEASE_GATE_WAIT_MS", "0"),
             ("S3LEASE_GATE_TTL_MS", "3000"),
             ("S3LEASE_GATE_HOLDER", "gate-1"),
+            ("S3LEASE_GATE_FAIR", "1"),
         ]))
         .unwrap();
+        assert!(s.fair);
+        assert_eq!(s.holder_id(255), "gate-1-00000000000000ff");
         assert_eq!((s.wait_ms, s.ttl_ms), (0, 3_000));
         assert_eq!(s.holder.as_deref(), Some("gate-1"));
     }
@@ -90,5 +113,11 @@ mod tests {
         ]))
         .unwrap_err();
         assert!(e.contains("S3LEASE_GATE_TTL_MS"), "{e}");
+        let e = settings(&env(&[
+            ("S3LEASE_GATE_KEY", "header:x"),
+            ("S3LEASE_GATE_FAIR", "yes"),
+        ]))
+        .unwrap_err();
+        assert!(e.contains("S3LEASE_GATE_FAIR"), "{e}");
     }
 }

@@ -1,22 +1,44 @@
 //! The generated bindings (wit-bindgen 0.63), private to this crate: an
 //! inline world that imports the contract's interface and the environment,
-//! read from `wit/` (a link to the repository's contract; see Cargo.toml).
-//! The rest of the crate reaches them only through `convert`.
+//! read from the contract's directory (`generate_from_contract`). The rest
+//! of the crate reaches them only through `convert`.
+
+/// `wit_bindgen::generate!` over the contract: the crate's own `wit/` when
+/// it is the published crate (a copy of the repository's `wit/`, made when
+/// it is packed), the repository's `wit/` in the workspace; build.rs tells
+/// which. `$dirs` are the directories under it.
+macro_rules! generate_from_contract {
+    ($inline:tt, [$($dir:tt),+], [$($repository_dir:tt),+]) => {
+        #[cfg(not(s3lease_guest_repository_wit))]
+        wit_bindgen::generate!({
+            inline: $inline,
+            path: [$($dir),+],
+            world: "s3-lease:guest/guest",
+            generate_all,
+        });
+        #[cfg(s3lease_guest_repository_wit)]
+        wit_bindgen::generate!({
+            inline: $inline,
+            path: [$($repository_dir),+],
+            world: "s3-lease:guest/guest",
+            generate_all,
+        });
+    };
+}
 
 #[cfg(not(feature = "wasip3"))]
 mod generated {
-    wit_bindgen::generate!({
-        inline: "
+    generate_from_contract!(
+        "
             package s3-lease:guest;
             world guest {
                 import s3-lease:lease/lease@0.9.0;
                 import wasi:cli/environment@0.2.12;
             }
         ",
-        path: "wit",
-        world: "s3-lease:guest/guest",
-        generate_all,
-    });
+        ["wit"],
+        ["../wit"]
+    );
 }
 
 /// With WASI 0.3.0 beside 0.2 in one resolve, wit-bindgen names the 0.3
@@ -24,18 +46,17 @@ mod generated {
 /// give both builds the same paths.
 #[cfg(feature = "wasip3")]
 mod generated {
-    wit_bindgen::generate!({
-        inline: "
+    generate_from_contract!(
+        "
             package s3-lease:guest;
             world guest {
                 import s3-lease:lease/async-lease@0.9.0;
                 import wasi:cli/environment@0.3.0;
             }
         ",
-        path: ["wit", "wit/p3"],
-        world: "s3-lease:guest/guest",
-        generate_all,
-    });
+        ["wit", "wit/p3"],
+        ["../wit", "../wit/p3"]
+    );
 }
 
 pub(crate) use generated::s3_lease::lease::types;

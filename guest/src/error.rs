@@ -203,7 +203,7 @@ mod tests {
     /// and every case of the WIT's `error` has its own here.
     #[test]
     fn codes_are_the_contracts_case_names() {
-        let wit = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/wit/lease.wit"));
+        let wit = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../wit/lease.wit"));
         let variant = &wit[wit.find("variant error {").expect("the error variant")..];
         let variant = &variant[..variant.find("\n    }").expect("its end")];
         let s3 = || S3Error {

@@ -6,6 +6,7 @@
 use crate::calls::{release_in_background, Calls};
 use crate::client::Client;
 use crate::component::{self, Answer, SlotAnswer};
+use crate::engine::clock::Instant;
 use crate::engine::raw::RawInstance;
 use crate::error::{Error, ErrorKind};
 use crate::lease::{Lease, SlotGrant};
@@ -15,7 +16,7 @@ use crate::types::*;
 use s3_lease_keep::guard::Timing;
 use s3_lease_keep::wait::{fair_poll_ms, Missed, Wait};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::oneshot;
 
 impl Client {
@@ -123,12 +124,21 @@ impl Client {
         result
     }
 
-    /// Keeps `record`, granted by an attempt that began at `since`, held
-    /// (renewing on the client's scheduler) until the lease is dropped or
-    /// released: for a lease granted through the record calls.
-    pub fn hold(&self, record: LeaseRecord, since: Instant, options: &AcquireOptions) -> Lease {
+    /// Keeps `record`, granted by an attempt that began at `since` (on
+    /// std's clock), held (renewing on the client's scheduler) until the
+    /// lease is dropped or released: for a lease granted through the
+    /// record calls. A closed client keeps nothing: the lease comes back
+    /// already let go (`Lost(Released)`), and the record is released in
+    /// the background.
+    pub fn hold(
+        &self,
+        record: LeaseRecord,
+        since: std::time::Instant,
+        options: &AcquireOptions,
+    ) -> Lease {
         let timing = timing(record.ttl_ms(), options);
-        Lease::start(self.clone(), record, since, timing)
+        let since = self.inner.calls.clock.from_std(since);
+        Lease::start(self.clone(), record, since, timing).unwrap_or_else(|let_go| let_go)
     }
 
     /// Holds a grant of one of our attempts, begun at `began`, unless its
@@ -143,18 +153,15 @@ impl Client {
         options: &AcquireOptions,
     ) -> Result<Lease, Error> {
         let timing = timing(record.ttl_ms(), options);
-        let took = began.elapsed();
-        if self.inner.keeper.is_closed() {
-            let index = self.inner.calls.index_of(&record.key);
-            release_in_background(&Arc::downgrade(&self.inner.calls), index, record.clone());
-            return Err(Error::host(format!(
-                "the client was closed (Client::close): it keeps no new lease, and the grant \
-                 of {} was released",
-                record.key
-            )));
-        }
+        let took = self.clock().now().saturating_duration_since(began);
         if millis(took) < timing.deadline_ms {
-            return Ok(Lease::start(self.clone(), record, began, timing));
+            let key = record.key.clone();
+            return Lease::start(self.clone(), record, began, timing).map_err(|_released| {
+                Error::host(format!(
+                    "the client was closed (Client::close): it keeps no new lease, and the \
+                     grant of {key} was released"
+                ))
+            });
         }
         let index = self.inner.calls.index_of(&record.key);
         release_in_background(&Arc::downgrade(&self.inner.calls), index, record.clone());
@@ -193,7 +200,7 @@ impl Client {
                     e.holder().cloned(),
                     0,
                 ),
-                Instant::now(),
+                self.clock().now(),
             )),
             Err(e) => Err(e),
         }
@@ -227,13 +234,14 @@ impl Client {
     ) -> Result<(T::Output, Instant), Error> {
         let (tx, rx) = oneshot::channel();
         let index = self.inner.calls.index_of(key);
+        let clock = self.clock().clone();
         self.inner
             .calls
             .pool
             .send_job(index, move |opener, instance| {
-                let mut began = Instant::now();
+                let mut began = clock.now();
                 let result = opener.run(instance, |raw| {
-                    began = Instant::now();
+                    began = clock.now();
                     f(raw)
                 });
                 let result = result.map(|granting| Began(granting, began));
@@ -268,7 +276,8 @@ impl Client {
     where
         F: std::future::Future<Output = Result<(Attempted, Instant), Error>>,
     {
-        let started = Instant::now();
+        let clock = self.clock();
+        let started = clock.now();
         let ms = |at: Instant| millis(at.saturating_duration_since(started));
         let mut schedule = Wait::new(0, millis(wait));
         let mut holder = None;
@@ -279,10 +288,12 @@ impl Client {
                     match self.keep_grant(record, began, options) {
                         Ok(lease) => return Ok(lease),
                         // Granted too late: released, worth another attempt.
-                        Err(e) => {
+                        Err(e) if e.is_transient() => {
                             last_error = Some(e);
                             Missed::Undecided
                         }
+                        // The client was closed: no attempt can be kept.
+                        Err(e) => return Err(e),
                     }
                 }
                 Ok((Attempted::Missed(missed, seen, _), _)) => {
@@ -297,7 +308,7 @@ impl Client {
                 }
                 Err(e) => return Err(e),
             };
-            let now = ms(Instant::now());
+            let now = ms(clock.now());
             if schedule.is_over(now) {
                 return Err(last_error.unwrap_or_else(|| {
                     component::timeout(key, Duration::from_millis(now), holder)
@@ -305,7 +316,8 @@ impl Client {
                 }));
             }
             let pause = schedule.pause_ms(missed, now, random_u64(), poll_ms);
-            tokio::time::sleep(Duration::from_millis(pause)).await;
+            let next = started.saturating_add(Duration::from_millis(now.saturating_add(pause)));
+            clock.sleep_until(next).await;
         }
     }
 }

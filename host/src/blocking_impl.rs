@@ -7,7 +7,12 @@
 //! time for the waits between attempts and runs the tasks that outlive a
 //! call (an elector's campaign). So a call never panics, whether or not the
 //! caller is inside a runtime (it blocks the calling thread, as any blocking
-//! call does; async code should use [`crate::Client`]).
+//! call does; async code should use [`crate::Client`]). A panic inside a
+//! call is caught at its poll: a call that answers a `Result` answers `Err`
+//! (`ErrorKind::Host`), `close` reports it as a failure, `detach` as
+//! `None`, the waits as nothing come, a drop swallows it; only
+//! `recv_event_timeout`, whose elector the panic took with it, passes the
+//! call's own panic on to the caller.
 
 use crate::calls::as_blocking_call;
 use crate::client::ClientOptions;
@@ -15,11 +20,12 @@ use crate::config::StoreConfig;
 use crate::engine::own_runtime::OwnRuntime;
 use crate::engine::runtime::Runtime;
 use crate::error::Error;
-use crate::held::{LeaseStatus, LostReason};
+use crate::held::LostReason;
 use crate::lease::SlotGrant;
 use crate::stats::ElectorStats;
 use crate::types::*;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -64,20 +70,58 @@ impl Driver {
     /// (a reply from an instance's worker, a timer of the driver's
     /// runtime); never `block_on`, which panics in a runtime. In the
     /// driver's runtime context, so `f`'s timers and spawned tasks have a
-    /// runtime, and in the caller's span.
-    fn run<F: Future>(&self, f: F) -> F::Output {
+    /// runtime, and in the caller's span. A panic inside `f` (a bug of
+    /// ours, or of code a call runs: a `tracing` subscriber entering the
+    /// call's span, say) is caught at its poll and handed back, and `f` is
+    /// dropped, never polled again.
+    fn run<F: Future>(&self, f: F) -> Result<F::Output, Panicked> {
         let _context = self.runtime.handle().enter();
         let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
         let mut cx = Context::from_waker(&waker);
         let mut f = pin!(f);
         as_blocking_call(|| loop {
-            if let Poll::Ready(output) = f.as_mut().poll(&mut cx) {
-                break output;
+            // Unwind safety: after a panic the future is only dropped, and
+            // the state it shares (locks, channels) tolerates a holder that
+            // panicked.
+            let polled = std::panic::catch_unwind(AssertUnwindSafe(|| f.as_mut().poll(&mut cx)));
+            match polled {
+                Ok(Poll::Ready(output)) => break Ok(output),
+                Ok(Poll::Pending) => {}
+                Err(payload) => break Err(Panicked::of(payload.as_ref())),
             }
             // A wake before this park makes it return at once; a spurious
             // return polls again.
             std::thread::park();
         })
+    }
+
+    /// [`Driver::run`] for a call that answers a `Result`: a panic inside
+    /// it is an `Err` (`ErrorKind::Host`), not a panic in the caller.
+    fn call<T>(&self, f: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
+        self.run(f).unwrap_or_else(|panicked| Err(panicked.error()))
+    }
+}
+
+/// A call's future panicked: the panic's message.
+#[derive(Debug)]
+struct Panicked(String);
+
+impl Panicked {
+    fn of(payload: &(dyn std::any::Any + Send)) -> Panicked {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic with no message".into());
+        Panicked(message)
+    }
+
+    fn error(&self) -> Error {
+        Error::host(format!(
+            "an s3-lease call panicked inside ({}); the client still works, but this is a \
+             bug: please report it",
+            self.0
+        ))
     }
 }
 
@@ -87,7 +131,7 @@ macro_rules! blocking {
     ($($(#[$meta:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {$(
         $(#[$meta])*
         pub fn $name(&self $(, $arg: $ty)*) -> $ret {
-            self.driver.run(self.client.$name($($arg),*))
+            self.driver.call(self.client.$name($($arg),*))
         }
     )*};
 }
@@ -113,7 +157,7 @@ impl Client {
     ) -> Result<Self, Error> {
         let driver = Driver::new()?;
         let (runtime, config) = (runtime.clone(), config.clone());
-        let client = driver.run(async move {
+        let client = driver.call(async move {
             crate::client::Client::connect_with(&runtime, &config, options).await
         })?;
         Ok(Client { client, driver })
@@ -137,9 +181,6 @@ impl Client {
         fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error>;
         /// See [`crate::Client::set_gcs_credential`].
         fn set_gcs_credential(&self, credential: &GcsCredential) -> Result<(), Error>;
-        /// See [`crate::Client::close`]: releases every lease the client
-        /// holds, waiting up to `timeout` for the releases.
-        fn close(&self, timeout: Duration) -> crate::closing::CloseReport;
         fn renew(&self, lease: &LeaseRecord) -> Result<LeaseRecord, Error>;
         fn release(&self, lease: &LeaseRecord) -> Result<(), Error>;
         fn inspect(&self, key: &str) -> Result<Option<LockState>, Error>;
@@ -159,6 +200,18 @@ impl Client {
         self.client.stats()
     }
 
+    /// See [`crate::Client::close`]: releases every lease the client
+    /// holds, waiting up to `timeout` for the releases.
+    /// A panic inside the close is reported as a failure with no key.
+    pub fn close(&self, timeout: Duration) -> crate::closing::CloseReport {
+        self.driver
+            .run(self.client.close(timeout))
+            .unwrap_or_else(|panicked| crate::closing::CloseReport {
+                failed: vec![(String::new(), panicked.error())],
+                ..Default::default()
+            })
+    }
+
     pub fn credentials_error(&self) -> Option<String> {
         self.client.credentials_error()
     }
@@ -169,7 +222,7 @@ impl Client {
         key: &str,
         options: &AcquireOptions,
     ) -> Result<Option<LeaseGuard>, Error> {
-        let lease = self.driver.run(self.client.try_acquire(key, options))?;
+        let lease = self.driver.call(self.client.try_acquire(key, options))?;
         Ok(lease.map(|lease| self.guard(lease)))
     }
 
@@ -180,7 +233,7 @@ impl Client {
         options: &AcquireOptions,
         wait: Duration,
     ) -> Result<LeaseGuard, Error> {
-        let lease = self.driver.run(self.client.acquire(key, options, wait))?;
+        let lease = self.driver.call(self.client.acquire(key, options, wait))?;
         Ok(self.guard(lease))
     }
 
@@ -194,7 +247,7 @@ impl Client {
     ) -> Result<BlockingSlotGrant, Error> {
         let grant = self
             .driver
-            .run(self.client.try_acquire_slot(key, options, slot))?;
+            .call(self.client.try_acquire_slot(key, options, slot))?;
         Ok(match grant {
             SlotGrant::Granted(lease) => BlockingSlotGrant::Granted(self.guard(lease)),
             SlotGrant::Queued { place } => BlockingSlotGrant::Queued { place },
@@ -211,7 +264,7 @@ impl Client {
     ) -> Result<LeaseGuard, Error> {
         let lease = self
             .driver
-            .run(self.client.acquire_slot(key, options, slot, wait))?;
+            .call(self.client.acquire_slot(key, options, slot, wait))?;
         Ok(self.guard(lease))
     }
 
@@ -222,6 +275,7 @@ impl Client {
         since: Instant,
         options: &AcquireOptions,
     ) -> LeaseGuard {
+        // Nothing to wait for: keeping a lease needs no runtime.
         self.guard(self.client.hold(record, since, options))
     }
 
@@ -243,7 +297,7 @@ impl Client {
         let put =
             self.client
                 .fenced_put_with(lease, object_key, body.to_vec(), content_type, options);
-        self.driver.run(put)
+        self.driver.call(put)
     }
 
     pub fn fenced_put(
@@ -265,7 +319,7 @@ impl Client {
     /// Campaigns for `config.key` until the returned elector is resigned
     /// or dropped.
     pub fn elect(&self, config: &ElectorConfig) -> Result<Elector, Error> {
-        let elector = self.driver.run(self.client.elect(config))?;
+        let elector = self.driver.call(self.client.elect(config))?;
         Ok(Elector {
             elector: Some(elector),
             driver: self.driver.clone(),
@@ -311,8 +365,15 @@ impl LeaseGuard {
         self.lease().is_held()
     }
 
+    /// See [`crate::Lease::held_until`] (std's clock, read now).
     pub fn held_until(&self) -> Option<Instant> {
         self.lease().held_until()
+    }
+
+    /// See [`crate::Lease::deadline`] (the client's clock, suspended time
+    /// counted).
+    pub fn deadline(&self) -> Option<crate::clock::Instant> {
+        self.lease().deadline()
     }
 
     /// Why it is no longer held, if it is not.
@@ -321,32 +382,37 @@ impl LeaseGuard {
     }
 
     /// Blocks until the lease is lost or `timeout` passes; the loss, if it
-    /// came (at the safe margin even while a renew hangs). Any timeout is
-    /// taken: one too long for the clock (`Duration::MAX`) waits for the
-    /// loss however long it takes.
+    /// came (at the safe margin even while a renew hangs, and within
+    /// [`crate::clock::RESUME_CHECK`] of a resume from a suspend that
+    /// passed it). Any timeout is taken: one too long for the clock
+    /// (`Duration::MAX`) waits for the loss however long it takes.
     pub fn wait_lost(&self, timeout: Duration) -> Option<LostReason> {
-        let mut watch = self.lease().watch();
-        let until = crate::engine::monotonic::saturating_add(Instant::now(), timeout);
+        let lease = self.lease();
+        let clock = lease.clock().clone();
+        let mut watch = lease.watch();
+        let until = clock.now().saturating_add(timeout);
         loop {
             if let Some(reason) = self.lost() {
                 return Some(reason);
             }
-            let now = Instant::now();
-            if now >= until {
+            if clock.now() >= until {
                 return None;
             }
-            let wake = match &*watch.borrow_and_update() {
-                LeaseStatus::Held { until: held, .. } => until.min(*held),
-                _ => now,
-            };
-            let mut changes = watch.clone();
-            self.driver.run(async move {
-                let sleep = tokio::time::sleep_until(tokio::time::Instant::from_std(wake));
+            let wake = lease.deadline().map_or(until, |held| until.min(held));
+            watch.borrow_and_update();
+            let (mut changes, clock) = (watch.clone(), clock.clone());
+            // The scheduler publishes a loss at the resume from a suspend;
+            // the sleep, in one piece, is only the timeout's and a backstop.
+            let waited = self.driver.run(async move {
+                let left = wake.saturating_duration_since(clock.now());
                 tokio::select! {
                     _ = changes.changed() => {}
-                    _ = sleep => {}
+                    _ = tokio::time::sleep(left) => {}
                 }
             });
+            if waited.is_err() {
+                return self.lost();
+            }
         }
     }
 
@@ -367,14 +433,14 @@ impl LeaseGuard {
             content_type.to_string(),
         );
         self.driver
-            .run(async move { client.fenced_put(&record, &object, body, &ct).await })
+            .call(async move { client.fenced_put(&record, &object, body, &ct).await })
     }
 
     /// Stops renewing and releases the lock; blocks for a renew under way
     /// first, as [`crate::Lease::release`] waits for it.
     pub fn release(mut self) -> Result<(), Error> {
         match self.lease.take() {
-            Some(lease) => self.driver.run(lease.release()),
+            Some(lease) => self.driver.call(lease.release()),
             None => Ok(()),
         }
     }
@@ -382,10 +448,11 @@ impl LeaseGuard {
     /// Stops renewing and hands the lease over as a record. Blocks while a
     /// renew is under way (at most until the lease's safe margin), as
     /// [`crate::Lease::detach`] waits for it: the record is the one the
-    /// store holds now. `None` only for a guard already consumed.
+    /// store holds now. `None` for a guard already consumed, or when the
+    /// detach panicked inside (the lease was then dropped: released).
     pub fn detach(mut self) -> Option<LeaseRecord> {
         let lease = self.lease.take()?;
-        Some(self.driver.run(lease.detach()))
+        self.driver.run(lease.detach()).ok()
     }
 }
 
@@ -406,8 +473,15 @@ impl Elector {
         self.elector().role()
     }
 
+    /// See [`crate::Elector::leading_until`] (std's clock, read now).
     pub fn leading_until(&self) -> Option<Instant> {
         self.elector().leading_until()
+    }
+
+    /// See [`crate::Elector::leading_deadline`] (the client's clock,
+    /// suspended time counted).
+    pub fn leading_deadline(&self) -> Option<crate::clock::Instant> {
+        self.elector().leading_deadline()
     }
 
     pub fn leader_lease(&self) -> Option<LeaseRecord> {
@@ -433,13 +507,17 @@ impl Elector {
     /// The next leadership change, waiting up to `timeout` for it.
     pub fn recv_event_timeout(&mut self, timeout: Duration) -> Option<ElectionEvent> {
         let mut elector = self.elector.take()?;
-        let (elector, event) = self.driver.run(async move {
+        let waited = self.driver.run(async move {
             let event = tokio::time::timeout(timeout, elector.next_event())
                 .await
                 .ok()
                 .flatten();
             (elector, event)
         });
+        let (elector, event) = match waited {
+            Ok(waited) => waited,
+            Err(Panicked(message)) => std::panic::panic_any(message),
+        };
         self.elector = Some(elector);
         event
     }
@@ -458,14 +536,14 @@ impl Elector {
 
     pub fn resign(mut self) -> Result<(), Error> {
         match self.elector.take() {
-            Some(elector) => self.driver.run(elector.resign()),
+            Some(elector) => self.driver.call(elector.resign()),
             None => Ok(()),
         }
     }
 
     pub fn abandon(mut self) {
         if let Some(elector) = self.elector.take() {
-            self.driver.run(elector.abandon());
+            let _ = self.driver.run(elector.abandon());
         }
     }
 }
@@ -490,10 +568,12 @@ mod tests {
     fn a_call_runs_on_the_calling_thread_with_the_drivers_timers() {
         let driver = Driver::new().unwrap();
         let caller = std::thread::current().id();
-        let (ran_on, parked) = driver.run(async {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            (std::thread::current().id(), on_a_blocking_call())
-        });
+        let (ran_on, parked) = driver
+            .run(async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                (std::thread::current().id(), on_a_blocking_call())
+            })
+            .unwrap();
         assert_eq!(ran_on, caller);
         assert!(parked, "work handed to a blocking thread runs inline");
         assert!(!on_a_blocking_call(), "only during the call");
@@ -503,7 +583,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
             tx.send(7).unwrap();
         });
-        assert_eq!(driver.run(rx), Ok(7));
+        assert_eq!(driver.run(rx).unwrap(), Ok(7));
     }
 
     /// Inside a runtime's task (async code calling the blocking facade),
@@ -516,11 +596,28 @@ mod tests {
             .build()
             .unwrap();
         let got = outer.block_on(async {
-            driver.run(async {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-                5
-            })
+            driver
+                .run(async {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    5
+                })
+                .unwrap()
         });
         assert_eq!(got, 5);
+    }
+
+    /// A panic in a call's poll is the call's `Err` (kind `Host`, naming
+    /// the panic), not the caller's panic, and the driver goes on working.
+    #[test]
+    fn a_panic_inside_a_call_is_its_error() {
+        let driver = Driver::new().unwrap();
+        let answered: Result<(), Error> = driver.call(async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            panic!("a bug inside");
+        });
+        let e = answered.unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Host, "{e}");
+        assert!(e.to_string().contains("a bug inside"), "{e}");
+        assert_eq!(driver.call(async { Ok::<_, Error>(3) }).unwrap(), 3);
     }
 }

@@ -8,6 +8,7 @@ use crate::component::{self, Answer};
 use crate::config::StoreConfig;
 use crate::credentials::refresh::Refresher;
 use crate::credentials::{AccessToken, FetchedCredentials, SharedSource, SharedTokenSource};
+use crate::engine::clock::Clock;
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
 use crate::error::{Error, ErrorStore};
@@ -20,6 +21,9 @@ use std::sync::{Arc, Weak};
 /// leases' scheduler and its electors.
 pub(crate) struct Calls {
     pub pool: Pool,
+    /// The clock every deadline of the client is judged on (its
+    /// instances' monotonic clock too).
+    pub clock: Clock,
     /// With a credentials source: keeps the instances' credentials fresh.
     refresher: Option<Refresher>,
 }
@@ -33,6 +37,7 @@ impl Calls {
         config: StoreConfig,
         instances: usize,
         make_options: MakeOptions,
+        clock: Clock,
     ) -> Result<Arc<Calls>, Error> {
         let (first, credential) =
             match (config.token_source().cloned(), config.credentials_source()) {
@@ -56,6 +61,7 @@ impl Calls {
             store,
             instances,
             make_options,
+            clock.clone(),
         )?;
         Ok(Arc::new_cyclic(|weak: &Weak<Calls>| {
             let calls = weak.clone();
@@ -82,7 +88,11 @@ impl Calls {
                 }
                 None => None,
             };
-            Calls { pool, refresher }
+            Calls {
+                pool,
+                clock,
+                refresher,
+            }
         }))
     }
 

@@ -7,6 +7,7 @@
 use crate::calls::{blocking, Calls};
 use crate::component::{self, Answer};
 use crate::config::StoreConfig;
+use crate::engine::clock::Clock;
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
 use crate::engine::state::InstanceOptions;
@@ -26,6 +27,9 @@ pub struct ClientOptions {
     pub instances: usize,
     /// Per-instance hooks and clocks, for tests.
     pub(crate) make_options: MakeOptions,
+    /// The clock deadlines are judged on: the system's (suspended time
+    /// counted), or a test's.
+    pub(crate) clock: Clock,
 }
 
 impl Default for ClientOptions {
@@ -33,6 +37,7 @@ impl Default for ClientOptions {
         ClientOptions {
             instances: 8,
             make_options: Box::new(InstanceOptions::default),
+            clock: Clock::system(),
         }
     }
 }
@@ -51,6 +56,15 @@ impl ClientOptions {
         make: impl Fn() -> InstanceOptions + Send + Sync + 'static,
     ) -> Self {
         self.make_options = Box::new(make);
+        self
+    }
+
+    /// The clock the client judges every deadline on (its scheduler, its
+    /// leases, its electors, its instances' monotonic clock): a test's
+    /// ([`Clock::for_tests`]) to show what a resume from a suspend does.
+    #[cfg(feature = "unstable-raw")]
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
         self
     }
 }
@@ -80,14 +94,27 @@ impl Client {
         options: ClientOptions,
     ) -> Result<Self, Error> {
         let (runtime, config) = (runtime.clone(), config.clone());
-        let calls =
-            blocking(move || Calls::open(runtime, config, options.instances, options.make_options))
-                .await??;
+        let clock = options.clock;
+        let calls = blocking(move || {
+            Calls::open(
+                runtime,
+                config,
+                options.instances,
+                options.make_options,
+                clock,
+            )
+        })
+        .await??;
         // The connect fails if the scheduler's thread cannot start.
-        let keeper = Keeper::start(Arc::downgrade(&calls))?;
+        let keeper = Keeper::start(Arc::downgrade(&calls), calls.clock.clone())?;
         Ok(Client {
             inner: Arc::new(Inner { calls, keeper }),
         })
+    }
+
+    /// The clock the client judges deadlines on.
+    pub fn clock(&self) -> &Clock {
+        &self.inner.calls.clock
     }
 
     /// The store's name (`S3`, `DynamoDB`), as errors name it.

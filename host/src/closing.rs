@@ -41,10 +41,6 @@ enum Outcome {
     Failed(String, Error),
 }
 
-/// Deadlines past this are "no deadline" (an instant that far ahead may
-/// not fit the clock, and tokio's timer adds to it).
-const NO_DEADLINE: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
-
 impl Client {
     /// Closes the client for a service shutting down: stops renewing every
     /// lease it holds (through any clone or [`crate::Lease`] handle), then
@@ -66,15 +62,13 @@ impl Client {
             let (lease, calls) = (lease.clone(), self.inner.calls.clone());
             releases.spawn(async move { release(&calls, &lease).await });
         }
-        let deadline = (timeout < NO_DEADLINE).then(|| tokio::time::Instant::now() + timeout);
+        let clock = self.clock();
+        let deadline = clock.now().saturating_add(timeout);
         let mut report = CloseReport::default();
         loop {
-            let next = match deadline {
-                Some(at) => match tokio::time::timeout_at(at, releases.join_next()).await {
-                    Ok(next) => next,
-                    Err(_) => break,
-                },
-                None => releases.join_next().await,
+            let next = tokio::select! {
+                next = releases.join_next() => next,
+                _ = clock.sleep_until(deadline) => break,
             };
             match next {
                 Some(Ok(Outcome::Released)) => report.released += 1,

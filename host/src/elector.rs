@@ -1,6 +1,7 @@
 //! Leader election on a task: it steps the component's elector when the
 //! last step said to, and judges leadership by `s3_lease_keep::leadership`
-//! on this process's monotonic clock: from the instant the last step said
+//! on its client's clock (suspended time counted; the component's
+//! monotonic clock is the same one): from the instant the last step said
 //! it holds until (`leading-until-ms`), never from whichever step returned
 //! last. At that instant the role stops saying leader and
 //! `StoppedLeading(RenewDeadline)` is reported, whether or not the step
@@ -10,6 +11,7 @@
 use crate::calls::Calls;
 use crate::client::Client;
 use crate::component::{self, ElectorHandle, StepReport};
+use crate::engine::clock::Clock;
 use crate::engine::monotonic;
 use crate::error::Error;
 use crate::observe::{campaign_span, traced, traced_quietly};
@@ -42,6 +44,8 @@ enum Stop {
 struct Shared {
     /// The key campaigned for, as the traces name it.
     key: String,
+    /// The client's clock: its instances' monotonic clock too.
+    clock: Clock,
     state: Mutex<State>,
     role: watch::Sender<Role>,
     events: mpsc::UnboundedSender<ElectionEvent>,
@@ -53,13 +57,13 @@ struct State {
     stats: ElectorStats,
 }
 
-/// The process-wide monotonic clock in ms: the one the component reads,
-/// so its `leading-until-ms` compares as it is.
-fn now_ms() -> u64 {
-    monotonic::ms_of(Instant::now())
-}
-
 impl Shared {
+    /// Now on the client's clock, in the component's monotonic ms, so its
+    /// `leading-until-ms` compares as it is.
+    fn now_ms(&self) -> u64 {
+        monotonic::ms_of(self.clock.now())
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -97,7 +101,7 @@ impl Shared {
     /// The watchdog's rule, now; publishes the role. True while leading.
     fn check(&self) -> bool {
         let mut state = self.lock();
-        let now = now_ms();
+        let now = self.now_ms();
         if let Some(event) = state.leadership.check(now) {
             self.report(&mut state, event.into());
         }
@@ -130,10 +134,10 @@ impl Shared {
     }
 
     /// While leading: when leadership ends unless renewed first.
-    fn leading_until(&self) -> Option<Instant> {
+    fn leading_until(&self) -> Option<crate::engine::clock::Instant> {
         self.lock()
             .leadership
-            .leading_until(now_ms())
+            .leading_until(self.now_ms())
             .map(monotonic::instant_of_ms)
     }
 }
@@ -154,15 +158,17 @@ impl Elector {
         let handle = traced("elect", &config.key, calls.error_store(), made).await?;
         let (events_tx, events) = mpsc::unbounded_channel();
         let (role_tx, role) = watch::channel(Role::Candidate);
+        let clock = calls.clock.clone();
         let shared = Arc::new(Shared {
             key: config.key.clone(),
             state: Mutex::new(State {
-                leadership: Leadership::new(now_ms()),
+                leadership: Leadership::new(monotonic::ms_of(clock.now())),
                 last_error: None,
                 stats: ElectorStats::default(),
             }),
             role: role_tx,
             events: events_tx,
+            clock,
         });
         let (stop_tx, stop_rx) = oneshot::channel();
         let span = campaign_span(&config.key, calls.error_store());
@@ -190,9 +196,20 @@ impl Elector {
         self.role.clone()
     }
 
-    /// While leading: the instant leadership ends unless renewed first.
-    /// Stop acting as leader then, whatever else you have heard.
+    /// While leading: the instant leadership ends unless renewed first,
+    /// on std's clock as read now (right unless the machine is suspended
+    /// before then: ask again rather than keep it across a suspend, or use
+    /// [`Elector::leading_deadline`]). Stop acting as leader then, whatever
+    /// else you have heard.
     pub fn leading_until(&self) -> Option<Instant> {
+        self.leading_deadline()
+            .map(|until| self.shared.clock.to_std(until))
+    }
+
+    /// While leading: the instant leadership ends unless renewed first, on
+    /// the client's clock ([`crate::Client::clock`]), which counts the time
+    /// the machine spent suspended.
+    pub fn leading_deadline(&self) -> Option<crate::engine::clock::Instant> {
         self.shared.check();
         self.shared.leading_until()
     }
@@ -344,7 +361,7 @@ async fn campaign(
                 let mut state = shared.lock();
                 state.leadership.stop(leadership::StopReason::RenewDeadline);
                 shared.report(&mut state, ElectionEvent::Failed(e.to_string()));
-                shared.publish(&state, now_ms());
+                shared.publish(&state, shared.now_ms());
                 return Err(e);
             }
         };
@@ -362,11 +379,11 @@ async fn campaign(
                 return finish(&calls, index, handle, &shared, how).await;
             }
             let next = monotonic::instant_of_ms(shared.lock().leadership.next_step_at());
-            if Instant::now() >= next {
+            if shared.clock.now() >= next {
                 break;
             }
             tokio::select! {
-                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(next)) => break,
+                _ = shared.clock.sleep_until(next) => break,
                 _ = deadline(&shared) => { shared.check(); }
                 how = &mut stop => stopping = Some(how.unwrap_or(Stop::Resign)),
             }
@@ -386,7 +403,7 @@ fn role_name(role: &Role) -> &'static str {
 /// Resolves at the end of leadership (never while not leading).
 async fn deadline(shared: &Shared) {
     match shared.leading_until() {
-        Some(until) => tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await,
+        Some(until) => shared.clock.sleep_until(until).await,
         None => std::future::pending().await,
     }
 }
@@ -401,7 +418,7 @@ fn apply(
     sent: Instant,
     again_now: bool,
 ) {
-    let now = now_ms();
+    let now = shared.now_ms();
     let mut state = shared.lock();
     let failed = step.last_error.is_some();
     state.last_error = step.last_error.map(|e| e.into_error(calls.error_store()));
@@ -442,7 +459,7 @@ async fn finish(
         if let Some(event) = state.leadership.stop(leadership::StopReason::Resigned) {
             shared.report(&mut state, event.into());
         }
-        shared.publish(&state, now_ms());
+        shared.publish(&state, shared.now_ms());
     }
     let resigned = match how {
         Stop::Resign => {

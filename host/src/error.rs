@@ -209,6 +209,14 @@ impl Error {
         )
     }
 
+    /// What a [`CredentialsSource`](crate::CredentialsSource) of the
+    /// caller's own returns when it cannot hand out credentials: an
+    /// `InvalidConfig` error on the field `credentials`, as the AWS chain's
+    /// failures are. `message` must carry no secret.
+    pub fn credentials_failed(message: impl Into<String>) -> Self {
+        Error::invalid_config("credentials", message)
+    }
+
     pub(crate) fn host(e: impl fmt::Display) -> Self {
         Error::new(ErrorKind::Host, None, Detail::Message(format!("{e:#}")))
     }
@@ -248,11 +256,17 @@ impl Error {
     }
 
     /// Worth another attempt: the store or the network may recover
-    /// (transport errors, repeated 409s, 5xx and 429 replies).
+    /// (transport errors, repeated 409s, 5xx and 429 replies, and a request
+    /// the store or a proxy timed out: a 408, or S3's 400 `RequestTimeout`).
     pub fn is_transient(&self) -> bool {
         match self.kind {
             ErrorKind::Transport | ErrorKind::Conflict => true,
-            ErrorKind::Store => self.status().is_some_and(|s| s >= 500 || s == 429),
+            ErrorKind::Store => self.status().is_some_and(|s| {
+                s >= 500
+                    || s == 429
+                    || s == 408
+                    || (s == 400 && self.code() == Some("RequestTimeout"))
+            }),
             _ => false,
         }
     }
@@ -688,6 +702,19 @@ mod tests {
             "https://h.example/a@b"
         );
         assert_eq!(without_secrets("h.example:9000"), "h.example:9000");
+    }
+
+    #[test]
+    fn a_request_the_store_timed_out_is_transient_and_no_other_400_is() {
+        let store = s3();
+        for (status, code) in [(400, "RequestTimeout"), (408, ""), (408, "Http408")] {
+            let e = reply(ErrorKind::Store, &store, status, code);
+            assert!(e.is_transient(), "{status} {code}");
+        }
+        for (status, code) in [(400, "InvalidArgument"), (400, ""), (404, "NoSuchKey")] {
+            let e = reply(ErrorKind::Store, &store, status, code);
+            assert!(!e.is_transient(), "{status} {code}");
+        }
     }
 
     #[test]

@@ -1,16 +1,18 @@
 //! A held lease as its client's scheduler (`keeper`) and its handle
 //! (`lease`) share it: judged by `s3_lease_keep::guard` (held for the
 //! deadline after the send of the write that granted or last renewed it,
-//! on this process's monotonic clock, however late a reply comes), with the
-//! status its watchers see.
+//! on its client's clock, which counts the time the machine spent
+//! suspended, however late a reply comes), with the status its watchers
+//! see.
 
 use crate::calls::{release_in_background, Calls};
+use crate::engine::clock::{Clock, Instant};
 use crate::error::{Error, ErrorKind};
 use crate::types::{millis, LeaseRecord, LockState};
 use s3_lease_keep::guard::{Attempt, End, Guard, Timing};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::{watch, Notify};
 
 /// Why a lease is no longer held.
@@ -33,8 +35,13 @@ pub enum LostReason {
 #[non_exhaustive]
 pub enum LeaseStatus {
     /// Surely held until then unless renewed first, with this token.
+    /// `until` is on std's clock, read when the status was published: it
+    /// is right unless the machine is suspended before then (a suspended
+    /// machine's std clock stands still, the lease's does not). Judge the
+    /// lease by `Lease::is_held`, or await `Lease::lost`, which count the
+    /// time suspended.
     Held {
-        until: Instant,
+        until: std::time::Instant,
         token: u64,
     },
     Lost(LostReason),
@@ -44,8 +51,10 @@ pub enum LeaseStatus {
 pub(crate) struct Held {
     /// Unique in the process: the scheduler's name for it.
     pub(crate) id: u64,
-    /// The guard's clock counts from the start of the granting attempt.
+    /// The guard's clock counts from the start of the granting attempt, on
+    /// the client's clock.
     origin: Instant,
+    pub(crate) clock: Clock,
     pub(crate) index: usize,
     state: Mutex<HeldState>,
     status: watch::Sender<LeaseStatus>,
@@ -71,17 +80,24 @@ pub(crate) struct HeldState {
 }
 
 impl Held {
-    /// Holds `record`, granted by an attempt that began at `since` on
-    /// instance `index`.
-    pub fn new(record: LeaseRecord, since: Instant, timing: Timing, index: usize) -> Arc<Held> {
+    /// Holds `record`, granted by an attempt that began at `since` (on
+    /// `clock`) on instance `index`.
+    pub fn new(
+        record: LeaseRecord,
+        since: Instant,
+        timing: Timing,
+        index: usize,
+        clock: Clock,
+    ) -> Arc<Held> {
         let origin = since;
-        let now = millis(origin.elapsed());
+        let now = millis(clock.now().saturating_duration_since(origin));
         let guard = Attempt::start(0).granted(timing, now);
         let (status, _) = watch::channel(LeaseStatus::Lost(LostReason::Expired(None)));
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let held = Arc::new(Held {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             origin,
+            clock,
             index,
             state: Mutex::new(HeldState {
                 record,
@@ -127,13 +143,19 @@ impl Held {
 
     /// Now, on the guard's clock.
     pub fn now_ms(&self) -> u64 {
-        millis(self.origin.elapsed())
+        millis(self.clock.now().saturating_duration_since(self.origin))
     }
 
-    /// The instant of `ms` on the guard's clock ("never" past what the
-    /// clock holds).
+    /// The instant of `ms` on the guard's clock.
     pub fn instant(&self, ms: u64) -> Instant {
-        crate::engine::monotonic::saturating_add(self.origin, Duration::from_millis(ms))
+        self.origin.saturating_add(Duration::from_millis(ms))
+    }
+
+    /// While held: until when, unless a renew succeeds first.
+    pub fn deadline(&self) -> Option<Instant> {
+        let state = self.lock();
+        let until = state.guard.held_until(self.now_ms())?;
+        state.lost.is_none().then(|| self.instant(until))
     }
 
     /// Says what the guard says now to the watchers, if it changed.
@@ -141,7 +163,7 @@ impl Held {
         let now = self.now_ms();
         let status = match state.guard.held_until(now) {
             Some(until) if state.lost.is_none() => LeaseStatus::Held {
-                until: self.instant(until),
+                until: self.clock.to_std(self.instant(until)),
                 token: state.record.token,
             },
             _ => {
@@ -196,7 +218,7 @@ impl Held {
                 state.lost = Some(LostReason::Taken(e.holder().cloned()));
             }
             Err(e) => {
-                state.guard.renew_failed(now_ms, e.is_transient());
+                state.guard.renew_failed(now_ms, retried(&e));
                 state.last_error = Some(e.to_string());
             }
         }
@@ -226,7 +248,7 @@ impl Held {
             };
             tokio::select! {
                 _ = &mut done => {}
-                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(until)) => return,
+                _ = self.clock.sleep_until(until) => return,
             }
         }
     }
@@ -246,4 +268,14 @@ impl Held {
         self.publish(&mut state);
         held.then(|| state.record.clone())
     }
+}
+
+/// Whether a renew that failed with `e` is tried again (within the claim,
+/// as the guard bounds it): a transient error, and the wrong endpoint's
+/// verdict (a reply no store would send). The endpoint granted or renewed
+/// this very lease a moment ago, so such a reply is something on the way
+/// (a proxy's or a load balancer's error page), not a wrong configuration:
+/// ending the lease at once on it would give up most of its ttl for a blip.
+fn retried(e: &Error) -> bool {
+    e.is_transient() || (e.kind() == ErrorKind::InvalidConfig && e.field() == Some("endpoint"))
 }

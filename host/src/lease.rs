@@ -5,12 +5,12 @@
 
 use crate::calls::release_in_background;
 use crate::client::Client;
+use crate::engine::clock::{Clock, Instant};
 use crate::error::Error;
 use crate::held::{Held, LeaseStatus, LostReason};
 use crate::types::{FenceOptions, FencedWrite, LeaseRecord, LockState};
 use s3_lease_keep::guard::Timing;
 use std::sync::Arc;
-use std::time::Instant;
 use tokio::sync::watch;
 
 /// What one attempt at a semaphore's slot got.
@@ -36,17 +36,33 @@ pub struct Lease {
 
 impl Lease {
     /// Holds `record`, granted by an attempt that began at `since`, and
-    /// has the client's scheduler keep it.
+    /// has the client's scheduler keep it. `Err` when the client was
+    /// closed: the lease is let go at once (it says `Lost(Released)`) and
+    /// its record released in the background.
     pub(crate) fn start(
         client: Client,
         record: LeaseRecord,
         since: Instant,
         timing: Timing,
-    ) -> Lease {
+    ) -> Result<Lease, Lease> {
         let index = client.inner.calls.index_of(&record.key);
-        let held = Held::new(record, since, timing, index);
-        client.inner.keeper.keep(&held);
-        Lease { held, client }
+        let clock = client.inner.calls.clock.clone();
+        let held = Held::new(record, since, timing, index, clock);
+        let kept = client.inner.keeper.keep(&held);
+        let lease = Lease { held, client };
+        match kept {
+            Ok(()) => Ok(lease),
+            Err(_closed) => {
+                if let Some(record) = lease.held.let_go() {
+                    release_in_background(
+                        &Arc::downgrade(&lease.client.inner.calls),
+                        index,
+                        record,
+                    );
+                }
+                Err(lease)
+            }
+        }
     }
 
     /// The client that keeps it.
@@ -81,11 +97,24 @@ impl Lease {
         self.held_until().is_some()
     }
 
-    /// While held: until when, unless a renew succeeds first.
-    pub fn held_until(&self) -> Option<Instant> {
-        let state = self.held.lock();
-        let until = state.guard.held_until(self.held.now_ms())?;
-        state.lost.is_none().then(|| self.held.instant(until))
+    /// While held: until when, unless a renew succeeds first, on std's
+    /// clock as read now (right unless the machine is suspended before
+    /// then: ask again rather than keep it across a suspend, or use
+    /// [`Lease::deadline`], on the client's clock).
+    pub fn held_until(&self) -> Option<std::time::Instant> {
+        self.deadline().map(|until| self.held.clock.to_std(until))
+    }
+
+    /// While held: until when, unless a renew succeeds first, on the
+    /// client's clock ([`Lease::clock`]), which counts the time the
+    /// machine spent suspended.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.held.deadline()
+    }
+
+    /// The clock the lease is judged on (its client's).
+    pub fn clock(&self) -> &Clock {
+        &self.held.clock
     }
 
     /// Why it is no longer held, if it is not.
@@ -108,26 +137,33 @@ impl Lease {
     }
 
     /// Resolves when the lease is lost: at its safe margin even while a
-    /// renew hangs, or when a renew finds it taken.
+    /// renew hangs (within [`crate::clock::RESUME_CHECK`] of a resume from
+    /// a suspend that passed it), or when a renew finds it taken. The
+    /// client's scheduler says so (it wakes at the margin, and at a
+    /// resume); this task only sleeps as a backstop, so any number of
+    /// tasks may await their leases' losses at no cost while they hold.
     pub async fn lost(&self) -> LostReason {
         let mut changes = self.watch();
         loop {
             let status = changes.borrow_and_update().clone();
-            match status {
-                LeaseStatus::Lost(reason) => return reason,
-                LeaseStatus::Held { until, .. } => {
-                    let deadline = tokio::time::Instant::from_std(until);
-                    tokio::select! {
-                        changed = changes.changed() => {
-                            if changed.is_err() {
-                                return self.lost_reason().unwrap_or(LostReason::Released);
-                            }
-                        }
-                        _ = tokio::time::sleep_until(deadline) => {
-                            if let Some(reason) = self.lost_reason() {
-                                return reason;
-                            }
-                        }
+            if let LeaseStatus::Lost(reason) = status {
+                return reason;
+            }
+            let Some(deadline) = self.deadline() else {
+                return self.lost_reason().unwrap_or(LostReason::Expired(None));
+            };
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return self.lost_reason().unwrap_or(LostReason::Released);
+                    }
+                }
+                // One piece: std's timers stop while the machine is
+                // suspended, but the scheduler, which looks at every
+                // resume, publishes the loss first.
+                _ = tokio::time::sleep(deadline.saturating_duration_since(self.held.clock.now())) => {
+                    if let Some(reason) = self.lost_reason() {
+                        return reason;
                     }
                 }
             }

@@ -68,7 +68,7 @@ mod types;
 
 // With `unstable-raw`, the engine's modules at the paths they always had.
 #[cfg(feature = "unstable-raw")]
-pub use engine::{bindings, http, monotonic, raw};
+pub use engine::{bindings, clock, http, monotonic, raw};
 
 /// Blocking versions of the client, its leases and its electors.
 pub mod blocking {
@@ -77,7 +77,7 @@ pub mod blocking {
 
 pub use client::{Client, ClientOptions};
 pub use closing::CloseReport;
-pub use config::{AzureBlobBuilder, DynamoDbBuilder, GcsBuilder, S3Builder, StoreConfig};
+pub use config::{AwsKeys, AzureBlobBuilder, DynamoDbBuilder, GcsBuilder, S3Builder, StoreConfig};
 #[cfg(feature = "aws-sdk-config")]
 pub use credentials::SdkProvider;
 pub use credentials::{AwsChain, CredentialsSource, FetchedCredentials, SharedSource};

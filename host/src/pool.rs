@@ -24,6 +24,7 @@
 
 use crate::component::{self, Answer};
 use crate::config::StoreConfig;
+use crate::engine::clock::Clock;
 use crate::engine::local;
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
@@ -56,6 +57,8 @@ pub(crate) struct Opener {
     /// The credential they open with: the config's until one is set.
     credential: Mutex<Option<Credential>>,
     make_options: MakeOptions,
+    /// The client's clock, the instances' monotonic clock.
+    clock: Clock,
     /// Where the store's errors happen: its kind, endpoint and bucket.
     store: Arc<ErrorStore>,
 }
@@ -112,12 +115,14 @@ impl Pool {
         store: Arc<ErrorStore>,
         size: usize,
         make_options: MakeOptions,
+        clock: Clock,
     ) -> Result<Self, Error> {
         let opener = Arc::new(Opener {
             runtime,
             config,
             credential: Mutex::new(credential),
             make_options,
+            clock,
             store,
         });
         // Each worker starts with its first call: a process that takes one
@@ -295,7 +300,7 @@ impl Opener {
     fn open(&self) -> Result<RawInstance, Error> {
         let mut raw = self
             .runtime
-            .instance((self.make_options)())
+            .instance((self.make_options)(), &self.clock)
             .map_err(Error::host)?;
         let credential = lock(&self.credential).clone();
         match component::open(&mut raw, &self.config, credential.as_ref()) {

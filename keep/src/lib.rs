@@ -6,8 +6,9 @@
 //! leads whatever its step is doing ([`leadership`]), when each of many
 //! held leases is looked at next, one entry per lease ([`schedule`]),
 //! when a guardian ends a supervised command its supervisor no longer
-//! keeps ([`supervision`]), and when to fetch credentials again
-//! ([`refresh`]). None of them reads a clock, sleeps or
+//! keeps ([`supervision`]), when to fetch credentials again
+//! ([`refresh`]), and how the lease gate waits for a request's key and
+//! holds it through the exchange ([`gate`]). None of them reads a clock, sleeps or
 //! sends: a driver does that, and only that. The host crate's drivers run
 //! them on real time (threads, tasks); the deterministic simulation
 //! (`s3_lease::testing::sim`) runs the same machines on virtual time, so
@@ -23,6 +24,7 @@
 
 extern crate alloc;
 
+pub mod gate;
 pub mod guard;
 pub mod leadership;
 pub mod refresh;

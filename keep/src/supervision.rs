@@ -17,9 +17,26 @@
 //! died), the switch ends the group at once with SIGKILL; if it says the
 //! group is gone on its own, the switch is released and kills nothing.
 //!
-//! Times are milliseconds on one monotonic clock the supervisor and the
-//! guardian both read (the system's), so a deadline means the same
-//! instant to both, however late the guardian reads it.
+//! Times are milliseconds on one clock the supervisor and the guardian
+//! both read (the system's, counting the time the machine spent
+//! suspended), so a deadline means the same instant to both, however late
+//! the guardian reads it, and one passed while the machine slept has
+//! passed when it resumes.
+//!
+//! Acting never waits on saying: the switch's SIGTERM at a deadline comes
+//! first, and why it came is said only later ([`Act::Explain`]), once the
+//! supervisor has had time to say it is ending the group itself. A
+//! supervisor that runs sees the same deadline pass within its next look
+//! (a network cut: its renews failed or hung) and says why itself; one
+//! that cannot act (stopped, starved) says nothing, and the guardian says
+//! so.
+
+/// How long after a missed deadline the switch waits for the supervisor
+/// to say it is ending the group itself before it explains the SIGTERM
+/// it sent (the supervisor looks every few tens of milliseconds: twenty
+/// looks, and within most kill-after graces, so that the explanation
+/// comes before the SIGKILL's line).
+pub const EXPLAIN_AFTER_MS: u64 = 500;
 
 /// What the guardian does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +49,10 @@ pub enum Act {
     Terminate,
     /// Send SIGKILL to the group now.
     Kill,
+    /// Say why the group was sent SIGTERM at the deadline: the supervisor,
+    /// which would have said so itself, did not act (stopped, starved).
+    /// Returned once, and only after any signal due at the same instant.
+    Explain,
     /// Nothing is left to do: exit.
     Exit,
 }
@@ -69,6 +90,9 @@ pub struct Switch {
     kill_after_ms: u64,
     state: State,
     why: Option<Why>,
+    /// When to explain a SIGTERM sent at a missed deadline, unless the
+    /// supervisor speaks first.
+    explain_at: Option<u64>,
 }
 
 impl Switch {
@@ -79,6 +103,7 @@ impl Switch {
             kill_after_ms,
             state: State::Unarmed,
             why: None,
+            explain_at: None,
         }
     }
 
@@ -101,6 +126,8 @@ impl Switch {
     /// `at_ms`: no SIGTERM from the switch, but SIGKILL at the end of the
     /// grace counted from then, in case the supervisor cannot send it.
     pub fn supervisor_ends(&mut self, now_ms: u64, at_ms: u64) {
+        // It acts, and says why itself.
+        self.explain_at = None;
         let kill_at = at_ms.min(now_ms).saturating_add(self.kill_after_ms);
         match self.state {
             State::Unarmed | State::Armed { .. } => {
@@ -119,12 +146,15 @@ impl Switch {
     /// The supervisor says the group is gone on its own: nothing to kill.
     pub fn released(&mut self) {
         self.state = State::Over;
+        self.explain_at = None;
     }
 
     /// The supervisor is gone (its pipe closed): SIGKILL the group at once
     /// (unless it said the group was gone, or it was killed already), then
     /// exit.
     pub fn supervisor_gone(&mut self) {
+        // The SIGKILL's own line says why.
+        self.explain_at = None;
         self.state = match self.state {
             State::Over | State::Killed => State::Over,
             State::KillDue { .. } => State::KillDue { then_exit: true },
@@ -140,13 +170,29 @@ impl Switch {
         self.why
     }
 
-    /// What to do at `now_ms`. `Terminate` and `Kill` are returned once
-    /// each: the caller sends them, then polls again.
+    /// What to do at `now_ms`. `Terminate`, `Kill` and `Explain` are
+    /// returned once each: the caller does it, then polls again.
     pub fn poll(&mut self, now_ms: u64) -> Act {
+        match self.signal(now_ms) {
+            Act::SleepUntil(wake) => match self.explain_at {
+                Some(at) if now_ms >= at => {
+                    self.explain_at = None;
+                    Act::Explain
+                }
+                Some(at) => Act::SleepUntil(Some(wake.map_or(at, |wake| wake.min(at)))),
+                None => Act::SleepUntil(wake),
+            },
+            act => act,
+        }
+    }
+
+    /// The signal due at `now_ms`, or until when nothing is.
+    fn signal(&mut self, now_ms: u64) -> Act {
         match self.state {
             State::Unarmed | State::Killed => Act::SleepUntil(None),
             State::Armed { until } if now_ms >= until => {
                 self.why = Some(Why::Deadline);
+                self.explain_at = Some(until.saturating_add(EXPLAIN_AFTER_MS));
                 // Counted from the deadline, not from now: a guardian
                 // that woke late does not extend the command's grace.
                 self.state = State::Terminating {
@@ -184,7 +230,7 @@ mod tests {
         let mut sent = Vec::new();
         loop {
             match switch.poll(now) {
-                act @ (Act::Terminate | Act::Kill) => sent.push(act),
+                act @ (Act::Terminate | Act::Kill | Act::Explain) => sent.push(act),
                 other => return (sent, other),
             }
         }
@@ -212,12 +258,18 @@ mod tests {
         assert_eq!(acts(&mut s, 1_999), (vec![], Act::SleepUntil(Some(2_000))));
         assert_eq!(
             acts(&mut s, 2_000),
-            (vec![Act::Terminate], Act::SleepUntil(Some(3_000)))
+            (vec![Act::Terminate], Act::SleepUntil(Some(2_500)))
         );
         assert_eq!(s.why(), Some(Why::Deadline));
+        // It said nothing of ending the group: the switch explains its
+        // SIGTERM.
+        assert_eq!(
+            acts(&mut s, 2_500),
+            (vec![Act::Explain], Act::SleepUntil(Some(3_000)))
+        );
         // Resumed, it feeds a deadline it renewed before it stopped: too late.
-        s.held_until(2_500, 9_000);
-        assert_eq!(acts(&mut s, 2_500), (vec![], Act::SleepUntil(Some(3_000))));
+        s.held_until(2_600, 9_000);
+        assert_eq!(acts(&mut s, 2_600), (vec![], Act::SleepUntil(Some(3_000))));
         assert_eq!(
             acts(&mut s, 3_000),
             (vec![Act::Kill], Act::SleepUntil(None))
@@ -235,7 +287,7 @@ mod tests {
         s.held_until(2_400, 5_000);
         assert_eq!(
             acts(&mut s, 2_400),
-            (vec![Act::Terminate], Act::SleepUntil(Some(3_000)))
+            (vec![Act::Terminate], Act::SleepUntil(Some(2_500)))
         );
     }
 
@@ -243,10 +295,14 @@ mod tests {
     fn a_late_wake_does_not_extend_the_grace() {
         let mut s = Switch::new(KILL_AFTER);
         s.held_until(0, 2_000);
-        // The guardian wakes 5 s late: SIGTERM and SIGKILL both due.
+        // The guardian wakes 5 s late: SIGTERM and SIGKILL both due, and
+        // the explanation after them.
         assert_eq!(
             acts(&mut s, 7_000),
-            (vec![Act::Terminate, Act::Kill], Act::SleepUntil(None))
+            (
+                vec![Act::Terminate, Act::Kill, Act::Explain],
+                Act::SleepUntil(None)
+            )
         );
     }
 
@@ -257,7 +313,7 @@ mod tests {
         s.held_until(1_200, 1_200);
         assert_eq!(
             acts(&mut s, 1_200),
-            (vec![Act::Terminate], Act::SleepUntil(Some(2_200)))
+            (vec![Act::Terminate], Act::SleepUntil(Some(1_700)))
         );
         // The group ends within the grace: released, nothing killed.
         s.released();
@@ -312,7 +368,10 @@ mod tests {
         assert_eq!(acts(&mut s, 10), (vec![], Act::Exit));
         let mut s = Switch::new(KILL_AFTER);
         s.held_until(0, 100);
-        assert_eq!(acts(&mut s, 5_000).0, vec![Act::Terminate, Act::Kill]);
+        assert_eq!(
+            acts(&mut s, 5_000).0,
+            vec![Act::Terminate, Act::Kill, Act::Explain]
+        );
         s.supervisor_gone();
         assert_eq!(acts(&mut s, 5_001), (vec![], Act::Exit));
     }
@@ -327,8 +386,63 @@ mod tests {
         );
         assert_eq!(
             acts(&mut s, u64::MAX),
+            (vec![Act::Kill, Act::Explain], Act::SleepUntil(None))
+        );
+    }
+
+    #[test]
+    fn a_sigterm_at_the_deadline_is_explained_only_if_the_supervisor_says_nothing() {
+        const LONG_GRACE: u64 = 10_000;
+        // Silent (stopped, starved): SIGTERM at the deadline, the
+        // explanation EXPLAIN_AFTER_MS later, SIGKILL at the grace's end.
+        let mut s = Switch::new(LONG_GRACE);
+        s.held_until(0, 2_000);
+        assert_eq!(
+            acts(&mut s, 2_000),
+            (
+                vec![Act::Terminate],
+                Act::SleepUntil(Some(2_000 + EXPLAIN_AFTER_MS))
+            )
+        );
+        assert_eq!(
+            acts(&mut s, 2_000 + EXPLAIN_AFTER_MS),
+            (vec![Act::Explain], Act::SleepUntil(Some(12_000)))
+        );
+        assert_eq!(
+            acts(&mut s, 12_000),
             (vec![Act::Kill], Act::SleepUntil(None))
         );
+        // A supervisor that runs (its renews failed or hung) saw the same
+        // deadline and ends the group itself: it says why, not the switch.
+        let mut s = Switch::new(LONG_GRACE);
+        s.held_until(0, 2_000);
+        assert_eq!(acts(&mut s, 2_000).0, vec![Act::Terminate]);
+        s.supervisor_ends(2_030, 2_025);
+        assert_eq!(acts(&mut s, 2_030), (vec![], Act::SleepUntil(Some(12_000))));
+        assert_eq!(
+            acts(&mut s, 12_000),
+            (vec![Act::Kill], Act::SleepUntil(None))
+        );
+        // Or it finds the group already gone: it says why, and releases.
+        let mut s = Switch::new(LONG_GRACE);
+        s.held_until(0, 2_000);
+        assert_eq!(acts(&mut s, 2_000).0, vec![Act::Terminate]);
+        s.released();
+        assert_eq!(acts(&mut s, 2_000 + EXPLAIN_AFTER_MS), (vec![], Act::Exit));
+        // A supervisor gone: the SIGKILL's own line says why.
+        let mut s = Switch::new(LONG_GRACE);
+        s.held_until(0, 2_000);
+        assert_eq!(acts(&mut s, 2_000).0, vec![Act::Terminate]);
+        s.supervisor_gone();
+        assert_eq!(
+            acts(&mut s, 2_000 + EXPLAIN_AFTER_MS),
+            (vec![Act::Kill], Act::Exit)
+        );
+        // A loss the supervisor found itself is never explained.
+        let mut s = Switch::new(LONG_GRACE);
+        s.held_until(0, 2_000);
+        s.supervisor_ends(1_000, 1_000);
+        assert_eq!(acts(&mut s, 5_000), (vec![], Act::SleepUntil(Some(11_000))));
     }
 
     /// A week on virtual time: a supervisor renews every second and feeds
@@ -367,6 +481,12 @@ mod tests {
                         terms += 1;
                         // Resumed, it finds the lock lost and only waits.
                         supervisor_wakes = u64::MAX;
+                        continue;
+                    }
+                    Act::Explain => {
+                        // Only after a SIGTERM at a missed deadline, and
+                        // only once the supervisor had time to speak.
+                        assert!(now >= fed_until + EXPLAIN_AFTER_MS);
                         continue;
                     }
                     Act::Kill => {

@@ -462,6 +462,7 @@ fn each_call_costs_what_it_costs_on_s3() {
             "GET locks/.s3-lease-seal-key",
             "PUT locks/.s3-lease-seal-key",
             "GET locks/k",
+            "PUT locks/.s3-lease-floor/k",
             "PUT locks/k"
         ]
     );
@@ -591,7 +592,7 @@ fn two_clients_exclude_each_other_and_a_lost_grant_reply_is_recognised() {
     let mut a = client();
     let mut b = client();
     let mut io = AzureIo::starting_at(START_MS);
-    io.lose_put_replies = 2; // the seal key's create, then the grant
+    io.lose_put_replies = 3; // the seal key's create, the key's floor, the grant
     let AcquireOutcome::Granted(lease) = a.try_acquire(&mut io, "k", &grant("a")).ready().unwrap()
     else {
         panic!("a lost reply hid a grant that landed")

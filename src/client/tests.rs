@@ -196,9 +196,10 @@ fn a_preflighted_client_probes_once_then_grants() {
     let mut c = preflighted(Strategy::SingleObject, ExpiryClock::Server);
     let mut io = io();
     granted(&mut c, &mut io, "a");
-    // 14 probes and their cleanup, the race (57), the seal key (GET:
-    // none; PUT), then the grant's GET and PUT.
-    assert_eq!(io.take_requests().len(), 14 + 57 + 2 + 2);
+    // 15 probes (the bucket's lifecycle rules among them) and their
+    // cleanup, the race (57), the seal key (GET: none; PUT), then the
+    // grant's GET, the key's floor and its PUT.
+    assert_eq!(io.take_requests().len(), 15 + 57 + 2 + 3);
     assert!(io
         .store
         .objects
@@ -227,9 +228,10 @@ fn a_preflighted_client_refuses_to_grant_on_a_failing_store_naming_the_capabilit
         }
         let sent = io.take_requests();
         let scratch = |v: &str| v.contains(".s3-lease-preflight/");
-        assert!(sent
-            .iter()
-            .all(|r| scratch(&r.object_key) || r.query.iter().any(|(_, v)| scratch(v))));
+        let lifecycle = |r: &crate::s3::S3Request| r.query.iter().any(|(k, _)| k == "lifecycle");
+        assert!(sent.iter().all(|r| scratch(&r.object_key)
+            || r.query.iter().any(|(_, v)| scratch(v))
+            || lifecycle(r)));
         assert_eq!(
             sent.is_empty(),
             round == 1,
@@ -289,8 +291,8 @@ fn without_the_option_no_preflight_is_sent() {
     granted(&mut c, &mut io, "a");
     assert_eq!(
         io.take_requests().len(),
-        2 + 2,
-        "the seal key's two, the grant's two"
+        2 + 3,
+        "the seal key's two, the grant's three (its GET, the key's floor, its PUT)"
     );
 }
 
@@ -404,9 +406,11 @@ fn a_released_object_that_vanished_is_created_again_on_either_stores_answer() {
         io.take_requests();
         let lease = granted(&mut c, &mut io, "a");
         let methods: Vec<Method> = shape(&mut io).into_iter().map(|(m, _)| m).collect();
+        // The stale PUT, the read, then (the floor went with everything
+        // else) the key's floor created again and the grant.
         assert_eq!(
             methods,
-            [Method::Put, Method::Get, Method::Put],
+            [Method::Put, Method::Get, Method::Put, Method::Put],
             "{missing:?}"
         );
         assert_eq!(lease.token, 1, "{missing:?}");
@@ -598,6 +602,9 @@ fn an_epoch_grant_that_lapses_while_old_epochs_are_cleaned_up_is_not_returned() 
 }
 
 mod forged_leases;
+mod lifecycle_deletion;
+mod request_timeouts;
+mod retries_across_calls;
 mod stored_seal_key;
 
 /// A bare 404 to everything: a SeaweedFS master, or any web server.

@@ -18,6 +18,7 @@ pub(super) const PROFILE: Profile = Profile {
     holds_objects: true,
     condition_checks_token: false,
     min_write_interval_ms: 0,
+    keeps_token_floor: true,
 };
 
 /// Where the locks are kept on Azure (the WIT `azure-store`).

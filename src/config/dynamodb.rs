@@ -19,6 +19,7 @@ pub(super) const PROFILE: Profile = Profile {
     holds_objects: false,
     condition_checks_token: true,
     min_write_interval_ms: 0,
+    keeps_token_floor: false,
 };
 
 /// Where the locks are kept on DynamoDB (the WIT `dynamodb-store`).

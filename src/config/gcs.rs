@@ -25,6 +25,7 @@ pub(super) const PROFILE: Profile = Profile {
     holds_objects: true,
     condition_checks_token: false,
     min_write_interval_ms: GCS_MIN_RETRY_PERIOD_MS,
+    keeps_token_floor: true,
 };
 
 /// Where the locks are kept on GCS (the WIT `gcs-store`).

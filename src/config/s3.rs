@@ -17,6 +17,7 @@ pub(super) const PROFILE: Profile = Profile {
     holds_objects: true,
     condition_checks_token: false,
     min_write_interval_ms: 0,
+    keeps_token_floor: true,
 };
 
 /// Where the locks are kept on S3 (the WIT `s3-store`).

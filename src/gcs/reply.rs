@@ -205,7 +205,7 @@ fn not_gcs(req: &S3Request, r: &S3Response, json: Option<&Map<String, Value>>) -
     let status = r.status;
     let target = crate::s3::described(req);
     let readable = r.body_too_large.is_none();
-    let media_get = req.method == Method::Get && !is_list(req);
+    let media_get = req.method == Method::Get && !is_list(req) && !super::is_lifecycle(req);
     if status == 404 && readable {
         let json_error = json.is_some_and(|j| j.get("error").is_some_and(Value::is_object));
         let text = String::from_utf8_lossy(&r.body);

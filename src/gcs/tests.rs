@@ -644,6 +644,7 @@ fn each_call_costs_what_it_costs_on_s3() {
             "GET locks/.s3-lease-seal-key",
             "PUT locks/.s3-lease-seal-key",
             "GET locks/k",
+            "PUT locks/.s3-lease-floor/k",
             "PUT locks/k"
         ]
     );
@@ -780,7 +781,7 @@ fn two_clients_exclude_each_other_a_lost_race_is_412_and_a_lapsed_lease_is_taken
     let mut a = client();
     let mut b = client();
     let mut io = GcsIo::starting_at(START_MS);
-    io.lose_put_replies = 2; // the seal key's create, then the grant
+    io.lose_put_replies = 3; // the seal key's create, the key's floor, the grant
     let lease = granted(a.try_acquire(&mut io, "k", &grant("a")).ready());
     assert_eq!(lease.token, 1, "a lost reply hid a grant that landed");
     let held = b.try_acquire(&mut io, "k", &grant("b")).ready().unwrap();
@@ -793,7 +794,8 @@ fn two_clients_exclude_each_other_a_lost_race_is_412_and_a_lapsed_lease_is_taken
     let outcome = {
         let mut racing =
             crate::testing::intercept::Intercept::new(&mut io, |request, io: &mut GcsIo| {
-                if request.method == Method::Put && request.object_key == "locks/race" && !sneaked {
+                if request.method == Method::Put && request.object_key.ends_with("race") && !sneaked
+                {
                     sneaked = true;
                     let theirs = granted(client().try_acquire(io, "race", &grant("d")).ready());
                     assert_eq!(theirs.token, 1);
@@ -813,10 +815,14 @@ fn two_clients_exclude_each_other_a_lost_race_is_412_and_a_lapsed_lease_is_taken
         [
             "GET locks/race",
             "GET locks/race",
+            "PUT locks/.s3-lease-floor/race",
             "PUT locks/race",
+            "PUT locks/.s3-lease-floor/race",
+            "GET locks/.s3-lease-floor/race",
             "PUT locks/race"
         ],
-        "ours: GET, then theirs: GET and PUT, then our PUT, refused"
+        "ours: GET; theirs: GET, the key's floor, PUT; then ours: the floor \
+         (refused, read: just written, joined) and our PUT, refused"
     );
     let stored = &io.store.object("locks/race").unwrap().body;
     assert!(
@@ -872,7 +878,7 @@ fn a_missing_bucket_is_typed_and_throttling_is_retried() {
     io.advance(1_000);
     c.rewrite(&mut io, lease, false).ready().unwrap();
     // A 503 to a write may or may not have applied: the write is read
-    // back, and sent again.
+    // back, and sent again (here the key's floor, its first write).
     io.store.busy_next = 1;
     io.advance(1_000);
     io.take_requests();
@@ -882,8 +888,9 @@ fn a_missing_bucket_is_typed_and_throttling_is_retried() {
         sent(&mut io),
         [
             "GET locks/other",
-            "PUT locks/other",
-            "GET locks/other",
+            "PUT locks/.s3-lease-floor/other",
+            "GET locks/.s3-lease-floor/other",
+            "PUT locks/.s3-lease-floor/other",
             "PUT locks/other"
         ]
     );
@@ -930,9 +937,9 @@ fn the_preflight_passes_a_bucket_and_refuses_one_that_ignores_delete_conditions(
     assert!(list.detail.contains("GCS"), "{}", list.detail);
     assert!(report.config_safe, "{report:#?}");
     assert_eq!(report.safe_strategies, [Strategy::SingleObject]);
-    // 13 probes (the GET that finds a missing bucket first, no LIST) and
-    // their cleanup, then the race.
-    assert_eq!(report.requests, 13 + RACE_REQUESTS);
+    // 14 probes (the GET that finds a missing bucket first, the bucket's
+    // lifecycle rules, no LIST) and their cleanup, then the race.
+    assert_eq!(report.requests, 14 + RACE_REQUESTS);
     assert_eq!(io.take_requests().len() as u32, report.requests);
     assert!(
         io.store.buckets[BUCKET].is_empty(),

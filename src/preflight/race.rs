@@ -221,7 +221,7 @@ impl Race {
                     winners.push((i, r.etag().map(str::to_string), r.status));
                     Told::Won
                 }
-                Ok(r) if r.status >= 500 && r.status != 501 => {
+                Ok(r) if crate::protocol::is_ambiguous(r) => {
                     unclear += 1;
                     Told::Unclear
                 }

@@ -63,12 +63,13 @@ fn methods(io: &ModelIo) -> Vec<&'static str> {
     io.requests.iter().map(|r| r.method.as_str()).collect()
 }
 
-/// The probes' 14 requests, the race's 57 (two races of 3 rounds of 8
-/// writers and a read, and a DELETE per key raced).
-const PASSING_REQUESTS: u32 = 14 + RACE_REQUESTS;
+/// The probes' 15 requests (the bucket's lifecycle rules among them), the
+/// race's 57 (two races of 3 rounds of 8 writers and a read, and a DELETE
+/// per key raced).
+const PASSING_REQUESTS: u32 = 15 + RACE_REQUESTS;
 
 #[test]
-fn an_aws_like_store_passes_in_71_requests_and_is_left_clean() {
+fn an_aws_like_store_passes_in_72_requests_and_is_left_clean() {
     let mut io = ModelIo::new(NOW);
     let report = run(&mut io);
     assert_eq!(verdicts(&report), all_pass_but(&[]), "{report:#?}");
@@ -88,20 +89,29 @@ fn an_aws_like_store_passes_in_71_requests_and_is_left_clean() {
     assert_eq!(report.recommended_strategy, Some(Strategy::SingleObject));
     assert_eq!(RACE_REQUESTS, 57);
     assert_eq!(report.requests, PASSING_REQUESTS);
-    assert_eq!(io.requests.len(), 71);
+    assert_eq!(io.requests.len(), 72);
     let methods = methods(&io);
     assert_eq!(
-        methods[..13],
+        methods[..14],
         [
-            "GET", "PUT", "PUT", "PUT", "PUT", "PUT", "PUT", "GET", "GET", "GET", "PUT", "DELETE",
-            "DELETE"
+            "GET", "GET", "PUT", "PUT", "PUT", "PUT", "PUT", "PUT", "GET", "GET", "GET", "PUT",
+            "DELETE", "DELETE"
         ]
+    );
+    assert_eq!(
+        io.requests[1].query,
+        [("lifecycle".to_string(), String::new())]
+    );
+    assert!(
+        report.notes.iter().all(|n| !n.starts_with("lifecycle")),
+        "{:?}",
+        report.notes
     );
     // Each race round: 8 writers, then a read; then the cleanup deletes
     // the probes' second key and the three keys raced.
     let round = [["PUT"; 8].as_slice(), &["GET"]].concat();
-    assert_eq!(methods[13..67], round.repeat(6));
-    assert_eq!(methods[67..], ["DELETE"; 4]);
+    assert_eq!(methods[14..68], round.repeat(6));
+    assert_eq!(methods[68..], ["DELETE"; 4]);
     assert!(io.store.objects.is_empty(), "{:?}", io.store.objects.keys());
     assert!(io
         .requests
@@ -779,9 +789,9 @@ fn a_lost_reply_leaves_its_capability_unknown_and_its_object_deleted() {
     let mut n = 0;
     let mut io = Intercept::new(&mut model, |req, io| {
         n += 1;
-        // The third request (PUT b, after the GET and PUT a) lands, and
+        // The fourth request (PUT b, after the GETs and PUT a) lands, and
         // its reply is lost.
-        (n == 3).then(|| {
+        (n == 4).then(|| {
             let _ = io.send(req).ready();
             Err(Error::Transport("reply lost".into()))
         })
@@ -1047,4 +1057,93 @@ mod race {
             "{report:#?}"
         );
     }
+}
+
+/// A bucket whose lifecycle rule expires everything under the key prefix:
+/// the report names the rule in a note (and its verdicts are unchanged);
+/// one whose rule is elsewhere gets none; a refused read says so.
+#[test]
+fn a_lifecycle_rule_over_the_key_prefix_is_named_in_a_note() {
+    let rule = |prefix: &str| {
+        format!(
+            "<LifecycleConfiguration><Rule><ID>expire-old</ID><Filter><Prefix>{prefix}</Prefix>\
+             </Filter><Status>Enabled</Status><Expiration><Days>7</Days></Expiration></Rule>\
+             </LifecycleConfiguration>"
+        )
+    };
+    let mut io = ModelIo::new(NOW);
+    io.store.lifecycle = Some(rule("locks/"));
+    let report = run(&mut io);
+    assert!(report.config_safe, "{report:#?}");
+    let notes: Vec<_> = report
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("lifecycle:"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{:?}", report.notes);
+    assert!(
+        notes[0].contains("\"expire-old\" (expiration after 7 days, prefix locks/)")
+            && notes[0].contains("under this client's key prefix \"locks/\""),
+        "{notes:?}"
+    );
+    let mut io = ModelIo::new(NOW);
+    io.store.lifecycle = Some(rule("logs/"));
+    let report = run(&mut io);
+    assert!(
+        report.notes.iter().all(|n| !n.starts_with("lifecycle:")),
+        "{:?}",
+        report.notes
+    );
+    // A reader without s3:GetLifecycleConfiguration.
+    let mut model = ModelIo::new(NOW);
+    let mut io = Intercept::new(&mut model, |req, _| {
+        req.query
+            .iter()
+            .any(|(k, _)| k == "lifecycle")
+            .then(|| Ok(reply(403, "AccessDenied")))
+    });
+    let report = run(&mut io);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("could not read the bucket's lifecycle rules")),
+        "{:?}",
+        report.notes
+    );
+}
+
+/// GCS's rules come from the bucket's metadata, Azure's cannot be read.
+#[test]
+fn gcs_rules_are_read_from_the_bucket_and_azures_are_said_to_be_unreadable() {
+    use crate::testing::gcs_model::GcsIo;
+    let mut io = GcsIo::starting_at(NOW);
+    io.store.lifecycle = Some(serde_json::json!({ "rule": [
+        { "action": { "type": "Delete" }, "condition": { "age": 3 } }
+    ]}));
+    let op = preflight(Strategy::SingleObject, ExpiryClock::Server).on_gcs();
+    let report = driver::run(&mut io, op).ready().unwrap();
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("(delete at age 3 days, every object)")),
+        "{:?}",
+        report.notes
+    );
+    let mut io = crate::testing::azure_model::AzureIo::starting_at(NOW);
+    let op = preflight(Strategy::SingleObject, ExpiryClock::Server).on_azure();
+    let report = driver::run(&mut io, op).ready().unwrap();
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("Azure's lifecycle management is a policy")),
+        "{:?}",
+        report.notes
+    );
+    assert!(io
+        .requests
+        .iter()
+        .all(|r| r.query.iter().all(|(k, _)| k != "lifecycle")));
 }

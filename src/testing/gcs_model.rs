@@ -72,6 +72,10 @@ pub struct GcsModel {
     pub list_page: usize,
     /// The client config `handle` prepares with.
     pub client: ClientConfig,
+    /// The buckets' `lifecycle` resource, as the bucket's metadata shows
+    /// it (`{"rule": [...]}`); `None`: no lifecycle rules (GCS then leaves
+    /// the field out).
+    pub lifecycle: Option<serde_json::Value>,
     last_generation: u64,
     /// Object name → when it was last written, for `rate_limit`.
     last_write_ms: BTreeMap<String, u64>,
@@ -203,6 +207,7 @@ impl GcsModel {
             busy_next: 0,
             list_page: 2,
             client: client_config(BUCKET),
+            lifecycle: None,
             last_generation: 0,
             last_write_ms: BTreeMap::new(),
             next_request_id: 1,
@@ -283,6 +288,22 @@ impl GcsModel {
                 path.strip_prefix("/storage/v1/b/").ok_or_else(not_found)?,
             ),
         };
+        // The bucket's metadata: `GET /storage/v1/b/<bucket>`.
+        if !upload && req.method == Method::Get && !rest.contains('/') {
+            let bucket = percent_decode(rest);
+            if !self.buckets.contains_key(&bucket) {
+                return Err(refuse(
+                    404,
+                    "notFound",
+                    "The specified bucket does not exist.",
+                ));
+            }
+            let mut resource = serde_json::json!({ "kind": "storage#bucket", "name": bucket });
+            if let Some(lifecycle) = &self.lifecycle {
+                resource["lifecycle"] = lifecycle.clone();
+            }
+            return Ok(json_reply(200, &resource));
+        }
         let (bucket, objects) = rest.split_once('/').ok_or_else(not_found)?;
         let bucket = percent_decode(bucket);
         let name = match objects.strip_prefix("o") {

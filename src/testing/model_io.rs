@@ -83,6 +83,10 @@ pub struct ModelIo<S = S3Model> {
     pub lose_put_replies: u32,
     /// The network is cut: every request fails before it reaches the store.
     pub cut: bool,
+    /// A lost reply cuts the network (`cut`) until the test mends it: the
+    /// outage that lost the reply also fails the read-back after it, so
+    /// the call ends without knowing whether its write landed.
+    pub cut_after_lost_reply: bool,
     /// What `random_u64` returns. 7 unless a test sets it, so backoffs are
     /// the same from run to run.
     pub random: u64,
@@ -108,6 +112,7 @@ impl<S: Model> ModelIo<S> {
             lose_next_reply: false,
             lose_put_replies: 0,
             cut: false,
+            cut_after_lost_reply: false,
             random: 7,
         }
     }
@@ -142,6 +147,7 @@ impl<S: Model> Io for ModelIo<S> {
             self.lose_put_replies -= 1;
         }
         if std::mem::take(&mut self.lose_next_reply) || lose_put {
+            self.cut |= self.cut_after_lost_reply;
             return Err(Error::Transport("reply lost".into()));
         }
         Ok(reply)

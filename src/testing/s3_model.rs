@@ -117,6 +117,10 @@ pub struct S3Model {
     /// answers a request signed with temporary keys past their expiry.
     pub expired_token_next: u32,
     pub next_request_id: u64,
+    /// The bucket's lifecycle configuration, as GetBucketLifecycleConfiguration
+    /// returns it (`GET /?lifecycle`); `None`: 404
+    /// `NoSuchLifecycleConfiguration`, as S3 answers for a bucket without.
+    pub lifecycle: Option<String>,
 }
 
 /// An error reply in the making: status, S3 code and message.
@@ -234,6 +238,7 @@ impl S3Model {
             empty_list_pages: 0,
             expired_token_next: 0,
             next_request_id: 1,
+            lifecycle: None,
         }
     }
 
@@ -310,8 +315,23 @@ impl S3Model {
         if req.method != Method::Get {
             return Err(Refusal::bad_request(
                 "InvalidRequest",
-                "only ListObjectsV2 is modelled on the bucket",
+                "only ListObjectsV2 and GetBucketLifecycleConfiguration are modelled on the bucket",
             ));
+        }
+        if req.query.iter().any(|(k, _)| k == "lifecycle") {
+            return match &self.lifecycle {
+                Some(xml) => Ok(S3Response {
+                    status: 200,
+                    headers: vec![("content-type".into(), "application/xml".into())],
+                    body: xml.clone().into_bytes(),
+                    body_too_large: None,
+                }),
+                None => Err(Refusal {
+                    status: 404,
+                    code: "NoSuchLifecycleConfiguration",
+                    message: "The lifecycle configuration does not exist",
+                }),
+            };
         }
         let paging = list::Paging {
             page_keys: self.list_page_keys,

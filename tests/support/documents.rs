@@ -28,7 +28,8 @@ pub fn documents(root: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// A ```` ```rust ```` block of a document.
+/// A fenced block of a document (a ```` ```rust ```` one, or another
+/// language's: `fenced_blocks`).
 pub struct RustBlock {
     /// The opening fence's line, 1-based.
     pub line: usize,
@@ -39,11 +40,18 @@ pub struct RustBlock {
 }
 
 pub fn rust_blocks(text: &str) -> Vec<RustBlock> {
+    fenced_blocks(text, "rust")
+}
+
+/// The blocks fenced as ```` ```LANGUAGE ```` (`sh`, `toml`, `wit`, ...),
+/// with the same fields as a Rust block's.
+pub fn fenced_blocks(text: &str, language: &str) -> Vec<RustBlock> {
+    let fence = format!("```{language}");
     let lines: Vec<&str> = text.lines().collect();
     let mut blocks = Vec::new();
     let mut i = 0;
     while i < lines.len() {
-        if lines[i].trim() == "```rust" {
+        if lines[i].trim() == fence {
             let marker = if i > 0 { lines[i - 1].trim() } else { "" };
             let mut end = i + 1;
             while end < lines.len() && lines[end].trim() != "```" {

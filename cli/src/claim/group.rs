@@ -4,11 +4,13 @@
 
 use super::Job;
 use crate::exit::{Failure, USAGE};
+use crate::guardian::GuardianArgs;
 use crate::json;
 use crate::tree::{CommandGroup, GroupState};
+use s3_lease_host::clock::{self, Clock};
 use s3_lease_host::LeaseRecord as Lease;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What `run` and `elect` hand their command about the lease it runs
 /// under (its fencing hand-off), one variable each. The command's
@@ -88,7 +90,7 @@ impl LeaseVar {
 pub(super) fn spawn_group(
     job: &Job,
     lease: &Lease,
-    held_until: Instant,
+    held_until: clock::Instant,
 ) -> Result<CommandGroup, Failure> {
     let (program, args) = job
         .command
@@ -99,7 +101,12 @@ pub(super) fn spawn_group(
         .envs(job.env.iter().map(|(k, v)| (k, v)))
         .envs(LeaseVar::ALL.map(|v| (v.name(), v.value(&job.key, lease))));
     let warn = |w: &str| job.say("warning", Some(lease.token), w);
-    CommandGroup::spawn(c, held_until, job.kill_after, warn).map_err(|e| {
+    let guardian = GuardianArgs {
+        kill_after: job.kill_after,
+        key: &job.key,
+        holder: &job.holder,
+    };
+    CommandGroup::spawn(c, held_until, &guardian, warn).map_err(|e| {
         // The shell's codes: 127 not found, 126 found but not runnable.
         let code = if e.kind() == std::io::ErrorKind::NotFound {
             127
@@ -114,7 +121,8 @@ pub(super) fn spawn_group(
 /// `kill_after` later, and a line once the command itself has exited
 /// while others of its group are still running.
 pub(super) struct Stopping {
-    since: Option<Instant>,
+    /// When SIGTERM was sent, on the host's clock (suspended time counted).
+    since: Option<clock::Instant>,
     killed: bool,
     leftovers_said: bool,
 }
@@ -134,14 +142,17 @@ impl Stopping {
         if self.since.is_none() {
             group.signal(libc::SIGTERM);
             group.ending();
-            self.since = Some(Instant::now());
+            self.since = Some(Clock::system().now());
         }
     }
 
     /// SIGKILL once `kill_after` has passed since `begin`; true when sent now.
     pub(super) fn escalate(&mut self, group: &CommandGroup, kill_after: Duration) -> bool {
         match self.since {
-            Some(at) if !self.killed && at.elapsed() >= kill_after => {
+            Some(at)
+                if !self.killed
+                    && Clock::system().now().saturating_duration_since(at) >= kill_after =>
+            {
                 group.signal(libc::SIGKILL);
                 self.killed = true;
                 true

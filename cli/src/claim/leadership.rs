@@ -4,6 +4,7 @@
 //! (`Elector::leading_until`). `run` holds one term; `elect` campaigns
 //! again after each loss.
 
+use super::stall::Stall;
 use super::{Claim, Held, Job, WaitLines, Waited, POLL};
 use crate::commands::held_by;
 use crate::duration::show;
@@ -11,7 +12,10 @@ use crate::exit::{Failure, HELD, INTERNAL, STORE};
 use crate::probe::Probe;
 use crate::tree::CommandGroup;
 use s3_lease_host::blocking::Elector;
-use s3_lease_host::{ElectionEvent, ElectorStats, LeaseRecord as Lease, Role, StopReason};
+use s3_lease_host::clock::{self, Clock};
+use s3_lease_host::{
+    ElectionEvent, ElectorStats, ErrorKind, LeaseRecord as Lease, Role, StopReason,
+};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,9 +24,6 @@ use std::time::{Duration, Instant};
 const SETTLE: Duration = Duration::from_secs(1);
 /// How long a campaign given up waits for the elector to resign.
 const END_CAMPAIGN_WAIT: Duration = Duration::from_secs(1);
-
-/// Why a command that ended while we could not look was lost.
-const LAPSED: &str = "the renew deadline passed while s3-lease could not act (stopped or starved); the guardian ends the command's process group at that deadline";
 
 /// Set to why we are about to exit on an error retrying cannot fix, for
 /// `--serve`'s `/healthz`.
@@ -42,8 +43,9 @@ pub struct Leadership<'a> {
     mode: Mode,
     probe: Probe<'a>,
     fatal: Fatal,
-    /// The deadline the guardian was given last.
-    held_until: Instant,
+    /// The deadline the guardian was given last (the host's clock,
+    /// suspended time counted).
+    held_until: clock::Instant,
     /// A term won again while the last one's command was stopping.
     regained: Option<Lease>,
 }
@@ -55,9 +57,34 @@ impl<'a> Leadership<'a> {
             mode,
             probe,
             fatal,
-            held_until: Instant::now(),
+            held_until: Clock::system().now(),
             regained: None,
         }
+    }
+}
+
+impl Leadership<'_> {
+    /// Why the renew deadline passed: a stall of ours it passed in, else
+    /// the store's failed or unanswered renews.
+    fn deadline_passed(&self, stall: Option<Stall>) -> String {
+        let last = self.elector.as_ref().and_then(|e| e.last_failure());
+        renew_deadline_passed(stall, last.as_ref())
+    }
+}
+
+/// Why the renew deadline passed, naming what happened: a stall of ours,
+/// else the store's doing (no answer: a network cut; or its error).
+fn renew_deadline_passed(stall: Option<Stall>, last: Option<&s3_lease_host::Error>) -> String {
+    let store = match last {
+        Some(e) if e.kind() != ErrorKind::Transport => format!("the last renew failed: {e}"),
+        _ => "the store did not answer in time (requests failed or hung)".to_string(),
+    };
+    match stall {
+        Some(stall) => format!(
+            "the renew deadline passed while {}; the guardian ends the command's process group at that deadline",
+            stall.describe()
+        ),
+        None => format!("{}: {store}", stop_reason(StopReason::RenewDeadline)),
     }
 }
 
@@ -84,27 +111,29 @@ impl Claim for Leadership<'_> {
         end_campaign(&mut self.elector);
     }
 
-    fn start(&mut self) -> Option<Instant> {
+    fn start(&mut self) -> Option<clock::Instant> {
         let until = self
             .elector
             .as_ref()
-            .and_then(Elector::leading_until)
-            .filter(|until| Instant::now() < *until)?;
+            .and_then(Elector::leading_deadline)
+            .filter(|until| Clock::system().now() < *until)?;
         self.held_until = until;
         Some(until)
     }
 
-    fn keep(&mut self, group: &mut CommandGroup) -> Option<String> {
+    fn keep(&mut self, group: &mut CommandGroup, stall: Option<Stall>) -> Option<String> {
         // The deadline passed before we saw it extended (we were stopped
-        // or starved): the guardian ends the group, and the lock counts as
-        // lost, even if the elector has won a new term since.
-        let lapsed = Instant::now() >= self.held_until;
+        // or starved, or renews failed): the guardian ends the group, and
+        // the lock counts as lost, even if the elector has won a new term
+        // since.
+        let now = || Clock::system().now();
+        let lapsed = now() >= self.held_until;
         let elector = self.elector.as_mut();
         // Read before the events: once leadership has ended, the event
         // that says why is already queued.
-        let leading_until = elector.as_ref().and_then(|e| e.leading_until());
-        let ended = lapsed
-            || (elector.is_some() && leading_until.is_none_or(|until| Instant::now() >= until));
+        let leading_until = elector.as_ref().and_then(|e| e.leading_deadline());
+        let ended =
+            lapsed || (elector.is_some() && leading_until.is_none_or(|until| now() >= until));
         if let (Some(until), false) = (leading_until, ended) {
             // The guardian's deadline: it ends the group if we cannot.
             if until > self.held_until {
@@ -117,9 +146,12 @@ impl Claim for Leadership<'_> {
             event => event,
         });
         match event {
+            Some(ElectionEvent::StoppedLeading(StopReason::RenewDeadline)) => {
+                Some(self.deadline_passed(stall))
+            }
             Some(ElectionEvent::StoppedLeading(reason)) => Some(stop_reason(reason).into()),
             Some(ElectionEvent::Failed(why)) => Some(why),
-            _ if ended => Some(stop_reason(StopReason::RenewDeadline).into()),
+            _ if ended => Some(self.deadline_passed(stall)),
             _ => None,
         }
     }
@@ -132,8 +164,8 @@ impl Claim for Leadership<'_> {
         }
     }
 
-    fn lost_unseen(&mut self) -> Option<String> {
-        (Instant::now() >= self.held_until).then(|| LAPSED.into())
+    fn lost_unseen(&mut self, stall: Option<Stall>) -> Option<String> {
+        (Clock::system().now() >= self.held_until).then(|| self.deadline_passed(stall))
     }
 
     fn release(&mut self) -> Result<(), String> {
@@ -250,8 +282,8 @@ fn won(elector: &mut Elector) -> Result<Option<Lease>, Failure> {
     // elector renew (it was stopped or starved). The next term is now.
     if let Role::Leader(lease) = elector.role() {
         if elector
-            .leading_until()
-            .is_some_and(|until| Instant::now() < until)
+            .leading_deadline()
+            .is_some_and(|until| Clock::system().now() < until)
         {
             return Ok(Some(lease));
         }

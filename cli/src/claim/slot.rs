@@ -8,11 +8,13 @@
 //! and SIGKILL `--kill-after` later, while the slot still has the other
 //! half of its ttl to run: before any other contender can judge it expired.
 
+use super::stall::Stall;
 use super::{Claim, Held, Job, WaitLines, Waited};
 use crate::duration::show;
 use crate::exit::{is_permanent, Failure, HELD, STORE};
 use crate::tree::CommandGroup;
 use s3_lease_host::blocking::{BlockingSlotGrant, Client, LeaseGuard};
+use s3_lease_host::clock::{self, Clock};
 use s3_lease_host::{AcquireOptions, Error, LostReason, SlotOptions};
 use std::time::{Duration, Instant};
 
@@ -178,30 +180,30 @@ impl Claim for Slot<'_> {
         self.leave();
     }
 
-    fn start(&mut self) -> Option<Instant> {
+    fn start(&mut self) -> Option<clock::Instant> {
         let guard = self.guard.take()?;
         if guard.lost().is_some() {
             let _ = guard.release();
             return None;
         }
         // Held (checked above), so the guardian does not end it at once.
-        let until = guard.held_until().unwrap_or_else(Instant::now);
+        let until = guard.deadline().unwrap_or_else(|| Clock::system().now());
         self.guard = Some(guard);
         Some(until)
     }
 
-    fn keep(&mut self, group: &mut CommandGroup) -> Option<String> {
+    fn keep(&mut self, group: &mut CommandGroup, stall: Option<Stall>) -> Option<String> {
         let guard = self.guard.as_ref()?;
-        if let Some(until) = guard.held_until() {
+        if let Some(until) = guard.deadline() {
             // The guardian's deadline: it ends the group if we cannot.
             group.held_until(until);
         }
-        guard.lost().map(|why| describe(&why))
+        guard.lost().map(|why| describe(&why, stall))
     }
 
-    fn lost_unseen(&mut self) -> Option<String> {
+    fn lost_unseen(&mut self, stall: Option<Stall>) -> Option<String> {
         let why = self.guard.as_ref()?.lost()?;
-        Some(describe(&why))
+        Some(describe(&why, stall))
     }
 
     fn release(&mut self) -> Result<(), String> {
@@ -216,7 +218,19 @@ impl Claim for Slot<'_> {
     }
 }
 
-fn describe(why: &LostReason) -> String {
+/// Why the slot was lost: the guard's reason; a deadline that passed in a
+/// stall of ours is the stall's doing.
+fn describe(why: &LostReason, stall: Option<Stall>) -> String {
+    match (why, stall) {
+        (LostReason::Expired(_), Some(stall)) => format!(
+            "its deadline passed while {}; the guardian ends the command's process group at that deadline",
+            stall.describe()
+        ),
+        (why, _) => describe_loss(why),
+    }
+}
+
+fn describe_loss(why: &LostReason) -> String {
     match why {
         LostReason::Taken(_) => "a renew found it taken".into(),
         LostReason::Expired(Some(e)) => format!("no renew succeeded before its deadline: {e}"),

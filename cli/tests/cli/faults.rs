@@ -17,7 +17,7 @@
 //! (it refuses `holder`: its epoch objects record no holder expiry). The
 //! `holder` clock needs the processes' clocks in step: here they share one.
 
-use crate::support::{bin, turn_violations, Run, Scene};
+use crate::support::{through, turn_violations, Run, Scene};
 use host_test::fault_proxy::{Fault, FaultProxy};
 use s3_lease::testing::history::Violation;
 use std::fs::File;
@@ -539,19 +539,11 @@ fn same_host_same_pid_default_holders_take_turns() {
         let inner = scene.cmd(&[
             "run", "k", "--ttl", TTL, "--", "sh", "-c", JOB, "sh", &record, seconds,
         ]);
-        let mut cmd = Command::new("unshare");
-        cmd.args(["--pid", "--fork", "--mount-proc", "--kill-child"])
-            .arg(bin())
-            .args(inner.get_args())
-            .stdin(Stdio::null())
+        let unshare = ["--pid", "--fork", "--mount-proc", "--kill-child"];
+        let mut cmd = through("unshare", &unshare, &inner);
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(File::create(scene.path(&format!("{who}.err"))).unwrap());
-        for (k, v) in inner.get_envs() {
-            match v {
-                Some(v) => cmd.env(k, v),
-                None => cmd.env_remove(k),
-            };
-        }
         cmd
     };
     let (file_a, file_b) = (scene.path("a"), scene.path("b"));

@@ -1,13 +1,16 @@
 //! The `s3-lease` binary, run as a user would, against a real S3 server.
 
 mod azure;
+mod broken_stderr;
 mod credentials;
 mod dynamodb;
 mod exit_codes;
 mod failover;
 mod faults;
+mod formats;
 mod gcs;
 mod install;
+mod loss_causes;
 mod observability;
 mod outputs;
 mod precompiled;
@@ -15,6 +18,7 @@ mod preflight;
 mod process_tree;
 mod request_log;
 mod semaphores;
+mod serve_limits;
 mod stops;
 mod support;
 mod turns;

@@ -16,7 +16,7 @@ const TTL: &str = "4s";
 const RENEW_DEADLINE: Duration = Duration::from_secs(2);
 
 /// `GET path` on `addr`: (status, body).
-fn get(addr: &str, path: &str) -> (u16, String) {
+pub(crate) fn get(addr: &str, path: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).expect("connect to --serve");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
@@ -41,7 +41,7 @@ fn get(addr: &str, path: &str) -> (u16, String) {
 }
 
 /// One sample of the exposition text: `name{labels} value`.
-fn sample(metrics: &str, series: &str) -> Option<f64> {
+pub(crate) fn sample(metrics: &str, series: &str) -> Option<f64> {
     metrics.lines().find_map(|line| {
         let rest = line.strip_prefix(series)?;
         rest.strip_prefix(' ')?.trim().parse().ok()
@@ -58,7 +58,7 @@ fn total(metrics: &str, name: &str) -> f64 {
 }
 
 /// The address `--serve 127.0.0.1:0` bound, from its line on stderr.
-fn served_at(stderr: &Path, child: &mut Child) -> String {
+pub(crate) fn served_at(stderr: &Path, child: &mut Child) -> String {
     let started = Instant::now();
     loop {
         let log = std::fs::read_to_string(stderr).unwrap_or_default();
@@ -114,14 +114,14 @@ fn elector(scene: &Scene, who: &str, endpoint: Option<&str>) -> (Reaped, String)
     (Reaped(child), addr)
 }
 
-fn metrics(addr: &str) -> String {
+pub(crate) fn metrics(addr: &str) -> String {
     let (status, body) = get(addr, "/metrics");
     assert_eq!(status, 200, "{body}");
     body
 }
 
-const LEADER: &str = "s3lease_leader{key=\"k\"}";
-const TOKEN: &str = "s3lease_fencing_token{key=\"k\"}";
+pub(crate) const LEADER: &str = "s3lease_leader{key=\"k\"}";
+pub(crate) const TOKEN: &str = "s3lease_fencing_token{key=\"k\"}";
 const CHANGES: &str = "s3lease_leadership_changes_total{key=\"k\"}";
 const ACQUIRED: &str = "s3lease_acquire_duration_seconds_count{key=\"k\"}";
 const RENEWED: &str = "s3lease_renew_duration_seconds_count{key=\"k\"}";

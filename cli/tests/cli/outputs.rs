@@ -72,14 +72,12 @@ fn scripts_acquire_renew_release_and_write_fenced_through_json() {
 
     let out = scene.run_with_input(&["renew"], &first);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
-    let renewed = text(&out.stdout);
+    assert!(json(&out.stdout)["etag"] != json(first.as_bytes())["etag"]);
+    // An older copy of the same grant (its holder and token, unreleased) is
+    // still this holder's lease: a script that kept it renews it.
     let out = scene.run_with_input(&["renew"], &first);
-    assert_eq!(
-        code(&out),
-        79,
-        "a spent lease is lost: {}",
-        text(&out.stderr)
-    );
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let renewed = text(&out.stdout);
 
     // An altered lease is refused before any request.
     let mut forged = json(renewed.as_bytes());
@@ -108,6 +106,14 @@ fn scripts_acquire_renew_release_and_write_fenced_through_json() {
     assert_eq!(json(&out.stdout)["token"], 1);
     let out = scene.run(&["release", "--lease", &lease_1]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    // A released lease is spent: renewing it is a lost lease.
+    let out = scene.run(&["renew", "--lease", &lease_1]);
+    assert_eq!(
+        code(&out),
+        79,
+        "a spent lease is lost: {}",
+        text(&out.stderr)
+    );
 
     // A newer holder writes; the older lease is fenced out (exit 80).
     // `run` hands its command the lease: a nested `s3-lease fenced put` uses it.
@@ -379,6 +385,56 @@ s3-lease --json status k"#;
     let (first, nested) = stdout.split_once('\n').unwrap();
     assert_eq!(first, format!("endpoint={theirs} region=eu-west-3"));
     assert_eq!(json(nested.as_bytes())[0]["holder_id"], "env-b");
+}
+
+/// `SigIgn` and `SigBlk` of the command `command` runs (it must end with
+/// `sh -c`), as hex masks: those of `grep`, which the shell execs, so that
+/// they are the command's own (a shell's mask while it forks is not).
+fn signal_masks(mut command: std::process::Command, file: &std::path::Path) -> (u64, u64) {
+    let job = format!(
+        "exec grep -E '^Sig(Ign|Blk):' /proc/self/status > {}",
+        file.display()
+    );
+    let out = command.arg(job).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let status = std::fs::read_to_string(file).unwrap();
+    let mask = |name: &str| {
+        let line = status.lines().find(|l| l.starts_with(name)).unwrap();
+        u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
+    };
+    (mask("SigIgn:"), mask("SigBlk:"))
+}
+
+fn bit(signal: i32) -> u64 {
+    1 << (signal - 1)
+}
+
+/// Rust ignores SIGPIPE for its own process, and `s3-lease` catches SIGINT,
+/// SIGTERM, SIGHUP, SIGTSTP and SIGCONT; the command it runs gets the
+/// dispositions and signal mask it would have had run directly: SIGPIPE's
+/// default (so `cmd | head` ends it as usual), nothing blocked. A signal
+/// the user had ignored (`nohup`'s SIGHUP, a script's background job's
+/// SIGINT) stays ignored for the command too.
+#[test]
+fn run_gives_its_command_the_signal_dispositions_it_would_have_had() {
+    let scene = Scene::new("signal-masks");
+    let mut direct = std::process::Command::new("sh");
+    direct.arg("-c");
+    let (ignored, blocked) = signal_masks(direct, &scene.path("direct"));
+    assert_eq!(ignored & bit(libc::SIGPIPE), 0, "the test's own baseline");
+    let runs: [&[&str]; 3] = [
+        &["run", "k", "--", "sh", "-c"],
+        &["elect", "k", "--", "sh", "-c"],
+        &["run", "k", "--limit", "1", "--", "sh", "-c"],
+    ];
+    for (n, args) in runs.iter().enumerate() {
+        let masks = signal_masks(scene.cmd(args), &scene.path(&format!("under-{n}")));
+        assert_eq!(masks, (ignored, blocked), "{args:?}: SigIgn, SigBlk");
+    }
+    // Under nohup, SIGHUP is ignored: for the command too.
+    let nohup = crate::support::through("nohup", &[], &scene.cmd(runs[0]));
+    let (under_nohup, _) = signal_masks(nohup, &scene.path("nohup"));
+    assert_eq!(under_nohup, ignored | bit(libc::SIGHUP), "under nohup");
 }
 
 /// A holder id is read from the store, where whoever could take the lock

@@ -108,12 +108,7 @@ fn the_default_place_is_beside_the_binary() {
         let scene_cmd = scene.cmd(args);
         let mut c = std::process::Command::new(&binary);
         c.args(scene_cmd.get_args());
-        for (name, value) in scene_cmd.get_envs() {
-            match value {
-                Some(value) => c.env(name, value),
-                None => c.env_remove(name),
-            };
-        }
+        crate::support::with_env_of(&mut c, &scene_cmd);
         c.env_remove("S3LEASE_PRECOMPILED");
         c
     };

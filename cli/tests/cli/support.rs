@@ -120,6 +120,26 @@ impl Scene {
     }
 }
 
+/// `program ARGS.. INNER_PROGRAM INNER_ARGS..` with `inner`'s environment:
+/// `inner` run through another program (`nohup`, `unshare`, or `sh -c
+/// 'ulimit -n 256 && exec "$@"' sh`).
+pub fn through(program: &str, args: &[&str], inner: &Command) -> Command {
+    let mut c = Command::new(program);
+    c.args(args).arg(inner.get_program()).args(inner.get_args());
+    with_env_of(&mut c, inner);
+    c
+}
+
+/// Gives `c` the environment changes made to `inner`.
+pub fn with_env_of(c: &mut Command, inner: &Command) {
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+}
+
 /// Runs `command` with `stdin` as input, capturing its output.
 pub fn output_with_input(command: &mut Command, stdin: &str) -> Output {
     use std::io::Write;

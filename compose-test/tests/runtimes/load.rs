@@ -205,3 +205,14 @@ pub fn summary(run: &Run) -> String {
         pct(1.0),
     )
 }
+
+/// p50, p99 and max of `latencies`, in ms (0 when empty).
+pub fn percentiles(latencies: &[Duration]) -> (f64, f64, f64) {
+    let mut sorted = latencies.to_vec();
+    sorted.sort();
+    let pct = |p: f64| {
+        let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+        sorted.get(i).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+    };
+    (pct(0.5), pct(0.99), pct(1.0))
+}

@@ -145,7 +145,7 @@ fn random_input_never_panics() {
 /// does, every one of them.
 #[test]
 fn the_json_uses_the_wit_field_names() {
-    let wit = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/wit/lease.wit"));
+    let wit = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../wit/lease.wit"));
     let record = &wit[wit.find("record lease {").expect("the lease record")..];
     let record = &record[..record.find("\n    }").expect("its end")];
     let mut wit_fields: Vec<&str> = record

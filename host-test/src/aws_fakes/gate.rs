@@ -48,6 +48,9 @@ struct Shared {
     used: Mutex<Vec<String>>,
     refusals: Mutex<Vec<String>>,
     passed: AtomicUsize,
+    /// Set: the next PUT is passed on, then answered 500 and every key
+    /// issued so far revoked (`fail_next_put_and_revoke`).
+    fail_next_put: std::sync::atomic::AtomicBool,
     serial: AtomicU64,
     runtime: tokio::runtime::Runtime,
 }
@@ -61,6 +64,7 @@ impl TokenGate {
             used: Mutex::default(),
             refusals: Mutex::default(),
             passed: AtomicUsize::new(0),
+            fail_next_put: std::sync::atomic::AtomicBool::new(false),
             serial: AtomicU64::new(0),
             runtime: tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
@@ -131,6 +135,14 @@ impl TokenGate {
     pub fn passed(&self) -> usize {
         self.shared.passed.load(Ordering::SeqCst)
     }
+
+    /// One outage as a call sees it: the next PUT reaches SeaweedFS and is
+    /// applied, its reply is a 500, and every key issued so far is revoked
+    /// (the read-back after it is refused), so the caller fetches new keys
+    /// and runs its call again.
+    pub fn fail_next_put_and_revoke(&self) {
+        self.shared.fail_next_put.store(true, Ordering::SeqCst);
+    }
 }
 
 fn s3_error(status: u16, code: &str, message: &str) -> Response {
@@ -152,7 +164,16 @@ impl Shared {
                 return s3_error(status, code, message);
             }
         }
+        let failing = request.method == "PUT" && self.fail_next_put.swap(false, Ordering::SeqCst);
         match self.forward(request) {
+            Ok(_) if failing => {
+                let mut issued = self.issued.lock().unwrap();
+                self.revoked
+                    .lock()
+                    .unwrap()
+                    .extend(issued.drain().map(|(_, i)| i));
+                s3_error(500, "InternalError", "We encountered an internal error.")
+            }
             Ok(r) => r,
             Err(e) => s3_error(502, "GateUpstream", &format!("{e:#}")),
         }

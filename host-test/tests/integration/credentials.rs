@@ -140,6 +140,33 @@ fn a_refused_key_is_fetched_again_once_and_the_call_sent_again() {
     assert_eq!(gate.refusals().len(), 1);
 }
 
+/// The renew's write lands, its reply is a 500 and the read-back after it
+/// is refused (the keys revoked in the same outage): the host fetches new
+/// keys and runs the whole renew again, whose write's condition fails on
+/// the first run's landed write. That write is the holder's own grant: the
+/// second run adopts it and renews, never reporting the lease lost.
+#[test]
+fn a_call_run_again_after_refused_keys_recognises_its_first_runs_write() {
+    let prefix = fresh_prefix("creds-rerun");
+    let (gate, source, config) = through_gate(&prefix, false);
+    let client = Client::connect(harness().runtime(), &config).unwrap();
+    let lease = client
+        .acquire("k", &options(30_000), Duration::from_secs(5))
+        .unwrap()
+        .detach()
+        .expect("held");
+    gate.fail_next_put_and_revoke();
+    let renewed = client
+        .renew(&lease)
+        .unwrap_or_else(|e| panic!("the first run's own write read as {e}"));
+    assert_eq!(renewed.token, lease.token);
+    assert_eq!(source.fetches.load(Ordering::SeqCst), 2);
+    assert_eq!(gate.refusals().len(), 1, "{:?}", gate.refusals());
+    let other = Client::connect(harness().runtime(), &config).unwrap();
+    assert!(other.try_acquire("k", &options(30_000)).unwrap().is_none());
+    client.release(&renewed).unwrap();
+}
+
 #[test]
 fn a_source_that_gives_the_refused_key_again_gets_no_retry() {
     let prefix = fresh_prefix("creds-same");

@@ -331,9 +331,11 @@ fn a_dynamodb_lease_client_and_ours_share_a_table_and_exclude_each_other() {
     let key = format!("{prefix}k");
     let mut ours = on_table(&table, &prefix);
 
-    // Its lease, 2 s: ours read it as held, with no token and no holder,
-    // until its lease_expiry, and cannot take it meanwhile.
-    let theirs = dynamodb_lease_client(&table, &["acquire", &key, "--ttl", "2"]);
+    // Its lease, 6 s (its expiry is whole seconds, rounded down, and each
+    // of its steps is a new Python process: 2 s was gone on a loaded
+    // machine before ours looked): ours read it as held, with no token and
+    // no holder, until its lease_expiry, and cannot take it meanwhile.
+    let theirs = dynamodb_lease_client(&table, &["acquire", &key, "--ttl", "6"]);
     assert_eq!(theirs["ok"], true, "{theirs}");
     let seen = ours.inspect("k").unwrap().unwrap().expect("its item");
     assert!(seen.live, "{seen:?}");
@@ -353,7 +355,7 @@ fn a_dynamodb_lease_client_and_ours_share_a_table_and_exclude_each_other() {
             "--version",
             theirs["version"].as_str().unwrap(),
             "--ttl",
-            "2",
+            "6",
         ],
     );
     assert_eq!(theirs["ok"], true, "{theirs}");

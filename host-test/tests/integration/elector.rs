@@ -299,16 +299,19 @@ fn step_costs(strategy: Strategy) {
     };
 
     // Each elector's first step reads the seal key first (GET); the
-    // prefix's first creates it (GET 404, PUT).
+    // prefix's first creates it (GET 404, PUT). A key's first grant writes
+    // its token floor before its lock object (one more PUT).
     let r = a.step();
     assert!(leads(&r).is_some(), "{r:?}");
     check(
         &mut a,
         "grant step (free key), creating the seal key",
         if epoch {
-            &["GET 404", "PUT 200", "LIST 200", "PUT 200", "LIST 200"]
+            &[
+                "GET 404", "PUT 200", "LIST 200", "PUT 200", "PUT 200", "LIST 200",
+            ]
         } else {
-            &["GET 404", "PUT 200", "GET 404", "PUT 200"]
+            &["GET 404", "PUT 200", "GET 404", "PUT 200", "PUT 200"]
         },
     );
 

@@ -123,8 +123,9 @@ fn each_operation_costs_what_the_contract_says() {
     let log = a.hooks.take_requests();
     assert_eq!(
         shape(&log),
-        ["GET 404", "PUT 200", "LIST 200", "PUT 200", "LIST 200"],
-        "the prefix's first client: the seal key (none, created), then the first grant"
+        ["GET 404", "PUT 200", "LIST 200", "PUT 200", "PUT 200", "LIST 200"],
+        "the prefix's first client: the seal key (none, created), then the first grant \
+         (the key's token floor, the first epoch)"
     );
     assert_eq!(log[1].if_none_match.as_deref(), Some("*"));
     assert_eq!(log[3].if_none_match.as_deref(), Some("*"));

@@ -7,7 +7,7 @@ use super::{acquire_options as options, endpoint, fresh_prefix, harness};
 use aws_credential_types::provider::SharedCredentialsProvider;
 use s3_lease_host::{Client, ClientStats, Lease, SdkProvider, SharedSource};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -160,6 +160,20 @@ fn a_close_releases_every_lease_held_and_a_drop_releases_its_own() {
         let refused = c.try_acquire("after", &options(30_000)).await.unwrap_err();
         assert!(refused.to_string().contains("closed"), "{refused}");
         assert!(free(&c, "after").await, "a grant after the close was kept");
+        // A wait ends at its first grant: none can be kept. (Before, it
+        // took and released the key again and again until its wait ran out.)
+        let asked = Instant::now();
+        let wait = Duration::from_secs(20);
+        let refused = c
+            .acquire("after", &options(30_000), wait)
+            .await
+            .unwrap_err();
+        assert!(refused.to_string().contains("closed"), "{refused}");
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            asked.elapsed()
+        );
         // Let go already: dropping the handles sends nothing more.
         drop(kept);
         assert!(c.close(Duration::from_secs(1)).await.all_released());
@@ -297,4 +311,259 @@ fn an_instance_holds_no_more_after_thousands_of_renews() {
     let warm = i.footprint();
     renew(&mut i, 2_000);
     assert_eq!(i.footprint(), warm, "the instance grew over 2,000 renews");
+}
+
+/// A lease handed to a closed client (`hold`, say a record detached by
+/// another process) is not kept: the handle says released at once, and
+/// the record is released, so the key is free. (Before, a closed client
+/// kept renewing it: `hold` never looked at the close.)
+#[test]
+fn a_closed_client_keeps_no_lease_handed_to_it() {
+    let _ = (endpoint(), harness());
+    runtime().block_on(async {
+        let prefix = fresh_prefix("keeping-hold-after-close");
+        let (giver, c) = (client(&prefix).await, client(&prefix).await);
+        let record = held(&giver, "k", 30_000).await.detach().await;
+        assert!(c.close(Duration::from_secs(5)).await.all_released());
+        let lease = c.hold(record, Instant::now(), &options(30_000));
+        assert!(
+            !lease.is_held(),
+            "a closed client holds {:?}",
+            lease.record()
+        );
+        assert_eq!(
+            lease.lost_reason(),
+            Some(s3_lease_host::LostReason::Released)
+        );
+        let given = Instant::now();
+        while !free(&c, "k").await {
+            assert!(given.elapsed() < Duration::from_secs(5), "k still held");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let stats = c.stats();
+        assert_eq!((stats.leases_kept, stats.renews_sent), (0, 0), "{stats:?}");
+    });
+}
+
+/// One renew answered as no S3 server would (a bare 404, what a proxy or
+/// a load balancer's error page sends) by the endpoint that granted the
+/// lease a moment ago: a blip on the way, not a wrong configuration. The
+/// lease is retried like after any transient failure, and stays held.
+/// (Before, the wrong endpoint's `InvalidConfig` ended the lease at once,
+/// `Failed`, with most of its ttl to go.)
+#[test]
+fn one_wrong_endpoint_verdict_during_a_renew_is_retried_not_fatal() {
+    use host_test::hooks::Fault;
+    let _ = (endpoint(), harness());
+    runtime().block_on(async {
+        let prefix = fresh_prefix("keeping-wrong-endpoint-renew");
+        let config = endpoint().host_config(&prefix).unwrap();
+        let (options_with_hooks, hooks, _clock) = harness().test_client_options();
+        let c = Client::connect_with(harness().runtime(), &config, options_with_hooks)
+            .await
+            .unwrap();
+        let lease = held(&c, "k", 3_000).await;
+        let renews = c.stats().renews_sent;
+        hooks.inject(Fault::Respond {
+            status: 404,
+            content_type: "text/plain; charset=utf-8",
+            body: "404 page not found\n".into(),
+        });
+        let started = Instant::now();
+        while c.stats().renews_sent < renews + 3 {
+            assert!(
+                lease.is_held(),
+                "lost after one wrong-endpoint renew: {:?}",
+                lease.lost_reason()
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "renews stalled"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let stats = c.stats();
+        assert!(stats.renews_failed >= 1, "the fault was not met: {stats:?}");
+        assert!(lease.is_held(), "{:?}", lease.lost_reason());
+        lease.release().await.unwrap();
+    });
+}
+
+/// A `tracing` subscriber with a bug: it panics when its span is entered
+/// on a thread other than the one that made it (once, then never again).
+struct PanicsOnEnterElsewhere {
+    maker: std::thread::ThreadId,
+    armed: std::sync::atomic::AtomicBool,
+    /// Its one span's metadata, once made, and whether the maker is in it.
+    span: Mutex<Option<&'static tracing::Metadata<'static>>>,
+    in_span: std::sync::atomic::AtomicBool,
+}
+
+impl tracing::Subscriber for PanicsOnEnterElsewhere {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, attrs: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        *self.span.lock().unwrap() = Some(attrs.metadata());
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, _: &tracing::span::Id) {
+        if std::thread::current().id() == self.maker {
+            self.in_span.store(true, Ordering::SeqCst);
+        } else if self.armed.swap(false, Ordering::SeqCst) {
+            panic!("the subscriber's own bug");
+        }
+    }
+    fn exit(&self, _: &tracing::span::Id) {
+        if std::thread::current().id() == self.maker {
+            self.in_span.store(false, Ordering::SeqCst);
+        }
+    }
+    fn current_span(&self) -> tracing_core::span::Current {
+        match *self.span.lock().unwrap() {
+            Some(meta) if self.in_span.load(Ordering::SeqCst) => {
+                tracing_core::span::Current::new(tracing::span::Id::from_u64(1), meta)
+            }
+            _ => tracing_core::span::Current::none(),
+        }
+    }
+}
+
+/// A panic inside a blocking call (here the caller's subscriber, entering
+/// the caller's span on the client's runtime) comes back as the call's
+/// error, kind `Host`, naming the panic; the caller's thread does not
+/// panic, and the client goes on working. (Before, the caller panicked
+/// with "the s3-lease driver stopped", which the call's panic was not.)
+#[test]
+fn a_panic_inside_a_blocking_call_is_its_error_not_the_callers_panic() {
+    let prefix = fresh_prefix("keeping-blocking-panic");
+    let config = endpoint().host_config(&prefix).unwrap();
+    let c = s3_lease_host::blocking::Client::connect(harness().runtime(), &config).unwrap();
+    let subscriber = PanicsOnEnterElsewhere {
+        maker: std::thread::current().id(),
+        armed: std::sync::atomic::AtomicBool::new(true),
+        span: Mutex::new(None),
+        in_span: std::sync::atomic::AtomicBool::new(false),
+    };
+    let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("the caller's");
+            let _entered = span.enter();
+            c.inspect("k")
+        })
+    }));
+    let e = match answered {
+        Ok(Err(e)) => e,
+        Ok(Ok(state)) => panic!("the panic went unseen: {state:?}"),
+        Err(_) => panic!("the caller's thread panicked"),
+    };
+    assert_eq!(e.kind(), s3_lease_host::ErrorKind::Host, "{e}");
+    assert!(e.to_string().contains("the subscriber's own bug"), "{e}");
+    assert_eq!(c.inspect("k").unwrap(), None, "the client works on");
+    let guard = c
+        .acquire("k", &options(30_000), Duration::from_secs(10))
+        .unwrap();
+    assert!(guard.is_held());
+    guard.release().unwrap();
+}
+
+/// A client on a test's clock ([`Clock::for_tests`]), which the test moves
+/// as the system's clock moves when a machine resumes from a suspend.
+async fn client_on(prefix: &str, clock: &s3_lease_host::clock::Clock) -> Client {
+    let config = endpoint().host_config(prefix).unwrap();
+    let options = s3_lease_host::ClientOptions::default().clock(clock.clone());
+    Client::connect_with(harness().runtime(), &config, options)
+        .await
+        .unwrap()
+}
+
+/// Within a look of a resume (`clock::RESUME_CHECK`), on a loaded machine.
+const AT_THE_RESUME: Duration = Duration::from_millis(1_500);
+
+/// The machine is suspended for a minute while a lease (ttl 30 s) has
+/// most of its claim to go. When it resumes, the lease is over at once:
+/// `is_held` says no, `lost()` resolves (`Expired`) within a look of the
+/// resume, not at the next renew 10 s on, nor 30 s on as on a clock that
+/// stood still while the machine slept (std's `Instant`, before), and the
+/// scheduler drops it without sending a renew.
+#[test]
+fn a_lease_suspended_past_its_claim_is_lost_as_the_machine_resumes() {
+    let _ = (endpoint(), harness());
+    runtime().block_on(async {
+        let clock = s3_lease_host::clock::Clock::for_tests();
+        let c = client_on(&fresh_prefix("keeping-suspend-lease"), &clock).await;
+        let lease = std::sync::Arc::new(held(&c, "k", 30_000).await);
+        let watcher = lease.clone();
+        let lost = tokio::spawn(async move { watcher.lost().await });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(lease.is_held());
+        let renews = c.stats().renews_sent;
+        clock.resume_after(Duration::from_secs(60));
+        let resumed = Instant::now();
+        assert!(
+            !lease.is_held(),
+            "held after a minute's suspend at ttl 30 s"
+        );
+        assert!(lease.held_token().is_err());
+        let reason = tokio::time::timeout(Duration::from_secs(20), lost)
+            .await
+            .expect("lost() never resolved")
+            .unwrap();
+        assert_eq!(reason, s3_lease_host::LostReason::Expired(None));
+        assert!(resumed.elapsed() < AT_THE_RESUME, "{:?}", resumed.elapsed());
+        while c.stats().leases_kept > 0 {
+            assert!(resumed.elapsed() < AT_THE_RESUME, "still kept");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(c.stats().renews_sent, renews, "a lapsed lease was renewed");
+    });
+}
+
+/// The same for a leader (lease 30 s, renew deadline 20 s): when the
+/// machine resumes from a minute's suspend, leadership ends at once
+/// (`StoppedLeading(RenewDeadline)`, the role no longer `Leader`), within
+/// a look of the resume; the component's monotonic clock, the client's,
+/// jumped too.
+#[test]
+fn a_leader_suspended_past_its_renew_deadline_steps_down_as_the_machine_resumes() {
+    use s3_lease_host::{ElectionEvent, ElectorConfig, StopReason};
+    let _ = (endpoint(), harness());
+    runtime().block_on(async {
+        let clock = s3_lease_host::clock::Clock::for_tests();
+        let c = client_on(&fresh_prefix("keeping-suspend-leader"), &clock).await;
+        let config = ElectorConfig::new("lead")
+            .lease_duration(Duration::from_secs(30))
+            .renew_deadline(Duration::from_secs(20))
+            .retry_period(Duration::from_secs(5));
+        let mut elector = c.elect(&config).await.unwrap();
+        let became = tokio::time::timeout(Duration::from_secs(20), elector.next_event()).await;
+        assert!(
+            matches!(became, Ok(Some(ElectionEvent::BecameLeader(_)))),
+            "{became:?}"
+        );
+        assert!(elector.leading_until().is_some());
+        clock.resume_after(Duration::from_secs(60));
+        let resumed = Instant::now();
+        let stopped = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                match elector.next_event().await {
+                    Some(ElectionEvent::StoppedLeading(reason)) => return reason,
+                    Some(_) => continue,
+                    None => panic!("the elector stopped"),
+                }
+            }
+        })
+        .await
+        .expect("leadership never ended");
+        assert_eq!(stopped, StopReason::RenewDeadline);
+        eprintln!(
+            "keeping: stepped down {:?} after the resume",
+            resumed.elapsed()
+        );
+        assert!(resumed.elapsed() < AT_THE_RESUME, "{:?}", resumed.elapsed());
+        elector.resign().await.unwrap();
+    });
 }

@@ -4,6 +4,10 @@
 use super::*;
 use host_test::hooks::RequestRecord;
 
+/// What SeaweedFS answers GetBucketLifecycleConfiguration on a bucket
+/// without rules.
+const LIFECYCLE_STATUS: u16 = 404;
+
 /// Each request's method and reply status, in order.
 pub fn shape(requests: &[RequestRecord]) -> Vec<(String, Option<u16>)> {
     requests
@@ -25,9 +29,15 @@ fn each_operation_costs_what_the_contract_says() {
     let log = a.hooks.take_requests();
     assert_eq!(
         shape(&log),
-        [s("GET", 404), s("PUT", 200), s("GET", 404), s("PUT", 200)],
+        [
+            s("GET", 404),
+            s("PUT", 200),
+            s("GET", 404),
+            s("PUT", 200),
+            s("PUT", 200)
+        ],
         "the prefix's first client: the seal key (none, created), then \
-         try-acquire on a free key"
+         try-acquire on a free key (its token floor, then its lock object)"
     );
     assert!(
         log[0].path_and_query.ends_with(".s3-lease-seal-key"),
@@ -106,8 +116,9 @@ fn every_request_carries_the_hash_of_the_body_it_sends() {
     let lease = try_acquire(&mut a, "k", &named(30_000, &"h".repeat(200))).unwrap();
     a.renew(&lease).unwrap().unwrap();
     let log = a.hooks.take_requests();
-    // The seal key's GET and PUT, the grant's GET and PUT, the renew's PUT.
-    assert_eq!(log.len(), 5);
+    // The seal key's GET and PUT, the grant's GET, the key's token floor
+    // and the grant's PUT, the renew's PUT.
+    assert_eq!(log.len(), 6);
     assert!(log.iter().all(|r| r.payload_hash_ok), "{log:?}");
 }
 
@@ -122,21 +133,22 @@ fn the_preflight_costs_what_the_contract_says() {
         return;
     }
     assert_eq!(
-        shape(&log[..13]),
+        shape(&log[..14]),
         [
-            s("GET", 404),    // c, never written: the bucket exists
-            s("PUT", 200),    // a, If-None-Match: *
-            s("PUT", 200),    // b, If-None-Match: *
-            s("PUT", 412),    // a again, If-None-Match: *
-            s("PUT", 412),    // a, If-Match: wrong
-            s("PUT", 200),    // a, If-Match: right
-            s("PUT", 412),    // missing key, If-Match (AWS: 404)
-            s("GET", 200),    // a, If-None-Match: other
-            s("GET", 304),    // a, If-None-Match: same
-            s("GET", 200),    // LIST start-after a
-            s("PUT", 200),    // wrong payload hash, stored (AWS: 400)
-            s("DELETE", 412), // a, If-Match: wrong
-            s("DELETE", 204), // a, If-Match: right
+            s("GET", 404),              // c, never written: the bucket exists
+            s("GET", LIFECYCLE_STATUS), // the bucket's lifecycle rules
+            s("PUT", 200),              // a, If-None-Match: *
+            s("PUT", 200),              // b, If-None-Match: *
+            s("PUT", 412),              // a again, If-None-Match: *
+            s("PUT", 412),              // a, If-Match: wrong
+            s("PUT", 200),              // a, If-Match: right
+            s("PUT", 412),              // missing key, If-Match (AWS: 404)
+            s("GET", 200),              // a, If-None-Match: other
+            s("GET", 304),              // a, If-None-Match: same
+            s("GET", 200),              // LIST start-after a
+            s("PUT", 200),              // wrong payload hash, stored (AWS: 400)
+            s("DELETE", 412),           // a, If-Match: wrong
+            s("DELETE", 204),           // a, If-Match: right
         ],
         "preflight on SeaweedFS: the probes"
     );
@@ -147,7 +159,7 @@ fn the_preflight_costs_what_the_contract_says() {
         r.extend(vec![s("PUT", loser); 7]);
         r
     };
-    let race = &log[13..67];
+    let race = &log[14..68];
     for (n, chunk) in race.chunks(9).enumerate() {
         let mut writers = shape(&chunk[..8]);
         writers.sort();
@@ -157,11 +169,11 @@ fn the_preflight_costs_what_the_contract_says() {
         assert_eq!(shape(&chunk[8..]), [s("GET", 200)], "race round {n}'s read");
     }
     assert_eq!(
-        shape(&log[67..]),
+        shape(&log[68..]),
         vec![s("DELETE", 204); 5],
         "the cleanup: b, the wrongly hashed object, the three keys raced"
     );
-    assert_eq!(report.requests, 72);
+    assert_eq!(report.requests, 73);
     // Only the probe that means to sends a wrong payload hash.
     let wrong: Vec<_> = log.iter().filter(|r| !r.payload_hash_ok).collect();
     assert_eq!(wrong.len(), 1, "{wrong:?}");

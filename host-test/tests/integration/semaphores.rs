@@ -27,11 +27,18 @@ fn each_semaphore_call_costs_what_the_contract_says() {
         other => panic!("{holder}: {other:?}"),
     };
     // Each client's first call reads the seal key first (the prefix's
-    // first client creates it: GET 404, PUT).
+    // first client creates it: GET 404, PUT); the semaphore's first grant
+    // writes the key's token floor before its object (one more PUT).
     let lease_a = grant(&mut a, "a");
     assert_eq!(
         shape(&a.hooks.take_requests()),
-        [s("GET", 404), s("PUT", 200), s("GET", 404), s("PUT", 200)],
+        [
+            s("GET", 404),
+            s("PUT", 200),
+            s("GET", 404),
+            s("PUT", 200),
+            s("PUT", 200)
+        ],
         "the seal key created, then a grant"
     );
     let lease_b = grant(&mut b, "b");

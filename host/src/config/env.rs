@@ -1,6 +1,9 @@
 //! A [`StoreConfig`] from the environment: the store `S3LEASE_STORE` names
 //! (`s3`, the default, `dynamodb`, `azure-blob` or `gcs`), reached as the
-//! AWS (Azure, Google) SDKs read their variables and files.
+//! AWS (Azure, Google) SDKs read their variables and files; and
+//! [`StoreConfig::from_settings`], the command line's `S3LEASE_*`
+//! settings read once for every front end (the command line, the Python
+//! and Node packages).
 
 use super::{
     AzureBlobBuilder, AzureCredential, DynamoDbBuilder, GcsBuilder, GcsCredential, S3Builder,
@@ -9,7 +12,149 @@ use super::{
 use crate::credentials::azure::{self, AccountAuth};
 use crate::credentials::{AwsChain, GoogleCredentials, SharedSource, SharedTokenSource};
 use crate::error::Error;
-use crate::types::{Addressing, Credentials};
+use crate::types::{Addressing, Credentials, ExpiryClock, Strategy};
+
+/// Where [`StoreConfig::from_settings`] takes an S3 or DynamoDB store's
+/// keys from (an Azure or GCS store reads its own credentials).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum AwsKeys {
+    /// The AWS chain ([`AwsChain`]), as the AWS SDKs and the command line
+    /// find them, refreshed on a live client.
+    Chain,
+    /// Fixed keys: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
+    /// `AWS_SESSION_TOKEN` as the settings give them.
+    Given,
+    /// A program's own source (a boto3 session, an AWS SDK provider): the
+    /// first keys fetched here, the next ones by a live client.
+    Source(SharedSource),
+}
+
+impl StoreConfig {
+    /// The store the command line's settings name, each read through
+    /// `setting` by its variable's name (a caller answers with its flag or
+    /// argument, else the environment as it chooses to read it):
+    ///
+    /// - `S3LEASE_BUCKET`, `S3LEASE_STORE`, `S3LEASE_TABLE`,
+    ///   `S3LEASE_CONTAINER`, `S3LEASE_ADDRESSING`, `S3LEASE_SEAL_KEY`, and
+    ///   the AWS, Azure and Google variables, as [`StoreConfig::from_aws`]
+    ///   reads them; `S3LEASE_ENDPOINT` and `S3LEASE_REGION` win over the
+    ///   AWS SDKs' endpoint variables and `AWS_REGION` (so a command run
+    ///   under the lock can be told where the locks are without moving its
+    ///   own AWS calls);
+    /// - the client's own: `S3LEASE_PREFIX`, `S3LEASE_STRATEGY`
+    ///   (`single-object`, `epoch-objects`), `S3LEASE_EXPIRY_CLOCK`
+    ///   (`server`, `holder`, `observed`) and `S3LEASE_CHECK_STORE` (`1`,
+    ///   `true`, `yes`, `on`, `y`, `t`, or `0`, `false`, `no`, `off`, `n`,
+    ///   `f`; any case).
+    ///
+    /// An S3 or DynamoDB store's keys come from `keys`. A value none of
+    /// these take is an `invalid-config` error naming its variable.
+    pub fn from_settings(
+        setting: impl Fn(&str) -> Option<String>,
+        keys: AwsKeys,
+    ) -> Result<Self, Error> {
+        let var = |name: &str| s3lease_first(name, &setting);
+        let bucket = var("S3LEASE_BUCKET").unwrap_or_default();
+        let mut config = match keys {
+            AwsKeys::Chain => Self::from_aws(&bucket, var)?,
+            AwsKeys::Given => Self::from_vars(&bucket, var)?,
+            AwsKeys::Source(_) if on_azure(&var) || on_gcs(&var) => {
+                return Err(Error::invalid_config(
+                    "credentials",
+                    "a credentials source gives AWS keys; an Azure or GCS store reads its own",
+                ))
+            }
+            AwsKeys::Source(source) => {
+                let first = source.fetch()?.credentials;
+                Self::from_vars(&bucket, |name| match name {
+                    "AWS_ACCESS_KEY_ID" => Some(first.access_key_id.clone()),
+                    "AWS_SECRET_ACCESS_KEY" => Some(first.secret_access_key.clone()),
+                    "AWS_SESSION_TOKEN" => first.session_token.clone(),
+                    _ => var(name),
+                })?
+                .with_credentials_source(source)?
+            }
+        };
+        config.key_prefix = var("S3LEASE_PREFIX");
+        config.strategy = named(
+            &var,
+            "S3LEASE_STRATEGY",
+            &[Strategy::SingleObject, Strategy::EpochObjects],
+            |s| s.name(),
+        )?;
+        config.expiry_clock = named(
+            &var,
+            "S3LEASE_EXPIRY_CLOCK",
+            &[
+                ExpiryClock::Server,
+                ExpiryClock::Holder,
+                ExpiryClock::Observed,
+            ],
+            |c| c.name(),
+        )?;
+        config.preflight =
+            var("S3LEASE_CHECK_STORE")
+                .map(|v| {
+                    yes_or_no(&v).ok_or_else(|| {
+                        Error::invalid_config(
+                    "S3LEASE_CHECK_STORE",
+                    format!("{v:?} is neither yes (1, true, yes, on) nor no (0, false, no, off)"),
+                )
+                    })
+                })
+                .transpose()?;
+        Ok(config)
+    }
+}
+
+/// The variable `name` as the host's readers should see it: the command
+/// line's `S3LEASE_ENDPOINT` before the AWS SDKs' endpoint variables, its
+/// `S3LEASE_REGION` before `AWS_REGION`, the rest as `setting` has them
+/// (empty is unset).
+fn s3lease_first(name: &str, setting: &impl Fn(&str) -> Option<String>) -> Option<String> {
+    let given = |name: &str| setting(name).filter(|v| !v.is_empty());
+    match name {
+        "AWS_ENDPOINT_URL" | "AWS_ENDPOINT_URL_S3" | "AWS_ENDPOINT_URL_DYNAMODB" => {
+            given("S3LEASE_ENDPOINT").or_else(|| given(name))
+        }
+        "AWS_REGION" => given("S3LEASE_REGION").or_else(|| given(name)),
+        _ => given(name),
+    }
+}
+
+/// The case of `cases` whose contract name the variable `name` holds, if
+/// set.
+fn named<T: Copy>(
+    var: &impl Fn(&str) -> Option<String>,
+    name: &str,
+    cases: &[T],
+    case_name: impl Fn(T) -> &'static str,
+) -> Result<Option<T>, Error> {
+    let Some(value) = var(name) else {
+        return Ok(None);
+    };
+    match cases.iter().find(|c| case_name(**c) == value) {
+        Some(case) => Ok(Some(*case)),
+        None => {
+            let names: Vec<&str> = cases.iter().map(|c| case_name(*c)).collect();
+            Err(Error::invalid_config(
+                name,
+                format!("{value:?} is none of {}", names.join(", ")),
+            ))
+        }
+    }
+}
+
+/// A yes or a no as the command line's flags read one from the
+/// environment (clap's literals), any case.
+fn yes_or_no(value: &str) -> Option<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" | "y" | "t" => Some(true),
+        "0" | "false" | "no" | "off" | "n" | "f" => Some(false),
+        _ => None,
+    }
+}
 
 impl StoreConfig {
     /// From the environment and the AWS configuration files, as the AWS
@@ -287,5 +432,165 @@ fn dynamodb_table(var: &impl Fn(&str) -> Option<String>) -> Result<Option<String
             "S3LEASE_STORE",
             format!("{other:?} is none of `s3`, `dynamodb`, `azure-blob` and `gcs`"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod settings_tests {
+    use super::*;
+    use crate::credentials::{CredentialsSource, FetchedCredentials};
+    use crate::error::ErrorKind;
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    fn settings(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    const KEYS: [(&str, &str); 2] = [
+        ("AWS_ACCESS_KEY_ID", "AKID"),
+        ("AWS_SECRET_ACCESS_KEY", "s3cr3t"),
+    ];
+
+    fn given(pairs: &[(&str, &str)]) -> Result<StoreConfig, Error> {
+        let all: Vec<(&str, &str)> = pairs.iter().chain(KEYS.iter()).copied().collect();
+        StoreConfig::from_settings(settings(&all), AwsKeys::Given)
+    }
+
+    #[test]
+    fn the_command_lines_endpoint_and_region_win_over_the_aws_sdks() {
+        let aws_only = [
+            ("S3LEASE_BUCKET", "locks"),
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:1"),
+            ("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:2"),
+            ("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:3"),
+            ("AWS_REGION", "us-west-2"),
+        ];
+        let c = given(&aws_only).unwrap();
+        assert_eq!(
+            (c.bucket(), c.endpoint(), c.region()),
+            (Some("locks"), "http://127.0.0.1:2", Some("us-west-2"))
+        );
+        let mut ours = aws_only.to_vec();
+        ours.extend([
+            ("S3LEASE_ENDPOINT", "http://127.0.0.1:9"),
+            ("S3LEASE_REGION", "eu-west-1"),
+        ]);
+        let c = given(&ours).unwrap();
+        assert_eq!(
+            (c.endpoint(), c.region()),
+            ("http://127.0.0.1:9", Some("eu-west-1"))
+        );
+        ours.extend([("S3LEASE_STORE", "dynamodb"), ("S3LEASE_TABLE", "t")]);
+        let t = given(&ours).unwrap();
+        assert_eq!(
+            (t.table(), t.endpoint(), t.region()),
+            (Some("t"), "http://127.0.0.1:9", Some("eu-west-1"))
+        );
+        // Empty is unset, as the command line reads its variables.
+        let c = given(&[("S3LEASE_BUCKET", "locks"), ("S3LEASE_ENDPOINT", "")]).unwrap();
+        assert_eq!(c.endpoint(), "https://s3.us-east-1.amazonaws.com");
+    }
+
+    #[test]
+    fn the_clients_own_settings_are_read_by_their_contract_names() {
+        let c = given(&[
+            ("S3LEASE_BUCKET", "locks"),
+            ("S3LEASE_PREFIX", "jobs/"),
+            ("S3LEASE_STRATEGY", "epoch-objects"),
+            ("S3LEASE_EXPIRY_CLOCK", "holder"),
+            ("S3LEASE_CHECK_STORE", "Yes"),
+        ])
+        .unwrap();
+        assert_eq!(c.key_prefix.as_deref(), Some("jobs/"));
+        assert_eq!(c.strategy, Some(Strategy::EpochObjects));
+        assert_eq!(c.expiry_clock, Some(ExpiryClock::Holder));
+        assert_eq!(c.preflight, Some(true));
+        for (no, prefix) in [("off", ""), ("0", "")] {
+            let c = given(&[
+                ("S3LEASE_BUCKET", "locks"),
+                ("S3LEASE_CHECK_STORE", no),
+                ("S3LEASE_PREFIX", prefix),
+            ])
+            .unwrap();
+            assert_eq!((c.preflight, c.key_prefix), (Some(false), None));
+        }
+        let plain = given(&[("S3LEASE_BUCKET", "locks")]).unwrap();
+        assert_eq!(
+            (plain.strategy, plain.expiry_clock, plain.preflight),
+            (None, None, None)
+        );
+    }
+
+    #[test]
+    fn a_value_none_takes_is_refused_naming_its_variable() {
+        for (name, value) in [
+            ("S3LEASE_STRATEGY", "fastest"),
+            ("S3LEASE_EXPIRY_CLOCK", "sundial"),
+            ("S3LEASE_CHECK_STORE", "maybe"),
+            ("S3LEASE_STORE", "floppy"),
+        ] {
+            let e = given(&[("S3LEASE_BUCKET", "locks"), (name, value)]).unwrap_err();
+            assert_eq!(
+                (e.kind(), e.field()),
+                (ErrorKind::InvalidConfig, Some(name)),
+                "{e}"
+            );
+            assert!(e.to_string().contains(value), "{e}");
+        }
+        // Given keys are the settings' own, not the environment's.
+        let e = StoreConfig::from_settings(settings(&[("S3LEASE_BUCKET", "b")]), AwsKeys::Given)
+            .unwrap_err();
+        assert_eq!(e.field(), Some("AWS_ACCESS_KEY_ID"), "{e}");
+    }
+
+    /// Fixed keys, counting how often they are asked for.
+    struct Counted(Arc<AtomicUsize>);
+
+    impl CredentialsSource for Counted {
+        fn fetch(&self) -> Result<FetchedCredentials, Error> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Ok(FetchedCredentials::new(
+                Credentials::new("AKIDSOURCE", "from-source"),
+                None,
+                "the test's",
+            ))
+        }
+    }
+
+    #[test]
+    fn a_source_gives_the_first_keys_on_aws_stores_and_is_refused_unasked_on_the_others() {
+        let fetches = Arc::new(AtomicUsize::new(0));
+        let source = SharedSource::new(Counted(fetches.clone()));
+        let bucket = settings(&[
+            ("S3LEASE_BUCKET", "locks"),
+            ("S3LEASE_ENDPOINT", "http://127.0.0.1:9"),
+        ]);
+        let c = StoreConfig::from_settings(&bucket, AwsKeys::Source(source.clone())).unwrap();
+        assert_eq!(c.credentials_source(), Some(&source));
+        assert_eq!(fetches.load(Ordering::SeqCst), 1);
+        for store in [
+            &[
+                ("S3LEASE_STORE", "gcs"),
+                ("S3LEASE_BUCKET", "b"),
+                ("S3LEASE_ENDPOINT", "http://127.0.0.1:9"),
+            ][..],
+            &[
+                ("S3LEASE_STORE", "azure-blob"),
+                ("S3LEASE_CONTAINER", "c"),
+                ("AZURE_STORAGE_ACCOUNT", "acct"),
+                ("AZURE_STORAGE_SAS_TOKEN", "sv=1"),
+            ][..],
+        ] {
+            let e = StoreConfig::from_settings(settings(store), AwsKeys::Source(source.clone()))
+                .unwrap_err();
+            assert_eq!(e.field(), Some("credentials"), "{e}");
+        }
+        assert_eq!(fetches.load(Ordering::SeqCst), 1, "asked for nothing");
     }
 }

@@ -16,10 +16,12 @@ mod tests;
 
 pub use azure_blob::{AzureBlobBuilder, AzureCredential};
 pub use dynamodb::DynamoDbBuilder;
+pub use env::AwsKeys;
 pub use gcs::{GcsBuilder, GcsCredential};
 pub use s3::S3Builder;
 
 use crate::credentials::{SharedSource, SharedTokenSource};
+use crate::error::Error;
 use crate::types::{Credential, ExpiryClock, Strategy};
 use std::fmt;
 use std::time::Duration;
@@ -114,6 +116,26 @@ impl StoreConfig {
             Store::Gcs(gcs) => Store::Gcs(gcs.endpoint(url)),
         };
         self
+    }
+
+    /// An AWS store's credentials from `source` instead (a caller's own
+    /// provider: the Node package's `credentials:` function), the first
+    /// ones fetched now unless `source` has fresh ones, the next by a live
+    /// client before they expire. An `invalid-config` error on Azure and
+    /// GCS, whose credentials are tokens (see their builders'
+    /// `token_source`).
+    pub fn with_credentials_source(mut self, source: SharedSource) -> Result<Self, Error> {
+        self.store = match self.store {
+            Store::S3(s3) => Store::S3(s3.credentials_source(source)?),
+            Store::DynamoDb(table) => Store::DynamoDb(table.credentials_source(source)?),
+            Store::AzureBlob(_) | Store::Gcs(_) => {
+                return Err(Error::invalid_config(
+                    "credentials",
+                    "a credentials source gives AWS keys; an Azure or GCS store takes tokens",
+                ))
+            }
+        };
+        Ok(self)
     }
 
     pub fn with_key_prefix(mut self, prefix: impl Into<String>) -> Self {

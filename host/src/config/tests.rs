@@ -457,3 +457,54 @@ fn gcs_from_the_variables_as_googles_libraries_read_them() {
     .unwrap_err();
     assert!(e.to_string().contains("`gcs`"), "{e}");
 }
+
+#[test]
+fn a_config_read_from_variables_takes_a_credentials_source_on_aws_stores_only() {
+    let source = SharedSource::new(StaticCredentials(Credentials::new(
+        "AKIDSOURCE",
+        "from-source",
+    )));
+    let s3 = StoreConfig::from_vars(
+        "b",
+        vars(&[
+            ("AWS_ACCESS_KEY_ID", "AKIDFIRST"),
+            ("AWS_SECRET_ACCESS_KEY", "x"),
+        ]),
+    )
+    .unwrap()
+    .with_credentials_source(source.clone())
+    .unwrap();
+    assert_eq!(s3.credentials_source(), Some(&source));
+    let WitStore::S3(bucket) = to_wit(&s3).store else {
+        panic!("not an S3 store: {s3:?}");
+    };
+    assert_eq!(bucket.credentials.access_key_id, "AKIDSOURCE");
+    let table = StoreConfig::from_vars(
+        "",
+        vars(&[
+            ("S3LEASE_STORE", "dynamodb"),
+            ("S3LEASE_TABLE", "locks"),
+            ("AWS_ACCESS_KEY_ID", "AKIDFIRST"),
+            ("AWS_SECRET_ACCESS_KEY", "x"),
+        ]),
+    )
+    .unwrap()
+    .with_credentials_source(source.clone())
+    .unwrap();
+    assert_eq!(table.credentials_source(), Some(&source));
+    let azure = StoreConfig::from_vars(
+        "",
+        vars(&[
+            ("S3LEASE_STORE", "azure-blob"),
+            ("S3LEASE_CONTAINER", "locks"),
+            ("AZURE_STORAGE_ACCOUNT", "acct"),
+            ("AZURE_STORAGE_SAS_TOKEN", "sv=1"),
+        ]),
+    )
+    .unwrap();
+    let refused = azure.with_credentials_source(source).unwrap_err();
+    assert_eq!(
+        (refused.kind(), refused.field()),
+        (crate::error::ErrorKind::InvalidConfig, Some("credentials"))
+    );
+}

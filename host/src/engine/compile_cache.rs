@@ -9,11 +9,17 @@
 //! (wasmtime version and settings), so another component or another
 //! wasmtime never finds it; the component's hash inside is what keeps a
 //! precompiled file, which has no such name, to its own component.
-//! `Component::deserialize` trusts its input; we only hand it payloads whose
-//! checksum matches, and a file that fails any check is compiled again and
-//! replaced. (The checksum catches corruption, not an attacker: the cache
-//! directory must be writable only by its user, like any executable cache.)
+//! `Component::deserialize` trusts its input, and runs the machine code it
+//! is given. So a cache file is read only when it and its directory are
+//! owned by this process's user (or root) and writable by no one else,
+//! checked on the open descriptors (`trusted_file`): anything else is a
+//! miss that is compiled and never written back (`CacheOutcome::Untrusted`:
+//! another user's file is left as it is). A trusted file's payload is
+//! handed over only when its checksum matches; one that fails is compiled
+//! again and replaced. (The checksum catches corruption, not an attacker:
+//! the owner and mode checks keep other users out.)
 
+use crate::engine::trusted_file::{self, Refused};
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
@@ -46,6 +52,10 @@ pub enum CacheOutcome {
     Miss,
     /// A cache file failed its checks: compiled and replaced.
     Rebuilt,
+    /// The cache file or its directory may be written by another user
+    /// (group or world writable), or is owned by one: the file was not
+    /// read, and nothing was written there. Compiled.
+    Untrusted,
     /// Loaded from a precompiled file (`RuntimeOptions::precompiled`); the
     /// cache was not consulted.
     Precompiled,
@@ -73,28 +83,36 @@ impl CompileCache {
             return Ok((compile(engine, wasm)?, CacheOutcome::Disabled));
         };
         let component_sha = component_sha256(wasm);
-        let path = dir.join(file_name(engine, &component_sha));
-        let outcome = match std::fs::read(&path) {
+        let name = file_name(engine, &component_sha);
+        let outcome = match trusted_file::read_in(dir, &name) {
             Ok(file) => match verified_payload(&file, &component_sha) {
                 // SAFETY: the payload is byte for byte what `precompile_component`
                 // wrote for this component (checked by SHA-256 above; the file
-                // name carries this engine's compatibility hash), and wasmtime
-                // checks its own header, version and settings again.
+                // name carries this engine's compatibility hash), it was read
+                // from a file and directory only this user or root can write,
+                // and wasmtime checks its own header, version and settings again.
                 Ok(payload) => match unsafe { Component::deserialize(engine, payload) } {
                     Ok(component) => return Ok((component, CacheOutcome::Hit)),
                     Err(_) => CacheOutcome::Rebuilt,
                 },
                 Err(_) => CacheOutcome::Rebuilt,
             },
-            Err(_) => CacheOutcome::Miss,
+            Err(Refused::Unprotected) => CacheOutcome::Untrusted,
+            Err(Refused::Missing | Refused::Unreadable) => CacheOutcome::Miss,
         };
         let payload = engine
             .precompile_component(wasm)
             .map_err(anyhow::Error::from)
             .context("compiling the s3-lease component")?;
-        // A cache we cannot write is not an error: the component still loads.
-        let _ = std::fs::create_dir_all(dir)
-            .and_then(|()| write_atomically(&path, &encode(&component_sha, &payload)));
+        // A cache we cannot write is not an error: the component still
+        // loads. One we do not trust is not written to: another user's
+        // file stays as it is, and a file written into a directory others
+        // may write could be swapped for theirs.
+        if outcome != CacheOutcome::Untrusted {
+            let _ = trusted_file::create_dir(dir).and_then(|()| {
+                write_atomically(&dir.join(&name), &encode(&component_sha, &payload))
+            });
+        }
         // SAFETY: produced just now by this engine.
         let component = unsafe { Component::deserialize(engine, &payload) }
             .map_err(anyhow::Error::from)

@@ -1,10 +1,12 @@
 //! The engine: the compiled component, its instances and their stores,
-//! the HTTP they send through, the process's monotonic clock. It knows
+//! the HTTP they send through, the clock deadlines are judged on and the
+//! monotonic clock the component reads. It knows
 //! nothing of the crate's API (clients, leases, electors, the crate's
 //! error): those stand on it, and it on nothing of theirs.
 
 #[cfg_attr(not(feature = "unstable-raw"), allow(dead_code, unused_imports))]
 pub mod bindings;
+pub mod clock;
 pub(crate) mod compile_cache;
 pub mod http;
 pub(crate) mod local;
@@ -19,3 +21,4 @@ pub(crate) mod runtime;
 pub(crate) mod source;
 pub(crate) mod state;
 pub(crate) mod trace;
+pub(crate) mod trusted_file;

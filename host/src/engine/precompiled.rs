@@ -22,9 +22,9 @@ use crate::engine::compile_cache::{
     component_sha256, encode, verified_payload, write_atomically, Unsound,
 };
 use crate::engine::source::ComponentSource;
+use crate::engine::trusted_file::{self, Refused};
 use anyhow::{Context, Result};
 use std::fmt;
-use std::io::Read;
 use std::path::Path;
 use wasmtime::component::Component;
 use wasmtime::Engine;
@@ -75,24 +75,18 @@ pub(crate) fn load(
     wasm: &[u8],
     path: &Path,
 ) -> Result<Component, PrecompiledRefused> {
-    let mut file = std::fs::File::open(path).map_err(|e| match e.kind() {
+    let file = std::fs::File::open(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => PrecompiledRefused::Missing,
         _ => PrecompiledRefused::Unreadable,
     })?;
-    // The open file's own metadata: what is checked is what is read, even
-    // if the name is pointed elsewhere meanwhile.
-    let meta = file
-        .metadata()
-        .map_err(|_| PrecompiledRefused::Unreadable)?;
-    if !meta.is_file() {
-        return Err(PrecompiledRefused::Unreadable);
-    }
-    if !protected(&meta) {
-        return Err(PrecompiledRefused::Unprotected);
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.read_to_end(&mut bytes)
-        .map_err(|_| PrecompiledRefused::Unreadable)?;
+    // Checked on the open file, not on its name: what is checked is what
+    // is read, even if the name is pointed elsewhere meanwhile. (Nothing is
+    // ever written beside it, and a file put there by another user is
+    // refused for its owner, so its directory is not checked.)
+    let bytes = trusted_file::read_open(file).map_err(|refused| match refused {
+        Refused::Missing | Refused::Unreadable => PrecompiledRefused::Unreadable,
+        Refused::Unprotected => PrecompiledRefused::Unprotected,
+    })?;
     let payload =
         verified_payload(&bytes, &component_sha256(wasm)).map_err(|unsound| match unsound {
             Unsound::Corrupt => PrecompiledRefused::Corrupt,
@@ -105,21 +99,6 @@ pub(crate) fn load(
     // component (its SHA-256 inside), and wasmtime checks its own header:
     // its version, the engine's settings and the CPU features it needs.
     unsafe { Component::deserialize(engine, payload) }.map_err(|_| PrecompiledRefused::Incompatible)
-}
-
-/// Owned by the effective user or root, and writable by no one else.
-#[cfg(unix)]
-fn protected(meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let euid = rustix::process::geteuid().as_raw();
-    meta.mode() & 0o022 == 0 && (meta.uid() == euid || meta.uid() == 0)
-}
-
-/// No owner or mode bits to read here: the checksums and wasmtime's checks
-/// still apply, and the file's directory must be protected like the binary's.
-#[cfg(not(unix))]
-fn protected(_: &std::fs::Metadata) -> bool {
-    true
 }
 
 /// Compiles `source` for this machine with the runtime's own engine

@@ -1,6 +1,7 @@
 //! The compiled component and its linker, shared by every instance.
 
 use crate::engine::bindings::exports::s3_lease::lease::{async_lease, lease};
+use crate::engine::clock::Clock;
 use crate::engine::compile_cache::{self, CacheOutcome, CompileCache};
 use crate::engine::http::{HttpSender, SendHooks};
 use crate::engine::local::block_on;
@@ -223,14 +224,15 @@ impl Runtime {
         }
     }
 
-    /// A store of its own, with WASI and wasi:http.
+    /// A store of its own, with WASI and wasi:http (its monotonic clock the
+    /// system's, suspended time counted).
     #[cfg(feature = "unstable-raw")]
     pub fn store(&self, options: InstanceOptions) -> Store<State> {
-        self.new_store(options)
+        self.new_store(options, &Clock::system())
     }
 
-    fn new_store(&self, options: InstanceOptions) -> Store<State> {
-        State::new_store(&self.inner.engine, options, || {
+    fn new_store(&self, options: InstanceOptions, clock: &Clock) -> Store<State> {
+        State::new_store(&self.inner.engine, options, clock, || {
             Box::new(SendHooks {
                 sender: self.inner.http.clone(),
                 counts: self.inner.requests.clone(),
@@ -239,14 +241,16 @@ impl Runtime {
     }
 
     /// A fresh instance of the component (with `unstable-raw`, callers
-    /// make one to drive it call by call).
+    /// make one to drive it call by call), its monotonic clock the
+    /// system's, suspended time counted.
     #[cfg(feature = "unstable-raw")]
     pub fn instantiate(&self, options: InstanceOptions) -> Result<RawInstance> {
-        self.instance(options)
+        self.instance(options, &Clock::system())
     }
 
-    pub(crate) fn instance(&self, options: InstanceOptions) -> Result<RawInstance> {
-        let mut store = self.new_store(options);
+    /// A fresh instance whose monotonic clock is `clock`.
+    pub(crate) fn instance(&self, options: InstanceOptions, clock: &Clock) -> Result<RawInstance> {
+        let mut store = self.new_store(options, clock);
         // Asynchronously for either build (its calls are): on the thread's
         // own runtime, as its calls will be.
         let instance = block_on(self.inner.pre.instantiate_async(&mut store))?;

@@ -1,7 +1,8 @@
 //! What one instance's store holds (WASI, wasi:http, the resource table,
 //! a watch on its memory) and the per-instance settings it is made with.
 
-use crate::engine::monotonic::ProcessMonotonicClock;
+use crate::engine::clock::Clock;
+use crate::engine::monotonic::InstanceMonotonicClock;
 use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::component::ResourceTable;
@@ -64,14 +65,16 @@ impl State {
 
 impl State {
     /// A store of its own, with WASI and wasi:http: the hooks given, or
-    /// `default_hooks`' (the runtime's sender).
+    /// `default_hooks`' (the runtime's sender); its monotonic clock is
+    /// `clock`, its client's.
     pub(crate) fn new_store(
         engine: &Engine,
         options: InstanceOptions,
+        clock: &Clock,
         default_hooks: impl FnOnce() -> Box<dyn WasiHttpHooks>,
     ) -> Store<State> {
         let mut wasi = WasiCtx::builder();
-        wasi.monotonic_clock(ProcessMonotonicClock);
+        wasi.monotonic_clock(InstanceMonotonicClock(clock.clone()));
         if let Some(clock) = options.wall_clock {
             wasi.wall_clock(SharedClock(clock));
         }

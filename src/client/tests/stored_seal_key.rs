@@ -74,6 +74,8 @@ fn sent(io: &mut ModelIo) -> Vec<(Method, &'static str)> {
                 r.method,
                 if r.object_key == KEY_OBJECT {
                     "key"
+                } else if r.object_key.contains(".s3-lease-floor/") {
+                    "floor"
                 } else {
                     "lock"
                 },
@@ -90,8 +92,14 @@ fn a_client_reads_the_seal_key_once_and_renews_its_own_leases_in_one_put() {
     let lease = granted(&mut first, &mut io, "a");
     assert_eq!(
         sent(&mut io),
-        [(Get, "key"), (Put, "key"), (Get, "lock"), (Put, "lock")],
-        "the prefix's first client creates the key, then grants"
+        [
+            (Get, "key"),
+            (Put, "key"),
+            (Get, "lock"),
+            (Put, "floor"),
+            (Put, "lock")
+        ],
+        "the prefix's first client creates the key, then grants (the key's floor first)"
     );
     let lease = first.rewrite(&mut io, lease, false).ready().unwrap();
     assert_eq!(sent(&mut io), [(Put, "lock")], "its own lease: one PUT");

@@ -181,14 +181,18 @@ pub(super) fn read_epoch(
                     .saturating_add(record.validity_ms)
                     .saturating_add(SERVER_SLACK_MS),
             };
+            // 0 would mean "not recorded"; a zero validity is 1 ms.
+            let ttl_ms = record.validity_ms.max(1);
             let record = LockRecord {
                 expires_at_ms,
                 token: epoch,
                 holder_id: record.holder_id,
                 acquired_at_ms: record.acquired_at_ms,
                 metadata: record.metadata,
-                // 0 would mean "not recorded"; a zero validity is 1 ms.
-                ttl_ms: record.validity_ms.max(1),
+                ttl_ms,
+                // The validity is the whole claim: no expiry of a holder's
+                // clock to hold it to as well.
+                renewed_at_ms: expires_at_ms.saturating_sub(ttl_ms),
                 write_id: record.write_id,
             };
             let (live, expires_in_ms) = judge.judge(&record, &etag, &r, now_ms)?;

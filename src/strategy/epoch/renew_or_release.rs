@@ -160,8 +160,12 @@ impl EpochRewrite {
         if r.status != 200 {
             return if r.is_missing_object() {
                 self.inspect(now_ms)
-            } else {
+            } else if error.is_transient() {
                 Step::Done(Err(error))
+            } else {
+                // The write was refused (412), and the read failed: what
+                // stopped the call is the read.
+                Step::Done(Err(r.into_error()))
             };
         }
         let object_key = epoch_key(&self.dir, self.lease.token);
@@ -173,8 +177,28 @@ impl EpochRewrite {
             Ok(found) if found.write_id == self.write_id => self.landed(etag, now_ms),
             // Untouched: ours did not land; write again.
             _ if etag == self.lease.etag => self.write(now_ms),
+            // The lease's own epoch as another call of its holder rewrote
+            // it: go on from that write.
+            Ok(found) if self.own_epoch(&found) => {
+                self.lease.etag = etag;
+                self.write(now_ms)
+            }
             _ => self.inspect(now_ms),
         }
+    }
+
+    /// Our epoch object holds this very grant, not released, at an etag
+    /// this call did not write. Only its holder rewrites an epoch object
+    /// (`If-Match`, after creating it with `If-None-Match`), so this is
+    /// the holder's own write by another call (a renew whose reply and
+    /// read-back were lost, retried as a new call with a new write id; a
+    /// call the host ran again): the lease goes on from it.
+    fn own_epoch(&self, found: &EpochRecord) -> bool {
+        let l = &self.lease;
+        !found.expired
+            && found.token == l.token
+            && found.holder_id == l.holder_id
+            && found.acquired_at_ms == l.acquired_at_ms
     }
 
     fn on_written(&mut self, r: S3Response, now_ms: u64) -> Step<Lease> {
@@ -193,9 +217,10 @@ impl EpochRewrite {
                 self.attempts += 1;
                 self.write(now_ms)
             }
-            // A failed condition after an earlier attempt that may have
-            // landed: ours or someone else's?
-            412 if self.attempts > 0 => self.recognise(r.into_error()),
+            // A failed condition: our epoch object was rewritten, which only
+            // its holder does: by an earlier attempt of this call that
+            // landed, or by an earlier call of the holder's. Read it.
+            412 if self.attempts < MAX_REREADS => self.recognise(r.into_error()),
             _ if r.status == 412 || r.is_missing_object() => self.inspect(now_ms),
             _ if is_ambiguous(&r) => self.recognise(r.into_error()),
             _ => Step::Done(Err(r.into_error())),

@@ -236,10 +236,10 @@ fn a_renew_whose_reply_comes_after_expiry_is_lost() {
 fn a_rewritten_epoch_means_renew_and_release_are_lost_naming_the_holder() {
     let mut s = store();
     let a = granted(&mut s, "a");
-    // Someone (an operator) rewrote our epoch object: other bytes, so
-    // another ETag.
+    // Someone (an operator) rewrote our epoch object for another holder:
+    // other bytes, so another ETag.
     let mut edited = record(&s, 1);
-    edited.metadata = "edited by an operator".into();
+    edited.holder_id = "edited by an operator".into();
     let other = s.store.put_object(&epoch_key(DIR, 1), &edited.to_json());
     assert_ne!(other, a.etag);
     for op in [
@@ -255,8 +255,50 @@ fn a_rewritten_epoch_means_renew_and_release_are_lost_naming_the_holder() {
             }) => assert_eq!((c.record.token, &c.etag), (1, &other)),
             other => panic!("{other:?}"),
         }
-        assert_eq!(methods(&mut s), [Method::Put, Method::Get, Method::Get]);
+        // The refused write, the read that finds our epoch not ours, then
+        // the inspection that names who holds the key.
+        assert_eq!(
+            methods(&mut s),
+            [Method::Put, Method::Get, Method::Get, Method::Get]
+        );
     }
+}
+
+#[test]
+fn our_epoch_rewritten_by_another_call_of_its_holder_is_adopted() {
+    let mut s = store();
+    let a = granted(&mut s, "a");
+    s.advance(1_000);
+    // A renew of ours, as another call wrote it (another write id): the
+    // epoch object is this grant, at an etag the lease does not name.
+    let mut ours = record(&s, 1);
+    ours.write_id = wid();
+    let landed = s.store.put_object(&epoch_key(DIR, 1), &ours.to_json());
+    assert_ne!(landed, a.etag);
+    methods(&mut s);
+    let renewed = driver::run(
+        &mut s,
+        EpochRewrite::renew(a.clone(), DIR.into(), seal(), wid()),
+    )
+    .ready()
+    .unwrap();
+    assert_eq!(renewed.token, 1);
+    assert_ne!(renewed.etag, landed, "written again from this call");
+    // The refused write, the read that finds our grant, the write on it,
+    // and the LIST past our epoch.
+    assert_eq!(
+        methods(&mut s),
+        [Method::Put, Method::Get, Method::Put, Method::Get]
+    );
+    // Released, the epoch object is no grant of ours to go on from.
+    driver::run(
+        &mut s,
+        EpochRewrite::release(renewed, DIR.into(), seal(), wid()),
+    )
+    .ready()
+    .unwrap();
+    let r = driver::run(&mut s, EpochRewrite::renew(a, DIR.into(), seal(), wid())).ready();
+    assert!(matches!(r, Err(Error::Lost { .. })), "{r:?}");
 }
 
 #[test]

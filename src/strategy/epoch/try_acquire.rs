@@ -1,5 +1,7 @@
-//! Try-acquire: LIST the epochs, GET the highest; if absent, released or
-//! expired (or live but ours), PUT the next epoch with `If-None-Match: *`;
+//! Try-acquire: LIST the epochs, GET the highest; if released or expired
+//! (or live but ours), PUT the next epoch with `If-None-Match: *`; if
+//! there is none, write the key's token floor (`strategy::floor`) first
+//! and PUT the epoch above it (1 for a key never locked before);
 //! then LIST once more past our epoch (`Phase::Verifying`), since a slow
 //! client can re-create an epoch that cleanup had deleted. The grant names
 //! the old epochs for `Cleanup` to delete.
@@ -17,9 +19,12 @@ use crate::lock_object::MAX_LOCK_OBJECT_BYTES;
 use crate::protocol::{is_ambiguous, AcquireOutcome, Operation, Step};
 use crate::s3::{Method, S3Request, S3Response};
 use crate::seal::LockSeal;
+use crate::strategy::floor::{Floor, FloorStep};
 
 enum Phase {
     Listing,
+    /// No epoch listed: writing the key's floor before the first.
+    Flooring,
     Reading(u64),
     Creating(Lease),
     /// Our create may have landed (its reply was lost): read our epoch and
@@ -43,6 +48,8 @@ pub struct EpochTryAcquire {
     /// When the first create was sent: whichever attempt lands, the lease
     /// counts from here (the earliest), never from a later attempt.
     first_create_ms: Option<u64>,
+    /// The key's token floor, written before its first epoch.
+    floor: Option<Floor>,
 }
 
 /// A try-acquire's outcome and the old epoch objects to delete after it.
@@ -73,6 +80,43 @@ impl EpochTryAcquire {
             rereads: 0,
             ambiguous: false,
             first_create_ms: None,
+            floor: None,
+        }
+    }
+
+    /// Writes the key's token floor, the object `floor_key`, before
+    /// creating its first epoch (see `strategy::floor`).
+    pub fn with_floor(mut self, floor_key: String) -> Self {
+        let floor = Floor::new(floor_key, self.write_id.clone());
+        // Creators of a first epoch must agree on its number (see
+        // `Floor::joining_within`): a floor written within a ttl is theirs.
+        self.floor = Some(floor.joining_within(self.grant.ttl_ms));
+        self
+    }
+
+    /// No epoch at or above what this client saw: the floor first (once),
+    /// then the epoch above both.
+    fn create_first(&mut self, hint: u64, now_ms: u64) -> Step<EpochOutcome> {
+        match self.floor.as_mut() {
+            Some(floor) => match floor.base() {
+                Some(base) => self.create(hint.max(base), now_ms),
+                None => {
+                    let step = floor.start();
+                    self.on_floor(step, now_ms)
+                }
+            },
+            None => self.create(hint, now_ms),
+        }
+    }
+
+    fn on_floor(&mut self, step: FloorStep, now_ms: u64) -> Step<EpochOutcome> {
+        match step {
+            FloorStep::Send(request) => {
+                self.phase = Phase::Flooring;
+                Step::Send(request)
+            }
+            FloorStep::Base(base) => self.create(self.lister.hint.max(base), now_ms),
+            FloorStep::Failed(e) => Step::Done(Err(e)),
         }
     }
 
@@ -84,8 +128,8 @@ impl EpochTryAcquire {
                 Step::Send(get_epoch(&self.dir, h, &self.judge))
             }
             // Nothing at or above the epoch this client saw last: it was
-            // wiped, but tokens must not go back.
-            Some(_) | None => self.create(hint, now_ms),
+            // wiped (or never was), but tokens must not go back.
+            Some(_) | None => self.create_first(hint, now_ms),
         }
     }
 
@@ -184,6 +228,13 @@ impl Operation for EpochTryAcquire {
 
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<EpochOutcome> {
         match core::mem::replace(&mut self.phase, Phase::Listing) {
+            Phase::Flooring => {
+                let step = match self.floor.as_mut() {
+                    Some(floor) => floor.on_response(r),
+                    None => FloorStep::Failed(r.into_error()),
+                };
+                self.on_floor(step, now_ms)
+            }
             Phase::Listing => match self.lister.on_page(r) {
                 Ok(Some(next)) => Step::Send(next),
                 Ok(None) => self.decide_after_listing(now_ms),
@@ -269,8 +320,15 @@ impl Operation for EpochTryAcquire {
         }
     }
 
-    fn on_transport_error(&mut self, error: Error, _now_ms: u64) -> Step<EpochOutcome> {
+    fn on_transport_error(&mut self, error: Error, now_ms: u64) -> Step<EpochOutcome> {
         match core::mem::replace(&mut self.phase, Phase::Listing) {
+            Phase::Flooring => {
+                let step = match self.floor.as_mut() {
+                    Some(floor) => floor.on_transport_error(error),
+                    None => FloorStep::Failed(error),
+                };
+                self.on_floor(step, now_ms)
+            }
             Phase::Creating(lease) => self.recognise(lease, error),
             Phase::Recognising(lease, _) => self.recognise(lease, error),
             Phase::Verifying(lease, _) if self.rereads < MAX_REREADS => {

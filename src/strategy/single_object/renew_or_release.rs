@@ -36,6 +36,7 @@ pub(crate) fn released_state(lease: &Lease) -> LockState {
             acquired_at_ms: lease.acquired_at_ms,
             metadata: lease.metadata.clone(),
             ttl_ms: lease.ttl_ms,
+            renewed_at_ms: 0,
             write_id: String::new(),
         },
         etag: lease.etag.clone(),
@@ -60,7 +61,9 @@ enum Phase {
 /// a read that checks its token, unless `token_known`). On a failed
 /// condition it reads the object: if it is still exactly ours (a 409 on a
 /// busy key) it writes again, if it holds our own write (a reply that was
-/// lost) it is done, otherwise the lease is lost.
+/// lost) it is done, if it holds the lease's grant as another call of its
+/// holder wrote it (`own_grant`) it writes again on that, otherwise the
+/// lease is lost.
 pub struct RewriteOwn {
     lease: Lease,
     object_key: String,
@@ -134,6 +137,7 @@ impl RewriteOwn {
             acquired_at_ms: l.acquired_at_ms,
             metadata: l.metadata.clone(),
             ttl_ms: l.ttl_ms,
+            renewed_at_ms: now_ms,
             write_id: self.write_id.clone(),
         };
         let mut request = match put(&self.object_key, ("if-match", &l.etag), &record) {
@@ -170,6 +174,26 @@ impl RewriteOwn {
         )))
     }
 
+    /// The object holds this very grant at another etag: its holder and
+    /// token (and grant time), not released. Only the holder writes that:
+    /// every grant takes the next token, the same holder's too. So it is
+    /// the holder's own later write, made by another call (a renew whose
+    /// reply and read-back were lost, retried as a new call with a new
+    /// write id; a call the host ran again): the lease goes on from it.
+    fn own_grant(&self, s: &LockState) -> bool {
+        let l = &self.lease;
+        s.semaphore.is_none()
+            && s.record.token == l.token
+            && s.record.holder_id == l.holder_id
+            && s.record.acquired_at_ms == l.acquired_at_ms
+            && s.record.expires_at_ms != 0
+    }
+
+    /// Goes on from the lease's own grant at etag `etag` (see `own_grant`).
+    fn adopt(&mut self, etag: String) {
+        self.lease.etag = etag;
+    }
+
     fn on_verified(&mut self, r: S3Response, now_ms: u64) -> Step<Lease> {
         match read_lock(
             &self.lease.key,
@@ -182,6 +206,10 @@ impl RewriteOwn {
                 Some(e) => Step::Done(Err(e)),
                 None => self.write(now_ms),
             },
+            Ok(Some(s)) if self.own_grant(&s) => {
+                self.adopt(s.etag);
+                self.write(now_ms)
+            }
             // The object changed since the lease's write, as the `If-Match`
             // would have found.
             Ok(current) => self.lost(current),
@@ -251,22 +279,27 @@ impl Operation for RewriteOwn {
                 Ok(Some(s)) if ours(&s) => self.done(s.etag, s.record.expires_at_ms),
                 // Still the object the lease names: a busy key (409), or
                 // one whose token the store refused (DynamoDB's condition).
-                Ok(Some(s)) if s.etag == self.lease.etag => match self.altered(&s) {
-                    Some(e) => Step::Done(Err(e)),
-                    None if self.rereads < MAX_REREADS => {
-                        self.rereads += 1;
-                        self.write(now_ms)
+                // Or the lease's own grant, written by an earlier call of
+                // its holder: adopted, and written again from this call.
+                Ok(Some(s)) if s.etag == self.lease.etag || self.own_grant(&s) => {
+                    match self.altered(&s) {
+                        Some(e) => Step::Done(Err(e)),
+                        None if self.rereads < MAX_REREADS => {
+                            self.rereads += 1;
+                            self.adopt(s.etag);
+                            self.write(now_ms)
+                        }
+                        None => Step::Done(Err(match self.ambiguous.take() {
+                            Some(e) => e,
+                            None => Error::Conflict(crate::error::S3Error {
+                                status: 409,
+                                code: "ConditionalRequestConflict".into(),
+                                message: format!("still conflicting after {MAX_REREADS} attempts"),
+                                request_id: String::new(),
+                            }),
+                        })),
                     }
-                    None => Step::Done(Err(match self.ambiguous.take() {
-                        Some(e) => e,
-                        None => Error::Conflict(crate::error::S3Error {
-                            status: 409,
-                            code: "ConditionalRequestConflict".into(),
-                            message: format!("still conflicting after {MAX_REREADS} attempts"),
-                            request_id: String::new(),
-                        }),
-                    })),
-                },
+                }
                 Ok(current) => self.lost(current),
                 // We know the lease is gone but not who has it now.
                 Err(Error::CorruptLockObject { .. }) => self.lost(None),

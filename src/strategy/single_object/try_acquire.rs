@@ -1,5 +1,7 @@
 //! Try-acquire: GET the lock object (or skip the read when this client
-//! knows it released); if absent, PUT `If-None-Match: *` with token 1; if
+//! knows it released); if absent, write the key's token floor (`floor`),
+//! then PUT `If-None-Match: *` with the floor's next token (1 for a key
+//! never locked before); if
 //! expired or released (or live but ours), PUT `If-Match: <etag>` with
 //! token + 1; if live and someone else's, give up. A write whose reply was
 //! lost is recognised by its write id on a re-read.
@@ -15,10 +17,13 @@ use crate::lock_object::{LockRecord, LockState};
 use crate::protocol::{is_ambiguous, AcquireOutcome, Operation, Step};
 use crate::s3::S3Response;
 use crate::seal::LockSeal;
+use crate::strategy::floor::{Floor, FloorStep};
 
 /// Where a try-acquire is.
 enum Phase {
     Reading,
+    /// The object is absent: writing the key's floor before creating it.
+    Flooring,
     Writing(LockRecord),
     /// Our write may have landed (its reply was lost): read and look for
     /// our write id.
@@ -43,6 +48,9 @@ pub struct TryAcquire {
     /// released object this client knows (its ETag): a failed condition
     /// then means only that it changed since, not that we lost a race.
     speculative: bool,
+    /// The key's token floor, written before the object is created
+    /// (`None`: a store that keeps its counter itself, DynamoDB).
+    floor: Option<Floor>,
 }
 
 impl TryAcquire {
@@ -65,6 +73,35 @@ impl TryAcquire {
             phase: Phase::Reading,
             ambiguous: false,
             speculative: false,
+            floor: None,
+        }
+    }
+
+    /// Writes the key's token floor, the object `floor_key`, before
+    /// creating its lock object (see `strategy::floor`).
+    pub fn with_floor(mut self, floor_key: String) -> Self {
+        let floor = Floor::new(floor_key, self.write_id.clone());
+        // A floor written within a ttl is a concurrent creator's (or an
+        // attempt's whose create never landed): joined, not raised, so a
+        // new key starts at 1 (see `Floor::joining_within`).
+        self.floor = Some(floor.joining_within(self.grant.ttl_ms));
+        self
+    }
+
+    /// The token below a created object's first: the floor's base (0
+    /// without a floor).
+    fn created_base(&self) -> u64 {
+        self.floor.as_ref().and_then(Floor::base).unwrap_or(0)
+    }
+
+    fn on_floor(&mut self, step: FloorStep, now_ms: u64) -> Step<AcquireOutcome> {
+        match step {
+            FloorStep::Send(request) => {
+                self.phase = Phase::Flooring;
+                Step::Send(request)
+            }
+            FloorStep::Base(_) => self.decide(None, now_ms),
+            FloorStep::Failed(e) => Step::Done(Err(e)),
         }
     }
 
@@ -81,8 +118,15 @@ impl TryAcquire {
     }
 
     fn decide(&mut self, seen: Option<LockState>, now_ms: u64) -> Step<AcquireOutcome> {
+        if seen.is_none() {
+            // Absent: the key's floor first, once.
+            if let Some(floor) = self.floor.as_mut().filter(|f| f.base().is_none()) {
+                let step = floor.start();
+                return self.on_floor(step, now_ms);
+            }
+        }
         let (condition, previous_token) = match &seen {
-            None => (("if-none-match", "*".to_string()), 0),
+            None => (("if-none-match", "*".to_string()), self.created_base()),
             // A semaphore (or a fair lock): never overwritten as a lock,
             // which would drop its holders and queue; the client acquires
             // it as the semaphore it is.
@@ -111,6 +155,7 @@ impl TryAcquire {
             acquired_at_ms: now_ms,
             metadata: self.grant.metadata.clone(),
             ttl_ms: self.grant.ttl_ms,
+            renewed_at_ms: now_ms,
             write_id: self.write_id.clone(),
         };
         let request = match put(&self.object_key, (condition.0, &condition.1), &record) {
@@ -181,6 +226,13 @@ impl Operation for TryAcquire {
 
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Self::Output> {
         match core::mem::replace(&mut self.phase, Phase::Reading) {
+            Phase::Flooring => {
+                let step = match self.floor.as_mut() {
+                    Some(floor) => floor.on_response(r),
+                    None => FloorStep::Failed(r.into_error()),
+                };
+                self.on_floor(step, now_ms)
+            }
             Phase::Reading | Phase::Recognising => {
                 match read_lock(&self.key, &self.object_key, r, now_ms, &self.judge) {
                     // Our write landed after all (its reply was lost, or it
@@ -212,8 +264,15 @@ impl Operation for TryAcquire {
         }
     }
 
-    fn on_transport_error(&mut self, error: Error, _now_ms: u64) -> Step<Self::Output> {
+    fn on_transport_error(&mut self, error: Error, now_ms: u64) -> Step<Self::Output> {
         match self.phase {
+            Phase::Flooring => {
+                let step = match self.floor.as_mut() {
+                    Some(floor) => floor.on_transport_error(error),
+                    None => FloorStep::Failed(error),
+                };
+                self.on_floor(step, now_ms)
+            }
             Phase::Writing(_) => {
                 self.ambiguous = true;
                 self.reread(error, true)

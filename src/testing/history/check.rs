@@ -401,6 +401,9 @@ fn can_be_last(c: &FencedOp, ops: &[&FencedOp]) -> Result<(), String> {
     if matches!(c.outcome, FencedOutcome::Fenced { .. }) {
         return Err(format!("{} was refused", describe_op(c)));
     }
+    if matches!(c.outcome, FencedOutcome::NotSent(_)) {
+        return Err(format!("{} sent no write", describe_op(c)));
+    }
     for w in ops.iter().filter(|w| w.outcome.accepted()) {
         if w.token > c.token {
             return Err(format!(
@@ -467,9 +470,11 @@ fn final_content(object: &str, ops: &[&FencedOp], found: Option<&Found>, out: &m
     }
 }
 
-/// An object's history as the linearizability checker takes it.
+/// An object's history as the linearizability checker takes it (calls
+/// that sent no write left out: they changed nothing).
 fn operations(ops: &[&FencedOp]) -> Vec<Operation> {
     ops.iter()
+        .filter(|op| !matches!(op.outcome, FencedOutcome::NotSent(_)))
         .map(|op| Operation {
             client: op.who.actor,
             call: if op.delete {
@@ -488,7 +493,7 @@ fn operations(ops: &[&FencedOp]) -> Vec<Operation> {
                 FencedOutcome::Fenced { stored_token } => FencedResult::Fenced {
                     stored_token: *stored_token,
                 },
-                FencedOutcome::Unknown(_) => FencedResult::Unknown,
+                FencedOutcome::Unknown(_) | FencedOutcome::NotSent(_) => FencedResult::Unknown,
             },
             start: op.start,
             end: match op.outcome {

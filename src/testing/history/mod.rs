@@ -118,6 +118,9 @@ pub enum FencedOutcome {
     /// No clear answer (a transport error, a 5xx, a timeout, or the actor
     /// died during the call): it may land at any later time, or never.
     Unknown(String),
+    /// Failed before any write of it went out (its read was refused or
+    /// lost): it changed nothing, and is no operation on the object.
+    NotSent(String),
 }
 
 impl FencedOutcome {

@@ -518,9 +518,12 @@ fn histories_that_happened_pass() {
 }
 
 /// Twelve operations all in flight at once (the most `fencing_history`
-/// makes), both passing and failing, checked in well under a second.
+/// makes), both passing and failing, each decided within a sixteenth of
+/// the search's budget (work counted, not time: a loaded machine changes
+/// the time, not the steps; the time is printed).
 #[test]
 fn twelve_concurrent_operations_check_quickly() {
+    const QUICK: usize = MAX_EXPLORED / 16;
     let mut rng = Rng(12);
     let mut slowest = Duration::ZERO;
     let mut timed = |f: &mut dyn FnMut()| {
@@ -532,11 +535,11 @@ fn twelve_concurrent_operations_check_quickly() {
         // Every interval spans all the others.
         let (mut history, end) = real_history(&mut rng, 12, 1000, false);
         timed(&mut || {
-            check(&history, false, State::Absent, observed(end)).unwrap();
+            check_within(&history, false, State::Absent, observed(end), QUICK).unwrap();
         });
         // No one wrote the value seen: the whole space is searched.
         timed(&mut || {
-            let v = check(&history, false, State::Absent, seen(9, 99)).unwrap_err();
+            let v = check_within(&history, false, State::Absent, seen(9, 99), QUICK).unwrap_err();
             assert_ne!(v.kind, ViolationKind::Inconclusive);
         });
         // Every reply lost and nobody's value seen: the most orders.
@@ -544,7 +547,7 @@ fn twelve_concurrent_operations_check_quickly() {
             op.result = FencedResult::Unknown;
         }
         timed(&mut || {
-            let v = check(&history, false, State::Absent, seen(9, 99)).unwrap_err();
+            let v = check_within(&history, false, State::Absent, seen(9, 99), QUICK).unwrap_err();
             assert_eq!(v.kind, ViolationKind::FinalState);
         });
     }
@@ -554,11 +557,10 @@ fn twelve_concurrent_operations_check_quickly() {
         .map(|i| put(i, 1, i as u64, (0, NEVER), UNKNOWN))
         .collect();
     timed(&mut || {
-        let v = check(&history, false, State::Absent, seen(9, 99)).unwrap_err();
+        let v = check_within(&history, false, State::Absent, seen(9, 99), QUICK).unwrap_err();
         assert_eq!(v.kind, ViolationKind::FinalState);
     });
     println!("slowest check of 12 concurrent operations: {slowest:?}");
-    assert!(slowest < Duration::from_millis(500), "{slowest:?}");
 }
 
 #[test]

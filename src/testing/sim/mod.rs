@@ -14,6 +14,10 @@
 //! - a request takes a few ms, sometimes seconds, sometimes hangs for
 //!   minutes; the store applies it at any instant of its life, even after
 //!   its sender gave up; its reply may be lost, or it may never arrive;
+//!   a third of the writes applied without an answer start an outage that
+//!   fails what their sender sends next (its read-back), so only a later
+//!   call learns their fate; a store answers some requests it never
+//!   applied as timed out (S3's 400 `RequestTimeout`, a 408);
 //!   hosts end requests at their bound, or (some) ignore bounds, so
 //!   replies also come late; a process's network degrades for a while;
 //! - conditional writes meet a racing write (409), DynamoDB calls are
@@ -35,9 +39,10 @@
 //! virtual instant, recorded as terms; the run's history is judged by
 //! `testing::history`'s checkers, the soak's too: tokens unique and rising,
 //! never more believed holders than a key's limit, spent leases never
-//! renewing, queue order, fenced objects linearizable. Every write the
-//! store applies to a semaphore key is judged as it lands (`store_rules`),
-//! and every credential fetch and request as it happens
+//! renewing, no `Lost` naming the caller's own grant as the holder (nor an
+//! elector following itself), queue order, fenced objects linearizable.
+//! Every write the store applies to a semaphore key is judged as it lands
+//! (`store_rules`), and every credential fetch and request as it happens
 //! (`credential_checks`: fetches paced, keys from a healthy source fresh).
 //!
 //! Everything comes from one seed: a failing run prints it, and
@@ -52,6 +57,8 @@ mod store;
 mod store_rules;
 mod world;
 
+#[cfg(test)]
+mod gate;
 #[cfg(test)]
 mod keeping;
 #[cfg(test)]
@@ -87,7 +94,14 @@ pub struct Report {
     pub timeouts_ignored: u64,
     pub late_replies: u64,
     pub lost_replies: u64,
+    /// Requests applied without an answer that began an outage, and the
+    /// requests the outages failed (read-backs among them).
+    pub outages: u64,
+    pub failed_in_outage: u64,
     pub never_applied: u64,
+    /// Requests never applied that the store answered as timed out (S3's
+    /// 400 `RequestTimeout`, a 408): transient, as a 5xx.
+    pub timeouts_answered: u64,
     pub applied_after_giving_up: u64,
     pub conflicts_injected: u64,
     pub throttles_injected: u64,
@@ -96,6 +110,8 @@ pub struct Report {
     pub seeds_without_if_match: u64,
     pub crashes: u64,
     pub pauses: u64,
+    /// Machines suspended (`Fault::Suspend`).
+    pub suspends: u64,
     pub clock_jumps: u64,
     /// Processes whose wall clock is a month slow (DynamoDB, `observed`).
     pub clocks_a_month_slow: u64,
@@ -157,7 +173,10 @@ impl std::ops::AddAssign<&Report> for Report {
             timeouts_ignored,
             late_replies,
             lost_replies,
+            outages,
+            failed_in_outage,
             never_applied,
+            timeouts_answered,
             applied_after_giving_up,
             conflicts_injected,
             throttles_injected,
@@ -166,6 +185,7 @@ impl std::ops::AddAssign<&Report> for Report {
             seeds_without_if_match,
             crashes,
             pauses,
+            suspends,
             clock_jumps,
             degraded,
             grants,
@@ -234,7 +254,7 @@ impl Sim {
     }
 
     /// A run on the GCS model: single-object keys only, every expiry
-    /// clock, fenced writes, ttls of 3 s and more and retry periods of
+    /// clock, fenced writes, ttls of 4 s and more and retry periods of
     /// 1 s and more (what a gcs client accepts); racing writes meet 503
     /// `backendError`, and on half the seeds a second write to an object
     /// within a second meets GCS's 429.
@@ -243,6 +263,23 @@ impl Sim {
     }
 
     pub fn on(seed: u64, kind: StoreKind) -> Self {
+        Sim::with_suspends(seed, kind)
+    }
+
+    /// A run whose processes' monotonic clocks count the time their
+    /// machine is suspended, as the host's does (every run's).
+    pub fn with_suspends(seed: u64, kind: StoreKind) -> Self {
+        Sim::build(seed, kind, false)
+    }
+
+    /// A run whose processes' monotonic clocks stand still while their
+    /// machine is suspended (std's `Instant` on Linux), with many
+    /// suspends: what the checkers must catch.
+    pub fn blind_to_suspends(seed: u64, kind: StoreKind) -> Self {
+        Sim::build(seed, kind, true)
+    }
+
+    fn build(seed: u64, kind: StoreKind, blind_to_suspends: bool) -> Self {
         // Mixed, so sim seed n is not another suite's seed n.
         let mut rng = Rng::new(seed ^ 0x5EED_5EED_5EED_5EED);
         let setup = Setup::for_store(&mut rng, kind);
@@ -265,6 +302,7 @@ impl Sim {
         let history = History::new(setup.key_specs());
         let source = Source::for_store(seed, kind);
         let mut world = World::new(rng, setup, store, history, source);
+        world.suspends = world::Suspends::new(seed, blind_to_suspends);
         world.report.seeds = 1;
         world.report.seeds_with_unhealthy_source = u64::from(!world.source.plan.is_healthy());
         world.report.seeds_with_short_lists = u64::from(world.setup.list_page_keys.is_some());
@@ -290,6 +328,7 @@ impl Sim {
         plan(&mut world, Fault::Pause, (2, 8));
         plan(&mut world, Fault::Jump, (1, 8));
         plan(&mut world, Fault::Degrade, (2, 8));
+        world.plan_suspends();
         let actors = world.hosts.len();
         Sim {
             world: Rc::new(RefCell::new(world)),
@@ -412,6 +451,7 @@ impl Sim {
         let mut w = self.world.borrow_mut();
         let victim = match fault {
             Fault::Restart { actor } => Some(actor),
+            Fault::Suspend => w.suspend_victim(),
             _ => w.alive_actor(),
         };
         let actor = victim?;
@@ -427,6 +467,7 @@ impl Sim {
             Fault::Pause => w.pause(actor),
             Fault::Jump => w.jump(actor),
             Fault::Degrade => w.degrade(actor),
+            Fault::Suspend => w.suspend(actor),
         }
         None
     }

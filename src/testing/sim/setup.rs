@@ -111,7 +111,7 @@ pub struct Setup {
     /// An Azure Blob container: single-object only, every clock, fenced
     /// writes; no listing, no 501s.
     pub azure: bool,
-    /// A GCS bucket: as Azure's container, and no ttl under 3 s nor
+    /// A GCS bucket: as Azure's container, and no ttl under 4 s nor
     /// retry period under 1 s (GCS takes about one write a second per
     /// object).
     pub gcs: bool,

@@ -18,9 +18,9 @@
 //!
 //! - the limit is the key's, at most `limit` slots, each holder id once;
 //! - the counter never falls; a new slot belongs to the writer and takes
-//!   the counter as read plus one (so no token is ever stored twice, and a
-//!   slot once dropped never comes back: a superseded or expired slot
-//!   cannot be renewed);
+//!   the counter as read plus one (creating the object, the key's floor
+//!   plus one; so no token is ever stored twice, and a slot once dropped
+//!   never comes back: a superseded or expired slot cannot be renewed);
 //! - an entry of another holder is dropped only once it is not alive;
 //! - entries of others are kept exactly, stamped (`written_at`) with the
 //!   `Last-Modified` of the write that stored them (what `server` judges
@@ -223,7 +223,13 @@ impl StoreRules {
             Some(o) => (o.holders.as_slice(), o.queue.as_slice()),
             None => (&[][..], &[][..]),
         };
-        // New slots: the writer's, with the counter as read plus one.
+        // New slots: the writer's, with the counter as read plus one (on
+        // an object this write creates, the key's floor plus one: a
+        // multiple of the floor's stride, plus one).
+        let next_token = |token: u64| match &old {
+            Some(_) => token == old_token + 1,
+            None => token % crate::strategy::floor::FLOOR_STRIDE == 1,
+        };
         let fresh: Vec<&Entry> = new
             .holders
             .iter()
@@ -232,14 +238,16 @@ impl StoreRules {
         if fresh.len() > 1
             || fresh
                 .iter()
-                .any(|e| e.holder_id != writer || e.token != old_token + 1 || new.token != e.token)
+                .any(|e| e.holder_id != writer || !next_token(e.token) || new.token != e.token)
         {
             return fail(
                 "a new slot is the writer's and takes the counter as read plus one",
                 format!("counter {old_token} -> {}, new slots {fresh:?}", new.token),
             );
         }
-        if fresh.is_empty() && new.token != old_token {
+        let created_at_floor =
+            old.is_none() && new.token % crate::strategy::floor::FLOOR_STRIDE == 0;
+        if fresh.is_empty() && new.token != old_token && !created_at_floor {
             return fail(
                 "the counter rises only with a grant",
                 format!("{old_token} -> {}", new.token),

@@ -73,6 +73,17 @@ fn hunt_on(kind: StoreKind, floor_steps: u64) -> Report {
     }
 }
 
+/// Writes landed unanswered in outages that also failed what came next
+/// (their read-backs), so only a later call could learn their fate; and
+/// stores answered requests as timed out (400 `RequestTimeout`, 408).
+fn outages_happened(r: &Report, floor: u64) {
+    assert!(
+        r.outages > floor && r.failed_in_outage > 4 * floor,
+        "{r:#?}"
+    );
+    assert!(r.timeouts_answered > floor / 2, "{r:#?}");
+}
+
 #[test]
 fn locks_leaders_and_semaphores_keep_their_guarantees_on_s3() {
     let r = hunt(false, 1_200_000);
@@ -81,10 +92,12 @@ fn locks_leaders_and_semaphores_keep_their_guarantees_on_s3() {
     }
     // The faults really happened.
     assert!(r.lost_replies > 100 && r.never_applied > 100, "{r:#?}");
+    outages_happened(&r, 2_000);
     assert!(r.timeouts_honoured > 100 && r.late_replies > 20, "{r:#?}");
     assert!(r.applied_after_giving_up > 10 && r.hung > 50, "{r:#?}");
     assert!(r.conflicts_injected > 100 && r.clock_jumps > 10, "{r:#?}");
     assert!(r.crashes > 20 && r.pauses > 20 && r.degraded > 20, "{r:#?}");
+    assert!(r.suspends > 20, "{r:#?}");
     assert!(
         r.seeds_with_short_lists > 3 && r.empty_list_pages > 50,
         "{r:#?}"
@@ -143,6 +156,7 @@ fn locks_leaders_and_semaphores_keep_their_guarantees_on_dynamodb() {
         r.throttles_injected > 50 && r.conflicts_injected > 50,
         "{r:#?}"
     );
+    outages_happened(&r, 1_000);
     assert!(r.grants > 500 && r.renewals > 500, "{r:#?}");
     assert!(r.forgeries_refused > 50 && r.spent_refused > 20, "{r:#?}");
     assert_eq!(r.fenced_accepted + r.fenced_refused, 0, "{r:#?}");
@@ -163,6 +177,7 @@ fn locks_leaders_and_semaphores_keep_their_guarantees_on_azure() {
     }
     // Writes met 503 ServerBusy, and lost replies were read back.
     assert!(r.conflicts_injected > 50 && r.lost_replies > 50, "{r:#?}");
+    outages_happened(&r, 1_000);
     assert!(r.grants > 500 && r.renewals > 500, "{r:#?}");
     assert!(r.forgeries_refused > 50 && r.spent_refused > 20, "{r:#?}");
     // Fenced writes run on a container, judged linearizable.
@@ -182,6 +197,7 @@ fn locks_leaders_and_semaphores_keep_their_guarantees_on_gcs() {
     // replies were read back.
     assert!(r.conflicts_injected > 50 && r.lost_replies > 50, "{r:#?}");
     assert!(r.throttles_injected > 50, "{r:#?}");
+    outages_happened(&r, 1_000);
     assert!(r.grants > 500 && r.renewals > 500, "{r:#?}");
     assert!(r.forgeries_refused > 50 && r.spent_refused > 20, "{r:#?}");
     // Fenced writes run on a bucket, judged linearizable.

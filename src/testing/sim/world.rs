@@ -1,8 +1,12 @@
 //! The simulated world: true time, the store, the network between the
 //! processes and the store, the faults, and what the run records.
 
+mod suspend;
+
+pub use suspend::Suspends;
+
 use super::credentials::{HostCredentials, Source};
-use super::host::{Clock, Lane, Waiting};
+use super::host::{Asleep, Clock, Lane, Waiting};
 use super::setup::{ActorKind, Setup};
 use super::store::SimStore;
 use super::store_rules::StoreRules;
@@ -29,6 +33,10 @@ pub struct Host {
     /// Its network is slow, then silent, until these true instants.
     pub slow_until: u64,
     pub silent_until: u64,
+    /// An outage that lost a reply goes on until then: every request
+    /// fails at once, reaching nothing (the read-back after a lost reply
+    /// too, so the call ends not knowing whether its write landed).
+    pub cut_until: u64,
     /// Which life of the actor runs (a crash starts the next).
     pub generation: u32,
     pub alive: bool,
@@ -39,6 +47,9 @@ pub struct Host {
     /// Replies that came back, by the ticket of their send.
     pub replies: BTreeMap<u64, S3Response>,
     pub requests: u64,
+    /// Its PUTs and DELETEs sent so far: a fenced call that failed having
+    /// sent none changed nothing.
+    pub writes_sent: u64,
     /// The holder id its semaphore writes act for (the store rules' writer).
     pub acting_for: String,
     /// Its last request and when that was first sent: the driver sends a
@@ -105,6 +116,8 @@ pub enum Fault {
     /// third lose their reply). A slow renew followed by failing ones is
     /// what a lease counted from the wrong instant needs to show.
     Degrade,
+    /// One actor's machine is suspended for a while (see `suspend`).
+    Suspend,
 }
 
 /// A term being believed: closed when its believer stops.
@@ -139,6 +152,7 @@ pub struct World {
     next_value: u64,
     /// `S3LEASE_SIM_TRACE=<object key>`: print every request to it.
     trace: Option<String>,
+    pub suspends: suspend::Suspends,
 }
 
 impl World {
@@ -160,6 +174,7 @@ impl World {
             fenced_objects: BTreeMap::new(),
             next_value: 1,
             trace: std::env::var("S3LEASE_SIM_TRACE").ok(),
+            suspends: suspend::Suspends::default(),
         }
     }
 
@@ -183,12 +198,14 @@ impl World {
             ignores_timeouts: self.rng.chance(self.setup.ignores_timeouts),
             slow_until: 0,
             silent_until: 0,
+            cut_until: 0,
             generation: 0,
             alive: true,
             paused_until: 0,
             waiting: Waiting::default(),
             replies: BTreeMap::new(),
             requests: 0,
+            writes_sent: 0,
             acting_for: String::new(),
             last_send: None,
             credentials: HostCredentials::new(self.now, clock.wall_offset_ms),
@@ -221,6 +238,7 @@ impl World {
             mono_origin: self.rng.below(1 << 40),
             ppm: self.rng.range(0, 400) as i64 - 200,
             wall_offset_ms,
+            asleep: Asleep::new(self.suspends.blind),
         }
     }
 
@@ -256,6 +274,9 @@ impl World {
         let generation = self.hosts[actor].generation;
         self.hosts[actor].waiting.ticket = Some(ticket);
         self.hosts[actor].requests += 1;
+        if matches!(request.method, Method::Put | Method::Delete) {
+            self.hosts[actor].writes_sent += 1;
+        }
         let r = &mut self.report;
         r.requests += 1;
         let configured = self
@@ -268,9 +289,11 @@ impl World {
         let start = self.now;
         let bound_at = clock.true_at(clock.mono(start) + u64::from(bound));
         let ttl = self.setup.ttl_of(host.kind);
-        let slow = start < host.slow_until;
-        let silent = !slow && start < host.silent_until;
+        let cut = start < host.cut_until;
+        let slow = !cut && start < host.slow_until;
+        let silent = !cut && !slow && start < host.silent_until;
         let takes = match self.rng.below(100) {
+            _ if cut => self.rng.range(1, 50),
             _ if slow => self.rng.range(ttl / 4, ttl),
             _ if silent => self.rng.range(ttl, 4 * ttl),
             0..=1 => {
@@ -290,12 +313,33 @@ impl World {
             self.rng.below(100)
         };
         // 3%: never reaches the store; 3%: applied, but the reply is lost.
-        let (applied, reply_lost) = (fate >= 3, (3..6).contains(&fate));
+        let (applied, reply_lost) = (!cut && fate >= 3, !cut && (3..6).contains(&fate));
         let apply_at = start + self.rng.range(0, takes);
         let comes_back = applied && !reply_lost && !timed_out;
-        let failure = if timed_out {
+        // A third of the requests applied without an answer are part of an
+        // outage that goes on for a while: what the caller sends next (its
+        // read-back) fails too, and only a later call can learn the fate of
+        // the write.
+        if applied && !comes_back && self.rng.chance(0.3) {
+            let until = end + self.rng.range(100, 3_000);
+            let host = &mut self.hosts[actor];
+            host.cut_until = host.cut_until.max(until);
+            r.outages += 1;
+        }
+        let failure = if cut {
+            r.failed_in_outage += 1;
+            "network unreachable"
+        } else if timed_out {
             r.timeouts_honoured += 1;
             "timed out"
+        } else if !applied && fate == 0 && !silent {
+            // The store (or a proxy) timed the request out before it had
+            // all of it, and said so: S3's 400 `RequestTimeout`, a 408.
+            r.never_applied += 1;
+            r.timeouts_answered += 1;
+            let reply = timed_out_reply(self.rng.chance(0.5));
+            self.hosts[actor].replies.insert(ticket, reply);
+            "answered"
         } else if !applied {
             r.never_applied += 1;
             "connection reset"
@@ -334,13 +378,14 @@ impl World {
                 },
             );
         }
+        let answered = failure == "answered";
         self.schedule(
             end,
             Event::Resume {
                 actor,
                 generation,
                 ticket,
-                failure: (!comes_back).then_some(failure),
+                failure: (!comes_back && !answered).then_some(failure),
             },
         );
         ticket
@@ -670,7 +715,7 @@ impl World {
                     self.report.fenced_accepted += 1
                 }
                 FencedOutcome::Fenced { .. } => self.report.fenced_refused += 1,
-                FencedOutcome::Unknown(_) => {}
+                FencedOutcome::Unknown(_) | FencedOutcome::NotSent(_) => {}
             }
             op.end = now;
             op.outcome = outcome;
@@ -708,5 +753,24 @@ impl World {
 
     pub fn store_now(&mut self) {
         self.store.set_now(START_MS + self.now);
+    }
+}
+
+/// What a store that timed a request out answers (nothing applied): S3's
+/// 400 `RequestTimeout`, or a 408 (GCS, a load balancer).
+fn timed_out_reply(s3: bool) -> S3Response {
+    if s3 {
+        crate::testing::response(
+            400,
+            &[("content-type", "application/xml")],
+            "<Error><Code>RequestTimeout</Code><Message>Your socket connection to the server \
+             was not read from or written to within the timeout period.</Message></Error>",
+        )
+    } else {
+        crate::testing::response(
+            408,
+            &[("content-type", "text/html")],
+            "408 Request Time-out",
+        )
     }
 }

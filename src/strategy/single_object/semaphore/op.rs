@@ -23,6 +23,7 @@ use crate::lock_object::{LockRecord, LockState};
 use crate::protocol::{is_ambiguous, Operation, Step};
 use crate::s3::S3Response;
 use crate::seal::LockSeal;
+use crate::strategy::floor::{Floor, FloorStep};
 
 /// Writes one operation may try before giving up on a busy object: with
 /// many holders renewing, a few 412s in a row are normal.
@@ -58,6 +59,8 @@ pub struct Finished {
 
 enum Phase {
     Reading,
+    /// No object: writing the key's floor before one is created.
+    Flooring,
     Writing(Box<LockState>, Then),
 }
 
@@ -80,6 +83,8 @@ pub struct SemaphoreOp {
     read: Option<Option<LockState>>,
     /// See `on_store_without_write_times`.
     stamps_needed: bool,
+    /// The key's token floor, written before the object is created.
+    floor: Option<Floor>,
 }
 
 impl SemaphoreOp {
@@ -106,6 +111,31 @@ impl SemaphoreOp {
             ambiguous: false,
             read: None,
             stamps_needed: true,
+            floor: None,
+        }
+    }
+
+    /// Writes the key's token floor, the object `floor_key`, before an
+    /// acquire creates the semaphore object (see `strategy::floor`).
+    pub fn with_floor(mut self, floor_key: String) -> Self {
+        let floor = Floor::new(floor_key, self.write_id.clone());
+        // Joined within a ttl, as a lock's (see `Floor::joining_within`).
+        let ttl_ms = match &self.wish {
+            Wish::Acquire { grant, .. } => grant.ttl_ms,
+            _ => 0,
+        };
+        self.floor = Some(floor.joining_within(ttl_ms));
+        self
+    }
+
+    fn on_floor(&mut self, step: FloorStep, now_ms: u64) -> Step<Finished> {
+        match step {
+            FloorStep::Send(request) => {
+                self.phase = Phase::Flooring;
+                Step::Send(request)
+            }
+            FloorStep::Base(_) => self.plan_from(None, now_ms, false),
+            FloorStep::Failed(e) => self.finish(Err(e)),
         }
     }
 
@@ -156,6 +186,14 @@ impl SemaphoreOp {
         now_ms: u64,
         from_cache: bool,
     ) -> Step<Finished> {
+        // An acquire that would create the object writes the floor first.
+        let creating = seen.is_none() && matches!(self.wish, Wish::Acquire { .. });
+        if creating {
+            if let Some(floor) = self.floor.as_mut().filter(|f| f.base().is_none()) {
+                let step = floor.start();
+                return self.on_floor(step, now_ms);
+            }
+        }
         let write_id = match self.sent_ids.len() {
             0 => self.write_id.clone(),
             n => format!("{}.{n}", self.write_id),
@@ -165,6 +203,7 @@ impl SemaphoreOp {
             write_id: &write_id,
             now_ms,
             stamps_needed: self.stamps_needed,
+            created_base: self.floor.as_ref().and_then(Floor::base).unwrap_or(0),
         };
         match plan(&self.wish, seen.as_ref(), &cx) {
             Ok(Plan::Write {
@@ -348,6 +387,13 @@ impl Operation for SemaphoreOp {
 
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Finished> {
         match core::mem::replace(&mut self.phase, Phase::Reading) {
+            Phase::Flooring => {
+                let step = match self.floor.as_mut() {
+                    Some(floor) => floor.on_response(r),
+                    None => FloorStep::Failed(r.into_error()),
+                };
+                self.on_floor(step, now_ms)
+            }
             Phase::Reading => {
                 match read_lock(&self.key, &self.object_key, r, now_ms, &self.judge) {
                     Ok(seen) => {
@@ -385,13 +431,20 @@ impl Operation for SemaphoreOp {
         }
     }
 
-    fn on_transport_error(&mut self, error: Error, _now_ms: u64) -> Step<Finished> {
+    fn on_transport_error(&mut self, error: Error, now_ms: u64) -> Step<Finished> {
+        if matches!(self.phase, Phase::Flooring) {
+            let step = match self.floor.as_mut() {
+                Some(floor) => floor.on_transport_error(error),
+                None => FloorStep::Failed(error),
+            };
+            return self.on_floor(step, now_ms);
+        }
         match self.phase {
             Phase::Writing(..) => {
                 self.ambiguous = true;
                 self.read_again(error)
             }
-            Phase::Reading => self.finish(Err(error)),
+            Phase::Reading | Phase::Flooring => self.finish(Err(error)),
         }
     }
 }

@@ -87,6 +87,9 @@ pub struct Context<'a> {
     /// (the `server` clock reads `written_at`). False on a store that
     /// keeps no write time (DynamoDB), where no reader is on `server`.
     pub stamps_needed: bool,
+    /// The token below the first one of an object this creates: the key's
+    /// token floor (`strategy::floor`; 0 on a table).
+    pub created_base: u64,
 }
 
 /// Plans `wish` on `seen` (`None`: no object).
@@ -120,7 +123,11 @@ fn acquire(
         .and_then(|s| s.semaphore.as_ref())
         .map(|sem| &sem.record);
     let (mut base, condition, my_place_expiry) = match seen {
-        None => (empty(0), ("if-none-match", "*".to_string()), None),
+        None => (
+            empty(cx.created_base),
+            ("if-none-match", "*".to_string()),
+            None,
+        ),
         Some(s) => {
             let if_match = ("if-match", s.etag.clone());
             match &s.semaphore {

@@ -398,8 +398,8 @@ fn what_each_call_costs_in_requests() {
     let a = slot(&mut c, &mut io, "a", 2);
     assert_eq!(
         cost(&mut io),
-        (2, 2),
-        "the seal key (GET, PUT: created by this first client), then a grant: GET, PUT"
+        (2, 3),
+        "the seal key (GET, PUT: created by this first client), then a grant: GET, the key's floor, PUT"
     );
 
     let a = c.rewrite(&mut io, a, false).ready().unwrap();

@@ -8,7 +8,7 @@
 use super::{expect_fault, fenced_write};
 use crate::client::ClientCore;
 use crate::driver::Io;
-use crate::elector::{Elector, ElectorConfig, Status};
+use crate::elector::{self, Elector, ElectorConfig, Status};
 use crate::lease::Lease;
 use crate::lock_object::LockState;
 use crate::testing::history::Grant;
@@ -38,6 +38,7 @@ pub async fn run(mut io: SimIo) {
         holder_id: format!("elector-{}-{}", who.actor, who.generation),
         metadata: String::new(),
     };
+    let holder_id = config.holder_id.clone();
     let mut elector = Elector::new(ClientCore::new(client_config), config).expect("valid");
     let mut machine = Machine::new(io.monotonic_ms());
     let mut term: Option<u64> = None;
@@ -52,6 +53,18 @@ pub async fn run(mut io: SimIo) {
             let status = elector.step(&mut io).await;
             if let Some(e) = &status.last_error {
                 expect_fault(&io, "a step", e);
+            }
+            // Its own grant read as another's (`judge_lost`): it stepped
+            // down, and follows itself.
+            if let elector::Role::Follower(Some(seen)) = &status.role {
+                if seen.record.holder_id == holder_id {
+                    io.with(|w, _| {
+                        w.violated(
+                            "an elector never follows itself",
+                            format!("{who}: follows {seen:?}"),
+                        )
+                    });
+                }
             }
             let now_mono = io.monotonic_ms();
             // The deadline may have passed while the step was under way.

@@ -2,7 +2,7 @@
 //! renew and until when the lease is held; this drives it on the
 //! simulation's time and records what it says as the holder's term.
 
-use super::{expect_fault, fenced_write};
+use super::{expect_fault, fenced_write, judge_lost};
 use crate::client::ClientCore;
 use crate::error::Error;
 use crate::lease::Lease;
@@ -183,7 +183,10 @@ impl Held {
                 }
                 io.with(|w, _| w.report.renewals += 1);
             }
-            Err(Error::Lost { .. }) => self.guard.renew_refused(now_mono),
+            Err(e @ Error::Lost { .. }) => {
+                judge_lost(io, "a renew", &self.lease, &e);
+                self.guard.renew_refused(now_mono)
+            }
             Err(e) => {
                 expect_fault(io, "a renew", &e);
                 self.guard.renew_failed(now_mono, e.is_transient());
@@ -213,7 +216,10 @@ impl Held {
                 io.with(|w, _| w.report.releases += 1);
                 Some(self.lease)
             }
-            Err(Error::Lost { .. }) => None,
+            Err(e @ Error::Lost { .. }) => {
+                judge_lost(io, "a release", &self.lease, &e);
+                None
+            }
             Err(e) => {
                 expect_fault(io, "a release", &e);
                 None
@@ -253,7 +259,10 @@ pub async fn try_spent(io: &mut SimIo, core: &mut ClientCore, lease: &Lease, why
         .expect("a key of the run");
     match core.rewrite(io, lease.clone(), release).await {
         Ok(_) => record_rewrite(io, key, lease, sent, release, Some(why)),
-        Err(Error::Lost { .. }) => io.with(|w, _| w.report.spent_refused += 1),
+        Err(e @ Error::Lost { .. }) => {
+            judge_lost(io, "a spent lease's rewrite", lease, &e);
+            io.with(|w, _| w.report.spent_refused += 1)
+        }
         Err(e) => expect_fault(io, "a spent lease's rewrite", &e),
     }
 }

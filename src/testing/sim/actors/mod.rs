@@ -60,12 +60,13 @@ async fn beside(first: Task, second: Task) {
 }
 
 /// An error the injected faults explain: a transport error (a lost reply,
-/// a reset, a timeout), a 409 that persisted, a 5xx, a throttle, keys
-/// refused as expired. Anything else failing an operation is a bug.
+/// a reset, a timeout), a request the store timed out, a 409 that
+/// persisted, a 5xx, a throttle, keys refused as expired. Anything else
+/// failing an operation is a bug.
 pub fn is_injected_fault(e: &Error) -> bool {
     match e {
         Error::Transport(_) | Error::Conflict(_) => true,
-        Error::S3(s) if s.code == "ExpiredToken" => true,
+        Error::S3(s) if s.code == "ExpiredToken" || s.is_request_timeout() => true,
         Error::S3(s) => matches!(s.status, 409 | 412 | 429 | 501) || s.status >= 500,
         Error::AccessDenied(s) => s.code == "ExpiredTokenException",
         _ => false,
@@ -85,6 +86,33 @@ pub fn expect_fault(io: &SimIo, what: &str, e: &Error) {
             w.violated(
                 "no call fails but by an injected fault",
                 format!("{who}: {what}: {e:?}"),
+            )
+        });
+    }
+}
+
+/// A renew or release of `lease` that ended `Lost` must name someone else
+/// as the key's holder: a `Lost` whose current holder is the lease's own
+/// grant (its holder and token, not released) read the holder's own write
+/// (an earlier call's, landed unanswered) as another's, and gave up a
+/// lease nobody else can take until it runs out.
+pub fn judge_lost(io: &SimIo, what: &str, lease: &Lease, e: &Error) {
+    let Error::Lost {
+        current: Some(s), ..
+    } = e
+    else {
+        return;
+    };
+    let own = s.semaphore.is_none()
+        && s.record.holder_id == lease.holder_id
+        && s.record.token == lease.token
+        && s.record.expires_at_ms != 0;
+    if own {
+        let who = io.with(|w, id| w.who(id));
+        io.with(|w, _| {
+            w.violated(
+                "a lost lease never names its own grant as the holder",
+                format!("{who}: {what} of {lease:?}: {e:?}"),
             )
         });
     }
@@ -180,7 +208,9 @@ pub async fn fenced_write(
             content_type: "text/plain".into(),
         }
     };
+    let writes_before = io.with(|w, id| w.hosts[id].writes_sent);
     let result = core.fenced_write(io, lease, &object, change, false).await;
+    let wrote = io.with(|w, id| w.hosts[id].writes_sent) > writes_before;
     let outcome = match result {
         Ok(_) if delete => FencedOutcome::Deleted,
         Ok(written) => FencedOutcome::Written {
@@ -189,7 +219,10 @@ pub async fn fenced_write(
         Err(Error::Fenced { stored_token, .. }) => FencedOutcome::Fenced { stored_token },
         Err(e) => {
             expect_fault(io, "a fenced write", &e);
-            FencedOutcome::Unknown(format!("{e:?}"))
+            match wrote {
+                true => FencedOutcome::Unknown(format!("{e:?}")),
+                false => FencedOutcome::NotSent(format!("{e:?}")),
+            }
         }
     };
     io.with(|w, _| w.fenced_finished(index, outcome));

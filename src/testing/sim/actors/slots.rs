@@ -155,6 +155,11 @@ async fn wait_between_calls(
         end: 0,
     };
     let mut last_queued: Option<u64> = None;
+    // An attempt that failed without a clear answer may have taken a slot
+    // (its write landed, its reply and read-back were lost): the attempt
+    // that later finds that slot its own reports the grant, made as early
+    // as this one was sent.
+    let mut unsure_since: Option<u64> = None;
     let mut wait = Wait::new(io.monotonic_ms(), wait_ms);
     let poll = fair_poll_ms(grant.ttl_ms);
     // Whether the place may have lapsed by `at`: no renewal sent within
@@ -172,10 +177,12 @@ async fn wait_between_calls(
         let answered = io.now();
         let missed = match outcome {
             Ok(SlotOutcome::Granted(lease)) => {
-                record.granted = Some((sent * 1_000, answered * 1_000, lease.token));
+                let asked = unsure_since.unwrap_or(sent);
+                record.granted = Some((asked * 1_000, answered * 1_000, lease.token));
                 break Some((lease, attempt, sent));
             }
             Ok(SlotOutcome::Queued { .. }) => {
+                unsure_since = None;
                 if record.first_queued.is_none() {
                     record.first_queued = Some((sent * 1_000, answered * 1_000));
                     io.with(|w, _| w.report.places_taken += 1);
@@ -183,11 +190,17 @@ async fn wait_between_calls(
                 last_queued = Some(sent);
                 Missed::Queued
             }
-            Ok(SlotOutcome::Full(seen)) => Missed::Held {
-                expires_in_ms: seen.map(|s| s.expires_in_ms),
-            },
+            Ok(SlotOutcome::Full(seen)) => {
+                unsure_since = None;
+                Missed::Held {
+                    expires_in_ms: seen.map(|s| s.expires_in_ms),
+                }
+            }
             Ok(SlotOutcome::Rewritten(_) | SlotOutcome::Left) => Missed::Undecided,
-            Err(e) if e.is_transient() => Missed::Undecided,
+            Err(e) if e.is_transient() => {
+                unsure_since.get_or_insert(sent);
+                Missed::Undecided
+            }
             Err(e) => {
                 expect_fault(io, "a try-acquire-slot", &e);
                 break None;
@@ -201,14 +214,17 @@ async fn wait_between_calls(
         let pause = wait.pause_ms(missed, now, random, poll);
         io.sleep_ms(pause).await;
     };
+    // The wait ends here: a waiter that gives up leaves the queue from
+    // now, however late its leave lands or is answered.
+    let stopped = io.now();
     if result.is_none() && fair && record.first_queued.is_some() {
         match core.leave_queue(io, key, &grant.holder_id).await {
             Ok(()) => io.with(|w, _| w.report.places_left += 1),
             Err(e) => expect_fault(io, "leaving the queue", &e),
         }
     }
-    lapsed(&mut record, last_queued, io.now());
-    let end = io.now() * 1_000;
+    lapsed(&mut record, last_queued, stopped);
+    let end = stopped * 1_000;
     record.end = end;
     record.kept_place_until = record.kept_place_until.min(end);
     if fair {
