@@ -7,6 +7,9 @@
 
 use crate::prelude::*;
 
+mod audit;
+
+use crate::capability::CapabilityResult;
 use crate::config::{ClientConfig, Credential, Store, Strategy};
 use crate::driver::{self, Io, Within};
 use crate::error::Error;
@@ -15,7 +18,7 @@ use crate::fenced::{self, Change, Fence, FencedGet, FencedObject, FencedWrite, W
 use crate::lease::{object_key, seal_key_object, Grant, Lease};
 use crate::lock_object::semaphore::MAX_LIMIT;
 use crate::lock_object::LockState;
-use crate::preflight::{CapabilityResult, Gate, Preflight, Report};
+use crate::preflight::{Gate, Preflight, Report};
 use crate::protocol::AcquireOutcome;
 use crate::seal::{LoadSealKey, LockSeal, Sealer, StoredKey};
 use crate::strategy::epoch::{self, Cleanup, EpochInspect, EpochRewrite, EpochTryAcquire};
@@ -78,6 +81,9 @@ struct Seen {
     since_ms: u64,
     /// A semaphore's entries by write id, each since first seen.
     entries_since_ms: Vec<(String, u64)>,
+    /// The server's `Date` when the ETag was first seen, and each entry.
+    first_date_ms: Option<u64>,
+    entries_first_date_ms: Vec<(String, u64)>,
 }
 
 /// A lock object this client wrote: its etag and the token in it.
@@ -111,6 +117,14 @@ pub struct ClientCore {
     wrote: KeyMap<Wrote>,
     /// What the last preflight decided about the store, for this config.
     store: StoreCheck,
+    /// A token this client's grant log found granted twice (see
+    /// `audit::collision`): for the client's life it grants nothing more,
+    /// and its preflight reports it.
+    collision: Option<Box<CapabilityResult>>,
+    /// Records of this client's own grants it could not write (each
+    /// abandoned unused), written after its next grant's (see
+    /// `record_grant`).
+    unrecorded: Vec<crate::audit::Record>,
 }
 
 /// The cached answer of the preflight: whether this client may grant.
@@ -135,6 +149,8 @@ impl ClientCore {
             latest: KeyMap::new(),
             wrote: KeyMap::new(),
             store: StoreCheck::Unchecked,
+            collision: None,
+            unrecorded: Vec::new(),
         }
     }
 
@@ -204,8 +220,10 @@ impl ClientCore {
                 .iter()
                 .map(|(id, since)| (id.clone(), now_mono.saturating_sub(*since)))
                 .collect(),
+            first_date_ms: s.first_date_ms,
+            entries_first_date_ms: s.entries_first_date_ms.clone(),
         });
-        Judge::new(self.config.expiry_clock, observation)
+        Judge::new(self.config.expiry_clock, observation).on_store_clock(self.config.audit)
     }
 
     /// Remembers what a read found. An unchanged ETag keeps its first
@@ -217,9 +235,11 @@ impl ClientCore {
             return;
         };
         let before = self.seen.get(key);
-        let since_ms = match before {
-            Some(s) if s.state.etag == state.etag => s.since_ms,
-            _ => now_mono,
+        let (since_ms, first_date_ms) = match before {
+            Some(s) if s.state.etag == state.etag => {
+                (s.since_ms, s.first_date_ms.or(state.date_ms))
+            }
+            _ => (now_mono, state.date_ms),
         };
         // An entry keeps its first sighting while its write id stays.
         let entries_since_ms = state
@@ -233,12 +253,28 @@ impl ClientCore {
                 (e.write_id.clone(), since)
             })
             .collect();
+        let entries_first_date_ms = state
+            .semaphore
+            .iter()
+            .flat_map(|sem| sem.record.entries())
+            .filter_map(|e| {
+                let before = before.and_then(|s| {
+                    s.entries_first_date_ms
+                        .iter()
+                        .find(|(id, _)| *id == e.write_id)
+                });
+                let date = before.map(|(_, date)| *date).or(state.date_ms)?;
+                Some((e.write_id.clone(), date))
+            })
+            .collect();
         self.seen.insert(
             key,
             Seen {
                 state: state.clone(),
                 since_ms,
                 entries_since_ms,
+                first_date_ms,
+                entries_first_date_ms,
             },
         );
     }
@@ -265,7 +301,10 @@ impl ClientCore {
             Store::AzureBlob(_) => op.on_azure(),
             Store::Gcs(_) => op.on_gcs(),
         };
-        let report = driver::run(io, op).await?;
+        let mut report = driver::run(io, op).await?;
+        if let Some(collision) = &self.collision {
+            audit::with_collision(&mut report, collision);
+        }
         self.store = match report.gate(self.config.strategy, self.config.expiry_clock) {
             Gate::Open => StoreCheck::Safe,
             Gate::Closed(failed) => StoreCheck::Unsafe(failed),
@@ -277,6 +316,9 @@ impl ClientCore {
     /// With `preflight` configured: runs it once (again while undecided)
     /// and refuses to grant on a store that fails it.
     async fn check_store(&mut self, io: &mut impl Io) -> Result<(), Error> {
+        if let Some(collision) = &self.collision {
+            return Err(Error::StoreUnsafe(collision.clone()));
+        }
         if !self.config.preflight {
             return Ok(());
         }
@@ -310,12 +352,15 @@ impl ClientCore {
     ) -> Result<AcquireOutcome, Error> {
         let object_key = self.object_key(key)?;
         self.config.check_ttl(grant.ttl_ms)?;
+        self.check_audit_key(key)?;
         self.check_store(io).await?;
         let sealer = self.sealer(io).await?;
         let seal = self.lock_seal_with(&sealer, &object_key);
         let started = io.monotonic_ms();
         let judge = self.judge(key, started);
+        let observed = judge.observation.clone();
         let write_id = write_id(io);
+        let strategy = self.config.strategy.name();
         let outcome = match self.config.strategy {
             Strategy::SingleObject => {
                 let mut op = TryAcquire::new(
@@ -329,11 +374,24 @@ impl ClientCore {
                 if let Some(floor) = self.floor_key(&object_key) {
                     op = op.with_floor(floor);
                 }
-                let outcome = driver::run(io, op).await?;
-                if let AcquireOutcome::Granted(lease) = &outcome {
-                    self.note_written(lease);
+                if let Some(b) = self.backfiller(key, &grant.holder_id, strategy, 1) {
+                    op = op.recording(b);
                 }
-                outcome
+                match driver::run(io, &mut op).await? {
+                    AcquireOutcome::Granted(lease) => {
+                        self.note_written(&lease);
+                        let evidence = audit::Evidence {
+                            replaced: op.replaced(),
+                            observed: observed.as_ref(),
+                            write: op.write_times().clone(),
+                            strategy,
+                            limit: 1,
+                            left: Vec::new(),
+                        };
+                        self.recorded(io, lease, evidence).await?
+                    }
+                    held => held,
+                }
             }
             Strategy::EpochObjects => {
                 let dir = epoch::epoch_dir(&object_key);
@@ -349,10 +407,24 @@ impl ClientCore {
                 if let Some(floor) = self.floor_key(&object_key) {
                     op = op.with_floor(floor);
                 }
-                match driver::run(io, op).await? {
+                if let Some(b) = self.backfiller(key, &grant.holder_id, strategy, 1) {
+                    op = op.recording(b);
+                }
+                match driver::run(io, &mut op).await? {
                     (AcquireOutcome::Granted(lease), cleanup) => {
-                        clean_up_within(io, &lease, started, cleanup).await;
-                        AcquireOutcome::Granted(lease)
+                        let evidence = audit::Evidence {
+                            replaced: op.replaced(),
+                            observed: observed.as_ref(),
+                            write: op.write_times().clone(),
+                            strategy,
+                            limit: 1,
+                            left: Vec::new(),
+                        };
+                        let outcome = self.recorded(io, lease, evidence).await?;
+                        if let AcquireOutcome::Granted(lease) = &outcome {
+                            clean_up_within(io, lease, started, cleanup).await;
+                        }
+                        outcome
                     }
                     (held, _) => held,
                 }
@@ -388,6 +460,19 @@ impl ClientCore {
             );
         }
         Ok(outcome)
+    }
+
+    /// A grant, recorded when the log is on (see `record_grant`).
+    async fn recorded(
+        &mut self,
+        io: &mut impl Io,
+        lease: Lease,
+        evidence: audit::Evidence<'_>,
+    ) -> Result<AcquireOutcome, Error> {
+        if !self.config.audit || self.record_grant(io, &lease, evidence).await? {
+            return Ok(AcquireOutcome::Granted(lease));
+        }
+        Ok(AcquireOutcome::Held(None))
     }
 
     /// Seals and checks the leases of the slots of a semaphore at
@@ -434,6 +519,7 @@ impl ClientCore {
         let object_key = self.object_key(key)?;
         self.check_semaphore(limit)?;
         self.config.check_ttl(grant.ttl_ms)?;
+        self.check_audit_key(key)?;
         self.check_store(io).await?;
         let wish = Wish::Acquire {
             grant: grant.clone(),
@@ -548,6 +634,14 @@ impl ClientCore {
         let sealer = self.sealer(io).await?;
         let seal = Self::semaphore_seal(&sealer, &object_key);
         let judge = self.judge(key, io.monotonic_ms());
+        let observed = judge.observation.clone();
+        let acquiring = match &wish {
+            Wish::Acquire { grant, limit, .. } => Some((grant.holder_id.clone(), *limit)),
+            _ => None,
+        };
+        let backfiller = acquiring
+            .as_ref()
+            .and_then(|(holder, limit)| self.backfiller(key, holder, "semaphore", *limit));
         let write_id = write_id(io);
         let floor = self.floor_key(&object_key);
         let mut op = SemaphoreOp::new(
@@ -561,6 +655,9 @@ impl ClientCore {
         );
         if !self.config.store.profile().records_write_times {
             op = op.on_store_without_write_times();
+        }
+        if let Some(b) = backfiller {
+            op = op.recording(b);
         }
         if let Some(floor) = floor {
             op = op.with_floor(floor);
@@ -577,11 +674,29 @@ impl ClientCore {
         if let Some(read) = &finished.read {
             self.observe(key, read.as_ref(), now_mono);
         }
+        let mut outcome = finished.outcome;
+        if let (true, Some((_, limit))) = (self.config.audit, acquiring) {
+            let left = finished.kept.clone();
+            let evidence = audit::Evidence {
+                replaced: finished.replaced.as_ref(),
+                observed: observed.as_ref(),
+                write: finished.write_times.clone().unwrap_or_default(),
+                strategy: "semaphore",
+                limit,
+                left,
+            };
+            if let SlotOutcome::Granted(lease) = &outcome {
+                let lease = lease.clone();
+                if !self.record_grant(io, &lease, evidence).await? {
+                    outcome = SlotOutcome::Full(None);
+                }
+            }
+        }
         match finished.written.or(finished.read.flatten()) {
             Some(state) if state.semaphore.is_some() => self.latest.insert(key, state),
             _ => self.latest.remove(key),
         }
-        Ok(finished.outcome)
+        Ok(outcome)
     }
 
     /// Attempts until granted or `timeout_ms` passed (see `driver::acquire`).
@@ -604,8 +719,26 @@ impl ClientCore {
         .await
     }
 
-    /// Renews (`release` false) or releases a lease.
+    /// Renews (`release` false) or releases a lease; with the log on, a
+    /// release is recorded.
     pub async fn rewrite(
+        &mut self,
+        io: &mut impl Io,
+        lease: Lease,
+        release: bool,
+    ) -> Result<Lease, Error> {
+        let object_key = self.object_key(&lease.key)?;
+        let sealer = self.sealer(io).await?;
+        let slot = self.is_slot(&sealer, &object_key, &lease);
+        let rewritten = self.rewrite_unrecorded(io, lease, release).await?;
+        if release {
+            self.record_release(io, &rewritten, slot).await;
+        }
+        Ok(rewritten)
+    }
+
+    /// `rewrite` without the release's record.
+    async fn rewrite_unrecorded(
         &mut self,
         io: &mut impl Io,
         lease: Lease,

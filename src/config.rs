@@ -226,6 +226,8 @@ pub struct RawConfig {
     /// the same seal key accept each other's leases. Default: none (the
     /// key is kept in the store). See `seal`.
     pub seal_key: Option<SealKey>,
+    /// Keep the grant log (see `audit`). Default: false.
+    pub audit: Option<bool>,
 }
 
 impl RawConfig {
@@ -239,6 +241,7 @@ impl RawConfig {
             expiry_clock: None,
             preflight: None,
             seal_key: None,
+            audit: None,
         }
     }
 }
@@ -257,6 +260,9 @@ pub struct ClientConfig {
     pub preflight: bool,
     pub seal_key: Option<SealKey>,
     pub store: Store,
+    /// The grant log (see `audit`): every grant is followed by a
+    /// create-only record of it, every release by one more. Default: off.
+    pub audit: bool,
 }
 
 impl ClientConfig {
@@ -383,6 +389,7 @@ impl ClientConfig {
             preflight: raw.preflight.unwrap_or(false),
             seal_key: raw.seal_key,
             store,
+            audit: raw.audit.unwrap_or(false),
         })
     }
 }

@@ -68,6 +68,12 @@ pub struct Observation {
     /// each unchanged (an entry outlives the object's ETag, which every
     /// holder's renew changes).
     pub entries_seen_for_ms: Vec<(String, u64)>,
+    /// The server's `Date` on the reply in which this client first saw
+    /// the ETag (when it had one): the store's own clock for how long the
+    /// object stayed unchanged (see `Judge::on_store_clock`).
+    pub first_date_ms: Option<u64>,
+    /// The same for each semaphore entry, by write id.
+    pub entries_first_date_ms: Vec<(String, u64)>,
 }
 
 /// How one reader judges expiry in one operation.
@@ -75,11 +81,32 @@ pub struct Observation {
 pub struct Judge {
     pub clock: ExpiryClock,
     pub observation: Option<Observation>,
+    /// With the grant log on (see `audit`): an unreleased lease also stays
+    /// live until the store's own clock shows it over, so every takeover
+    /// the log records is one `audit::verify` can prove.
+    pub on_store_clock: bool,
 }
 
 impl Judge {
     pub fn new(clock: ExpiryClock, observation: Option<Observation>) -> Self {
-        Judge { clock, observation }
+        Judge {
+            clock,
+            observation,
+            on_store_clock: false,
+        }
+    }
+
+    /// The same rule, also waiting for the store's clock (the grant log's
+    /// judge: see `on_store_clock`).
+    pub fn on_store_clock(mut self, on: bool) -> Self {
+        self.on_store_clock = on;
+        self
+    }
+
+    /// The same judge without its memory: for a full read after which
+    /// nothing seen before applies.
+    pub fn forgetting(&self) -> Self {
+        Judge::new(self.clock, None).on_store_clock(self.on_store_clock)
     }
 
     /// The holder rule, with no memory: what plain reads use by default.
@@ -102,6 +129,7 @@ impl Judge {
                 .map(|(live, expires_in_ms)| LockState {
                     live,
                     expires_in_ms,
+                    date_ms: server_time(r, "date"),
                     ..o.state.clone()
                 }),
         )
@@ -131,7 +159,7 @@ impl Judge {
             None => (record.ttl_ms, record.expires_at_ms, true),
         };
         let by_clock = match self.clock {
-            ExpiryClock::Holder => return Ok(holder_rule(holder_expiry_ms, now_ms)),
+            ExpiryClock::Holder => holder_rule(holder_expiry_ms, now_ms),
             ExpiryClock::Server => {
                 let modified = server_time(r, "last-modified").or_else(|| {
                     self.observation
@@ -160,12 +188,43 @@ impl Judge {
                 observed_rule(ttl_ms, seen)
             }
         };
-        Ok(if unplaced {
+        let judged = if unplaced {
             later(by_clock, holder_rule(record.expires_at_ms, now_ms))
         } else {
             by_clock
-        })
+        };
+        if !self.on_store_clock || judged.0 {
+            return Ok(judged);
+        }
+        let seen = self.observation.as_ref().filter(|o| o.state.etag == etag);
+        let written =
+            server_time(r, "last-modified").or(seen.and_then(|o| o.state.last_modified_ms));
+        let first_seen = seen.and_then(|o| o.first_date_ms);
+        Ok(store_clock_rule(ttl_ms, written, first_seen, r))
     }
+}
+
+/// With the grant log on: whether the store's clock shows a lease of
+/// `ttl_ms` over in reply `r`, from its last write's server time
+/// (`written`), or else from the `Date` on which this reader first saw it
+/// unchanged (`first_seen`: the write came before). Live, for as long as
+/// the store's clock says, until one of them does; as judged by the rule
+/// when the reply has no `Date` (a store that keeps no time: `audit::verify`
+/// then reports the takeover as not shown on the store's clock).
+fn store_clock_rule(
+    ttl_ms: u64,
+    written: Option<u64>,
+    first_seen: Option<u64>,
+    r: &S3Response,
+) -> (bool, u64) {
+    let Some(date) = server_time(r, "date") else {
+        return (false, 0);
+    };
+    let since = written.or(first_seen).unwrap_or(date);
+    server_rule(
+        since.saturating_add(ttl_ms).saturating_add(SERVER_SLACK_MS),
+        date,
+    )
 }
 
 impl Judge {
@@ -234,6 +293,17 @@ impl Judge {
                     .map_or(0, |(_, ms)| *ms);
                 observed_rule(e.ttl_ms, seen)
             }
+        };
+        let (live, expires_in_ms) = if self.on_store_clock && !live {
+            let first_seen = self.observation.as_ref().and_then(|o| {
+                o.entries_first_date_ms
+                    .iter()
+                    .find(|(id, _)| !id.is_empty() && *id == e.write_id)
+                    .map(|(_, date)| *date)
+            });
+            store_clock_rule(e.ttl_ms, e.written_at_ms.or(modified_ms), first_seen, r)
+        } else {
+            (live, expires_in_ms)
         };
         Ok(Judged {
             live,

@@ -164,6 +164,13 @@ pub fn object_key(prefix: &str, key: &str) -> Result<String, Error> {
              for its seal key"
         )));
     }
+    // The grant log's folder of this prefix or any other (see `audit`).
+    if full.contains(crate::audit::AUDIT_DIR_NAME) {
+        return Err(Error::InvalidArgument(format!(
+            "object key {full:?} contains {:?}, which s3-lease keeps for its grant log",
+            crate::audit::AUDIT_DIR_NAME
+        )));
+    }
     // The keys' token floors (`strategy::floor`), under any prefix.
     let floors = FLOOR_DIR;
     if full.contains(floors) {

@@ -34,8 +34,10 @@ mod prelude {
 //     wire: the configured store's
 //  6. expiry: when an unreleased lease has expired; seal: leases a caller cannot alter
 //  7. protocol: the Operation/Step trait of every state machine, and AcquireOutcome
-//  8. strategy::{single_object, epoch}, fenced, preflight: operations; driver: runs them
+//  8. strategy::{single_object, epoch}, fenced, preflight, audit (the grant log): operations;
+//     driver: runs them
 //  9. client (an operation per call, per strategy), elector; wasm only: transport, component
+pub mod audit;
 pub mod azure;
 pub mod base64;
 pub mod capability;

@@ -63,6 +63,10 @@ pub struct LockState {
     pub expires_in_ms: u64,
     /// The object's `Last-Modified` (server clock), when the reply had one.
     pub last_modified_ms: Option<u64>,
+    /// The `Date` of the reply that read it (server clock), when it had
+    /// one: with the grant log on, a takeover is judged on it too, and
+    /// recorded (see `audit`).
+    pub date_ms: Option<u64>,
     /// The key is a semaphore (its object has a `limit`): its holders and
     /// queue, each judged. Then `live` means some holder is live, and
     /// `expires_in_ms` is the time until the first live one can expire.

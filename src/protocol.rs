@@ -49,6 +49,28 @@ pub trait Operation {
     }
 }
 
+/// An operation borrowed: run it, then ask it what it saw (a grant's
+/// evidence for the grant log).
+impl<O: Operation> Operation for &mut O {
+    type Output = O::Output;
+    fn start(&mut self, now_ms: u64) -> Step<Self::Output> {
+        (**self).start(now_ms)
+    }
+    fn on_response(&mut self, response: S3Response, now_ms: u64) -> Step<Self::Output> {
+        (**self).on_response(response, now_ms)
+    }
+    fn on_transport_error(&mut self, error: Error, now_ms: u64) -> Step<Self::Output> {
+        (**self).on_transport_error(error, now_ms)
+    }
+    fn on_replies(
+        &mut self,
+        replies: Vec<Result<S3Response, Error>>,
+        now_ms: u64,
+    ) -> Step<Self::Output> {
+        (**self).on_replies(replies, now_ms)
+    }
+}
+
 /// What a try-acquire of either strategy found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AcquireOutcome {

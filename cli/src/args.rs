@@ -22,6 +22,11 @@ Exit codes:
        or superseded (`renew`, `release`)
   80   fenced: a newer token already wrote
   81   the store is not safe for this configuration (`preflight`, --check-store)
+  82   `audit verify`: the grant log shows two holders at once, or a token
+       granted twice (the findings and their records are printed)
+  83   `audit verify`: the grant log does not prove that no two holders
+       overlapped (a gap no record explains, a record unreadable, a
+       takeover the store's clock does not show over)
   126/127  the command could not be started / was not found
   141  `acquire`, `renew`: stdout was closed, the lease printed to nobody
        (so it was released); other commands end quietly on a closed stdout
@@ -109,6 +114,10 @@ pub(crate) struct Cli {
     /// lock (exit 81) on a store that would not keep it safe.
     #[arg(long, env = "S3LEASE_CHECK_STORE", global = true)]
     pub(crate) check_store: bool,
+    /// Keep the grant log: a create-only record in the store after every
+    /// grant and release (`s3-lease audit` reads it; docs/audit.md).
+    #[arg(long, env = "S3LEASE_AUDIT", global = true)]
+    pub(crate) audit: bool,
     /// Machine-readable output (JSON).
     #[arg(long, global = true)]
     pub(crate) json: bool,
@@ -196,6 +205,9 @@ pub(crate) enum Cmd {
     /// Probe the store (scratch objects, removed after): does it honour what
     /// a lock needs? Exits 81 when this configuration is not safe on it.
     Preflight,
+    /// KEY's grant log: its timeline, `verify` (did two holders ever
+    /// overlap?) and `prune`. A key named `verify` or `prune`: after `--`.
+    Audit(AuditArgs),
     /// This binary's version and the component it carries (size, sha256, origin).
     Version,
     /// Compile the component for this machine ahead of time, so commands
@@ -326,6 +338,43 @@ pub(crate) struct ElectArgs {
     pub(crate) command: Vec<String>,
 }
 
+/// `audit KEY [--since TIME]`, or one of its subcommands.
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub(crate) struct AuditArgs {
+    #[command(subcommand)]
+    pub(crate) op: Option<AuditCmd>,
+    /// The lock (or semaphore, or elector) whose grants to show.
+    #[arg(required = true)]
+    pub(crate) key: Option<String>,
+    /// From the first grant at or after TIME (RFC 3339, e.g.
+    /// 2026-11-28T03:12:00Z, compared with the store's clock; or a span
+    /// back from now, e.g. 2h).
+    #[arg(long, value_name = "TIME", value_parser = crate::audit::parse_time)]
+    pub(crate) since: Option<u64>,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum AuditCmd {
+    /// Prove from the store alone that no two holders of KEY overlapped:
+    /// exit 0, else 82 (they did) or 83 (the log cannot tell), with the
+    /// evidence.
+    Verify {
+        key: String,
+        /// Also check the objects fenced under PREFIX: each one's token was
+        /// granted (and, on a versioned bucket, its versions' never fall).
+        #[arg(long, value_name = "PREFIX")]
+        fenced: Option<String>,
+    },
+    /// Delete the records of KEY's grants made before TIME (RFC 3339, or a
+    /// span back from now).
+    Prune {
+        key: String,
+        #[arg(long, value_name = "TIME", value_parser = crate::audit::parse_time)]
+        before: u64,
+    },
+}
+
 #[derive(Subcommand)]
 pub(crate) enum FencedCmd {
     /// Write OBJECT (body from stdin or --file) with the lease's token.
@@ -365,6 +414,12 @@ pub(crate) fn check_arguments(cli: &Cli) -> Result<(), Failure> {
         Cmd::Elect(args) => vec![args.hold.key.as_str()],
         Cmd::Acquire { hold, .. } => vec![hold.key.as_str()],
         Cmd::Status { keys } => keys.iter().map(String::as_str).collect(),
+        Cmd::Audit(args) => match &args.op {
+            Some(AuditCmd::Verify { key, .. }) | Some(AuditCmd::Prune { key, .. }) => {
+                vec![key.as_str()]
+            }
+            None => args.key.iter().map(String::as_str).collect(),
+        },
         _ => Vec::new(),
     };
     for key in keys {

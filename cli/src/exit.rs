@@ -33,6 +33,13 @@ pub const FENCED: i32 = 80;
 /// strategy or expiry clock unsafe on it, or (with `--check-store`) a grant
 /// was refused for that reason.
 pub const STORE_UNSAFE: i32 = 81;
+/// `audit verify`: the grant log shows two holders at once, or one token
+/// granted twice.
+pub const AUDIT_OVERLAP: i32 = 82;
+/// `audit verify`: the grant log cannot prove that no two holders
+/// overlapped (a gap no record explains, an unreadable record, a takeover
+/// the store's clock does not show over, a fenced object's unknown token).
+pub const AUDIT_UNPROVEN: i32 = 83;
 
 /// A failure with the exit code it maps to.
 #[derive(Debug)]

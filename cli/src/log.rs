@@ -280,6 +280,11 @@ fn record(event: &str, about: &About, message: &str, now: SystemTime) -> Value {
     })
 }
 
+/// [`rfc3339`] of a time in ms since the Unix epoch (a store's).
+pub fn rfc3339_ms(ms: u64) -> String {
+    rfc3339(UNIX_EPOCH + std::time::Duration::from_millis(ms))
+}
+
 /// `2026-11-23T23:41:07.123Z`: UTC, milliseconds.
 fn rfc3339(t: SystemTime) -> String {
     let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();

@@ -8,6 +8,7 @@
 #![deny(clippy::print_stderr, clippy::print_stdout, clippy::dbg_macro)]
 
 mod args;
+mod audit;
 mod claim;
 mod commands;
 mod duration;
@@ -146,6 +147,7 @@ fn dispatch(cli: Cli, store: &Store, strategy: Strategy) -> Result<i32, Failure>
         Cmd::Version => Ok(version::print(json)),
         Cmd::Precompile { out } => precompile::run(out, json),
         Cmd::Status { keys } => commands::status(client, &keys, json),
+        Cmd::Audit(args) => audit::audit(client, args, json),
         Cmd::Acquire { hold, slots, wait } => {
             let options = acquire_options(&hold);
             match slots.options() {

@@ -101,7 +101,9 @@ pub(crate) fn store_config(cli: &Cli) -> Result<StoreConfig, Failure> {
         REGION_VAR => cli.region.clone().or_else(|| env_var(name)),
         _ => env_var(name),
     };
-    Ok(StoreConfig::from_settings(setting, AwsKeys::Chain)?)
+    let mut config = StoreConfig::from_settings(setting, AwsKeys::Chain)?;
+    config.audit = cli.audit.then_some(true);
+    Ok(config)
 }
 
 /// Where `run` and `elect` tell a nested s3-lease the store is (and
@@ -213,6 +215,10 @@ pub(crate) fn child_env(config: &StoreConfig, endpoint: Option<String>) -> Vec<(
     }
     if let Some(clock) = config.expiry_clock {
         env.push(("S3LEASE_EXPIRY_CLOCK".into(), clock.name().into()));
+    }
+    // A nested `release` records its release in the same grant log.
+    if config.audit == Some(true) {
+        env.push(("S3LEASE_AUDIT".into(), "1".into()));
     }
     env
 }

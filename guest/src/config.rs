@@ -122,6 +122,10 @@ pub struct Config {
     /// The secret leases are sealed with (default: a random key kept in
     /// the store). Never reaches `Debug`.
     pub seal_key: Option<String>,
+    /// Keep the grant log (default: no): a create-only record after each
+    /// grant and release, which `audit`, `audit_verify` and `audit_prune`
+    /// read (docs/audit.md).
+    pub audit: Option<bool>,
 }
 
 impl Config {
@@ -135,6 +139,7 @@ impl Config {
             expiry_clock: None,
             preflight: None,
             seal_key: None,
+            audit: None,
         }
     }
 
@@ -275,6 +280,12 @@ impl Config {
 
     pub fn with_seal_key(mut self, seal_key: impl Into<String>) -> Config {
         self.seal_key = Some(seal_key.into());
+        self
+    }
+
+    /// Keep the grant log (see [`Config::audit`]).
+    pub fn with_audit(mut self, audit: bool) -> Config {
+        self.audit = Some(audit);
         self
     }
 

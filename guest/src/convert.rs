@@ -49,6 +49,7 @@ pub(crate) fn config(c: &Config) -> raw::Config {
         expiry_clock: c.expiry_clock.map(Into::into),
         preflight: c.preflight,
         seal_key: c.seal_key.clone(),
+        audit: c.audit,
     }
 }
 

@@ -14,6 +14,7 @@ pub fn config_of(store: Store, key_prefix: &str) -> Config {
         expiry_clock: None,
         preflight: None,
         seal_key: None,
+        audit: None,
     }
 }
 

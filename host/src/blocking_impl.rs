@@ -189,6 +189,13 @@ impl Client {
         fn fenced_delete(&self, lease: &LeaseRecord, object_key: &str) -> Result<(), Error>;
         fn fenced_get(&self, object_key: &str) -> Result<Option<FencedObject>, Error>;
         fn preflight(&self) -> Result<PreflightReport, Error>;
+        /// See [`crate::Client::audit`].
+        fn audit(&self, key: &str, since_ms: Option<u64>) -> Result<Vec<crate::AuditEntry>, Error>;
+        /// See [`crate::Client::audit_verify`].
+        fn audit_verify(&self, key: &str, fenced_prefix: Option<&str>)
+            -> Result<crate::AuditReport, Error>;
+        /// See [`crate::Client::audit_prune`].
+        fn audit_prune(&self, key: &str, before_ms: u64) -> Result<crate::AuditPruned, Error>;
     }
 
     pub fn credentials_refreshes(&self) -> u64 {

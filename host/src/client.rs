@@ -292,4 +292,51 @@ impl Client {
     pub async fn preflight(&self) -> Result<PreflightReport, Error> {
         self.call("preflight", "", component::preflight).await
     }
+
+    /// `key`'s grant log, oldest first (see [`StoreConfig::with_audit`]):
+    /// its grants from the first at or after `since_ms` (the store's
+    /// clock, ms since the Unix epoch), each with its holder, when it was
+    /// granted, how and when it ended. Any client of the store may read
+    /// it, with the log on or not.
+    pub async fn audit(
+        &self,
+        key: &str,
+        since_ms: Option<u64>,
+    ) -> Result<Vec<crate::AuditEntry>, Error> {
+        let k = key.to_string();
+        self.call("audit", key, move |raw| raw.audit(&k, since_ms))
+            .await
+            .map(|entries| entries.into_iter().map(crate::audit::from_entry).collect())
+    }
+
+    /// Proves from the store alone that no two holders of `key`
+    /// overlapped (docs/audit.md); with `fenced_prefix`, also that the
+    /// objects fenced under it by this key's lock carry recorded tokens.
+    pub async fn audit_verify(
+        &self,
+        key: &str,
+        fenced_prefix: Option<&str>,
+    ) -> Result<crate::AuditReport, Error> {
+        let (k, prefix) = (key.to_string(), fenced_prefix.map(str::to_string));
+        self.call("audit_verify", key, move |raw| {
+            raw.audit_verify(&k, prefix.as_deref())
+        })
+        .await
+        .map(crate::audit::from_report)
+    }
+
+    /// Deletes the records of `key`'s grants made before `before_ms` (the
+    /// store's clock).
+    pub async fn audit_prune(
+        &self,
+        key: &str,
+        before_ms: u64,
+    ) -> Result<crate::AuditPruned, Error> {
+        let k = key.to_string();
+        self.call("audit_prune", key, move |raw| {
+            raw.audit_prune(&k, before_ms)
+        })
+        .await
+        .map(crate::audit::from_pruned)
+    }
 }

@@ -47,6 +47,7 @@
 //! instance directly), and may change in any release.
 
 mod acquiring;
+mod audit;
 mod blocking_impl;
 mod calls;
 mod client;
@@ -75,6 +76,7 @@ pub mod blocking {
     pub use crate::blocking_impl::{BlockingSlotGrant, Client, Elector, LeaseGuard};
 }
 
+pub use audit::{AuditEnd, AuditEntry, AuditFinding, AuditFindingKind, AuditPruned, AuditReport};
 pub use client::{Client, ClientOptions};
 pub use closing::CloseReport;
 pub use config::{AwsKeys, AzureBlobBuilder, DynamoDbBuilder, GcsBuilder, S3Builder, StoreConfig};

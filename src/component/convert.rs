@@ -53,6 +53,7 @@ pub(super) fn raw_config(config: wit::Config) -> Result<RawConfig, Error> {
         expiry_clock: config.expiry_clock.map(Into::into),
         preflight: config.preflight,
         seal_key: config.seal_key.map(SealKey::new),
+        audit: config.audit,
     })
 }
 

@@ -74,6 +74,10 @@ impl GuestClient for Client {
         fenced_delete(lease: wit::Lease, object_key: String) -> Result<(), wit::Error>;
         fenced_get(object_key: String) -> Result<Option<wit::FencedObject>, wit::Error>;
         preflight() -> Result<wit::PreflightReport, wit::Error>;
+        audit(key: String, since_ms: Option<u64>) -> Result<Vec<wit::AuditEntry>, wit::Error>;
+        audit_verify(key: String, fenced_prefix: Option<String>)
+            -> Result<wit::AuditReport, wit::Error>;
+        audit_prune(key: String, before_ms: u64) -> Result<wit::AuditPruned, wit::Error>;
     });
 }
 

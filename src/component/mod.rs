@@ -5,6 +5,7 @@
 
 use crate::prelude::*;
 
+mod audit;
 mod convert;
 mod exports;
 mod turns;

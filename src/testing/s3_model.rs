@@ -491,6 +491,11 @@ pub fn no_such_key() -> S3Response {
     error_reply(&Refusal::no_such_key(), "scripted")
 }
 
+/// S3's 409 `ConditionalRequestConflict`, "try again", as a script answers.
+pub fn conflict() -> S3Response {
+    error_reply(&Refusal::conflict(), "scripted")
+}
+
 fn error_reply(refusal: &Refusal, request_id: &str) -> S3Response {
     let body = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{}</Code><Message>{}</Message><RequestId>{}</RequestId></Error>",

@@ -1,5 +1,6 @@
 //! The `s3-lease` binary, run as a user would, against a real S3 server.
 
+mod audit;
 mod azure;
 mod broken_stderr;
 mod credentials;

@@ -80,7 +80,14 @@ pub fn turns_on_a_fresh_key(
     runs_each: usize,
     command: impl Fn(&[&str]) -> Command + Sync,
 ) {
-    let runs = take_turns(scene, processes, runs_each, "0.05", &command);
+    // With the grant log on (`--audit`): `audit verify` then proves the
+    // turns from the store alone.
+    let audited = |args: &[&str]| {
+        let mut all = vec!["--audit"];
+        all.extend_from_slice(args);
+        command(&all)
+    };
+    let runs = take_turns(scene, processes, runs_each, "0.05", audited);
     let n = (processes * runs_each) as u64;
     let mut tokens: Vec<u64> = runs.iter().filter_map(|r| r.token).collect();
     tokens.sort();
@@ -91,6 +98,23 @@ pub fn turns_on_a_fresh_key(
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(status[0]["token"], n, "{status}");
     assert_eq!(status[0]["live"], false, "released: {status}");
+    let out = command(&["audit", "verify", "turns"]).output().unwrap();
+    assert_eq!(code(&out), 0, "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("proven"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = command(&["--json", "audit", "turns"]).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let log: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ends: Vec<_> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["token"].as_u64().unwrap(), e["ended"].as_str().unwrap()))
+        .collect();
+    assert_eq!(ends, (1..=n).map(|t| (t, "released")).collect::<Vec<_>>());
 }
 
 /// Sorted by start, every run must end before the next starts, with a
@@ -98,13 +122,21 @@ pub fn turns_on_a_fresh_key(
 #[test]
 fn four_processes_take_turns_without_overlap_and_with_rising_tokens() {
     let scene = Scene::new("turns");
-    let runs = take_turns(&scene, PROCESSES, RUNS_EACH, "0.03", |args| scene.cmd(args));
+    let audited = |args: &[&str]| {
+        let mut all = vec!["--audit"];
+        all.extend_from_slice(args);
+        scene.cmd(&all)
+    };
+    let runs = take_turns(&scene, PROCESSES, RUNS_EACH, "0.03", audited);
     assert_eq!(
         runs.len(),
         PROCESSES * RUNS_EACH,
         "every run has a token of its own"
     );
     assert_eq!(turn_violations(&runs), vec![], "{runs:?}");
+    // The grant log proves the same from the store alone.
+    let out = scene.cmd(&["audit", "verify", "turns"]).output().unwrap();
+    assert_eq!(code(&out), 0, "{}{}", text(&out.stdout), text(&out.stderr));
     println!(
         "{} runs by {PROCESSES} processes: no overlap, tokens {:?} .. {:?} rising",
         runs.len(),

@@ -3,6 +3,7 @@
 //! One test binary, so one server for the whole run.
 
 mod async_client;
+mod audit;
 mod azure;
 mod bad_input;
 mod compat;

@@ -82,6 +82,11 @@ pub struct StoreConfig {
     /// in the store, and any client of the store and key prefix accepts
     /// them, whatever its credentials.
     pub seal_key: Option<String>,
+    /// Keep the grant log (the WIT config's `audit`; docs/audit.md): a
+    /// create-only record after every grant and release, which
+    /// [`crate::Client::audit`] reads and [`crate::Client::audit_verify`]
+    /// proves. Default: false.
+    pub audit: Option<bool>,
 }
 
 /// The one store a config holds, with that store's own settings.
@@ -103,6 +108,7 @@ impl StoreConfig {
             expiry_clock: None,
             preflight: None,
             seal_key: None,
+            audit: None,
         }
     }
 
@@ -161,6 +167,12 @@ impl StoreConfig {
     /// Run the store preflight before the first grant.
     pub fn with_preflight(mut self, preflight: bool) -> Self {
         self.preflight = Some(preflight);
+        self
+    }
+
+    /// Keep the grant log (see [`StoreConfig::audit`]).
+    pub fn with_audit(mut self, audit: bool) -> Self {
+        self.audit = Some(audit);
         self
     }
 
@@ -300,6 +312,7 @@ impl fmt::Debug for StoreConfig {
             .field("expiry_clock", &self.expiry_clock)
             .field("preflight", &self.preflight)
             .field("seal_key", &self.seal_key.as_ref().map(|_| "<redacted>"))
+            .field("audit", &self.audit)
             .finish()
     }
 }

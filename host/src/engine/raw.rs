@@ -12,6 +12,9 @@
 //! Hosts that want many calls in flight through one 0.3 instance use
 //! [`RawInstance::run_concurrent`].
 
+use crate::engine::bindings::exports::s3_lease::lease::types::{
+    AuditEntry, AuditPruned, AuditReport,
+};
 use crate::engine::bindings::exports::s3_lease::lease::{async_lease, lease};
 use crate::engine::bindings::{
     Config, Credential, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject,
@@ -333,6 +336,52 @@ impl RawInstance {
     pub fn preflight(&mut self) -> Result<Result<PreflightReport, LeaseError>> {
         let client = self.client()?;
         call!(self, client, call_preflight, client)
+    }
+
+    /// A key's grant log (see the WIT's `audit`).
+    pub fn audit(
+        &mut self,
+        key: &str,
+        since_ms: Option<u64>,
+    ) -> Result<Result<Vec<AuditEntry>, LeaseError>> {
+        let client = self.client()?;
+        call!(self, client, call_audit, client, key, since_ms)
+    }
+
+    /// Verifies a key's grant log (see the WIT's `audit-verify`).
+    pub fn audit_verify(
+        &mut self,
+        key: &str,
+        fenced_prefix: Option<&str>,
+    ) -> Result<Result<AuditReport, LeaseError>> {
+        let client = self.client()?;
+        match &self.calls {
+            Calls::Wasip2(api) => Ok(block_on(api.client().call_audit_verify(
+                &mut self.store,
+                client,
+                key,
+                fenced_prefix,
+            ))?),
+            Calls::Wasip3(api) => {
+                let api = api.client();
+                let (key, prefix) = (key.to_string(), fenced_prefix.map(str::to_string));
+                let result =
+                    block_on(self.store.run_concurrent(async |a| {
+                        api.call_audit_verify(a, client, key, prefix).await
+                    }));
+                Ok(result??)
+            }
+        }
+    }
+
+    /// Prunes a key's grant log (see the WIT's `audit-prune`).
+    pub fn audit_prune(
+        &mut self,
+        key: &str,
+        before_ms: u64,
+    ) -> Result<Result<AuditPruned, LeaseError>> {
+        let client = self.client()?;
+        call!(self, client, call_audit_prune, client, key, before_ms)
     }
 
     /// An elector on this instance's client (a resource handle).

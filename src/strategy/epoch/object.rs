@@ -203,6 +203,7 @@ pub(super) fn read_epoch(
                 etag,
                 record,
                 last_modified_ms: modified,
+                date_ms: server_time(&r, "date"),
                 semaphore: None,
             }))
         }

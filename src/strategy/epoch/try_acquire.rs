@@ -11,10 +11,12 @@ use crate::prelude::*;
 use super::cleanup::{oldest_distinct, KEEP_EPOCHS};
 use super::lister::{Higher, HigherCheck, Lister};
 use super::object::{epoch_key, get_epoch, put_epoch, read_epoch, EpochRecord};
+use crate::audit::{Backfiller, Pending, WriteTimes};
 use crate::error::Error;
 use crate::expiry::Judge;
 use crate::lease::{check_writable_time, Grant, Lease};
 use crate::limits::MAX_REREADS;
+use crate::lock_object::LockState;
 use crate::lock_object::MAX_LOCK_OBJECT_BYTES;
 use crate::protocol::{is_ambiguous, AcquireOutcome, Operation, Step};
 use crate::s3::{Method, S3Request, S3Response};
@@ -26,6 +28,8 @@ enum Phase {
     /// No epoch listed: writing the key's floor before the first.
     Flooring,
     Reading(u64),
+    /// Recording the epoch we follow (grant log), then creating ours.
+    Backfilling(Pending, u64),
     Creating(Lease),
     /// Our create may have landed (its reply was lost): read our epoch and
     /// look for our write id.
@@ -48,6 +52,11 @@ pub struct EpochTryAcquire {
     /// When the first create was sent: whichever attempt lands, the lease
     /// counts from here (the earliest), never from a later attempt.
     first_create_ms: Option<u64>,
+    /// For the grant log (see `audit`): the epoch our create followed, as
+    /// read (`None`: none was read), and the store's times of the create.
+    replaced: Option<LockState>,
+    write_times: WriteTimes,
+    backfiller: Option<Backfiller>,
     /// The key's token floor, written before its first epoch.
     floor: Option<Floor>,
 }
@@ -80,6 +89,9 @@ impl EpochTryAcquire {
             rereads: 0,
             ambiguous: false,
             first_create_ms: None,
+            replaced: None,
+            write_times: WriteTimes::default(),
+            backfiller: None,
             floor: None,
         }
     }
@@ -120,6 +132,23 @@ impl EpochTryAcquire {
         }
     }
 
+    /// With the grant log on: an epoch followed unreleased is recorded
+    /// (back-filled) before ours is created.
+    pub fn recording(mut self, backfiller: Backfiller) -> Self {
+        self.backfiller = Some(backfiller);
+        self
+    }
+
+    /// After a grant: the epoch it followed, as read.
+    pub fn replaced(&self) -> Option<&LockState> {
+        self.replaced.as_ref()
+    }
+
+    /// After a grant: the store's times of its create.
+    pub fn write_times(&self) -> &WriteTimes {
+        &self.write_times
+    }
+
     fn decide_after_listing(&mut self, now_ms: u64) -> Step<EpochOutcome> {
         let hint = self.lister.hint;
         match self.lister.highest() {
@@ -129,7 +158,10 @@ impl EpochTryAcquire {
             }
             // Nothing at or above the epoch this client saw last: it was
             // wiped (or never was), but tokens must not go back.
-            Some(_) | None => self.create_first(hint, now_ms),
+            Some(_) | None => {
+                self.replaced = None;
+                self.create_first(hint, now_ms)
+            }
         }
     }
 
@@ -247,15 +279,40 @@ impl Operation for EpochTryAcquire {
                     Ok(Some(s)) if s.live && s.record.holder_id != self.grant.holder_id => {
                         Step::Done(Ok((AcquireOutcome::Held(Some(s)), Vec::new())))
                     }
-                    Ok(_) => self.create(epoch, now_ms),
+                    Ok(seen) => {
+                        let backfills = match (&self.backfiller, &seen) {
+                            (Some(b), Some(s)) => b.requests(s, |_| false),
+                            _ => Vec::new(),
+                        };
+                        self.replaced = seen;
+                        let mut pending = Pending::new(backfills);
+                        match pending.next_request() {
+                            Some(first) => {
+                                self.phase = Phase::Backfilling(pending, epoch);
+                                Step::Send(first)
+                            }
+                            None => self.create(epoch, now_ms),
+                        }
+                    }
                     Err(e) => Step::Done(Err(e)),
                 }
             }
+            Phase::Backfilling(mut pending, epoch) => match pending.landed(r) {
+                Ok(next) => match next {
+                    Some(next) => {
+                        self.phase = Phase::Backfilling(pending, epoch);
+                        Step::Send(next)
+                    }
+                    None => self.create(epoch, now_ms),
+                },
+                Err(e) => Step::Done(Err(e)),
+            },
             Phase::Creating(mut lease) => match r.status {
                 200 => {
                     let ours = epoch_key(&self.dir, lease.token);
                     match r.written_etag(&ours) {
                         Ok(etag) => {
+                            self.write_times = WriteTimes::of_reply(&etag, &r);
                             lease.etag = etag;
                             self.verify(lease)
                         }
@@ -278,6 +335,7 @@ impl Operation for EpochTryAcquire {
                     Ok(found) if found.write_id == self.write_id => {
                         match r.read_etag(&epoch_key(&self.dir, lease.token)) {
                             Ok(etag) => {
+                                self.write_times = WriteTimes::of_reply(&etag, &r);
                                 lease.etag = etag;
                                 self.verify(lease)
                             }

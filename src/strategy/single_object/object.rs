@@ -134,6 +134,7 @@ fn judged(
         live,
         expires_in_ms,
         last_modified_ms,
+        date_ms: server_time(r, "date"),
         semaphore,
     })
 }

@@ -43,6 +43,7 @@ pub(crate) fn released_state(lease: &Lease) -> LockState {
         live: false,
         expires_in_ms: 0,
         last_modified_ms: None,
+        date_ms: None,
         semaphore: None,
     }
 }

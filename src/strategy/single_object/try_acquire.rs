@@ -9,12 +9,14 @@
 use crate::prelude::*;
 
 use super::object::{get, put, read_lock};
+use crate::audit::{Backfiller, Pending, WriteTimes};
 use crate::error::Error;
 use crate::expiry::Judge;
 use crate::lease::{check_writable_time, Grant, Lease};
 use crate::limits::MAX_REREADS;
 use crate::lock_object::{LockRecord, LockState};
 use crate::protocol::{is_ambiguous, AcquireOutcome, Operation, Step};
+use crate::s3::S3Request;
 use crate::s3::S3Response;
 use crate::seal::LockSeal;
 use crate::strategy::floor::{Floor, FloorStep};
@@ -22,6 +24,8 @@ use crate::strategy::floor::{Floor, FloorStep};
 /// Where a try-acquire is.
 enum Phase {
     Reading,
+    /// Recording the lease we take over (grant log), then our write.
+    Backfilling(Pending, Box<(S3Request, LockRecord)>),
     /// The object is absent: writing the key's floor before creating it.
     Flooring,
     Writing(LockRecord),
@@ -48,6 +52,12 @@ pub struct TryAcquire {
     /// released object this client knows (its ETag): a failed condition
     /// then means only that it changed since, not that we lost a race.
     speculative: bool,
+    /// For the grant log (see `audit`): the state our last write replaced
+    /// (`None`: it created the object), and the store's times of the write
+    /// that granted.
+    replaced: Option<LockState>,
+    write_times: WriteTimes,
+    backfiller: Option<Backfiller>,
     /// The key's token floor, written before the object is created
     /// (`None`: a store that keeps its counter itself, DynamoDB).
     floor: Option<Floor>,
@@ -73,6 +83,9 @@ impl TryAcquire {
             phase: Phase::Reading,
             ambiguous: false,
             speculative: false,
+            replaced: None,
+            write_times: WriteTimes::default(),
+            backfiller: None,
             floor: None,
         }
     }
@@ -103,6 +116,23 @@ impl TryAcquire {
             FloorStep::Base(_) => self.decide(None, now_ms),
             FloorStep::Failed(e) => Step::Done(Err(e)),
         }
+    }
+
+    /// With the grant log on: a lease taken over unreleased is recorded
+    /// (back-filled) before the write that takes it.
+    pub fn recording(mut self, backfiller: Backfiller) -> Self {
+        self.backfiller = Some(backfiller);
+        self
+    }
+
+    /// After a grant: the lock object it replaced (`None`: it created it).
+    pub fn replaced(&self) -> Option<&LockState> {
+        self.replaced.as_ref()
+    }
+
+    /// After a grant: the store's times of its write.
+    pub fn write_times(&self) -> &WriteTimes {
+        &self.write_times
     }
 
     /// A released object this client read or wrote itself: released is
@@ -162,8 +192,22 @@ impl TryAcquire {
             Ok(request) => request,
             Err(e) => return Step::Done(Err(e)),
         };
-        self.phase = Phase::Writing(record);
-        Step::Send(request)
+        let backfills = match (&self.backfiller, &seen) {
+            (Some(b), Some(s)) => b.requests(s, |_| false),
+            _ => Vec::new(),
+        };
+        self.replaced = seen;
+        let mut pending = Pending::new(backfills);
+        match pending.next_request() {
+            Some(first) => {
+                self.phase = Phase::Backfilling(pending, Box::new((request, record)));
+                Step::Send(first)
+            }
+            None => {
+                self.phase = Phase::Writing(record);
+                Step::Send(request)
+            }
+        }
     }
 
     /// Reads the object again: after a 409 or a vanished object, or to
@@ -183,7 +227,7 @@ impl TryAcquire {
             Phase::Reading
         };
         // A full read: a 304 cannot show our write id.
-        Step::Send(get(&self.object_key, &Judge::new(self.judge.clock, None)))
+        Step::Send(get(&self.object_key, &self.judge.forgetting()))
     }
 
     fn granted(&self, record: LockRecord, etag: String, now_ms: u64) -> Step<AcquireOutcome> {
@@ -237,14 +281,38 @@ impl Operation for TryAcquire {
                 match read_lock(&self.key, &self.object_key, r, now_ms, &self.judge) {
                     // Our write landed after all (its reply was lost, or it
                     // arrived late): the grant is ours.
-                    Ok(Some(s)) if self.ours(&s) => self.granted(s.record, s.etag, now_ms),
+                    Ok(Some(s)) if self.ours(&s) => {
+                        self.write_times = WriteTimes {
+                            etag: s.etag.clone(),
+                            date_ms: s.date_ms,
+                            modified_ms: s.last_modified_ms,
+                        };
+                        self.granted(s.record, s.etag, now_ms)
+                    }
                     Ok(seen) => self.decide(seen, now_ms),
                     Err(e) => Step::Done(Err(e)),
                 }
             }
+            Phase::Backfilling(mut pending, write) => match pending.landed(r) {
+                Ok(next) => match next {
+                    Some(next) => {
+                        self.phase = Phase::Backfilling(pending, write);
+                        Step::Send(next)
+                    }
+                    None => {
+                        let (request, record) = *write;
+                        self.phase = Phase::Writing(record);
+                        Step::Send(request)
+                    }
+                },
+                Err(e) => Step::Done(Err(e)),
+            },
             Phase::Writing(record) => match r.status {
                 200 => match r.written_etag(&self.object_key) {
-                    Ok(etag) => self.granted(record, etag, now_ms),
+                    Ok(etag) => {
+                        self.write_times = WriteTimes::of_reply(&etag, &r);
+                        self.granted(record, etag, now_ms)
+                    }
                     Err(e) => Step::Done(Err(e)),
                 },
                 // Lost the race, unless an earlier write of ours landed

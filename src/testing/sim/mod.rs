@@ -49,6 +49,7 @@
 //! `S3LEASE_SIM_SEED=<seed>` replays it.
 
 mod actors;
+mod audit_check;
 mod credential_checks;
 mod credentials;
 mod host;
@@ -157,6 +158,12 @@ pub struct Report {
     /// Requests sent with expired keys, and those the store refused so.
     pub sent_expired: u64,
     pub expired_refused: u64,
+    /// Seeds whose clients kept the grant log, and the grant records
+    /// their logs held at the end (each checked against the history).
+    pub seeds_with_log: u64,
+    pub log_records: u64,
+    /// Writes a careless store let through whatever their condition.
+    pub careless_writes: u64,
 }
 
 impl std::ops::AddAssign<&Report> for Report {
@@ -218,7 +225,10 @@ impl std::ops::AddAssign<&Report> for Report {
             seeds_with_unhealthy_source,
             sends_judged_fresh,
             sent_expired,
-            expired_refused
+            expired_refused,
+            seeds_with_log,
+            log_records,
+            careless_writes
         );
         self.max_slots_stored = self.max_slots_stored.max(o.max_slots_stored);
         for (a, b) in self.max_slots_believed.iter_mut().zip(o.max_slots_believed) {
@@ -267,22 +277,37 @@ impl Sim {
     }
 
     /// A run whose processes' monotonic clocks count the time their
-    /// machine is suspended, as the host's does (every run's).
+    /// machine is suspended, as the host's does (every run's). Odd seeds
+    /// keep the grant log.
     pub fn with_suspends(seed: u64, kind: StoreKind) -> Self {
-        Sim::build(seed, kind, false)
+        Sim::build(seed, kind, false, |setup| setup.audit = seed % 2 == 1)
     }
 
     /// A run whose processes' monotonic clocks stand still while their
     /// machine is suspended (std's `Instant` on Linux), with many
     /// suspends: what the checkers must catch.
     pub fn blind_to_suspends(seed: u64, kind: StoreKind) -> Self {
-        Sim::build(seed, kind, true)
+        Sim::build(seed, kind, true, |setup| setup.audit = seed % 2 == 1)
     }
 
-    fn build(seed: u64, kind: StoreKind, blind_to_suspends: bool) -> Self {
+    /// A run on a careless store (see `Setup::careless`), the log on.
+    pub fn careless(seed: u64, kind: StoreKind) -> Self {
+        Sim::build(seed, kind, false, |setup| {
+            setup.audit = true;
+            setup.careless = true;
+        })
+    }
+
+    fn build(
+        seed: u64,
+        kind: StoreKind,
+        blind_to_suspends: bool,
+        adjust: impl FnOnce(&mut Setup),
+    ) -> Self {
         // Mixed, so sim seed n is not another suite's seed n.
         let mut rng = Rng::new(seed ^ 0x5EED_5EED_5EED_5EED);
-        let setup = Setup::for_store(&mut rng, kind);
+        let mut setup = Setup::for_store(&mut rng, kind);
+        adjust(&mut setup);
         let store = if kind == StoreKind::DynamoDb {
             SimStore::new_dynamodb(START_MS)
         } else if kind == StoreKind::Azure {
@@ -304,6 +329,7 @@ impl Sim {
         let mut world = World::new(rng, setup, store, history, source);
         world.suspends = world::Suspends::new(seed, blind_to_suspends);
         world.report.seeds = 1;
+        world.report.seeds_with_log = u64::from(world.setup.audit);
         world.report.seeds_with_unhealthy_source = u64::from(!world.source.plan.is_healthy());
         world.report.seeds_with_short_lists = u64::from(world.setup.list_page_keys.is_some());
         world.report.seeds_without_if_match = u64::from(world.setup.epoch_without_if_match);
@@ -374,6 +400,17 @@ impl Sim {
         w.close_all_terms();
         w.final_reads();
         let checked = history::check(&w.history);
+        let audited = if w.setup.audit && !w.setup.careless {
+            let (setup, now) = (w.setup.clone(), START_MS + w.now);
+            let w = &mut *w;
+            let checked = audit_check::check(&setup, &mut w.store, now, &w.true_grants);
+            if let Ok(records) = &checked {
+                w.report.log_records += records;
+            }
+            checked.err()
+        } else {
+            None
+        };
         let mut report = w.report.clone();
         report.objects_checked = checked.objects as u64;
         report.object_ops = checked.object_ops as u64;
@@ -382,11 +419,24 @@ impl Sim {
                 report.max_slots_believed[i] = checked.max_open.get(k).copied().unwrap_or(0) as u64;
             }
         }
-        let result = match broken.or_else(|| checked.violations.first().cloned()) {
+        let broken = broken.or_else(|| checked.violations.first().cloned());
+        let result = match broken.or(audited) {
             Some(v) => Err(v),
             None => Ok(checked),
         };
         (report, result)
+    }
+
+    /// Runs a careless store's seed (see `Sim::careless`): how the history
+    /// showed holders overlapping, if it did, whether some key's log failed
+    /// verify, and how many collision records grantees wrote.
+    pub fn run_careless(self, steps: u64) -> (Report, Option<Violation>, bool, u64) {
+        let world = self.world.clone();
+        let (report, result) = self.run(steps);
+        let mut w = world.borrow_mut();
+        let (setup, now) = (w.setup.clone(), START_MS + w.now);
+        let (failed, collisions) = audit_check::judged_careless(&setup, &mut w.store, now);
+        (report, result.err(), failed, collisions)
     }
 
     fn handle(&mut self, event: Event) -> Result<(), Violation> {

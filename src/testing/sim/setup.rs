@@ -128,6 +128,11 @@ pub struct Setup {
     /// LIST pages of at most this many keys.
     pub list_page_keys: Option<usize>,
     pub duration_ms: u64,
+    /// Every client keeps the grant log (see `audit_check`).
+    pub audit: bool,
+    /// The store lets some conditional writes to lock objects land
+    /// whatever their condition: it grants tokens twice.
+    pub careless: bool,
 }
 
 impl Setup {
@@ -250,6 +255,8 @@ impl Setup {
             list_page_keys: (!dynamodb && !azure && !gcs && rng.chance(0.3))
                 .then(|| 1 + rng.below(3) as usize),
             duration_ms: 120_000,
+            audit: false,
+            careless: false,
         }
     }
 
@@ -292,7 +299,9 @@ impl Setup {
             raw.store =
                 crate::testing::gcs_model::client_config(crate::testing::gcs_model::BUCKET).store;
         }
-        ClientConfig::validate(raw).expect("the simulation's configs are valid")
+        let mut config = ClientConfig::validate(raw).expect("the simulation's configs are valid");
+        config.audit = self.audit;
+        config
     }
 
     /// The keys the checkers judge, in this order: the lock keys, the

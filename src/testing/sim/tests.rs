@@ -90,6 +90,7 @@ fn locks_leaders_and_semaphores_keep_their_guarantees_on_s3() {
     if env("S3LEASE_SIM_SEED").is_some() {
         return;
     }
+    log_kept(&r, 1_000);
     // The faults really happened.
     assert!(r.lost_replies > 100 && r.never_applied > 100, "{r:#?}");
     outages_happened(&r, 2_000);
@@ -146,12 +147,20 @@ fn locks_leaders_and_semaphores_keep_their_guarantees_on_s3() {
     assert!(r.sends_judged_fresh > 50_000, "{r:#?}");
 }
 
+/// Half the seeds keep the grant log: each of their logs, after
+/// back-fill, was the store's grant history and verify proved it.
+fn log_kept(r: &Report, records: u64) {
+    assert!(r.seeds_with_log * 3 > r.seeds, "{r:#?}");
+    assert!(r.log_records > records, "{r:#?}");
+}
+
 #[test]
 fn locks_leaders_and_semaphores_keep_their_guarantees_on_dynamodb() {
     let r = hunt(true, 600_000);
     if env("S3LEASE_SIM_DYNAMODB_SEED").is_some() {
         return;
     }
+    log_kept(&r, 500);
     assert!(
         r.throttles_injected > 50 && r.conflicts_injected > 50,
         "{r:#?}"
@@ -175,6 +184,7 @@ fn locks_leaders_and_semaphores_keep_their_guarantees_on_azure() {
     if env("S3LEASE_SIM_AZURE_SEED").is_some() {
         return;
     }
+    log_kept(&r, 500);
     // Writes met 503 ServerBusy, and lost replies were read back.
     assert!(r.conflicts_injected > 50 && r.lost_replies > 50, "{r:#?}");
     outages_happened(&r, 1_000);
@@ -193,6 +203,7 @@ fn locks_leaders_and_semaphores_keep_their_guarantees_on_gcs() {
     if env("S3LEASE_SIM_GCS_SEED").is_some() {
         return;
     }
+    log_kept(&r, 500);
     // Writes met 503 backendError and GCS's 429 rate limit, and lost
     // replies were read back.
     assert!(r.conflicts_injected > 50 && r.lost_replies > 50, "{r:#?}");
@@ -205,4 +216,38 @@ fn locks_leaders_and_semaphores_keep_their_guarantees_on_gcs() {
     assert!(r.objects_checked > 20, "{r:#?}");
     assert_eq!(r.max_slots_believed, [3, 2, 1], "{r:#?}");
     assert!(r.slot_grants > 200 && r.fair_grants_checked > 100, "{r:#?}");
+}
+
+/// A store that lets some conditional writes to lock objects through
+/// whatever their condition grants tokens twice: a run in which holders
+/// overlapped fails verify, and grantees' collision checks fire.
+#[test]
+fn a_careless_store_makes_verify_fail_and_the_collision_check_fire() {
+    for kind in [StoreKind::S3, StoreKind::DynamoDb] {
+        let (mut broken, mut failed, mut collisions, mut careless) = (0, 0, 0, 0);
+        for seed in 0..12 {
+            let (report, overlapped, verify_failed, met) =
+                Sim::careless(seed, kind).run_careless(STEPS_PER_SEED);
+            careless += report.careless_writes;
+            collisions += met;
+            broken += u64::from(overlapped.is_some());
+            failed += u64::from(verify_failed);
+            assert!(
+                overlapped.is_none() || verify_failed,
+                "{kind:?} seed {seed}: verify proved the log, and {overlapped:?}"
+            );
+        }
+        println!(
+            "{kind:?}: {careless} careless writes, {broken} runs with holders overlapping, \
+             {failed} failing verify, {collisions} collisions recorded"
+        );
+        assert!(
+            careless > 100 && broken > 3,
+            "{kind:?}: {careless} {broken}"
+        );
+        assert!(
+            failed >= broken && collisions > 3,
+            "{kind:?}: {failed} {collisions}"
+        );
+    }
 }

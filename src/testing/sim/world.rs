@@ -5,6 +5,7 @@ mod suspend;
 
 pub use suspend::Suspends;
 
+use super::audit_check::TrueGrants;
 use super::credentials::{HostCredentials, Source};
 use super::host::{Asleep, Clock, Lane, Waiting};
 use super::setup::{ActorKind, Setup};
@@ -152,6 +153,8 @@ pub struct World {
     next_value: u64,
     /// `S3LEASE_SIM_TRACE=<object key>`: print every request to it.
     trace: Option<String>,
+    /// The grants the store made (for the grant log's checks).
+    pub true_grants: TrueGrants,
     pub suspends: suspend::Suspends,
 }
 
@@ -174,6 +177,7 @@ impl World {
             fenced_objects: BTreeMap::new(),
             next_value: 1,
             trace: std::env::var("S3LEASE_SIM_TRACE").ok(),
+            true_grants: TrueGrants::default(),
             suspends: suspend::Suspends::default(),
         }
     }
@@ -396,7 +400,7 @@ impl World {
     pub fn apply(
         &mut self,
         actor: usize,
-        request: S3Request,
+        mut request: S3Request,
         sent: u64,
         reply: Option<u64>,
         acting_for: &str,
@@ -416,14 +420,23 @@ impl World {
                 self.report.throttles_injected += 1;
             }
         }
+        if conditional && self.careless_now(&request) {
+            // A store that checks nothing here: the write lands whatever
+            // its condition said.
+            request
+                .headers
+                .retain(|(k, _)| k != "if-match" && k != "if-none-match");
+            request.if_token = None;
+            self.report.careless_writes += 1;
+        }
         let listing = request.method == Method::Get && request.object_key.is_empty();
         let empty_page = listing && self.rng.chance(0.05);
         if let (true, Some(s3)) = (empty_page, self.store.s3()) {
             s3.empty_list_pages = 1;
         }
-        let before = self
-            .store_rules
-            .watches(&request)
+        // (A careless store breaks the rules on purpose: judged by what
+        // its holders believed, and by verify, at the end.)
+        let before = (!self.setup.careless && self.store_rules.watches(&request))
             .then(|| self.store.object(&request.object_key));
         // Signed with keys past their expiry: refused before anything else
         // (400 `ExpiredToken` on S3), and nothing applied.
@@ -441,6 +454,9 @@ impl World {
             self.store.handle(&request)
         };
         self.store.clear_conflicts();
+        if answer.status == 200 {
+            self.true_grants.applied(&request);
+        }
         if let SimStore::DynamoDb(table) = &mut self.store {
             table.throttle_next = 0;
         }
@@ -749,6 +765,19 @@ impl World {
             finals.push(super::final_read(&object, found.as_ref()));
         }
         self.history.finals = finals;
+    }
+
+    /// On a careless store, whether this write's condition is ignored: a
+    /// lock (or epoch) object's, now and then.
+    fn careless_now(&mut self, request: &S3Request) -> bool {
+        self.setup.careless
+            && request.method == Method::Put
+            && request.object_key.starts_with(super::setup::PREFIX)
+            && !request.object_key.contains(crate::audit::AUDIT_DIR_NAME)
+            && !request
+                .object_key
+                .ends_with(crate::lease::SEAL_KEY_OBJECT_NAME)
+            && self.rng.chance(0.2)
     }
 
     pub fn store_now(&mut self) {

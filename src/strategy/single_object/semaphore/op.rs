@@ -15,12 +15,14 @@ use crate::prelude::*;
 
 use super::super::object::{get, put_body, read_lock};
 use super::plan::{plan, Answer, Context, Plan, Then, Wish};
+use crate::audit::{Backfiller, Pending, WriteTimes};
 use crate::error::Error;
 use crate::expiry::Judge;
 use crate::lease::Lease;
 use crate::lock_object::semaphore::{Entry, SemaphoreState};
 use crate::lock_object::{LockRecord, LockState};
 use crate::protocol::{is_ambiguous, Operation, Step};
+use crate::s3::S3Request;
 use crate::s3::S3Response;
 use crate::seal::LockSeal;
 use crate::strategy::floor::{Floor, FloorStep};
@@ -55,10 +57,19 @@ pub struct Finished {
     /// `Some(None)`: the read found no object; `None`: nothing was read.
     pub read: Option<Option<LockState>>,
     pub written: Option<LockState>,
+    /// For the grant log (see `audit`): the state the write that landed
+    /// replaced, as planned from, and the store's times of that write.
+    pub replaced: Option<LockState>,
+    pub write_times: Option<WriteTimes>,
+    /// The tokens of the holders that write kept.
+    pub kept: Vec<u64>,
 }
 
 enum Phase {
     Reading,
+    /// Recording the holders an acquire drops unreleased (grant log),
+    /// then its write.
+    Backfilling(Pending, Box<(S3Request, LockState, Then)>),
     /// No object: writing the key's floor before one is created.
     Flooring,
     Writing(Box<LockState>, Then),
@@ -74,6 +85,9 @@ pub struct SemaphoreOp {
     /// The write ids of the writes sent so far: the first is `write_id`,
     /// each later one `write_id` and its number.
     sent_ids: Vec<String>,
+    /// What each of those writes was planned from, and the tokens of the
+    /// holders it kept (for the grant log).
+    planned: Vec<(Option<LockState>, Vec<u64>)>,
     /// What this client last wrote of the key, to plan from without a read.
     cached: Option<LockState>,
     attempts: u32,
@@ -83,6 +97,7 @@ pub struct SemaphoreOp {
     read: Option<Option<LockState>>,
     /// See `on_store_without_write_times`.
     stamps_needed: bool,
+    backfiller: Option<Backfiller>,
     /// The key's token floor, written before the object is created.
     floor: Option<Floor>,
 }
@@ -105,12 +120,14 @@ impl SemaphoreOp {
             judge,
             write_id,
             sent_ids: Vec::new(),
+            planned: Vec::new(),
             cached,
             attempts: 0,
             phase: Phase::Reading,
             ambiguous: false,
             read: None,
             stamps_needed: true,
+            backfiller: None,
             floor: None,
         }
     }
@@ -139,6 +156,13 @@ impl SemaphoreOp {
         }
     }
 
+    /// With the grant log on: the holders an acquire drops unreleased are
+    /// recorded (back-filled) before its write.
+    pub fn recording(mut self, backfiller: Backfiller) -> Self {
+        self.backfiller = Some(backfiller);
+        self
+    }
+
     /// On a store that keeps no time of a write (DynamoDB: no
     /// `Last-Modified`), where the `server` clock cannot be configured:
     /// entries stay unstamped, since no reader of the key reads the stamp.
@@ -154,6 +178,9 @@ impl SemaphoreOp {
             outcome,
             read: self.read.take(),
             written: None,
+            replaced: None,
+            write_times: None,
+            kept: Vec::new(),
         }))
     }
 
@@ -177,7 +204,7 @@ impl SemaphoreOp {
         }
         self.attempts += 1;
         self.phase = Phase::Reading;
-        Step::Send(get(&self.object_key, &Judge::new(self.judge.clock, None)))
+        Step::Send(get(&self.object_key, &self.judge.forgetting()))
     }
 
     fn plan_from(
@@ -219,10 +246,28 @@ impl SemaphoreOp {
                     Ok(request) => request,
                     Err(e) => return self.finish(Err(e)),
                 };
+                let kept: Vec<u64> = record.holders.iter().map(|e| e.token).collect();
+                let backfills = match (&self.backfiller, &seen, &self.wish) {
+                    (Some(b), Some(s), Wish::Acquire { .. }) => {
+                        b.requests(s, |token| kept.contains(&token))
+                    }
+                    _ => Vec::new(),
+                };
                 let written = written_state(&self.key, *record);
                 self.sent_ids.push(write_id);
-                self.phase = Phase::Writing(Box::new(written), then);
-                Step::Send(request)
+                self.planned.push((seen, kept));
+                let mut pending = Pending::new(backfills);
+                match pending.next_request() {
+                    Some(first) => {
+                        self.phase =
+                            Phase::Backfilling(pending, Box::new((request, written, then)));
+                        Step::Send(first)
+                    }
+                    None => {
+                        self.phase = Phase::Writing(Box::new(written), then);
+                        Step::Send(request)
+                    }
+                }
             }
             Ok(Plan::Answer(answer)) => {
                 let state = seen.map(Box::new);
@@ -277,7 +322,21 @@ impl SemaphoreOp {
         Some(Then::Queued(place as u32 + 1))
     }
 
-    fn succeeded(&mut self, written: LockState, then: Then, now_ms: u64) -> Step<Finished> {
+    fn succeeded(
+        &mut self,
+        written: LockState,
+        then: Then,
+        times: WriteTimes,
+        now_ms: u64,
+    ) -> Step<Finished> {
+        // The write that landed: a grant's is known by its entry's id.
+        let landed = match &then {
+            Then::Granted(entry) => self.sent_ids.iter().position(|id| *id == entry.write_id),
+            _ => self.planned.len().checked_sub(1),
+        };
+        let (replaced, kept) = landed
+            .and_then(|i| self.planned.get(i).cloned())
+            .unwrap_or_default();
         let outcome = match then {
             Then::Granted(entry) => {
                 // A grant whose reply came after its own expiry is no lease.
@@ -302,6 +361,9 @@ impl SemaphoreOp {
             outcome,
             read: self.read.take(),
             written: Some(written),
+            replaced,
+            write_times: Some(times),
+            kept,
         }))
     }
 
@@ -361,6 +423,7 @@ fn written_state(key: &str, record: crate::lock_object::semaphore::SemaphoreReco
         live: !record.holders.is_empty(),
         expires_in_ms: 0,
         last_modified_ms: None,
+        date_ms: None,
         semaphore: Some(Box::new(SemaphoreState {
             holders: live(record.holders.len()),
             queue: live(record.queue.len()),
@@ -395,13 +458,20 @@ impl Operation for SemaphoreOp {
                 self.on_floor(step, now_ms)
             }
             Phase::Reading => {
+                // A recognised write's times: the object as read has it.
+                let r_times = S3Response {
+                    status: r.status,
+                    headers: r.headers.clone(),
+                    ..S3Response::default()
+                };
                 match read_lock(&self.key, &self.object_key, r, now_ms, &self.judge) {
                     Ok(seen) => {
                         self.read = Some(seen.clone());
                         if self.ambiguous {
                             if let Some(then) = seen.as_ref().and_then(|s| self.recognised(s)) {
                                 let state = seen.unwrap_or_default();
-                                return self.succeeded(state, then, now_ms);
+                                let times = WriteTimes::of_reply(&state.etag, &r_times);
+                                return self.succeeded(state, then, times, now_ms);
                             }
                         }
                         self.plan_from(seen, now_ms, false)
@@ -409,11 +479,26 @@ impl Operation for SemaphoreOp {
                     Err(e) => self.finish(Err(e)),
                 }
             }
+            Phase::Backfilling(mut pending, write) => match pending.landed(r) {
+                Ok(next) => match next {
+                    Some(next) => {
+                        self.phase = Phase::Backfilling(pending, write);
+                        Step::Send(next)
+                    }
+                    None => {
+                        let (request, written, then) = *write;
+                        self.phase = Phase::Writing(Box::new(written), then);
+                        Step::Send(request)
+                    }
+                },
+                Err(e) => self.finish(Err(e)),
+            },
             Phase::Writing(written, then) => match r.status {
                 200 => match r.written_etag(&self.object_key) {
                     Ok(etag) => {
+                        let times = WriteTimes::of_reply(&etag, &r);
                         let written = LockState { etag, ..*written };
-                        self.succeeded(written, then, now_ms)
+                        self.succeeded(written, then, times, now_ms)
                     }
                     Err(e) => self.finish(Err(e)),
                 },
@@ -444,7 +529,7 @@ impl Operation for SemaphoreOp {
                 self.ambiguous = true;
                 self.read_again(error)
             }
-            Phase::Reading | Phase::Flooring => self.finish(Err(error)),
+            Phase::Reading | Phase::Backfilling(..) | Phase::Flooring => self.finish(Err(error)),
         }
     }
 }

@@ -94,6 +94,8 @@ fn a_304_without_date_is_refused_under_the_server_clock() {
             entries_seen_for_ms: Vec::new(),
             state,
             seen_for_ms: 0,
+            first_date_ms: None,
+            entries_first_date_ms: Vec::new(),
         }),
     );
     let r = acquire_without(&mut s, "date", judge);
