@@ -304,9 +304,8 @@ impl Client {
         since_ms: Option<u64>,
     ) -> Result<Vec<crate::AuditEntry>, Error> {
         let k = key.to_string();
-        self.call("audit", key, move |raw| raw.audit(&k, since_ms))
+        self.call("audit", key, move |raw| component::audit(raw, &k, since_ms))
             .await
-            .map(|entries| entries.into_iter().map(crate::audit::from_entry).collect())
     }
 
     /// Proves from the store alone that no two holders of `key`
@@ -319,10 +318,9 @@ impl Client {
     ) -> Result<crate::AuditReport, Error> {
         let (k, prefix) = (key.to_string(), fenced_prefix.map(str::to_string));
         self.call("audit_verify", key, move |raw| {
-            raw.audit_verify(&k, prefix.as_deref())
+            component::audit_verify(raw, &k, prefix.as_deref())
         })
         .await
-        .map(crate::audit::from_report)
     }
 
     /// Deletes the records of `key`'s grants made before `before_ms` (the
@@ -334,9 +332,8 @@ impl Client {
     ) -> Result<crate::AuditPruned, Error> {
         let k = key.to_string();
         self.call("audit_prune", key, move |raw| {
-            raw.audit_prune(&k, before_ms)
+            component::audit_prune(raw, &k, before_ms)
         })
         .await
-        .map(crate::audit::from_pruned)
     }
 }

@@ -7,6 +7,7 @@
 //! their generated twins case for case (`same_cases!`); records are
 //! converted field by field.
 
+use crate::audit::{AuditEnd, AuditEntry, AuditFinding, AuditFindingKind, AuditPruned, AuditReport};
 use crate::config::{Store, StoreConfig};
 use crate::engine::bindings as wit;
 use crate::engine::bindings::exports::s3_lease::lease::types as witt;
@@ -157,6 +158,31 @@ pub(crate) fn preflight(raw: &mut RawInstance) -> Answer<PreflightReport> {
     answer(raw.preflight(), from_preflight_report)
 }
 
+pub(crate) fn audit(
+    raw: &mut RawInstance,
+    key: &str,
+    since_ms: Option<u64>,
+) -> Answer<Vec<AuditEntry>> {
+    answer(raw.audit(key, since_ms), |entries| {
+        entries.into_iter().map(from_audit_entry).collect()
+    })
+}
+
+pub(crate) fn audit_verify(
+    raw: &mut RawInstance,
+    key: &str,
+    fenced_prefix: Option<&str>,
+) -> Answer<AuditReport> {
+    answer(raw.audit_verify(key, fenced_prefix), from_audit_report)
+}
+
+pub(crate) fn audit_prune(raw: &mut RawInstance, key: &str, before_ms: u64) -> Answer<AuditPruned> {
+    answer(raw.audit_prune(key, before_ms), |p| AuditPruned {
+        first_token: p.first_token,
+        below_token: p.below_token,
+    })
+}
+
 pub(crate) fn elector(raw: &mut RawInstance, config: &ElectorConfig) -> Answer<ElectorHandle> {
     answer(raw.elector(&elector_config(config)), ElectorHandle)
 }
@@ -230,6 +256,7 @@ pub(crate) fn config(config: &StoreConfig, credential: Option<&Credential>) -> w
         expiry_clock: config.expiry_clock.map(Into::into),
         preflight: config.preflight,
         seal_key: config.seal_key.clone(),
+        audit: config.audit,
     }
 }
 
@@ -570,4 +597,56 @@ pub(crate) fn timeout(key: &str, waited: Duration, holder: Option<LockState>) ->
             holder,
         },
     )
+}
+
+fn from_audit_entry(e: witt::AuditEntry) -> AuditEntry {
+    AuditEntry {
+        token: e.token,
+        holder_id: e.holder_id,
+        ttl_ms: e.ttl_ms,
+        granted_at_ms: e.granted_at_ms,
+        ended: match e.ended {
+            witt::AuditEnd::Released => AuditEnd::Released,
+            witt::AuditEnd::Expired => AuditEnd::Expired,
+            witt::AuditEnd::TakenOver => AuditEnd::TakenOver,
+            witt::AuditEnd::Held => AuditEnd::Held,
+            witt::AuditEnd::Unknown => AuditEnd::Unknown,
+        },
+        ended_at_ms: e.ended_at_ms,
+        held_ms: e.held_ms,
+        written_by: e.written_by,
+        backfilled: e.backfilled,
+    }
+}
+
+fn from_audit_report(r: witt::AuditReport) -> AuditReport {
+    AuditReport {
+        key: r.key,
+        first_token: r.first_token,
+        last_token: r.last_token,
+        grants: r.grants,
+        backfilled: r.backfilled,
+        overlapped: r.overlapped,
+        findings: r.findings.into_iter().map(from_audit_finding).collect(),
+    }
+}
+
+fn from_audit_finding(f: witt::AuditFinding) -> AuditFinding {
+    use witt::AuditFindingKind as Wit;
+    AuditFinding {
+        kind: match f.kind {
+            Wit::TokenRepeated => AuditFindingKind::TokenRepeated,
+            Wit::MissedGrant => AuditFindingKind::MissedGrant,
+            Wit::TakenWhileLive => AuditFindingKind::TakenWhileLive,
+            Wit::OverLimit => AuditFindingKind::OverLimit,
+            Wit::UnexplainedGap => AuditFindingKind::UnexplainedGap,
+            Wit::NotOnStoreClock => AuditFindingKind::NotOnStoreClock,
+            Wit::Unreadable => AuditFindingKind::Unreadable,
+            Wit::FencedUnknownToken => AuditFindingKind::FencedUnknownToken,
+            Wit::FencedTokenFell => AuditFindingKind::FencedTokenFell,
+        },
+        token: f.token,
+        detail: f.detail,
+        evidence: f.evidence,
+    }
 }

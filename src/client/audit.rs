@@ -17,6 +17,7 @@ use crate::audit::{
     WriteTimes,
 };
 use crate::capability::CapabilityResult;
+use crate::config::Store;
 use crate::driver::{self, Io};
 use crate::error::Error;
 use crate::expiry::Observation;
@@ -227,7 +228,11 @@ impl ClientCore {
         let dir = log_dir(&self.config.key_prefix, key);
         let mut report = verify(key, &dir, &log, current.as_ref());
         if let Some(prefix) = fenced_prefix {
-            if self.config.store.table().is_some() || self.config.store.azure().is_some() {
+            let listed = match &self.config.store {
+                Store::S3(_) | Store::Gcs(_) => true,
+                Store::DynamoDb(_) | Store::AzureBlob(_) => false,
+            };
+            if !listed {
                 return Err(Error::invalid_config(
                     "store",
                     format!(
