@@ -25,7 +25,9 @@ echo "$sum" >host/component/s3_lease.wasm.sha256
 
 # --no-verify: verifying would build wasmtime again from the packed
 # sources (about 10 minutes on 2 cores); what it would catch, a packed
-# file missing, the listing and the component check below catch.
+# file missing, the listing and the component check below catch, and a
+# host that builds only with the features the workspace turns on,
+# host/tests/unstable_paths.rs.
 cargo package --locked --no-verify --allow-dirty -p s3-lease-keep -p s3-lease-host -p s3-lease-cli
 for crate in s3-lease-keep s3-lease-host s3-lease-cli; do
     file="$target/package/$crate-0.1.0.crate"

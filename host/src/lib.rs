@@ -67,9 +67,14 @@ mod random;
 pub mod stats;
 mod types;
 
-// With `unstable-raw`, the engine's modules at the paths they always had.
+// The clock every deadline is judged on: public, since a lease's and a
+// leader's deadlines are its `Instant`s and a client can be given one.
+pub use engine::clock;
+// With `unstable-raw`, the engine's other modules at the paths they always
+// had. The crate's own code names them through `engine`, so it builds
+// without the feature (tests/unstable_paths.rs keeps it so).
 #[cfg(feature = "unstable-raw")]
-pub use engine::{bindings, clock, http, monotonic, raw};
+pub use engine::{bindings, http, monotonic, raw};
 
 /// Blocking versions of the client, its leases and its electors.
 pub mod blocking {

@@ -63,6 +63,34 @@ function credentialOptions(credentials) {
   };
 }
 
+// One 'abort' listener per signal, however many acquires wait on it: a
+// listener each would pass Node's limit of 10 per EventTarget and warn
+// (MaxListenersExceededWarning) when a program shares one signal among
+// many waits, as a shutdown signal is.
+const waitsBySignal = new WeakMap();
+
+function watchAbort(signal, canceller) {
+  let watch = waitsBySignal.get(signal);
+  if (!watch) {
+    const cancellers = new Set();
+    const onAbort = () => {
+      waitsBySignal.delete(signal);
+      for (const c of cancellers) c.cancel();
+    };
+    watch = { cancellers, onAbort };
+    waitsBySignal.set(signal, watch);
+    signal.addEventListener('abort', onAbort, { once: true });
+  }
+  watch.cancellers.add(canceller);
+  return () => {
+    watch.cancellers.delete(canceller);
+    if (watch.cancellers.size === 0 && waitsBySignal.get(signal) === watch) {
+      waitsBySignal.delete(signal);
+      signal.removeEventListener('abort', watch.onAbort);
+    }
+  };
+}
+
 /**
  * A client of one store (an S3 bucket, a DynamoDB table, an Azure Blob
  * Storage container or a Google Cloud Storage bucket). Its calls run off
@@ -138,20 +166,15 @@ class Client {
       deadlineMs: deadline === undefined ? undefined : ms('deadline', deadline),
     });
     if (signal?.aborted) throw signal.reason;
-    let canceller;
-    let onAbort;
-    if (signal) {
-      canceller = new native.Canceller();
-      onAbort = () => canceller.cancel();
-      signal.addEventListener('abort', onAbort, { once: true });
-    }
+    const canceller = signal ? new native.Canceller() : undefined;
+    const unwatch = signal ? watchAbort(signal, canceller) : () => {};
     try {
       return new Lease(await call(this.#native.acquire(key, args, canceller)), this);
     } catch (e) {
       if (e instanceof S3LeaseError && e.code === 'aborted' && signal) throw signal.reason;
       throw e;
     } finally {
-      if (signal) signal.removeEventListener('abort', onAbort);
+      unwatch();
     }
   }
 

@@ -2,6 +2,7 @@
 // errors, cancelling a wait, credentials from a provider.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import { createRequire } from 'node:module';
 import { Client, S3LeaseError } from 's3-lease';
 import { envOf, s3Options, sleep } from './fixtures.mjs';
@@ -73,6 +74,36 @@ test('an AbortSignal gives a wait up, leaving nothing held', async () => {
   assert.equal((await two.status('job')).live, false);
   const after = await two.acquire('job', { ttl: 10_000, wait: 0 });
   await after.release();
+  await Promise.all([one.close(), two.close()]);
+});
+
+test('one AbortSignal shared by many waits: one listener, no warning, every wait given up', async () => {
+  const options = await s3Options('abort-many');
+  const [one, two] = [await Client.connect(options), await Client.connect(options)];
+  const held = await one.acquire('job', { ttl: 10_000 });
+  const warnings = [];
+  const onWarning = (w) => warnings.push(w);
+  process.on('warning', onWarning);
+  const controller = new AbortController();
+  const waits = Array.from({ length: 12 }, () =>
+    two.acquire('job', { ttl: 10_000, wait: 60_000, signal: controller.signal }).catch((e) => e),
+  );
+  assert.equal(getEventListeners(controller.signal, 'abort').length, 1);
+  await sleep(200);
+  controller.abort(new Error('shutting down'));
+  for (const e of await Promise.all(waits)) assert.match(e.message, /shutting down/);
+  assert.equal(getEventListeners(controller.signal, 'abort').length, 0);
+  // A signal that is never aborted is let go of as each wait ends.
+  const quiet = new AbortController();
+  const got = await Promise.all([
+    two.acquire('other', { ttl: 10_000, signal: quiet.signal }),
+    two.acquire('third', { ttl: 10_000, signal: quiet.signal }),
+  ]);
+  assert.equal(getEventListeners(quiet.signal, 'abort').length, 0);
+  await new Promise((resolve) => setImmediate(resolve));
+  process.off('warning', onWarning);
+  assert.deepEqual(warnings.map((w) => w.name), []);
+  await Promise.all([held.release(), ...got.map((l) => l.release())]);
   await Promise.all([one.close(), two.close()]);
 });
 
