@@ -103,6 +103,8 @@ export interface ConnectOptions {
   expiryClock?: 'server' | 'holder' | 'observed';
   /** Run the store preflight before the first grant. */
   preflight?: boolean;
+  /** Keep the grant log: a record of every grant and release (docs/audit.md). */
+  audit?: boolean;
   /** Only clients with the same seal key accept each other's leases. */
   sealKey?: string;
   /** How long one request may take, ms (default 10 s). */
@@ -164,6 +166,21 @@ export interface FencedWrite {
   etag: string;
   token: number;
   previousToken: number | null;
+}
+
+/** One grant of a key, from its grant log; times are the store's clock. */
+export interface AuditEntry {
+  token: number;
+  holder: string;
+  ttlMs: number;
+  /** The grant's write; null for a record a successor back-filled. */
+  grantedAt: Date | null;
+  ended: 'released' | 'expired' | 'taken-over' | 'held' | 'unknown';
+  endedAt: Date | null;
+  heldMs: number | null;
+  /** The holder, or the grantee that back-filled the record. */
+  writtenBy: string;
+  backfilled: boolean;
 }
 
 export interface FencedObject {
@@ -325,6 +342,8 @@ export class Client {
   status(key: string): Promise<LockState | null>;
   slots(key: string): Promise<SemaphoreState | null>;
   fencedGet(objectKey: string): Promise<FencedObject | null>;
+  /** The key's grant log, oldest first (`since`: from the first grant at or after it). */
+  audit(key: string, options?: { since?: Date | number }): Promise<AuditEntry[]>;
   preflight(): Promise<PreflightReport>;
   elect(key: string, options?: ElectOptions): Promise<Elector>;
   stats(): ClientStats;

@@ -133,6 +133,10 @@ pub fn check_writable_size(object_key: &str, body: &[u8]) -> Result<(), Error> {
 /// s3-lease keeps, so checking a key needs nothing of the strategies.
 pub const FLOOR_DIR: &str = ".s3-lease-floor/";
 
+/// The folder of every key's grant log, after the key prefix (`audit`
+/// writes it): defined here for the same reason.
+pub const AUDIT_DIR_NAME: &str = ".s3-lease-audit/";
+
 /// The name, under the key prefix, of the object that keeps the seal key
 /// (see `seal::stored`). No lock key, epoch object or fenced object can
 /// end with it (`object_key` refuses them), whatever the prefix.
@@ -165,10 +169,10 @@ pub fn object_key(prefix: &str, key: &str) -> Result<String, Error> {
         )));
     }
     // The grant log's folder of this prefix or any other (see `audit`).
-    if full.contains(crate::audit::AUDIT_DIR_NAME) {
+    if full.contains(AUDIT_DIR_NAME) {
         return Err(Error::InvalidArgument(format!(
-            "object key {full:?} contains {:?}, which s3-lease keeps for its grant log",
-            crate::audit::AUDIT_DIR_NAME
+            "object key {full:?} contains {AUDIT_DIR_NAME:?}, which s3-lease keeps for its \
+             grant log"
         )));
     }
     // The keys' token floors (`strategy::floor`), under any prefix.

@@ -361,8 +361,8 @@ pub(crate) enum AuditCmd {
     /// evidence.
     Verify {
         key: String,
-        /// Also check the objects fenced under PREFIX: each one's token was
-        /// granted (and, on a versioned bucket, its versions' never fall).
+        /// Also check the objects fenced under PREFIX by this key's lock:
+        /// each one's token was granted (S3 and GCS).
         #[arg(long, value_name = "PREFIX")]
         fenced: Option<String>,
     },

@@ -120,7 +120,7 @@ class Client {
    * environment names (`S3LEASE_BUCKET`, `S3LEASE_STORE`, `S3LEASE_TABLE`,
    * `S3LEASE_CONTAINER`, `S3LEASE_PREFIX`, `S3LEASE_ENDPOINT`,
    * `S3LEASE_REGION`, `S3LEASE_STRATEGY`, `S3LEASE_EXPIRY_CLOCK`,
-   * `S3LEASE_CHECK_STORE`, `S3LEASE_SEAL_KEY`, read by the host as the
+   * `S3LEASE_CHECK_STORE`, `S3LEASE_AUDIT`, `S3LEASE_SEAL_KEY`, read by the host as the
    * command line reads them), with the AWS (Azure, Google) SDKs' own
    * variables and files for the rest. `overrides` win.
    */
@@ -195,6 +195,20 @@ class Client {
   async fencedGet(objectKey) {
     const read = await call(this.#native.fencedGet(objectKey));
     return read == null ? null : { ...read.info, body: read.body };
+  }
+
+  /**
+   * The key's grant log, oldest first (kept by clients connected with
+   * `audit: true`): each grant's `token`, `holder`, `grantedAt`, how it
+   * `ended` (`released`, `expired`, `taken-over`, `held`, `unknown`) and
+   * when, on the store's clock; `since` (a Date or ms) starts at the first
+   * grant at or after it.
+   */
+  async audit(key, options = {}) {
+    const since = options.since == null ? undefined : new Date(options.since).getTime();
+    const date = (ms) => (ms == null ? null : new Date(ms));
+    const entries = await call(this.#native.audit(key, since));
+    return entries.map((e) => ({ ...e, grantedAt: date(e.grantedAt), endedAt: date(e.endedAt) }));
   }
 
   /** Probes the store with real requests: what it can do, which settings are safe on it. */

@@ -173,6 +173,15 @@ impl NativeClient {
         }))
     }
 
+    /// The key's grant log, oldest first: from the first grant at or
+    /// after `sinceMs` (the store's clock).
+    #[napi]
+    pub async fn audit(&self, key: String, since_ms: Option<f64>) -> napi::Result<Vec<Value>> {
+        let since_ms = since_ms.map(|ms| ms.max(0.0) as u64);
+        let entries = self.slot.client.audit(&key, since_ms).await.or_reject()?;
+        Ok(entries.iter().map(convert::audit_entry_json).collect())
+    }
+
     /// Probes the store (real requests under a scratch prefix).
     #[napi]
     pub async fn preflight(&self) -> napi::Result<Value> {

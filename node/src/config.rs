@@ -28,6 +28,8 @@ pub struct ConnectOptions {
     pub strategy: Option<String>,
     pub expiry_clock: Option<String>,
     pub preflight: Option<bool>,
+    /// Keep the grant log (docs/audit.md).
+    pub audit: Option<bool>,
     pub seal_key: Option<String>,
     pub request_timeout_ms: Option<f64>,
     pub instances: Option<u32>,
@@ -67,6 +69,7 @@ impl ConnectOptions {
             "S3LEASE_STRATEGY" => self.strategy.clone(),
             "S3LEASE_EXPIRY_CLOCK" => self.expiry_clock.clone(),
             "S3LEASE_CHECK_STORE" => self.preflight.map(|yes| if yes { "1" } else { "0" }.into()),
+            "S3LEASE_AUDIT" => self.audit.map(|yes| if yes { "1" } else { "0" }.into()),
             "S3LEASE_SEAL_KEY" => self.seal_key.clone(),
             "AWS_ACCESS_KEY_ID" => self.access_key_id.clone(),
             "AWS_SECRET_ACCESS_KEY" => self.secret_access_key.clone(),

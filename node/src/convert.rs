@@ -4,8 +4,8 @@
 //! one per grant: it stays far below 2^53).
 
 use s3_lease_host::{
-    CapabilityResult, FencedObject, FencedWrite, LeaseRecord, LockState, PreflightReport,
-    SemaphoreState, SlotEntry,
+    AuditEntry, CapabilityResult, FencedObject, FencedWrite, LeaseRecord, LockState,
+    PreflightReport, SemaphoreState, SlotEntry,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -75,6 +75,21 @@ pub fn fenced_write_json(w: &FencedWrite) -> Value {
 }
 
 /// A fenced object, its body apart (a `Buffer`, not JSON).
+/// One grant of a key's log; times are the store's clock, ms.
+pub fn audit_entry_json(e: &AuditEntry) -> Value {
+    json!({
+        "token": e.token,
+        "holder": e.holder_id,
+        "ttlMs": e.ttl_ms,
+        "grantedAt": e.granted_at_ms,
+        "ended": e.ended.name(),
+        "endedAt": e.ended_at_ms,
+        "heldMs": e.held_ms,
+        "writtenBy": e.written_by,
+        "backfilled": e.backfilled,
+    })
+}
+
 pub fn fenced_object_json(o: &FencedObject) -> Value {
     json!({
         "objectKey": o.object_key,

@@ -242,3 +242,27 @@ test("fromEnv reads the command line's settings as the command line does", async
     Object.assign(process.env, saved);
   }
 });
+
+test('audit: true keeps the grant log (fromEnv: S3LEASE_AUDIT), and audit(key) reads it', async () => {
+  const options = await s3Options('audit');
+  const logged = await Client.connect({ ...options, audit: true });
+  await (await logged.acquire('logged', { ttl: 10_000, holder: 'first' })).release();
+  await logged.close();
+  const saved = { ...process.env };
+  try {
+    Object.assign(process.env, envOf(options), { S3LEASE_AUDIT: '1' });
+    const fromEnv = await Client.fromEnv();
+    await (await fromEnv.acquire('logged', { ttl: 10_000, holder: 'second' })).release();
+    const entries = await fromEnv.audit('logged');
+    assert.deepEqual(
+      entries.map((e) => [e.token, e.holder, e.ended, e.backfilled]),
+      [[1, 'first', 'released', false], [2, 'second', 'released', false]],
+      JSON.stringify(entries),
+    );
+    assert.ok(entries.every((e) => e.grantedAt instanceof Date && e.endedAt instanceof Date));
+    await fromEnv.close();
+  } finally {
+    for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
+    Object.assign(process.env, saved);
+  }
+});

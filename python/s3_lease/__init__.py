@@ -37,6 +37,7 @@ from ._lease import Lease
 from ._native import VERSION as __version__
 from ._native import load_report, precompile
 from ._types import (
+    AuditEntry,
     CapabilityResult,
     CloseReport,
     FencedObject,
@@ -52,6 +53,7 @@ from ._types import (
 
 __all__ = [
     "AccessDeniedError",
+    "AuditEntry",
     "CapabilityResult",
     "Client",
     "ClockSkewedError",

@@ -10,6 +10,7 @@ from . import _calls, _native
 from ._elector import Elector
 from ._lease import Lease, _release_on_exit
 from ._types import (
+    AuditEntry,
     CloseReport,
     FencedObject,
     LeaseRecord,
@@ -22,7 +23,7 @@ from ._types import (
 
 if TYPE_CHECKING:
     from types import TracebackType
-    from typing import Any, Callable, Dict, Optional, Type, Union
+    from typing import Any, Callable, Dict, List, Optional, Type, Union
 
     OnLost = Callable[[Lost], Any]
     Record = Union[LeaseRecord, str, Dict[str, Any]]
@@ -101,6 +102,7 @@ class Client:
         strategy: Optional[str] = None,
         expiry_clock: Optional[str] = None,
         preflight: Optional[bool] = None,
+        audit: Optional[bool] = None,
         request_timeout: Optional[float] = None,
         instances: Optional[int] = None,
     ) -> None:
@@ -115,7 +117,7 @@ class Client:
         reads it: ``S3LEASE_BUCKET``, ``S3LEASE_STORE``, ``S3LEASE_TABLE``,
         ``S3LEASE_CONTAINER``, ``S3LEASE_PREFIX``, ``S3LEASE_ENDPOINT``,
         ``S3LEASE_REGION``, ``S3LEASE_STRATEGY``, ``S3LEASE_EXPIRY_CLOCK``,
-        ``S3LEASE_CHECK_STORE``, ``S3LEASE_SEAL_KEY``, and the AWS, Azure and
+        ``S3LEASE_CHECK_STORE``, ``S3LEASE_AUDIT``, ``S3LEASE_SEAL_KEY``, and the AWS, Azure and
         Google variables and files their SDKs read. Arguments given win."""
         client = cls.__new__(cls)
         credentials = settings.pop("credentials", None)
@@ -221,6 +223,18 @@ class Client:
         """A semaphore's holders and queue; ``None`` for a plain lock or no object."""
         found = _calls.block(self._native.slots(key))
         return SemaphoreStatus._from(found) if found is not None else None
+
+    def audit(self, key: str, since_ms: Optional[int] = None) -> List[AuditEntry]:
+        """The key's grant log, oldest first (kept by clients made with
+        ``audit=True``): each grant's holder, when it was granted, how and
+        when it ended, from the first grant at or after ``since_ms`` (the
+        store's clock, ms since the Unix epoch)."""
+        found = _calls.block(self._native.audit(key, since_ms))
+        return [AuditEntry(**e) for e in found]
+
+    async def aaudit(self, key: str, since_ms: Optional[int] = None) -> List[AuditEntry]:
+        found = await _calls.wait(self._native.audit(key, since_ms))
+        return [AuditEntry(**e) for e in found]
 
     def preflight(self) -> PreflightReport:
         """Probes the store with real requests under a scratch prefix (deleted

@@ -125,6 +125,25 @@ class FencedWrite:
 
 
 @dataclass(frozen=True)
+class AuditEntry:
+    """One grant of a key, from its grant log (:meth:`Client.audit`). Times
+    are the store's clock, milliseconds since the Unix epoch. ``ended`` is
+    ``released``, ``expired``, ``taken-over``, ``held`` or ``unknown``;
+    ``written_by`` is the holder, or the grantee that back-filled the record
+    of a holder that never wrote it (``backfilled``)."""
+
+    token: int
+    holder: str
+    ttl_ms: int
+    granted_at_ms: Optional[int]
+    ended: str
+    ended_at_ms: Optional[int]
+    held_ms: Optional[int]
+    written_by: str
+    backfilled: bool
+
+
+@dataclass(frozen=True)
 class FencedObject:
     """A fenced object as read, with the token of the write that stored it."""
 

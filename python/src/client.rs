@@ -209,6 +209,24 @@ impl Client {
         })
     }
 
+    /// The key's grant log, oldest first: from the first grant at or
+    /// after `since_ms` (the store's clock).
+    #[pyo3(signature = (key, since_ms=None))]
+    fn audit(&self, key: String, since_ms: Option<u64>) -> PyResult<Pending> {
+        self.owner.check("client")?;
+        let client = (*self.client).clone();
+        pending::spawn(async move {
+            let entries = client.audit(&key, since_ms).await;
+            converted(entries, |py, entries| {
+                let list = pyo3::types::PyList::empty(py);
+                for e in &entries {
+                    list.append(convert::audit_entry(py, e)?)?;
+                }
+                Ok(list.into_any().unbind())
+            })
+        })
+    }
+
     fn preflight(&self) -> PyResult<Pending> {
         self.owner.check("client")?;
         let client = (*self.client).clone();

@@ -96,9 +96,14 @@ pub(crate) fn store_config(
             given.insert(*variable, value);
         }
     }
-    if let Some(preflight) = args.get_item("preflight")?.filter(|v| !v.is_none()) {
-        let yes = preflight.is_truthy()?;
-        given.insert("S3LEASE_CHECK_STORE", if yes { "1" } else { "0" }.into());
+    for (argument, variable) in [
+        ("preflight", "S3LEASE_CHECK_STORE"),
+        ("audit", "S3LEASE_AUDIT"),
+    ] {
+        if let Some(value) = args.get_item(argument)?.filter(|v| !v.is_none()) {
+            let yes = value.is_truthy()?;
+            given.insert(variable, if yes { "1" } else { "0" }.into());
+        }
     }
     let settings = Settings { given, from_env };
     let store = settings.setting("S3LEASE_STORE").unwrap_or_default();

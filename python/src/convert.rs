@@ -4,8 +4,8 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use s3_lease_host::{
-    CloseReport, FencedObject, FencedWrite, LeaseRecord, LockState, LostReason, PreflightReport,
-    Role, SemaphoreState, SlotEntry,
+    AuditEntry, CloseReport, FencedObject, FencedWrite, LeaseRecord, LockState, LostReason,
+    PreflightReport, Role, SemaphoreState, SlotEntry,
 };
 use std::time::Duration;
 
@@ -119,6 +119,21 @@ pub(crate) fn fenced_object<'py>(
     d.set_item("etag", &o.etag)?;
     d.set_item("content_type", &o.content_type)?;
     d.set_item("token", o.token)?;
+    Ok(d)
+}
+
+/// One grant of a key's log (see `AuditEntry` in `_types.py`).
+pub(crate) fn audit_entry<'py>(py: Python<'py>, e: &AuditEntry) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("token", e.token)?;
+    d.set_item("holder", &e.holder_id)?;
+    d.set_item("ttl_ms", e.ttl_ms)?;
+    d.set_item("granted_at_ms", e.granted_at_ms)?;
+    d.set_item("ended", e.ended.name())?;
+    d.set_item("ended_at_ms", e.ended_at_ms)?;
+    d.set_item("held_ms", e.held_ms)?;
+    d.set_item("written_by", &e.written_by)?;
+    d.set_item("backfilled", e.backfilled)?;
     Ok(d)
 }
 

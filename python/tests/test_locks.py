@@ -12,7 +12,7 @@ from typing import Any, Dict
 import pytest
 
 import s3_lease
-from conftest import python, s3_env
+from conftest import python, s3_env, s3_settings
 
 
 def free(client: s3_lease.Client, key: str) -> bool:
@@ -245,3 +245,25 @@ def test_from_env_reads_the_command_lines_settings_as_it_does(
     with pytest.raises(s3_lease.ConfigError) as refused:
         s3_lease.Client.from_env()
     assert refused.value.field == "S3LEASE_CHECK_STORE" and "maybe" in str(refused.value)
+
+
+def test_audit_keeps_the_grant_log_and_audit_reads_it(
+    s3: Dict[str, Any], prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # audit=True: each grant and release is recorded.
+    with s3_lease.Client(**s3_settings(s3, prefix, audit=True)) as c:
+        with c.lock("logged", ttl=10, holder="first"):
+            pass
+    # from_env reads S3LEASE_AUDIT as the command line does.
+    for name, value in s3_env(s3, prefix).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("S3LEASE_AUDIT", "1")
+    with s3_lease.Client.from_env() as c:
+        with c.lock("logged", ttl=10, holder="second"):
+            pass
+        entries = c.audit("logged")
+    assert [(e.token, e.holder, e.ended, e.backfilled) for e in entries] == [
+        (1, "first", "released", False),
+        (2, "second", "released", False),
+    ], entries
+    assert all(isinstance(e, s3_lease.AuditEntry) and e.granted_at_ms for e in entries)

@@ -18,7 +18,7 @@ use crate::error::Error;
 use crate::limits::MAX_OBJECT_KEY_BYTES;
 
 /// The folder of every key's log, under the key prefix.
-pub const AUDIT_DIR_NAME: &str = ".s3-lease-audit/";
+pub use crate::lease::AUDIT_DIR_NAME;
 
 /// What a record is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]

@@ -44,9 +44,9 @@ impl StoreConfig {
     ///   own AWS calls);
     /// - the client's own: `S3LEASE_PREFIX`, `S3LEASE_STRATEGY`
     ///   (`single-object`, `epoch-objects`), `S3LEASE_EXPIRY_CLOCK`
-    ///   (`server`, `holder`, `observed`) and `S3LEASE_CHECK_STORE` (`1`,
-    ///   `true`, `yes`, `on`, `y`, `t`, or `0`, `false`, `no`, `off`, `n`,
-    ///   `f`; any case).
+    ///   (`server`, `holder`, `observed`), and `S3LEASE_CHECK_STORE` and
+    ///   `S3LEASE_AUDIT` (the grant log) as yes or no (`1`, `true`, `yes`,
+    ///   `on`, `y`, `t`, or `0`, `false`, `no`, `off`, `n`, `f`; any case).
     ///
     /// An S3 or DynamoDB store's keys come from `keys`. A value none of
     /// these take is an `invalid-config` error naming its variable.
@@ -93,19 +93,24 @@ impl StoreConfig {
             ],
             |c| c.name(),
         )?;
-        config.preflight =
-            var("S3LEASE_CHECK_STORE")
-                .map(|v| {
-                    yes_or_no(&v).ok_or_else(|| {
-                        Error::invalid_config(
-                    "S3LEASE_CHECK_STORE",
-                    format!("{v:?} is neither yes (1, true, yes, on) nor no (0, false, no, off)"),
-                )
-                    })
-                })
-                .transpose()?;
+        config.preflight = yes_or_no_var(&var, "S3LEASE_CHECK_STORE")?;
+        config.audit = yes_or_no_var(&var, "S3LEASE_AUDIT")?;
         Ok(config)
     }
+}
+
+/// The variable `name` as a yes or a no, if set (see `yes_or_no`).
+fn yes_or_no_var(var: &impl Fn(&str) -> Option<String>, name: &str) -> Result<Option<bool>, Error> {
+    var(name)
+        .map(|v| {
+            yes_or_no(&v).ok_or_else(|| {
+                Error::invalid_config(
+                    name,
+                    format!("{v:?} is neither yes (1, true, yes, on) nor no (0, false, no, off)"),
+                )
+            })
+        })
+        .transpose()
 }
 
 /// The variable `name` as the host's readers should see it: the command
@@ -505,8 +510,10 @@ mod settings_tests {
             ("S3LEASE_STRATEGY", "epoch-objects"),
             ("S3LEASE_EXPIRY_CLOCK", "holder"),
             ("S3LEASE_CHECK_STORE", "Yes"),
+            ("S3LEASE_AUDIT", "1"),
         ])
         .unwrap();
+        assert_eq!(c.audit, Some(true));
         assert_eq!(c.key_prefix.as_deref(), Some("jobs/"));
         assert_eq!(c.strategy, Some(Strategy::EpochObjects));
         assert_eq!(c.expiry_clock, Some(ExpiryClock::Holder));
@@ -522,8 +529,13 @@ mod settings_tests {
         }
         let plain = given(&[("S3LEASE_BUCKET", "locks")]).unwrap();
         assert_eq!(
-            (plain.strategy, plain.expiry_clock, plain.preflight),
-            (None, None, None)
+            (
+                plain.strategy,
+                plain.expiry_clock,
+                plain.preflight,
+                plain.audit
+            ),
+            (None, None, None, None)
         );
     }
 
@@ -533,6 +545,7 @@ mod settings_tests {
             ("S3LEASE_STRATEGY", "fastest"),
             ("S3LEASE_EXPIRY_CLOCK", "sundial"),
             ("S3LEASE_CHECK_STORE", "maybe"),
+            ("S3LEASE_AUDIT", "sometimes"),
             ("S3LEASE_STORE", "floppy"),
         ] {
             let e = given(&[("S3LEASE_BUCKET", "locks"), (name, value)]).unwrap_err();
