@@ -7,7 +7,9 @@
 //! their generated twins case for case (`same_cases!`); records are
 //! converted field by field.
 
-use crate::audit::{AuditEnd, AuditEntry, AuditFinding, AuditFindingKind, AuditPruned, AuditReport};
+use crate::audit::{
+    AuditEnd, AuditEntry, AuditFinding, AuditFindingKind, AuditPruned, AuditReport,
+};
 use crate::config::{Store, StoreConfig};
 use crate::engine::bindings as wit;
 use crate::engine::bindings::exports::s3_lease::lease::types as witt;
