@@ -590,3 +590,51 @@ fn a_log_costs_one_write_per_grant_and_release_and_one_more_per_takeover() {
         .len();
     assert!((400..700).contains(&bytes), "{bytes} bytes");
 }
+
+/// Epoch-objects, the seed the simulation found: A lists a key with no
+/// epochs, then its floor write hangs; meanwhile B takes the key (its
+/// floor, epoch 1) and keeps it, renewing, long past A's join window. A's
+/// floor, read back, is old: raised a stride. A must list again before it
+/// creates the stride's first epoch: B's epoch is live. (Created from the
+/// old listing, A held the key beside B until B's next renew, and its
+/// grant record named no epoch it followed: verify could not prove it.)
+#[test]
+fn a_floor_raised_after_an_old_listing_lists_again_and_finds_the_live_epoch() {
+    for audit in [false, true] {
+        let mut config = s3(Strategy::EpochObjects, ExpiryClock::Server);
+        config.audit = audit;
+        let shared = Rc::new(RefCell::new(S3Model::new(START_MS)));
+        let mut io = ModelIo::of(shared.clone());
+        let mut b_io = ModelIo::of(shared.clone());
+        // Write ids of their own (the model's randomness is a counter).
+        b_io.random = 1_000_003;
+        let mut a = ClientCore::new(config.clone());
+        let mut b = ClientCore::new(config.clone());
+        let mut held: Option<Lease> = None;
+        let outcome = {
+            let mut stalled = Intercept::new(&mut io, |r, _| {
+                let floor = r.method == Method::Put && r.object_key.contains(".s3-lease-floor");
+                if !floor || held.is_some() {
+                    return None;
+                }
+                let mut lease = take(&mut b, &mut b_io, &shared, "b");
+                for _ in 0..30 {
+                    shared.borrow_mut().advance(4_000);
+                    lease = b.rewrite(&mut b_io, lease, false).ready().unwrap();
+                }
+                held = Some(lease);
+                // The hung write, given up on: A reads the floor back.
+                Some(Err(Error::Transport("timed out".into())))
+            });
+            a.try_acquire(&mut stalled, "k", &grant("a")).ready()
+        };
+        let b_lease = held.expect("A wrote its floor");
+        // B keeps its lease: no epoch above its own was created.
+        let renewed = b.rewrite(&mut b_io, b_lease, false).ready();
+        assert!(renewed.is_ok(), "audit {audit}: B's renew: {renewed:?}");
+        assert!(
+            matches!(&outcome, Ok(AcquireOutcome::Held(Some(s))) if s.record.holder_id == "b"),
+            "audit {audit}: A, while B holds the key: {outcome:?}"
+        );
+    }
+}

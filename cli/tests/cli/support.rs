@@ -120,6 +120,17 @@ impl Scene {
     }
 }
 
+/// A scene's directory goes with it: it can hold a copy of the binary and
+/// a compiled component (140 MB), which every run of the suite would leave
+/// behind. After a failure it stays: what it holds explains the failure.
+impl Drop for Scene {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
 /// `program ARGS.. INNER_PROGRAM INNER_ARGS..` with `inner`'s environment:
 /// `inner` run through another program (`nohup`, `unshare`, or `sh -c
 /// 'ulimit -n 256 && exec "$@"' sh`).

@@ -59,6 +59,8 @@ pub struct EpochTryAcquire {
     backfiller: Option<Backfiller>,
     /// The key's token floor, written before its first epoch.
     floor: Option<Floor>,
+    /// Listed again after a floor raised (see `on_floor`).
+    relisted: bool,
 }
 
 /// A try-acquire's outcome and the old epoch objects to delete after it.
@@ -93,6 +95,7 @@ impl EpochTryAcquire {
             write_times: WriteTimes::default(),
             backfiller: None,
             floor: None,
+            relisted: false,
         }
     }
 
@@ -126,6 +129,18 @@ impl EpochTryAcquire {
             FloorStep::Send(request) => {
                 self.phase = Phase::Flooring;
                 Step::Send(request)
+            }
+            // A floor raised (or found raised): the key's epochs were
+            // gone when we listed, but that listing may be old (a floor
+            // write that hung, then read back), and a whole incarnation
+            // may have come and gone since: list once more, and follow
+            // its highest epoch if there is one (its holder may be live,
+            // and a grant record names the epoch it followed).
+            FloorStep::Base(base) if base > 0 && !self.relisted => {
+                self.relisted = true;
+                self.lister = Lister::new(&self.dir, self.lister.hint);
+                self.phase = Phase::Listing;
+                Step::Send(self.lister.first())
             }
             FloorStep::Base(base) => self.create(self.lister.hint.max(base), now_ms),
             FloorStep::Failed(e) => Step::Done(Err(e)),
