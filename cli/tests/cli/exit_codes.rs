@@ -399,14 +399,24 @@ impl Ctx<'_> {
         format!("{}{}-object", self.scene().prefix, self.key)
     }
 
-    /// A lock object at KEY that is not one.
-    fn corrupt(&self) {
-        let admin = match self.store {
+    /// Raw calls to the case's store, outside the component.
+    fn admin(&self) -> host_test::admin::Admin {
+        match self.store {
             Store::S3 => self.world.s3.endpoint.admin().unwrap(),
             Store::DynamoDb => dynalite::shared().admin(&self.world.table).unwrap(),
-        };
-        let object = format!("{}{}", self.scene().prefix, self.key);
-        admin.put(&object, b"not a lock object").unwrap();
+        }
+    }
+
+    /// The lock object's name for KEY.
+    fn lock_object(&self) -> String {
+        format!("{}{}", self.scene().prefix, self.key)
+    }
+
+    /// A lock object at KEY that is not one.
+    fn corrupt(&self) {
+        self.admin()
+            .put(&self.lock_object(), b"not a lock object")
+            .unwrap();
     }
 }
 
@@ -1347,6 +1357,52 @@ fn cases() -> Vec<Case> {
         case("preflight", Code(81), "an unsafe store", BOTH, |c| {
             c.unsafe_store(&["preflight"]).unwrap_or_else(skipped)
         }),
+        // ---- audit verify
+        case(
+            "audit verify",
+            Code(82),
+            "the lock object rewritten for another holder of its token",
+            BOTH,
+            |c| {
+                let out = c.run(&["--audit", "acquire", "KEY", "--holder", "first"]);
+                assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+                let admin = c.admin();
+                let (body, _) = admin.get(&c.lock_object()).unwrap().expect("the lock");
+                let mut lock: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                lock["holder"] = "second".into();
+                admin
+                    .put(&c.lock_object(), lock.to_string().as_bytes())
+                    .unwrap();
+                c.run(&["audit", "verify", "KEY"])
+            },
+        )
+        .says("two holders"),
+        case(
+            "audit verify",
+            Code(83),
+            "two grants' records deleted",
+            BOTH,
+            |c| {
+                let out = c.run(&["--audit", "acquire", "KEY"]);
+                assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+                let out = c.run_in(&["--audit", "release"], &text(&out.stdout));
+                assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+                let out = c.run(&["--audit", "acquire", "KEY"]);
+                assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+                // Token 2 is held; nothing is left that names token 1.
+                let admin = c.admin();
+                for token in [1, 2] {
+                    let record = format!(
+                        "{}.s3-lease-audit/{}/{token:020}.grant.json",
+                        c.scene().prefix,
+                        c.key
+                    );
+                    admin.delete(&record).unwrap();
+                }
+                c.run(&["audit", "verify", "KEY"])
+            },
+        )
+        .says("does not prove"),
         // ---- version
         case("version", Code(0), "always", BOTH, |c| c.run(&["version"])),
         case("version", Code(64), "an unknown flag", BOTH, |c| {
