@@ -15,8 +15,8 @@ An author's cargo reads it as an alternative registry:
 `[registries.NAME] index = "sparse+URL/index/"` in .cargo/config.toml, or
 CARGO_REGISTRIES_<NAME>_INDEX. Each CRATE is a file `cargo package` wrote;
 its entry is made from the normalized Cargo.toml inside it, as crates.io
-makes one from a published crate's: its dependencies (all from crates.io
-here), features and checksum. A version published again replaces its entry.
+makes one from a published crate's: its dependencies (from this registry
+when given here with it, else from crates.io), features and checksum. A version published again replaces its entry.
 Standard library only (Python 3.11: tomllib).
 """
 import hashlib
@@ -40,7 +40,7 @@ def index_path(name):
     return os.path.join(name[:2], name[2:4], name)
 
 
-def dependency(name, spec, kind, target):
+def dependency(name, spec, kind, target, published):
     if isinstance(spec, str):
         spec = {"version": spec}
     if "path" in spec or "git" in spec:
@@ -53,9 +53,10 @@ def dependency(name, spec, kind, target):
         "default_features": spec.get("default-features", True),
         "target": target,
         "kind": kind,
-        # Every dependency comes from crates.io (the index of an alternative
-        # registry names the other registries its crates use).
-        "registry": spec.get("registry-index", CRATES_IO),
+        # A crate published here with it comes from this registry (null:
+        # the index's own); every other from crates.io (the index of an
+        # alternative registry names the other registries its crates use).
+        "registry": None if name in published else spec.get("registry-index", CRATES_IO),
     }
     if "package" in spec:
         # Renamed: `name` is the name the crate uses, `package` the real one.
@@ -63,25 +64,29 @@ def dependency(name, spec, kind, target):
     return entry
 
 
-def dependencies(manifest):
+def dependencies(manifest, published):
     kinds = {"dependencies": "normal", "dev-dependencies": "dev", "build-dependencies": "build"}
     found = []
     for table, kind in kinds.items():
         for name, spec in manifest.get(table, {}).items():
-            found.append(dependency(name, spec, kind, None))
+            found.append(dependency(name, spec, kind, None, published))
     for target, tables in manifest.get("target", {}).items():
         for table, kind in kinds.items():
             for name, spec in tables.get(table, {}).items():
-                found.append(dependency(name, spec, kind, target))
+                found.append(dependency(name, spec, kind, target, published))
     return found
 
 
-def entry(crate_file):
-    with open(crate_file, "rb") as f:
-        data = f.read()
+def manifest_of(crate_file):
     with tarfile.open(crate_file, "r:gz") as tar:
         member = next(m for m in tar.getmembers() if m.name.count("/") == 1 and m.name.endswith("/Cargo.toml"))
-        manifest = tomllib.loads(tar.extractfile(member).read().decode())
+        return tomllib.loads(tar.extractfile(member).read().decode())
+
+
+def entry(crate_file, published):
+    with open(crate_file, "rb") as f:
+        data = f.read()
+    manifest = manifest_of(crate_file)
     package = manifest["package"]
     features = manifest.get("features", {})
     # `dep:` and `?` features go in features2 (index format v2).
@@ -90,7 +95,7 @@ def entry(crate_file):
     line = {
         "name": package["name"],
         "vers": package["version"],
-        "deps": dependencies(manifest),
+        "deps": dependencies(manifest, published),
         "cksum": hashlib.sha256(data).hexdigest(),
         "features": plain,
         "yanked": False,
@@ -112,8 +117,9 @@ def main():
     os.makedirs(os.path.join(root, "crates"), exist_ok=True)
     with open(os.path.join(root, "index", "config.json"), "w") as f:
         json.dump({"dl": f"{url}/crates/{{crate}}-{{version}}.crate"}, f)
+    published = {manifest_of(f)["package"]["name"] for f in crate_files}
     for crate_file in crate_files:
-        line = entry(crate_file)
+        line = entry(crate_file, published)
         name, version = line["name"], line["vers"]
         shutil.copyfile(crate_file, os.path.join(root, "crates", f"{name}-{version}.crate"))
         path = os.path.join(root, "index", index_path(name))

@@ -42,5 +42,5 @@ echo "package: the host crate carries setup.sh's component (SHA-256 $sum)"
 
 # The guest crate, with the contract it is made from (the repository's
 # wit/, copied in and checked byte for byte: scripts/package_guest.sh).
-guest_crate=$(scripts/package_guest.sh)
+guest_crate=$(scripts/package_guest.sh | tail -n 1)
 echo "package: s3-lease-guest: $(wc -c <"$guest_crate") bytes, $(tar -tzf "$guest_crate" | wc -l) files"

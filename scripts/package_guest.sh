@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Packs the guest crate (s3-lease-guest) as `cargo publish` would, without
-# uploading, and prints the .crate's path on stdout (progress on stderr).
+# uploading, and prints on stdout the paths of the .crate files a registry
+# needs for it, one a line, its dependency first: s3-lease-keep (the
+# contract's names, which the guest crate shares with the component and the
+# host crate), then the guest crate (progress on stderr).
 #
 # The crate's bindings read the contract from `wit/` beside its Cargo.toml
 # when it is a published crate, and from the repository's `wit/` in the
@@ -24,6 +27,13 @@ version=$(sed -n 's/^version = "\(.*\)"$/\1/p' guest/Cargo.toml | head -n 1)
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
 cp -r guest "$staging/s3-lease-guest"
+# Its path dependency resolves beside it, as in the repository; the packed
+# manifest names it by version, and the lock cargo writes into the package
+# resolves it to the same sources (a patch above the package: cargo would
+# look for it on crates.io, which does not have it).
+cp -r keep "$staging/keep"
+mkdir "$staging/.cargo"
+printf '[patch.crates-io]\ns3-lease-keep = { path = "keep" }\n' >"$staging/.cargo/config.toml"
 cp -r wit "$staging/s3-lease-guest/wit"
 # A package of its own there (no workspace above it), with the
 # repository's lock for the same dependency versions.
@@ -42,4 +52,8 @@ if ! diff -r "$root/wit" "$packed/wit" >&2; then
 fi
 
 echo "package_guest: s3-lease-guest $version packed ($(wc -c <"$crate") bytes, $(tar -tzf "$crate" | grep -c '/wit/') WIT files, the repository's)" >&2
+# s3-lease-keep, packed from the workspace as scripts/package.sh packs it.
+keep_version=$(sed -n 's/^version = "\(.*\)"$/\1/p' keep/Cargo.toml | head -n 1)
+CARGO_TARGET_DIR="$target" cargo package --locked --no-verify --allow-dirty -p s3-lease-keep >&2
+echo "$target/package/s3-lease-keep-$keep_version.crate"
 echo "$crate"

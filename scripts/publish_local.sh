@@ -11,7 +11,8 @@
 #     s3-lease:lock-wasip3@V    its WASI 0.3 build ($S3LEASE_COMPONENT_P3)
 #     s3-lease:gate@V, s3-lease:gate-wasip3@V  the gate middleware, when built
 #   a cargo registry (a sparse index and the .crate files), for cargo:
-#     s3-lease-guest V          the guest crate (scripts/package_guest.sh)
+#     s3-lease-guest V          the guest crate (scripts/package_guest.sh),
+#     s3-lease-keep             and the contract's names it depends on
 #
 # V is the contract's version, read from wit/lease.wit. A component is
 # published only if it is the build scripts/setup.sh made, shrank and
@@ -171,8 +172,12 @@ if [ -f "$gate_p3" ]; then push s3-lease:gate-wasip3 "$gate_p3"; fi
 
 # The guest crate, packed from the repository (its WIT the repository's
 # wit/, checked), into a sparse cargo index served as static files.
-crate=$("$root/scripts/package_guest.sh")
-python3 "$root/scripts/cargo_registry.py" "$registry_dir/cargo" "http://$cargo_registry" "$crate"
+# Its dependency s3-lease-keep goes beside it (the crates package_guest.sh
+# prints, dependencies first; the guest crate last).
+crates=$("$root/scripts/package_guest.sh")
+crate=$(echo "$crates" | tail -n 1)
+# shellcheck disable=SC2086 # one path a line, none with spaces
+python3 "$root/scripts/cargo_registry.py" "$registry_dir/cargo" "http://$cargo_registry" $crates
 if ! answers "http://$cargo_registry/index/config.json"; then
     python3 -m http.server --bind "${cargo_registry%:*}" --directory "$registry_dir/cargo" \
         "${cargo_registry##*:}" >"$registry_dir/cargo-server.log" 2>&1 3>&- &

@@ -127,7 +127,7 @@ pub fn prepare(
     req: &S3Request,
     unix_seconds: u64,
 ) -> HttpRequest {
-    let path = blob_path(config.addressing, blob, &req.object_key);
+    let path = blob_path(blob.addressing, blob, &req.object_key);
     let mut headers = azure_headers(req);
     headers.push(("x-ms-date".into(), crate::http_date::format(unix_seconds)));
     headers.push(("x-ms-version".into(), API_VERSION.into()));

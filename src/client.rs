@@ -10,7 +10,7 @@ use crate::prelude::*;
 mod audit;
 
 use crate::capability::CapabilityResult;
-use crate::config::{check_credentials, ClientConfig, Strategy};
+use crate::config::{ClientConfig, Credential, Store, Strategy};
 use crate::driver::{self, Io, Within};
 use crate::error::Error;
 use crate::expiry::{Judge, Observation};
@@ -21,7 +21,6 @@ use crate::lock_object::LockState;
 use crate::preflight::{Gate, Preflight, Report};
 use crate::protocol::AcquireOutcome;
 use crate::seal::{LoadSealKey, LockSeal, Sealer, StoredKey};
-use crate::sigv4::Credentials;
 use crate::strategy::epoch::{self, Cleanup, EpochInspect, EpochRewrite, EpochTryAcquire};
 use crate::strategy::floor;
 use crate::strategy::single_object::semaphore::{SemaphoreOp, SlotOutcome, Wish};
@@ -155,15 +154,14 @@ impl ClientCore {
         }
     }
 
-    /// Replaces the credentials (a host refreshing temporary ones): the
-    /// next request signs with them. Nothing else changes: the seal key
-    /// takes nothing from credentials, so leases stay valid, and what the
-    /// client remembers stays. Refused like the constructor's, with
-    /// `invalid-config`, leaving the old ones in place.
-    pub fn set_credentials(&mut self, credentials: Credentials) -> Result<(), Error> {
-        check_credentials(&credentials)?;
-        self.config.credentials = credentials;
-        Ok(())
+    /// Replaces the store's credential (a host refreshing temporary
+    /// ones): the next request signs with it. Nothing else changes: the
+    /// seal key takes nothing from credentials, so leases stay valid, and
+    /// what the client remembers stays. Refused like the constructor's,
+    /// with `invalid-config` (or for another store's kind), leaving the old
+    /// one in place.
+    pub fn set_credential(&mut self, credential: Credential) -> Result<(), Error> {
+        self.config.store.set_credential(credential)
     }
 
     pub fn object_key(&self, key: &str) -> Result<String, Error> {
@@ -297,15 +295,12 @@ impl ClientCore {
             self.config.strategy,
             self.config.expiry_clock,
         );
-        if let Some(table) = self.config.store.table() {
-            op = op.on_dynamodb(table);
-        }
-        if self.config.store.azure().is_some() {
-            op = op.on_azure();
-        }
-        if self.config.store.gcs().is_some() {
-            op = op.on_gcs();
-        }
+        op = match &self.config.store {
+            Store::S3(_) => op,
+            Store::DynamoDb(table) => op.on_dynamodb(&table.table),
+            Store::AzureBlob(_) => op.on_azure(),
+            Store::Gcs(_) => op.on_gcs(),
+        };
         let mut report = driver::run(io, op).await?;
         if let Some(collision) = &self.collision {
             audit::with_collision(&mut report, collision);
@@ -342,8 +337,10 @@ impl ClientCore {
     /// The token floor of a lock object (`strategy::floor`), on an object
     /// store; a DynamoDB item keeps its counter itself.
     fn floor_key(&self, object_key: &str) -> Option<String> {
-        let on_table = self.config.store.table().is_some();
-        (!on_table).then(|| floor::floor_key(&self.config.key_prefix, object_key))
+        let profile = self.config.store.profile();
+        profile
+            .keeps_token_floor
+            .then(|| floor::floor_key(&self.config.key_prefix, object_key))
     }
 
     /// One try-acquire with the configured strategy.
@@ -656,7 +653,7 @@ impl ClientCore {
             write_id,
             cached,
         );
-        if self.config.store.table().is_some() {
+        if !self.config.store.profile().records_write_times {
             op = op.on_store_without_write_times();
         }
         if let Some(b) = backfiller {
@@ -770,7 +767,8 @@ impl ClientCore {
                 // A lease this client wrote, or a store that checks the
                 // token in the write's condition (DynamoDB), needs no read
                 // to know its token is the stored one.
-                let token_known = self.wrote_lease(&lease) || self.config.store.table().is_some();
+                let token_known =
+                    self.wrote_lease(&lease) || self.config.store.profile().condition_checks_token;
                 let mut op = if release {
                     RewriteOwn::release(lease, object_key, seal, write_id)
                 } else {
@@ -834,7 +832,7 @@ impl ClientCore {
         change: Change,
         reject_equal: bool,
     ) -> Result<Written, Error> {
-        self.s3_only("fenced writes")?;
+        self.objects_only("fenced writes")?;
         let lock_object_key = self.object_key(&lease.key)?;
         let lock = fenced::lock_identity(self.config.strategy.name(), &lock_object_key);
         let sealer = self.sealer(io).await?;
@@ -856,23 +854,29 @@ impl ClientCore {
         io: &mut impl Io,
         object_key: &str,
     ) -> Result<Option<FencedObject>, Error> {
-        self.s3_only("fenced reads")?;
+        self.objects_only("fenced reads")?;
         let object_key = fenced::fenced_object_key(object_key)?;
         driver::run(io, FencedGet::new(object_key)).await
     }
 }
 
 impl ClientCore {
-    /// Refuses, before any request, what only an S3 store can do: fenced
-    /// objects live in the bucket, and a DynamoDB client has none.
-    fn s3_only(&self, what: &str) -> Result<(), Error> {
-        match self.config.store.table() {
-            None => Ok(()),
-            Some(table) => Err(Error::invalid_config(
-                "store",
-                format!("{what} keep data in an S3 bucket; this client's store is the DynamoDB table {table:?}"),
-            )),
+    /// Refuses, before any request, what only a store that holds objects
+    /// can do: fenced objects live beside the locks, and a table store
+    /// (DynamoDB) has none.
+    fn objects_only(&self, what: &str) -> Result<(), Error> {
+        let store = &self.config.store;
+        if store.profile().holds_objects {
+            return Ok(());
         }
+        Err(Error::invalid_config(
+            "store",
+            format!(
+                "{what} keep data in a bucket's objects; this client's store is {}, which holds \
+                 none",
+                store.described()
+            ),
+        ))
     }
 }
 

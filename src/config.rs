@@ -1,5 +1,6 @@
 //! Client configuration, validated once at construction so every later request
-//! can be built without failing.
+//! can be built without failing: the store (`Store`, one case per store,
+//! each checked in its own file) and the settings every store shares.
 
 use crate::prelude::*;
 
@@ -7,42 +8,21 @@ use crate::error::Error;
 use crate::sigv4::Credentials;
 use core::fmt;
 
+mod aws;
 mod azure;
+mod dynamodb;
 mod gcs;
+mod s3;
 
+pub use aws::check_credentials;
 pub use azure::{AzureBlob, AzureCredential};
-pub use gcs::{GcsCredential, GCS_MIN_RETRY_PERIOD_MS, GCS_MIN_TTL_MS};
+pub use dynamodb::DynamoDbTable;
+pub use gcs::{GcsBucket, GcsCredential, GCS_MIN_RETRY_PERIOD_MS, GCS_MIN_TTL_MS};
+pub use s3::S3Bucket;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Addressing {
-    Path,
-    VirtualHosted,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Strategy {
-    SingleObject,
-    EpochObjects,
-}
-
-impl Strategy {
-    /// The WIT name, recorded on fenced objects as part of the lock's identity.
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::SingleObject => "single-object",
-            Strategy::EpochObjects => "epoch-objects",
-        }
-    }
-}
-
-/// Which rule judges whether an unreleased lease has expired: see `expiry`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ExpiryClock {
-    Holder,
-    #[default]
-    Server,
-    Observed,
-}
+/// The contract's names for addressing, strategies and expiry clocks,
+/// defined once for the core, the host crate and the guest crate.
+pub use s3_lease_keep::vocabulary::{Addressing, ExpiryClock, Strategy};
 
 /// The longest `seal-key` accepted, in bytes.
 pub const MAX_SEAL_KEY_BYTES: usize = 1024;
@@ -68,54 +48,159 @@ impl fmt::Debug for SealKey {
     }
 }
 
-/// Where the locks are kept (the WIT `store`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// Where the locks are kept (the WIT `store`): each case holds that
+/// store's endpoint, place and credential, and nothing of another's.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Store {
-    /// Objects in the config's bucket.
-    #[default]
-    S3,
+    /// Objects in an S3 bucket.
+    S3(S3Bucket),
     /// Items in a DynamoDB table (see `dynamodb`).
-    DynamoDb { table: String },
+    DynamoDb(DynamoDbTable),
     /// Blobs in an Azure Blob Storage container (see `azure`).
     AzureBlob(AzureBlob),
-    /// Objects in the config's bucket on Google Cloud Storage, through its
-    /// JSON API (see `gcs`).
+    /// Objects in a Google Cloud Storage bucket, through its JSON API
+    /// (see `gcs`).
+    Gcs(GcsBucket),
+}
+
+/// A store's credential, as `set-credential` replaces it (the WIT
+/// `credential`). `Debug` shows no secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// AWS keys: S3's and DynamoDB's.
+    Aws(Credentials),
+    Azure(AzureCredential),
     Gcs(GcsCredential),
 }
 
+/// What a store is and does, as the protocol needs to know it: one
+/// constant per store (its `PROFILE`), so the rest of the core asks what a
+/// store does rather than which store it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Profile {
+    /// The store's name in the contract (`s3`, `dynamodb`, ...).
+    pub name: &'static str,
+    /// Lists keys by `start-after`: the epoch-objects strategy.
+    pub lists_keys: bool,
+    /// Records when it wrote (`Last-Modified`): the `server` expiry clock,
+    /// the default where there is one.
+    pub records_write_times: bool,
+    /// Holds the objects a fenced write writes.
+    pub holds_objects: bool,
+    /// A write's condition checks the lease's token itself (no read first).
+    pub condition_checks_token: bool,
+    /// The shortest time between two writes of one object it takes, in ms
+    /// (0: none).
+    pub min_write_interval_ms: u64,
+    /// Keeps a token floor beside each lock object (`strategy::floor`): an
+    /// object store, whose lock object's deletion would restart its tokens;
+    /// a DynamoDB item keeps its counter itself.
+    pub keeps_token_floor: bool,
+}
+
 impl Store {
-    /// The table, for a DynamoDB store.
-    pub fn table(&self) -> Option<&str> {
+    /// What this store is and does.
+    pub fn profile(&self) -> &'static Profile {
         match self {
-            Store::DynamoDb { table } => Some(table),
-            Store::S3 | Store::AzureBlob(_) | Store::Gcs(_) => None,
-        }
-    }
-
-    /// The account and container, for an Azure Blob store.
-    pub fn azure(&self) -> Option<&AzureBlob> {
-        match self {
-            Store::AzureBlob(blob) => Some(blob),
-            Store::S3 | Store::DynamoDb { .. } | Store::Gcs(_) => None,
-        }
-    }
-
-    /// The credential, for a GCS store.
-    pub fn gcs(&self) -> Option<&GcsCredential> {
-        match self {
-            Store::Gcs(credential) => Some(credential),
-            Store::S3 | Store::DynamoDb { .. } | Store::AzureBlob(_) => None,
+            Store::S3(_) => &s3::PROFILE,
+            Store::DynamoDb(_) => &dynamodb::PROFILE,
+            Store::AzureBlob(_) => &azure::PROFILE,
+            Store::Gcs(_) => &gcs::PROFILE,
         }
     }
 
     /// What `config.store` names, for errors: `s3`, `dynamodb`,
     /// `azure-blob`, `gcs`.
     pub fn name(&self) -> &'static str {
+        self.profile().name
+    }
+
+    /// What the store is, as messages name it: `the DynamoDB table
+    /// "locks"`, say.
+    pub fn described(&self) -> String {
         match self {
-            Store::S3 => "s3",
-            Store::DynamoDb { .. } => "dynamodb",
-            Store::AzureBlob(_) => "azure-blob",
-            Store::Gcs(_) => "gcs",
+            Store::S3(s) => format!("the S3 bucket {:?}", s.bucket),
+            Store::DynamoDb(s) => format!("the DynamoDB table {:?}", s.table),
+            Store::AzureBlob(s) => format!(
+                "the Azure Blob container {:?} of account {:?}",
+                s.container, s.account
+            ),
+            Store::Gcs(s) => format!("the GCS bucket {:?}", s.bucket),
+        }
+    }
+
+    /// The endpoint as configured (`scheme://host[:port]`).
+    pub fn endpoint(&self) -> &str {
+        match self {
+            Store::S3(s) => &s.endpoint,
+            Store::DynamoDb(s) => &s.endpoint,
+            Store::AzureBlob(s) => &s.endpoint,
+            Store::Gcs(s) => &s.endpoint,
+        }
+    }
+
+    /// Checks the store's own settings.
+    fn check(&self) -> Result<(), Error> {
+        match self {
+            Store::S3(s) => s.check(),
+            Store::DynamoDb(s) => s.check(),
+            Store::AzureBlob(s) => s.check(),
+            Store::Gcs(s) => s.check(),
+        }
+    }
+
+    /// What the lease seal's key derives from: the bucket, or for a
+    /// DynamoDB store `dynamodb:<table>`, for an Azure one
+    /// `azure:<account>/<container>`, for a GCS one `gcs:<bucket>` (no
+    /// bucket name has a `:`, so a lease of one store is never accepted by
+    /// another).
+    pub fn seal_scope(&self) -> String {
+        match self {
+            Store::S3(s) => s.bucket.clone(),
+            Store::DynamoDb(s) => format!("dynamodb:{}", s.table),
+            Store::AzureBlob(s) => format!("azure:{}/{}", s.account, s.container),
+            Store::Gcs(s) => format!("gcs:{}", s.bucket),
+        }
+    }
+
+    /// Replaces the store's credential with `credential`, checked as the
+    /// config's is; one of another kind than the store's is refused. On a
+    /// refusal the old one stays.
+    pub fn set_credential(&mut self, credential: Credential) -> Result<(), Error> {
+        match (self, credential) {
+            (Store::S3(s), Credential::Aws(c)) => s.set_credentials(c),
+            (Store::DynamoDb(s), Credential::Aws(c)) => s.set_credentials(c),
+            (Store::AzureBlob(s), Credential::Azure(c)) => s.set_credential(c),
+            (Store::Gcs(s), Credential::Gcs(c)) => s.set_credential(c),
+            (store, credential) => Err(Error::invalid_config(
+                "credential",
+                format!(
+                    "{} credential for a client of the {} store",
+                    credential.kind(),
+                    store.name()
+                ),
+            )),
+        }
+    }
+
+    /// The store's credential now.
+    pub fn credential(&self) -> Credential {
+        match self {
+            Store::S3(s) => Credential::Aws(s.credentials.clone()),
+            Store::DynamoDb(s) => Credential::Aws(s.credentials.clone()),
+            Store::AzureBlob(s) => Credential::Azure(s.credential.clone()),
+            Store::Gcs(s) => Credential::Gcs(s.credential.clone()),
+        }
+    }
+}
+
+impl Credential {
+    /// Which kind it is, as a refusal names it.
+    fn kind(&self) -> &'static str {
+        match self {
+            Credential::Aws(_) => "an AWS",
+            Credential::Azure(_) => "an Azure",
+            Credential::Gcs(_) => "a GCS",
         }
     }
 }
@@ -129,11 +214,7 @@ pub enum Scheme {
 /// The configuration as the caller gave it (the WIT `config` record).
 #[derive(Debug, Clone)]
 pub struct RawConfig {
-    pub endpoint: String,
-    pub region: String,
-    pub bucket: String,
-    pub addressing: Addressing,
-    pub credentials: Credentials,
+    pub store: Store,
     pub key_prefix: Option<String>,
     pub request_timeout_ms: Option<u32>,
     pub strategy: Option<Strategy>,
@@ -143,24 +224,35 @@ pub struct RawConfig {
     pub preflight: Option<bool>,
     /// A secret the lease seal's key also derives from: only clients with
     /// the same seal key accept each other's leases. Default: none (the
-    /// key derives from the bucket alone). See `seal`.
+    /// key is kept in the store). See `seal`.
     pub seal_key: Option<SealKey>,
-    /// Default: S3 (the bucket).
-    pub store: Option<Store>,
     /// Keep the grant log (see `audit`). Default: false.
     pub audit: Option<bool>,
+}
+
+impl RawConfig {
+    /// `store` with every shared setting at its default.
+    pub fn of(store: Store) -> Self {
+        RawConfig {
+            store,
+            key_prefix: None,
+            request_timeout_ms: None,
+            strategy: None,
+            expiry_clock: None,
+            preflight: None,
+            seal_key: None,
+            audit: None,
+        }
+    }
 }
 
 /// A configuration known to be usable.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
+    /// The store's endpoint, parsed.
     pub scheme: Scheme,
     /// `host` or `host:port` of the endpoint, without the bucket.
     pub endpoint_authority: String,
-    pub region: String,
-    pub bucket: String,
-    pub addressing: Addressing,
-    pub credentials: Credentials,
     pub key_prefix: String,
     pub request_timeout_ms: u32,
     pub strategy: Strategy,
@@ -174,31 +266,26 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
-    /// What the lease seal's key derives from: the bucket, or for a
-    /// DynamoDB store its table, for an Azure one its account and
-    /// container, for a GCS one `gcs:<bucket>` (`dynamodb:`, `azure:` and
-    /// `gcs:` cannot begin a bucket name, so a lease of one store is never
-    /// accepted by another).
+    /// What the lease seal's key derives from (see `Store::seal_scope`).
     pub fn seal_scope(&self) -> String {
-        match &self.store {
-            Store::S3 => self.bucket.clone(),
-            Store::DynamoDb { table } => format!("dynamodb:{table}"),
-            Store::AzureBlob(blob) => format!("azure:{}/{}", blob.account, blob.container),
-            Store::Gcs(_) => format!("gcs:{}", self.bucket),
-        }
+        self.store.seal_scope()
     }
 
-    /// A lease's ttl on this store: GCS takes about one write per second
-    /// per object, and a lease is renewed every third of its ttl, so a ttl
-    /// under `GCS_MIN_TTL_MS` would be throttled (`invalid-config`: the
-    /// store makes it so). Any ttl elsewhere.
+    /// A lease's ttl on this store: a lease is renewed every third of its
+    /// ttl, so on a store that takes one write of an object per
+    /// `min_write_interval_ms` (GCS: about a second), a ttl under four of
+    /// those would be throttled (`invalid-config`: the store makes it so).
+    /// Any ttl elsewhere.
     pub fn check_ttl(&self, ttl_ms: u64) -> Result<(), Error> {
-        if self.store.gcs().is_some() && ttl_ms < GCS_MIN_TTL_MS {
+        let profile = self.store.profile();
+        let least = profile.min_write_interval_ms.saturating_mul(4);
+        if ttl_ms < least {
             return Err(Error::invalid_config(
                 "store",
                 format!(
-                    "ttl-ms {ttl_ms} on a gcs store: GCS takes about one write per second per \
-                     object and a lease is renewed about every third of its ttl; use at least {GCS_MIN_TTL_MS}"
+                    "ttl-ms {ttl_ms} on a {} store: it takes about one write per {} ms per \
+                     object and a lease is renewed about every third of its ttl; use at least {least}",
+                    profile.name, profile.min_write_interval_ms
                 ),
             ));
         }
@@ -206,15 +293,18 @@ impl ClientConfig {
     }
 
     /// An elector's retry period on this store: a leader renews every
-    /// retry period, so on GCS not more often than once a second.
+    /// retry period, so not more often than the store takes writes.
     pub fn check_retry_period(&self, retry_period_ms: u64) -> Result<(), Error> {
-        if self.store.gcs().is_some() && retry_period_ms < GCS_MIN_RETRY_PERIOD_MS {
+        let profile = self.store.profile();
+        let least = profile.min_write_interval_ms;
+        if retry_period_ms < least {
             return Err(Error::invalid_config(
                 "store",
                 format!(
-                    "retry-period-ms {retry_period_ms} on a gcs store: a leader renews every retry \
-                     period and GCS takes about one write per second per object; use at least \
-                     {GCS_MIN_RETRY_PERIOD_MS}"
+                    "retry-period-ms {retry_period_ms} on a {} store: a leader renews every retry \
+                     period and it takes about one write per {least} ms per object; use at least \
+                     {least}",
+                    profile.name
                 ),
             ));
         }
@@ -228,23 +318,10 @@ const MAX_KEY_PREFIX_BYTES: usize = 512;
 
 impl ClientConfig {
     pub fn validate(raw: RawConfig) -> Result<Self, Error> {
-        let (scheme, endpoint_authority) = parse_endpoint(&raw.endpoint)?;
-        let store = raw.store.unwrap_or_default();
-        // Azure and GCS take neither a region nor AWS credentials: their
-        // own credential is the store's.
-        match &store {
-            Store::S3 => check_bucket(&raw.bucket, raw.addressing)?,
-            Store::DynamoDb { table } => check_table(table)?,
-            Store::AzureBlob(blob) => azure::check(blob)?,
-            Store::Gcs(credential) => {
-                gcs::check_bucket(&raw.bucket)?;
-                gcs::check(credential)?;
-            }
-        }
-        if store.azure().is_none() && store.gcs().is_none() {
-            check_region(&raw.region)?;
-            check_credentials(&raw.credentials)?;
-        }
+        let (scheme, endpoint_authority) = parse_endpoint(raw.store.endpoint())?;
+        let store = raw.store;
+        store.check()?;
+        let profile = store.profile();
         let key_prefix = raw.key_prefix.unwrap_or_default();
         if key_prefix.len() > MAX_KEY_PREFIX_BYTES {
             return Err(Error::invalid_config(
@@ -269,38 +346,31 @@ impl ClientConfig {
             ));
         }
         let strategy = raw.strategy.unwrap_or(Strategy::SingleObject);
-        let on_dynamodb = store.table().is_some();
-        if store.azure().is_some() && strategy == Strategy::EpochObjects {
+        if strategy == Strategy::EpochObjects && !profile.lists_keys {
             return Err(Error::invalid_config(
                 "strategy",
-                "epoch-objects is for S3 stores without If-Match, and lists a bucket by start-after; \
-                 Azure has If-Match, and an azure-blob store uses single-object",
+                format!(
+                    "epoch-objects is for S3 stores without If-Match, and lists a bucket by \
+                     start-after; a {} store uses single-object",
+                    profile.name
+                ),
             ));
         }
-        if store.gcs().is_some() && strategy == Strategy::EpochObjects {
-            return Err(Error::invalid_config(
-                "strategy",
-                "epoch-objects is for S3 stores without If-Match, and lists a bucket by start-after; \
-                 GCS has generation preconditions, and a gcs store uses single-object",
-            ));
-        }
-        // DynamoDB stamps no write time on an item: `observed` is the
-        // default rule there, and `server` cannot be had.
-        let expiry_clock = raw.expiry_clock.unwrap_or(if on_dynamodb {
-            ExpiryClock::Observed
-        } else {
+        // A store that stamps no write time on what it stores (DynamoDB):
+        // `observed` is the default rule there, and `server` cannot be had.
+        let expiry_clock = raw.expiry_clock.unwrap_or(if profile.records_write_times {
             ExpiryClock::Server
+        } else {
+            ExpiryClock::Observed
         });
-        if on_dynamodb && strategy == Strategy::EpochObjects {
-            return Err(Error::invalid_config(
-                "strategy",
-                "epoch-objects lists objects in a bucket; a dynamodb store uses single-object",
-            ));
-        }
-        if on_dynamodb && expiry_clock == ExpiryClock::Server {
+        if expiry_clock == ExpiryClock::Server && !profile.records_write_times {
             return Err(Error::invalid_config(
                 "expiry-clock",
-                "DynamoDB records no server time of a write; use observed (the default) or holder",
+                format!(
+                    "a {} store records no server time of a write; use observed (the default) \
+                     or holder",
+                    profile.name
+                ),
             ));
         }
         if strategy == Strategy::EpochObjects && expiry_clock == ExpiryClock::Holder {
@@ -312,10 +382,6 @@ impl ClientConfig {
         Ok(ClientConfig {
             scheme,
             endpoint_authority,
-            region: raw.region,
-            bucket: raw.bucket,
-            addressing: raw.addressing,
-            credentials: raw.credentials,
             key_prefix,
             request_timeout_ms,
             strategy,
@@ -390,70 +456,6 @@ fn parse_endpoint(endpoint: &str) -> Result<(Scheme, String), Error> {
     Ok((scheme, authority.to_ascii_lowercase()))
 }
 
-fn check_region(region: &str) -> Result<(), Error> {
-    if region.is_empty() || region.len() > 64 {
-        return Err(Error::invalid_config(
-            "region",
-            "must be 1 to 64 characters, e.g. us-east-1",
-        ));
-    }
-    if !region
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        return Err(Error::invalid_config(
-            "region",
-            format!("{region:?}: only letters, digits, '-' and '_'"),
-        ));
-    }
-    Ok(())
-}
-
-fn check_bucket(bucket: &str, addressing: Addressing) -> Result<(), Error> {
-    if bucket.is_empty() || bucket.len() > 255 {
-        return Err(Error::invalid_config(
-            "bucket",
-            "must be 1 to 255 characters",
-        ));
-    }
-    let dns_safe = bucket.len() >= 3
-        && bucket.len() <= 63
-        && bucket
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-')
-        && !bucket.starts_with(['.', '-'])
-        && !bucket.ends_with(['.', '-']);
-    match addressing {
-        Addressing::VirtualHosted if !dns_safe => Err(Error::invalid_config(
-            "bucket",
-            format!("{bucket:?} is not a DNS-compatible name (3-63 of a-z 0-9 . -), which virtual-hosted addressing needs"),
-        )),
-        Addressing::Path
-            if !bucket
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')) =>
-        {
-            Err(Error::invalid_config(
-                "bucket",
-                format!("{bucket:?}: only letters, digits, '.', '-' and '_'"),
-            ))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// DynamoDB's rule for table names: 3 to 255 of letters, digits, `_ - .`.
-fn check_table(table: &str) -> Result<(), Error> {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
-    if !(3..=255).contains(&table.len()) || !table.chars().all(allowed) {
-        return Err(Error::invalid_config(
-            "store.dynamodb",
-            format!("table {table:?}: must be 3 to 255 of letters, digits, '_', '-' and '.'"),
-        ));
-    }
-    Ok(())
-}
-
 fn check_seal_key(key: &SealKey) -> Result<(), Error> {
     // Reasons never repeat the key.
     let len = key.as_str().len();
@@ -466,39 +468,12 @@ fn check_seal_key(key: &SealKey) -> Result<(), Error> {
     Ok(())
 }
 
-/// Also checks the credentials of `set-credentials`.
-pub fn check_credentials(c: &Credentials) -> Result<(), Error> {
-    // Reasons never repeat a secret value.
-    let printable = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_graphic());
-    if !printable(&c.access_key_id) {
-        return Err(Error::invalid_config(
-            "credentials.access-key-id",
-            "must be non-empty printable ASCII without spaces",
-        ));
-    }
-    if !printable(&c.secret_access_key) {
-        return Err(Error::invalid_config(
-            "credentials.secret-access-key",
-            "must be non-empty printable ASCII without spaces",
-        ));
-    }
-    if let Some(token) = &c.session_token {
-        if !printable(token) {
-            return Err(Error::invalid_config(
-                "credentials.session-token",
-                "must be non-empty printable ASCII without spaces when set",
-            ));
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     pub fn raw(endpoint: &str) -> RawConfig {
-        RawConfig {
+        RawConfig::of(Store::S3(S3Bucket {
             endpoint: endpoint.into(),
             region: "us-east-1".into(),
             bucket: "locks".into(),
@@ -508,14 +483,14 @@ mod tests {
                 secret_access_key: "very-secret-value".into(),
                 session_token: None,
             },
-            key_prefix: None,
-            request_timeout_ms: None,
-            strategy: None,
-            expiry_clock: None,
-            preflight: None,
-            seal_key: None,
-            store: None,
-            audit: None,
+        }))
+    }
+
+    /// The S3 bucket of a config `raw` made.
+    fn s3(r: &mut RawConfig) -> &mut S3Bucket {
+        match &mut r.store {
+            Store::S3(bucket) => bucket,
+            other => panic!("not an S3 store: {other:?}"),
         }
     }
 
@@ -576,17 +551,17 @@ mod tests {
             );
         }
         let mut r = raw("http://h");
-        r.region = "".into();
+        s3(&mut r).region = "".into();
         assert_eq!(field_of(ClientConfig::validate(r)), "region");
         let mut r = raw("http://h");
-        r.bucket = "a/b".into();
+        s3(&mut r).bucket = "a/b".into();
         assert_eq!(field_of(ClientConfig::validate(r)), "bucket");
         let mut r = raw("http://h");
-        r.bucket = "Upper_Case".into();
-        r.addressing = Addressing::VirtualHosted;
+        s3(&mut r).bucket = "Upper_Case".into();
+        s3(&mut r).addressing = Addressing::VirtualHosted;
         assert_eq!(field_of(ClientConfig::validate(r)), "bucket");
         let mut r = raw("http://h");
-        r.credentials.access_key_id = "".into();
+        s3(&mut r).credentials.access_key_id = "".into();
         assert_eq!(
             field_of(ClientConfig::validate(r)),
             "credentials.access-key-id"
@@ -602,7 +577,7 @@ mod tests {
     #[test]
     fn reasons_never_contain_the_secret() {
         let mut r = raw("http://h");
-        r.credentials.secret_access_key = "has space secret".into();
+        s3(&mut r).credentials.secret_access_key = "has space secret".into();
         let err = ClientConfig::validate(r).unwrap_err();
         assert!(!format!("{err} {err:?}").contains("has space secret"));
         let ok = ClientConfig::validate(raw("http://h")).unwrap();

@@ -37,7 +37,7 @@ mod tests;
 pub use item::{decode_item, encode_item, version_of, BODY_ATTRIBUTE, HOLDER_ATTRIBUTE};
 pub use reply::read_reply;
 
-use crate::config::ClientConfig;
+use crate::config::{ClientConfig, DynamoDbTable};
 use crate::s3::{HttpRequest, Method, S3Request};
 use crate::sigv4::{self, Scope, SigningRequest};
 use serde_json::{json, Value};
@@ -139,15 +139,15 @@ fn header<'a>(req: &'a S3Request, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-/// Signs `req`, translated for `table`, for `config` at `unix_seconds`: a
-/// POST to `/` of the endpoint, as every DynamoDB call is.
+/// Signs `req`, translated for `table`, as `config` reaches it, at
+/// `unix_seconds`: a POST to `/` of the endpoint, as every DynamoDB call is.
 pub fn prepare(
     config: &ClientConfig,
-    table: &str,
+    table: &DynamoDbTable,
     req: &S3Request,
     unix_seconds: u64,
 ) -> HttpRequest {
-    let (operation, body) = translate(table, req);
+    let (operation, body) = translate(&table.table, req);
     let mut headers = vec![
         ("content-type".to_string(), CONTENT_TYPE.to_string()),
         (
@@ -165,11 +165,11 @@ pub fn prepare(
         payload_sha256_hex: &payload_hash,
     };
     let scope = Scope {
-        region: &config.region,
+        region: &table.region,
         service: "dynamodb",
         unix_seconds,
     };
-    headers.extend(sigv4::sign(&signing, &config.credentials, scope));
+    headers.extend(sigv4::sign(&signing, &table.credentials, scope));
     headers.push(("content-length".into(), body.len().to_string()));
     HttpRequest {
         method: Method::Post,

@@ -31,6 +31,7 @@ use crate::lease::{Grant, Lease};
 use crate::limits::{MAX_TTL_MS, MIN_TTL_MS};
 use crate::lock_object::LockState;
 use crate::protocol::AcquireOutcome;
+use s3_lease_keep::leadership;
 
 /// The elector's parameters (client-go's three, plus who we are).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,34 +75,16 @@ impl ElectorConfig {
     }
 }
 
-/// Where this elector stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Role {
-    /// It leads with this lease (its token fences what it writes).
-    Leader(Lease),
-    /// Someone else leads (when known: the state last read).
-    Follower(Option<LockState>),
-    /// Nobody is known to lead, or the last attempt failed; it keeps trying.
-    Candidate,
-}
+/// Where this elector stands: the leadership machine's role
+/// (`s3_lease_keep::leadership`), over the core's lease and lock state.
+pub type Role = leadership::Role<Lease, LockState>;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    /// The renew deadline passed without a successful renew.
-    RenewDeadline,
-    /// A renew found the lease taken or gone.
-    Lost,
-    /// `resign` was called.
-    Resigned,
-}
+/// Why leadership ended: the leadership machine's.
+pub use s3_lease_keep::leadership::StopReason;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    BecameLeader(Lease),
-    StoppedLeading(StopReason),
-    /// The leader as last seen changed (holder or token); `None`: nobody.
-    LeaderChanged(Option<LockState>),
-}
+/// What changed, in order: the leadership machine's events, over the
+/// core's lease and lock state.
+pub type Event = leadership::Event<Lease, LockState>;
 
 /// What `step` reports.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -38,7 +38,7 @@ mod tests;
 
 pub use reply::read_reply;
 
-use crate::config::{ClientConfig, GcsCredential};
+use crate::config::{ClientConfig, GcsBucket, GcsCredential};
 use crate::json_out::JsonObject;
 use crate::s3::{HttpRequest, Method, S3Request, PAYLOAD_HASH};
 use crate::sigv4;
@@ -89,19 +89,19 @@ pub fn s3_metadata_name(gcs_key: &str) -> String {
 }
 
 /// `/storage/v1/b/<bucket>/o`, the bucket's objects.
-fn objects_path(config: &ClientConfig) -> String {
+fn objects_path(bucket: &GcsBucket) -> String {
     format!(
         "/storage/v1/b/{}/o",
-        sigv4::uri_encode(&config.bucket, true)
+        sigv4::uri_encode(&bucket.bucket, true)
     )
 }
 
 /// `/storage/v1/b/<bucket>/o/<key>`: the key is one path segment, its
 /// slashes encoded.
-pub fn object_path(config: &ClientConfig, object_key: &str) -> String {
+pub fn object_path(bucket: &GcsBucket, object_key: &str) -> String {
     format!(
         "{}/{}",
-        objects_path(config),
+        objects_path(bucket),
         sigv4::uri_encode(object_key, true)
     )
 }
@@ -129,7 +129,7 @@ pub fn is_lifecycle(req: &S3Request) -> bool {
 /// with the time; kept for the one shape every store's `prepare` has).
 pub fn prepare(
     config: &ClientConfig,
-    credential: &GcsCredential,
+    bucket: &GcsBucket,
     req: &S3Request,
     _unix_seconds: u64,
 ) -> HttpRequest {
@@ -149,13 +149,13 @@ pub fn prepare(
                 };
                 query.push((name.into(), value.clone()));
             }
-            (Method::Get, objects_path(config))
+            (Method::Get, objects_path(bucket))
         }
         Method::Get if is_lifecycle(req) => {
             query.push(("fields".into(), "lifecycle".into()));
             (
                 Method::Get,
-                format!("/storage/v1/b/{}", sigv4::uri_encode(&config.bucket, true)),
+                format!("/storage/v1/b/{}", sigv4::uri_encode(&bucket.bucket, true)),
             )
         }
         Method::Get | Method::Head => {
@@ -168,7 +168,7 @@ pub fn prepare(
             if let Some(etag) = header(req, "if-match") {
                 query.push(("ifGenerationMatch".into(), generation_of(etag).into()));
             }
-            (Method::Get, object_path(config, &req.object_key))
+            (Method::Get, object_path(bucket, &req.object_key))
         }
         Method::Put => {
             query.push(("uploadType".into(), "multipart".into()));
@@ -182,7 +182,7 @@ pub fn prepare(
                 Method::Post,
                 format!(
                     "/upload/storage/v1/b/{}/o",
-                    sigv4::uri_encode(&config.bucket, true)
+                    sigv4::uri_encode(&bucket.bucket, true)
                 ),
             )
         }
@@ -190,15 +190,15 @@ pub fn prepare(
             if let Some(condition) = write_condition(req) {
                 query.push(condition);
             }
-            (Method::Delete, object_path(config, &req.object_key))
+            (Method::Delete, object_path(bucket, &req.object_key))
         }
         // The protocol sends no POST to an object store.
-        Method::Post => (Method::Post, object_path(config, &req.object_key)),
+        Method::Post => (Method::Post, object_path(bucket, &req.object_key)),
     };
     if method == Method::Post || method == Method::Delete || !body.is_empty() {
         headers.push(("content-length".into(), body.len().to_string()));
     }
-    if let GcsCredential::Bearer(token) = credential {
+    if let GcsCredential::Bearer(token) = &bucket.credential {
         headers.push(("authorization".into(), format!("Bearer {token}")));
     }
     let query = sigv4::canonical_query(&query);

@@ -42,7 +42,7 @@ use stores::KnownStore;
 /// What the preflight found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
-    /// One per capability probed: `Capability::S3_PROBES` in order (on a
+    /// One per capability probed: `capability::S3_PROBES` in order (on a
     /// DynamoDB table without the payload hash, then the table's two),
     /// then the race's two.
     pub results: Vec<CapabilityResult>,

@@ -4,7 +4,7 @@
 
 use crate::prelude::*;
 
-use crate::config::{Addressing, ClientConfig, Scheme};
+use crate::config::{Addressing, ClientConfig, S3Bucket, Scheme};
 use crate::error::{Error, S3Error};
 use crate::sigv4::{self, Scope, SigningRequest};
 use core::fmt;
@@ -454,15 +454,20 @@ fn is_conditional_write(req: &S3Request) -> bool {
             .any(|(k, _)| k == "if-match" || k == "if-none-match")
 }
 
-/// Signs `req` for `config` at `unix_seconds`.
-pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> HttpRequest {
-    let (authority, mut path) = match config.addressing {
+/// Signs `req` for `bucket`, as `config` reaches it, at `unix_seconds`.
+pub fn prepare(
+    config: &ClientConfig,
+    bucket: &S3Bucket,
+    req: &S3Request,
+    unix_seconds: u64,
+) -> HttpRequest {
+    let (authority, mut path) = match bucket.addressing {
         Addressing::Path => (
             config.endpoint_authority.clone(),
-            format!("/{}", sigv4::uri_encode(&config.bucket, true)),
+            format!("/{}", sigv4::uri_encode(&bucket.bucket, true)),
         ),
         Addressing::VirtualHosted => (
-            format!("{}.{}", config.bucket, config.endpoint_authority),
+            format!("{}.{}", bucket.bucket, config.endpoint_authority),
             String::new(),
         ),
     };
@@ -494,11 +499,11 @@ pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> Htt
         payload_sha256_hex: &payload_hash,
     };
     let scope = Scope {
-        region: &config.region,
+        region: &bucket.region,
         service: "s3",
         unix_seconds,
     };
-    headers.extend(sigv4::sign(&signing, &config.credentials, scope));
+    headers.extend(sigv4::sign(&signing, &bucket.credentials, scope));
     // Unsigned: hosts may rewrite it, and S3 needs it on every PUT.
     if req.method == Method::Put || !req.body.is_empty() {
         headers.push(("content-length".into(), req.body.len().to_string()));
@@ -680,11 +685,12 @@ fn snippet(body: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::RawConfig;
+    use crate::config::{RawConfig, Store};
     use crate::sigv4::Credentials;
+    use crate::wire::prepare;
 
     fn config(addressing: Addressing, token: Option<&str>) -> ClientConfig {
-        ClientConfig::validate(RawConfig {
+        ClientConfig::validate(RawConfig::of(Store::S3(S3Bucket {
             endpoint: "http://127.0.0.1:8333".into(),
             region: "us-east-1".into(),
             bucket: "locks".into(),
@@ -694,15 +700,7 @@ mod tests {
                 secret_access_key: "secret".into(),
                 session_token: token.map(str::to_string),
             },
-            key_prefix: None,
-            request_timeout_ms: None,
-            strategy: None,
-            expiry_clock: None,
-            preflight: None,
-            seal_key: None,
-            store: None,
-            audit: None,
-        })
+        })))
         .unwrap()
     }
 

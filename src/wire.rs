@@ -15,10 +15,10 @@ use crate::s3::{
 /// Signs `req` for the configured store at `unix_seconds`.
 pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> HttpRequest {
     match &config.store {
-        Store::S3 => s3::prepare(config, req, unix_seconds),
-        Store::DynamoDb { table } => dynamodb::prepare(config, table, req, unix_seconds),
+        Store::S3(bucket) => s3::prepare(config, bucket, req, unix_seconds),
+        Store::DynamoDb(table) => dynamodb::prepare(config, table, req, unix_seconds),
         Store::AzureBlob(blob) => azure::prepare(config, blob, req, unix_seconds),
-        Store::Gcs(credential) => gcs::prepare(config, credential, req, unix_seconds),
+        Store::Gcs(bucket) => gcs::prepare(config, bucket, req, unix_seconds),
     }
 }
 
@@ -26,7 +26,7 @@ pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> Htt
 pub fn read_reply(config: &ClientConfig, req: &S3Request, reply: S3Response) -> S3Response {
     match &config.store {
         // The translations' own headers mean nothing from a server.
-        Store::S3 => S3Response {
+        Store::S3(_) => S3Response {
             headers: reply
                 .headers
                 .into_iter()
@@ -37,7 +37,7 @@ pub fn read_reply(config: &ClientConfig, req: &S3Request, reply: S3Response) -> 
                 .collect(),
             ..reply
         },
-        Store::DynamoDb { .. } => dynamodb::read_reply(req, reply),
+        Store::DynamoDb(_) => dynamodb::read_reply(req, reply),
         Store::AzureBlob(_) => azure::read_reply(req, reply),
         Store::Gcs(_) => gcs::read_reply(req, reply),
     }

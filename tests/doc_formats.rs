@@ -18,7 +18,8 @@ mod documents;
 
 use s3_lease::client::ClientCore;
 use s3_lease::config::{
-    Addressing, AzureBlob, AzureCredential, ClientConfig, GcsCredential, RawConfig, Store, Strategy,
+    Addressing, AzureBlob, AzureCredential, ClientConfig, DynamoDbTable, GcsBucket, GcsCredential,
+    RawConfig, S3Bucket, Store, Strategy,
 };
 use s3_lease::lease::{Grant, Lease};
 use s3_lease::lock_object::semaphore::SemaphoreRecord;
@@ -99,31 +100,27 @@ fn checked_blocks(document: &Path) -> Vec<Checked> {
     found
 }
 
-fn raw(store: Option<Store>, endpoint: &str, bucket: &str) -> RawConfig {
-    RawConfig {
-        endpoint: endpoint.into(),
-        region: "us-east-1".into(),
-        bucket: bucket.into(),
-        addressing: Addressing::Path,
-        credentials: Credentials {
-            access_key_id: "AKIDEXAMPLE".into(),
-            secret_access_key: "secret".into(),
-            session_token: None,
-        },
-        // The default: no prefix.
-        key_prefix: None,
-        request_timeout_ms: None,
-        strategy: None,
-        expiry_clock: None,
-        preflight: None,
-        seal_key: None,
-        store,
-        audit: None,
+fn aws_credentials() -> Credentials {
+    Credentials {
+        access_key_id: "AKIDEXAMPLE".into(),
+        secret_access_key: "secret".into(),
+        session_token: None,
     }
 }
 
+/// An S3 bucket's config, every shared setting at its default (no prefix).
+fn s3_raw(endpoint: &str, addressing: Addressing) -> RawConfig {
+    RawConfig::of(Store::S3(S3Bucket {
+        endpoint: endpoint.into(),
+        region: "us-east-1".into(),
+        bucket: "locks".into(),
+        addressing,
+        credentials: aws_credentials(),
+    }))
+}
+
 fn s3_config(strategy: Strategy) -> ClientConfig {
-    let mut raw = raw(None, "http://127.0.0.1:9000", "locks");
+    let mut raw = s3_raw("http://127.0.0.1:9000", Addressing::Path);
     raw.strategy = Some(strategy);
     ClientConfig::validate(raw).unwrap()
 }
@@ -204,37 +201,28 @@ fn requests() -> String {
     let is_floor = |r: &S3Request| r.object_key.contains(s3_lease::lease::FLOOR_DIR);
     assert!(is_floor(&sent[1]) && !is_floor(&sent[2]));
     let aws = |addressing| {
-        let mut raw = raw(None, "https://s3.us-east-1.amazonaws.com", "locks");
-        raw.addressing = addressing;
-        ClientConfig::validate(raw).unwrap()
+        ClientConfig::validate(s3_raw("https://s3.us-east-1.amazonaws.com", addressing)).unwrap()
     };
-    let azure = {
-        let blob = AzureBlob {
-            account: "myaccount".into(),
-            container: "locks".into(),
-            credential: AzureCredential::shared_key("a2V5").unwrap(),
-        };
-        let mut raw = raw(
-            Some(Store::AzureBlob(blob)),
-            "https://myaccount.blob.core.windows.net",
-            "",
-        );
-        raw.addressing = Addressing::VirtualHosted;
-        ClientConfig::validate(raw).unwrap()
-    };
-    let gcs = ClientConfig::validate(raw(
-        Some(Store::Gcs(GcsCredential::Anonymous)),
-        "https://storage.googleapis.com",
-        "locks",
-    ))
+    let azure = ClientConfig::validate(RawConfig::of(Store::AzureBlob(AzureBlob {
+        endpoint: "https://myaccount.blob.core.windows.net".into(),
+        addressing: Addressing::VirtualHosted,
+        account: "myaccount".into(),
+        container: "locks".into(),
+        credential: AzureCredential::shared_key("a2V5").unwrap(),
+    })))
     .unwrap();
-    let dynamodb = ClientConfig::validate(raw(
-        Some(Store::DynamoDb {
-            table: "locks".into(),
-        }),
-        "https://dynamodb.us-east-1.amazonaws.com",
-        "",
-    ))
+    let gcs = ClientConfig::validate(RawConfig::of(Store::Gcs(GcsBucket {
+        endpoint: "https://storage.googleapis.com".into(),
+        bucket: "locks".into(),
+        credential: GcsCredential::Anonymous,
+    })))
+    .unwrap();
+    let dynamodb = ClientConfig::validate(RawConfig::of(Store::DynamoDb(DynamoDbTable {
+        endpoint: "https://dynamodb.us-east-1.amazonaws.com".into(),
+        region: "us-east-1".into(),
+        table: "locks".into(),
+        credentials: aws_credentials(),
+    })))
     .unwrap();
     let stores = [
         ("S3, path-style", aws(Addressing::Path)),

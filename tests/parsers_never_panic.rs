@@ -15,7 +15,9 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::Config;
 use s3_lease::audit::fenced::FencedScan;
-use s3_lease::config::{Addressing, ClientConfig, RawConfig, Strategy as LockStrategy};
+use s3_lease::config::{
+    Addressing, ClientConfig, RawConfig, S3Bucket, Store, Strategy as LockStrategy,
+};
 use s3_lease::error::Error;
 use s3_lease::expiry::{ExpiryClock, Judge};
 use s3_lease::fenced::{
@@ -26,15 +28,16 @@ use s3_lease::lease::{Grant, Lease};
 use s3_lease::limits::MAX_TTL_MS;
 use s3_lease::lock_object::semaphore::SemaphoreRecord;
 use s3_lease::lock_object::LockRecord;
-use s3_lease::preflight::{Capability, Preflight, RACE_REQUESTS};
+use s3_lease::preflight::{Preflight, RACE_REQUESTS};
 use s3_lease::protocol::{Operation, Step};
-use s3_lease::s3::{parse_list, parse_versions, prepare, Method, S3Request, S3Response};
+use s3_lease::s3::{parse_list, parse_versions, Method, S3Request, S3Response};
 use s3_lease::seal::{Sealer, StoredKey};
 use s3_lease::sigv4::{self, Credentials, Scope, SigningRequest};
 use s3_lease::strategy::epoch::{
     epoch_key, parse_epoch_key, Cleanup, EpochInspect, EpochRecord, EpochRewrite, EpochTryAcquire,
 };
 use s3_lease::strategy::single_object::{Inspect, RewriteOwn, TryAcquire};
+use s3_lease::wire::prepare;
 
 /// Cases per property: enough to matter, the whole file well under 5 s in
 /// debug. `PROPTEST_CASES` overrides it for a longer run.
@@ -1468,20 +1471,18 @@ proptest! {
         key in text(0..24),
         unix_seconds in prop_oneof![0..4_102_444_800u64, any::<u64>()],
     ) {
+        let secret = creds.secret_access_key.clone();
         let raw = RawConfig {
-            endpoint,
-            region,
-            bucket,
-            addressing: if virtual_hosted { Addressing::VirtualHosted } else { Addressing::Path },
-            credentials: creds,
             key_prefix,
             request_timeout_ms,
             strategy: epoch_objects.map(|e| if e { LockStrategy::EpochObjects } else { LockStrategy::SingleObject }),
-            expiry_clock: None,
-            preflight: None,
-            seal_key: None,
-            store: None,
-            audit: None,
+            ..RawConfig::of(Store::S3(S3Bucket {
+                endpoint,
+                region,
+                bucket,
+                addressing: if virtual_hosted { Addressing::VirtualHosted } else { Addressing::Path },
+                credentials: creds,
+            }))
         };
         match ClientConfig::validate(raw.clone()) {
             Ok(c) => {
@@ -1490,7 +1491,7 @@ proptest! {
                     Some(i) if !c.endpoint_authority[i..].contains(']') => &c.endpoint_authority[..i],
                     _ => c.endpoint_authority.as_str(),
                 };
-                prop_assert!(!host.is_empty(), "{:?} gave authority {:?}", raw.endpoint, c.endpoint_authority);
+                prop_assert!(!host.is_empty(), "{:?} gave authority {:?}", raw.store.endpoint(), c.endpoint_authority);
                 // And every request can be built and signed with it.
                 let http = prepare(&c, &S3Request::new(Method::Put, &key, 100), unix_seconds);
                 prop_assert!(http.authority.contains(&c.endpoint_authority));
@@ -1498,7 +1499,7 @@ proptest! {
             Err(Error::InvalidConfig { reason, .. }) => {
                 // Reasons never repeat the secret (checked for secrets long
                 // enough not to occur in a reason by chance).
-                let secret = &raw.credentials.secret_access_key;
+                let secret = &secret;
                 prop_assert!(secret.len() < 12 || !reason.contains(secret.as_str()));
             }
             Err(other) => return Err(TestCaseError::fail(format!("not a config error: {other:?}"))),
@@ -1876,7 +1877,7 @@ proptest! {
         };
         match outcome {
             Ok(report) => {
-                prop_assert_eq!(report.results.len(), Capability::S3_PROBES.len() + 2);
+                prop_assert_eq!(report.results.len(), s3_lease::capability::S3_PROBES.len() + 2);
                 prop_assert_eq!(report.requests as usize, sent);
                 if report.config_safe {
                     prop_assert!(report.blocking(strategy, clock).is_none());

@@ -69,21 +69,23 @@ fn config(rng: &mut Rng) -> (ClientConfig, String) {
         s3_lease::config::Strategy::SingleObject,
         ExpiryClock::Server,
     );
-    raw.endpoint = if path_style {
+    let endpoint = if path_style {
         "http://127.0.0.1:10000".into()
     } else {
         format!("https://{account}.blob.core.windows.net")
     };
-    raw.addressing = if path_style {
+    let addressing = if path_style {
         Addressing::Path
     } else {
         Addressing::VirtualHosted
     };
-    raw.store = Some(Store::AzureBlob(AzureBlob {
+    raw.store = Store::AzureBlob(AzureBlob {
+        endpoint,
+        addressing,
         account,
         container: pick(rng, &["locks", "my-locks-1", "c0n"]).to_string(),
         credential: AzureCredential::shared_key(&key).unwrap(),
-    }));
+    });
     (ClientConfig::validate(raw).unwrap(), key)
 }
 
@@ -164,7 +166,9 @@ fn every_shared_key_signature_is_the_azure_sdks() {
     let mut cases = Vec::new();
     for _ in 0..CASES {
         let (config, key) = config(&mut rng);
-        let blob = config.store.azure().unwrap().clone();
+        let Store::AzureBlob(blob) = config.store.clone() else {
+            unreachable!("an Azure config")
+        };
         let req = request(&mut rng);
         // Any second from 1970 to 2100.
         let unix_seconds = rng.below(4_102_444_800);

@@ -12,7 +12,7 @@
 //!
 //! Needs Python with botocore: `S3LEASE_PYTHON`, else `.venv/bin/python`.
 
-use s3_lease::config::{Addressing, ClientConfig, RawConfig, Store};
+use s3_lease::config::{ClientConfig, DynamoDbTable, RawConfig, Store};
 use s3_lease::s3::{Method, S3Request};
 use s3_lease::sigv4::Credentials;
 use std::io::Write;
@@ -27,27 +27,16 @@ fn python() -> PathBuf {
 }
 
 fn config(region: &str, endpoint: &str, token: Option<&str>) -> ClientConfig {
-    ClientConfig::validate(RawConfig {
+    ClientConfig::validate(RawConfig::of(Store::DynamoDb(DynamoDbTable {
         endpoint: endpoint.into(),
         region: region.into(),
-        bucket: String::new(),
-        addressing: Addressing::Path,
+        table: "locks-table_1.x".into(),
         credentials: Credentials {
             access_key_id: "AKIDEXAMPLE".into(),
             secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(),
             session_token: token.map(str::to_string),
         },
-        key_prefix: None,
-        request_timeout_ms: None,
-        strategy: None,
-        expiry_clock: None,
-        preflight: None,
-        seal_key: None,
-        store: Some(Store::DynamoDb {
-            table: "locks-table_1.x".into(),
-        }),
-        audit: None,
-    })
+    })))
     .unwrap()
 }
 
@@ -92,8 +81,7 @@ fn dynamodb_requests_are_signed_exactly_as_botocore_signs_them() {
             let config = config(region, endpoint, *token);
             for (k, req) in requests().iter().enumerate() {
                 let unix_seconds = times[(i + j + k) % times.len()];
-                let http =
-                    s3_lease::dynamodb::prepare(&config, "locks-table_1.x", req, unix_seconds);
+                let http = s3_lease::wire::prepare(&config, req, unix_seconds);
                 let added = [
                     "authorization",
                     "x-amz-date",
@@ -116,8 +104,8 @@ fn dynamodb_requests_are_signed_exactly_as_botocore_signs_them() {
                     "url": format!("{scheme}://{}{}", http.authority, http.path_and_query),
                     "headers": headers,
                     "body_b64": base64(&http.body),
-                    "access_key_id": config.credentials.access_key_id,
-                    "secret_access_key": config.credentials.secret_access_key,
+                    "access_key_id": "AKIDEXAMPLE",
+                    "secret_access_key": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
                     "session_token": token,
                     "region": region,
                     "unix_seconds": unix_seconds,

@@ -11,7 +11,9 @@ const env = (name, fallback) => {
   return v;
 };
 
-const config = {
+// The store, with its own endpoint, place and credential; then the
+// settings every store shares.
+const bucket = {
   endpoint: env("AWS_ENDPOINT_URL"),
   region: env("AWS_REGION", "us-east-1"),
   bucket: env("S3LEASE_BUCKET", "s3-lease-test"),
@@ -21,11 +23,14 @@ const config = {
     secretAccessKey: env("AWS_SECRET_ACCESS_KEY"),
     sessionToken: process.env.AWS_SESSION_TOKEN,
   },
+};
+const config = {
+  store: { tag: "s3", val: bucket },
   keyPrefix: `node-example/${Date.now()}/`,
 };
 // Bad input is an error to catch, never a crash of the component.
 try {
-  new lease.Client({ ...config, bucket: "" });
+  new lease.Client({ ...config, store: { tag: "s3", val: { ...bucket, bucket: "" } } });
 } catch (e) {
   console.log(`a bad config fails with: ${e.payload.tag} (${e.payload.val.field})`);
 }

@@ -19,7 +19,7 @@ pub enum AzureCredential {
     /// with read, write and delete on the container's blobs.
     Sas(String),
     /// An OAuth 2.0 access token for `https://storage.azure.com/`; it
-    /// expires, so replace it with `Client::set_azure_credential`.
+    /// expires, so replace it with `Client::set_credential`.
     BearerToken(String),
 }
 

@@ -32,7 +32,7 @@ mod generated {
         "
             package s3-lease:guest;
             world guest {
-                import s3-lease:lease/lease@0.8.0;
+                import s3-lease:lease/lease@0.9.0;
                 import wasi:cli/environment@0.2.12;
             }
         ",
@@ -50,7 +50,7 @@ mod generated {
         "
             package s3-lease:guest;
             world guest {
-                import s3-lease:lease/async-lease@0.8.0;
+                import s3-lease:lease/async-lease@0.9.0;
                 import wasi:cli/environment@0.3.0;
             }
         ",

@@ -1,5 +1,5 @@
 //! The client and a held lease: what both builds share. Their calls are in
-//! `blocking` (WASI 0.2) and `awaiting` (WASI 0.3), one signature apart.
+//! `calls`, from one source for both builds.
 
 use crate::bindings::{RawClient, RawElector};
 use crate::config::Config;

@@ -9,56 +9,62 @@ use crate::gcs::GcsCredential;
 use std::fmt;
 use std::time::Duration;
 
-/// How bucket names reach the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Addressing {
-    /// `https://endpoint/bucket/key`: MinIO, SeaweedFS, most self-hosted stores.
-    Path,
-    /// `https://bucket.endpoint/key`: AWS's default.
-    VirtualHosted,
-}
+/// The contract's names for addressing, strategies and expiry clocks
+/// (default strategy `SingleObject`; default expiry clock `Server`, or
+/// `Observed` on DynamoDB), defined once for the component, the host crate
+/// and this crate.
+pub use s3_lease_keep::vocabulary::{Addressing, ExpiryClock, Strategy};
 
-/// How the lock for a key is laid out (default: `SingleObject`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Strategy {
-    SingleObject,
-    EpochObjects,
-}
-
-/// How a contender decides that a lease nobody released has expired
-/// (default: `Server` on S3, `Observed` on DynamoDB). See `wit/lease.wit`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExpiryClock {
-    Holder,
-    Server,
-    Observed,
-}
-
-/// Where the locks are kept (default: `S3`, in the config's bucket).
+/// Where the locks are kept, with that store's own endpoint, place and
+/// credential (the contract's `store`). Credentials never reach `Debug`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Store {
-    S3,
-    /// Items in this DynamoDB table; the endpoint is DynamoDB's, and the
-    /// bucket and addressing are ignored.
-    DynamoDb {
-        table: String,
+    /// Objects in an S3 bucket (AWS's, or any S3-compatible store's).
+    S3 {
+        /// `http://host[:port]` or `https://host[:port]`, with no path.
+        endpoint: String,
+        /// The signing region, e.g. `us-east-1`.
+        region: String,
+        bucket: String,
+        addressing: Addressing,
+        credentials: Credentials,
     },
-    /// Blobs in this Azure Blob Storage container of this account; the
-    /// endpoint is the account's blob endpoint, and the bucket, region and
-    /// AWS credentials are ignored. The credential never reaches `Debug`.
+    /// Items in a DynamoDB table, at DynamoDB's endpoint (or a local one's).
+    DynamoDb {
+        endpoint: String,
+        region: String,
+        table: String,
+        credentials: Credentials,
+    },
+    /// Blobs in a container of an Azure Blob Storage account; the endpoint
+    /// is the account's blob endpoint (virtual-hosted), or an emulator's
+    /// root (path addressing: the account goes first in every path).
     AzureBlob {
+        endpoint: String,
+        addressing: Addressing,
         account: String,
         container: String,
         credential: AzureCredential,
     },
-    /// Objects in the config's bucket on Google Cloud Storage, through
-    /// its JSON API; the endpoint is `https://storage.googleapis.com` (or
-    /// an emulator's), and the region, addressing and AWS credentials are
-    /// ignored. The credential never reaches `Debug`.
+    /// Objects in a Google Cloud Storage bucket, through its JSON API; the
+    /// endpoint is `https://storage.googleapis.com` (or an emulator's).
     Gcs {
+        endpoint: String,
+        bucket: String,
         credential: GcsCredential,
     },
+}
+
+/// A store's credential, as `Client::set_credential` replaces it (the
+/// contract's `credential`): of the client's store's kind (AWS keys for
+/// S3 and DynamoDB). Never in `Debug`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Credential {
+    Aws(Credentials),
+    Azure(AzureCredential),
+    Gcs(GcsCredential),
 }
 
 /// AWS credentials: the secret and the session token never reach `Debug`.
@@ -98,18 +104,13 @@ impl fmt::Debug for Credentials {
     }
 }
 
-/// Everything a client needs to reach its store. `None` fields take the
-/// contract's defaults (`wit/lease.wit`, record `config`).
+/// Everything a client needs to reach its store: the store, and the
+/// settings every store shares. `None` fields take the contract's defaults
+/// (`wit/lease.wit`, record `config`).
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Config {
-    /// `http://host[:port]` or `https://host[:port]`, with no path.
-    pub endpoint: String,
-    /// The signing region, e.g. `us-east-1`.
-    pub region: String,
-    pub bucket: String,
-    pub addressing: Addressing,
-    pub credentials: Credentials,
+    pub store: Store,
     /// Prepended to every lock key, e.g. `locks/`.
     pub key_prefix: Option<String>,
     /// Bound on each HTTP request (default 10 s).
@@ -121,7 +122,6 @@ pub struct Config {
     /// The secret leases are sealed with (default: a random key kept in
     /// the store). Never reaches `Debug`.
     pub seal_key: Option<String>,
-    pub store: Option<Store>,
     /// Keep the grant log (default: no): a create-only record after each
     /// grant and release, which `audit`, `audit_verify` and `audit_prune`
     /// read (docs/audit.md).
@@ -129,6 +129,20 @@ pub struct Config {
 }
 
 impl Config {
+    /// `store` with every shared setting at its default.
+    pub fn of(store: Store) -> Config {
+        Config {
+            store,
+            key_prefix: None,
+            request_timeout: None,
+            strategy: None,
+            expiry_clock: None,
+            preflight: None,
+            seal_key: None,
+            audit: None,
+        }
+    }
+
     /// A bucket on an S3 endpoint of your own (MinIO, SeaweedFS, a proxy):
     /// path addressing, as the host crate and the command line choose for
     /// a custom endpoint; `with_addressing` changes it.
@@ -138,21 +152,13 @@ impl Config {
         bucket: impl Into<String>,
         credentials: Credentials,
     ) -> Config {
-        Config {
+        Config::of(Store::S3 {
             endpoint: endpoint.into(),
             region: region.into(),
             bucket: bucket.into(),
             addressing: Addressing::Path,
             credentials,
-            key_prefix: None,
-            request_timeout: None,
-            strategy: None,
-            expiry_clock: None,
-            preflight: None,
-            seal_key: None,
-            store: None,
-            audit: None,
-        }
+        })
     }
 
     /// A bucket on AWS S3 itself: `https://s3.<region>.amazonaws.com`,
@@ -167,8 +173,83 @@ impl Config {
         Config::s3(endpoint, region, bucket, credentials).with_addressing(Addressing::VirtualHosted)
     }
 
+    /// A DynamoDB table on AWS itself:
+    /// `https://dynamodb.<region>.amazonaws.com`; `with_endpoint` for a
+    /// local one.
+    pub fn dynamodb(
+        region: impl Into<String>,
+        table: impl Into<String>,
+        credentials: Credentials,
+    ) -> Config {
+        let region = region.into();
+        Config::of(Store::DynamoDb {
+            endpoint: format!("https://dynamodb.{region}.amazonaws.com"),
+            region,
+            table: table.into(),
+            credentials,
+        })
+    }
+
+    /// A container of an Azure Blob Storage account:
+    /// `https://<account>.blob.core.windows.net`, virtual-hosted. For an
+    /// emulator (Azurite), set its root as the endpoint and path
+    /// addressing (the account then goes first in every path).
+    pub fn azure_blob(
+        account: impl Into<String>,
+        container: impl Into<String>,
+        credential: AzureCredential,
+    ) -> Config {
+        let account = account.into();
+        Config::of(Store::AzureBlob {
+            endpoint: format!("https://{account}.blob.core.windows.net"),
+            addressing: Addressing::VirtualHosted,
+            account,
+            container: container.into(),
+            credential,
+        })
+    }
+
+    /// A bucket on Google Cloud Storage (`https://storage.googleapis.com`),
+    /// through its JSON API. For an emulator (fake-gcs-server), set its
+    /// root as the endpoint.
+    pub fn gcs(bucket: impl Into<String>, credential: GcsCredential) -> Config {
+        Config::of(Store::Gcs {
+            endpoint: "https://storage.googleapis.com".into(),
+            bucket: bucket.into(),
+            credential,
+        })
+    }
+
+    /// The store's endpoint.
+    pub fn endpoint(&self) -> &str {
+        match &self.store {
+            Store::S3 { endpoint, .. }
+            | Store::DynamoDb { endpoint, .. }
+            | Store::AzureBlob { endpoint, .. }
+            | Store::Gcs { endpoint, .. } => endpoint,
+        }
+    }
+
+    /// The same store at another endpoint (an emulator, a proxy).
+    pub fn with_endpoint(mut self, url: impl Into<String>) -> Config {
+        match &mut self.store {
+            Store::S3 { endpoint, .. }
+            | Store::DynamoDb { endpoint, .. }
+            | Store::AzureBlob { endpoint, .. }
+            | Store::Gcs { endpoint, .. } => *endpoint = url.into(),
+        }
+        self
+    }
+
+    /// How an S3 bucket or an Azure account is addressed; nothing for
+    /// DynamoDB and GCS, which have one way.
     pub fn with_addressing(mut self, addressing: Addressing) -> Config {
-        self.addressing = addressing;
+        match &mut self.store {
+            Store::S3 { addressing: a, .. } | Store::AzureBlob { addressing: a, .. } => {
+                *a = addressing
+            }
+            Store::DynamoDb { .. } | Store::Gcs { .. } => {}
+        }
         self
     }
 
@@ -209,47 +290,8 @@ impl Config {
     }
 
     pub fn with_store(mut self, store: Store) -> Config {
-        self.store = Some(store);
+        self.store = store;
         self
-    }
-
-    /// A container of an Azure Blob Storage account:
-    /// `https://<account>.blob.core.windows.net`, virtual-hosted. For an
-    /// emulator (Azurite), set its root as the endpoint and path
-    /// addressing (the account then goes first in every path).
-    pub fn azure_blob(
-        account: impl Into<String>,
-        container: impl Into<String>,
-        credential: AzureCredential,
-    ) -> Config {
-        let account = account.into();
-        let endpoint = format!("https://{account}.blob.core.windows.net");
-        // The region and the AWS keys are AWS's: the component reads
-        // neither for Azure (the host crate sends the same).
-        let mut config = Config::s3(endpoint, "azure", "", Credentials::new("", ""))
-            .with_addressing(Addressing::VirtualHosted);
-        config.store = Some(Store::AzureBlob {
-            account,
-            container: container.into(),
-            credential,
-        });
-        config
-    }
-
-    /// A bucket on Google Cloud Storage (`https://storage.googleapis.com`),
-    /// through its JSON API. For an emulator (fake-gcs-server), set its
-    /// root as the endpoint.
-    pub fn gcs(bucket: impl Into<String>, credential: GcsCredential) -> Config {
-        // The region and the AWS keys are AWS's: the component reads
-        // neither for GCS (the host crate sends the same).
-        let mut config = Config::s3(
-            "https://storage.googleapis.com",
-            "gcs",
-            bucket,
-            Credentials::new("", ""),
-        );
-        config.store = Some(Store::Gcs { credential });
-        config
     }
 
     /// The key prefix, `""` when none: what fenced object keys are often
@@ -329,7 +371,7 @@ impl Config {
             None => format!("https://s3.{region}.amazonaws.com"),
         };
         let bucket = match table {
-            Some(_) => var("S3LEASE_BUCKET").unwrap_or_default(),
+            Some(_) => String::new(),
             None => required("S3LEASE_BUCKET")?,
         };
         let mut credentials = Credentials::new(
@@ -337,16 +379,25 @@ impl Config {
             required("AWS_SECRET_ACCESS_KEY")?,
         );
         credentials.session_token = var("AWS_SESSION_TOKEN");
-        let mut config = Config::s3(
-            custom_endpoint.unwrap_or(aws_endpoint),
-            region,
-            bucket,
-            credentials,
-        )
-        .with_addressing(addressing);
+        let endpoint = custom_endpoint.unwrap_or(aws_endpoint);
+        let store = match table {
+            Some(table) => Store::DynamoDb {
+                endpoint,
+                region,
+                table,
+                credentials,
+            },
+            None => Store::S3 {
+                endpoint,
+                region,
+                bucket,
+                addressing,
+                credentials,
+            },
+        };
+        let mut config = Config::of(store);
         config.key_prefix = var("S3LEASE_KEY_PREFIX");
         config.seal_key = var("S3LEASE_SEAL_KEY");
-        config.store = table.map(|table| Store::DynamoDb { table });
         Ok(config)
     }
 }
@@ -360,11 +411,13 @@ impl Config {
                 name: "S3LEASE_CONTAINER",
             })?;
         let account = azure::from_vars(var)?;
-        let mut config = Config::azure_blob(account.account, container, account.credential);
-        config.endpoint = account.endpoint;
-        if account.path_style {
-            config.addressing = Addressing::Path;
-        }
+        let addressing = match account.path_style {
+            true => Addressing::Path,
+            false => Addressing::VirtualHosted,
+        };
+        let mut config = Config::azure_blob(account.account, container, account.credential)
+            .with_endpoint(account.endpoint)
+            .with_addressing(addressing);
         config.key_prefix = var("S3LEASE_KEY_PREFIX");
         config.seal_key = var("S3LEASE_SEAL_KEY");
         Ok(config)
@@ -374,18 +427,13 @@ impl Config {
 impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")
-            .field("endpoint", &self.endpoint)
-            .field("region", &self.region)
-            .field("bucket", &self.bucket)
-            .field("addressing", &self.addressing)
-            .field("credentials", &self.credentials)
+            .field("store", &self.store)
             .field("key_prefix", &self.key_prefix)
             .field("request_timeout", &self.request_timeout)
             .field("strategy", &self.strategy)
             .field("expiry_clock", &self.expiry_clock)
             .field("preflight", &self.preflight)
             .field("seal_key", &self.seal_key.as_ref().map(|_| "<redacted>"))
-            .field("store", &self.store)
             .finish()
     }
 }
@@ -408,12 +456,30 @@ mod tests {
         ("AWS_SECRET_ACCESS_KEY", "very-secret"),
     ];
 
+    /// An S3 config's endpoint, addressing and region.
+    fn s3(c: &Config) -> (&str, Addressing, &str) {
+        match &c.store {
+            Store::S3 {
+                endpoint,
+                addressing,
+                region,
+                ..
+            } => (endpoint, *addressing, region),
+            other => panic!("not an S3 store: {other:?}"),
+        }
+    }
+
     #[test]
     fn aws_itself_is_addressed_by_virtual_host() {
         let c = from(&KEYS).unwrap();
-        assert_eq!(c.endpoint, "https://s3.us-east-1.amazonaws.com");
-        assert_eq!(c.addressing, Addressing::VirtualHosted);
-        assert_eq!(c.region, "us-east-1");
+        assert_eq!(
+            s3(&c),
+            (
+                "https://s3.us-east-1.amazonaws.com",
+                Addressing::VirtualHosted,
+                "us-east-1"
+            )
+        );
         assert_eq!(
             c,
             Config::aws("us-east-1", "b", Credentials::new("AKID", "very-secret"))
@@ -427,17 +493,22 @@ mod tests {
         vars.push(("AWS_REGION", "eu-west-1"));
         let c = from(&vars).unwrap();
         assert_eq!(
-            (c.endpoint.as_str(), c.addressing),
-            ("http://127.0.0.1:8333", Addressing::Path)
+            s3(&c),
+            ("http://127.0.0.1:8333", Addressing::Path, "eu-west-1")
         );
         vars.push(("AWS_ENDPOINT_URL_S3", "http://s3.local:9000"));
         vars.push(("S3LEASE_ADDRESSING", "virtual-hosted"));
         vars.push(("S3LEASE_KEY_PREFIX", "locks/"));
         let c = from(&vars).unwrap();
-        assert_eq!(c.endpoint, "http://s3.local:9000");
-        assert_eq!(c.addressing, Addressing::VirtualHosted);
+        assert_eq!(
+            s3(&c),
+            (
+                "http://s3.local:9000",
+                Addressing::VirtualHosted,
+                "eu-west-1"
+            )
+        );
         assert_eq!(c.key_prefix(), "locks/");
-        assert_eq!(c.region, "eu-west-1");
     }
 
     #[test]
@@ -475,12 +546,14 @@ mod tests {
         vars.push(("S3LEASE_TABLE", "locks"));
         let c = from(&vars).unwrap();
         assert_eq!(
-            c.store,
-            Some(Store::DynamoDb {
-                table: "locks".into()
-            })
+            c,
+            Config::dynamodb(
+                "us-east-1",
+                "locks",
+                Credentials::new("AKID", "very-secret")
+            )
         );
-        assert_eq!(c.endpoint, "https://dynamodb.us-east-1.amazonaws.com");
+        assert_eq!(c.endpoint(), "https://dynamodb.us-east-1.amazonaws.com");
     }
 
     #[test]
@@ -507,15 +580,23 @@ mod tests {
             ("S3LEASE_KEY_PREFIX", "p/"),
         ];
         let c = from(&vars).unwrap();
-        assert_eq!(
-            (c.endpoint.as_str(), c.addressing),
-            ("http://127.0.0.1:10000", Addressing::Path)
-        );
         assert_eq!(c.key_prefix(), "p/");
         match c.store {
-            Some(Store::AzureBlob {
-                account, container, ..
-            }) => assert_eq!((&*account, &*container), ("devstoreaccount1", "locks")),
+            Store::AzureBlob {
+                endpoint,
+                addressing,
+                account,
+                container,
+                ..
+            } => assert_eq!(
+                (&*endpoint, addressing, &*account, &*container),
+                (
+                    "http://127.0.0.1:10000",
+                    Addressing::Path,
+                    "devstoreaccount1",
+                    "locks"
+                )
+            ),
             other => panic!("{other:?}"),
         }
         assert_eq!(
@@ -533,8 +614,14 @@ mod tests {
             "locks",
             AzureCredential::AccountKey("very-secret".into()),
         );
-        assert_eq!(c.endpoint, "https://acct.blob.core.windows.net");
-        assert_eq!(c.addressing, Addressing::VirtualHosted);
+        assert_eq!(c.endpoint(), "https://acct.blob.core.windows.net");
+        assert!(matches!(
+            c.store,
+            Store::AzureBlob {
+                addressing: Addressing::VirtualHosted,
+                ..
+            }
+        ));
         let shown = format!("{c:?}");
         assert!(!shown.contains("very-secret"), "{shown}");
         assert!(shown.contains("locks"), "{shown}");
@@ -546,8 +633,8 @@ mod tests {
             "locks",
             GcsCredential::BearerToken("ya29.very-secret".into()),
         );
-        assert_eq!(c.endpoint, "https://storage.googleapis.com");
-        assert_eq!(c.bucket, "locks");
+        assert_eq!(c.endpoint(), "https://storage.googleapis.com");
+        assert!(matches!(&c.store, Store::Gcs { bucket, .. } if bucket == "locks"));
         let shown = format!("{c:?}");
         assert!(!shown.contains("very-secret"), "{shown}");
         assert!(shown.contains("BearerToken(<redacted>)"), "{shown}");

@@ -3,57 +3,112 @@
 
 use crate::azure::AzureCredential;
 use crate::bindings::types as raw;
-use crate::config::{Addressing, Config, Credentials, ExpiryClock, Store, Strategy};
+use crate::config::{Addressing, Config, Credential, Credentials, ExpiryClock, Store, Strategy};
 use crate::elector::{ElectorConfig, ElectorEvent, Role, Step, StopReason};
 use crate::error::{Error, S3Error};
 use crate::gcs::GcsCredential;
 use crate::preflight::{CapabilityResult, ClockOffset, PreflightReport, Verdict};
 use crate::slots::{SemaphoreState, Slot, SlotOptions};
 use crate::types::{millis, FenceOptions, FencedObject, FencedWrite, Lease, LockState, Options};
+use s3_lease_keep::vocabulary::Capability;
 use std::time::Duration;
+
+s3_lease_keep::same_cases! {
+    Strategy = raw::Strategy { SingleObject, EpochObjects }
+    ExpiryClock = raw::ExpiryClock { Holder, Server, Observed }
+    Addressing = raw::AddressingStyle { Path, VirtualHosted }
+    Verdict = raw::Verdict { Pass, Fail, Unknown }
+    StopReason = raw::StopReason { RenewDeadline, Lost, Resigned }
+    Capability = raw::Capability {
+        IfNoneMatchExisting,
+        IfMatchPut,
+        IfMatchMissingKey,
+        IfMatchDelete,
+        ServerDates,
+        ListStartAfter,
+        ConditionalGet,
+        PayloadHash,
+        ClockOffset,
+        TableKeySchema,
+        TtlAttribute,
+        ConcurrentCreate,
+        ConcurrentUpdate,
+    }
+}
 
 pub(crate) fn config(c: &Config) -> raw::Config {
     raw::Config {
-        endpoint: c.endpoint.clone(),
-        region: c.region.clone(),
-        bucket: c.bucket.clone(),
-        addressing: match c.addressing {
-            Addressing::Path => raw::AddressingStyle::Path,
-            Addressing::VirtualHosted => raw::AddressingStyle::VirtualHosted,
-        },
-        credentials: credentials(&c.credentials),
+        store: store(&c.store),
         key_prefix: c.key_prefix.clone(),
         // Out of u32's range is out of the component's too: saturate, and
         // let it refuse the field by name.
         request_timeout_ms: c
             .request_timeout
             .map(|d| u32::try_from(millis(d)).unwrap_or(u32::MAX)),
-        strategy: c.strategy.map(|s| match s {
-            Strategy::SingleObject => raw::Strategy::SingleObject,
-            Strategy::EpochObjects => raw::Strategy::EpochObjects,
-        }),
-        expiry_clock: c.expiry_clock.map(|e| match e {
-            ExpiryClock::Holder => raw::ExpiryClock::Holder,
-            ExpiryClock::Server => raw::ExpiryClock::Server,
-            ExpiryClock::Observed => raw::ExpiryClock::Observed,
-        }),
+        strategy: c.strategy.map(Into::into),
+        expiry_clock: c.expiry_clock.map(Into::into),
         preflight: c.preflight,
         seal_key: c.seal_key.clone(),
-        store: c.store.as_ref().map(|s| match s {
-            Store::S3 => raw::Store::S3,
-            Store::DynamoDb { table } => raw::Store::Dynamodb(table.clone()),
-            Store::AzureBlob {
-                account,
-                container,
-                credential,
-            } => raw::Store::AzureBlob(raw::AzureBlob {
-                account: account.clone(),
-                container: container.clone(),
-                credential: azure_credential(credential),
-            }),
-            Store::Gcs { credential } => raw::Store::Gcs(gcs_credential(credential)),
-        }),
         audit: c.audit,
+    }
+}
+
+fn store(s: &Store) -> raw::Store {
+    match s {
+        Store::S3 {
+            endpoint,
+            region,
+            bucket,
+            addressing,
+            credentials: keys,
+        } => raw::Store::S3(raw::S3Store {
+            endpoint: endpoint.clone(),
+            region: region.clone(),
+            bucket: bucket.clone(),
+            addressing: (*addressing).into(),
+            credentials: credentials(keys),
+        }),
+        Store::DynamoDb {
+            endpoint,
+            region,
+            table,
+            credentials: keys,
+        } => raw::Store::Dynamodb(raw::DynamodbStore {
+            endpoint: endpoint.clone(),
+            region: region.clone(),
+            table: table.clone(),
+            credentials: credentials(keys),
+        }),
+        Store::AzureBlob {
+            endpoint,
+            addressing,
+            account,
+            container,
+            credential,
+        } => raw::Store::AzureBlob(raw::AzureStore {
+            endpoint: endpoint.clone(),
+            addressing: (*addressing).into(),
+            account: account.clone(),
+            container: container.clone(),
+            credential: azure_credential(credential),
+        }),
+        Store::Gcs {
+            endpoint,
+            bucket,
+            credential,
+        } => raw::Store::Gcs(raw::GcsStore {
+            endpoint: endpoint.clone(),
+            bucket: bucket.clone(),
+            credential: gcs_credential(credential),
+        }),
+    }
+}
+
+pub(crate) fn credential(c: &Credential) -> raw::Credential {
+    match c {
+        Credential::Aws(c) => raw::Credential::Aws(credentials(c)),
+        Credential::Azure(c) => raw::Credential::Azure(azure_credential(c)),
+        Credential::Gcs(c) => raw::Credential::Gcs(gcs_credential(c)),
     }
 }
 
@@ -65,22 +120,22 @@ pub(crate) fn options(o: &Options) -> raw::Options {
     }
 }
 
-pub(crate) fn credentials(c: &Credentials) -> raw::Credentials {
-    raw::Credentials {
+fn credentials(c: &Credentials) -> raw::AwsCredentials {
+    raw::AwsCredentials {
         access_key_id: c.access_key_id.clone(),
         secret_access_key: c.secret_access_key.clone(),
         session_token: c.session_token.clone(),
     }
 }
 
-pub(crate) fn gcs_credential(c: &GcsCredential) -> raw::GcsCredential {
+fn gcs_credential(c: &GcsCredential) -> raw::GcsCredential {
     match c {
         GcsCredential::BearerToken(token) => raw::GcsCredential::Bearer(token.clone()),
         GcsCredential::Anonymous => raw::GcsCredential::Anonymous,
     }
 }
 
-pub(crate) fn azure_credential(c: &AzureCredential) -> raw::AzureCredential {
+fn azure_credential(c: &AzureCredential) -> raw::AzureCredential {
     match c {
         AzureCredential::AccountKey(key) => raw::AzureCredential::SharedKey(key.clone()),
         AzureCredential::Sas(sas) => raw::AzureCredential::Sas(sas.clone()),
@@ -129,11 +184,7 @@ pub(crate) fn step(s: raw::StepResult) -> Step {
 fn elector_event(e: raw::ElectorEvent) -> ElectorEvent {
     match e {
         raw::ElectorEvent::BecameLeader(l) => ElectorEvent::BecameLeader(lease(l)),
-        raw::ElectorEvent::StoppedLeading(why) => ElectorEvent::StoppedLeading(match why {
-            raw::StopReason::RenewDeadline => StopReason::RenewDeadline,
-            raw::StopReason::Lost => StopReason::Lost,
-            raw::StopReason::Resigned => StopReason::Resigned,
-        }),
+        raw::ElectorEvent::StoppedLeading(why) => ElectorEvent::StoppedLeading(why.into()),
         raw::ElectorEvent::LeaderChanged(state) => {
             ElectorEvent::LeaderChanged(state.map(lock_state))
         }
@@ -168,9 +219,9 @@ pub(crate) fn preflight_report(r: raw::PreflightReport) -> PreflightReport {
             offset_ms: o.offset_ms,
             uncertainty: Duration::from_millis(o.uncertainty_ms),
         }),
-        safe_strategies: r.safe_strategies.into_iter().map(strategy).collect(),
-        safe_expiry_clocks: r.safe_expiry_clocks.into_iter().map(expiry_clock).collect(),
-        recommended_strategy: r.recommended_strategy.map(strategy),
+        safe_strategies: r.safe_strategies.into_iter().map(Into::into).collect(),
+        safe_expiry_clocks: r.safe_expiry_clocks.into_iter().map(Into::into).collect(),
+        recommended_strategy: r.recommended_strategy.map(Into::into),
         config_safe: r.config_safe,
         notes: r.notes,
         requests: r.requests,
@@ -180,30 +231,11 @@ pub(crate) fn preflight_report(r: raw::PreflightReport) -> PreflightReport {
 fn capability_result(c: raw::CapabilityResult) -> CapabilityResult {
     CapabilityResult {
         capability: capability_name(c.capability).to_string(),
-        verdict: match c.verdict {
-            raw::Verdict::Pass => Verdict::Pass,
-            raw::Verdict::Fail => Verdict::Fail,
-            raw::Verdict::Unknown => Verdict::Unknown,
-        },
+        verdict: c.verdict.into(),
         status: c.status,
         code: c.code,
         detail: c.detail,
         silent: c.silent,
-    }
-}
-
-fn strategy(s: raw::Strategy) -> Strategy {
-    match s {
-        raw::Strategy::SingleObject => Strategy::SingleObject,
-        raw::Strategy::EpochObjects => Strategy::EpochObjects,
-    }
-}
-
-fn expiry_clock(e: raw::ExpiryClock) -> ExpiryClock {
-    match e {
-        raw::ExpiryClock::Holder => ExpiryClock::Holder,
-        raw::ExpiryClock::Server => ExpiryClock::Server,
-        raw::ExpiryClock::Observed => ExpiryClock::Observed,
     }
 }
 
@@ -323,20 +355,5 @@ pub(crate) fn error(e: raw::Error) -> Error {
 
 /// A capability as the WIT names it.
 fn capability_name(c: raw::Capability) -> &'static str {
-    use raw::Capability as C;
-    match c {
-        C::IfNoneMatchExisting => "if-none-match-existing",
-        C::IfMatchPut => "if-match-put",
-        C::IfMatchMissingKey => "if-match-missing-key",
-        C::IfMatchDelete => "if-match-delete",
-        C::ServerDates => "server-dates",
-        C::ListStartAfter => "list-start-after",
-        C::ConditionalGet => "conditional-get",
-        C::PayloadHash => "payload-hash",
-        C::ClockOffset => "clock-offset",
-        C::TableKeySchema => "table-key-schema",
-        C::TtlAttribute => "ttl-attribute",
-        C::ConcurrentCreate => "concurrent-create",
-        C::ConcurrentUpdate => "concurrent-update",
-    }
+    Capability::from(c).name()
 }

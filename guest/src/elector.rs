@@ -69,28 +69,17 @@ impl ElectorConfig {
     }
 }
 
-/// Where an elector stands after a step.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Role {
-    /// It leads with this lease: pass its token to what it writes, and
-    /// stop acting as leader at [`Step::leading_until`].
-    Leader(Lease),
-    /// Someone else leads, as last read (when known).
-    Follower(Option<LockState>),
-    /// Nobody is known to lead, or the last attempt failed; it keeps trying.
-    Candidate,
-}
+/// Where an elector stands after a step: the leadership machine's role
+/// (`s3_lease_keep::leadership`) over this crate's lease and lock state.
+/// `Leader(lease)`: it leads with this lease (pass its token to what it
+/// writes, and stop acting as leader at [`Step::leading_until`]);
+/// `Follower(seen)`: someone else leads, as last read (when known);
+/// `Candidate`: nobody is known to lead, or the last attempt failed; it
+/// keeps trying.
+pub type Role = s3_lease_keep::leadership::Role<Lease, LockState>;
 
-/// Why a leader stopped leading.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    /// The renew deadline passed without a successful renew.
-    RenewDeadline,
-    /// A renew found the lease taken or gone.
-    Lost,
-    /// `resign` was called.
-    Resigned,
-}
+/// Why a leader stopped leading: the leadership machine's.
+pub use s3_lease_keep::leadership::StopReason;
 
 /// What happened since the previous step.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,7 +115,7 @@ impl Step {
     pub fn leader(&self) -> Option<&Lease> {
         match &self.role {
             Role::Leader(lease) => Some(lease),
-            _ => None,
+            Role::Follower(_) | Role::Candidate => None,
         }
     }
 }

@@ -8,7 +8,7 @@ use std::fmt;
 pub enum GcsCredential {
     /// An OAuth 2.0 access token with a storage scope, sent as
     /// `Authorization: Bearer`; it expires (usually within the hour), so
-    /// replace it with `Client::set_gcs_credential`.
+    /// replace it with `Client::set_credential`.
     BearerToken(String),
     /// No `Authorization` header: an emulator that checks none
     /// (fake-gcs-server), or a bucket anyone may write to.

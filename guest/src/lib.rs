@@ -15,8 +15,9 @@
 //! queue: `Client::try_acquire_slot` (a `SlotAttempt`), `acquire_slot`,
 //! `inspect_slots`, `leave_queue`, with [`SlotOptions`]. Leader election:
 //! `Client::elector` with an [`ElectorConfig`], then `Elector::step` (a
-//! typed [`Step`]) and `resign`. Also `Client::set_credentials`,
-//! `set_azure_credential`, `set_gcs_credential` and `preflight` (a [`PreflightReport`]). [`Error`] is one `#[non_exhaustive]` enum, the contract's
+//! typed [`Step`]) and `resign`. Also `Client::set_credential` (a
+//! [`Credential`] of the store's kind) and `preflight` (a
+//! [`PreflightReport`]). [`Error`] is one `#[non_exhaustive]` enum, the contract's
 //! error cases and this crate's. The default build is WASI 0.2 over
 //! `s3-lease:lease/lease` (blocking calls); feature `wasip3` is WASI 0.3
 //! over `async-lease`: the same names and shapes, each call an `async fn`.
@@ -154,7 +155,7 @@ mod slots;
 mod types;
 
 pub use azure::AzureCredential;
-pub use config::{Addressing, Config, Credentials, ExpiryClock, Store, Strategy};
+pub use config::{Addressing, Config, Credential, Credentials, ExpiryClock, Store, Strategy};
 pub use elector::{ElectorConfig, ElectorEvent, Role, Step, StopReason};
 pub use error::{Error, S3Error};
 pub use gcs::GcsCredential;
@@ -171,10 +172,8 @@ mod convert;
 #[cfg(target_family = "wasm")]
 pub mod environment;
 
-#[cfg(all(target_family = "wasm", feature = "wasip3"))]
-mod awaiting;
-#[cfg(all(target_family = "wasm", not(feature = "wasip3")))]
-mod blocking;
+#[cfg(target_family = "wasm")]
+mod calls;
 
 #[cfg(target_family = "wasm")]
 pub use client::{Client, Elector, Held, SlotAttempt};

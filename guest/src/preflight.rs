@@ -42,13 +42,8 @@ pub struct CapabilityResult {
     pub silent: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    Pass,
-    Fail,
-    /// No reply, an odd one, or its probe could not run.
-    Unknown,
-}
+/// What a probe showed: the contract's name.
+pub use s3_lease_keep::vocabulary::Verdict;
 
 /// From the `Date` of the replies: whole seconds, hence the uncertainty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -39,7 +39,11 @@ impl Admin {
         match r.status {
             200 => Ok(()),
             409 if r.s3_error().code == "BucketAlreadyOwnedByYou" => Ok(()),
-            _ => bail!("creating bucket {}: {}", self.config.bucket, r.s3_error()),
+            _ => bail!(
+                "creating bucket {}: {}",
+                self.config.seal_scope(),
+                r.s3_error()
+            ),
         }
     }
 

@@ -7,7 +7,7 @@
 //! writes as Azure does (409 `BlobAlreadyExists`, 412 `ConditionNotMet`).
 
 use crate::admin::Admin;
-use crate::bindings::{AddressingStyle, AzureBlob, AzureCredential, Config, Credentials, Store};
+use crate::bindings::{config_of, AddressingStyle, AzureCredential, AzureStore, Config, Store};
 use crate::watchdog::{self, free_port, fresh_dir, listening, Server};
 use anyhow::{bail, Result};
 use s3_lease::config::{Addressing, ClientConfig, RawConfig};
@@ -52,31 +52,15 @@ impl AzureEndpoint {
     pub fn client_config(&self, container: &str) -> Result<ClientConfig> {
         let credential = s3_lease::config::AzureCredential::shared_key(&self.key)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        ClientConfig::validate(RawConfig {
-            endpoint: self.url.clone(),
-            region: "azure".into(),
-            bucket: String::new(),
-            addressing: Addressing::Path,
-            credentials: s3_lease::sigv4::Credentials {
-                access_key_id: String::new(),
-                secret_access_key: String::new(),
-                session_token: None,
+        ClientConfig::validate(RawConfig::of(s3_lease::config::Store::AzureBlob(
+            s3_lease::config::AzureBlob {
+                endpoint: self.url.clone(),
+                addressing: Addressing::Path,
+                account: self.account.clone(),
+                container: container.to_string(),
+                credential,
             },
-            key_prefix: None,
-            request_timeout_ms: None,
-            strategy: None,
-            expiry_clock: None,
-            preflight: None,
-            seal_key: None,
-            store: Some(s3_lease::config::Store::AzureBlob(
-                s3_lease::config::AzureBlob {
-                    account: self.account.clone(),
-                    container: container.to_string(),
-                    credential,
-                },
-            )),
-            audit: None,
-        })
+        )))
         .map_err(|e| anyhow::anyhow!("{e}"))
     }
 
@@ -92,29 +76,14 @@ impl AzureEndpoint {
     }
 
     pub fn config_with(&self, key_prefix: &str, credential: AzureCredential) -> Config {
-        Config {
+        let store = Store::AzureBlob(AzureStore {
             endpoint: self.url.clone(),
-            region: "azure".into(),
-            bucket: String::new(),
             addressing: AddressingStyle::Path,
-            credentials: Credentials {
-                access_key_id: String::new(),
-                secret_access_key: String::new(),
-                session_token: None,
-            },
-            key_prefix: Some(key_prefix.to_string()),
-            request_timeout_ms: None,
-            strategy: None,
-            expiry_clock: None,
-            preflight: None,
-            seal_key: None,
-            store: Some(Store::AzureBlob(AzureBlob {
-                account: self.account.clone(),
-                container: self.container.clone(),
-                credential,
-            })),
-            audit: None,
-        }
+            account: self.account.clone(),
+            container: self.container.clone(),
+            credential,
+        });
+        config_of(store, key_prefix)
     }
 
     /// The host crate's config, from the variables a user's program reads.

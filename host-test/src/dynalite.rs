@@ -11,10 +11,10 @@
 //! conditional PutItem, exactly one won each.
 
 use crate::admin::Admin;
-use crate::bindings::{AddressingStyle, Config, Credentials, Store};
+use crate::bindings::{config_of, AwsCredentials, Config, DynamodbStore, Store};
 use crate::watchdog::{self, free_port, fresh_dir, Server};
 use anyhow::{bail, Result};
-use s3_lease::config::{Addressing, ClientConfig, RawConfig};
+use s3_lease::config::{ClientConfig, RawConfig};
 use s3_lease::dynamodb;
 use serde_json::json;
 use std::ffi::OsStr;
@@ -43,27 +43,18 @@ pub struct DynamoEndpoint {
 impl DynamoEndpoint {
     /// The crate's validated config for `table`: what the admin calls sign with.
     pub fn client_config(&self, table: &str) -> Result<ClientConfig> {
-        ClientConfig::validate(RawConfig {
-            endpoint: self.url.clone(),
-            region: self.region.clone(),
-            bucket: String::new(),
-            addressing: Addressing::Path,
-            credentials: s3_lease::sigv4::Credentials {
-                access_key_id: self.access_key_id.clone(),
-                secret_access_key: self.secret_access_key.clone(),
-                session_token: None,
-            },
-            key_prefix: None,
-            request_timeout_ms: None,
-            strategy: None,
-            expiry_clock: None,
-            preflight: None,
-            seal_key: None,
-            store: Some(s3_lease::config::Store::DynamoDb {
+        ClientConfig::validate(RawConfig::of(s3_lease::config::Store::DynamoDb(
+            s3_lease::config::DynamoDbTable {
+                endpoint: self.url.clone(),
+                region: self.region.clone(),
                 table: table.to_string(),
-            }),
-            audit: None,
-        })
+                credentials: s3_lease::sigv4::Credentials {
+                    access_key_id: self.access_key_id.clone(),
+                    secret_access_key: self.secret_access_key.clone(),
+                    session_token: None,
+                },
+            },
+        )))
         .map_err(|e| anyhow::anyhow!("{e}"))
     }
 
@@ -74,25 +65,17 @@ impl DynamoEndpoint {
 
     /// The component's config for `table`, keys under `key_prefix`.
     pub fn config(&self, table: &str, key_prefix: &str) -> Config {
-        Config {
+        let store = Store::Dynamodb(DynamodbStore {
             endpoint: self.url.clone(),
             region: self.region.clone(),
-            bucket: String::new(),
-            addressing: AddressingStyle::Path,
-            credentials: Credentials {
+            table: table.to_string(),
+            credentials: AwsCredentials {
                 access_key_id: self.access_key_id.clone(),
                 secret_access_key: self.secret_access_key.clone(),
                 session_token: None,
             },
-            key_prefix: Some(key_prefix.to_string()),
-            request_timeout_ms: None,
-            strategy: None,
-            expiry_clock: None,
-            preflight: None,
-            seal_key: None,
-            store: Some(Store::Dynamodb(table.to_string())),
-            audit: None,
-        }
+        });
+        config_of(store, key_prefix)
     }
 
     /// The host crate's config for `table`, from the variables a user's

@@ -15,7 +15,7 @@
 //! to show what it ignores.
 
 use crate::aws_fakes::http::{self, Request, Response};
-use crate::bindings::{AddressingStyle, Config, Credentials, GcsCredential, Store};
+use crate::bindings::{config_of, Config, GcsCredential, GcsStore, Store, StoreParts};
 use crate::watchdog::{self, free_port, fresh_dir, listening, Server};
 use anyhow::{bail, Context, Result};
 use s3_lease::testing::uri::{percent_decode, query_pairs};
@@ -64,25 +64,12 @@ impl GcsEndpoint {
     }
 
     pub fn config_with(&self, key_prefix: &str, credential: GcsCredential) -> Config {
-        Config {
+        let store = Store::Gcs(GcsStore {
             endpoint: self.url.clone(),
-            region: String::new(),
             bucket: self.bucket.clone(),
-            addressing: AddressingStyle::Path,
-            credentials: Credentials {
-                access_key_id: String::new(),
-                secret_access_key: String::new(),
-                session_token: None,
-            },
-            key_prefix: Some(key_prefix.to_string()),
-            request_timeout_ms: None,
-            strategy: None,
-            expiry_clock: None,
-            preflight: None,
-            seal_key: None,
-            store: Some(Store::Gcs(credential)),
-            audit: None,
-        }
+            credential,
+        });
+        config_of(store, key_prefix)
     }
 
     /// The host crate's config, from the variables a user's program reads
@@ -99,10 +86,9 @@ impl GcsEndpoint {
 
     /// [`Self::config`] on the bare fake, without the front.
     pub fn bare_config(&self, key_prefix: &str) -> Config {
-        Config {
-            endpoint: self.bare_url.clone(),
-            ..self.config(key_prefix)
-        }
+        let mut config = self.config(key_prefix);
+        *config.endpoint_mut() = self.bare_url.clone();
+        config
     }
 
     /// Raw JSON API calls on the bucket, through the front.

@@ -8,7 +8,7 @@
 //! watched so that it stops when this process ends.
 
 use crate::admin::Admin;
-use crate::bindings::{AddressingStyle, Config, Credentials};
+use crate::bindings::{config_of, AwsCredentials, Config, S3Store, Store};
 use crate::watchdog::{self, fresh_dir, Server};
 use anyhow::{bail, Context, Result};
 use s3_lease::config::{Addressing, ClientConfig, RawConfig};
@@ -62,28 +62,18 @@ impl Endpoint {
     /// The component's config for this endpoint, with a key prefix that
     /// keeps each test's keys apart.
     pub fn config(&self, key_prefix: &str) -> Config {
-        Config {
+        let store = Store::S3(S3Store {
             endpoint: self.url.clone(),
             region: self.region.clone(),
             bucket: self.bucket.clone(),
-            addressing: match self.addressing {
-                Addressing::Path => AddressingStyle::Path,
-                Addressing::VirtualHosted => AddressingStyle::VirtualHosted,
-            },
-            credentials: Credentials {
+            addressing: self.addressing.into(),
+            credentials: AwsCredentials {
                 access_key_id: self.access_key_id.clone(),
                 secret_access_key: self.secret_access_key.clone(),
                 session_token: self.session_token.clone(),
             },
-            key_prefix: Some(key_prefix.to_string()),
-            request_timeout_ms: None,
-            strategy: None,
-            expiry_clock: None,
-            preflight: None,
-            seal_key: None,
-            store: None,
-            audit: None,
-        }
+        });
+        config_of(store, key_prefix)
     }
 
     pub fn admin(&self) -> Result<Admin> {
@@ -93,7 +83,7 @@ impl Endpoint {
     /// The crate's validated config for this endpoint, no key prefix: what
     /// `s3::prepare` signs host-side requests with.
     pub fn client_config(&self) -> Result<ClientConfig> {
-        let raw = RawConfig {
+        let raw = RawConfig::of(s3_lease::config::Store::S3(s3_lease::config::S3Bucket {
             endpoint: self.url.clone(),
             region: self.region.clone(),
             bucket: self.bucket.clone(),
@@ -103,15 +93,7 @@ impl Endpoint {
                 secret_access_key: self.secret_access_key.clone(),
                 session_token: self.session_token.clone(),
             },
-            key_prefix: None,
-            request_timeout_ms: None,
-            strategy: None,
-            expiry_clock: None,
-            preflight: None,
-            seal_key: None,
-            store: None,
-            audit: None,
-        };
+        }));
         ClientConfig::validate(raw).map_err(|e| anyhow::anyhow!("{e}"))
     }
 

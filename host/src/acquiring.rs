@@ -5,8 +5,7 @@
 
 use crate::calls::{release_in_background, Calls};
 use crate::client::Client;
-use crate::convert;
-use crate::engine::bindings as wit;
+use crate::component::{self, Answer, SlotAnswer};
 use crate::engine::clock::Instant;
 use crate::engine::raw::RawInstance;
 use crate::error::{Error, ErrorKind};
@@ -165,11 +164,7 @@ impl Client {
             });
         }
         let index = self.inner.calls.index_of(&record.key);
-        release_in_background(
-            &Arc::downgrade(&self.inner.calls),
-            index,
-            convert::lease(&record),
-        );
+        release_in_background(&Arc::downgrade(&self.inner.calls), index, record.clone());
         Err(Error::transport(format!(
             "the grant of {} came {} ms after its attempt began, past the lease's safe \
              margin of {} ms (released)",
@@ -188,11 +183,12 @@ impl Client {
         key: &str,
         options: &AcquireOptions,
     ) -> Result<(Attempted, Instant), Error> {
-        let wit_options = convert::options(options);
-        let key_owned = key.to_string();
-        // `acquire` with no time to wait: one attempt that names the holder.
+        let (key_owned, options) = (key.to_string(), options.clone());
+        // One attempt that names the holder.
         let outcome = self
-            .call_granting(key, move |raw| raw.acquire(&key_owned, &wit_options, 0))
+            .call_granting(key, move |raw| {
+                component::attempt(raw, &key_owned, &options)
+            })
             .await;
         match outcome {
             Ok(attempted) => Ok(attempted),
@@ -210,25 +206,17 @@ impl Client {
         }
     }
 
-    // The closure returns the contract's generated error as it came (its
-    // `timeout` case holds a lock state: 168 bytes); `call_granting` turns
-    // it into the crate's boxed `Error`.
-    #[allow(clippy::result_large_err)]
     async fn slot_attempt(
         &self,
         key: &str,
         options: &AcquireOptions,
         slot: SlotOptions,
     ) -> Result<(Attempted, Instant), Error> {
-        let (wit_options, wit_slot) = (convert::options(options), convert::slot_options(slot));
-        let key_owned = key.to_string();
-        let attempt = self
-            .call_granting(key, move |raw| {
-                raw.try_acquire_slot(&key_owned, &wit_options, wit_slot)
-                    .map(|r| r.map(SlotOutcome))
-            })
-            .await?;
-        Ok(attempt)
+        let (key_owned, options) = (key.to_string(), options.clone());
+        self.call_granting(key, move |raw| {
+            component::try_acquire_slot(raw, &key_owned, &options, slot)
+        })
+        .await
     }
 
     /// A call that may grant a lease, with the instant the call began on
@@ -242,7 +230,7 @@ impl Client {
     async fn call_granting<T: Granting + Send + 'static>(
         &self,
         key: &str,
-        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + 'static,
+        f: impl FnOnce(&mut RawInstance) -> Answer<T> + Send + 'static,
     ) -> Result<(T::Output, Instant), Error> {
         let (tx, rx) = oneshot::channel();
         let index = self.inner.calls.index_of(key);
@@ -260,7 +248,7 @@ impl Client {
                 if let Err(Ok(unwanted)) = tx.send(result) {
                     if let Some(lease) = unwanted.granted() {
                         // Best effort: if it fails, the lease simply runs out.
-                        let _ = opener.run(instance, move |raw| raw.release(&lease));
+                        let _ = opener.run(instance, move |raw| component::release(raw, &lease));
                     }
                 }
             });
@@ -323,7 +311,7 @@ impl Client {
             let now = ms(clock.now());
             if schedule.is_over(now) {
                 return Err(last_error.unwrap_or_else(|| {
-                    convert::timeout(key, Duration::from_millis(now), holder)
+                    component::timeout(key, Duration::from_millis(now), holder)
                         .with_store(self.inner.calls.error_store())
                 }));
             }
@@ -344,45 +332,40 @@ pub(crate) enum Attempted {
 /// A call's result that may carry a grant (released if nobody takes it).
 pub(crate) trait Granting {
     type Output;
-    fn granted(&self) -> Option<wit::Lease>;
+    fn granted(&self) -> Option<LeaseRecord>;
     fn output(self) -> Self::Output;
 }
 
-impl Granting for wit::Lease {
+impl Granting for LeaseRecord {
     type Output = Attempted;
-    fn granted(&self) -> Option<wit::Lease> {
+    fn granted(&self) -> Option<LeaseRecord> {
         Some(self.clone())
     }
     fn output(self) -> Attempted {
-        Attempted::Granted(convert::from_lease(self))
+        Attempted::Granted(self)
     }
 }
 
 /// A slot attempt's outcome, as a grant or a miss.
-pub(crate) struct SlotOutcome(wit::SlotAttempt);
-
-impl Granting for SlotOutcome {
+impl Granting for SlotAnswer {
     type Output = Attempted;
-    fn granted(&self) -> Option<wit::Lease> {
-        match &self.0 {
-            wit::SlotAttempt::Granted(lease) => Some(lease.clone()),
-            _ => None,
+    fn granted(&self) -> Option<LeaseRecord> {
+        match self {
+            SlotAnswer::Granted(lease) => Some(lease.clone()),
+            SlotAnswer::Queued(_) | SlotAnswer::Full(_) => None,
         }
     }
     fn output(self) -> Attempted {
-        match self.0 {
-            wit::SlotAttempt::Granted(lease) => Attempted::Granted(convert::from_lease(lease)),
-            wit::SlotAttempt::Queued(place) => Attempted::Missed(Missed::Queued, None, place),
-            wit::SlotAttempt::Full(seen) => {
-                let seen = seen.map(convert::from_lock_state);
-                Attempted::Missed(
-                    Missed::Held {
-                        expires_in_ms: seen.as_ref().map(|s| millis(s.expires_in)),
-                    },
-                    seen,
-                    0,
-                )
-            }
+        match self {
+            SlotAnswer::Granted(lease) => Attempted::Granted(lease),
+            SlotAnswer::Queued(place) => Attempted::Missed(Missed::Queued, None, place),
+            SlotAnswer::Full(seen) => Attempted::Missed(
+                Missed::Held {
+                    expires_in_ms: seen.as_ref().map(|s| millis(s.expires_in)),
+                },
+                seen,
+                0,
+            ),
         }
     }
 }
@@ -392,7 +375,7 @@ pub(crate) struct Began<T>(T, Instant);
 
 impl<T: Granting> Granting for Began<T> {
     type Output = (T::Output, Instant);
-    fn granted(&self) -> Option<wit::Lease> {
+    fn granted(&self) -> Option<LeaseRecord> {
         self.0.granted()
     }
     fn output(self) -> Self::Output {
@@ -461,7 +444,9 @@ impl Drop for LeaveOnDrop<'_> {
         let pool = &self.client.inner.calls.pool;
         pool.send_job(pool.index_of(&key), move |opener, instance| {
             // Best effort: a place left behind expires after its ttl.
-            let _ = opener.run(instance, move |raw| raw.leave_queue(&key, &holder));
+            let _ = opener.run(instance, move |raw| {
+                component::leave_queue(raw, &key, &holder)
+            });
         });
     }
 }

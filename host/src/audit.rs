@@ -1,9 +1,8 @@
 //! The grant log as the host gives it (see the WIT's `audit`): a key's
 //! grants, what `audit_verify` found, what `audit_prune` deleted. Every
 //! instant here is the store's clock, in milliseconds since the Unix
-//! epoch, as the log records it.
-
-use crate::engine::bindings::exports::s3_lease::lease::types as wit;
+//! epoch, as the log records it. `component`, the one seam, converts the
+//! contract's records into these.
 
 /// How a grant ended, as far as the store shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,64 +124,4 @@ impl AuditReport {
 pub struct AuditPruned {
     pub first_token: u64,
     pub below_token: u64,
-}
-
-pub(crate) fn from_entry(e: wit::AuditEntry) -> AuditEntry {
-    AuditEntry {
-        token: e.token,
-        holder_id: e.holder_id,
-        ttl_ms: e.ttl_ms,
-        granted_at_ms: e.granted_at_ms,
-        ended: match e.ended {
-            wit::AuditEnd::Released => AuditEnd::Released,
-            wit::AuditEnd::Expired => AuditEnd::Expired,
-            wit::AuditEnd::TakenOver => AuditEnd::TakenOver,
-            wit::AuditEnd::Held => AuditEnd::Held,
-            wit::AuditEnd::Unknown => AuditEnd::Unknown,
-        },
-        ended_at_ms: e.ended_at_ms,
-        held_ms: e.held_ms,
-        written_by: e.written_by,
-        backfilled: e.backfilled,
-    }
-}
-
-pub(crate) fn from_report(r: wit::AuditReport) -> AuditReport {
-    AuditReport {
-        key: r.key,
-        first_token: r.first_token,
-        last_token: r.last_token,
-        grants: r.grants,
-        backfilled: r.backfilled,
-        overlapped: r.overlapped,
-        findings: r
-            .findings
-            .into_iter()
-            .map(|f| AuditFinding {
-                kind: match f.kind {
-                    wit::AuditFindingKind::TokenRepeated => AuditFindingKind::TokenRepeated,
-                    wit::AuditFindingKind::MissedGrant => AuditFindingKind::MissedGrant,
-                    wit::AuditFindingKind::TakenWhileLive => AuditFindingKind::TakenWhileLive,
-                    wit::AuditFindingKind::OverLimit => AuditFindingKind::OverLimit,
-                    wit::AuditFindingKind::UnexplainedGap => AuditFindingKind::UnexplainedGap,
-                    wit::AuditFindingKind::NotOnStoreClock => AuditFindingKind::NotOnStoreClock,
-                    wit::AuditFindingKind::Unreadable => AuditFindingKind::Unreadable,
-                    wit::AuditFindingKind::FencedUnknownToken => {
-                        AuditFindingKind::FencedUnknownToken
-                    }
-                    wit::AuditFindingKind::FencedTokenFell => AuditFindingKind::FencedTokenFell,
-                },
-                token: f.token,
-                detail: f.detail,
-                evidence: f.evidence,
-            })
-            .collect(),
-    }
-}
-
-pub(crate) fn from_pruned(p: wit::AuditPruned) -> AuditPruned {
-    AuditPruned {
-        first_token: p.first_token,
-        below_token: p.below_token,
-    }
 }

@@ -1,14 +1,20 @@
-//! The same client for code that is not async: every call runs on the
-//! client's own small tokio runtime, and the calling thread waits for its
-//! answer on a plain channel. So a call never panics, whether or not the
-//! caller is inside a runtime (it blocks the calling thread, as any
-//! blocking call does; async code should use [`crate::Client`]). A panic
-//! inside a call is caught on the runtime: a call that answers a `Result`
-//! answers `Err` (`ErrorKind::Host`), `close` reports it as a failure,
-//! `detach` as `None`, the waits as nothing come, a drop swallows it; only
+//! The same client for code that is not async, from the same source: each
+//! blocking call is its async twin (`crate::Client`, `crate::Lease`,
+//! `crate::Elector`), polled to its end on the calling thread, which parks
+//! between polls (`Driver::run`). A call crosses from the caller to the
+//! instance's worker (`pool`) and back, as an async caller's does, and no
+//! runtime's thread in between: the client's own small runtime only keeps
+//! time for the waits between attempts and runs the tasks that outlive a
+//! call (an elector's campaign). So a call never panics, whether or not the
+//! caller is inside a runtime (it blocks the calling thread, as any blocking
+//! call does; async code should use [`crate::Client`]). A panic inside a
+//! call is caught at its poll: a call that answers a `Result` answers `Err`
+//! (`ErrorKind::Host`), `close` reports it as a failure, `detach` as
+//! `None`, the waits as nothing come, a drop swallows it; only
 //! `recv_event_timeout`, whose elector the panic took with it, passes the
 //! call's own panic on to the caller.
 
+use crate::calls::as_blocking_call;
 use crate::client::ClientOptions;
 use crate::config::StoreConfig;
 use crate::engine::own_runtime::OwnRuntime;
@@ -19,22 +25,38 @@ use crate::lease::SlotGrant;
 use crate::stats::ElectorStats;
 use crate::types::*;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-/// The runtime a blocking client's calls, renewals and electors run on,
-/// shut down without waiting for its tasks when dropped: a blocking client
-/// may be dropped in async code, where a runtime cannot be shut down by
-/// waiting.
+/// The runtime that keeps time and spawned tasks for a blocking client's
+/// calls, renewals and electors, shut down without waiting for its tasks
+/// when dropped: a blocking client may be dropped in async code, where a
+/// runtime cannot be shut down by waiting.
 #[derive(Debug)]
 struct Driver {
     runtime: OwnRuntime,
 }
 
+/// Wakes the thread that polls a blocking call.
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
 impl Driver {
     fn new() -> Result<Arc<Driver>, Error> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(1)
             .thread_name("s3-lease")
             .enable_all()
             .build()
@@ -44,44 +66,56 @@ impl Driver {
         }))
     }
 
-    /// Runs `f` to its end on the driver's runtime; the calling thread
-    /// waits on a channel (never `block_on`, which panics in a runtime).
-    /// A panic inside `f` (a bug of ours, or of code a call runs: a
-    /// `tracing` subscriber entering the caller's span, say) is caught
-    /// there and handed back, never unwound into the driver's threads.
-    fn run<F>(&self, f: F) -> Result<F::Output, Panicked>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        // In the caller's span, if any: the call's span is its child.
-        let span = tracing::Span::current();
-        let call = CatchUnwind(Box::pin(tracing::Instrument::instrument(f, span)));
-        self.runtime.spawn(async move {
-            let _ = tx.send(call.await);
-        });
-        // No answer: the task ended without sending (a panic as the call's
-        // future was dropped).
-        rx.recv()
-            .unwrap_or_else(|_| Err(Panicked("the call's task ended without an answer".into())))
+    /// Runs `f` to its end on the calling thread, which parks until woken
+    /// (a reply from an instance's worker, a timer of the driver's
+    /// runtime); never `block_on`, which panics in a runtime. In the
+    /// driver's runtime context, so `f`'s timers and spawned tasks have a
+    /// runtime, and in the caller's span. A panic inside `f` (a bug of
+    /// ours, or of code a call runs: a `tracing` subscriber entering the
+    /// call's span, say) is caught at its poll and handed back, and `f` is
+    /// dropped, never polled again.
+    fn run<F: Future>(&self, f: F) -> Result<F::Output, Panicked> {
+        let _context = self.runtime.handle().enter();
+        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+        let mut cx = Context::from_waker(&waker);
+        let mut f = pin!(f);
+        as_blocking_call(|| loop {
+            // Unwind safety: after a panic the future is only dropped, and
+            // the state it shares (locks, channels) tolerates a holder that
+            // panicked.
+            let polled = std::panic::catch_unwind(AssertUnwindSafe(|| f.as_mut().poll(&mut cx)));
+            match polled {
+                Ok(Poll::Ready(output)) => break Ok(output),
+                Ok(Poll::Pending) => {}
+                Err(payload) => break Err(Panicked::of(payload.as_ref())),
+            }
+            // A wake before this park makes it return at once; a spurious
+            // return polls again.
+            std::thread::park();
+        })
     }
 
     /// [`Driver::run`] for a call that answers a `Result`: a panic inside
     /// it is an `Err` (`ErrorKind::Host`), not a panic in the caller.
-    fn call<T, F>(&self, f: F) -> Result<T, Error>
-    where
-        F: Future<Output = Result<T, Error>> + Send + 'static,
-        T: Send + 'static,
-    {
+    fn call<T>(&self, f: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
         self.run(f).unwrap_or_else(|panicked| Err(panicked.error()))
     }
 }
 
 /// A call's future panicked: the panic's message.
+#[derive(Debug)]
 struct Panicked(String);
 
 impl Panicked {
+    fn of(payload: &(dyn std::any::Any + Send)) -> Panicked {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic with no message".into());
+        Panicked(message)
+    }
+
     fn error(&self) -> Error {
         Error::host(format!(
             "an s3-lease call panicked inside ({}); the client still works, but this is a \
@@ -91,34 +125,15 @@ impl Panicked {
     }
 }
 
-/// Polls a future, catching a panic in its poll as `Panicked` (its
-/// future is then dropped, never polled again).
-struct CatchUnwind<F>(std::pin::Pin<Box<F>>);
-
-impl<F: Future> Future for CatchUnwind<F> {
-    type Output = Result<F::Output, Panicked>;
-
-    fn poll(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        use std::task::Poll;
-        let future = self.get_mut().0.as_mut();
-        // Unwind safety: after a panic the future is only dropped, and the
-        // state it shares (locks, channels) tolerates a holder that panicked.
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| future.poll(cx))) {
-            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(payload) => {
-                let message = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "a panic with no message".into());
-                Poll::Ready(Err(Panicked(message)))
-            }
+/// Blocking twins of the async client's calls: the same name, arguments
+/// and result, waited for.
+macro_rules! blocking {
+    ($($(#[$meta:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {$(
+        $(#[$meta])*
+        pub fn $name(&self $(, $arg: $ty)*) -> $ret {
+            self.driver.call(self.client.$name($($arg),*))
         }
-    }
+    )*};
 }
 
 /// A client for code that is not async: [`crate::Client`]'s calls, waited
@@ -153,35 +168,34 @@ impl Client {
         &self.client
     }
 
-    /// A call of the async client, run on the driver (see [`Driver::call`]).
-    fn run<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(
-            crate::client::Client,
-        ) -> std::pin::Pin<Box<dyn Future<Output = Result<T, Error>> + Send>>,
-    ) -> Result<T, Error> {
-        self.driver.call(f(self.client.clone()))
-    }
-
     pub fn store_name(&self) -> &'static str {
         self.client.store_name()
     }
 
-    /// See [`crate::Client::set_azure_credential`].
-    pub fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error> {
-        let credential = credential.clone();
-        self.run(|c| Box::pin(async move { c.set_azure_credential(&credential).await }))
-    }
-
-    /// See [`crate::Client::set_gcs_credential`].
-    pub fn set_gcs_credential(&self, credential: &GcsCredential) -> Result<(), Error> {
-        let credential = credential.clone();
-        self.run(|c| Box::pin(async move { c.set_gcs_credential(&credential).await }))
-    }
-
-    pub fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error> {
-        let credentials = credentials.clone();
-        self.run(|c| Box::pin(async move { c.set_credentials(&credentials).await }))
+    blocking! {
+        /// See [`crate::Client::set_credential`].
+        fn set_credential(&self, credential: &Credential) -> Result<(), Error>;
+        /// See [`crate::Client::set_credentials`].
+        fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error>;
+        /// See [`crate::Client::set_azure_credential`].
+        fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error>;
+        /// See [`crate::Client::set_gcs_credential`].
+        fn set_gcs_credential(&self, credential: &GcsCredential) -> Result<(), Error>;
+        fn renew(&self, lease: &LeaseRecord) -> Result<LeaseRecord, Error>;
+        fn release(&self, lease: &LeaseRecord) -> Result<(), Error>;
+        fn inspect(&self, key: &str) -> Result<Option<LockState>, Error>;
+        fn inspect_slots(&self, key: &str) -> Result<Option<SemaphoreState>, Error>;
+        fn leave_queue(&self, key: &str, holder_id: &str) -> Result<(), Error>;
+        fn fenced_delete(&self, lease: &LeaseRecord, object_key: &str) -> Result<(), Error>;
+        fn fenced_get(&self, object_key: &str) -> Result<Option<FencedObject>, Error>;
+        fn preflight(&self) -> Result<PreflightReport, Error>;
+        /// See [`crate::Client::audit`].
+        fn audit(&self, key: &str, since_ms: Option<u64>) -> Result<Vec<crate::AuditEntry>, Error>;
+        /// See [`crate::Client::audit_verify`].
+        fn audit_verify(&self, key: &str, fenced_prefix: Option<&str>)
+            -> Result<crate::AuditReport, Error>;
+        /// See [`crate::Client::audit_prune`].
+        fn audit_prune(&self, key: &str, before_ms: u64) -> Result<crate::AuditPruned, Error>;
     }
 
     pub fn credentials_refreshes(&self) -> u64 {
@@ -197,9 +211,8 @@ impl Client {
     /// holds, waiting up to `timeout` for the releases.
     /// A panic inside the close is reported as a failure with no key.
     pub fn close(&self, timeout: Duration) -> crate::closing::CloseReport {
-        let client = self.client.clone();
         self.driver
-            .run(async move { client.close(timeout).await })
+            .run(self.client.close(timeout))
             .unwrap_or_else(|panicked| crate::closing::CloseReport {
                 failed: vec![(String::new(), panicked.error())],
                 ..Default::default()
@@ -216,8 +229,7 @@ impl Client {
         key: &str,
         options: &AcquireOptions,
     ) -> Result<Option<LeaseGuard>, Error> {
-        let (key, options) = (key.to_string(), options.clone());
-        let lease = self.run(|c| Box::pin(async move { c.try_acquire(&key, &options).await }))?;
+        let lease = self.driver.call(self.client.try_acquire(key, options))?;
         Ok(lease.map(|lease| self.guard(lease)))
     }
 
@@ -228,8 +240,7 @@ impl Client {
         options: &AcquireOptions,
         wait: Duration,
     ) -> Result<LeaseGuard, Error> {
-        let (key, options) = (key.to_string(), options.clone());
-        let lease = self.run(|c| Box::pin(async move { c.acquire(&key, &options, wait).await }))?;
+        let lease = self.driver.call(self.client.acquire(key, options, wait))?;
         Ok(self.guard(lease))
     }
 
@@ -241,9 +252,9 @@ impl Client {
         options: &AcquireOptions,
         slot: SlotOptions,
     ) -> Result<BlockingSlotGrant, Error> {
-        let (key, options) = (key.to_string(), options.clone());
-        let grant =
-            self.run(|c| Box::pin(async move { c.try_acquire_slot(&key, &options, slot).await }))?;
+        let grant = self
+            .driver
+            .call(self.client.try_acquire_slot(key, options, slot))?;
         Ok(match grant {
             SlotGrant::Granted(lease) => BlockingSlotGrant::Granted(self.guard(lease)),
             SlotGrant::Queued { place } => BlockingSlotGrant::Queued { place },
@@ -258,9 +269,9 @@ impl Client {
         slot: SlotOptions,
         wait: Duration,
     ) -> Result<LeaseGuard, Error> {
-        let (key, options) = (key.to_string(), options.clone());
         let lease = self
-            .run(|c| Box::pin(async move { c.acquire_slot(&key, &options, slot, wait).await }))?;
+            .driver
+            .call(self.client.acquire_slot(key, options, slot, wait))?;
         Ok(self.guard(lease))
     }
 
@@ -282,31 +293,6 @@ impl Client {
         }
     }
 
-    pub fn renew(&self, lease: &LeaseRecord) -> Result<LeaseRecord, Error> {
-        let lease = lease.clone();
-        self.run(|c| Box::pin(async move { c.renew(&lease).await }))
-    }
-
-    pub fn release(&self, lease: &LeaseRecord) -> Result<(), Error> {
-        let lease = lease.clone();
-        self.run(|c| Box::pin(async move { c.release(&lease).await }))
-    }
-
-    pub fn inspect(&self, key: &str) -> Result<Option<LockState>, Error> {
-        let key = key.to_string();
-        self.run(|c| Box::pin(async move { c.inspect(&key).await }))
-    }
-
-    pub fn inspect_slots(&self, key: &str) -> Result<Option<SemaphoreState>, Error> {
-        let key = key.to_string();
-        self.run(|c| Box::pin(async move { c.inspect_slots(&key).await }))
-    }
-
-    pub fn leave_queue(&self, key: &str, holder_id: &str) -> Result<(), Error> {
-        let (key, holder) = (key.to_string(), holder_id.to_string());
-        self.run(|c| Box::pin(async move { c.leave_queue(&key, &holder).await }))
-    }
-
     pub fn fenced_put_with(
         &self,
         lease: &LeaseRecord,
@@ -315,15 +301,10 @@ impl Client {
         content_type: &str,
         options: FenceOptions,
     ) -> Result<FencedWrite, Error> {
-        let (lease, object, body, ct) = (
-            lease.clone(),
-            object_key.to_string(),
-            body.to_vec(),
-            content_type.to_string(),
-        );
-        self.run(|c| {
-            Box::pin(async move { c.fenced_put_with(&lease, &object, body, &ct, options).await })
-        })
+        let put =
+            self.client
+                .fenced_put_with(lease, object_key, body.to_vec(), content_type, options);
+        self.driver.call(put)
     }
 
     pub fn fenced_put(
@@ -342,47 +323,10 @@ impl Client {
         )
     }
 
-    pub fn fenced_delete(&self, lease: &LeaseRecord, object_key: &str) -> Result<(), Error> {
-        let (lease, object) = (lease.clone(), object_key.to_string());
-        self.run(|c| Box::pin(async move { c.fenced_delete(&lease, &object).await }))
-    }
-
-    pub fn fenced_get(&self, object_key: &str) -> Result<Option<FencedObject>, Error> {
-        let object = object_key.to_string();
-        self.run(|c| Box::pin(async move { c.fenced_get(&object).await }))
-    }
-
-    pub fn preflight(&self) -> Result<PreflightReport, Error> {
-        self.run(|c| Box::pin(async move { c.preflight().await }))
-    }
-
-    /// See [`crate::Client::audit`].
-    pub fn audit(&self, key: &str, since_ms: Option<u64>) -> Result<Vec<crate::AuditEntry>, Error> {
-        let key = key.to_string();
-        self.run(|c| Box::pin(async move { c.audit(&key, since_ms).await }))
-    }
-
-    /// See [`crate::Client::audit_verify`].
-    pub fn audit_verify(
-        &self,
-        key: &str,
-        fenced_prefix: Option<&str>,
-    ) -> Result<crate::AuditReport, Error> {
-        let (key, prefix) = (key.to_string(), fenced_prefix.map(str::to_string));
-        self.run(|c| Box::pin(async move { c.audit_verify(&key, prefix.as_deref()).await }))
-    }
-
-    /// See [`crate::Client::audit_prune`].
-    pub fn audit_prune(&self, key: &str, before_ms: u64) -> Result<crate::AuditPruned, Error> {
-        let key = key.to_string();
-        self.run(|c| Box::pin(async move { c.audit_prune(&key, before_ms).await }))
-    }
-
     /// Campaigns for `config.key` until the returned elector is resigned
     /// or dropped.
     pub fn elect(&self, config: &ElectorConfig) -> Result<Elector, Error> {
-        let config = config.clone();
-        let elector = self.run(|c| Box::pin(async move { c.elect(&config).await }))?;
+        let elector = self.driver.call(self.client.elect(config))?;
         Ok(Elector {
             elector: Some(elector),
             driver: self.driver.clone(),
@@ -616,5 +560,71 @@ impl Drop for Elector {
         if let Some(elector) = self.elector.take() {
             let _ = self.driver.run(elector.resign());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calls::on_a_blocking_call;
+
+    /// A blocking call is polled on the caller's thread, not handed to a
+    /// runtime's thread and waited for: its work is the caller's, and a
+    /// reply wakes the caller itself.
+    #[test]
+    fn a_call_runs_on_the_calling_thread_with_the_drivers_timers() {
+        let driver = Driver::new().unwrap();
+        let caller = std::thread::current().id();
+        let (ran_on, parked) = driver
+            .run(async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                (std::thread::current().id(), on_a_blocking_call())
+            })
+            .unwrap();
+        assert_eq!(ran_on, caller);
+        assert!(parked, "work handed to a blocking thread runs inline");
+        assert!(!on_a_blocking_call(), "only during the call");
+        // A reply from another thread wakes the parked caller.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            tx.send(7).unwrap();
+        });
+        assert_eq!(driver.run(rx).unwrap(), Ok(7));
+    }
+
+    /// Inside a runtime's task (async code calling the blocking facade),
+    /// no panic: nothing calls `block_on`.
+    #[test]
+    fn a_call_from_inside_a_runtime_does_not_panic() {
+        let driver = Driver::new().unwrap();
+        let outer = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let got = outer.block_on(async {
+            driver
+                .run(async {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    5
+                })
+                .unwrap()
+        });
+        assert_eq!(got, 5);
+    }
+
+    /// A panic in a call's poll is the call's `Err` (kind `Host`, naming
+    /// the panic), not the caller's panic, and the driver goes on working.
+    #[test]
+    fn a_panic_inside_a_call_is_its_error() {
+        let driver = Driver::new().unwrap();
+        let answered: Result<(), Error> = driver.call(async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            panic!("a bug inside");
+        });
+        let e = answered.unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Host, "{e}");
+        assert!(e.to_string().contains("a bug inside"), "{e}");
+        assert_eq!(driver.call(async { Ok::<_, Error>(3) }).unwrap(), 3);
     }
 }

@@ -4,17 +4,17 @@
 //! refused the old ones). Leases, their scheduler, electors and the close
 //! all call through here; nothing here knows of them.
 
+use crate::component::{self, Answer};
 use crate::config::StoreConfig;
-use crate::convert;
 use crate::credentials::refresh::Refresher;
 use crate::credentials::{AccessToken, FetchedCredentials, SharedSource, SharedTokenSource};
-use crate::engine::bindings as wit;
 use crate::engine::clock::Clock;
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
 use crate::error::{Error, ErrorStore};
 use crate::pool::{MakeOptions, Pool};
-use crate::types::Credentials;
+use crate::types::{Credential, Credentials, LeaseRecord};
+use std::cell::Cell;
 use std::sync::{Arc, Weak};
 
 /// A client's instances and credentials, shared by the client, its
@@ -39,32 +39,26 @@ impl Calls {
         make_options: MakeOptions,
         clock: Clock,
     ) -> Result<Arc<Calls>, Error> {
-        let mut wit_config = config.to_wit();
-        let first = match (config.token_source().cloned(), config.credentials_source()) {
-            (Some(source), _) => {
-                let token = source.latest()?;
-                match &mut wit_config.store {
-                    Some(wit::Store::AzureBlob(blob)) => {
-                        blob.credential = wit::AzureCredential::Bearer(token.token.clone());
-                    }
-                    Some(wit::Store::Gcs(credential)) => {
-                        *credential = wit::GcsCredential::Bearer(token.token.clone());
-                    }
-                    _ => {}
+        let (first, credential) =
+            match (config.token_source().cloned(), config.credentials_source()) {
+                (Some(source), _) => {
+                    let token = source.latest()?;
+                    let credential = config.bearer(token.token.clone());
+                    (Some(First::Token(source, token)), credential)
                 }
-                Some(First::Token(source, token))
-            }
-            (None, Some(source)) => {
-                let fetched = source.latest()?;
-                wit_config.credentials = convert::credentials(&fetched.credentials);
-                Some(First::Aws(source.clone(), fetched))
-            }
-            (None, None) => None,
-        };
+                (None, Some(source)) => {
+                    let fetched = source.latest()?;
+                    let credential = Credential::Aws(fetched.credentials.clone());
+                    (Some(First::Aws(source.clone(), fetched)), Some(credential))
+                }
+                (None, None) => (None, None),
+            };
+        let store = Arc::new(config.error_store());
         let pool = Pool::new(
             runtime,
-            wit_config,
-            Arc::new(config.error_store()),
+            config.clone(),
+            credential,
+            store,
             instances,
             make_options,
             clock.clone(),
@@ -76,16 +70,18 @@ impl Calls {
             let refresher = match first {
                 Some(First::Aws(source, fetched)) => {
                     let install = move |c: &Credentials| match calls.upgrade() {
-                        Some(calls) => calls.install(c),
+                        Some(calls) => calls.pool.set_credential(&Credential::Aws(c.clone())),
                         None => Err(Error::host("the client is gone")),
                     };
                     let (first, expires) = (fetched.credentials, fetched.expires);
                     Refresher::start(source, first, expires, Box::new(install)).ok()
                 }
                 Some(First::Token(source, token)) => {
-                    let install = move |token: &String| match calls.upgrade() {
-                        Some(calls) => calls.install_token(token),
-                        None => Err(Error::host("the client is gone")),
+                    let bearer = move |token: &String| config.bearer(token.clone());
+                    let install = move |token: &String| match (calls.upgrade(), bearer(token)) {
+                        (Some(calls), Some(credential)) => calls.pool.set_credential(&credential),
+                        (Some(_), None) => Err(Error::host("a bearer token for a store of keys")),
+                        (None, _) => Err(Error::host("the client is gone")),
                     };
                     let (first, expires) = (token.token, token.expires);
                     Refresher::start(source, first, expires, Box::new(install)).ok()
@@ -121,7 +117,7 @@ impl Calls {
     pub async fn call<T: Send + 'static>(
         self: &Arc<Self>,
         index: usize,
-        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + Sync + 'static,
+        f: impl Fn(&mut RawInstance) -> Answer<T> + Send + Sync + 'static,
     ) -> Result<T, Error> {
         let generation = self.credentials_refreshes();
         let f = Arc::new(f);
@@ -163,18 +159,6 @@ impl Calls {
     pub fn credentials_error(&self) -> Option<String> {
         self.refresher.as_ref().and_then(|r| r.last_error())
     }
-
-    /// Installs fresh credentials (the refresher's thread calls this).
-    pub fn install(&self, credentials: &Credentials) -> Result<(), Error> {
-        self.pool
-            .set_credentials(&convert::credentials(credentials))
-    }
-
-    /// Installs an Azure or GCS client's fresh bearer token (the
-    /// refresher's thread calls this).
-    fn install_token(&self, token: &str) -> Result<(), Error> {
-        self.pool.set_bearer_token(token)
-    }
 }
 
 /// The first credentials a client's refresher starts from, with their
@@ -184,10 +168,35 @@ enum First {
     Token(SharedTokenSource, AccessToken),
 }
 
-/// Runs blocking work (a component call) on tokio's blocking threads.
+thread_local! {
+    /// Set while this thread runs a blocking client's call (`blocking`): work
+    /// the async code hands to a blocking thread runs here instead, the
+    /// caller's thread being one that may block.
+    static ON_A_BLOCKING_CALL: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f`, a blocking client's call on this thread (see `blocking`).
+pub(crate) fn as_blocking_call<T>(f: impl FnOnce() -> T) -> T {
+    let was = ON_A_BLOCKING_CALL.with(|on| on.replace(true));
+    let output = f();
+    ON_A_BLOCKING_CALL.with(|on| on.set(was));
+    output
+}
+
+/// Whether this thread runs a blocking client's call.
+pub(crate) fn on_a_blocking_call() -> bool {
+    ON_A_BLOCKING_CALL.with(Cell::get)
+}
+
+/// Runs blocking work (opening instances, fetching credentials) on tokio's
+/// blocking threads; in a blocking client's call, on the caller's own
+/// thread, which may block (`blocking::Client`), rather than hop to another.
 pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Error> {
+    if on_a_blocking_call() {
+        return Ok(f());
+    }
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| Error::host(format!("a call's thread ended: {e}")))
@@ -195,11 +204,11 @@ pub(crate) async fn blocking<T: Send + 'static>(
 
 /// Releases `lease` from a thread of its own: nothing to wait for, and no
 /// runtime needed (a drop may happen anywhere).
-pub(crate) fn release_in_background(calls: &Weak<Calls>, index: usize, lease: wit::Lease) {
+pub(crate) fn release_in_background(calls: &Weak<Calls>, index: usize, lease: LeaseRecord) {
     if let Some(calls) = calls.upgrade() {
         // Best effort: if it fails, the lease simply runs out.
         calls.pool.send_job(index, move |opener, instance| {
-            let _ = opener.run(instance, move |raw| raw.release(&lease));
+            let _ = opener.run(instance, move |raw| component::release(raw, &lease));
         });
     }
 }

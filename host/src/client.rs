@@ -5,9 +5,8 @@
 //! closing, `closing`.
 
 use crate::calls::{blocking, Calls};
+use crate::component::{self, Answer};
 use crate::config::StoreConfig;
-use crate::convert;
-use crate::engine::bindings as wit;
 use crate::engine::clock::Clock;
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
@@ -129,7 +128,7 @@ impl Client {
         &self,
         op: &'static str,
         key: &str,
-        f: impl Fn(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + Sync + 'static,
+        f: impl Fn(&mut RawInstance) -> Answer<T> + Send + Sync + 'static,
     ) -> Result<T, Error> {
         let calls = &self.inner.calls;
         traced(
@@ -141,28 +140,36 @@ impl Client {
         .await
     }
 
-    /// Replaces the credentials (a host refreshing temporary ones): the
-    /// next request of every instance signs with them. Leases stay valid.
+    /// Replaces the store's credential (a host refreshing temporary
+    /// keys or its own bearer tokens): the next request of every instance
+    /// carries it. Leases stay valid. One of another kind than the store's
+    /// (AWS keys for S3 and DynamoDB) is refused, as one the component
+    /// refuses, and the old one stays.
+    pub async fn set_credential(&self, credential: &Credential) -> Result<(), Error> {
+        let calls = self.inner.calls.clone();
+        let credential = credential.clone();
+        blocking(move || calls.pool.set_credential(&credential)).await?
+    }
+
+    /// Replaces an S3 or DynamoDB client's keys: [`Client::set_credential`]
+    /// with [`Credential::Aws`].
     pub async fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error> {
-        let calls = self.inner.calls.clone();
-        let credentials = convert::credentials(credentials);
-        blocking(move || calls.pool.set_credentials(&credentials)).await?
+        self.set_credential(&Credential::Aws(credentials.clone()))
+            .await
     }
 
-    /// Replaces an Azure client's credential (a host refreshing its own
-    /// bearer tokens): the next requests carry it.
+    /// Replaces an Azure client's credential: [`Client::set_credential`]
+    /// with [`Credential::Azure`].
     pub async fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error> {
-        let calls = self.inner.calls.clone();
-        let credential = convert::azure_credential(credential);
-        blocking(move || calls.pool.set_azure_credential(&credential)).await?
+        self.set_credential(&Credential::Azure(credential.clone()))
+            .await
     }
 
-    /// Replaces a GCS client's credential (a host refreshing its own
-    /// access tokens): the next requests carry it.
+    /// Replaces a GCS client's credential: [`Client::set_credential`] with
+    /// [`Credential::Gcs`].
     pub async fn set_gcs_credential(&self, credential: &GcsCredential) -> Result<(), Error> {
-        let calls = self.inner.calls.clone();
-        let credential = convert::gcs_credential(credential);
-        blocking(move || calls.pool.set_gcs_credential(&credential)).await?
+        self.set_credential(&Credential::Gcs(credential.clone()))
+            .await
     }
 
     /// What the client's scheduler of renewals holds and has done.
@@ -185,41 +192,46 @@ impl Client {
     /// Extends a lease given as a record; keep the returned one, the old
     /// one is spent. (A [`Lease`] renews itself.)
     pub async fn renew(&self, lease: &LeaseRecord) -> Result<LeaseRecord, Error> {
-        let wit_lease = convert::lease(lease);
-        self.call("renew", &lease.key, move |raw| raw.renew(&wit_lease))
-            .await
-            .map(convert::from_lease)
+        let record = lease.clone();
+        self.call("renew", &lease.key, move |raw| {
+            component::renew(raw, &record)
+        })
+        .await
     }
 
     /// Releases a lease given as a record.
     pub async fn release(&self, lease: &LeaseRecord) -> Result<(), Error> {
-        let wit_lease = convert::lease(lease);
-        self.call("release", &lease.key, move |raw| raw.release(&wit_lease))
-            .await
+        let record = lease.clone();
+        self.call("release", &lease.key, move |raw| {
+            component::release(raw, &record)
+        })
+        .await
     }
 
     /// The key's lock state; `None` if it was never locked. For a
     /// semaphore, [`Client::inspect_slots`] lists its holders and queue.
     pub async fn inspect(&self, key: &str) -> Result<Option<LockState>, Error> {
         let k = key.to_string();
-        self.call("inspect", key, move |raw| raw.inspect(&k))
+        self.call("inspect", key, move |raw| component::inspect(raw, &k))
             .await
-            .map(|s| s.map(convert::from_lock_state))
     }
 
     /// A semaphore's holders and queue; `None` for a plain lock or no object.
     pub async fn inspect_slots(&self, key: &str) -> Result<Option<SemaphoreState>, Error> {
         let k = key.to_string();
-        self.call("inspect_slots", key, move |raw| raw.inspect_slots(&k))
-            .await
-            .map(|s| s.map(convert::from_semaphore_state))
+        self.call("inspect_slots", key, move |raw| {
+            component::inspect_slots(raw, &k)
+        })
+        .await
     }
 
     /// Gives up `holder_id`'s place in `key`'s queue, if it has one.
     pub async fn leave_queue(&self, key: &str, holder_id: &str) -> Result<(), Error> {
         let (k, h) = (key.to_string(), holder_id.to_string());
-        self.call("leave_queue", key, move |raw| raw.leave_queue(&k, &h))
-            .await
+        self.call("leave_queue", key, move |raw| {
+            component::leave_queue(raw, &k, &h)
+        })
+        .await
     }
 
     /// A fenced write under `lease`'s token (a [`Lease`] has its own,
@@ -249,39 +261,36 @@ impl Client {
         content_type: &str,
         options: FenceOptions,
     ) -> Result<FencedWrite, Error> {
-        let wit_lease = convert::lease(lease);
+        let record = lease.clone();
         let (object, content_type) = (object_key.to_string(), content_type.to_string());
-        let options = convert::fence_options(options);
         self.call("fenced_put", &lease.key, move |raw| {
-            raw.fenced_put_with(&wit_lease, &object, &body, &content_type, options)
+            component::fenced_put(raw, &record, &object, &body, &content_type, options)
         })
         .await
-        .map(convert::from_fenced_write)
     }
 
     pub async fn fenced_delete(&self, lease: &LeaseRecord, object_key: &str) -> Result<(), Error> {
-        let wit_lease = convert::lease(lease);
+        let record = lease.clone();
         let object = object_key.to_string();
         self.call("fenced_delete", &lease.key, move |raw| {
-            raw.fenced_delete(&wit_lease, &object)
+            component::fenced_delete(raw, &record, &object)
         })
         .await
     }
 
     pub async fn fenced_get(&self, object_key: &str) -> Result<Option<FencedObject>, Error> {
         let object = object_key.to_string();
-        self.call("fenced_get", object_key, move |raw| raw.fenced_get(&object))
-            .await
-            .map(|o| o.map(convert::from_fenced_object))
+        self.call("fenced_get", object_key, move |raw| {
+            component::fenced_get(raw, &object)
+        })
+        .await
     }
 
     /// Probes the store with real requests under a scratch prefix (deleted
     /// afterwards): which capabilities a lock needs it has, and which
     /// strategies and expiry clocks are safe on it.
     pub async fn preflight(&self) -> Result<PreflightReport, Error> {
-        self.call("preflight", "", |raw| raw.preflight())
-            .await
-            .map(convert::from_preflight_report)
+        self.call("preflight", "", component::preflight).await
     }
 
     /// `key`'s grant log, oldest first (see [`StoreConfig::with_audit`]):
@@ -295,9 +304,8 @@ impl Client {
         since_ms: Option<u64>,
     ) -> Result<Vec<crate::AuditEntry>, Error> {
         let k = key.to_string();
-        self.call("audit", key, move |raw| raw.audit(&k, since_ms))
+        self.call("audit", key, move |raw| component::audit(raw, &k, since_ms))
             .await
-            .map(|entries| entries.into_iter().map(crate::audit::from_entry).collect())
     }
 
     /// Proves from the store alone that no two holders of `key`
@@ -312,10 +320,9 @@ impl Client {
     ) -> Result<crate::AuditReport, Error> {
         let (k, prefix) = (key.to_string(), fenced_prefix.map(str::to_string));
         self.call("audit_verify", key, move |raw| {
-            raw.audit_verify(&k, prefix.as_deref())
+            component::audit_verify(raw, &k, prefix.as_deref())
         })
         .await
-        .map(crate::audit::from_report)
     }
 
     /// Deletes the records of `key`'s grants made before `before_ms` (the
@@ -327,9 +334,8 @@ impl Client {
     ) -> Result<crate::AuditPruned, Error> {
         let k = key.to_string();
         self.call("audit_prune", key, move |raw| {
-            raw.audit_prune(&k, before_ms)
+            component::audit_prune(raw, &k, before_ms)
         })
         .await
-        .map(crate::audit::from_pruned)
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::calls::{release_in_background, Calls};
 use crate::client::Client;
-use crate::convert;
+use crate::component;
 use crate::error::Error;
 use crate::held::Held;
 use crate::observe::traced;
@@ -87,11 +87,7 @@ impl Client {
         for lease in held {
             if let Some(record) = lease.let_go() {
                 let index = lease.index;
-                release_in_background(
-                    &Arc::downgrade(&self.inner.calls),
-                    index,
-                    convert::lease(&record),
-                );
+                release_in_background(&Arc::downgrade(&self.inner.calls), index, record);
             }
         }
         report
@@ -105,8 +101,7 @@ async fn release(calls: &Arc<Calls>, lease: &Held) -> Outcome {
         return Outcome::Over;
     };
     let key = record.key.clone();
-    let wit_lease = convert::lease(&record);
-    let released = calls.call(lease.index, move |raw| raw.release(&wit_lease));
+    let released = calls.call(lease.index, move |raw| component::release(raw, &record));
     match traced("release", &key, calls.error_store(), released).await {
         Ok(()) => Outcome::Released,
         Err(e) => Outcome::Failed(key, e),

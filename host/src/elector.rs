@@ -10,8 +10,7 @@
 
 use crate::calls::Calls;
 use crate::client::Client;
-use crate::convert;
-use crate::engine::bindings as wit;
+use crate::component::{self, ElectorHandle, StepReport};
 use crate::engine::clock::Clock;
 use crate::engine::monotonic;
 use crate::error::Error;
@@ -23,7 +22,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument;
-use wasmtime::component::ResourceAny;
 
 type Machine = Leadership<LeaseRecord, LockState>;
 
@@ -154,9 +152,9 @@ impl Client {
 
 impl Elector {
     async fn start(calls: Arc<Calls>, config: &ElectorConfig) -> Result<Self, Error> {
-        let wit_config = convert::elector_config(config);
         let index = calls.index_of(&config.key);
-        let made = calls.call(index, move |raw| raw.elector(&wit_config));
+        let elector_config = config.clone();
+        let made = calls.call(index, move |raw| component::elector(raw, &elector_config));
         let handle = traced("elect", &config.key, calls.error_store(), made).await?;
         let (events_tx, events) = mpsc::unbounded_channel();
         let (role_tx, role) = watch::channel(Role::Candidate);
@@ -335,7 +333,7 @@ impl ElectorWatcher {
 async fn campaign(
     calls: Arc<Calls>,
     index: usize,
-    handle: ResourceAny,
+    handle: ElectorHandle,
     shared: Arc<Shared>,
     mut stop: oneshot::Receiver<Stop>,
 ) -> Result<(), Error> {
@@ -344,7 +342,7 @@ async fn campaign(
         let generation = calls.credentials_refreshes();
         let sent = Instant::now();
         let was_leading = shared.check();
-        let step = calls.call(index, move |raw| raw.step(handle).map(Ok));
+        let step = calls.call(index, move |raw| component::step(raw, handle));
         let step = traced_quietly("step", &shared.key, calls.error_store(), step);
         tokio::pin!(step);
         let step = loop {
@@ -370,7 +368,9 @@ async fn campaign(
         // The store refused our credentials: with new ones in, step again
         // at once, still within the deadline the step bounds itself by.
         let refused = step.last_error.as_ref().is_some_and(|e| {
-            convert::from_error(e.clone(), calls.error_store()).refused_credentials()
+            e.clone()
+                .into_error(calls.error_store())
+                .refused_credentials()
         });
         let again_now = refused && calls.renew_credentials(generation).await;
         apply(&shared, &calls, step, was_leading, sent, again_now);
@@ -413,7 +413,7 @@ async fn deadline(shared: &Shared) {
 fn apply(
     shared: &Shared,
     calls: &Calls,
-    mut step: wit::StepResult,
+    step: StepReport,
     was_leading: bool,
     sent: Instant,
     again_now: bool,
@@ -421,11 +421,8 @@ fn apply(
     let now = shared.now_ms();
     let mut state = shared.lock();
     let failed = step.last_error.is_some();
-    state.last_error = step
-        .last_error
-        .take()
-        .map(|e| convert::from_error(e, calls.error_store()));
-    let events = state.leadership.apply(convert::step(step), now);
+    state.last_error = step.last_error.map(|e| e.into_error(calls.error_store()));
+    let events = state.leadership.apply(step.step, now);
     shared.report_all(&mut state, events);
     if again_now {
         state.leadership.step_now(now);
@@ -453,7 +450,7 @@ fn apply(
 async fn finish(
     calls: &Arc<Calls>,
     index: usize,
-    handle: ResourceAny,
+    handle: ElectorHandle,
     shared: &Shared,
     how: Stop,
 ) -> Result<(), Error> {
@@ -466,13 +463,13 @@ async fn finish(
     }
     let resigned = match how {
         Stop::Resign => {
-            let resigned = calls.call(index, move |raw| raw.resign(handle));
+            let resigned = calls.call(index, move |raw| component::resign(raw, handle));
             traced("resign", &shared.key, calls.error_store(), resigned).await
         }
         Stop::Abandon => Ok(()),
     };
     let _ = calls
-        .call(index, move |raw| raw.drop_elector(handle).map(Ok))
+        .call(index, move |raw| component::drop_elector(raw, handle))
         .await;
     resigned
 }

@@ -611,7 +611,7 @@ mod tests {
 
     #[test]
     fn a_timeout_names_the_bucket_and_the_key() {
-        let e = crate::convert::timeout("jobs/nightly", Duration::from_millis(1500), None)
+        let e = crate::component::timeout("jobs/nightly", Duration::from_millis(1500), None)
             .with_store(&s3());
         assert_eq!(
             e.to_string(),

@@ -6,7 +6,6 @@
 //! see.
 
 use crate::calls::{release_in_background, Calls};
-use crate::convert;
 use crate::engine::clock::{Clock, Instant};
 use crate::error::{Error, ErrorKind};
 use crate::types::{millis, LeaseRecord, LockState};
@@ -196,7 +195,7 @@ impl Held {
             // Still held (the renew landed in time): its record is the one
             // to release. Otherwise nothing is worth sending.
             if let Some(record) = self.let_go() {
-                release_in_background(&client, self.index, convert::lease(&record));
+                release_in_background(&client, self.index, record);
             }
         }
         self.renew_done.notify_waiters();

@@ -17,7 +17,7 @@
 //! The thread ends once the client and every clone of it are gone.
 
 use crate::calls::Calls;
-use crate::convert;
+use crate::component;
 use crate::engine::clock::{Clock, Instant};
 use crate::error::Error;
 use crate::held::Held;
@@ -261,11 +261,9 @@ async fn renew(
     let Some(calls) = calls.upgrade() else {
         return Err(Error::host("the client is gone"));
     };
-    let lease = convert::lease(&record);
-    let renewed = calls.call(held.index, move |raw| raw.renew(&lease));
-    traced("renew", &record.key, calls.error_store(), renewed)
-        .await
-        .map(convert::from_lease)
+    let key = record.key.clone();
+    let renewed = calls.call(held.index, move |raw| component::renew(raw, &record));
+    traced("renew", &key, calls.error_store(), renewed).await
 }
 
 async fn sleep_until(clock: &Clock, at: Option<Instant>) {

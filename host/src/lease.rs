@@ -5,7 +5,6 @@
 
 use crate::calls::release_in_background;
 use crate::client::Client;
-use crate::convert;
 use crate::engine::clock::{Clock, Instant};
 use crate::error::Error;
 use crate::held::{Held, LeaseStatus, LostReason};
@@ -58,7 +57,7 @@ impl Lease {
                     release_in_background(
                         &Arc::downgrade(&lease.client.inner.calls),
                         index,
-                        convert::lease(&record),
+                        record,
                     );
                 }
                 Err(lease)
@@ -272,7 +271,7 @@ impl Drop for Lease {
             release_in_background(
                 &Arc::downgrade(&self.client.inner.calls),
                 self.held.index,
-                convert::lease(&record),
+                record,
             );
         }
     }

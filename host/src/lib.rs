@@ -52,8 +52,8 @@ mod blocking_impl;
 mod calls;
 mod client;
 mod closing;
+mod component;
 mod config;
-mod convert;
 pub mod credentials;
 mod elector;
 mod engine;
@@ -104,7 +104,7 @@ pub use lease::{Lease, SlotGrant};
 pub use stats::{ClientStats, ElectorStats, LatencyHistogram, RequestCounts};
 pub use types::{
     AcquireOptions, Addressing, AzureCredential, Capability, CapabilityResult, ClockOffset,
-    Credentials, ElectionEvent, ElectorConfig, ExpiryClock, FenceOptions, FencedObject,
+    Credential, Credentials, ElectionEvent, ElectorConfig, ExpiryClock, FenceOptions, FencedObject,
     FencedWrite, GcsCredential, LeaseRecord, LockState, PreflightReport, Role, SemaphoreState,
     SlotEntry, SlotOptions, StopReason, Strategy, Verdict,
 };

@@ -22,8 +22,8 @@
 //! half-run call may have broken its state. The key's next call makes a new
 //! one. A panic is taken as a trap.
 
-use crate::convert;
-use crate::engine::bindings::{self as wit, Config};
+use crate::component::{self, Answer};
+use crate::config::StoreConfig;
 use crate::engine::clock::Clock;
 use crate::engine::local;
 use crate::engine::raw::RawInstance;
@@ -31,6 +31,7 @@ use crate::engine::runtime::Runtime;
 use crate::engine::state::InstanceOptions;
 use crate::engine::trace::Carried;
 use crate::error::{Error, ErrorStore};
+use crate::types::Credential;
 use std::hash::{Hash, Hasher};
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc;
@@ -51,8 +52,10 @@ pub(crate) struct Pool {
 /// What a worker needs to make its instance.
 pub(crate) struct Opener {
     runtime: Runtime,
-    /// The config new instances open with (credentials kept current).
-    config: Mutex<Config>,
+    /// The config new instances open with.
+    config: StoreConfig,
+    /// The credential they open with: the config's until one is set.
+    credential: Mutex<Option<Credential>>,
     make_options: MakeOptions,
     /// The client's clock, the instances' monotonic clock.
     clock: Clock,
@@ -107,7 +110,8 @@ impl Pool {
     /// that starts.
     pub fn new(
         runtime: Runtime,
-        config: Config,
+        config: StoreConfig,
+        credential: Option<Credential>,
         store: Arc<ErrorStore>,
         size: usize,
         make_options: MakeOptions,
@@ -115,7 +119,8 @@ impl Pool {
     ) -> Result<Self, Error> {
         let opener = Arc::new(Opener {
             runtime,
-            config: Mutex::new(config),
+            config,
+            credential: Mutex::new(credential),
             make_options,
             clock,
             store,
@@ -180,7 +185,7 @@ impl Pool {
     pub fn send<T: Send + 'static>(
         &self,
         index: usize,
-        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + 'static,
+        f: impl FnOnce(&mut RawInstance) -> Answer<T> + Send + 'static,
         done: impl FnOnce(Result<T, Error>) + Send + 'static,
     ) {
         self.send_job(index, move |opener, instance| done(opener.run(instance, f)));
@@ -190,7 +195,7 @@ impl Pool {
     pub async fn call_async<T: Send + 'static>(
         &self,
         index: usize,
-        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>> + Send + 'static,
+        f: impl FnOnce(&mut RawInstance) -> Answer<T> + Send + 'static,
     ) -> Result<T, Error> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.send(index, f, move |result| {
@@ -244,101 +249,21 @@ impl Pool {
         }
     }
 
-    /// Replaces the credentials of the live instances and of those made
-    /// later. Credentials the component refuses change nothing.
-    pub fn set_credentials(&self, credentials: &wit::Credentials) -> Result<(), Error> {
-        let old = std::mem::replace(
-            &mut lock(&self.opener.config).credentials,
-            credentials.clone(),
-        );
-        for index in self.started_since_config_changed() {
-            let c = credentials.clone();
-            let result = self
-                .with_instance(index, move |opener, instance| match instance {
-                    Some(_) => opener.run(instance, |raw| raw.set_credentials(&c)),
-                    None => Ok(()),
-                })
-                .unwrap_or_else(|| Err(Error::host("the instance's worker stopped")));
-            if let Err(e) = result {
-                lock(&self.opener.config).credentials = old;
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Pool {
-    /// Replaces an Azure client's credential (a refreshed bearer token) in
-    /// the live instances and in those made later. A credential the
-    /// component refuses changes nothing.
-    pub fn set_azure_credential(&self, credential: &wit::AzureCredential) -> Result<(), Error> {
-        let old = match &mut lock(&self.opener.config).store {
-            Some(wit::Store::AzureBlob(blob)) => {
-                std::mem::replace(&mut blob.credential, credential.clone())
-            }
-            _ => {
-                return Err(Error::invalid_config(
-                    "credential",
-                    "an Azure credential is for an azure-blob store",
-                ))
-            }
-        };
+    /// Replaces the credential of the live instances and of those made
+    /// later. A credential the component refuses (of another kind than the
+    /// store's, say) changes nothing.
+    pub fn set_credential(&self, credential: &Credential) -> Result<(), Error> {
+        let old = lock(&self.opener.credential).replace(credential.clone());
         for index in self.started_since_config_changed() {
             let c = credential.clone();
             let result = self
                 .with_instance(index, move |opener, instance| match instance {
-                    Some(_) => opener.run(instance, |raw| raw.set_azure_credential(&c)),
+                    Some(_) => opener.run(instance, |raw| component::set_credential(raw, &c)),
                     None => Ok(()),
                 })
                 .unwrap_or_else(|| Err(Error::host("the instance's worker stopped")));
             if let Err(e) = result {
-                if let Some(wit::Store::AzureBlob(blob)) = &mut lock(&self.opener.config).store {
-                    blob.credential = old;
-                }
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Pool {
-    /// Installs a refreshed bearer token as the store takes it: an Azure
-    /// or a GCS credential.
-    pub fn set_bearer_token(&self, token: &str) -> Result<(), Error> {
-        let gcs = matches!(lock(&self.opener.config).store, Some(wit::Store::Gcs(_)));
-        match gcs {
-            true => self.set_gcs_credential(&wit::GcsCredential::Bearer(token.to_string())),
-            false => self.set_azure_credential(&wit::AzureCredential::Bearer(token.to_string())),
-        }
-    }
-
-    /// Replaces a GCS client's credential (a refreshed access token) in
-    /// the live instances and in those made later. A credential the
-    /// component refuses changes nothing.
-    pub fn set_gcs_credential(&self, credential: &wit::GcsCredential) -> Result<(), Error> {
-        let old = match &mut lock(&self.opener.config).store {
-            Some(wit::Store::Gcs(current)) => std::mem::replace(current, credential.clone()),
-            _ => {
-                return Err(Error::invalid_config(
-                    "credential",
-                    "a GCS credential is for a gcs store",
-                ))
-            }
-        };
-        for index in self.started_since_config_changed() {
-            let c = credential.clone();
-            let result = self
-                .with_instance(index, move |opener, instance| match instance {
-                    Some(_) => opener.run(instance, |raw| raw.set_gcs_credential(&c)),
-                    None => Ok(()),
-                })
-                .unwrap_or_else(|| Err(Error::host("the instance's worker stopped")));
-            if let Err(e) = result {
-                if let Some(wit::Store::Gcs(current)) = &mut lock(&self.opener.config).store {
-                    *current = old;
-                }
+                *lock(&self.opener.credential) = old;
                 return Err(e);
             }
         }
@@ -351,7 +276,7 @@ impl Opener {
     pub fn run<T>(
         &self,
         instance: &mut Option<RawInstance>,
-        f: impl FnOnce(&mut RawInstance) -> anyhow::Result<Result<T, wit::Error>>,
+        f: impl FnOnce(&mut RawInstance) -> Answer<T>,
     ) -> Result<T, Error> {
         if instance.is_none() {
             *instance = Some(self.open()?);
@@ -360,7 +285,7 @@ impl Opener {
             return Err(Error::trap("no instance"));
         };
         match std::panic::catch_unwind(AssertUnwindSafe(|| f(raw))) {
-            Ok(Ok(result)) => result.map_err(|e| convert::from_error(e, &self.store)),
+            Ok(Ok(result)) => result.map_err(|e| e.into_error(&self.store)),
             Ok(Err(trap)) => {
                 *instance = None;
                 Err(Error::trap(format!("{trap:#}")))
@@ -377,10 +302,10 @@ impl Opener {
             .runtime
             .instance((self.make_options)(), &self.clock)
             .map_err(Error::host)?;
-        let config = lock(&self.config).clone();
-        match raw.open(&config) {
+        let credential = lock(&self.credential).clone();
+        match component::open(&mut raw, &self.config, credential.as_ref()) {
             Ok(Ok(())) => Ok(raw),
-            Ok(Err(e)) => Err(convert::from_error(e, &self.store)),
+            Ok(Err(e)) => Err(e.into_error(&self.store)),
             Err(trap) => Err(Error::trap(format!("{trap:#}"))),
         }
     }

@@ -7,61 +7,19 @@ use s3_lease_keep::leadership;
 use std::fmt;
 use std::time::Duration;
 
-/// How a key's lock lives in the store (see the guarantees).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Strategy {
-    /// One lock object per key, updated by compare-and-swap (the default).
-    SingleObject,
-    /// One object per leader epoch, for stores with `If-None-Match` but
-    /// not `If-Match`.
-    EpochObjects,
-}
+/// The contract's names, defined once for the component's core, this
+/// crate and the guest crate (`s3_lease_keep::vocabulary`): how a key's
+/// lock lives in the store ([`Strategy`]), which clock decides that a lease
+/// nobody released has expired ([`ExpiryClock`]), how bucket requests are
+/// addressed ([`Addressing`]), what the store preflight checks
+/// ([`Capability`]) and what a probe showed ([`Verdict`]). Each has
+/// `name()` (the contract's, the command line's and JSON's), `from_name`
+/// and `Display`.
+pub use s3_lease_keep::vocabulary::{Addressing, Capability, ExpiryClock, Strategy, Verdict};
 
-/// Which clock decides that a lease nobody released has expired.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ExpiryClock {
-    /// The store's (`Last-Modified` and `Date`): the default on S3.
-    Server,
-    /// The holder's wall clock, against the reader's (the design's rule).
-    Holder,
-    /// The reader's monotonic clock: the same version seen unchanged for
-    /// the ttl (the default on DynamoDB).
-    Observed,
-}
-
-/// How bucket requests are addressed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Addressing {
-    /// `https://endpoint/bucket/key`.
-    Path,
-    /// `https://bucket.endpoint/key` (AWS's default).
-    VirtualHosted,
-}
-
-macro_rules! names {
-    ($($ty:ident { $($case:ident => $name:literal),* $(,)? })*) => {$(
-        impl $ty {
-            /// Its name in the contract, the command line and JSON.
-            pub fn name(self) -> &'static str {
-                match self { $($ty::$case => $name),* }
-            }
-        }
-        impl fmt::Display for $ty {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.name())
-            }
-        }
-    )*};
-}
-
-names! {
-    Strategy { SingleObject => "single-object", EpochObjects => "epoch-objects" }
-    ExpiryClock { Server => "server", Holder => "holder", Observed => "observed" }
-    Addressing { Path => "path", VirtualHosted => "virtual-hosted" }
-}
+/// Why leadership ended: the leadership machine's
+/// (`s3_lease_keep::leadership`), as the component's elector reports it.
+pub use s3_lease_keep::leadership::StopReason;
 
 /// Keys that sign requests. `Debug` shows the key id only.
 #[derive(Clone, PartialEq, Eq)]
@@ -149,6 +107,17 @@ impl fmt::Debug for GcsCredential {
             GcsCredential::Anonymous => "Anonymous",
         })
     }
+}
+
+/// A store's credential, as [`Client::set_credential`](crate::Client::set_credential)
+/// replaces it: of the client's store's kind (AWS keys for S3 and
+/// DynamoDB). `Debug` shows no secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Credential {
+    Aws(Credentials),
+    Azure(AzureCredential),
+    Gcs(GcsCredential),
 }
 
 /// How to take a lock: its ttl, who holds it, what it says.
@@ -456,28 +425,13 @@ impl ElectorConfig {
     }
 }
 
-/// Where an elector stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Role {
-    /// It leads with this lease: fence what it writes with its token.
-    Leader(LeaseRecord),
-    /// Someone else leads (when known: the state last read).
-    Follower(Option<LockState>),
-    /// Nobody is known to lead, or the last attempt failed.
-    Candidate,
-}
-
-/// Why leadership ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum StopReason {
-    /// No renew succeeded before the renew deadline.
-    RenewDeadline,
-    /// A renew found the lease taken.
-    Lost,
-    Resigned,
-}
+/// Where an elector stands: the leadership machine's role
+/// (`s3_lease_keep::leadership`) over the crate's lease record and lock
+/// state. `Leader(record)`: it leads with this lease (fence what it writes
+/// with its token); `Follower(seen)`: someone else leads (when known: the
+/// state last read); `Candidate`: nobody is known to lead, or the last
+/// attempt failed.
+pub type Role = leadership::Role<LeaseRecord, LockState>;
 
 /// What an elector saw, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -491,87 +445,16 @@ pub enum ElectionEvent {
     Failed(String),
 }
 
-// The leadership machine's reports as the public types say them (the
-// machine is generic; these are its cases over the crate's records).
-impl From<leadership::Role<LeaseRecord, LockState>> for Role {
-    fn from(role: leadership::Role<LeaseRecord, LockState>) -> Self {
-        match role {
-            leadership::Role::Leader(lease) => Role::Leader(lease),
-            leadership::Role::Follower(seen) => Role::Follower(seen),
-            leadership::Role::Candidate => Role::Candidate,
-        }
-    }
-}
-
-impl From<leadership::StopReason> for StopReason {
-    fn from(reason: leadership::StopReason) -> Self {
-        match reason {
-            leadership::StopReason::RenewDeadline => StopReason::RenewDeadline,
-            leadership::StopReason::Lost => StopReason::Lost,
-            leadership::StopReason::Resigned => StopReason::Resigned,
-        }
-    }
-}
-
+// The leadership machine's events as the public type says them (it adds
+// `Failed`, which only the host's driver can see).
 impl From<leadership::Event<LeaseRecord, LockState>> for ElectionEvent {
     fn from(event: leadership::Event<LeaseRecord, LockState>) -> Self {
         match event {
             leadership::Event::BecameLeader(lease) => ElectionEvent::BecameLeader(lease),
-            leadership::Event::StoppedLeading(reason) => {
-                ElectionEvent::StoppedLeading(reason.into())
-            }
+            leadership::Event::StoppedLeading(reason) => ElectionEvent::StoppedLeading(reason),
             leadership::Event::LeaderChanged(seen) => ElectionEvent::LeaderChanged(seen),
         }
     }
-}
-
-/// A capability the store preflight checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Capability {
-    IfNoneMatchExisting,
-    IfMatchPut,
-    IfMatchMissingKey,
-    IfMatchDelete,
-    ServerDates,
-    ListStartAfter,
-    ConditionalGet,
-    PayloadHash,
-    ClockOffset,
-    TableKeySchema,
-    TtlAttribute,
-    /// The preflight's race: of writers creating one key at once, one wins.
-    ConcurrentCreate,
-    /// The preflight's race: of writers updating one key at once, one wins.
-    ConcurrentUpdate,
-}
-
-/// What a probe showed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Verdict {
-    Pass,
-    Fail,
-    Unknown,
-}
-
-names! {
-    Capability {
-        IfNoneMatchExisting => "if-none-match-existing",
-        IfMatchPut => "if-match-put",
-        IfMatchMissingKey => "if-match-missing-key",
-        IfMatchDelete => "if-match-delete",
-        ServerDates => "server-dates",
-        ListStartAfter => "list-start-after",
-        ConditionalGet => "conditional-get",
-        PayloadHash => "payload-hash",
-        ClockOffset => "clock-offset",
-        TableKeySchema => "table-key-schema",
-        TtlAttribute => "ttl-attribute",
-        ConcurrentCreate => "concurrent-create",
-        ConcurrentUpdate => "concurrent-update",
-    }
-    Verdict { Pass => "pass", Fail => "fail", Unknown => "unknown" }
 }
 
 /// One capability's probe.

@@ -9,9 +9,10 @@
 //! The floors, bottom up:
 //! 1. `engine::*`: runs the component; knows nothing of the crate's API.
 //! 2. the vocabulary: the public data types, the error, the stats.
-//! 3. the boundary: configuration, credentials, and the one conversion
-//!    between the generated bindings and the crate's types. A module this
-//!    test does not name stands here.
+//! 3. the boundary: configuration, credentials, and the one typed seam
+//!    into the component (`component`: the calls in the crate's types, the
+//!    only module that speaks the generated bindings). A module this test
+//!    does not name stands here.
 //! 4. the shared room: the instance pool and the one call path (with the
 //!    credential refresher and the store's name) that every API piece uses.
 //! 5. the API: client, leases, their scheduler, electors, close, blocking.

@@ -30,4 +30,5 @@ pub mod leadership;
 pub mod refresh;
 pub mod schedule;
 pub mod supervision;
+pub mod vocabulary;
 pub mod wait;

@@ -86,7 +86,6 @@ fn event_json(event: &ElectionEvent) -> Value {
                 StopReason::RenewDeadline => "renew-deadline",
                 StopReason::Lost => "lost",
                 StopReason::Resigned => "resigned",
-                _ => "stopped",
             },
         }),
         ElectionEvent::LeaderChanged(seen) => json!({

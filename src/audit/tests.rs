@@ -46,9 +46,7 @@ fn s3(strategy: Strategy, clock: ExpiryClock) -> ClientConfig {
 
 fn dynamodb(clock: ExpiryClock) -> ClientConfig {
     let mut raw = raw_config(Strategy::SingleObject, clock);
-    raw.store = Some(Store::DynamoDb {
-        table: "locks".into(),
-    });
+    raw.store = Store::DynamoDb(crate::testing::test_table("locks"));
     audited(ClientConfig::validate(raw).unwrap())
 }
 

@@ -19,13 +19,14 @@ const START_MS: u64 = 1_700_000_000_000;
 
 fn raw(credential: AzureCredential) -> RawConfig {
     let mut raw = raw_config(Strategy::SingleObject, ExpiryClock::Server);
-    raw.endpoint = "http://127.0.0.1:10000".into();
     raw.expiry_clock = None;
-    raw.store = Some(Store::AzureBlob(AzureBlob {
+    raw.store = Store::AzureBlob(AzureBlob {
+        endpoint: "http://127.0.0.1:10000".into(),
+        addressing: crate::config::Addressing::Path,
         account: ACCOUNT.into(),
         container: CONTAINER.into(),
         credential,
-    }));
+    });
     raw
 }
 
@@ -46,7 +47,17 @@ fn grant(holder: &str) -> Grant {
 }
 
 fn blob_of(c: &ClientConfig) -> &AzureBlob {
-    c.store.azure().unwrap()
+    match &c.store {
+        Store::AzureBlob(blob) => blob,
+        other => panic!("not an Azure store: {other:?}"),
+    }
+}
+
+fn blob_of_raw(r: &mut RawConfig) -> &mut AzureBlob {
+    match &mut r.store {
+        Store::AzureBlob(blob) => blob,
+        other => panic!("not an Azure store: {other:?}"),
+    }
 }
 
 fn header<'a>(r: &'a HttpRequest, name: &str) -> Option<&'a str> {
@@ -87,13 +98,6 @@ fn config_takes_server_by_default_every_clock_and_only_single_object() {
     let mut r = raw(shared_key());
     r.strategy = Some(Strategy::EpochObjects);
     assert_eq!(field_of(ClientConfig::validate(r)), "strategy");
-    // Neither a region nor AWS credentials: the store has its own.
-    let mut r = raw(shared_key());
-    r.region = String::new();
-    r.credentials.access_key_id = String::new();
-    r.credentials.secret_access_key = String::new();
-    r.bucket = String::new();
-    assert!(ClientConfig::validate(r).is_ok());
     assert_eq!(c.seal_scope(), "azure:devstoreaccount1/locks");
 }
 
@@ -101,7 +105,7 @@ fn config_takes_server_by_default_every_clock_and_only_single_object() {
 fn config_refuses_bad_accounts_containers_and_credentials_without_echoing_secrets() {
     for account in ["ab", "UPPER", "has-dash", &"a".repeat(25)] {
         let mut r = raw(shared_key());
-        if let Some(Store::AzureBlob(b)) = &mut r.store {
+        if let Store::AzureBlob(b) = &mut r.store {
             b.account = account.into();
         }
         assert_eq!(
@@ -120,7 +124,7 @@ fn config_refuses_bad_accounts_containers_and_credentials_without_echoing_secret
         &"a".repeat(64),
     ] {
         let mut r = raw(shared_key());
-        if let Some(Store::AzureBlob(b)) = &mut r.store {
+        if let Store::AzureBlob(b) = &mut r.store {
             b.container = container.into();
         }
         assert_eq!(
@@ -215,8 +219,8 @@ fn a_put_becomes_put_blob_signed_with_shared_key() {
 #[test]
 fn virtual_hosted_addressing_leaves_the_account_out_of_the_path() {
     let mut r = raw(shared_key());
-    r.endpoint = "https://devstoreaccount1.blob.core.windows.net".into();
-    r.addressing = crate::config::Addressing::VirtualHosted;
+    blob_of_raw(&mut r).endpoint = "https://devstoreaccount1.blob.core.windows.net".into();
+    blob_of_raw(&mut r).addressing = crate::config::Addressing::VirtualHosted;
     let c = ClientConfig::validate(r).unwrap();
     let http = prepare(&c, blob_of(&c), &S3Request::new(Method::Get, "k", 10), 0);
     assert_eq!(http.authority, "devstoreaccount1.blob.core.windows.net");

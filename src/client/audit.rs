@@ -17,6 +17,7 @@ use crate::audit::{
     WriteTimes,
 };
 use crate::capability::CapabilityResult;
+use crate::config::Store;
 use crate::driver::{self, Io};
 use crate::error::Error;
 use crate::expiry::Observation;
@@ -227,7 +228,16 @@ impl ClientCore {
         let dir = log_dir(&self.config.key_prefix, key);
         let mut report = verify(key, &dir, &log, current.as_ref());
         if let Some(prefix) = fenced_prefix {
-            if self.config.store.table().is_some() || self.config.store.azure().is_some() {
+            // Which stores list fenced objects, and which list their
+            // versions: GCS keeps noncurrent generations too, but its
+            // translation lists and reads current objects only
+            // (docs/audit.md).
+            let (listed, versions) = match &self.config.store {
+                Store::S3(_) => (true, true),
+                Store::Gcs(_) => (true, false),
+                Store::DynamoDb(_) | Store::AzureBlob(_) => (false, false),
+            };
+            if !listed {
                 return Err(Error::invalid_config(
                     "store",
                     format!(
@@ -236,9 +246,6 @@ impl ClientCore {
                     ),
                 ));
             }
-            // GCS keeps noncurrent generations too, but its translation
-            // lists and reads current objects only (docs/audit.md).
-            let versions = self.config.store.gcs().is_none();
             let scanned = driver::run(io, FencedScan::new(prefix.to_string(), versions)).await?;
             let lock =
                 crate::fenced::lock_identity(self.config.strategy.name(), &self.object_key(key)?);

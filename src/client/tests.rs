@@ -6,6 +6,7 @@ use super::*;
 use crate::expiry::ExpiryClock;
 use crate::ready::Ready;
 use crate::s3::Method;
+use crate::sigv4::Credentials;
 use crate::testing::intercept::Intercept;
 use crate::testing::model_io::ModelIo;
 use crate::testing::raw_config;
@@ -450,7 +451,7 @@ fn core_with(strategy: Strategy, change: impl FnOnce(&mut crate::config::RawConf
 /// The access key id the request is signed with, as the component signs
 /// it: `s3::prepare` with the client's config at the time of the call.
 fn signing_key_id(c: &ClientCore, request: &crate::s3::S3Request) -> String {
-    let signed = crate::s3::prepare(&c.config, request, START_MS / 1000);
+    let signed = crate::wire::prepare(&c.config, request, START_MS / 1000);
     let (_, auth) = signed
         .headers
         .iter()
@@ -465,10 +466,10 @@ fn a_lease_sealed_under_some_credentials_is_renewed_and_released_under_others() 
     for strategy in [Strategy::SingleObject, Strategy::EpochObjects] {
         let mut io = io();
         let mut a = core_with(strategy, |r| {
-            r.credentials = credentials("AKIDA", "secret-a")
+            crate::testing::bucket_of(r).credentials = credentials("AKIDA", "secret-a")
         });
         let mut b = core_with(strategy, |r| {
-            r.credentials = credentials("AKIDB", "secret-b")
+            crate::testing::bucket_of(r).credentials = credentials("AKIDB", "secret-b")
         });
         let lease = granted(&mut a, &mut io, "a");
         io.advance(1_000);
@@ -486,7 +487,9 @@ fn a_lease_is_refused_by_a_client_of_another_bucket_or_seal_key() {
         let mut keyed = core_with(strategy, |r| r.seal_key = key("shared"));
         let lease = granted(&mut keyed, &mut io, "a");
         let others = [
-            core_with(strategy, |r| r.bucket = "other-bucket".into()),
+            core_with(strategy, |r| {
+                crate::testing::bucket_of(r).bucket = "other-bucket".into()
+            }),
             core_with(strategy, |r| r.seal_key = key("another")),
             core_with(strategy, |_| {}),
         ];
@@ -509,7 +512,7 @@ fn a_lease_is_refused_by_a_client_of_another_bucket_or_seal_key() {
         // The same seal key under other credentials accepts it.
         let mut same = core_with(strategy, |r| {
             r.seal_key = key("shared");
-            r.credentials = credentials("AKIDB", "secret-b");
+            crate::testing::bucket_of(r).credentials = credentials("AKIDB", "secret-b");
         });
         same.rewrite(&mut io, lease, true).ready().unwrap();
     }
@@ -522,7 +525,7 @@ fn set_credentials_signs_the_next_request_with_them_and_keeps_leases() {
         let lease = granted(&mut c, &mut io, "a");
         let before = io.take_requests();
         assert_eq!(signing_key_id(&c, before.last().unwrap()), "AKID");
-        c.set_credentials(credentials("AKID2", "rotated-secret"))
+        c.set_credential(Credential::Aws(credentials("AKID2", "rotated-secret")))
             .unwrap();
         // The lease stays valid, and so does what the client remembers.
         let renewed = c.rewrite(&mut io, lease, false).ready().unwrap();
@@ -531,7 +534,7 @@ fn set_credentials_signs_the_next_request_with_them_and_keeps_leases() {
         for request in &after {
             assert_eq!(signing_key_id(&c, request), "AKID2");
         }
-        let signed = crate::s3::prepare(&c.config, &after[0], START_MS / 1000);
+        let signed = crate::wire::prepare(&c.config, &after[0], START_MS / 1000);
         let token = signed
             .headers
             .iter()
@@ -540,12 +543,17 @@ fn set_credentials_signs_the_next_request_with_them_and_keeps_leases() {
         assert_eq!(token, Some("token-of-AKID2"));
         // Invalid credentials are refused as the constructor refuses them,
         // and the client keeps the ones it had.
-        let err = c.set_credentials(credentials("", "s")).unwrap_err();
+        let err = c
+            .set_credential(Credential::Aws(credentials("", "s")))
+            .unwrap_err();
         assert!(
             matches!(&err, Error::InvalidConfig { field, .. } if field == "credentials.access-key-id"),
             "{err:?}"
         );
-        assert_eq!(c.config.credentials.access_key_id, "AKID2");
+        let Credential::Aws(kept) = c.config.store.credential() else {
+            panic!("an S3 client's credential is AWS keys")
+        };
+        assert_eq!(kept.access_key_id, "AKID2");
         c.rewrite(&mut io, renewed, true).ready().unwrap();
     }
 }

@@ -1,9 +1,14 @@
-//! Between the generated WIT types and the crate's own.
+//! Between the generated WIT types and the crate's own: the contract's
+//! names (`s3_lease_keep::vocabulary`) case for case by `same_cases!`, the
+//! records field by field.
 
 use crate::prelude::*;
 
 use crate::bindings::exports::s3_lease::lease::types as wit;
-use crate::config::Strategy;
+use crate::config::{
+    Addressing, AzureBlob, AzureCredential, Credential, DynamoDbTable, GcsBucket, GcsCredential,
+    RawConfig, S3Bucket, SealKey, Store, Strategy,
+};
 use crate::elector::{Event, Role, StopReason};
 use crate::error::{Error, S3Error};
 use crate::expiry::ExpiryClock;
@@ -11,7 +16,109 @@ use crate::lease::{Grant, Lease};
 use crate::lock_object::semaphore::{Entry, Judged};
 use crate::lock_object::LockState;
 use crate::preflight::{Capability, CapabilityResult, Report, Verdict};
+use crate::sigv4::Credentials;
 use crate::transport::random_hex_id;
+
+s3_lease_keep::same_cases! {
+    Strategy = wit::Strategy { SingleObject, EpochObjects }
+    ExpiryClock = wit::ExpiryClock { Holder, Server, Observed }
+    Addressing = wit::AddressingStyle { Path, VirtualHosted }
+    Verdict = wit::Verdict { Pass, Fail, Unknown }
+    StopReason = wit::StopReason { RenewDeadline, Lost, Resigned }
+    Capability = wit::Capability {
+        IfNoneMatchExisting,
+        IfMatchPut,
+        IfMatchMissingKey,
+        IfMatchDelete,
+        ServerDates,
+        ListStartAfter,
+        ConditionalGet,
+        PayloadHash,
+        ClockOffset,
+        TableKeySchema,
+        TtlAttribute,
+        ConcurrentCreate,
+        ConcurrentUpdate,
+    }
+}
+
+/// The WIT config as the core's, its credentials checked as the core
+/// checks them (the rest by `ClientConfig::validate`).
+pub(super) fn raw_config(config: wit::Config) -> Result<RawConfig, Error> {
+    Ok(RawConfig {
+        store: store(config.store)?,
+        key_prefix: config.key_prefix,
+        request_timeout_ms: config.request_timeout_ms,
+        strategy: config.strategy.map(Into::into),
+        expiry_clock: config.expiry_clock.map(Into::into),
+        preflight: config.preflight,
+        seal_key: config.seal_key.map(SealKey::new),
+        audit: config.audit,
+    })
+}
+
+fn store(store: wit::Store) -> Result<Store, Error> {
+    Ok(match store {
+        wit::Store::S3(s) => Store::S3(S3Bucket {
+            endpoint: s.endpoint,
+            region: s.region,
+            bucket: s.bucket,
+            addressing: s.addressing.into(),
+            credentials: aws(s.credentials),
+        }),
+        wit::Store::Dynamodb(s) => Store::DynamoDb(DynamoDbTable {
+            endpoint: s.endpoint,
+            region: s.region,
+            table: s.table,
+            credentials: aws(s.credentials),
+        }),
+        wit::Store::AzureBlob(s) => Store::AzureBlob(AzureBlob {
+            endpoint: s.endpoint,
+            addressing: s.addressing.into(),
+            account: s.account,
+            container: s.container,
+            credential: azure_credential(s.credential)?,
+        }),
+        wit::Store::Gcs(s) => Store::Gcs(GcsBucket {
+            endpoint: s.endpoint,
+            bucket: s.bucket,
+            credential: gcs_credential(s.credential)?,
+        }),
+    })
+}
+
+pub(super) fn from_wit_credential(credential: wit::Credential) -> Result<Credential, Error> {
+    Ok(match credential {
+        wit::Credential::Aws(c) => Credential::Aws(aws(c)),
+        wit::Credential::Azure(c) => Credential::Azure(azure_credential(c)?),
+        wit::Credential::Gcs(c) => Credential::Gcs(gcs_credential(c)?),
+    })
+}
+
+fn aws(c: wit::AwsCredentials) -> Credentials {
+    Credentials {
+        access_key_id: c.access_key_id,
+        secret_access_key: c.secret_access_key,
+        session_token: c.session_token,
+    }
+}
+
+/// An Azure credential from the WIT's, checked as the config checks it.
+fn azure_credential(credential: wit::AzureCredential) -> Result<AzureCredential, Error> {
+    match credential {
+        wit::AzureCredential::SharedKey(key) => AzureCredential::shared_key(&key),
+        wit::AzureCredential::Sas(token) => AzureCredential::sas(&token),
+        wit::AzureCredential::Bearer(token) => AzureCredential::bearer(&token),
+    }
+}
+
+/// A GCS credential from the WIT's, checked as the config checks it.
+fn gcs_credential(credential: wit::GcsCredential) -> Result<GcsCredential, Error> {
+    match credential {
+        wit::GcsCredential::Bearer(token) => GcsCredential::bearer(&token),
+        wit::GcsCredential::Anonymous => Ok(GcsCredential::Anonymous),
+    }
+}
 
 pub(super) fn to_wit_role(role: Role) -> wit::Role {
     match role {
@@ -24,11 +131,7 @@ pub(super) fn to_wit_role(role: Role) -> wit::Role {
 pub(super) fn to_wit_event(event: Event) -> wit::ElectorEvent {
     match event {
         Event::BecameLeader(lease) => wit::ElectorEvent::BecameLeader(to_wit_lease(lease)),
-        Event::StoppedLeading(reason) => wit::ElectorEvent::StoppedLeading(match reason {
-            StopReason::RenewDeadline => wit::StopReason::RenewDeadline,
-            StopReason::Lost => wit::StopReason::Lost,
-            StopReason::Resigned => wit::StopReason::Resigned,
-        }),
+        Event::StoppedLeading(reason) => wit::ElectorEvent::StoppedLeading(reason.into()),
         Event::LeaderChanged(state) => wit::ElectorEvent::LeaderChanged(state.map(to_wit_state)),
     }
 }
@@ -111,43 +214,10 @@ pub(super) fn to_wit_semaphore(mut s: LockState) -> Option<wit::SemaphoreState> 
     })
 }
 
-pub(super) fn to_wit_strategy(s: Strategy) -> wit::Strategy {
-    match s {
-        Strategy::SingleObject => wit::Strategy::SingleObject,
-        Strategy::EpochObjects => wit::Strategy::EpochObjects,
-    }
-}
-
-pub(super) fn to_wit_clock(c: ExpiryClock) -> wit::ExpiryClock {
-    match c {
-        ExpiryClock::Holder => wit::ExpiryClock::Holder,
-        ExpiryClock::Server => wit::ExpiryClock::Server,
-        ExpiryClock::Observed => wit::ExpiryClock::Observed,
-    }
-}
-
 pub(super) fn to_wit_result(r: CapabilityResult) -> wit::CapabilityResult {
     wit::CapabilityResult {
-        capability: match r.capability {
-            Capability::IfNoneMatchExisting => wit::Capability::IfNoneMatchExisting,
-            Capability::IfMatchPut => wit::Capability::IfMatchPut,
-            Capability::IfMatchMissingKey => wit::Capability::IfMatchMissingKey,
-            Capability::IfMatchDelete => wit::Capability::IfMatchDelete,
-            Capability::ServerDates => wit::Capability::ServerDates,
-            Capability::ListStartAfter => wit::Capability::ListStartAfter,
-            Capability::ConditionalGet => wit::Capability::ConditionalGet,
-            Capability::PayloadHash => wit::Capability::PayloadHash,
-            Capability::ClockOffset => wit::Capability::ClockOffset,
-            Capability::TableKeySchema => wit::Capability::TableKeySchema,
-            Capability::TtlAttribute => wit::Capability::TtlAttribute,
-            Capability::ConcurrentCreate => wit::Capability::ConcurrentCreate,
-            Capability::ConcurrentUpdate => wit::Capability::ConcurrentUpdate,
-        },
-        verdict: match r.verdict {
-            Verdict::Pass => wit::Verdict::Pass,
-            Verdict::Fail => wit::Verdict::Fail,
-            Verdict::Unknown => wit::Verdict::Unknown,
-        },
+        capability: r.capability.into(),
+        verdict: r.verdict.into(),
         status: r.status,
         code: r.code,
         detail: r.detail,
@@ -162,9 +232,9 @@ pub(super) fn to_wit_report(r: Report) -> wit::PreflightReport {
             offset_ms: o.offset_ms,
             uncertainty_ms: o.uncertainty_ms,
         }),
-        safe_strategies: r.safe_strategies.into_iter().map(to_wit_strategy).collect(),
-        safe_expiry_clocks: r.safe_expiry_clocks.into_iter().map(to_wit_clock).collect(),
-        recommended_strategy: r.recommended_strategy.map(to_wit_strategy),
+        safe_strategies: r.safe_strategies.into_iter().map(Into::into).collect(),
+        safe_expiry_clocks: r.safe_expiry_clocks.into_iter().map(Into::into).collect(),
+        recommended_strategy: r.recommended_strategy.map(Into::into),
         config_safe: r.config_safe,
         notes: r.notes,
         requests: r.requests,

@@ -1,36 +1,27 @@
 //! The WIT exports: each call as one async function over `WasiIo`, taking
-//! and returning the generated types. `sync_exports` finishes them for the
-//! WASI 0.2 world, where nothing suspends; `async_exports` awaits them for
-//! the WASI 0.3 world. No protocol logic lives here.
+//! and returning the generated types. `exports` finishes them for the
+//! WASI 0.2 world, where nothing suspends, and awaits them for the WASI
+//! 0.3 world. No protocol logic lives here.
 
 use crate::prelude::*;
 
-#[cfg(feature = "wasip3")]
-mod async_exports;
 mod audit;
 mod convert;
-#[cfg(not(feature = "wasip3"))]
-mod sync_exports;
+mod exports;
 mod turns;
 
 use convert::*;
 
 use crate::bindings::exports::s3_lease::lease::types as wit;
 use crate::client::ClientCore;
-use crate::config::{
-    check_credentials, Addressing, AzureBlob, AzureCredential, ClientConfig, GcsCredential,
-    RawConfig, Store, Strategy,
-};
+use crate::config::{ClientConfig, Credential};
 use crate::driver::Within;
 use crate::elector::{Elector, ElectorConfig};
 use crate::error::Error;
-use crate::expiry::ExpiryClock;
 use crate::fenced::Change;
 use crate::protocol::AcquireOutcome;
-use crate::seal::SealKey;
-use crate::sigv4::Credentials;
 use crate::strategy::single_object::semaphore::SlotOutcome;
-use crate::transport::{random_hex_id, random_u64, Secrets, WasiIo};
+use crate::transport::{random_hex_id, random_u64, WasiIo};
 use alloc::rc::Rc;
 use core::cell::{Cell, RefCell};
 use turns::Turns;
@@ -43,11 +34,11 @@ pub struct Client {
     /// Added to the wall clock when signing, once a server refused our time
     /// as skewed (see `driver::run`).
     signing_offset_ms: Cell<i64>,
-    /// The credentials of the latest `set-credentials`,
-    /// `set-azure-credential` and `set-gcs-credential`, shared with the electors made from this
-    /// client: they sign with them too, and so does a call already under
-    /// way from its next request on.
-    secrets: Rc<RefCell<Secrets>>,
+    /// The credential of the latest `set-credential` (the config's until
+    /// then), shared with the electors made from this client: they sign
+    /// with it too, and so does a call already under way from its next
+    /// request on.
+    credential: Rc<RefCell<Credential>>,
 }
 
 impl Client {
@@ -59,7 +50,7 @@ impl Client {
         let config = core.config.clone();
         let mut io = WasiIo {
             config: &config,
-            secrets: &self.secrets,
+            credential: &self.credential,
             signing_offset_ms: &self.signing_offset_ms,
         };
         // Through a `Within` without a deadline, the elector's `Io` type:
@@ -70,7 +61,7 @@ impl Client {
 
     fn from_config(config: ClientConfig) -> Self {
         Client {
-            secrets: Rc::new(RefCell::new(Secrets::of(&config))),
+            credential: Rc::new(RefCell::new(config.store.credential())),
             core: Turns::new(ClientCore::new(config.clone())),
             config,
             signing_offset_ms: Cell::new(0),
@@ -80,98 +71,22 @@ impl Client {
 
 impl Client {
     pub(super) fn new(config: wit::Config) -> Result<Self, wit::Error> {
-        let raw = RawConfig {
-            endpoint: config.endpoint,
-            region: config.region,
-            bucket: config.bucket,
-            addressing: match config.addressing {
-                wit::AddressingStyle::Path => Addressing::Path,
-                wit::AddressingStyle::VirtualHosted => Addressing::VirtualHosted,
-            },
-            credentials: Credentials {
-                access_key_id: config.credentials.access_key_id,
-                secret_access_key: config.credentials.secret_access_key,
-                session_token: config.credentials.session_token,
-            },
-            key_prefix: config.key_prefix,
-            request_timeout_ms: config.request_timeout_ms,
-            strategy: config.strategy.map(|s| match s {
-                wit::Strategy::SingleObject => Strategy::SingleObject,
-                wit::Strategy::EpochObjects => Strategy::EpochObjects,
-            }),
-            expiry_clock: config.expiry_clock.map(|c| match c {
-                wit::ExpiryClock::Holder => ExpiryClock::Holder,
-                wit::ExpiryClock::Server => ExpiryClock::Server,
-                wit::ExpiryClock::Observed => ExpiryClock::Observed,
-            }),
-            preflight: config.preflight,
-            seal_key: config.seal_key.map(SealKey::new),
-            store: match config.store {
-                None => None,
-                Some(wit::Store::S3) => Some(Store::S3),
-                Some(wit::Store::Dynamodb(table)) => Some(Store::DynamoDb { table }),
-                Some(wit::Store::AzureBlob(blob)) => Some(Store::AzureBlob(AzureBlob {
-                    account: blob.account,
-                    container: blob.container,
-                    credential: azure_credential(blob.credential).map_err(to_wit_error)?,
-                })),
-                Some(wit::Store::Gcs(credential)) => Some(Store::Gcs(
-                    gcs_credential(credential).map_err(to_wit_error)?,
-                )),
-            },
-            audit: config.audit,
-        };
-        ClientConfig::validate(raw)
+        raw_config(config)
+            .and_then(ClientConfig::validate)
             .map(Client::from_config)
             .map_err(to_wit_error)
     }
 
-    pub(super) fn set_credentials(&self, credentials: wit::Credentials) -> Result<(), wit::Error> {
-        let credentials = Credentials {
-            access_key_id: credentials.access_key_id,
-            secret_access_key: credentials.secret_access_key,
-            session_token: credentials.session_token,
-        };
-        // Not through the core: a call under way may hold it, and its
-        // next request should sign with these already.
-        check_credentials(&credentials).map_err(to_wit_error)?;
-        self.secrets.borrow_mut().aws = credentials;
-        Ok(())
-    }
-
-    pub(super) fn set_azure_credential(
-        &self,
-        credential: wit::AzureCredential,
-    ) -> Result<(), wit::Error> {
-        if self.config.store.azure().is_none() {
-            return Err(to_wit_error(Error::invalid_config(
-                "store",
-                format!(
-                    "an Azure credential for a client of the {} store",
-                    self.config.store.name()
-                ),
-            )));
-        }
-        let credential = azure_credential(credential).map_err(to_wit_error)?;
-        self.secrets.borrow_mut().azure = Some(credential);
-        Ok(())
-    }
-
-    pub(super) fn set_gcs_credential(
-        &self,
-        credential: wit::GcsCredential,
-    ) -> Result<(), wit::Error> {
-        if self.config.store.gcs().is_none() {
-            return Err(to_wit_error(Error::invalid_config(
-                "store",
-                format!(
-                    "a GCS credential for a client of the {} store",
-                    self.config.store.name()
-                ),
-            )));
-        }
-        let credential = gcs_credential(credential).map_err(to_wit_error)?;
-        self.secrets.borrow_mut().gcs = Some(credential);
+    pub(super) fn set_credential(&self, credential: wit::Credential) -> Result<(), wit::Error> {
+        // Checked against a copy of the store: not through the core, which
+        // a call under way may hold, and whose next request should sign
+        // with this one already.
+        let credential = from_wit_credential(credential).map_err(to_wit_error)?;
+        let mut store = self.config.store.clone();
+        store
+            .set_credential(credential.clone())
+            .map_err(to_wit_error)?;
+        *self.credential.borrow_mut() = credential;
         Ok(())
     }
 
@@ -375,25 +290,8 @@ impl Client {
         Ok(ElectorResource {
             elector: Turns::new(elector),
             signing_offset_ms: Cell::new(self.signing_offset_ms.get()),
-            secrets: Rc::clone(&self.secrets),
+            credential: Rc::clone(&self.credential),
         })
-    }
-}
-
-/// An Azure credential from the WIT's, checked as the config checks it.
-fn azure_credential(credential: wit::AzureCredential) -> Result<AzureCredential, Error> {
-    match credential {
-        wit::AzureCredential::SharedKey(key) => AzureCredential::shared_key(&key),
-        wit::AzureCredential::Sas(token) => AzureCredential::sas(&token),
-        wit::AzureCredential::Bearer(token) => AzureCredential::bearer(&token),
-    }
-}
-
-/// A GCS credential from the WIT's, checked as the config checks it.
-fn gcs_credential(credential: wit::GcsCredential) -> Result<GcsCredential, Error> {
-    match credential {
-        wit::GcsCredential::Bearer(token) => GcsCredential::bearer(&token),
-        wit::GcsCredential::Anonymous => Ok(GcsCredential::Anonymous),
     }
 }
 
@@ -401,9 +299,8 @@ fn gcs_credential(credential: wit::GcsCredential) -> Result<GcsCredential, Error
 pub struct ElectorResource {
     elector: Turns<Elector>,
     signing_offset_ms: Cell<i64>,
-    /// Its client's credentials, as `set-credentials`,
-    /// `set-azure-credential` and `set-gcs-credential` last set them.
-    secrets: Rc<RefCell<Secrets>>,
+    /// Its client's credential, as `set-credential` last set it.
+    credential: Rc<RefCell<Credential>>,
 }
 
 impl ElectorResource {
@@ -412,7 +309,7 @@ impl ElectorResource {
         let config = elector.client_config().clone();
         let mut io = WasiIo {
             config: &config,
-            secrets: &self.secrets,
+            credential: &self.credential,
             signing_offset_ms: &self.signing_offset_ms,
         };
         f(&mut elector, &mut io).await

@@ -4,13 +4,30 @@
 
 use crate::prelude::*;
 
+use super::{Addressing, Profile};
 use crate::error::Error;
 use crate::shared_key::AccountKey;
 use core::fmt;
 
-/// Where the locks are kept on Azure (the WIT `azure-blob`).
+/// What Azure Blob Storage is and does (see `Profile`): no listing (its
+/// clients use single-object).
+pub(super) const PROFILE: Profile = Profile {
+    name: "azure-blob",
+    lists_keys: false,
+    records_write_times: true,
+    holds_objects: true,
+    condition_checks_token: false,
+    min_write_interval_ms: 0,
+    keeps_token_floor: true,
+};
+
+/// Where the locks are kept on Azure (the WIT `azure-store`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AzureBlob {
+    /// The account's blob endpoint, or an emulator's root.
+    pub endpoint: String,
+    /// `Path`: the account goes first in every path (an emulator's).
+    pub addressing: Addressing,
     /// The storage account (`devstoreaccount1` on Azurite).
     pub account: String,
     pub container: String,
@@ -89,10 +106,22 @@ fn printable(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_graphic())
 }
 
+impl AzureBlob {
+    pub(super) fn check(&self) -> Result<(), Error> {
+        check(self)
+    }
+
+    pub(super) fn set_credential(&mut self, credential: AzureCredential) -> Result<(), Error> {
+        check_credential(&credential)?;
+        self.credential = credential;
+        Ok(())
+    }
+}
+
 /// Azure's rules: an account is 3 to 24 lowercase letters and digits; a
 /// container 3 to 63 lowercase letters, digits and single hyphens, starting
 /// and ending with a letter or digit.
-pub fn check(blob: &AzureBlob) -> Result<(), Error> {
+fn check(blob: &AzureBlob) -> Result<(), Error> {
     let account = &blob.account;
     if !(3..=24).contains(&account.len())
         || !account
@@ -120,9 +149,13 @@ pub fn check(blob: &AzureBlob) -> Result<(), Error> {
             ),
         ));
     }
-    // The constructors above checked the credential; one built by hand
-    // is checked again.
-    match &blob.credential {
+    check_credential(&blob.credential)
+}
+
+/// The constructors above check a credential; one built by hand is
+/// checked again.
+fn check_credential(credential: &AzureCredential) -> Result<(), Error> {
+    match credential {
         AzureCredential::SharedKey(_) => Ok(()),
         AzureCredential::Sas(token) => AzureCredential::sas(token).map(|_| ()),
         AzureCredential::Bearer(token) => AzureCredential::bearer(token).map(|_| ()),

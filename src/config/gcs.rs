@@ -4,6 +4,7 @@
 
 use crate::prelude::*;
 
+use super::Profile;
 use crate::error::Error;
 use core::fmt;
 
@@ -14,6 +15,40 @@ use core::fmt;
 pub const GCS_MIN_TTL_MS: u64 = 4_000;
 /// The shortest elector retry period on GCS (a leader renews every one).
 pub const GCS_MIN_RETRY_PERIOD_MS: u64 = 1_000;
+
+/// What Google Cloud Storage is and does (see `Profile`): no listing (its
+/// clients use single-object), and about one write per second per object.
+pub(super) const PROFILE: Profile = Profile {
+    name: "gcs",
+    lists_keys: false,
+    records_write_times: true,
+    holds_objects: true,
+    condition_checks_token: false,
+    min_write_interval_ms: GCS_MIN_RETRY_PERIOD_MS,
+    keeps_token_floor: true,
+};
+
+/// Where the locks are kept on GCS (the WIT `gcs-store`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GcsBucket {
+    /// `https://storage.googleapis.com`, or an emulator's root.
+    pub endpoint: String,
+    pub bucket: String,
+    pub credential: GcsCredential,
+}
+
+impl GcsBucket {
+    pub(super) fn check(&self) -> Result<(), Error> {
+        check_bucket(&self.bucket)?;
+        check(&self.credential)
+    }
+
+    pub(super) fn set_credential(&mut self, credential: GcsCredential) -> Result<(), Error> {
+        check(&credential)?;
+        self.credential = credential;
+        Ok(())
+    }
+}
 
 /// How requests to GCS are authorized (the WIT `gcs-credential`). `Debug`
 /// shows only which.
@@ -50,7 +85,7 @@ impl GcsCredential {
 }
 
 /// The constructors' check, for a credential built by hand.
-pub fn check(credential: &GcsCredential) -> Result<(), Error> {
+fn check(credential: &GcsCredential) -> Result<(), Error> {
     match credential {
         GcsCredential::Bearer(token) => GcsCredential::bearer(token).map(|_| ()),
         GcsCredential::Anonymous => Ok(()),
@@ -60,7 +95,7 @@ pub fn check(credential: &GcsCredential) -> Result<(), Error> {
 /// GCS's rule for bucket names: 3 to 63 characters (222 with dots) of
 /// lowercase letters, digits, `-`, `_` and `.`, starting and ending with a
 /// letter or digit.
-pub fn check_bucket(bucket: &str) -> Result<(), Error> {
+fn check_bucket(bucket: &str) -> Result<(), Error> {
     let allowed =
         |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.');
     let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();

@@ -17,9 +17,7 @@ const START_MS: u64 = 1_700_000_000_000;
 fn config(clock: Option<ExpiryClock>) -> ClientConfig {
     let mut raw = raw_config(Strategy::SingleObject, ExpiryClock::Observed);
     raw.expiry_clock = clock;
-    raw.store = Some(Store::DynamoDb {
-        table: "locks".into(),
-    });
+    raw.store = Store::DynamoDb(crate::testing::test_table("locks"));
     ClientConfig::validate(raw).unwrap()
 }
 
@@ -44,9 +42,7 @@ fn config_defaults_to_observed_and_refuses_what_dynamodb_cannot_do() {
         ExpiryClock::Holder
     );
     let mut raw = raw_config(Strategy::SingleObject, ExpiryClock::Server);
-    raw.store = Some(Store::DynamoDb {
-        table: "locks".into(),
-    });
+    raw.store = Store::DynamoDb(crate::testing::test_table("locks"));
     let e = ClientConfig::validate(raw.clone()).unwrap_err();
     assert!(
         matches!(&e, Error::InvalidConfig { field, .. } if field == "expiry-clock"),
@@ -61,18 +57,14 @@ fn config_defaults_to_observed_and_refuses_what_dynamodb_cannot_do() {
     );
     raw.strategy = None;
     for bad in ["ab", "has space", "slash/no", &"x".repeat(256)] {
-        raw.store = Some(Store::DynamoDb { table: bad.into() });
+        raw.store = Store::DynamoDb(crate::testing::test_table(bad));
         let e = ClientConfig::validate(raw.clone()).unwrap_err();
         assert!(
             matches!(&e, Error::InvalidConfig { field, .. } if field == "store.dynamodb"),
             "{bad}: {e:?}"
         );
     }
-    // The bucket is not a DynamoDB client's concern.
-    raw.bucket = String::new();
-    raw.store = Some(Store::DynamoDb {
-        table: "my_table-1.x".into(),
-    });
+    raw.store = Store::DynamoDb(crate::testing::test_table("my_table-1.x"));
     assert!(ClientConfig::validate(raw).is_ok());
 }
 
@@ -204,9 +196,7 @@ fn throttled_calls_are_retried_with_backoff_then_reported() {
 fn a_missing_table_and_a_corrupt_item_are_typed_errors() {
     let mut c = ClientCore::new({
         let mut raw = raw_config(Strategy::SingleObject, ExpiryClock::Observed);
-        raw.store = Some(Store::DynamoDb {
-            table: "nope".into(),
-        });
+        raw.store = Store::DynamoDb(crate::testing::test_table("nope"));
         ClientConfig::validate(raw).unwrap()
     });
     let mut io = DynamoIo::with_table("locks", START_MS);
@@ -318,7 +308,7 @@ fn requests_are_signed_for_dynamodb_as_json_1_0_posts() {
             "application/json",
             br#"{"expires_at":0,"token":1}"#.to_vec(),
         );
-    let http = prepare(&c, "locks", &req, 1_700_000_000);
+    let http = crate::wire::prepare(&c, &req, 1_700_000_000);
     assert_eq!(http.method, Method::Post);
     assert_eq!(http.path_and_query, "/");
     let header = |n: &str| {
@@ -432,9 +422,7 @@ fn the_preflight_checks_the_table_then_its_conditions() {
 fn a_table_of_another_key_fails_the_preflight_and_closes_the_gate() {
     use crate::capability::{Capability, Verdict};
     let mut raw = raw_config(Strategy::SingleObject, ExpiryClock::Observed);
-    raw.store = Some(Store::DynamoDb {
-        table: "locks".into(),
-    });
+    raw.store = Store::DynamoDb(crate::testing::test_table("locks"));
     raw.preflight = Some(true);
     let mut c = ClientCore::new(ClientConfig::validate(raw).unwrap());
     let mut io = DynamoIo::with_table("locks", START_MS);
@@ -530,7 +518,7 @@ fn a_server_cannot_call_an_item_unreadable_with_the_translations_own_header() {
     assert_eq!(read.etag(), Some("v1"));
     // Nor an S3 server, through the same door.
     let s3_config = ClientConfig {
-        store: Store::S3,
+        store: Store::S3(crate::testing::test_bucket()),
         ..config(None)
     };
     let s3 = crate::wire::read_reply(&s3_config, &req, reply);

@@ -56,20 +56,13 @@ impl StoreModel {
         match self {
             StoreModel::S3 => {}
             StoreModel::DynamoDb => {
-                raw.store = Some(Store::DynamoDb {
-                    table: "locks".into(),
-                });
+                raw.store = Store::DynamoDb(crate::testing::test_table("locks"));
             }
             StoreModel::AzureBlob => {
-                raw.endpoint = "http://127.0.0.1:10000".into();
-                raw.store = azure_model::client_config(azure_model::CONTAINER)
-                    .store
-                    .into();
+                raw.store = azure_model::client_config(azure_model::CONTAINER).store;
             }
             StoreModel::Gcs => {
-                raw.endpoint = gcs_model::ENDPOINT.into();
-                raw.bucket = gcs_model::BUCKET.into();
-                raw.store = gcs_model::client_config(gcs_model::BUCKET).store.into();
+                raw.store = gcs_model::client_config(gcs_model::BUCKET).store;
             }
         }
         ClientConfig::validate(raw).unwrap()

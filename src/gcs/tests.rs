@@ -20,10 +20,12 @@ const START_MS: u64 = 1_700_000_000_000;
 
 fn raw(credential: GcsCredential) -> RawConfig {
     let mut raw = raw_config(Strategy::SingleObject, ExpiryClock::Server);
-    raw.endpoint = ENDPOINT.into();
-    raw.bucket = BUCKET.into();
     raw.expiry_clock = None;
-    raw.store = Some(Store::Gcs(credential));
+    raw.store = Store::Gcs(GcsBucket {
+        endpoint: ENDPOINT.into(),
+        bucket: BUCKET.into(),
+        credential,
+    });
     raw
 }
 
@@ -85,12 +87,6 @@ fn config_takes_server_by_default_every_clock_and_only_single_object() {
     let mut r = raw(GcsCredential::Anonymous);
     r.strategy = Some(Strategy::EpochObjects);
     assert_eq!(field_of(ClientConfig::validate(r)), "strategy");
-    // Neither a region nor AWS credentials: the store has its own.
-    let mut r = raw(GcsCredential::Anonymous);
-    r.region = String::new();
-    r.credentials.access_key_id = String::new();
-    r.credentials.secret_access_key = String::new();
-    assert!(ClientConfig::validate(r).is_ok());
     assert_eq!(c.seal_scope(), "gcs:locks");
     // GCS's bucket names.
     for bucket in [
@@ -103,12 +99,16 @@ fn config_takes_server_by_default_every_clock_and_only_single_object() {
         &"a".repeat(64),
     ] {
         let mut r = raw(GcsCredential::Anonymous);
-        r.bucket = bucket.into();
+        if let Store::Gcs(b) = &mut r.store {
+            b.bucket = bucket.into();
+        }
         assert_eq!(field_of(ClientConfig::validate(r)), "bucket", "{bucket}");
     }
     for bucket in ["my_locks-1", "a.b.c", &format!("{}.x", "a".repeat(63))] {
         let mut r = raw(GcsCredential::Anonymous);
-        r.bucket = bucket.into();
+        if let Store::Gcs(b) = &mut r.store {
+            b.bucket = bucket.into();
+        }
         assert!(ClientConfig::validate(r).is_ok(), "{bucket}");
     }
 }
@@ -133,7 +133,7 @@ fn a_bearer_token_is_checked_sent_and_never_shown() {
     assert_eq!(format!("{:?}", GcsCredential::Anonymous), "Anonymous");
     let c = ClientConfig::validate(raw(token.clone())).unwrap();
     let get = S3Request::new(Method::Get, "k", 1024);
-    let http = prepare(&c, &token, &get, 0);
+    let http = crate::wire::prepare(&c, &get, 0);
     assert_eq!(
         header(&http, "authorization"),
         Some("Bearer ya29.BEARER.SECRET")
@@ -141,7 +141,7 @@ fn a_bearer_token_is_checked_sent_and_never_shown() {
     let shown = format!("{http:?} {c:?}");
     assert!(!shown.contains("BEARER.SECRET"), "{shown}");
     // Anonymous: no Authorization at all.
-    let http = prepare(&config(), &GcsCredential::Anonymous, &get, 0);
+    let http = crate::wire::prepare(&config(), &get, 0);
     assert_eq!(header(&http, "authorization"), None);
 
     // The model takes the tokens it was told to, and no anonymous caller
@@ -204,7 +204,7 @@ fn a_put_becomes_a_multipart_upload_on_its_generation() {
         .header(META_TOKEN, "7")
         .header("x-amz-meta-s3lease-write", "w1")
         .body("application/json", b"{\"x\":1}".to_vec());
-    let http = prepare(&c, &GcsCredential::Anonymous, &req, 1_700_000_000);
+    let http = crate::wire::prepare(&c, &req, 1_700_000_000);
     assert_eq!(http.method, Method::Post);
     assert_eq!(http.authority, "127.0.0.1:4443");
     assert_eq!(
@@ -235,7 +235,7 @@ fn a_put_becomes_a_multipart_upload_on_its_generation() {
     let replace = S3Request::new(Method::Put, "a/b", 10)
         .header("if-match", "\"1700000000000017\"")
         .body("text/plain", b"v".to_vec());
-    let http = prepare(&c, &GcsCredential::Anonymous, &replace, 0);
+    let http = crate::wire::prepare(&c, &replace, 0);
     assert!(
         http.path_and_query
             .contains("ifGenerationMatch=1700000000000017"),
@@ -243,24 +243,19 @@ fn a_put_becomes_a_multipart_upload_on_its_generation() {
         http.path_and_query
     );
     let get = S3Request::new(Method::Get, "a/b", 10).header("if-none-match", "\"42\"");
-    let http = prepare(&c, &GcsCredential::Anonymous, &get, 0);
+    let http = crate::wire::prepare(&c, &get, 0);
     assert_eq!(http.method, Method::Get);
     assert_eq!(
         http.path_and_query,
         "/storage/v1/b/locks/o/a%2Fb?alt=media&ifGenerationNotMatch=42"
     );
-    let head = prepare(
-        &c,
-        &GcsCredential::Anonymous,
-        &S3Request::new(Method::Head, "a/b", 10),
-        0,
-    );
+    let head = crate::wire::prepare(&c, &S3Request::new(Method::Head, "a/b", 10), 0);
     assert_eq!(
         (head.method, head.path_and_query.as_str()),
         (Method::Get, "/storage/v1/b/locks/o/a%2Fb")
     );
     let delete = S3Request::new(Method::Delete, "a/b", 10).header("if-match", "\"42\"");
-    let http = prepare(&c, &GcsCredential::Anonymous, &delete, 0);
+    let http = crate::wire::prepare(&c, &delete, 0);
     assert_eq!(
         (http.method, http.path_and_query.as_str()),
         (
@@ -271,7 +266,7 @@ fn a_put_becomes_a_multipart_upload_on_its_generation() {
     // An ETag that names no generation (the preflight's wrong one) names
     // one no object has: never dropped, never sent malformed.
     let wrong = S3Request::new(Method::Delete, "a", 10).header("if-match", "\"00ab\"");
-    let http = prepare(&c, &GcsCredential::Anonymous, &wrong, 0);
+    let http = crate::wire::prepare(&c, &wrong, 0);
     assert!(
         http.path_and_query
             .ends_with(&format!("ifGenerationMatch={NO_GENERATION}")),
@@ -281,7 +276,7 @@ fn a_put_becomes_a_multipart_upload_on_its_generation() {
     // A body holding the boundary gets another.
     let tricky =
         S3Request::new(Method::Put, "k", 10).body("text/plain", b"--s3-lease-part-0".to_vec());
-    let http = prepare(&c, &GcsCredential::Anonymous, &tricky, 0);
+    let http = crate::wire::prepare(&c, &tricky, 0);
     assert_eq!(
         header(&http, "content-type"),
         Some("multipart/related; boundary=s3-lease-part-1")
@@ -300,7 +295,7 @@ fn a_wrong_declared_payload_hash_becomes_a_wrong_md5_hash() {
         .header("if-none-match", "*")
         .header(PAYLOAD_HASH, &wrong)
         .body("text/plain", body.clone());
-    let http = prepare(&c, &GcsCredential::Anonymous, &req, 0);
+    let http = crate::wire::prepare(&c, &req, 0);
     let text = String::from_utf8_lossy(&http.body).into_owned();
     assert!(text.contains("\"md5Hash\":\""), "{text}");
     let mut model = GcsModel::new(START_MS);
@@ -318,7 +313,7 @@ fn a_wrong_declared_payload_hash_becomes_a_wrong_md5_hash() {
     let right = S3Request::new(Method::Put, "d", 1024)
         .header(PAYLOAD_HASH, &crate::sigv4::sha256_hex(&body))
         .body("text/plain", body);
-    let http = prepare(&c, &GcsCredential::Anonymous, &right, 0);
+    let http = crate::wire::prepare(&c, &right, 0);
     assert!(!String::from_utf8_lossy(&http.body).contains("md5Hash"));
     assert_eq!(model.handle_for(&c, &right).status, 200);
 }
@@ -497,12 +492,7 @@ fn a_listing_reads_as_list_objects_v2_page_by_page() {
     let none = model.handle(&crate::s3::list_request("z/", None));
     let page = crate::s3::parse_list(&none.body).unwrap();
     assert!(page.keys.is_empty() && !page.truncated);
-    let http = prepare(
-        &config(),
-        &GcsCredential::Anonymous,
-        &crate::s3::list_continue("p/", "tok"),
-        0,
-    );
+    let http = crate::wire::prepare(&config(), &crate::s3::list_continue("p/", "tok"), 0);
     assert_eq!(
         http.path_and_query,
         "/storage/v1/b/locks/o?maxResults=200&pageToken=tok&prefix=p%2F"

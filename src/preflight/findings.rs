@@ -101,7 +101,7 @@ fn no_scratch_object(capability: Capability, seen: &Probes) -> CapabilityResult 
 }
 
 pub(super) fn results(seen: &Probes, offset: &OffsetBounds) -> Vec<CapabilityResult> {
-    Capability::S3_PROBES
+    crate::capability::S3_PROBES
         .iter()
         .map(|&c| match c {
             Capability::IfNoneMatchExisting => if_none_match_existing(seen),

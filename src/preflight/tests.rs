@@ -41,7 +41,7 @@ fn verdicts(report: &Report) -> Vec<(Capability, Verdict)> {
 
 /// Every capability an S3 store is reported on: the probes, then the race.
 fn reported() -> Vec<Capability> {
-    let mut all = Capability::S3_PROBES.to_vec();
+    let mut all = crate::capability::S3_PROBES.to_vec();
     all.extend([Capability::ConcurrentCreate, Capability::ConcurrentUpdate]);
     all
 }
@@ -942,7 +942,7 @@ mod race {
     fn a_store_that_checks_then_writes_is_refused_naming_the_round() {
         let (report, model) = raced(Race::CheckThenWrite);
         // One request at a time it is faithful: every probe passes.
-        for c in Capability::S3_PROBES {
+        for c in crate::capability::S3_PROBES {
             assert_eq!(verdict(&report, c).verdict, Verdict::Pass, "{c:?}");
         }
         let create = verdict(&report, Capability::ConcurrentCreate);

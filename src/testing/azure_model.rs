@@ -125,12 +125,13 @@ pub fn client_config(container: &str) -> ClientConfig {
         crate::config::Strategy::SingleObject,
         crate::expiry::ExpiryClock::Server,
     );
-    raw.endpoint = "http://127.0.0.1:10000".into();
-    raw.store = Some(Store::AzureBlob(AzureBlob {
+    raw.store = Store::AzureBlob(AzureBlob {
+        endpoint: "http://127.0.0.1:10000".into(),
+        addressing: crate::config::Addressing::Path,
         account: ACCOUNT.into(),
         container: container.into(),
         credential: AzureCredential::shared_key(ACCOUNT_KEY).expect("the dev key is base64"),
-    }));
+    });
     ClientConfig::validate(raw).expect("the model's client config is valid")
 }
 

@@ -25,7 +25,7 @@
 //! and reads the reply back as the protocol does (`gcs::read_reply`): the
 //! store the simulation and unit tests run GCS clients against.
 
-use crate::config::{ClientConfig, GcsCredential, Store};
+use crate::config::{ClientConfig, GcsBucket, GcsCredential, Store};
 use crate::gcs;
 use crate::s3::{HttpRequest, Method, S3Request, S3Response};
 use crate::testing::model_io::{Model, ModelIo};
@@ -145,9 +145,11 @@ pub fn client_config(bucket: &str) -> ClientConfig {
         crate::config::Strategy::SingleObject,
         crate::expiry::ExpiryClock::Server,
     );
-    raw.endpoint = ENDPOINT.into();
-    raw.bucket = bucket.into();
-    raw.store = Some(Store::Gcs(GcsCredential::Anonymous));
+    raw.store = Store::Gcs(GcsBucket {
+        endpoint: ENDPOINT.into(),
+        bucket: bucket.into(),
+        credential: GcsCredential::Anonymous,
+    });
     ClientConfig::validate(raw).expect("the model's client config is valid")
 }
 

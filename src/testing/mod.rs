@@ -71,28 +71,54 @@ pub fn sealer(scope: &str) -> crate::seal::Sealer {
     crate::seal::Sealer::stored(scope, &crate::seal::StoredKey::from_bytes([7; 32]))
 }
 
-/// A config for tests over the model (no server is contacted).
+/// The AWS keys of tests over the models (no server checks them).
+pub fn test_credentials() -> crate::sigv4::Credentials {
+    crate::sigv4::Credentials {
+        access_key_id: "AKID".into(),
+        secret_access_key: "secret".into(),
+        session_token: None,
+    }
+}
+
+/// The S3 bucket of tests over the model (no server is contacted).
+pub fn test_bucket() -> crate::config::S3Bucket {
+    crate::config::S3Bucket {
+        endpoint: "http://127.0.0.1:9000".into(),
+        region: "us-east-1".into(),
+        bucket: "b".into(),
+        addressing: crate::config::Addressing::Path,
+        credentials: test_credentials(),
+    }
+}
+
+/// The S3 bucket of a test's config (`raw_config`'s), to change.
+pub fn bucket_of(raw: &mut crate::config::RawConfig) -> &mut crate::config::S3Bucket {
+    match &mut raw.store {
+        crate::config::Store::S3(bucket) => bucket,
+        other => panic!("a test config of another store: {other:?}"),
+    }
+}
+
+/// A DynamoDB table of tests over the model (no server is contacted).
+pub fn test_table(table: &str) -> crate::config::DynamoDbTable {
+    crate::config::DynamoDbTable {
+        endpoint: "http://127.0.0.1:8000".into(),
+        region: "us-east-1".into(),
+        table: table.into(),
+        credentials: test_credentials(),
+    }
+}
+
+/// A config for tests over the model (no server is contacted): the test
+/// bucket, keys under `locks/`.
 pub fn raw_config(
     strategy: crate::config::Strategy,
     clock: crate::expiry::ExpiryClock,
 ) -> crate::config::RawConfig {
     crate::config::RawConfig {
-        endpoint: "http://127.0.0.1:9000".into(),
-        region: "us-east-1".into(),
-        bucket: "b".into(),
-        addressing: crate::config::Addressing::Path,
-        credentials: crate::sigv4::Credentials {
-            access_key_id: "AKID".into(),
-            secret_access_key: "secret".into(),
-            session_token: None,
-        },
         key_prefix: Some("locks/".into()),
-        request_timeout_ms: None,
         strategy: Some(strategy),
         expiry_clock: Some(clock),
-        preflight: None,
-        seal_key: None,
-        store: None,
-        audit: None,
+        ..crate::config::RawConfig::of(crate::config::Store::S3(test_bucket()))
     }
 }

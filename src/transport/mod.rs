@@ -7,38 +7,18 @@
 use crate::prelude::*;
 
 use crate::bindings::wasi::http::types::{ErrorCode, Method as HttpMethod, Scheme as HttpScheme};
-use crate::config::{AzureCredential, ClientConfig, GcsCredential, Scheme, Store};
+use crate::config::{ClientConfig, Credential, Scheme, Store};
 use crate::driver::Io;
 use crate::error::Error;
 use crate::s3::{Endpoint, HttpRequest, Method, S3Request, S3Response, StoreKind};
-use crate::sigv4::Credentials;
 use crate::wire;
 use core::cell::{Cell, RefCell};
 
-/// What requests are signed with now: the latest `set-credentials`,
-/// `set-azure-credential` and `set-gcs-credential` (none yet: the
-/// config's).
-#[derive(Debug, Clone)]
-pub struct Secrets {
-    pub aws: Credentials,
-    pub azure: Option<AzureCredential>,
-    pub gcs: Option<GcsCredential>,
-}
-
-impl Secrets {
-    pub fn of(config: &ClientConfig) -> Self {
-        Secrets {
-            aws: config.credentials.clone(),
-            azure: None,
-            gcs: None,
-        }
-    }
-}
-
 pub struct WasiIo<'a> {
     pub config: &'a ClientConfig,
-    /// Signs with these rather than `config`'s.
-    pub secrets: &'a RefCell<Secrets>,
+    /// Signs with this rather than `config`'s: the latest `set-credential`'s
+    /// (checked then, against the store's kind).
+    pub credential: &'a RefCell<Credential>,
     /// Server clock minus ours, for signing only (kept by the client).
     pub signing_offset_ms: &'a Cell<i64>,
 }
@@ -50,14 +30,10 @@ impl WasiIo<'_> {
             .now_ms()
             .saturating_add_signed(self.signing_offset_ms.get());
         let mut config = self.config.clone();
-        let secrets = self.secrets.borrow();
-        config.credentials = secrets.aws.clone();
-        if let (Some(credential), Store::AzureBlob(blob)) = (&secrets.azure, &mut config.store) {
-            blob.credential = credential.clone();
-        }
-        if let (Some(credential), Store::Gcs(current)) = (&secrets.gcs, &mut config.store) {
-            *current = credential.clone();
-        }
+        // Checked when it was set: the same check passes again.
+        let _ = config
+            .store
+            .set_credential(self.credential.borrow().clone());
         wire::prepare(&config, request, signing_ms / 1000)
     }
 }
@@ -107,8 +83,8 @@ impl Io for WasiIo<'_> {
             Scheme::Https => "https",
         };
         let store = match self.config.store {
-            Store::S3 => StoreKind::S3,
-            Store::DynamoDb { .. } => StoreKind::DynamoDb,
+            Store::S3(_) => StoreKind::S3,
+            Store::DynamoDb(_) => StoreKind::DynamoDb,
             Store::AzureBlob(_) => StoreKind::AzureBlob,
             Store::Gcs(_) => StoreKind::Gcs,
         };

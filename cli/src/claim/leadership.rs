@@ -351,7 +351,6 @@ fn who_holds(elector: &Elector) -> String {
             None => "not acquired yet".into(),
         },
         Role::Leader(lease) => format!("acquired (token {})", lease.token),
-        _ => "not acquired yet".into(),
     }
 }
 
@@ -360,6 +359,5 @@ fn stop_reason(reason: StopReason) -> &'static str {
         StopReason::RenewDeadline => "no renew succeeded before the renew deadline",
         StopReason::Lost => "a renew found it taken",
         StopReason::Resigned => "resigned",
-        _ => "it ended",
     }
 }

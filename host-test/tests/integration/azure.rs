@@ -269,9 +269,7 @@ fn the_preflight_passes_azurite_with_its_race_and_leaves_nothing() {
 #[test]
 fn a_missing_container_and_a_wrong_key_are_typed_errors() {
     let mut config = azure().config(&fresh_prefix("az-missing"));
-    if let Some(host_test::bindings::Store::AzureBlob(blob)) = &mut config.store {
-        blob.container = "no-such-container".into();
-    }
+    config.azure_mut().container = "no-such-container".into();
     let mut i = opened_with(&config);
     let err = expect_err(i.inspect("k"));
     assert!(

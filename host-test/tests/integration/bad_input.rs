@@ -17,7 +17,7 @@ fn still_works(i: &mut Instance) {
 fn a_wrong_secret_is_access_denied_and_never_echoed() {
     let mut config = endpoint().config(&fresh_prefix("denied"));
     let secret = "definitely-the-wrong-secret-value";
-    config.credentials.secret_access_key = secret.into();
+    config.s3_mut().credentials.secret_access_key = secret.into();
     let mut i = harness().instance().unwrap();
     i.open(&config).unwrap().expect("the config is well-formed");
     match expect_err(i.try_acquire("k", &options(1_000))) {
@@ -30,7 +30,7 @@ fn a_wrong_secret_is_access_denied_and_never_echoed() {
         other => panic!("expected access-denied, got {other:?}"),
     }
     // Same for a session token the server does not know.
-    config.credentials.session_token = Some("an-unknown-session-token".into());
+    config.s3_mut().credentials.session_token = Some("an-unknown-session-token".into());
     i.open(&config).unwrap().unwrap();
     assert!(matches!(
         expect_err(i.inspect("k")),
@@ -41,7 +41,7 @@ fn a_wrong_secret_is_access_denied_and_never_echoed() {
 #[test]
 fn a_missing_bucket_is_no_such_bucket() {
     let mut config = endpoint().config("p/");
-    config.bucket = "s3-lease-no-such-bucket-here".into();
+    config.s3_mut().bucket = "s3-lease-no-such-bucket-here".into();
     let mut i = harness().instance().unwrap();
     i.open(&config).unwrap().unwrap();
     match expect_err(i.try_acquire("k", &options(1_000))) {
@@ -117,22 +117,22 @@ fn bad_config_is_invalid_config_naming_the_field() {
     let cases: Vec<(&str, Spoil)> = vec![
         (
             "endpoint",
-            Box::new(|c| c.endpoint = "ftp://example.com".into()),
+            Box::new(|c| *c.endpoint_mut() = "ftp://example.com".into()),
         ),
         (
             "endpoint",
-            Box::new(|c| c.endpoint = "http://127.0.0.1:8333/bucket".into()),
+            Box::new(|c| *c.endpoint_mut() = "http://127.0.0.1:8333/bucket".into()),
         ),
-        ("endpoint", Box::new(|c| c.endpoint = "".into())),
-        ("region", Box::new(|c| c.region = "us east".into())),
-        ("bucket", Box::new(|c| c.bucket = "".into())),
+        ("endpoint", Box::new(|c| *c.endpoint_mut() = "".into())),
+        ("region", Box::new(|c| c.s3_mut().region = "us east".into())),
+        ("bucket", Box::new(|c| c.s3_mut().bucket = "".into())),
         (
             "credentials.access-key-id",
-            Box::new(|c| c.credentials.access_key_id = "".into()),
+            Box::new(|c| c.s3_mut().credentials.access_key_id = "".into()),
         ),
         (
             "credentials.secret-access-key",
-            Box::new(|c| c.credentials.secret_access_key = "has spaces".into()),
+            Box::new(|c| c.s3_mut().credentials.secret_access_key = "has spaces".into()),
         ),
         (
             "request-timeout-ms",

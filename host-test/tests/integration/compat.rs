@@ -8,7 +8,10 @@
 //! semaphore calls. 0.6.0 broke 0.5: the config gained `store` (DynamoDB),
 //! and capabilities the table checks. 0.7.0 broke 0.6: the store gained
 //! `azure-blob`, and capabilities the race's two. 0.8.0 broke 0.7: the
-//! store gained `gcs`, and the client `set-gcs-credential`.
+//! store gained `gcs`, and the client `set-gcs-credential`. 0.9.0 broke
+//! 0.8: the config is the settings every store shares and a `store`
+//! variant whose case holds that store's own endpoint, place and
+//! credential, and one `set-credential` replaced the three setters.
 
 use super::*;
 
@@ -29,6 +32,13 @@ mod v0_2_0 {
 mod v0_3_0 {
     wasmtime::component::bindgen!({
         path: "tests/integration/compat/lease-0.3.0.wit",
+        world: "s3-lease:lease/lease-api",
+    });
+}
+
+mod v0_8_0 {
+    wasmtime::component::bindgen!({
+        path: "tests/integration/compat/lease-0.8.0.wit",
         world: "s3-lease:lease/lease-api",
     });
 }
@@ -59,6 +69,16 @@ mod v0_4_0 {
         path: "tests/integration/compat/lease-0.4.0.wit",
         world: "s3-lease:lease/lease-api",
     });
+}
+
+#[test]
+fn a_host_built_on_the_0_8_contract_is_refused_when_it_binds() {
+    let refused = v0_8_0::LeaseApiPre::new(harness().instance_pre().clone());
+    let message = format!(
+        "{:#}",
+        refused.err().expect("0.8 exports must not be found")
+    );
+    assert!(message.contains("0.8.0"), "{message}");
 }
 
 #[test]

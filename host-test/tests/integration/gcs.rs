@@ -11,7 +11,7 @@
 use super::request_counts::{s, shape};
 use super::*;
 use host_test::bindings::{
-    Capability, ElectorConfig, GcsCredential, Role, SlotAttempt, SlotOptions, Verdict,
+    Capability, Credential, ElectorConfig, GcsCredential, Role, SlotAttempt, SlotOptions, Verdict,
 };
 use host_test::fake_gcs::{self, GcsEndpoint};
 use host_test::hooks::Fault;
@@ -507,7 +507,7 @@ fn the_preflight_reports_the_bare_fakes_ignored_delete_condition() {
 #[test]
 fn a_missing_bucket_is_no_such_bucket() {
     let mut config = gcs().config(&fresh_prefix("gcs-missing"));
-    config.bucket = "no-such-bucket".into();
+    config.gcs_mut().bucket = "no-such-bucket".into();
     let mut i = opened_with(&config);
     let err = expect_err(i.try_acquire("k", &named(30_000, "a")));
     assert!(matches!(&err, LeaseError::NoSuchBucket(_)), "{err:?}");
@@ -541,7 +541,7 @@ fn a_bearer_token_is_sent_and_anonymous_sends_none() {
         sent.lock().unwrap().drain(..).collect::<Vec<_>>(),
         [Some("Bearer ya29.test-token".to_string())]
     );
-    i.set_gcs_credential(&GcsCredential::Bearer("ya29.newer".into()))
+    i.set_credential(&Credential::Gcs(GcsCredential::Bearer("ya29.newer".into())))
         .unwrap()
         .unwrap();
     i.inspect("k").unwrap().unwrap();
@@ -572,7 +572,7 @@ fn a_gcs_store_at_a_bare_404_server_is_refused_at_its_first_request() {
     }))
     .unwrap();
     let mut config = gcs().config(&fresh_prefix("gcs-bare-404"));
-    config.endpoint = url.clone();
+    *config.endpoint_mut() = url.clone();
     let mut i = opened_with(&config);
     match expect_err(i.try_acquire("k", &named(30_000, "a"))) {
         LeaseError::InvalidConfig(c) => {

@@ -389,36 +389,41 @@ fn one_wrong_endpoint_verdict_during_a_renew_is_retried_not_fatal() {
     });
 }
 
-/// A `tracing` subscriber with a bug: it panics when its span is entered
-/// on a thread other than the one that made it (once, then never again).
-struct PanicsOnEnterElsewhere {
-    maker: std::thread::ThreadId,
+/// A `tracing` subscriber with a bug: it panics when a span other than
+/// the first it made (the caller's) is entered: the call's own span (once,
+/// then never again).
+struct PanicsOnEnterOfAnotherSpan {
     armed: std::sync::atomic::AtomicBool,
-    /// Its one span's metadata, once made, and whether the maker is in it.
+    /// The ids it gave out so far.
+    made: std::sync::atomic::AtomicU64,
+    /// The caller's span's metadata, once made, and whether it is entered.
     span: Mutex<Option<&'static tracing::Metadata<'static>>>,
     in_span: std::sync::atomic::AtomicBool,
 }
 
-impl tracing::Subscriber for PanicsOnEnterElsewhere {
+impl tracing::Subscriber for PanicsOnEnterOfAnotherSpan {
     fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
         true
     }
     fn new_span(&self, attrs: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        *self.span.lock().unwrap() = Some(attrs.metadata());
-        tracing::span::Id::from_u64(1)
+        let id = self.made.fetch_add(1, Ordering::SeqCst) + 1;
+        if id == 1 {
+            *self.span.lock().unwrap() = Some(attrs.metadata());
+        }
+        tracing::span::Id::from_u64(id)
     }
     fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
     fn event(&self, _: &tracing::Event<'_>) {}
-    fn enter(&self, _: &tracing::span::Id) {
-        if std::thread::current().id() == self.maker {
+    fn enter(&self, id: &tracing::span::Id) {
+        if id.into_u64() == 1 {
             self.in_span.store(true, Ordering::SeqCst);
         } else if self.armed.swap(false, Ordering::SeqCst) {
             panic!("the subscriber's own bug");
         }
     }
-    fn exit(&self, _: &tracing::span::Id) {
-        if std::thread::current().id() == self.maker {
+    fn exit(&self, id: &tracing::span::Id) {
+        if id.into_u64() == 1 {
             self.in_span.store(false, Ordering::SeqCst);
         }
     }
@@ -433,18 +438,19 @@ impl tracing::Subscriber for PanicsOnEnterElsewhere {
 }
 
 /// A panic inside a blocking call (here the caller's subscriber, entering
-/// the caller's span on the client's runtime) comes back as the call's
-/// error, kind `Host`, naming the panic; the caller's thread does not
-/// panic, and the client goes on working. (Before, the caller panicked
-/// with "the s3-lease driver stopped", which the call's panic was not.)
+/// the call's span, which the call polls on the caller's thread) comes
+/// back as the call's error, kind `Host`, naming the panic; the caller's
+/// thread does not panic, and the client goes on working. (Before, the
+/// caller panicked with "the s3-lease driver stopped", which the call's
+/// panic was not.)
 #[test]
 fn a_panic_inside_a_blocking_call_is_its_error_not_the_callers_panic() {
     let prefix = fresh_prefix("keeping-blocking-panic");
     let config = endpoint().host_config(&prefix).unwrap();
     let c = s3_lease_host::blocking::Client::connect(harness().runtime(), &config).unwrap();
-    let subscriber = PanicsOnEnterElsewhere {
-        maker: std::thread::current().id(),
+    let subscriber = PanicsOnEnterOfAnotherSpan {
         armed: std::sync::atomic::AtomicBool::new(true),
+        made: std::sync::atomic::AtomicU64::new(0),
         span: Mutex::new(None),
         in_span: std::sync::atomic::AtomicBool::new(false),
     };

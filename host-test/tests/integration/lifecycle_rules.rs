@@ -121,7 +121,7 @@ fn fake_gcs_a_delete_rule_over_the_key_prefix_is_named_in_the_preflight() {
         read.text()
     );
     let mut config = gcs.config("locks/");
-    config.bucket = bucket;
+    config.gcs_mut().bucket = bucket;
     let report = preflight(&config);
     let notes = lifecycle_notes(&report);
     if read.text().contains("matchesPrefix") {

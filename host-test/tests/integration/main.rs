@@ -36,7 +36,7 @@ mod tracing_events;
 mod wasip3;
 mod wrong_endpoint;
 
-use host_test::bindings::{Error as LeaseError, Lease, Options};
+use host_test::bindings::{Error as LeaseError, Lease, Options, StoreParts};
 use host_test::server::{self, Endpoint};
 use host_test::{instance::component_path, Harness, Instance};
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -48,12 +48,12 @@ fn assert_wrong_endpoint<T: std::fmt::Debug>(
 /// Every call at `url` ends at once with the wrong endpoint's error.
 fn every_call_refused(url: &str, prefix: &str) {
     let mut config = endpoint().config(prefix);
-    config.endpoint = url.to_string();
+    *config.endpoint_mut() = url.to_string();
     every_call_refused_with(&config, "not an S3 endpoint");
 }
 
 fn every_call_refused_with(config: &host_test::bindings::Config, not: &str) {
-    let url = config.endpoint.as_str();
+    let url = config.endpoint();
     let mut i = opened_with(config);
     let started = Instant::now();
     let try_once = i.try_acquire("k", &options(30_000));
@@ -81,10 +81,10 @@ fn a_dynamodb_or_azure_store_at_a_bare_404_is_refused_at_its_first_request() {
     let (url, seen) = bare_404_server();
     let prefix = fresh_prefix("bare-404-stores");
     let mut dynamodb = host_test::dynalite::shared().config("s3lease-table", &prefix);
-    dynamodb.endpoint = url.clone();
+    *dynamodb.endpoint_mut() = url.clone();
     every_call_refused_with(&dynamodb, "not a DynamoDB endpoint");
     let mut azure = host_test::azurite::shared().config(&prefix);
-    azure.endpoint = url.clone();
+    *azure.endpoint_mut() = url.clone();
     every_call_refused_with(&azure, "not an Azure Blob endpoint");
     // One request per call, none retried: nothing written.
     let seen = seen.lock().unwrap().clone();

@@ -1,26 +1,25 @@
 //! What the two AWS stores share: an endpoint, a region and the keys
 //! that sign requests (fixed, or refreshed from a source).
 
-use crate::convert;
 use crate::credentials::SharedSource;
 use crate::error::Error;
 use crate::types::Credentials;
 
 /// `Debug` shows the key id only (see [`Credentials`]).
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub(super) struct AwsAccess {
-    pub(super) endpoint: String,
-    pub(super) region: String,
+pub(crate) struct AwsAccess {
+    pub(crate) endpoint: String,
+    pub(crate) region: String,
     /// The keys in hand; with a source, the first ones it gave.
-    pub(super) credentials: Credentials,
+    pub(crate) credentials: Credentials,
     /// Where a live client takes fresh credentials from; `None`: the keys
     /// above, fixed.
-    pub(super) source: Option<SharedSource>,
+    pub(crate) source: Option<SharedSource>,
 }
 
 impl AwsAccess {
     /// `service` (`s3`, `dynamodb`) on AWS itself in `region`.
-    pub(super) fn on_aws(service: &str, region: String, credentials: Credentials) -> Self {
+    pub(crate) fn on_aws(service: &str, region: String, credentials: Credentials) -> Self {
         AwsAccess {
             endpoint: format!("https://{service}.{region}.amazonaws.com"),
             region,
@@ -30,13 +29,9 @@ impl AwsAccess {
     }
 
     /// Credentials from `source`, the first fetched now.
-    pub(super) fn with_source(mut self, source: SharedSource) -> Result<Self, Error> {
+    pub(crate) fn with_source(mut self, source: SharedSource) -> Result<Self, Error> {
         self.credentials = source.latest()?.credentials;
         self.source = Some(source);
         Ok(self)
-    }
-
-    pub(super) fn wit_credentials(&self) -> crate::engine::bindings::Credentials {
-        convert::credentials(&self.credentials)
     }
 }

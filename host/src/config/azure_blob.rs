@@ -1,12 +1,9 @@
 //! An Azure Blob Storage container as the store, and the credential that
 //! authorizes its requests.
 
-use super::{wit_record, Store, StoreConfig};
-use crate::convert;
+use super::{Store, StoreConfig};
 use crate::credentials::SharedTokenSource;
-use crate::engine::bindings::{self as wit, Store as WitStore};
 use crate::error::Error;
-use crate::types::{Addressing, Credentials};
 
 pub use crate::types::AzureCredential;
 
@@ -16,16 +13,16 @@ pub use crate::types::AzureCredential;
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[must_use]
 pub struct AzureBlobBuilder {
-    pub(super) endpoint: String,
+    pub(crate) endpoint: String,
     /// The account goes first in every path (emulators: Azurite).
-    pub(super) path_style: bool,
-    pub(super) account: String,
-    pub(super) container: String,
-    pub(super) credential: AzureCredential,
+    pub(crate) path_style: bool,
+    pub(crate) account: String,
+    pub(crate) container: String,
+    pub(crate) credential: AzureCredential,
     /// Where a live client takes fresh bearer tokens from (a managed
     /// identity); `credential` is then the first one fetched. `None`: the
     /// credential above, fixed.
-    pub(super) token_source: Option<SharedTokenSource>,
+    pub(crate) token_source: Option<SharedTokenSource>,
 }
 
 impl AzureBlobBuilder {
@@ -66,27 +63,5 @@ impl AzureBlobBuilder {
 
     pub fn build(self) -> StoreConfig {
         StoreConfig::of(Store::AzureBlob(self))
-    }
-
-    pub(super) fn to_wit(&self) -> wit::Config {
-        let addressing = match self.path_style {
-            true => Addressing::Path,
-            false => Addressing::VirtualHosted,
-        };
-        let blob = wit::AzureBlob {
-            account: self.account.clone(),
-            container: self.container.clone(),
-            credential: convert::azure_credential(&self.credential),
-        };
-        // The region and the AWS keys are AWS's: the component reads
-        // neither for Azure.
-        wit_record(
-            &self.endpoint,
-            "azure",
-            "",
-            addressing,
-            convert::credentials(&Credentials::new("", "")),
-            Some(WitStore::AzureBlob(blob)),
-        )
     }
 }

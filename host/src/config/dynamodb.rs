@@ -1,19 +1,18 @@
 //! A DynamoDB table as the store.
 
 use super::aws::AwsAccess;
-use super::{wit_record, Store, StoreConfig};
+use super::{Store, StoreConfig};
 use crate::credentials::SharedSource;
-use crate::engine::bindings::Store as WitStore;
 use crate::error::Error;
-use crate::types::{Addressing, Credentials};
+use crate::types::Credentials;
 
 /// Builds the [`StoreConfig`] of a DynamoDB table. `Debug` shows no
 /// secret.
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[must_use]
 pub struct DynamoDbBuilder {
-    pub(super) aws: AwsAccess,
-    pub(super) table: String,
+    pub(crate) aws: AwsAccess,
+    pub(crate) table: String,
 }
 
 impl DynamoDbBuilder {
@@ -44,18 +43,5 @@ impl DynamoDbBuilder {
 
     pub fn build(self) -> StoreConfig {
         StoreConfig::of(Store::DynamoDb(self))
-    }
-
-    pub(super) fn to_wit(&self) -> crate::engine::bindings::Config {
-        // The record's bucket and addressing are S3's: DynamoDB reads
-        // neither.
-        wit_record(
-            &self.aws.endpoint,
-            &self.aws.region,
-            "",
-            Addressing::VirtualHosted,
-            self.aws.wit_credentials(),
-            Some(WitStore::Dynamodb(self.table.clone())),
-        )
     }
 }

@@ -1,12 +1,9 @@
 //! A Google Cloud Storage bucket as the store (through GCS's JSON API),
 //! and the credential that authorizes its requests.
 
-use super::{wit_record, Store, StoreConfig};
-use crate::convert;
+use super::{Store, StoreConfig};
 use crate::credentials::SharedTokenSource;
-use crate::engine::bindings::{self as wit, Store as WitStore};
 use crate::error::Error;
-use crate::types::{Addressing, Credentials};
 
 pub use crate::types::GcsCredential;
 
@@ -29,13 +26,13 @@ const GCS_ENDPOINT: &str = "https://storage.googleapis.com";
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[must_use]
 pub struct GcsBuilder {
-    pub(super) endpoint: String,
-    pub(super) bucket: String,
-    pub(super) credential: GcsCredential,
+    pub(crate) endpoint: String,
+    pub(crate) bucket: String,
+    pub(crate) credential: GcsCredential,
     /// Where a live client takes fresh access tokens from (Application
     /// Default Credentials, say); `credential` is then the first one
     /// fetched. `None`: the credential above, fixed.
-    pub(super) token_source: Option<SharedTokenSource>,
+    pub(crate) token_source: Option<SharedTokenSource>,
 }
 
 impl GcsBuilder {
@@ -68,18 +65,5 @@ impl GcsBuilder {
 
     pub fn build(self) -> StoreConfig {
         StoreConfig::of(Store::Gcs(self))
-    }
-
-    pub(super) fn to_wit(&self) -> wit::Config {
-        // The region, addressing and AWS keys are AWS's: the component
-        // reads none of them for GCS.
-        wit_record(
-            &self.endpoint,
-            "gcs",
-            &self.bucket,
-            Addressing::Path,
-            convert::credentials(&Credentials::new("", "")),
-            Some(WitStore::Gcs(convert::gcs_credential(&self.credential))),
-        )
     }
 }

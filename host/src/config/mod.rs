@@ -20,11 +20,9 @@ pub use env::AwsKeys;
 pub use gcs::{GcsBuilder, GcsCredential};
 pub use s3::S3Builder;
 
-use crate::convert;
 use crate::credentials::{SharedSource, SharedTokenSource};
-use crate::engine::bindings::Config;
 use crate::error::Error;
-use crate::types::{ExpiryClock, Strategy};
+use crate::types::{Credential, ExpiryClock, Strategy};
 use std::fmt;
 use std::time::Duration;
 
@@ -93,7 +91,7 @@ pub struct StoreConfig {
 
 /// The one store a config holds, with that store's own settings.
 #[derive(Clone, PartialEq, Eq, Debug)]
-enum Store {
+pub(crate) enum Store {
     S3(S3Builder),
     DynamoDb(DynamoDbBuilder),
     AzureBlob(AzureBlobBuilder),
@@ -288,30 +286,19 @@ impl StoreConfig {
         }
     }
 
-    /// The WIT record the component takes (with `unstable-raw`, for
-    /// callers that drive an instance call by call).
-    #[cfg(feature = "unstable-raw")]
-    pub fn wit_config(&self) -> Config {
-        self.to_wit()
+    /// The store and its own settings.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
     }
 
-    pub(crate) fn to_wit(&self) -> Config {
-        let mut config = match &self.store {
-            Store::S3(s3) => s3.to_wit(),
-            Store::DynamoDb(table) => table.to_wit(),
-            Store::AzureBlob(azure) => azure.to_wit(),
-            Store::Gcs(gcs) => gcs.to_wit(),
-        };
-        config.key_prefix = self.key_prefix.clone();
-        config.request_timeout_ms = self
-            .request_timeout
-            .map(|t| u32::try_from(t.as_millis()).unwrap_or(u32::MAX));
-        config.strategy = self.strategy.map(convert::strategy);
-        config.expiry_clock = self.expiry_clock.map(convert::expiry_clock);
-        config.preflight = self.preflight;
-        config.seal_key = self.seal_key.clone();
-        config.audit = self.audit;
-        config
+    /// A bearer token as this store's credential (a token source's fresh
+    /// one); `None` on a store that takes keys, not tokens.
+    pub(crate) fn bearer(&self, token: String) -> Option<Credential> {
+        match &self.store {
+            Store::S3(_) | Store::DynamoDb(_) => None,
+            Store::AzureBlob(_) => Some(Credential::Azure(AzureCredential::BearerToken(token))),
+            Store::Gcs(_) => Some(Credential::Gcs(GcsCredential::BearerToken(token))),
+        }
     }
 }
 
@@ -327,32 +314,5 @@ impl fmt::Debug for StoreConfig {
             .field("seal_key", &self.seal_key.as_ref().map(|_| "<redacted>"))
             .field("audit", &self.audit)
             .finish()
-    }
-}
-
-/// A store's part of the WIT record; the shared settings are left at
-/// none, for [`StoreConfig::to_wit`] to fill in.
-fn wit_record(
-    endpoint: &str,
-    region: &str,
-    bucket: &str,
-    addressing: crate::types::Addressing,
-    credentials: crate::engine::bindings::Credentials,
-    store: Option<crate::engine::bindings::Store>,
-) -> Config {
-    Config {
-        endpoint: endpoint.to_string(),
-        region: region.to_string(),
-        bucket: bucket.to_string(),
-        addressing: convert::addressing(addressing),
-        credentials,
-        key_prefix: None,
-        request_timeout_ms: None,
-        strategy: None,
-        expiry_clock: None,
-        preflight: None,
-        seal_key: None,
-        store,
-        audit: None,
     }
 }

@@ -1,7 +1,7 @@
 //! An S3 bucket (AWS's own, or any S3-compatible store) as the store.
 
 use super::aws::AwsAccess;
-use super::{wit_record, Store, StoreConfig};
+use super::{Store, StoreConfig};
 use crate::credentials::SharedSource;
 use crate::error::Error;
 use crate::types::{Addressing, Credentials};
@@ -10,9 +10,9 @@ use crate::types::{Addressing, Credentials};
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[must_use]
 pub struct S3Builder {
-    pub(super) aws: AwsAccess,
-    pub(super) bucket: String,
-    pub(super) addressing: Addressing,
+    pub(crate) aws: AwsAccess,
+    pub(crate) bucket: String,
+    pub(crate) addressing: Addressing,
 }
 
 impl S3Builder {
@@ -53,16 +53,5 @@ impl S3Builder {
 
     pub fn build(self) -> StoreConfig {
         StoreConfig::of(Store::S3(self))
-    }
-
-    pub(super) fn to_wit(&self) -> crate::engine::bindings::Config {
-        wit_record(
-            &self.aws.endpoint,
-            &self.aws.region,
-            &self.bucket,
-            self.addressing,
-            self.aws.wit_credentials(),
-            None,
-        )
     }
 }

@@ -1,6 +1,6 @@
 use super::*;
 use crate::credentials::{FetchedCredentials, StaticCredentials};
-use crate::engine::bindings::Store as WitStore;
+use crate::engine::bindings::{self as wit, Store as WitStore};
 use crate::error::Error;
 use crate::types::{Addressing, Credentials};
 use std::collections::HashMap;
@@ -17,7 +17,30 @@ fn addressing(c: &StoreConfig) -> Addressing {
     match &c.store {
         Store::S3(s3) => s3.addressing,
         Store::AzureBlob(azure) if azure.path_style => Addressing::Path,
-        _ => Addressing::VirtualHosted,
+        Store::AzureBlob(_) | Store::DynamoDb(_) | Store::Gcs(_) => Addressing::VirtualHosted,
+    }
+}
+
+/// The WIT record the component is given for `c`.
+fn to_wit(c: &StoreConfig) -> wit::Config {
+    crate::component::config(c, None)
+}
+
+/// The AWS keys of an S3 or DynamoDB config's WIT record.
+#[cfg(feature = "aws-sdk-config")]
+fn aws_keys(c: &wit::Config) -> &wit::AwsCredentials {
+    match &c.store {
+        WitStore::S3(s) => &s.credentials,
+        WitStore::Dynamodb(s) => &s.credentials,
+        other => panic!("not an AWS store: {other:?}"),
+    }
+}
+
+/// A GCS config's WIT credential.
+fn gcs_credential(c: &StoreConfig) -> wit::GcsCredential {
+    match to_wit(c).store {
+        WitStore::Gcs(s) => s.credential,
+        other => panic!("not a GCS store: {other:?}"),
     }
 }
 
@@ -43,12 +66,9 @@ fn takes_region_endpoint_and_credentials_from_an_sdk_config() {
         (c.region(), c.endpoint(), addressing(&c)),
         (Some("eu-west-1"), "http://127.0.0.1:9000", Addressing::Path)
     );
-    let wit = c.to_wit();
-    assert_eq!(wit.credentials.access_key_id, "AKIDSDK");
-    assert_eq!(
-        wit.credentials.session_token.as_deref(),
-        Some("t0ken-value")
-    );
+    let wit = to_wit(&c);
+    assert_eq!(aws_keys(&wit).access_key_id, "AKIDSDK");
+    assert_eq!(aws_keys(&wit).session_token.as_deref(), Some("t0ken-value"));
     assert!(
         c.credentials_source().is_some(),
         "refreshed from the provider"
@@ -76,7 +96,7 @@ fn builds_from_keys_in_hand() {
         .with_request_timeout(Duration::from_secs(3));
     assert_eq!(c.endpoint(), "https://s3.us-west-2.amazonaws.com");
     assert_eq!(addressing(&c), Addressing::VirtualHosted);
-    assert_eq!(c.to_wit().request_timeout_ms, Some(3_000));
+    assert_eq!(to_wit(&c).request_timeout_ms, Some(3_000));
     let d = DynamoDbBuilder::new("locks", "us-west-2", Credentials::new("AKID", "secret")).build();
     assert_eq!(d.endpoint(), "https://dynamodb.us-west-2.amazonaws.com");
 }
@@ -99,7 +119,7 @@ fn reads_the_aws_variables() {
     assert_eq!(c.region(), Some("eu-west-1"));
     assert_eq!(addressing(&c), Addressing::Path);
     assert_eq!(c.seal_key.as_deref(), Some("se4l-key-value"));
-    assert_eq!(c.to_wit().seal_key.as_deref(), Some("se4l-key-value"));
+    assert_eq!(to_wit(&c).seal_key.as_deref(), Some("se4l-key-value"));
     let debug = format!("{c:?}");
     assert!(
         !debug.contains("s3cr3t") && !debug.contains("t0ken") && !debug.contains("se4l"),
@@ -126,7 +146,10 @@ fn a_dynamodb_store_takes_its_table_and_its_endpoint() {
     };
     let c = with(&[("S3LEASE_STORE", "dynamodb"), ("S3LEASE_TABLE", "locks")]).unwrap();
     assert_eq!(c.endpoint(), "https://dynamodb.us-east-1.amazonaws.com");
-    assert_eq!(c.to_wit().store, Some(WitStore::Dynamodb("locks".into())));
+    let WitStore::Dynamodb(table) = to_wit(&c).store else {
+        panic!("not a DynamoDB store")
+    };
+    assert_eq!(table.table, "locks");
     let c = with(&[
         ("S3LEASE_STORE", "dynamodb"),
         ("S3LEASE_TABLE", "locks"),
@@ -152,8 +175,8 @@ fn a_dynamodb_store_takes_its_table_and_its_endpoint() {
         (c.endpoint(), addressing(&c)),
         ("http://127.0.0.1:10000", Addressing::Path)
     );
-    match c.to_wit().store {
-        Some(WitStore::AzureBlob(b)) => {
+    match to_wit(&c).store {
+        WitStore::AzureBlob(b) => {
             assert_eq!(
                 (b.account.as_str(), b.container.as_str()),
                 ("devstoreaccount1", "locks")
@@ -163,7 +186,7 @@ fn a_dynamodb_store_takes_its_table_and_its_endpoint() {
     }
     let err = with(&[("S3LEASE_STORE", "azure-blob")]).unwrap_err();
     assert!(err.to_string().contains("S3LEASE_CONTAINER"), "{err}");
-    assert_eq!(with(&[]).unwrap().to_wit().store, None);
+    assert!(matches!(to_wit(&with(&[]).unwrap()).store, WitStore::S3(_)));
 }
 
 #[test]
@@ -178,14 +201,17 @@ fn builds_an_azure_container_and_shows_none_of_its_secrets() {
             .with_key_prefix("locks/");
         assert_eq!(c.endpoint(), "https://acct.blob.core.windows.net");
         assert_eq!(addressing(&c), Addressing::VirtualHosted);
-        let Some(WitStore::AzureBlob(b)) = c.to_wit().store else {
+        let WitStore::AzureBlob(b) = to_wit(&c).store else {
             panic!("not an Azure store")
         };
         assert_eq!(
             (b.account.as_str(), b.container.as_str()),
             ("acct", "locks")
         );
-        assert_eq!(b.credential, convert::azure_credential(&credential));
+        assert_eq!(
+            wit::Credential::Azure(b.credential),
+            crate::component::credential(&Credential::Azure(credential.clone()))
+        );
         let text = format!("{c:?} {credential:?}");
         assert!(!text.contains("s3cr3t"), "{text}");
     }
@@ -317,16 +343,16 @@ fn builds_a_gcs_bucket_and_shows_none_of_its_token() {
         )
     );
     assert_eq!((c.table(), c.container()), (None, None));
-    let wit = c.to_wit();
+    let WitStore::Gcs(wit) = to_wit(&c).store else {
+        panic!("not a GCS store")
+    };
     assert_eq!(
         (wit.bucket.as_str(), wit.endpoint.as_str()),
         ("locks", "https://storage.googleapis.com")
     );
     assert_eq!(
-        wit.store,
-        Some(WitStore::Gcs(
-            crate::engine::bindings::GcsCredential::Bearer("ya29.s3cr3t".into())
-        ))
+        wit.credential,
+        wit::GcsCredential::Bearer("ya29.s3cr3t".into())
     );
     let text = format!("{c:?}");
     assert!(
@@ -340,15 +366,8 @@ fn builds_a_gcs_bucket_and_shows_none_of_its_token() {
         (errors.name(), errors.endpoint(), errors.bucket()),
         ("Google Cloud Storage", "http://127.0.0.1:4443", "locks")
     );
-    let anonymous = GcsBuilder::new("b", GcsCredential::Anonymous)
-        .build()
-        .to_wit();
-    assert_eq!(
-        anonymous.store,
-        Some(WitStore::Gcs(
-            crate::engine::bindings::GcsCredential::Anonymous
-        ))
-    );
+    let anonymous = GcsBuilder::new("b", GcsCredential::Anonymous).build();
+    assert_eq!(gcs_credential(&anonymous), wit::GcsCredential::Anonymous);
 }
 
 #[test]
@@ -359,10 +378,8 @@ fn a_gcs_token_source_gives_the_first_token() {
         .unwrap()
         .build();
     assert_eq!(
-        c.to_wit().store,
-        Some(WitStore::Gcs(
-            crate::engine::bindings::GcsCredential::Bearer("s3cr3t-token-0".into())
-        ))
+        gcs_credential(&c),
+        wit::GcsCredential::Bearer("s3cr3t-token-0".into())
     );
     assert_eq!(c.token_source(), Some(&source));
     assert!(!format!("{c:?}").contains("s3cr3t"));
@@ -391,12 +408,7 @@ fn gcs_from_the_variables_as_googles_libraries_read_them() {
             Some("locks")
         )
     );
-    assert_eq!(
-        c.to_wit().store,
-        Some(WitStore::Gcs(
-            crate::engine::bindings::GcsCredential::Anonymous
-        ))
-    );
+    assert_eq!(gcs_credential(&c), wit::GcsCredential::Anonymous);
     assert_eq!(
         (c.token_source(), c.seal_key.as_deref()),
         (None, Some("seal"))
@@ -463,7 +475,10 @@ fn a_config_read_from_variables_takes_a_credentials_source_on_aws_stores_only() 
     .with_credentials_source(source.clone())
     .unwrap();
     assert_eq!(s3.credentials_source(), Some(&source));
-    assert_eq!(s3.to_wit().credentials.access_key_id, "AKIDSOURCE");
+    let WitStore::S3(bucket) = to_wit(&s3).store else {
+        panic!("not an S3 store: {s3:?}");
+    };
+    assert_eq!(bucket.credentials.access_key_id, "AKIDSOURCE");
     let table = StoreConfig::from_vars(
         "",
         vars(&[

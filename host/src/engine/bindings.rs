@@ -10,9 +10,9 @@ wasmtime::component::bindgen!({
         package s3-lease:host;
         /// Never instantiated as a whole: its exports are bound one by one.
         world either-build {
-            export s3-lease:lease/types@0.8.0;
-            export s3-lease:lease/lease@0.8.0;
-            export s3-lease:lease/async-lease@0.8.0;
+            export s3-lease:lease/types@0.9.0;
+            export s3-lease:lease/lease@0.9.0;
+            export s3-lease:lease/async-lease@0.9.0;
         }
     ",
     world: "s3-lease:host/either-build",
@@ -25,45 +25,28 @@ wasmtime::component::bindgen!({
 });
 
 pub use exports::s3_lease::lease::types::{
-    AddressingStyle, AzureBlob, AzureCredential, Capability, CapabilityResult, ClockOffset, Config,
-    Credentials, ElectorConfig, ElectorEvent, Error, ExpiryClock, FenceOptions, FencedObject,
-    FencedWrite, GcsCredential, Lease, LimitMismatch, LockState, Options, PreflightReport, Role,
-    SemaphoreState, Slot, SlotAttempt, SlotOptions, StepResult, StopReason, Store, Strategy,
-    Verdict,
+    AddressingStyle, AwsCredentials, AzureCredential, AzureStore, Capability, CapabilityResult,
+    ClockOffset, Config, Credential, DynamodbStore, ElectorConfig, ElectorEvent, Error,
+    ExpiryClock, FenceOptions, FencedObject, FencedWrite, GcsCredential, GcsStore, Lease,
+    LimitMismatch, LockState, Options, PreflightReport, Role, S3Store, SemaphoreState, Slot,
+    SlotAttempt, SlotOptions, StepResult, StopReason, Store, Strategy, Verdict,
 };
 
-/// The contract's own (kebab-case) names, for messages, tables and JSON.
+/// The contract's own (kebab-case) names, for messages, tables and JSON:
+/// the vocabulary's (`s3_lease_keep::vocabulary`), through the one
+/// conversion of each enum (`crate::component`).
 macro_rules! wit_names {
-    ($($ty:ident { $($case:ident => $name:literal),* $(,)? })*) => {$(
+    ($($ty:ident)*) => {$(
         impl $ty {
             /// This case's name in the WIT.
             pub fn wit_name(&self) -> &'static str {
-                match self { $($ty::$case => $name),* }
+                s3_lease_keep::vocabulary::$ty::from(*self).name()
             }
         }
     )*};
 }
 
-wit_names! {
-    Capability {
-        IfNoneMatchExisting => "if-none-match-existing",
-        IfMatchPut => "if-match-put",
-        IfMatchMissingKey => "if-match-missing-key",
-        IfMatchDelete => "if-match-delete",
-        ServerDates => "server-dates",
-        ListStartAfter => "list-start-after",
-        ConditionalGet => "conditional-get",
-        PayloadHash => "payload-hash",
-        ClockOffset => "clock-offset",
-        TableKeySchema => "table-key-schema",
-        TtlAttribute => "ttl-attribute",
-        ConcurrentCreate => "concurrent-create",
-        ConcurrentUpdate => "concurrent-update",
-    }
-    Verdict { Pass => "pass", Fail => "fail", Unknown => "unknown" }
-    Strategy { SingleObject => "single-object", EpochObjects => "epoch-objects" }
-    ExpiryClock { Server => "server", Holder => "holder", Observed => "observed" }
-}
+wit_names! { Capability Verdict Strategy ExpiryClock }
 
 impl Error {
     /// The case's name in the WIT (`lost`, `s3`, `store-unsafe`, …).

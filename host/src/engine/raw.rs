@@ -17,9 +17,9 @@ use crate::engine::bindings::exports::s3_lease::lease::types::{
 };
 use crate::engine::bindings::exports::s3_lease::lease::{async_lease, lease};
 use crate::engine::bindings::{
-    AzureCredential, Config, Credentials, ElectorConfig, Error as LeaseError, FenceOptions,
-    FencedObject, FencedWrite, GcsCredential, Lease, LockState, Options, PreflightReport,
-    SemaphoreState, SlotAttempt, SlotOptions, StepResult,
+    Config, Credential, ElectorConfig, Error as LeaseError, FenceOptions, FencedObject,
+    FencedWrite, Lease, LockState, Options, PreflightReport, SemaphoreState, SlotAttempt,
+    SlotOptions, StepResult,
 };
 use crate::engine::local::block_on;
 use crate::engine::state::State;
@@ -181,28 +181,11 @@ impl RawInstance {
         self.client.context("open() the client first")
     }
 
-    /// Replaces the client's credentials; the next request signs with them.
-    pub fn set_credentials(&mut self, credentials: &Credentials) -> Result<Result<(), LeaseError>> {
+    /// Replaces the client's credential (refreshed keys, a refreshed
+    /// bearer token); the next request signs with it.
+    pub fn set_credential(&mut self, credential: &Credential) -> Result<Result<(), LeaseError>> {
         let client = self.client()?;
-        plain_call!(self, client, call_set_credentials, client, credentials)
-    }
-
-    /// Replaces an Azure client's credential (a refreshed bearer token).
-    pub fn set_azure_credential(
-        &mut self,
-        credential: &AzureCredential,
-    ) -> Result<Result<(), LeaseError>> {
-        let client = self.client()?;
-        plain_call!(self, client, call_set_azure_credential, client, credential)
-    }
-
-    /// Replaces a GCS client's credential (a refreshed access token).
-    pub fn set_gcs_credential(
-        &mut self,
-        credential: &GcsCredential,
-    ) -> Result<Result<(), LeaseError>> {
-        let client = self.client()?;
-        plain_call!(self, client, call_set_gcs_credential, client, credential)
+        plain_call!(self, client, call_set_credential, client, credential)
     }
 
     pub fn try_acquire(

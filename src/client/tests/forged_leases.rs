@@ -196,9 +196,7 @@ fn on_dynamodb_the_tables_condition_refuses_a_lower_token() {
     use crate::testing::dynamodb_model::DynamoIo;
     let dynamo = || {
         core_with(Strategy::SingleObject, |r| {
-            r.store = Some(crate::config::Store::DynamoDb {
-                table: "locks".into(),
-            });
+            r.store = crate::config::Store::DynamoDb(crate::testing::test_table("locks"));
             r.expiry_clock = None;
         })
     };

@@ -8,40 +8,31 @@
 //! lease.
 
 use super::*;
-use crate::config::{AzureBlob, AzureCredential, GcsCredential, Store};
-use crate::testing::azure_model::{AzureIo, ACCOUNT, ACCOUNT_KEY, CONTAINER};
+use crate::config::Store;
+use crate::testing::azure_model::{self, AzureIo, CONTAINER};
 use crate::testing::dynamodb_model::DynamoIo;
-use crate::testing::gcs_model::{GcsIo, BUCKET, ENDPOINT};
+use crate::testing::gcs_model::{self, GcsIo, BUCKET};
 use crate::testing::model_io::Model;
 
-fn on_store(store: Store, endpoint: &str, bucket: &str) -> ClientCore {
+fn on_store(store: Store) -> ClientCore {
     let mut raw = raw_config(Strategy::SingleObject, ExpiryClock::Server);
-    raw.endpoint = endpoint.into();
-    raw.bucket = bucket.into();
     raw.expiry_clock = None;
-    raw.store = Some(store);
+    raw.store = store;
     ClientCore::new(ClientConfig::validate(raw).unwrap())
 }
 
 fn dynamodb() -> ClientCore {
     let mut raw = raw_config(Strategy::SingleObject, ExpiryClock::Observed);
-    raw.store = Some(Store::DynamoDb {
-        table: "locks".into(),
-    });
+    raw.store = Store::DynamoDb(crate::testing::test_table("locks"));
     ClientCore::new(ClientConfig::validate(raw).unwrap())
 }
 
 pub(super) fn azure() -> ClientCore {
-    let blob = AzureBlob {
-        account: ACCOUNT.into(),
-        container: CONTAINER.into(),
-        credential: AzureCredential::shared_key(ACCOUNT_KEY).unwrap(),
-    };
-    on_store(Store::AzureBlob(blob), "http://127.0.0.1:10000", "b")
+    on_store(azure_model::client_config(CONTAINER).store)
 }
 
 pub(super) fn gcs() -> ClientCore {
-    on_store(Store::Gcs(GcsCredential::Anonymous), ENDPOINT, BUCKET)
+    on_store(gcs_model::client_config(BUCKET).store)
 }
 
 fn held_by(outcome: AcquireOutcome) -> (String, u64) {

@@ -147,9 +147,7 @@ fn debug_never_shows_it_nor_a_request_or_reply_that_carries_it() {
     ))
     .unwrap();
     let mut table = config.clone();
-    table.store = crate::config::Store::DynamoDb {
-        table: "locks".into(),
-    };
+    table.store = crate::config::Store::DynamoDb(crate::testing::test_table("locks"));
     let shown = format!(
         "{:?} {reply:?} {:?} {:?}",
         io.requests,

@@ -290,22 +290,14 @@ impl Setup {
         raw.key_prefix = Some(PREFIX.into());
         raw.request_timeout_ms = self.request_timeout_ms;
         if self.dynamodb {
-            raw.store = Some(Store::DynamoDb {
-                table: TABLE.into(),
-            });
+            raw.store = Store::DynamoDb(crate::testing::test_table(TABLE));
         }
         if self.azure {
-            raw.endpoint = "http://127.0.0.1:10000".into();
-            raw.store = crate::testing::azure_model::client_config(CONTAINER)
-                .store
-                .into();
+            raw.store = crate::testing::azure_model::client_config(CONTAINER).store;
         }
         if self.gcs {
-            raw.endpoint = crate::testing::gcs_model::ENDPOINT.into();
-            raw.bucket = crate::testing::gcs_model::BUCKET.into();
-            raw.store = crate::testing::gcs_model::client_config(crate::testing::gcs_model::BUCKET)
-                .store
-                .into();
+            raw.store =
+                crate::testing::gcs_model::client_config(crate::testing::gcs_model::BUCKET).store;
         }
         let mut config = ClientConfig::validate(raw).expect("the simulation's configs are valid");
         config.audit = self.audit;

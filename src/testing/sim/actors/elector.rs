@@ -169,24 +169,8 @@ fn watchdog(io: &mut SimIo, machine: &mut Machine, term: &mut Option<u64>, now_m
 
 /// A step's result as the leadership machine takes it.
 fn step_of(status: Status) -> leadership::Step<Lease, LockState> {
-    let role = match status.role {
-        elector::Role::Leader(lease) => leadership::Role::Leader(lease),
-        elector::Role::Follower(seen) => leadership::Role::Follower(seen),
-        elector::Role::Candidate => leadership::Role::Candidate,
-    };
-    let events = status
-        .events
-        .into_iter()
-        .map(|e| match e {
-            elector::Event::BecameLeader(lease) => Event::BecameLeader(lease),
-            elector::Event::StoppedLeading(reason) => Event::StoppedLeading(match reason {
-                elector::StopReason::RenewDeadline => leadership::StopReason::RenewDeadline,
-                elector::StopReason::Lost => leadership::StopReason::Lost,
-                elector::StopReason::Resigned => leadership::StopReason::Resigned,
-            }),
-            elector::Event::LeaderChanged(seen) => Event::LeaderChanged(seen),
-        })
-        .collect();
+    // The core's role and events are the machine's own types.
+    let (role, events) = (status.role, status.events);
     leadership::Step {
         role,
         events,

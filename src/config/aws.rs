@@ -1,0 +1,51 @@
+//! What the two AWS stores (S3 and DynamoDB) share: a signing region and
+//! the keys that sign requests, checked the same way for both.
+
+use crate::error::Error;
+use crate::sigv4::Credentials;
+
+pub(super) fn check_region(region: &str) -> Result<(), Error> {
+    if region.is_empty() || region.len() > 64 {
+        return Err(Error::invalid_config(
+            "region",
+            "must be 1 to 64 characters, e.g. us-east-1",
+        ));
+    }
+    if !region
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(Error::invalid_config(
+            "region",
+            format!("{region:?}: only letters, digits, '-' and '_'"),
+        ));
+    }
+    Ok(())
+}
+
+/// Also checks the credentials of `set-credential`.
+pub fn check_credentials(c: &Credentials) -> Result<(), Error> {
+    // Reasons never repeat a secret value.
+    let printable = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_graphic());
+    if !printable(&c.access_key_id) {
+        return Err(Error::invalid_config(
+            "credentials.access-key-id",
+            "must be non-empty printable ASCII without spaces",
+        ));
+    }
+    if !printable(&c.secret_access_key) {
+        return Err(Error::invalid_config(
+            "credentials.secret-access-key",
+            "must be non-empty printable ASCII without spaces",
+        ));
+    }
+    if let Some(token) = &c.session_token {
+        if !printable(token) {
+            return Err(Error::invalid_config(
+                "credentials.session-token",
+                "must be non-empty printable ASCII without spaces when set",
+            ));
+        }
+    }
+    Ok(())
+}
