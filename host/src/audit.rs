@@ -50,37 +50,9 @@ pub struct AuditEntry {
     pub backfilled: bool,
 }
 
-/// What a finding of `audit_verify` shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum AuditFindingKind {
-    TokenRepeated,
-    MissedGrant,
-    TakenWhileLive,
-    OverLimit,
-    UnexplainedGap,
-    NotOnStoreClock,
-    Unreadable,
-    FencedUnknownToken,
-    FencedTokenFell,
-}
-
-impl AuditFindingKind {
-    /// The contract's name (`token-repeated`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            AuditFindingKind::TokenRepeated => "token-repeated",
-            AuditFindingKind::MissedGrant => "missed-grant",
-            AuditFindingKind::TakenWhileLive => "taken-while-live",
-            AuditFindingKind::OverLimit => "over-limit",
-            AuditFindingKind::UnexplainedGap => "unexplained-gap",
-            AuditFindingKind::NotOnStoreClock => "not-on-store-clock",
-            AuditFindingKind::Unreadable => "unreadable",
-            AuditFindingKind::FencedUnknownToken => "fenced-unknown-token",
-            AuditFindingKind::FencedTokenFell => "fenced-token-fell",
-        }
-    }
-}
+/// What a finding of `audit_verify` shows (`name()` gives the contract's
+/// name, `token-repeated`, ...).
+pub use s3_lease_keep::vocabulary::AuditFindingKind;
 
 /// One thing `audit_verify` found, with its evidence.
 #[derive(Debug, Clone, PartialEq, Eq)]

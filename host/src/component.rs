@@ -231,6 +231,17 @@ s3_lease_keep::same_cases! {
         ConcurrentCreate,
         ConcurrentUpdate,
     }
+    AuditFindingKind = witt::AuditFindingKind {
+        TokenRepeated,
+        MissedGrant,
+        TakenWhileLive,
+        OverLimit,
+        UnexplainedGap,
+        NotOnStoreClock,
+        Unreadable,
+        FencedUnknownToken,
+        FencedTokenFell,
+    }
 }
 
 fn nonzero(v: u64) -> Option<u64> {
@@ -634,19 +645,8 @@ fn from_audit_report(r: witt::AuditReport) -> AuditReport {
 }
 
 fn from_audit_finding(f: witt::AuditFinding) -> AuditFinding {
-    use witt::AuditFindingKind as Wit;
     AuditFinding {
-        kind: match f.kind {
-            Wit::TokenRepeated => AuditFindingKind::TokenRepeated,
-            Wit::MissedGrant => AuditFindingKind::MissedGrant,
-            Wit::TakenWhileLive => AuditFindingKind::TakenWhileLive,
-            Wit::OverLimit => AuditFindingKind::OverLimit,
-            Wit::UnexplainedGap => AuditFindingKind::UnexplainedGap,
-            Wit::NotOnStoreClock => AuditFindingKind::NotOnStoreClock,
-            Wit::Unreadable => AuditFindingKind::Unreadable,
-            Wit::FencedUnknownToken => AuditFindingKind::FencedUnknownToken,
-            Wit::FencedTokenFell => AuditFindingKind::FencedTokenFell,
-        },
+        kind: f.kind.into(),
         token: f.token,
         detail: f.detail,
         evidence: f.evidence,

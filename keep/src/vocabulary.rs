@@ -122,6 +122,45 @@ vocabulary! {
         /// Not decided: no reply, an odd one, or its probe could not run.
         Unknown => "unknown",
     }
+
+    /// What `audit-verify` found (the grant log's verifier).
+    pub enum AuditFindingKind {
+        /// One token granted twice.
+        TokenRepeated => "token-repeated",
+        /// A grant made without seeing an earlier one: they raced.
+        MissedGrant => "missed-grant",
+        /// A grant made while the lease it replaced was live on the
+        /// store's clock.
+        TakenWhileLive => "taken-while-live",
+        /// A semaphore's grant with its limit of other holders live.
+        OverLimit => "over-limit",
+        /// A token that no record explains.
+        UnexplainedGap => "unexplained-gap",
+        /// A takeover whose end the store's times do not show (a store
+        /// that keeps no time, or a record without them).
+        NotOnStoreClock => "not-on-store-clock",
+        /// A record that could not be read.
+        Unreadable => "unreadable",
+        /// A fenced object whose token no grant of the key recorded.
+        FencedUnknownToken => "fenced-unknown-token",
+        /// A fenced object's versions whose tokens fell.
+        FencedTokenFell => "fenced-token-fell",
+    }
+}
+
+impl AuditFindingKind {
+    /// The log shows two holders at once (or a token granted twice), as
+    /// opposed to not showing that there were never two.
+    pub fn is_overlap(self) -> bool {
+        matches!(
+            self,
+            AuditFindingKind::TokenRepeated
+                | AuditFindingKind::MissedGrant
+                | AuditFindingKind::TakenWhileLive
+                | AuditFindingKind::OverLimit
+                | AuditFindingKind::FencedTokenFell
+        )
+    }
 }
 
 /// `From` both ways between an enum and its twin of the same case names
@@ -180,6 +219,11 @@ mod tests {
         check(Addressing::ALL, Addressing::name, Addressing::from_name);
         check(Capability::ALL, Capability::name, Capability::from_name);
         check(Verdict::ALL, Verdict::name, Verdict::from_name);
+        check(
+            AuditFindingKind::ALL,
+            AuditFindingKind::name,
+            AuditFindingKind::from_name,
+        );
         assert_eq!(Capability::ALL.len(), 13);
         assert_eq!(
             alloc::format!("{}", Strategy::EpochObjects),

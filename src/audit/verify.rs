@@ -33,60 +33,8 @@ use crate::expiry::SERVER_SLACK_MS;
 use crate::lock_object::LockState;
 use crate::strategy::floor::FLOOR_STRIDE;
 
-/// What a finding shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum FindingKind {
-    /// One token granted twice.
-    TokenRepeated,
-    /// A grant made without seeing an earlier one: they raced.
-    MissedGrant,
-    /// A grant made while the lease it replaced was live on the store's
-    /// clock.
-    TakenWhileLive,
-    /// A semaphore's grant with its limit of other holders live.
-    OverLimit,
-    /// A token that no record explains.
-    UnexplainedGap,
-    /// A takeover whose end the store's times do not show (a store that
-    /// keeps no time, or a record without them).
-    NotOnStoreClock,
-    /// A record that could not be read.
-    Unreadable,
-    /// A fenced object whose token no grant of the key recorded.
-    FencedUnknownToken,
-    /// A fenced object's versions whose tokens fell.
-    FencedTokenFell,
-}
-
-impl FindingKind {
-    /// The log shows two holders at once (or a token granted twice), as
-    /// opposed to not showing that there were never two.
-    pub fn is_overlap(self) -> bool {
-        matches!(
-            self,
-            FindingKind::TokenRepeated
-                | FindingKind::MissedGrant
-                | FindingKind::TakenWhileLive
-                | FindingKind::OverLimit
-                | FindingKind::FencedTokenFell
-        )
-    }
-
-    /// The name in the contract and the command line's JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            FindingKind::TokenRepeated => "token-repeated",
-            FindingKind::MissedGrant => "missed-grant",
-            FindingKind::TakenWhileLive => "taken-while-live",
-            FindingKind::OverLimit => "over-limit",
-            FindingKind::UnexplainedGap => "unexplained-gap",
-            FindingKind::NotOnStoreClock => "not-on-store-clock",
-            FindingKind::Unreadable => "unreadable",
-            FindingKind::FencedUnknownToken => "fenced-unknown-token",
-            FindingKind::FencedTokenFell => "fenced-token-fell",
-        }
-    }
-}
+/// What a finding shows: the contract's names, defined once in `keep`.
+pub use s3_lease_keep::vocabulary::AuditFindingKind as FindingKind;
 
 /// One thing verify found, with its evidence.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,8 +5,22 @@ use crate::prelude::*;
 
 use super::Client;
 use crate::audit::timeline::{Ended, Entry};
-use crate::audit::verify::{Finding, FindingKind, Report};
+use crate::audit::verify::{Finding, Report};
 use crate::bindings::exports::s3_lease::lease::types as wit;
+
+s3_lease_keep::same_cases! {
+    s3_lease_keep::vocabulary::AuditFindingKind = wit::AuditFindingKind {
+        TokenRepeated,
+        MissedGrant,
+        TakenWhileLive,
+        OverLimit,
+        UnexplainedGap,
+        NotOnStoreClock,
+        Unreadable,
+        FencedUnknownToken,
+        FencedTokenFell,
+    }
+}
 
 impl Client {
     pub(super) async fn audit(
@@ -77,17 +91,7 @@ fn to_wit_report(r: Report) -> wit::AuditReport {
 
 fn to_wit_finding(f: Finding) -> wit::AuditFinding {
     wit::AuditFinding {
-        kind: match f.kind {
-            FindingKind::TokenRepeated => wit::AuditFindingKind::TokenRepeated,
-            FindingKind::MissedGrant => wit::AuditFindingKind::MissedGrant,
-            FindingKind::TakenWhileLive => wit::AuditFindingKind::TakenWhileLive,
-            FindingKind::OverLimit => wit::AuditFindingKind::OverLimit,
-            FindingKind::UnexplainedGap => wit::AuditFindingKind::UnexplainedGap,
-            FindingKind::NotOnStoreClock => wit::AuditFindingKind::NotOnStoreClock,
-            FindingKind::Unreadable => wit::AuditFindingKind::Unreadable,
-            FindingKind::FencedUnknownToken => wit::AuditFindingKind::FencedUnknownToken,
-            FindingKind::FencedTokenFell => wit::AuditFindingKind::FencedTokenFell,
-        },
+        kind: f.kind.into(),
         token: f.token,
         detail: f.detail,
         evidence: f.evidence,
