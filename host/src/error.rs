@@ -18,7 +18,7 @@ pub enum ErrorKind {
     ClockSkewed,
     /// The store refused the credentials or the policy denies the call.
     AccessDenied,
-    /// No such bucket (or DynamoDB table).
+    /// No such bucket (or table, or container).
     NoSuchStore,
     /// A lock object that is not one of ours (or not readable).
     CorruptLockObject,

@@ -83,4 +83,25 @@ impl AwsAccess {
         }
         Ok((access, custom))
     }
+
+    /// `service` on AWS in the SdkConfig's region, with the first credentials
+    /// of its provider; and the endpoint URL it names, if any.
+    #[cfg(feature = "aws-sdk-config")]
+    pub(crate) fn from_sdk(
+        sdk: &aws_config::SdkConfig,
+        service: &str,
+    ) -> Result<(AwsAccess, Option<String>), Error> {
+        let region = sdk
+            .region()
+            .map(|r| r.to_string())
+            .ok_or_else(|| Error::invalid_config("region", "the SdkConfig names no region"))?;
+        let provider = sdk.credentials_provider().ok_or_else(|| {
+            Error::invalid_config("credentials", "the SdkConfig has no credentials provider")
+        })?;
+        let source = SharedSource::new(crate::credentials::SdkProvider::new(provider)?);
+        let first = source.fetch()?;
+        let mut aws = AwsAccess::on_aws(service, region, first.credentials);
+        aws.source = Some(source);
+        Ok((aws, sdk.endpoint_url().map(str::to_string)))
+    }
 }

@@ -94,3 +94,22 @@ impl OwnSettings for DynamoDbBuilder {
         self.credentials_source(source)
     }
 }
+
+#[cfg(feature = "aws-sdk-config")]
+impl DynamoDbBuilder {
+    /// `table`, reached as `sdk` says (feature `aws-sdk-config`): its region, its endpoint URL if it
+    /// names one, and its credentials provider, which a live client
+    /// refreshes from as the SDK's own clients would. Fetches credentials
+    /// once, here.
+    pub fn from_sdk_config(sdk: &aws_config::SdkConfig, table: &str) -> Result<Self, Error> {
+        let (aws, endpoint) = AwsAccess::from_sdk(sdk, "dynamodb")?;
+        let dynamodb = DynamoDbBuilder {
+            aws,
+            table: table.to_string(),
+        };
+        Ok(match endpoint {
+            Some(url) => dynamodb.endpoint(url),
+            None => dynamodb,
+        })
+    }
+}

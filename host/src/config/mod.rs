@@ -9,8 +9,6 @@ mod dynamodb;
 mod env;
 mod gcs;
 mod s3;
-#[cfg(feature = "aws-sdk-config")]
-mod sdk;
 #[cfg(test)]
 mod tests;
 
@@ -328,11 +326,15 @@ fn place_noun_of<T: OwnSettings>(_: &T) -> &'static str {
     T::PLACE
 }
 
+/// Reads one store from the variables: see [`OwnSettings::from_vars`].
+pub(crate) type ReadStore =
+    fn(&str, &dyn Fn(&str) -> Option<String>, KeysFrom) -> Result<Store, Error>;
+
 /// One store's reader, by the name `S3LEASE_STORE` gives it.
 pub(crate) struct StoreKind {
     pub(crate) name: &'static str,
     pub(crate) aws_keys: bool,
-    pub(crate) read: fn(&str, &dyn Fn(&str) -> Option<String>, KeysFrom) -> Result<Store, Error>,
+    pub(crate) read: ReadStore,
 }
 
 const fn kind<T: OwnSettings>() -> StoreKind {

@@ -115,3 +115,23 @@ impl OwnSettings for S3Builder {
         self.credentials_source(source)
     }
 }
+
+#[cfg(feature = "aws-sdk-config")]
+impl S3Builder {
+    /// `bucket`, reached as `sdk` says (feature `aws-sdk-config`): its region, its endpoint URL if it names one (then path-style
+    /// addressing), and its credentials provider, which a live client
+    /// refreshes from as the SDK's own clients would. Fetches credentials
+    /// once, here.
+    pub fn from_sdk_config(sdk: &aws_config::SdkConfig, bucket: &str) -> Result<Self, Error> {
+        let (aws, endpoint) = AwsAccess::from_sdk(sdk, "s3")?;
+        let s3 = S3Builder {
+            aws,
+            bucket: bucket.to_string(),
+            addressing: Addressing::VirtualHosted,
+        };
+        Ok(match endpoint {
+            Some(url) => s3.endpoint(url),
+            None => s3,
+        })
+    }
+}
