@@ -11,6 +11,7 @@ mod args;
 mod audit;
 mod claim;
 mod commands;
+mod config;
 mod duration;
 mod exit;
 mod guardian;
@@ -25,19 +26,18 @@ mod probe;
 mod serve;
 mod signals;
 mod stderr_lines;
-mod store_config;
 mod tree;
 mod version;
 
 use args::{check_arguments, Cli, Cmd, FencedCmd, RunArgs};
 use claim::leadership::Mode;
 use clap::Parser;
+use config::{endpoint_in_use, store_config};
 use exit::Failure;
 use holding::{acquire_options, catch_signals, hold_while_running, run_in_slot, Holding, Store};
 use s3_lease_host::blocking::Client;
 use s3_lease_host::{Runtime, SlotOptions, Strategy};
 use std::time::Duration;
-use store_config::{endpoint_in_use, store_config};
 
 /// How long the last lines may take to reach stderr before the process
 /// exits (a stuck stderr loses them then; nothing is held any more).
@@ -131,7 +131,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         client: &client,
         config: &config,
         // For a nested s3-lease in `run` and `elect`'s command.
-        endpoint: endpoint_in_use(&cli).map(|(_, endpoint)| endpoint),
+        endpoint: endpoint_in_use(&cli.store).map(|(_, endpoint)| endpoint),
     };
     dispatch(cli, &store, strategy)
 }
