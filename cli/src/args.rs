@@ -6,7 +6,7 @@ use crate::claim::LeaseVar;
 use crate::config::StoreFlags;
 use crate::exit::{self, Failure};
 use crate::{duration, log};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use s3_lease_host::SlotOptions;
 use std::time::Duration;
 
@@ -52,20 +52,6 @@ again once after upgrading.";
 pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) store: StoreFlags,
-    /// Prefix of every lock object (e.g. `locks/`).
-    #[arg(long, env = "S3LEASE_PREFIX", global = true)]
-    pub(crate) prefix: Option<String>,
-    /// Lock strategy; all users of a key must agree.
-    #[arg(long, value_enum, env = "S3LEASE_STRATEGY", global = true)]
-    pub(crate) strategy: Option<StrategyArg>,
-    /// Run the store preflight before the first grant, and refuse to take a
-    /// lock (exit 81) on a store that would not keep it safe.
-    #[arg(long, env = "S3LEASE_CHECK_STORE", global = true)]
-    pub(crate) check_store: bool,
-    /// Keep the grant log: a create-only record in the store after every
-    /// grant and release (`s3-lease audit` reads it; docs/audit.md).
-    #[arg(long, env = "S3LEASE_AUDIT", global = true)]
-    pub(crate) audit: bool,
     /// Machine-readable output (JSON).
     #[arg(long, global = true)]
     pub(crate) json: bool,
@@ -84,12 +70,6 @@ pub(crate) struct Cli {
     pub(crate) log_format: log::LogFormat,
     #[command(subcommand)]
     pub(crate) command: Cmd,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub(crate) enum StrategyArg {
-    SingleObject,
-    EpochObjects,
 }
 
 #[derive(Subcommand)]
@@ -283,7 +263,7 @@ pub(crate) struct AuditArgs {
     /// From the first grant at or after TIME (RFC 3339, e.g.
     /// 2026-11-28T03:12:00Z, compared with the store's clock; or a span
     /// back from now, e.g. 2h).
-    #[arg(long, value_name = "TIME", value_parser = crate::audit::parse_time)]
+    #[arg(long, value_name = "TIME", value_parser = crate::time_arg::parse_time)]
     pub(crate) since: Option<u64>,
 }
 
@@ -303,7 +283,7 @@ pub(crate) enum AuditCmd {
     /// span back from now).
     Prune {
         key: String,
-        #[arg(long, value_name = "TIME", value_parser = crate::audit::parse_time)]
+        #[arg(long, value_name = "TIME", value_parser = crate::time_arg::parse_time)]
         before: u64,
     },
 }
@@ -341,7 +321,7 @@ pub(crate) enum FencedCmd {
 /// KEY and OBJECT, refused as the component would refuse them, but named
 /// as the user typed them (exit 64, nothing sent).
 pub(crate) fn check_arguments(cli: &Cli) -> Result<(), Failure> {
-    let prefix = cli.prefix.as_deref().unwrap_or("");
+    let prefix = cli.store.prefix.as_deref().unwrap_or("");
     let keys: Vec<&str> = match &cli.command {
         Cmd::Run(args) => vec![args.hold.key.as_str()],
         Cmd::Elect(args) => vec![args.hold.key.as_str()],

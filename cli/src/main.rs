@@ -26,6 +26,7 @@ mod probe;
 mod serve;
 mod signals;
 mod stderr_lines;
+mod time_arg;
 mod tree;
 mod version;
 
@@ -105,7 +106,7 @@ fn usage_error(e: &clap::Error) -> String {
 
 fn run(cli: Cli) -> Result<i32, Failure> {
     check_arguments(&cli)?;
-    let config = store_config(&cli)?;
+    let config = store_config(&cli.store)?;
     let runtime = Runtime::with_options(precompile::runtime_options())
         .map_err(|e| Failure::new(exit::INTERNAL, format!("{e:#}")))?;
     let client = Client::connect(&runtime, &config)?;
@@ -123,7 +124,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
     }
     let campaigns = matches!(&cli.command, Cmd::Run(_))
         || matches!(&cli.command, Cmd::Elect(args) if !args.watch);
-    if cli.check_store && campaigns {
+    if cli.store.check_store && campaigns {
         preflight::require_safe_store(&client, strategy)?;
     }
     let store = Store {

@@ -6,15 +6,15 @@ mod dynamodb;
 mod gcs;
 mod s3;
 
-use crate::args::{Cli, StrategyArg};
 use crate::duration;
 use crate::exit::{self, Failure};
 use clap::{Args, ValueEnum};
 use s3_lease_host::{AwsKeys, ExpiryClock, StoreConfig, Strategy};
 use std::time::Duration;
 
-/// Where the locks are kept and how the store is reached: the flags every
-/// store shares, and each store's own.
+/// Where the locks are kept, how the store is reached and how its locks
+/// are taken: the flags every store shares, each store's own, and the
+/// client's settings (what a `StoreConfig` is made of).
 #[derive(Args)]
 pub(crate) struct StoreFlags {
     /// The bucket that holds the locks (on a store that keeps them in one).
@@ -53,6 +53,20 @@ pub(crate) struct StoreFlags {
     /// all users of a key must agree.
     #[arg(long, value_enum, env = "S3LEASE_EXPIRY_CLOCK", global = true)]
     pub(crate) expiry_clock: Option<ExpiryClockArg>,
+    /// Prefix of every lock object (e.g. `locks/`).
+    #[arg(long, env = "S3LEASE_PREFIX", global = true)]
+    pub(crate) prefix: Option<String>,
+    /// Lock strategy; all users of a key must agree.
+    #[arg(long, value_enum, env = "S3LEASE_STRATEGY", global = true)]
+    pub(crate) strategy: Option<StrategyArg>,
+    /// Run the store preflight before the first grant, and refuse to take a
+    /// lock (exit 81) on a store that would not keep it safe.
+    #[arg(long, env = "S3LEASE_CHECK_STORE", global = true)]
+    pub(crate) check_store: bool,
+    /// Keep the grant log: a create-only record in the store after every
+    /// grant and release (`s3-lease audit` reads it; docs/audit.md).
+    #[arg(long, env = "S3LEASE_AUDIT", global = true)]
+    pub(crate) audit: bool,
 }
 
 impl StoreFlags {
@@ -98,6 +112,13 @@ impl StoreArg {
             .copied()
             .find(|kind| kind.store().name == name)
     }
+}
+
+/// The lock strategy (`--strategy`).
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum StrategyArg {
+    SingleObject,
+    EpochObjects,
 }
 
 /// How expiry is judged (`--expiry-clock`).
@@ -166,8 +187,7 @@ pub(crate) fn credentials_line(config: &StoreConfig) -> Option<String> {
 }
 
 /// The store the flags and the environment name, with its credentials.
-pub(crate) fn store_config(cli: &Cli) -> Result<StoreConfig, Failure> {
-    let flags = &cli.store;
+pub(crate) fn store_config(flags: &StoreFlags) -> Result<StoreConfig, Failure> {
     (flags.store().check)(flags)?;
     check_endpoints(flags)?;
     // The host reads the settings as the Python and Node packages have
@@ -179,8 +199,8 @@ pub(crate) fn store_config(cli: &Cli) -> Result<StoreConfig, Failure> {
     let setting = |name: &str| match name {
         "S3LEASE_BUCKET" => flags.bucket.clone(),
         "S3LEASE_STORE" => flags.kind.map(|kind| kind.store().name.to_string()),
-        "S3LEASE_PREFIX" => cli.prefix.clone(),
-        "S3LEASE_STRATEGY" => cli.strategy.map(|s| {
+        "S3LEASE_PREFIX" => flags.prefix.clone(),
+        "S3LEASE_STRATEGY" => flags.strategy.map(|s| {
             match s {
                 StrategyArg::SingleObject => Strategy::SingleObject,
                 StrategyArg::EpochObjects => Strategy::EpochObjects,
@@ -197,13 +217,13 @@ pub(crate) fn store_config(cli: &Cli) -> Result<StoreConfig, Failure> {
             .name()
             .to_string()
         }),
-        "S3LEASE_CHECK_STORE" => cli.check_store.then(|| "1".to_string()),
+        "S3LEASE_CHECK_STORE" => flags.check_store.then(|| "1".to_string()),
         ENDPOINT_VAR => flags.endpoint.clone().or_else(|| env_var(name)),
         REGION_VAR => flags.region.clone().or_else(|| env_var(name)),
         _ => flags.own_setting(name).or_else(|| env_var(name)),
     };
     let mut config = StoreConfig::from_settings(setting, AwsKeys::Chain)?;
-    config.audit = cli.audit.then_some(true);
+    config.audit = flags.audit.then_some(true);
     Ok(config)
 }
 

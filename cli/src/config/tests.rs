@@ -1,4 +1,5 @@
 use super::*;
+use crate::args::Cli;
 use clap::Parser;
 
 fn cli(args: &[&str]) -> Cli {
@@ -24,7 +25,7 @@ fn store_gcs_with_a_bucket_and_an_emulators_endpoint() {
         Some(("--endpoint", "http://127.0.0.1:4443".to_string()))
     );
     // An http:// endpoint takes no credential: nothing is fetched.
-    let config = store_config(&cli).unwrap_or_else(|f| panic!("{}", f.message));
+    let config = store_config(&cli.store).unwrap_or_else(|f| panic!("{}", f.message));
     assert_eq!(
         (config.store_name(), config.endpoint(), config.bucket()),
         (
@@ -52,7 +53,7 @@ fn store_gcs_needs_a_bucket() {
     if std::env::var_os("S3LEASE_BUCKET").is_some() {
         return;
     }
-    let failure = store_config(&cli(&["--store", "gcs"])).unwrap_err();
+    let failure = store_config(&cli(&["--store", "gcs"]).store).unwrap_err();
     assert_eq!(failure.code, exit::CONFIG);
     assert!(
         failure.message.contains("--store gcs needs --bucket"),
@@ -63,14 +64,17 @@ fn store_gcs_needs_a_bucket() {
 
 #[test]
 fn a_gcs_endpoint_with_a_password_is_refused_unshown() {
-    let failure = store_config(&cli(&[
-        "--store",
-        "gcs",
-        "--bucket",
-        "b",
-        "--endpoint",
-        "http://user:hunter2@127.0.0.1:4443",
-    ]))
+    let failure = store_config(
+        &cli(&[
+            "--store",
+            "gcs",
+            "--bucket",
+            "b",
+            "--endpoint",
+            "http://user:hunter2@127.0.0.1:4443",
+        ])
+        .store,
+    )
     .unwrap_err();
     assert_eq!(failure.code, exit::USAGE);
     assert!(!failure.message.contains("hunter2"), "{}", failure.message);
