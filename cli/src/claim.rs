@@ -26,6 +26,7 @@ mod group;
 pub mod leadership;
 pub mod slot;
 mod stall;
+mod wait_clock;
 
 use crate::duration::show;
 use crate::exit::{Failure, LOST};
@@ -37,14 +38,10 @@ use s3_lease_host::clock::{self, Clock};
 use s3_lease_host::LeaseRecord as Lease;
 use stall::{Looks, Stall};
 use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How often we look at the command, the claim and the signals.
 const POLL: Duration = Duration::from_millis(25);
-/// How often a waiting `run` says where it stands.
-const WAIT_LINE_EVERY: Duration = Duration::from_secs(5);
-/// When a waiting `run` first says it.
-const FIRST_WAIT_LINE: Duration = Duration::from_millis(500);
 
 /// What is supervised, whatever the claim.
 pub struct Job {
@@ -358,27 +355,4 @@ fn stop_line(job: &Job, held: Held, group: &CommandGroup, reason: &str) {
             show(job.kill_after)
         ),
     );
-}
-
-/// When the next "waiting" line is due: `FIRST_WAIT_LINE` after the wait
-/// began, then every `WAIT_LINE_EVERY`.
-struct WaitLines {
-    next: Instant,
-}
-
-impl WaitLines {
-    fn new(started: Instant) -> Self {
-        WaitLines {
-            next: started + FIRST_WAIT_LINE,
-        }
-    }
-
-    /// True (and the next one due later) when a line is due at `now`.
-    fn due(&mut self, now: Instant) -> bool {
-        if now >= self.next {
-            self.next = now + WAIT_LINE_EVERY;
-            return true;
-        }
-        false
-    }
 }

@@ -5,7 +5,8 @@
 //! again after each loss.
 
 use super::stall::Stall;
-use super::{Claim, Held, Job, WaitLines, Waited, POLL};
+use super::wait_clock::WaitClock;
+use super::{Claim, Held, Job, Waited, POLL};
 use crate::commands::held_by;
 use crate::duration::show;
 use crate::exit::{Failure, HELD, INTERNAL, STORE};
@@ -17,7 +18,7 @@ use s3_lease_host::{
     ElectionEvent, ElectorStats, ErrorKind, LeaseRecord as Lease, Role, StopReason,
 };
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a giving-up `run` waits for the read that classifies the
 /// last failure (see `probe`).
@@ -219,13 +220,10 @@ fn campaign(
     probe: &mut Probe,
     health: &Fatal,
 ) -> Result<Waited, Failure> {
-    let started = Instant::now();
-    // A wait too long for the clock to count is a wait for ever.
-    let deadline = job.wait.and_then(|w| started.checked_add(w));
+    let mut wait = WaitClock::start(Clock::system(), job.wait);
     // `--wait 0` is one attempt: wait for it to complete. A longer wait
     // ends on time, whatever the attempt under way is doing.
     let one_attempt = job.wait.is_some_and(|w| w.is_zero());
-    let mut lines = WaitLines::new(started);
     loop {
         // Read before the events: a step counted here has already sent
         // its events.
@@ -239,22 +237,30 @@ fn campaign(
         if let Ok(signal) = job.signals.try_recv() {
             return Ok(Waited::Signalled(signal));
         }
-        let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) && (stats.steps > 0 || !one_attempt) {
-            return Err(waited_out(elector, job, probe, health, &stats, started));
+        let now = wait.now();
+        if wait.ran_out(now) && (stats.steps > 0 || !one_attempt) {
+            return Err(waited_out(
+                elector,
+                job,
+                probe,
+                health,
+                &stats,
+                wait.waited(),
+            ));
         }
-        if lines.due(now) {
+        if wait.line_due(now) {
             let line = format!(
                 "waiting for {} ({} so far): {}",
                 job.key,
-                show(started.elapsed()),
+                show(wait.waited()),
                 who_holds(elector)
             );
             job.say("waiting", None, line);
         }
-        let nap = match deadline {
-            Some(d) if d > now => POLL.min(d - now),
-            _ => POLL,
+        // At the wait's end, one more look (the check above then ends it).
+        let nap = match wait.nap(POLL, now) {
+            Duration::ZERO => POLL,
+            nap => nap,
         };
         match elector.recv_event_timeout(nap) {
             Some(ElectionEvent::BecameLeader(lease)) => return Ok(Waited::Granted(lease)),
@@ -300,9 +306,9 @@ fn waited_out(
     probe: &mut Probe,
     health: &Fatal,
     stats: &ElectorStats,
-    started: Instant,
+    waited: Duration,
 ) -> Failure {
-    let (key, waited) = (&job.key, show(started.elapsed()));
+    let (key, waited) = (&job.key, show(waited));
     if stats.steps == 0 {
         return Failure::new(
             STORE,

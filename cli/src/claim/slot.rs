@@ -9,14 +9,15 @@
 //! half of its ttl to run: before any other contender can judge it expired.
 
 use super::stall::Stall;
-use super::{Claim, Held, Job, WaitLines, Waited};
+use super::wait_clock::WaitClock;
+use super::{Claim, Held, Job, Waited};
 use crate::duration::show;
 use crate::exit::{is_permanent, Failure, HELD, STORE};
 use crate::tree::CommandGroup;
 use s3_lease_host::blocking::{BlockingSlotGrant, Client, LeaseGuard};
 use s3_lease_host::clock::{self, Clock};
 use s3_lease_host::{AcquireOptions, Error, LostReason, SlotOptions};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub struct Slot<'c> {
     client: &'c Client,
@@ -25,7 +26,7 @@ pub struct Slot<'c> {
     options: AcquireOptions,
     slot: SlotOptions,
     /// When the first wait began: `--wait` counts from it.
-    started: Option<Instant>,
+    wait: Option<WaitClock>,
     /// The slot, while held.
     guard: Option<LeaseGuard>,
 }
@@ -47,7 +48,7 @@ impl<'c> Slot<'c> {
             key: key.to_string(),
             options,
             slot,
-            started: None,
+            wait: None,
             guard: None,
         }
     }
@@ -63,16 +64,17 @@ impl<'c> Slot<'c> {
 
     /// Waits for a slot, from when the first wait began.
     fn wait_for_slot(&mut self, job: &Job) -> Result<Waited, Failure> {
-        let started = *self.started.get_or_insert_with(Instant::now);
-        // A wait too long for the clock to count is a wait for ever.
-        let deadline = job.wait.and_then(|w| started.checked_add(w));
+        // From when the first wait began; its lines from this one's start.
+        let mut wait = self
+            .wait
+            .get_or_insert_with(|| WaitClock::start(Clock::system(), job.wait))
+            .clone();
         let poll = (self.options.ttl / 10).clamp(Duration::from_millis(50), Duration::from_secs(1));
         let mut last_place = None;
-        let mut lines = WaitLines::new(started);
         // What the last attempt that got an answer saw: every slot held.
         let mut seen_held: Option<String> = None;
         loop {
-            let sent = Instant::now();
+            let sent = wait.now();
             let standing = match self.attempt(job, &mut last_place) {
                 Ok(Attempt::Granted(guard)) => {
                     let lease = guard.record();
@@ -93,23 +95,22 @@ impl<'c> Slot<'c> {
             if let Ok(signal) = job.signals.try_recv() {
                 return Ok(Waited::Signalled(signal));
             }
-            let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
+            let now = wait.now();
+            if wait.ran_out(now) {
+                let waited = wait.waited();
                 self.leave();
-                return Err(no_slot(&self.key, started, seen_held.as_deref(), &standing));
+                return Err(no_slot(&self.key, waited, seen_held.as_deref(), &standing));
             }
-            if lines.due(now) {
-                let waited = show(started.elapsed());
+            if wait.line_due(now) {
+                let waited = show(wait.waited());
                 let line = format!("waiting for {} ({waited} so far): {standing}", self.key);
                 job.say("waiting", None, line);
             }
             // Jitter, so waiters that started together do not look
             // together; never past the deadline.
-            let jitter = Duration::from_millis(u64::from(sent.elapsed().subsec_nanos() % 50));
-            let nap = match deadline {
-                Some(d) => (poll + jitter).min(d.saturating_duration_since(Instant::now())),
-                None => poll + jitter,
-            };
+            let took = wait.now().saturating_duration_since(sent);
+            let jitter = Duration::from_millis(u64::from(took.subsec_nanos() % 50));
+            let nap = wait.nap(poll + jitter, wait.now());
             std::thread::sleep(nap);
         }
     }
@@ -154,8 +155,8 @@ impl<'c> Slot<'c> {
 
 /// `--wait` ran out: 75 only when someone was seen holding the key; a
 /// store that never answered usefully is a store failure.
-fn no_slot(key: &str, started: Instant, seen_held: Option<&str>, standing: &str) -> Failure {
-    let waited = show(started.elapsed());
+fn no_slot(key: &str, waited: Duration, seen_held: Option<&str>, standing: &str) -> Failure {
+    let waited = show(waited);
     match seen_held {
         Some(seen) => Failure::new(HELD, format!("no slot of {key} after {waited}: {seen}")),
         None => Failure::new(
