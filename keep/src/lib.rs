@@ -30,5 +30,6 @@ pub mod leadership;
 pub mod refresh;
 pub mod schedule;
 pub mod supervision;
+pub mod twins;
 pub mod vocabulary;
 pub mod wait;
