@@ -1,12 +1,10 @@
 //! The one crossing between this crate's plain types and the generated
 //! bindings', both ways: field for field, durations as milliseconds.
 
-use crate::azure::AzureCredential;
 use crate::bindings::types as raw;
-use crate::config::{Config, Credential, Credentials, Store};
+use crate::config::{AzureCredential, Config, Credential, Credentials, GcsCredential, Store};
 use crate::elector::{ElectorConfig, ElectorEvent, Role, Step};
 use crate::error::{Error, S3Error};
-use crate::gcs::GcsCredential;
 use crate::preflight::{CapabilityResult, ClockOffset, PreflightReport};
 use crate::slots::{SemaphoreState, Slot, SlotOptions};
 use crate::types::{millis, FenceOptions, FencedObject, FencedWrite, Lease, LockState, Options};

@@ -1,5 +1,6 @@
 //! A Google Cloud Storage store for `Config`: its credential.
 
+use super::{Config, Store};
 use std::fmt;
 
 /// How requests to Google Cloud Storage are authorized (the contract's
@@ -21,5 +22,36 @@ impl fmt::Debug for GcsCredential {
             GcsCredential::BearerToken(_) => "BearerToken(<redacted>)",
             GcsCredential::Anonymous => "Anonymous",
         })
+    }
+}
+
+impl Config {
+    /// A bucket on Google Cloud Storage (`https://storage.googleapis.com`),
+    /// through its JSON API. For an emulator (fake-gcs-server), set its
+    /// root as the endpoint.
+    pub fn gcs(bucket: impl Into<String>, credential: GcsCredential) -> Config {
+        Config::of(Store::Gcs {
+            endpoint: "https://storage.googleapis.com".into(),
+            bucket: bucket.into(),
+            credential,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gcs_by_hand_hides_its_token() {
+        let c = Config::gcs(
+            "locks",
+            GcsCredential::BearerToken("ya29.very-secret".into()),
+        );
+        assert_eq!(c.endpoint(), "https://storage.googleapis.com");
+        assert!(matches!(&c.store, Store::Gcs { bucket, .. } if bucket == "locks"));
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("very-secret"), "{shown}");
+        assert!(shown.contains("BearerToken(<redacted>)"), "{shown}");
     }
 }
