@@ -18,6 +18,12 @@ mod azure_blob;
 mod dynamodb;
 mod gcs;
 
+/// AWS keys, for S3 and DynamoDB: `Credentials::new(id, secret)`, then
+/// `with_session_token` for temporary ones. The secret and the session
+/// token never reach `Debug`. Defined once for the component, the host
+/// crate and this crate.
+pub use s3_lease_keep::records::Credentials;
+
 pub use azure_blob::AzureCredential;
 pub use gcs::GcsCredential;
 
@@ -71,43 +77,6 @@ pub enum Credential {
     Aws(Credentials),
     Azure(AzureCredential),
     Gcs(GcsCredential),
-}
-
-/// AWS credentials: the secret and the session token never reach `Debug`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
-    pub access_key_id: String,
-    pub secret_access_key: String,
-    /// Set for temporary credentials (STS).
-    pub session_token: Option<String>,
-}
-
-impl Credentials {
-    pub fn new(access_key_id: impl Into<String>, secret_access_key: impl Into<String>) -> Self {
-        Credentials {
-            access_key_id: access_key_id.into(),
-            secret_access_key: secret_access_key.into(),
-            session_token: None,
-        }
-    }
-
-    pub fn with_session_token(mut self, session_token: impl Into<String>) -> Self {
-        self.session_token = Some(session_token.into());
-        self
-    }
-}
-
-impl fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Credentials")
-            .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &"<redacted>")
-            .field(
-                "session_token",
-                &self.session_token.as_ref().map(|_| "<redacted>"),
-            )
-            .finish()
-    }
 }
 
 /// Everything a client needs to reach its store: the store, and the

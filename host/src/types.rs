@@ -21,43 +21,12 @@ pub use s3_lease_keep::vocabulary::{Addressing, Capability, ExpiryClock, Strateg
 /// (`s3_lease_keep::leadership`), as the component's elector reports it.
 pub use s3_lease_keep::leadership::StopReason;
 
-/// Keys that sign requests. `Debug` shows the key id only.
-#[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Credentials {
-    pub access_key_id: String,
-    pub secret_access_key: String,
-    pub session_token: Option<String>,
-}
-
-impl Credentials {
-    pub fn new(access_key_id: impl Into<String>, secret_access_key: impl Into<String>) -> Self {
-        Credentials {
-            access_key_id: access_key_id.into(),
-            secret_access_key: secret_access_key.into(),
-            session_token: None,
-        }
-    }
-
-    /// With a session token (temporary credentials: STS, roles).
-    pub fn with_session_token(mut self, token: impl Into<String>) -> Self {
-        self.session_token = Some(token.into());
-        self
-    }
-}
-
-impl fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Credentials")
-            .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &"<redacted>")
-            .field(
-                "session_token",
-                &self.session_token.as_ref().map(|_| "<redacted>"),
-            )
-            .finish()
-    }
-}
+/// The contract's plain records, defined once for the component's core,
+/// this crate and the guest crate (`s3_lease_keep::records`): AWS keys
+/// ([`Credentials`], `Debug` shows the key id only), an elector's
+/// parameters ([`ElectorConfig`]), and what the preflight found of one
+/// capability ([`CapabilityResult`]) and of the clocks ([`ClockOffset`]).
+pub use s3_lease_keep::records::{CapabilityResult, ClockOffset, Credentials, ElectorConfig};
 
 /// How requests to an Azure Blob Storage account are authorized. `Debug`
 /// never shows the key, the SAS or the token.
@@ -370,61 +339,6 @@ impl FenceOptions {
     }
 }
 
-/// An elector's parameters: client-go's three durations, validated as
-/// `0 < retry_period < renew_deadline < lease_duration`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ElectorConfig {
-    pub key: String,
-    /// The lease's ttl (default 15 s).
-    pub lease_duration: Duration,
-    /// Leadership ends this long after the last successful renew was sent
-    /// (default 10 s).
-    pub renew_deadline: Duration,
-    /// A leader renews, and a follower looks, this often (default 2 s).
-    pub retry_period: Duration,
-    pub holder_id: Option<String>,
-    pub metadata: Option<String>,
-}
-
-impl ElectorConfig {
-    pub fn new(key: impl Into<String>) -> Self {
-        ElectorConfig {
-            key: key.into(),
-            lease_duration: Duration::from_secs(15),
-            renew_deadline: Duration::from_secs(10),
-            retry_period: Duration::from_secs(2),
-            holder_id: None,
-            metadata: None,
-        }
-    }
-
-    pub fn lease_duration(mut self, d: Duration) -> Self {
-        self.lease_duration = d;
-        self
-    }
-
-    pub fn renew_deadline(mut self, d: Duration) -> Self {
-        self.renew_deadline = d;
-        self
-    }
-
-    pub fn retry_period(mut self, d: Duration) -> Self {
-        self.retry_period = d;
-        self
-    }
-
-    pub fn holder_id(mut self, holder_id: impl Into<String>) -> Self {
-        self.holder_id = Some(holder_id.into());
-        self
-    }
-
-    pub fn metadata(mut self, metadata: impl Into<String>) -> Self {
-        self.metadata = Some(metadata.into());
-        self
-    }
-}
-
 /// Where an elector stands: the leadership machine's role
 /// (`s3_lease_keep::leadership`) over the crate's lease record and lock
 /// state. `Leader(record)`: it leads with this lease (fence what it writes
@@ -455,30 +369,6 @@ impl From<leadership::Event<LeaseRecord, LockState>> for ElectionEvent {
             leadership::Event::LeaderChanged(seen) => ElectionEvent::LeaderChanged(seen),
         }
     }
-}
-
-/// One capability's probe.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CapabilityResult {
-    pub capability: Capability,
-    pub verdict: Verdict,
-    /// The HTTP status the deciding probe got, if any.
-    pub status: Option<u16>,
-    pub code: String,
-    pub detail: String,
-    /// The store accepted what it did not apply.
-    pub silent: bool,
-}
-
-/// How far the store's clock is from ours, as the preflight measured it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ClockOffset {
-    /// The store's clock minus ours, ms (signed: a `Duration` cannot say
-    /// which clock is ahead).
-    pub offset_ms: i64,
-    pub uncertainty_ms: u64,
 }
 
 /// What the store preflight found.

@@ -27,6 +27,7 @@ extern crate alloc;
 pub mod gate;
 pub mod guard;
 pub mod leadership;
+pub mod records;
 pub mod refresh;
 pub mod schedule;
 pub mod supervision;
