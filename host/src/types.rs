@@ -26,7 +26,10 @@ pub use s3_lease_keep::leadership::StopReason;
 /// ([`Credentials`], `Debug` shows the key id only), an elector's
 /// parameters ([`ElectorConfig`]), and what the preflight found of one
 /// capability ([`CapabilityResult`]) and of the clocks ([`ClockOffset`]).
-pub use s3_lease_keep::records::{CapabilityResult, ClockOffset, Credentials, ElectorConfig};
+/// And what an accepted fenced write stored ([`FencedWrite`]).
+pub use s3_lease_keep::records::{
+    CapabilityResult, ClockOffset, Credentials, ElectorConfig, FencedWrite,
+};
 
 /// How requests to an Azure Blob Storage account are authorized. `Debug`
 /// never shows the key, the SAS or the token.
@@ -298,18 +301,6 @@ pub struct SemaphoreState {
     pub holders: Vec<SlotEntry>,
     /// In the order joined: the order slots go to live waiters.
     pub queue: Vec<SlotEntry>,
-}
-
-/// A fenced write that was accepted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct FencedWrite {
-    pub object_key: String,
-    pub etag: String,
-    /// The lease's token, now recorded on the object.
-    pub token: u64,
-    /// The token recorded before (`None`: written without one, or absent).
-    pub previous_token: Option<u64>,
 }
 
 /// A fenced object as read.

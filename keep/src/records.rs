@@ -2,16 +2,19 @@
 //! and the guest crate read alike, defined once: AWS keys
 //! ([`Credentials`]), one capability's preflight verdict
 //! ([`CapabilityResult`]), the store's clock against ours
-//! ([`ClockOffset`]), and an elector's parameters ([`ElectorConfig`]).
+//! ([`ClockOffset`]), an elector's parameters ([`ElectorConfig`]), and
+//! what a fenced write stored ([`FencedWrite`]) and a fenced read found
+//! ([`FencedObject`]).
 //! Each crate re-exports them under its own paths and converts them to
 //! its generated twins with [`same_fields!`](crate::same_fields).
 
 use crate::vocabulary::{Capability, Verdict};
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
 
-/// AWS keys (S3's and DynamoDB's), as signed with. `Debug` shows the key
+/// AWS keys, as SigV4 signs with them. `Debug` shows the key
 /// id only: never the secret or the session token.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Credentials {
@@ -85,6 +88,29 @@ impl ClockOffset {
             .unsigned_abs()
             .saturating_add(self.uncertainty_ms)
     }
+}
+
+/// What a fenced write stored (the contract's `fenced-write`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FencedWrite {
+    pub object_key: String,
+    pub etag: String,
+    /// The lease's token, now recorded on the object.
+    pub token: u64,
+    /// The token recorded before (0: a plain PUT); `None`: a new object.
+    pub previous_token: Option<u64>,
+}
+
+/// An object written by a fenced write, as read now (the contract's
+/// `fenced-object`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FencedObject {
+    pub object_key: String,
+    pub body: Vec<u8>,
+    pub content_type: String,
+    pub etag: String,
+    /// The token of the write that stored this body; 0 for a plain PUT.
+    pub token: u64,
 }
 
 /// An elector's parameters: client-go's three durations, which the

@@ -11,6 +11,7 @@ use crate::config::{
 };
 use crate::elector::{Event, Role};
 use crate::error::{Error, S3Error};
+use crate::fenced::{FencedObject, Written};
 use crate::lease::{Grant, Lease};
 use crate::lock_object::semaphore::{Entry, Judged};
 use crate::lock_object::LockState;
@@ -39,6 +40,8 @@ s3_lease_keep::same_fields! {
     |r: Report| -> wit::PreflightReport { results, clock_offset, safe_strategies,
         safe_expiry_clocks, recommended_strategy, config_safe, notes, requests }
     |e: S3Error| -> wit::S3Error { status, code, message, request_id }
+    |w: Written| -> wit::FencedWrite { object_key, etag, token, previous_token }
+    |o: FencedObject| -> wit::FencedObject { object_key, body, content_type, etag, token }
 }
 
 /// The WIT config as the core's, its credentials checked as the core

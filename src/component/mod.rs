@@ -220,12 +220,7 @@ impl Client {
                 .await
         })
         .await
-        .map(|w| wit::FencedWrite {
-            object_key: w.object_key,
-            etag: w.etag,
-            token: w.token,
-            previous_token: w.previous_token,
-        })
+        .map(wit::FencedWrite::from_twin)
     }
 
     pub(super) async fn fenced_delete(
@@ -251,15 +246,7 @@ impl Client {
     ) -> Result<Option<wit::FencedObject>, wit::Error> {
         self.run(async |core, io| core.fenced_get(io, &object_key).await)
             .await
-            .map(|found| {
-                found.map(|o| wit::FencedObject {
-                    object_key: o.object_key,
-                    body: o.body,
-                    content_type: o.content_type,
-                    etag: o.etag,
-                    token: o.token,
-                })
-            })
+            .map(Option::from_twin)
     }
 
     pub(super) async fn preflight(&self) -> Result<wit::PreflightReport, wit::Error> {
