@@ -8,7 +8,7 @@
 //! converted field by field.
 
 use crate::audit::{AuditEnd, AuditEntry, AuditFinding, AuditPruned, AuditReport};
-use crate::config::{Store, StoreConfig};
+use crate::config::{AzureCredential, Credential, GcsCredential, Store, StoreConfig};
 use crate::engine::bindings as wit;
 use crate::engine::bindings::exports::s3_lease::lease::types as witt;
 use crate::engine::raw::RawInstance;

@@ -4,7 +4,6 @@
 //! `#[non_exhaustive]` lets a minor release add a case or a field.
 
 use s3_lease_keep::leadership;
-use std::fmt;
 use std::time::Duration;
 
 /// The contract's names, defined once for the component's core, this
@@ -30,67 +29,6 @@ pub use s3_lease_keep::leadership::StopReason;
 pub use s3_lease_keep::records::{
     CapabilityResult, ClockOffset, Credentials, ElectorConfig, FencedWrite,
 };
-
-/// How requests to an Azure Blob Storage account are authorized. `Debug`
-/// never shows the key, the SAS or the token.
-#[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum AzureCredential {
-    /// The account's key (base64, as the portal shows it): Shared Key.
-    AccountKey(String),
-    /// A shared access signature (the query string, with or without `?`).
-    Sas(String),
-    /// An OAuth bearer token for `https://storage.azure.com/` (a managed
-    /// identity's, say); see [`AzureBlobBuilder::token_source`](crate::AzureBlobBuilder::token_source) for one
-    /// kept fresh.
-    BearerToken(String),
-}
-
-impl fmt::Debug for AzureCredential {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            AzureCredential::AccountKey(_) => "AccountKey(<redacted>)",
-            AzureCredential::Sas(_) => "Sas(<redacted>)",
-            AzureCredential::BearerToken(_) => "BearerToken(<redacted>)",
-        })
-    }
-}
-
-/// How requests to Google Cloud Storage are authorized. `Debug` never
-/// shows the token.
-#[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum GcsCredential {
-    /// An OAuth 2.0 access token with a storage scope
-    /// (`devstorage.read_write` or `cloud-platform`), sent as
-    /// `Authorization: Bearer`. It expires (usually within the hour): see
-    /// [`GcsBuilder::token_source`](crate::GcsBuilder::token_source) for
-    /// one kept fresh.
-    BearerToken(String),
-    /// No `Authorization` header: an emulator that checks none
-    /// (fake-gcs-server), or a bucket anyone may write to.
-    Anonymous,
-}
-
-impl fmt::Debug for GcsCredential {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            GcsCredential::BearerToken(_) => "BearerToken(<redacted>)",
-            GcsCredential::Anonymous => "Anonymous",
-        })
-    }
-}
-
-/// A store's credential, as [`Client::set_credential`](crate::Client::set_credential)
-/// replaces it: of the client's store's kind (AWS keys for S3 and
-/// DynamoDB). `Debug` shows no secret.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Credential {
-    Aws(Credentials),
-    Azure(AzureCredential),
-    Gcs(GcsCredential),
-}
 
 /// How to take a lock: its ttl, who holds it, what it says.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,15 +12,15 @@ mod s3;
 #[cfg(test)]
 mod tests;
 
-pub use azure_blob::AzureBlobBuilder;
+pub use azure_blob::{AzureBlobBuilder, AzureCredential};
 pub use dynamodb::DynamoDbBuilder;
 pub use env::AwsKeys;
-pub use gcs::GcsBuilder;
+pub use gcs::{GcsBuilder, GcsCredential};
 pub use s3::S3Builder;
 
 use crate::credentials::{SharedSource, SharedTokenSource};
 use crate::error::Error;
-use crate::types::{Credential, ExpiryClock, Strategy};
+use crate::types::{Credentials, ExpiryClock, Strategy};
 pub(crate) use env::KeysFrom;
 use std::fmt;
 use std::time::Duration;
@@ -86,6 +86,17 @@ pub struct StoreConfig {
     /// [`crate::Client::audit`] reads and [`crate::Client::audit_verify`]
     /// proves. Default: false.
     pub audit: Option<bool>,
+}
+
+/// A store's credential, as [`Client::set_credential`](crate::Client::set_credential)
+/// replaces it: of the client's store's kind (AWS keys for S3 and
+/// DynamoDB). `Debug` shows no secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Credential {
+    Aws(Credentials),
+    Azure(AzureCredential),
+    Gcs(GcsCredential),
 }
 
 /// The one store a config holds, with that store's own settings.

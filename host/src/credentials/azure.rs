@@ -15,8 +15,8 @@ pub mod managed_identity;
 /// Azure took bearer tokens.
 pub type AzureToken = crate::credentials::AccessToken;
 
+use crate::config::AzureCredential;
 use crate::error::Error;
-use crate::types::AzureCredential;
 use managed_identity::ManagedIdentity;
 
 /// Azurite's well-known development account and key (public, in

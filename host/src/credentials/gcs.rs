@@ -20,9 +20,9 @@
 
 use super::aws_chain::on_own_thread;
 use super::tokens::{AccessToken, TokenSource};
+use crate::config::GcsCredential;
 use crate::engine::own_runtime::OwnRuntime;
 use crate::error::Error;
-use crate::types::GcsCredential;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
