@@ -150,9 +150,9 @@ fn split_endpoint(blob_endpoint: &str, account: &str) -> Result<(String, bool), 
 
 /// A store's credential as the client's one credential type, for
 /// [`Client::set_credential`](crate::Client::set_credential).
-impl From<AzureCredential> for crate::types::Credential {
+impl From<AzureCredential> for crate::config::Credential {
     fn from(credential: AzureCredential) -> Self {
-        crate::types::Credential::Azure(credential)
+        crate::config::Credential::Azure(credential)
     }
 }
 

@@ -540,9 +540,9 @@ fn encode(text: &str) -> String {
 
 /// A store's credential as the client's one credential type, for
 /// [`Client::set_credential`](crate::Client::set_credential).
-impl From<GcsCredential> for crate::types::Credential {
+impl From<GcsCredential> for crate::config::Credential {
     fn from(credential: GcsCredential) -> Self {
-        crate::types::Credential::Gcs(credential)
+        crate::config::Credential::Gcs(credential)
     }
 }
 
