@@ -5,7 +5,7 @@
 //! client, the scheduler, the elector, acquiring and closing call these,
 //! so a change of the contract is a change here. The contract's names meet
 //! their generated twins case for case (`same_cases!`); records are
-//! converted field by field.
+//! converted field by field, one line each (`same_fields!`).
 
 use crate::audit::{AuditEnd, AuditEntry, AuditFinding, AuditPruned, AuditReport};
 use crate::config::{AzureCredential, Credential, GcsCredential, Store, StoreConfig};
@@ -146,9 +146,7 @@ pub(crate) fn fenced_delete(
 }
 
 pub(crate) fn fenced_get(raw: &mut RawInstance, object_key: &str) -> Answer<Option<FencedObject>> {
-    answer(raw.fenced_get(object_key), |o| {
-        o.map(FencedObject::from_twin)
-    })
+    answer(raw.fenced_get(object_key), Option::from_twin)
 }
 
 pub(crate) fn preflight(raw: &mut RawInstance) -> Answer<PreflightReport> {
