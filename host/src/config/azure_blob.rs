@@ -6,32 +6,8 @@ use crate::config::Credential;
 use crate::credentials::azure::{self, AccountAuth};
 use crate::credentials::SharedTokenSource;
 use crate::error::Error;
-use std::fmt;
 
-/// How requests to an Azure Blob Storage account are authorized. `Debug`
-/// never shows the key, the SAS or the token.
-#[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum AzureCredential {
-    /// The account's key (base64, as the portal shows it): Shared Key.
-    AccountKey(String),
-    /// A shared access signature (the query string, with or without `?`).
-    Sas(String),
-    /// An OAuth bearer token for `https://storage.azure.com/` (a managed
-    /// identity's, say); see [`AzureBlobBuilder::token_source`](crate::AzureBlobBuilder::token_source) for one
-    /// kept fresh.
-    BearerToken(String),
-}
-
-impl fmt::Debug for AzureCredential {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            AzureCredential::AccountKey(_) => "AccountKey(<redacted>)",
-            AzureCredential::Sas(_) => "Sas(<redacted>)",
-            AzureCredential::BearerToken(_) => "BearerToken(<redacted>)",
-        })
-    }
-}
+pub use crate::credentials::azure::AzureCredential;
 
 /// Builds the [`StoreConfig`] of an Azure Blob Storage container (the WIT
 /// store `azure-blob`). Azure takes no region, bucket, addressing or AWS

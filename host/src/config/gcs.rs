@@ -5,33 +5,9 @@ use super::{KeysFrom, OwnSettings, Store, StoreConfig};
 use crate::config::Credential;
 use crate::credentials::{GoogleCredentials, SharedTokenSource};
 use crate::error::Error;
-use std::fmt;
 use std::time::Duration;
 
-/// How requests to Google Cloud Storage are authorized. `Debug` never
-/// shows the token.
-#[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum GcsCredential {
-    /// An OAuth 2.0 access token with a storage scope
-    /// (`devstorage.read_write` or `cloud-platform`), sent as
-    /// `Authorization: Bearer`. It expires (usually within the hour): see
-    /// [`GcsBuilder::token_source`](crate::GcsBuilder::token_source) for
-    /// one kept fresh.
-    BearerToken(String),
-    /// No `Authorization` header: an emulator that checks none
-    /// (fake-gcs-server), or a bucket anyone may write to.
-    Anonymous,
-}
-
-impl fmt::Debug for GcsCredential {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            GcsCredential::BearerToken(_) => "BearerToken(<redacted>)",
-            GcsCredential::Anonymous => "Anonymous",
-        })
-    }
-}
+pub use crate::credentials::gcs::GcsCredential;
 
 /// GCS's own endpoint (the JSON API's root).
 const GCS_ENDPOINT: &str = "https://storage.googleapis.com";

@@ -18,9 +18,13 @@ pub use env::AwsKeys;
 pub use gcs::{GcsBuilder, GcsCredential};
 pub use s3::S3Builder;
 
+/// The store's credential, as `StoreConfig` holds it and
+/// `set_credential` replaces it (defined with the credentials).
+pub use crate::credentials::Credential;
+
 use crate::credentials::{SharedSource, SharedTokenSource};
 use crate::error::Error;
-use crate::types::{Credentials, ExpiryClock, Strategy};
+use crate::types::{ExpiryClock, Strategy};
 pub(crate) use env::KeysFrom;
 use std::fmt;
 use std::time::Duration;
@@ -86,17 +90,6 @@ pub struct StoreConfig {
     /// [`crate::Client::audit`] reads and [`crate::Client::audit_verify`]
     /// proves. Default: false.
     pub audit: Option<bool>,
-}
-
-/// A store's credential, as [`Client::set_credential`](crate::Client::set_credential)
-/// replaces it: of the client's store's kind (AWS keys for S3 and
-/// DynamoDB). `Debug` shows no secret.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Credential {
-    Aws(Credentials),
-    Azure(AzureCredential),
-    Gcs(GcsCredential),
 }
 
 /// The one store a config holds, with that store's own settings.
