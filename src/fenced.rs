@@ -118,24 +118,9 @@ pub enum Change {
     },
 }
 
-/// The WIT `fenced-write` record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Written {
-    pub object_key: String,
-    pub etag: String,
-    pub token: u64,
-    pub previous_token: Option<u64>,
-}
-
-/// The WIT `fenced-object` record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FencedObject {
-    pub object_key: String,
-    pub body: Vec<u8>,
-    pub content_type: String,
-    pub etag: String,
-    pub token: u64,
-}
+/// The WIT `fenced-write` and `fenced-object` records: defined once for
+/// the core, the host crate and the guest crate.
+pub use s3_lease_keep::records::{FencedObject, FencedWrite as Written};
 
 /// What an object's metadata says about the write that stored it.
 #[derive(Debug, Clone, PartialEq, Eq)]

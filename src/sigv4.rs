@@ -11,7 +11,6 @@
 
 use crate::prelude::*;
 
-use core::fmt;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
@@ -20,26 +19,9 @@ type HmacSha256 = Hmac<Sha256>;
 /// SHA-256 of an empty body, the value S3 expects for GET/HEAD/DELETE.
 pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
-/// AWS credentials. `Debug` never prints the secret or the session token.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
-    pub access_key_id: String,
-    pub secret_access_key: String,
-    pub session_token: Option<String>,
-}
-
-impl fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Credentials")
-            .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &"<redacted>")
-            .field(
-                "session_token",
-                &self.session_token.as_ref().map(|_| "<redacted>"),
-            )
-            .finish()
-    }
-}
+/// AWS keys: defined once for the core, the host crate and the guest
+/// crate. `Debug` never prints the secret or the session token.
+pub use s3_lease_keep::records::Credentials;
 
 /// What gets signed. `path` must already be URI-encoded as it goes on the wire.
 #[derive(Debug, Clone)]

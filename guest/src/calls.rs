@@ -6,14 +6,16 @@
 //! does (returns on 0.2, awaits on 0.3), and `arg!` passes an argument as
 //! the build's bindings take it (borrowed on 0.2, owned on 0.3).
 
+use crate::bindings::types as raw;
 use crate::client::{Client, Elector, Held, SlotAttempt};
 use crate::config::Credential;
-use crate::convert;
+use crate::convert::{self, twin};
 use crate::elector::{ElectorConfig, Step};
 use crate::error::Error;
 use crate::preflight::PreflightReport;
 use crate::slots::{SemaphoreState, SlotOptions};
 use crate::types::{millis, FenceOptions, FencedObject, FencedWrite, LockState, Options};
+use s3_lease_keep::twins::IntoTwin;
 use std::time::Duration;
 
 #[cfg(not(feature = "wasip3"))]
@@ -67,7 +69,7 @@ impl Client {
 
         /// `try_acquire` with a holder id or metadata.
         pub fn try_acquire_with(&self, key: &str, options: &Options) -> Result<Option<Held>, Error> {
-            let lease = done!(self.raw.try_acquire(arg!(key), arg!(convert::options(options))));
+            let lease = done!(self.raw.try_acquire(arg!(key), arg!(twin::<_, raw::Options>(options))));
             Ok(lease.map_err(convert::error)?.map(|l| self.held(l)))
         }
 
@@ -84,7 +86,7 @@ impl Client {
             options: &Options,
             wait: Duration,
         ) -> Result<Held, Error> {
-            let options = convert::options(options);
+            let options: raw::Options = twin(options);
             let lease = done!(self.raw.acquire(arg!(key), arg!(options), millis(wait)));
             Ok(self.held(lease.map_err(convert::error)?))
         }
@@ -92,14 +94,14 @@ impl Client {
         /// The key's lock state; `None` if it was never locked.
         pub fn inspect(&self, key: &str) -> Result<Option<LockState>, Error> {
             let state = done!(self.raw.inspect(arg!(key))).map_err(convert::error)?;
-            Ok(state.map(convert::lock_state))
+            Ok(state.into_twin())
         }
 
         /// An object with the token that wrote it; `None` when absent or
         /// deleted by a fenced delete.
         pub fn fenced_get(&self, object_key: &str) -> Result<Option<FencedObject>, Error> {
             let object = done!(self.raw.fenced_get(arg!(object_key))).map_err(convert::error)?;
-            Ok(object.map(convert::fenced_object))
+            Ok(object.into_twin())
         }
 
         /// One attempt at one of `key`'s `slot.limit` slots, never waits. A
@@ -111,7 +113,7 @@ impl Client {
             options: &Options,
             slot: &SlotOptions,
         ) -> Result<SlotAttempt, Error> {
-            let (options, slot) = (convert::options(options), convert::slot_options(slot));
+            let (options, slot): (raw::Options, raw::SlotOptions) = (twin(options), twin(slot));
             let attempt = done!(self.raw.try_acquire_slot(arg!(key), arg!(options), slot));
             Ok(self.slot_attempt(attempt.map_err(convert::error)?))
         }
@@ -125,7 +127,7 @@ impl Client {
             slot: &SlotOptions,
             wait: Duration,
         ) -> Result<Held, Error> {
-            let (options, slot) = (convert::options(options), convert::slot_options(slot));
+            let (options, slot): (raw::Options, raw::SlotOptions) = (twin(options), twin(slot));
             let lease =
                 done!(self.raw.acquire_slot(arg!(key), arg!(options), slot, millis(wait)));
             Ok(self.held(lease.map_err(convert::error)?))
@@ -135,7 +137,7 @@ impl Client {
         /// missing or a plain lock (see `inspect`).
         pub fn inspect_slots(&self, key: &str) -> Result<Option<SemaphoreState>, Error> {
             let state = done!(self.raw.inspect_slots(arg!(key))).map_err(convert::error)?;
-            Ok(state.map(convert::semaphore_state))
+            Ok(state.into_twin())
         }
 
         /// Gives up `holder_id`'s place in `key`'s queue, if it has one.
@@ -148,7 +150,7 @@ impl Client {
         /// the `preflight` config option checks.
         pub fn preflight(&self) -> Result<PreflightReport, Error> {
             let report = done!(self.raw.preflight()).map_err(convert::error)?;
-            Ok(convert::preflight_report(report))
+            Ok(report.into_twin())
         }
     }
 
@@ -167,10 +169,7 @@ impl Client {
     /// configuration; `Error::InvalidArgument` for durations out of order.
     /// No request is sent (so never async).
     pub fn elector(&self, config: &ElectorConfig) -> Result<Elector, Error> {
-        let raw = self
-            .raw
-            .elector(&convert::elector_config(config))
-            .map_err(convert::error)?;
+        let raw = self.raw.elector(&twin(config)).map_err(convert::error)?;
         Ok(Elector { raw })
     }
 
@@ -179,14 +178,14 @@ impl Client {
         match attempt {
             Raw::Granted(lease) => SlotAttempt::Granted(self.held(lease)),
             Raw::Queued(place) => SlotAttempt::Queued(place),
-            Raw::Full(state) => SlotAttempt::Full(state.map(convert::lock_state)),
+            Raw::Full(state) => SlotAttempt::Full(state.into_twin()),
         }
     }
 
     fn held(&self, lease: crate::bindings::types::Lease) -> Held {
         Held {
             client: self.clone(),
-            lease: convert::lease(lease),
+            lease: lease.into_twin(),
             release_on_drop: true,
         }
     }
@@ -197,9 +196,9 @@ impl Held {
         /// Extends the lease by its ttl, same token; `Error::Lost` once it is
         /// no longer ours. The ttl runs from when the write was *sent*.
         pub fn renew(&mut self) -> Result<(), Error> {
-            let lease = convert::raw_lease(&self.lease);
+            let lease: raw::Lease = twin(&self.lease);
             let renewed = done!(self.client.raw.renew(arg!(lease))).map_err(convert::error)?;
-            self.lease = convert::lease(renewed);
+            self.lease = renewed.into_twin();
             Ok(())
         }
 
@@ -225,21 +224,21 @@ impl Held {
             content_type: &str,
             options: &FenceOptions,
         ) -> Result<FencedWrite, Error> {
-            let lease = convert::raw_lease(&self.lease);
+            let lease: raw::Lease = twin(&self.lease);
             let written = done!(self.client.raw.fenced_put_with(
                 arg!(lease),
                 arg!(object_key),
                 arg!(body),
                 arg!(content_type),
-                convert::fence_options(options),
+                twin::<_, raw::FenceOptions>(options),
             ));
-            Ok(convert::fenced_write(written.map_err(convert::error)?))
+            Ok(written.map_err(convert::error)?.into_twin())
         }
 
         /// Deletes `object_key` under the same rule, leaving a tombstone that
         /// keeps older tokens from writing it again.
         pub fn fenced_delete(&self, object_key: &str) -> Result<(), Error> {
-            let lease = convert::raw_lease(&self.lease);
+            let lease: raw::Lease = twin(&self.lease);
             done!(self.client.raw.fenced_delete(arg!(lease), arg!(object_key)))
                 .map_err(convert::error)
         }
@@ -247,7 +246,7 @@ impl Held {
         /// Ends the lease so others can take the key at once.
         pub fn release(mut self) -> Result<(), Error> {
             self.release_on_drop = false;
-            let lease = convert::raw_lease(&self.lease);
+            let lease: raw::Lease = twin(&self.lease);
             done!(self.client.raw.release(arg!(lease))).map_err(convert::error)
         }
     }
@@ -276,7 +275,7 @@ impl Elector {
 impl Drop for Held {
     fn drop(&mut self) {
         if self.release_on_drop {
-            let _ = self.client.raw.release(&convert::raw_lease(&self.lease));
+            let _ = self.client.raw.release(&twin(&self.lease));
         }
     }
 }
@@ -294,7 +293,7 @@ impl Drop for Held {
     fn drop(&mut self) {
         if self.release_on_drop {
             let client = self.client.raw.clone();
-            let lease = convert::raw_lease(&self.lease);
+            let lease: raw::Lease = twin(&self.lease);
             // Detached: nobody awaits the outcome.
             drop(wit_bindgen::spawn_local(async move {
                 let _ = client.release(lease).await;

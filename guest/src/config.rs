@@ -3,9 +3,7 @@
 //! environment's variables read as the host crate and the command line
 //! read them. Secrets never reach `Debug`.
 
-use crate::azure::{self, AzureCredential};
 use crate::error::Error;
-use crate::gcs::GcsCredential;
 use std::fmt;
 use std::time::Duration;
 
@@ -14,6 +12,20 @@ use std::time::Duration;
 /// `Observed` on DynamoDB), defined once for the component, the host crate
 /// and this crate.
 pub use s3_lease_keep::vocabulary::{Addressing, ExpiryClock, Strategy};
+
+// Each store's builder, credential and variables, in its own file.
+mod azure_blob;
+mod dynamodb;
+mod gcs;
+
+/// AWS keys, for S3 and DynamoDB: `Credentials::new(id, secret)`, then
+/// `with_session_token` for temporary ones. The secret and the session
+/// token never reach `Debug`. Defined once for the component, the host
+/// crate and this crate.
+pub use s3_lease_keep::records::Credentials;
+
+pub use azure_blob::AzureCredential;
+pub use gcs::GcsCredential;
 
 /// Where the locks are kept, with that store's own endpoint, place and
 /// credential (the contract's `store`). Credentials never reach `Debug`.
@@ -65,43 +77,6 @@ pub enum Credential {
     Aws(Credentials),
     Azure(AzureCredential),
     Gcs(GcsCredential),
-}
-
-/// AWS credentials: the secret and the session token never reach `Debug`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
-    pub access_key_id: String,
-    pub secret_access_key: String,
-    /// Set for temporary credentials (STS).
-    pub session_token: Option<String>,
-}
-
-impl Credentials {
-    pub fn new(access_key_id: impl Into<String>, secret_access_key: impl Into<String>) -> Self {
-        Credentials {
-            access_key_id: access_key_id.into(),
-            secret_access_key: secret_access_key.into(),
-            session_token: None,
-        }
-    }
-
-    pub fn with_session_token(mut self, session_token: impl Into<String>) -> Self {
-        self.session_token = Some(session_token.into());
-        self
-    }
-}
-
-impl fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Credentials")
-            .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &"<redacted>")
-            .field(
-                "session_token",
-                &self.session_token.as_ref().map(|_| "<redacted>"),
-            )
-            .finish()
-    }
 }
 
 /// Everything a client needs to reach its store: the store, and the
@@ -171,53 +146,6 @@ impl Config {
         let region = region.into();
         let endpoint = format!("https://s3.{region}.amazonaws.com");
         Config::s3(endpoint, region, bucket, credentials).with_addressing(Addressing::VirtualHosted)
-    }
-
-    /// A DynamoDB table on AWS itself:
-    /// `https://dynamodb.<region>.amazonaws.com`; `with_endpoint` for a
-    /// local one.
-    pub fn dynamodb(
-        region: impl Into<String>,
-        table: impl Into<String>,
-        credentials: Credentials,
-    ) -> Config {
-        let region = region.into();
-        Config::of(Store::DynamoDb {
-            endpoint: format!("https://dynamodb.{region}.amazonaws.com"),
-            region,
-            table: table.into(),
-            credentials,
-        })
-    }
-
-    /// A container of an Azure Blob Storage account:
-    /// `https://<account>.blob.core.windows.net`, virtual-hosted. For an
-    /// emulator (Azurite), set its root as the endpoint and path
-    /// addressing (the account then goes first in every path).
-    pub fn azure_blob(
-        account: impl Into<String>,
-        container: impl Into<String>,
-        credential: AzureCredential,
-    ) -> Config {
-        let account = account.into();
-        Config::of(Store::AzureBlob {
-            endpoint: format!("https://{account}.blob.core.windows.net"),
-            addressing: Addressing::VirtualHosted,
-            account,
-            container: container.into(),
-            credential,
-        })
-    }
-
-    /// A bucket on Google Cloud Storage (`https://storage.googleapis.com`),
-    /// through its JSON API. For an emulator (fake-gcs-server), set its
-    /// root as the endpoint.
-    pub fn gcs(bucket: impl Into<String>, credential: GcsCredential) -> Config {
-        Config::of(Store::Gcs {
-            endpoint: "https://storage.googleapis.com".into(),
-            bucket: bucket.into(),
-            credential,
-        })
     }
 
     /// The store's endpoint.
@@ -402,28 +330,6 @@ impl Config {
     }
 }
 
-impl Config {
-    /// `from_vars`'s Azure Blob Storage store (see there).
-    fn from_azure_vars(var: &impl Fn(&str) -> Option<String>) -> Result<Config, Error> {
-        let container = var("S3LEASE_CONTAINER")
-            .or_else(|| var("S3LEASE_BUCKET"))
-            .ok_or(Error::MissingEnv {
-                name: "S3LEASE_CONTAINER",
-            })?;
-        let account = azure::from_vars(var)?;
-        let addressing = match account.path_style {
-            true => Addressing::Path,
-            false => Addressing::VirtualHosted,
-        };
-        let mut config = Config::azure_blob(account.account, container, account.credential)
-            .with_endpoint(account.endpoint)
-            .with_addressing(addressing);
-        config.key_prefix = var("S3LEASE_KEY_PREFIX");
-        config.seal_key = var("S3LEASE_SEAL_KEY");
-        Ok(config)
-    }
-}
-
 impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")
@@ -566,77 +472,5 @@ mod tests {
             assert!(!shown.contains(secret), "{shown}");
         }
         assert!(shown.contains("AKID"), "{shown}");
-    }
-
-    #[test]
-    fn azure_blob_reads_the_host_crates_variables() {
-        let vars = [
-            ("S3LEASE_STORE", "azure-blob"),
-            ("S3LEASE_CONTAINER", "locks"),
-            (
-                "AZURE_STORAGE_CONNECTION_STRING",
-                "UseDevelopmentStorage=true",
-            ),
-            ("S3LEASE_KEY_PREFIX", "p/"),
-        ];
-        let c = from(&vars).unwrap();
-        assert_eq!(c.key_prefix(), "p/");
-        match c.store {
-            Store::AzureBlob {
-                endpoint,
-                addressing,
-                account,
-                container,
-                ..
-            } => assert_eq!(
-                (&*endpoint, addressing, &*account, &*container),
-                (
-                    "http://127.0.0.1:10000",
-                    Addressing::Path,
-                    "devstoreaccount1",
-                    "locks"
-                )
-            ),
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(
-            from(&vars[..1]),
-            Err(Error::MissingEnv {
-                name: "S3LEASE_CONTAINER"
-            })
-        );
-    }
-
-    #[test]
-    fn azure_blob_by_hand_is_virtual_hosted_and_hides_its_credential() {
-        let c = Config::azure_blob(
-            "acct",
-            "locks",
-            AzureCredential::AccountKey("very-secret".into()),
-        );
-        assert_eq!(c.endpoint(), "https://acct.blob.core.windows.net");
-        assert!(matches!(
-            c.store,
-            Store::AzureBlob {
-                addressing: Addressing::VirtualHosted,
-                ..
-            }
-        ));
-        let shown = format!("{c:?}");
-        assert!(!shown.contains("very-secret"), "{shown}");
-        assert!(shown.contains("locks"), "{shown}");
-    }
-
-    #[test]
-    fn gcs_by_hand_hides_its_token() {
-        let c = Config::gcs(
-            "locks",
-            GcsCredential::BearerToken("ya29.very-secret".into()),
-        );
-        assert_eq!(c.endpoint(), "https://storage.googleapis.com");
-        assert!(matches!(&c.store, Store::Gcs { bucket, .. } if bucket == "locks"));
-        let shown = format!("{c:?}");
-        assert!(!shown.contains("very-secret"), "{shown}");
-        assert!(shown.contains("BearerToken(<redacted>)"), "{shown}");
     }
 }

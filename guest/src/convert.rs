@@ -1,39 +1,50 @@
 //! The one crossing between this crate's plain types and the generated
 //! bindings', both ways: field for field, durations as milliseconds.
 
-use crate::azure::AzureCredential;
 use crate::bindings::types as raw;
-use crate::config::{Addressing, Config, Credential, Credentials, ExpiryClock, Store, Strategy};
-use crate::elector::{ElectorConfig, ElectorEvent, Role, Step, StopReason};
+use crate::config::{AzureCredential, Config, Credential, Credentials, GcsCredential, Store};
+use crate::elector::{ElectorConfig, ElectorEvent, Role, Step};
 use crate::error::{Error, S3Error};
-use crate::gcs::GcsCredential;
-use crate::preflight::{CapabilityResult, ClockOffset, PreflightReport, Verdict};
+use crate::preflight::{CapabilityResult, ClockOffset, PreflightReport};
 use crate::slots::{SemaphoreState, Slot, SlotOptions};
 use crate::types::{millis, FenceOptions, FencedObject, FencedWrite, Lease, LockState, Options};
+use s3_lease_keep::twins::{FromTwin, IntoTwin};
 use s3_lease_keep::vocabulary::Capability;
 use std::time::Duration;
 
-s3_lease_keep::same_cases! {
-    Strategy = raw::Strategy { SingleObject, EpochObjects }
-    ExpiryClock = raw::ExpiryClock { Holder, Server, Observed }
-    Addressing = raw::AddressingStyle { Path, VirtualHosted }
-    Verdict = raw::Verdict { Pass, Fail, Unknown }
-    StopReason = raw::StopReason { RenewDeadline, Lost, Resigned }
-    Capability = raw::Capability {
-        IfNoneMatchExisting,
-        IfMatchPut,
-        IfMatchMissingKey,
-        IfMatchDelete,
-        ServerDates,
-        ListStartAfter,
-        ConditionalGet,
-        PayloadHash,
-        ClockOffset,
-        TableKeySchema,
-        TtlAttribute,
-        ConcurrentCreate,
-        ConcurrentUpdate,
-    }
+s3_lease_keep::same_vocabulary!(raw);
+
+// The records, field by field: what travels as it is, then what changes
+// on the way (durations, and a capability by its name).
+s3_lease_keep::same_fields! {
+    |c: Credentials| -> raw::AwsCredentials { access_key_id, secret_access_key, session_token }
+    |o: Options| -> raw::Options { holder_id, metadata; ttl_ms: millis(o.ttl) }
+    |o: FenceOptions| -> raw::FenceOptions { reject_equal_token }
+    |o: SlotOptions| -> raw::SlotOptions { limit, fair }
+    |c: ElectorConfig| -> raw::ElectorConfig { key, holder_id, metadata;
+        lease_duration_ms: millis(c.lease_duration),
+        renew_deadline_ms: millis(c.renew_deadline),
+        retry_period_ms: millis(c.retry_period) }
+    |l: Lease| -> raw::Lease { key, token, holder_id, etag, expires_at_ms, acquired_at_ms, ttl_ms, metadata, seal }
+    |l: raw::Lease| -> Lease { key, token, holder_id, etag, expires_at_ms, acquired_at_ms, ttl_ms, metadata, seal }
+    |s: raw::LockState| -> LockState { key, holder_id, token, expires_at_ms, acquired_at_ms, metadata, etag, live;
+        expires_in: Duration::from_millis(s.expires_in_ms) }
+    |s: raw::Slot| -> Slot { holder_id, token, expires_at_ms, acquired_at_ms, metadata, live;
+        expires_in: Duration::from_millis(s.expires_in_ms) }
+    |s: raw::SemaphoreState| -> SemaphoreState { lock, limit, holders, queue }
+    |o: raw::FencedObject| -> FencedObject { object_key, body, content_type, etag, token }
+    |w: raw::FencedWrite| -> FencedWrite { object_key, etag, token, previous_token }
+    |c: raw::CapabilityResult| -> CapabilityResult { verdict, status, code, detail, silent;
+        capability: capability_name(c.capability).to_string() }
+    |o: raw::ClockOffset| -> ClockOffset { offset_ms; uncertainty: Duration::from_millis(o.uncertainty_ms) }
+    |r: raw::PreflightReport| -> PreflightReport { results, clock_offset, safe_strategies,
+        safe_expiry_clocks, recommended_strategy, config_safe, notes, requests }
+    |e: raw::S3Error| -> S3Error { status, code, message, request_id }
+}
+
+/// Ours as the bindings' (or the other way), from a borrow.
+pub(crate) fn twin<T: Clone, U: FromTwin<T>>(value: &T) -> U {
+    U::from_twin(value.clone())
 }
 
 pub(crate) fn config(c: &Config) -> raw::Config {
@@ -66,7 +77,7 @@ fn store(s: &Store) -> raw::Store {
             region: region.clone(),
             bucket: bucket.clone(),
             addressing: (*addressing).into(),
-            credentials: credentials(keys),
+            credentials: twin(keys),
         }),
         Store::DynamoDb {
             endpoint,
@@ -77,7 +88,7 @@ fn store(s: &Store) -> raw::Store {
             endpoint: endpoint.clone(),
             region: region.clone(),
             table: table.clone(),
-            credentials: credentials(keys),
+            credentials: twin(keys),
         }),
         Store::AzureBlob {
             endpoint,
@@ -106,25 +117,9 @@ fn store(s: &Store) -> raw::Store {
 
 pub(crate) fn credential(c: &Credential) -> raw::Credential {
     match c {
-        Credential::Aws(c) => raw::Credential::Aws(credentials(c)),
+        Credential::Aws(c) => raw::Credential::Aws(twin(c)),
         Credential::Azure(c) => raw::Credential::Azure(azure_credential(c)),
         Credential::Gcs(c) => raw::Credential::Gcs(gcs_credential(c)),
-    }
-}
-
-pub(crate) fn options(o: &Options) -> raw::Options {
-    raw::Options {
-        ttl_ms: millis(o.ttl),
-        holder_id: o.holder_id.clone(),
-        metadata: o.metadata.clone(),
-    }
-}
-
-fn credentials(c: &Credentials) -> raw::AwsCredentials {
-    raw::AwsCredentials {
-        access_key_id: c.access_key_id.clone(),
-        secret_access_key: c.secret_access_key.clone(),
-        session_token: c.session_token.clone(),
     }
 }
 
@@ -143,35 +138,11 @@ fn azure_credential(c: &AzureCredential) -> raw::AzureCredential {
     }
 }
 
-pub(crate) fn fence_options(o: &FenceOptions) -> raw::FenceOptions {
-    raw::FenceOptions {
-        reject_equal_token: o.reject_equal_token,
-    }
-}
-
-pub(crate) fn slot_options(o: &SlotOptions) -> raw::SlotOptions {
-    raw::SlotOptions {
-        limit: o.limit,
-        fair: o.fair,
-    }
-}
-
-pub(crate) fn elector_config(c: &ElectorConfig) -> raw::ElectorConfig {
-    raw::ElectorConfig {
-        key: c.key.clone(),
-        lease_duration_ms: millis(c.lease_duration),
-        renew_deadline_ms: millis(c.renew_deadline),
-        retry_period_ms: millis(c.retry_period),
-        holder_id: c.holder_id.clone(),
-        metadata: c.metadata.clone(),
-    }
-}
-
 pub(crate) fn step(s: raw::StepResult) -> Step {
     Step {
         role: match s.role {
-            raw::Role::Leader(l) => Role::Leader(lease(l)),
-            raw::Role::Follower(state) => Role::Follower(state.map(lock_state)),
+            raw::Role::Leader(l) => Role::Leader(l.into_twin()),
+            raw::Role::Follower(state) => Role::Follower(state.into_twin()),
             raw::Role::Candidate => Role::Candidate,
         },
         events: s.events.into_iter().map(elector_event).collect(),
@@ -183,129 +154,9 @@ pub(crate) fn step(s: raw::StepResult) -> Step {
 
 fn elector_event(e: raw::ElectorEvent) -> ElectorEvent {
     match e {
-        raw::ElectorEvent::BecameLeader(l) => ElectorEvent::BecameLeader(lease(l)),
+        raw::ElectorEvent::BecameLeader(l) => ElectorEvent::BecameLeader(l.into_twin()),
         raw::ElectorEvent::StoppedLeading(why) => ElectorEvent::StoppedLeading(why.into()),
-        raw::ElectorEvent::LeaderChanged(state) => {
-            ElectorEvent::LeaderChanged(state.map(lock_state))
-        }
-    }
-}
-
-pub(crate) fn semaphore_state(s: raw::SemaphoreState) -> SemaphoreState {
-    SemaphoreState {
-        lock: lock_state(s.lock),
-        limit: s.limit,
-        holders: s.holders.into_iter().map(slot).collect(),
-        queue: s.queue.into_iter().map(slot).collect(),
-    }
-}
-
-fn slot(s: raw::Slot) -> Slot {
-    Slot {
-        holder_id: s.holder_id,
-        token: s.token,
-        expires_at_ms: s.expires_at_ms,
-        acquired_at_ms: s.acquired_at_ms,
-        metadata: s.metadata,
-        live: s.live,
-        expires_in: Duration::from_millis(s.expires_in_ms),
-    }
-}
-
-pub(crate) fn preflight_report(r: raw::PreflightReport) -> PreflightReport {
-    PreflightReport {
-        results: r.results.into_iter().map(capability_result).collect(),
-        clock_offset: r.clock_offset.map(|o| ClockOffset {
-            offset_ms: o.offset_ms,
-            uncertainty: Duration::from_millis(o.uncertainty_ms),
-        }),
-        safe_strategies: r.safe_strategies.into_iter().map(Into::into).collect(),
-        safe_expiry_clocks: r.safe_expiry_clocks.into_iter().map(Into::into).collect(),
-        recommended_strategy: r.recommended_strategy.map(Into::into),
-        config_safe: r.config_safe,
-        notes: r.notes,
-        requests: r.requests,
-    }
-}
-
-fn capability_result(c: raw::CapabilityResult) -> CapabilityResult {
-    CapabilityResult {
-        capability: capability_name(c.capability).to_string(),
-        verdict: c.verdict.into(),
-        status: c.status,
-        code: c.code,
-        detail: c.detail,
-        silent: c.silent,
-    }
-}
-
-pub(crate) fn lease(l: raw::Lease) -> Lease {
-    Lease {
-        key: l.key,
-        token: l.token,
-        holder_id: l.holder_id,
-        etag: l.etag,
-        expires_at_ms: l.expires_at_ms,
-        acquired_at_ms: l.acquired_at_ms,
-        ttl_ms: l.ttl_ms,
-        metadata: l.metadata,
-        seal: l.seal,
-    }
-}
-
-pub(crate) fn raw_lease(l: &Lease) -> raw::Lease {
-    raw::Lease {
-        key: l.key.clone(),
-        token: l.token,
-        holder_id: l.holder_id.clone(),
-        etag: l.etag.clone(),
-        expires_at_ms: l.expires_at_ms,
-        acquired_at_ms: l.acquired_at_ms,
-        ttl_ms: l.ttl_ms,
-        metadata: l.metadata.clone(),
-        seal: l.seal.clone(),
-    }
-}
-
-pub(crate) fn lock_state(s: raw::LockState) -> LockState {
-    LockState {
-        key: s.key,
-        holder_id: s.holder_id,
-        token: s.token,
-        expires_at_ms: s.expires_at_ms,
-        acquired_at_ms: s.acquired_at_ms,
-        metadata: s.metadata,
-        etag: s.etag,
-        live: s.live,
-        expires_in: Duration::from_millis(s.expires_in_ms),
-    }
-}
-
-pub(crate) fn fenced_object(o: raw::FencedObject) -> FencedObject {
-    FencedObject {
-        object_key: o.object_key,
-        body: o.body,
-        content_type: o.content_type,
-        etag: o.etag,
-        token: o.token,
-    }
-}
-
-pub(crate) fn fenced_write(w: raw::FencedWrite) -> FencedWrite {
-    FencedWrite {
-        object_key: w.object_key,
-        etag: w.etag,
-        token: w.token,
-        previous_token: w.previous_token,
-    }
-}
-
-fn s3_error(e: raw::S3Error) -> S3Error {
-    S3Error {
-        status: e.status,
-        code: e.code,
-        message: e.message,
-        request_id: e.request_id,
+        raw::ElectorEvent::LeaderChanged(state) => ElectorEvent::LeaderChanged(state.into_twin()),
     }
 }
 
@@ -314,17 +165,17 @@ pub(crate) fn error(e: raw::Error) -> Error {
         raw::Error::Lost(l) => Error::Lost {
             key: l.key,
             token: l.token,
-            current: l.current.map(|s| Box::new(lock_state(s))),
+            current: l.current.into_twin(),
         },
-        raw::Error::Conflict(e) => Error::Conflict(s3_error(e)),
-        raw::Error::ClockSkewed(e) => Error::ClockSkewed(s3_error(e)),
-        raw::Error::AccessDenied(e) => Error::AccessDenied(s3_error(e)),
-        raw::Error::NoSuchBucket(e) => Error::NoSuchBucket(s3_error(e)),
+        raw::Error::Conflict(e) => Error::Conflict(e.into_twin()),
+        raw::Error::ClockSkewed(e) => Error::ClockSkewed(e.into_twin()),
+        raw::Error::AccessDenied(e) => Error::AccessDenied(e.into_twin()),
+        raw::Error::NoSuchBucket(e) => Error::NoSuchBucket(e.into_twin()),
         raw::Error::CorruptLockObject(c) => Error::CorruptLockObject {
             object_key: c.object_key,
             reason: c.reason,
         },
-        raw::Error::S3(e) => Error::S3(s3_error(e)),
+        raw::Error::S3(e) => Error::S3(e.into_twin()),
         raw::Error::Transport(why) => Error::Transport(why),
         raw::Error::InvalidConfig(c) => Error::InvalidConfig {
             field: c.field,
@@ -334,7 +185,7 @@ pub(crate) fn error(e: raw::Error) -> Error {
         raw::Error::Timeout(t) => Error::Timeout {
             key: t.key,
             waited: Duration::from_millis(t.waited_ms),
-            holder: t.holder.map(|s| Box::new(lock_state(s))),
+            holder: t.holder.into_twin(),
         },
         raw::Error::Fenced(f) => Error::Fenced {
             object_key: f.object_key,

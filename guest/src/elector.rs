@@ -9,65 +9,12 @@ use crate::types::{Lease, LockState};
 use std::time::Duration;
 
 /// An elector's parameters: client-go's three durations, as the host
-/// crate's `ElectorConfig` has them. The component checks
+/// crate has them (defined once for both, with this crate's `with_`
+/// setters and the host crate's plain ones). The component checks
 /// `0 < retry_period < renew_deadline < lease_duration` and refuses others
 /// with `Error::InvalidArgument`; durations are sent in whole milliseconds,
 /// one beyond `u64` milliseconds as the largest (refused by the same rule).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ElectorConfig {
-    /// The key campaigned for (without the configured prefix).
-    pub key: String,
-    /// The ttl of the lease the leader holds and renews (default 15 s).
-    pub lease_duration: Duration,
-    /// Leadership ends this long after the last successful renew was
-    /// *sent*, by the monotonic clock (default 10 s).
-    pub renew_deadline: Duration,
-    /// How often a leader renews and a follower looks (default 2 s).
-    pub retry_period: Duration,
-    /// Default: a random id, fresh for this elector.
-    pub holder_id: Option<String>,
-    /// Stored in the lock object for followers and operators.
-    pub metadata: Option<String>,
-}
-
-impl ElectorConfig {
-    /// `key` with the defaults: 15 s lease, 10 s renew deadline, 2 s retry.
-    pub fn new(key: impl Into<String>) -> ElectorConfig {
-        ElectorConfig {
-            key: key.into(),
-            lease_duration: Duration::from_secs(15),
-            renew_deadline: Duration::from_secs(10),
-            retry_period: Duration::from_secs(2),
-            holder_id: None,
-            metadata: None,
-        }
-    }
-
-    pub fn with_lease_duration(mut self, lease_duration: Duration) -> ElectorConfig {
-        self.lease_duration = lease_duration;
-        self
-    }
-
-    pub fn with_renew_deadline(mut self, renew_deadline: Duration) -> ElectorConfig {
-        self.renew_deadline = renew_deadline;
-        self
-    }
-
-    pub fn with_retry_period(mut self, retry_period: Duration) -> ElectorConfig {
-        self.retry_period = retry_period;
-        self
-    }
-
-    pub fn with_holder_id(mut self, holder_id: impl Into<String>) -> ElectorConfig {
-        self.holder_id = Some(holder_id.into());
-        self
-    }
-
-    pub fn with_metadata(mut self, metadata: impl Into<String>) -> ElectorConfig {
-        self.metadata = Some(metadata.into());
-        self
-    }
-}
+pub use s3_lease_keep::records::ElectorConfig;
 
 /// Where an elector stands after a step: the leadership machine's role
 /// (`s3_lease_keep::leadership`) over this crate's lease and lock state.

@@ -6,7 +6,8 @@ use crate::types::LockState;
 use std::fmt;
 use std::time::Duration;
 
-/// An S3 (or DynamoDB, or Azure) error reply.
+/// A store's error reply, in S3's terms (every store's replies are read
+/// into this shape).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct S3Error {
     /// The HTTP status, e.g. 403.
@@ -50,7 +51,7 @@ pub enum Error {
     ClockSkewed(S3Error),
     /// 403: wrong keys, a refused signature, a policy that denies.
     AccessDenied(S3Error),
-    /// The bucket (or DynamoDB table) does not exist.
+    /// The bucket (or the store's table or container) does not exist.
     NoSuchBucket(S3Error),
     /// Any other error reply from the store.
     S3(S3Error),

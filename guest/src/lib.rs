@@ -145,20 +145,18 @@
 
 pub mod headers;
 
-mod azure;
 mod config;
 mod elector;
 mod error;
-mod gcs;
 mod preflight;
 mod slots;
 mod types;
 
-pub use azure::AzureCredential;
-pub use config::{Addressing, Config, Credential, Credentials, ExpiryClock, Store, Strategy};
+// The configuration's public names: the builder, the stores, their
+// credentials and the contract's names it takes.
+pub use config::*;
 pub use elector::{ElectorConfig, ElectorEvent, Role, Step, StopReason};
 pub use error::{Error, S3Error};
-pub use gcs::GcsCredential;
 pub use preflight::{CapabilityResult, ClockOffset, PreflightReport, Verdict};
 pub use slots::{SemaphoreState, Slot, SlotOptions};
 pub use types::{FenceOptions, FencedObject, FencedWrite, Lease, LockState, Options};

@@ -49,27 +49,10 @@ pub struct LockState {
     pub expires_in: Duration,
 }
 
-/// An object written by a fenced write, as read now (`fenced_get`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FencedObject {
-    pub object_key: String,
-    pub body: Vec<u8>,
-    pub content_type: String,
-    pub etag: String,
-    /// The token of the write that stored this body; 0 for a plain PUT.
-    pub token: u64,
-}
-
-/// What a fenced write stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FencedWrite {
-    pub object_key: String,
-    pub etag: String,
-    /// The lease's token, now recorded on the object.
-    pub token: u64,
-    /// The token recorded before (0: a plain PUT); `None`: a new object.
-    pub previous_token: Option<u64>,
-}
+/// What a fenced write stored, and an object written by one as read now
+/// (`fenced_get`): defined once for the component, the host crate and this
+/// crate.
+pub use s3_lease_keep::records::{FencedObject, FencedWrite};
 
 /// Per-call choices for acquiring: the ttl, and optionally who holds it and
 /// what it tells others (both shown by `inspect`).

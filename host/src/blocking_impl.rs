@@ -16,7 +16,7 @@
 
 use crate::calls::as_blocking_call;
 use crate::client::ClientOptions;
-use crate::config::StoreConfig;
+use crate::config::{Credential, StoreConfig};
 use crate::engine::own_runtime::OwnRuntime;
 use crate::engine::runtime::Runtime;
 use crate::error::Error;

@@ -5,6 +5,7 @@
 //! all call through here; nothing here knows of them.
 
 use crate::component::{self, Answer};
+use crate::config::Credential;
 use crate::config::StoreConfig;
 use crate::credentials::refresh::Refresher;
 use crate::credentials::{AccessToken, FetchedCredentials, SharedSource, SharedTokenSource};
@@ -13,7 +14,7 @@ use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;
 use crate::error::{Error, ErrorStore};
 use crate::pool::{MakeOptions, Pool};
-use crate::types::{Credential, Credentials, LeaseRecord};
+use crate::types::{Credentials, LeaseRecord};
 use std::cell::Cell;
 use std::sync::{Arc, Weak};
 

@@ -6,7 +6,7 @@
 
 use crate::calls::{blocking, Calls};
 use crate::component::{self, Answer};
-use crate::config::StoreConfig;
+use crate::config::{Credential, StoreConfig};
 use crate::engine::clock::Clock;
 use crate::engine::raw::RawInstance;
 use crate::engine::runtime::Runtime;

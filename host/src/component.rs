@@ -5,18 +5,17 @@
 //! client, the scheduler, the elector, acquiring and closing call these,
 //! so a change of the contract is a change here. The contract's names meet
 //! their generated twins case for case (`same_cases!`); records are
-//! converted field by field.
+//! converted field by field, one line each (`same_fields!`).
 
-use crate::audit::{
-    AuditEnd, AuditEntry, AuditFinding, AuditFindingKind, AuditPruned, AuditReport,
-};
-use crate::config::{Store, StoreConfig};
+use crate::audit::{AuditEnd, AuditEntry, AuditFinding, AuditPruned, AuditReport};
+use crate::config::{AzureCredential, Credential, GcsCredential, Store, StoreConfig};
 use crate::engine::bindings as wit;
 use crate::engine::bindings::exports::s3_lease::lease::types as witt;
 use crate::engine::raw::RawInstance;
 use crate::error::{Detail, Error, ErrorKind, ErrorStore, Reply};
 use crate::types::*;
 use s3_lease_keep::leadership::{self, Step};
+use s3_lease_keep::twins::{FromTwin, IntoTwin};
 use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::component::ResourceAny;
@@ -89,7 +88,7 @@ pub(crate) fn set_credential(raw: &mut RawInstance, credential: &Credential) -> 
 /// One attempt at `key` that names the holder when it is held (`acquire`
 /// with no time to wait: a held key is a `timeout`).
 pub(crate) fn attempt(raw: &mut RawInstance, key: &str, o: &AcquireOptions) -> Answer<LeaseRecord> {
-    answer(raw.acquire(key, &options(o), 0), from_lease)
+    answer(raw.acquire(key, &twin(o), 0), LeaseRecord::from_twin)
 }
 
 pub(crate) fn try_acquire_slot(
@@ -98,28 +97,28 @@ pub(crate) fn try_acquire_slot(
     o: &AcquireOptions,
     slot: SlotOptions,
 ) -> Answer<SlotAnswer> {
-    let attempt = raw.try_acquire_slot(key, &options(o), slot_options(slot));
+    let attempt = raw.try_acquire_slot(key, &twin(o), twin(&slot));
     answer(attempt, |attempt| match attempt {
-        wit::SlotAttempt::Granted(lease) => SlotAnswer::Granted(from_lease(lease)),
+        wit::SlotAttempt::Granted(lease) => SlotAnswer::Granted(LeaseRecord::from_twin(lease)),
         wit::SlotAttempt::Queued(place) => SlotAnswer::Queued(place),
-        wit::SlotAttempt::Full(seen) => SlotAnswer::Full(seen.map(from_lock_state)),
+        wit::SlotAttempt::Full(seen) => SlotAnswer::Full(seen.map(LockState::from_twin)),
     })
 }
 
 pub(crate) fn renew(raw: &mut RawInstance, record: &LeaseRecord) -> Answer<LeaseRecord> {
-    answer(raw.renew(&lease(record)), from_lease)
+    answer(raw.renew(&twin(record)), LeaseRecord::from_twin)
 }
 
 pub(crate) fn release(raw: &mut RawInstance, record: &LeaseRecord) -> Answer<()> {
-    answer(raw.release(&lease(record)), |()| ())
+    answer(raw.release(&twin(record)), |()| ())
 }
 
 pub(crate) fn inspect(raw: &mut RawInstance, key: &str) -> Answer<Option<LockState>> {
-    answer(raw.inspect(key), |s| s.map(from_lock_state))
+    answer(raw.inspect(key), |s| s.map(LockState::from_twin))
 }
 
 pub(crate) fn inspect_slots(raw: &mut RawInstance, key: &str) -> Answer<Option<SemaphoreState>> {
-    answer(raw.inspect_slots(key), |s| s.map(from_semaphore_state))
+    answer(raw.inspect_slots(key), |s| s.map(SemaphoreState::from_twin))
 }
 
 pub(crate) fn leave_queue(raw: &mut RawInstance, key: &str, holder_id: &str) -> Answer<()> {
@@ -134,14 +133,8 @@ pub(crate) fn fenced_put(
     content_type: &str,
     o: FenceOptions,
 ) -> Answer<FencedWrite> {
-    let written = raw.fenced_put_with(
-        &lease(record),
-        object_key,
-        body,
-        content_type,
-        fence_options(o),
-    );
-    answer(written, from_fenced_write)
+    let written = raw.fenced_put_with(&twin(record), object_key, body, content_type, twin(&o));
+    answer(written, FencedWrite::from_twin)
 }
 
 pub(crate) fn fenced_delete(
@@ -149,15 +142,15 @@ pub(crate) fn fenced_delete(
     record: &LeaseRecord,
     object_key: &str,
 ) -> Answer<()> {
-    answer(raw.fenced_delete(&lease(record), object_key), |()| ())
+    answer(raw.fenced_delete(&twin(record), object_key), |()| ())
 }
 
 pub(crate) fn fenced_get(raw: &mut RawInstance, object_key: &str) -> Answer<Option<FencedObject>> {
-    answer(raw.fenced_get(object_key), |o| o.map(from_fenced_object))
+    answer(raw.fenced_get(object_key), Option::from_twin)
 }
 
 pub(crate) fn preflight(raw: &mut RawInstance) -> Answer<PreflightReport> {
-    answer(raw.preflight(), from_preflight_report)
+    answer(raw.preflight(), PreflightReport::from_twin)
 }
 
 pub(crate) fn audit(
@@ -165,9 +158,7 @@ pub(crate) fn audit(
     key: &str,
     since_ms: Option<u64>,
 ) -> Answer<Vec<AuditEntry>> {
-    answer(raw.audit(key, since_ms), |entries| {
-        entries.into_iter().map(from_audit_entry).collect()
-    })
+    answer(raw.audit(key, since_ms), Vec::from_twin)
 }
 
 pub(crate) fn audit_verify(
@@ -175,18 +166,15 @@ pub(crate) fn audit_verify(
     key: &str,
     fenced_prefix: Option<&str>,
 ) -> Answer<AuditReport> {
-    answer(raw.audit_verify(key, fenced_prefix), from_audit_report)
+    answer(raw.audit_verify(key, fenced_prefix), AuditReport::from_twin)
 }
 
 pub(crate) fn audit_prune(raw: &mut RawInstance, key: &str, before_ms: u64) -> Answer<AuditPruned> {
-    answer(raw.audit_prune(key, before_ms), |p| AuditPruned {
-        first_token: p.first_token,
-        below_token: p.below_token,
-    })
+    answer(raw.audit_prune(key, before_ms), AuditPruned::from_twin)
 }
 
 pub(crate) fn elector(raw: &mut RawInstance, config: &ElectorConfig) -> Answer<ElectorHandle> {
-    answer(raw.elector(&elector_config(config)), ElectorHandle)
+    answer(raw.elector(&twin(config)), ElectorHandle)
 }
 
 /// One step of `elector`: it never fails but by a trap; its attempt's
@@ -210,38 +198,52 @@ pub(crate) fn drop_elector(raw: &mut RawInstance, elector: ElectorHandle) -> Ans
     Ok(Ok(()))
 }
 
+s3_lease_keep::same_vocabulary!(witt);
 s3_lease_keep::same_cases! {
-    Strategy = wit::Strategy { SingleObject, EpochObjects }
-    ExpiryClock = wit::ExpiryClock { Holder, Server, Observed }
-    Addressing = wit::AddressingStyle { Path, VirtualHosted }
-    Verdict = wit::Verdict { Pass, Fail, Unknown }
-    StopReason = wit::StopReason { RenewDeadline, Lost, Resigned }
-    Capability = wit::Capability {
-        IfNoneMatchExisting,
-        IfMatchPut,
-        IfMatchMissingKey,
-        IfMatchDelete,
-        ServerDates,
-        ListStartAfter,
-        ConditionalGet,
-        PayloadHash,
-        ClockOffset,
-        TableKeySchema,
-        TtlAttribute,
-        ConcurrentCreate,
-        ConcurrentUpdate,
-    }
-    AuditFindingKind = witt::AuditFindingKind {
-        TokenRepeated,
-        MissedGrant,
-        TakenWhileLive,
-        OverLimit,
-        UnexplainedGap,
-        NotOnStoreClock,
-        Unreadable,
-        FencedUnknownToken,
-        FencedTokenFell,
-    }
+    AuditEnd = witt::AuditEnd { Released, Expired, TakenOver, Held, Unknown }
+}
+
+// The records, field by field: what travels as it is, then what changes
+// on the way (durations, and the contract's 0 and "" for "none").
+s3_lease_keep::same_fields! {
+    |c: Credentials| -> wit::AwsCredentials { access_key_id, secret_access_key, session_token }
+    |o: AcquireOptions| -> wit::Options { holder_id, metadata; ttl_ms: o.ttl_ms() }
+    |o: SlotOptions| -> wit::SlotOptions { limit, fair }
+    |o: FenceOptions| -> wit::FenceOptions { reject_equal_token }
+    |c: ElectorConfig| -> wit::ElectorConfig { key, holder_id, metadata;
+        lease_duration_ms: millis(c.lease_duration),
+        renew_deadline_ms: millis(c.renew_deadline),
+        retry_period_ms: millis(c.retry_period) }
+    |l: LeaseRecord| -> wit::Lease { key, token, holder_id, etag, expires_at_ms, acquired_at_ms, metadata, seal; ttl_ms: l.ttl_ms() }
+    |l: wit::Lease| -> LeaseRecord { key, token, holder_id, etag, expires_at_ms, acquired_at_ms, metadata, seal;
+        ttl: Duration::from_millis(l.ttl_ms) }
+    |s: wit::LockState| -> LockState { key, expires_at_ms, metadata, etag, live;
+        holder_id: nonempty(s.holder_id),
+        token: nonzero(s.token),
+        acquired_at_ms: nonzero(s.acquired_at_ms),
+        expires_in: Duration::from_millis(s.expires_in_ms) }
+    |s: wit::Slot| -> SlotEntry { holder_id, expires_at_ms, acquired_at_ms, metadata, live;
+        token: nonzero(s.token),
+        expires_in: Duration::from_millis(s.expires_in_ms) }
+    |s: wit::SemaphoreState| -> SemaphoreState { lock, limit, holders, queue }
+    |w: wit::FencedWrite| -> FencedWrite { object_key, etag, token, previous_token }
+    |o: wit::FencedObject| -> FencedObject { object_key, body, etag, content_type; token: nonzero(o.token) }
+    |r: wit::CapabilityResult| -> CapabilityResult { capability, verdict, status, code, detail, silent }
+    |c: wit::ClockOffset| -> ClockOffset { offset_ms, uncertainty_ms }
+    |r: wit::PreflightReport| -> PreflightReport { results, clock_offset, safe_strategies,
+        safe_expiry_clocks, recommended_strategy, config_safe, notes, requests }
+    |e: witt::AuditEntry| -> AuditEntry { token, holder_id, ttl_ms, granted_at_ms, ended,
+        ended_at_ms, held_ms, written_by, backfilled }
+    |r: witt::AuditReport| -> AuditReport { key, first_token, last_token, grants, backfilled,
+        overlapped, findings }
+    |f: witt::AuditFinding| -> AuditFinding { kind, token, detail, evidence }
+    |p: witt::AuditPruned| -> AuditPruned { first_token, below_token }
+    |e: witt::S3Error| -> Reply { status, code, message, request_id }
+}
+
+/// Ours as the bindings' (or the other way), from a borrow.
+fn twin<T: Clone, U: FromTwin<T>>(value: &T) -> U {
+    U::from_twin(value.clone())
 }
 
 fn nonzero(v: u64) -> Option<u64> {
@@ -280,13 +282,13 @@ fn store(store: &Store) -> wit::Store {
             region: s3.aws.region.clone(),
             bucket: s3.bucket.clone(),
             addressing: s3.addressing.into(),
-            credentials: aws_credentials(&s3.aws.credentials),
+            credentials: twin(&s3.aws.credentials),
         }),
         Store::DynamoDb(table) => wit::Store::Dynamodb(wit::DynamodbStore {
             endpoint: table.aws.endpoint.clone(),
             region: table.aws.region.clone(),
             table: table.table.clone(),
-            credentials: aws_credentials(&table.aws.credentials),
+            credentials: twin(&table.aws.credentials),
         }),
         Store::AzureBlob(azure) => wit::Store::AzureBlob(wit::AzureStore {
             endpoint: azure.endpoint.clone(),
@@ -324,17 +326,9 @@ fn put_credential(store: &mut wit::Store, credential: wit::Credential) {
 
 pub(crate) fn credential(c: &Credential) -> wit::Credential {
     match c {
-        Credential::Aws(c) => wit::Credential::Aws(aws_credentials(c)),
+        Credential::Aws(c) => wit::Credential::Aws(twin(c)),
         Credential::Azure(c) => wit::Credential::Azure(azure_credential(c)),
         Credential::Gcs(c) => wit::Credential::Gcs(gcs_credential(c)),
-    }
-}
-
-fn aws_credentials(c: &Credentials) -> wit::AwsCredentials {
-    wit::AwsCredentials {
-        access_key_id: c.access_key_id.clone(),
-        secret_access_key: c.secret_access_key.clone(),
-        session_token: c.session_token.clone(),
     }
 }
 
@@ -353,120 +347,6 @@ fn gcs_credential(c: &GcsCredential) -> wit::GcsCredential {
     }
 }
 
-fn options(o: &AcquireOptions) -> wit::Options {
-    wit::Options {
-        ttl_ms: o.ttl_ms(),
-        holder_id: o.holder_id.clone(),
-        metadata: o.metadata.clone(),
-    }
-}
-
-fn slot_options(o: SlotOptions) -> wit::SlotOptions {
-    wit::SlotOptions {
-        limit: o.limit,
-        fair: o.fair,
-    }
-}
-
-fn fence_options(o: FenceOptions) -> wit::FenceOptions {
-    wit::FenceOptions {
-        reject_equal_token: o.reject_equal_token,
-    }
-}
-
-fn lease(l: &LeaseRecord) -> wit::Lease {
-    wit::Lease {
-        key: l.key.clone(),
-        token: l.token,
-        holder_id: l.holder_id.clone(),
-        etag: l.etag.clone(),
-        expires_at_ms: l.expires_at_ms,
-        acquired_at_ms: l.acquired_at_ms,
-        ttl_ms: l.ttl_ms(),
-        metadata: l.metadata.clone(),
-        seal: l.seal.clone(),
-    }
-}
-
-fn from_lease(l: wit::Lease) -> LeaseRecord {
-    LeaseRecord {
-        key: l.key,
-        token: l.token,
-        holder_id: l.holder_id,
-        etag: l.etag,
-        expires_at_ms: l.expires_at_ms,
-        acquired_at_ms: l.acquired_at_ms,
-        ttl: Duration::from_millis(l.ttl_ms),
-        metadata: l.metadata,
-        seal: l.seal,
-    }
-}
-
-fn from_lock_state(s: wit::LockState) -> LockState {
-    LockState {
-        key: s.key,
-        holder_id: nonempty(s.holder_id),
-        token: nonzero(s.token),
-        expires_at_ms: s.expires_at_ms,
-        acquired_at_ms: nonzero(s.acquired_at_ms),
-        metadata: s.metadata,
-        etag: s.etag,
-        live: s.live,
-        expires_in: Duration::from_millis(s.expires_in_ms),
-    }
-}
-
-fn from_slot(s: wit::Slot) -> SlotEntry {
-    SlotEntry {
-        holder_id: s.holder_id,
-        token: nonzero(s.token),
-        expires_at_ms: s.expires_at_ms,
-        acquired_at_ms: s.acquired_at_ms,
-        metadata: s.metadata,
-        live: s.live,
-        expires_in: Duration::from_millis(s.expires_in_ms),
-    }
-}
-
-fn from_semaphore_state(s: wit::SemaphoreState) -> SemaphoreState {
-    SemaphoreState {
-        lock: from_lock_state(s.lock),
-        limit: s.limit,
-        holders: s.holders.into_iter().map(from_slot).collect(),
-        queue: s.queue.into_iter().map(from_slot).collect(),
-    }
-}
-
-fn from_fenced_write(w: wit::FencedWrite) -> FencedWrite {
-    FencedWrite {
-        object_key: w.object_key,
-        etag: w.etag,
-        token: w.token,
-        previous_token: w.previous_token,
-    }
-}
-
-fn from_fenced_object(o: wit::FencedObject) -> FencedObject {
-    FencedObject {
-        object_key: o.object_key,
-        body: o.body,
-        etag: o.etag,
-        content_type: o.content_type,
-        token: nonzero(o.token),
-    }
-}
-
-fn elector_config(c: &ElectorConfig) -> wit::ElectorConfig {
-    wit::ElectorConfig {
-        key: c.key.clone(),
-        lease_duration_ms: millis(c.lease_duration),
-        renew_deadline_ms: millis(c.renew_deadline),
-        retry_period_ms: millis(c.retry_period),
-        holder_id: c.holder_id.clone(),
-        metadata: c.metadata.clone(),
-    }
-}
-
 /// The machine that judges leadership (`s3_lease_keep::leadership`)
 /// takes a step of the component's elector as it is: its role and events,
 /// converted once, here, into the machine's types over the crate's lease
@@ -475,8 +355,8 @@ fn elector_config(c: &ElectorConfig) -> wit::ElectorConfig {
 fn step_of(step: wit::StepResult) -> Step<LeaseRecord, LockState> {
     Step {
         role: match step.role {
-            wit::Role::Leader(l) => leadership::Role::Leader(from_lease(l)),
-            wit::Role::Follower(seen) => leadership::Role::Follower(seen.map(from_lock_state)),
+            wit::Role::Leader(l) => leadership::Role::Leader(LeaseRecord::from_twin(l)),
+            wit::Role::Follower(seen) => leadership::Role::Follower(seen.map(LockState::from_twin)),
             wit::Role::Candidate => leadership::Role::Candidate,
         },
         events: step.events.into_iter().map(elector_event).collect(),
@@ -488,51 +368,15 @@ fn step_of(step: wit::StepResult) -> Step<LeaseRecord, LockState> {
 fn elector_event(event: wit::ElectorEvent) -> leadership::Event<LeaseRecord, LockState> {
     match event {
         wit::ElectorEvent::BecameLeader(lease) => {
-            leadership::Event::BecameLeader(from_lease(lease))
+            leadership::Event::BecameLeader(LeaseRecord::from_twin(lease))
         }
         wit::ElectorEvent::StoppedLeading(reason) => {
             leadership::Event::StoppedLeading(reason.into())
         }
         wit::ElectorEvent::LeaderChanged(seen) => {
-            leadership::Event::LeaderChanged(seen.map(from_lock_state))
+            leadership::Event::LeaderChanged(seen.map(LockState::from_twin))
         }
     }
-}
-
-fn from_capability_result(r: wit::CapabilityResult) -> CapabilityResult {
-    CapabilityResult {
-        capability: r.capability.into(),
-        verdict: r.verdict.into(),
-        status: r.status,
-        code: r.code,
-        detail: r.detail,
-        silent: r.silent,
-    }
-}
-
-fn from_preflight_report(r: wit::PreflightReport) -> PreflightReport {
-    PreflightReport {
-        results: r.results.into_iter().map(from_capability_result).collect(),
-        clock_offset: r.clock_offset.map(|c| ClockOffset {
-            offset_ms: c.offset_ms,
-            uncertainty_ms: c.uncertainty_ms,
-        }),
-        safe_strategies: r.safe_strategies.into_iter().map(Into::into).collect(),
-        safe_expiry_clocks: r.safe_expiry_clocks.into_iter().map(Into::into).collect(),
-        recommended_strategy: r.recommended_strategy.map(Into::into),
-        config_safe: r.config_safe,
-        notes: r.notes,
-        requests: r.requests,
-    }
-}
-
-fn reply(e: witt::S3Error) -> Detail {
-    Detail::Reply(Reply {
-        status: e.status,
-        code: e.code,
-        message: e.message,
-        request_id: e.request_id,
-    })
 }
 
 /// The component's error as ours, naming the store in use.
@@ -543,13 +387,13 @@ fn from_error(e: wit::Error, store: &std::sync::Arc<crate::error::ErrorStore>) -
             Detail::Lost {
                 key: l.key,
                 token: l.token,
-                current: l.current.map(from_lock_state),
+                current: l.current.map(LockState::from_twin),
             },
         ),
-        wit::Error::Conflict(e) => (ErrorKind::Conflict, reply(e)),
-        wit::Error::ClockSkewed(e) => (ErrorKind::ClockSkewed, reply(e)),
-        wit::Error::AccessDenied(e) => (ErrorKind::AccessDenied, reply(e)),
-        wit::Error::NoSuchBucket(e) => (ErrorKind::NoSuchStore, reply(e)),
+        wit::Error::Conflict(e) => (ErrorKind::Conflict, Detail::Reply(e.into_twin())),
+        wit::Error::ClockSkewed(e) => (ErrorKind::ClockSkewed, Detail::Reply(e.into_twin())),
+        wit::Error::AccessDenied(e) => (ErrorKind::AccessDenied, Detail::Reply(e.into_twin())),
+        wit::Error::NoSuchBucket(e) => (ErrorKind::NoSuchStore, Detail::Reply(e.into_twin())),
         wit::Error::CorruptLockObject(c) => (
             ErrorKind::CorruptLockObject,
             Detail::Corrupt {
@@ -557,7 +401,7 @@ fn from_error(e: wit::Error, store: &std::sync::Arc<crate::error::ErrorStore>) -
                 reason: c.reason,
             },
         ),
-        wit::Error::S3(e) => (ErrorKind::Store, reply(e)),
+        wit::Error::S3(e) => (ErrorKind::Store, Detail::Reply(e.into_twin())),
         wit::Error::Transport(m) => (ErrorKind::Transport, Detail::Message(m)),
         wit::Error::InvalidConfig(c) => (
             ErrorKind::InvalidConfig,
@@ -572,7 +416,7 @@ fn from_error(e: wit::Error, store: &std::sync::Arc<crate::error::ErrorStore>) -
             Detail::Timeout {
                 key: t.key,
                 waited: Duration::from_millis(t.waited_ms),
-                holder: t.holder.map(from_lock_state),
+                holder: t.holder.map(LockState::from_twin),
             },
         ),
         wit::Error::Fenced(x) => (
@@ -583,10 +427,7 @@ fn from_error(e: wit::Error, store: &std::sync::Arc<crate::error::ErrorStore>) -
                 our_token: x.our_token,
             },
         ),
-        wit::Error::StoreUnsafe(r) => (
-            ErrorKind::StoreUnsafe,
-            Detail::Unsafe(Box::new(from_capability_result(r))),
-        ),
+        wit::Error::StoreUnsafe(r) => (ErrorKind::StoreUnsafe, Detail::Unsafe(r.into_twin())),
         wit::Error::LimitMismatch(m) => (
             ErrorKind::LimitMismatch,
             Detail::Limit {
@@ -610,45 +451,4 @@ pub(crate) fn timeout(key: &str, waited: Duration, holder: Option<LockState>) ->
             holder,
         },
     )
-}
-
-fn from_audit_entry(e: witt::AuditEntry) -> AuditEntry {
-    AuditEntry {
-        token: e.token,
-        holder_id: e.holder_id,
-        ttl_ms: e.ttl_ms,
-        granted_at_ms: e.granted_at_ms,
-        ended: match e.ended {
-            witt::AuditEnd::Released => AuditEnd::Released,
-            witt::AuditEnd::Expired => AuditEnd::Expired,
-            witt::AuditEnd::TakenOver => AuditEnd::TakenOver,
-            witt::AuditEnd::Held => AuditEnd::Held,
-            witt::AuditEnd::Unknown => AuditEnd::Unknown,
-        },
-        ended_at_ms: e.ended_at_ms,
-        held_ms: e.held_ms,
-        written_by: e.written_by,
-        backfilled: e.backfilled,
-    }
-}
-
-fn from_audit_report(r: witt::AuditReport) -> AuditReport {
-    AuditReport {
-        key: r.key,
-        first_token: r.first_token,
-        last_token: r.last_token,
-        grants: r.grants,
-        backfilled: r.backfilled,
-        overlapped: r.overlapped,
-        findings: r.findings.into_iter().map(from_audit_finding).collect(),
-    }
-}
-
-fn from_audit_finding(f: witt::AuditFinding) -> AuditFinding {
-    AuditFinding {
-        kind: f.kind.into(),
-        token: f.token,
-        detail: f.detail,
-        evidence: f.evidence,
-    }
 }

@@ -84,7 +84,10 @@ pub mod blocking {
 pub use audit::{AuditEnd, AuditEntry, AuditFinding, AuditFindingKind, AuditPruned, AuditReport};
 pub use client::{Client, ClientOptions};
 pub use closing::CloseReport;
-pub use config::{AwsKeys, AzureBlobBuilder, DynamoDbBuilder, GcsBuilder, S3Builder, StoreConfig};
+pub use config::{
+    AwsKeys, AzureBlobBuilder, AzureCredential, Credential, DynamoDbBuilder, GcsBuilder,
+    GcsCredential, S3Builder, StoreConfig,
+};
 #[cfg(feature = "aws-sdk-config")]
 pub use credentials::SdkProvider;
 pub use credentials::{AwsChain, CredentialsSource, FetchedCredentials, SharedSource};
@@ -103,8 +106,8 @@ pub use held::{LeaseStatus, LostReason};
 pub use lease::{Lease, SlotGrant};
 pub use stats::{ClientStats, ElectorStats, LatencyHistogram, RequestCounts};
 pub use types::{
-    AcquireOptions, Addressing, AzureCredential, Capability, CapabilityResult, ClockOffset,
-    Credential, Credentials, ElectionEvent, ElectorConfig, ExpiryClock, FenceOptions, FencedObject,
-    FencedWrite, GcsCredential, LeaseRecord, LockState, PreflightReport, Role, SemaphoreState,
-    SlotEntry, SlotOptions, StopReason, Strategy, Verdict,
+    AcquireOptions, Addressing, Capability, CapabilityResult, ClockOffset, Credentials,
+    ElectionEvent, ElectorConfig, ExpiryClock, FenceOptions, FencedObject, FencedWrite,
+    LeaseRecord, LockState, PreflightReport, Role, SemaphoreState, SlotEntry, SlotOptions,
+    StopReason, Strategy, Verdict,
 };

@@ -23,6 +23,7 @@
 //! one. A panic is taken as a trap.
 
 use crate::component::{self, Answer};
+use crate::config::Credential;
 use crate::config::StoreConfig;
 use crate::engine::clock::Clock;
 use crate::engine::local;
@@ -31,7 +32,6 @@ use crate::engine::runtime::Runtime;
 use crate::engine::state::InstanceOptions;
 use crate::engine::trace::Carried;
 use crate::error::{Error, ErrorStore};
-use crate::types::Credential;
 use std::hash::{Hash, Hasher};
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc;

@@ -4,7 +4,6 @@
 //! `#[non_exhaustive]` lets a minor release add a case or a field.
 
 use s3_lease_keep::leadership;
-use std::fmt;
 use std::time::Duration;
 
 /// The contract's names, defined once for the component's core, this
@@ -21,104 +20,15 @@ pub use s3_lease_keep::vocabulary::{Addressing, Capability, ExpiryClock, Strateg
 /// (`s3_lease_keep::leadership`), as the component's elector reports it.
 pub use s3_lease_keep::leadership::StopReason;
 
-/// Keys that sign requests. `Debug` shows the key id only.
-#[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Credentials {
-    pub access_key_id: String,
-    pub secret_access_key: String,
-    pub session_token: Option<String>,
-}
-
-impl Credentials {
-    pub fn new(access_key_id: impl Into<String>, secret_access_key: impl Into<String>) -> Self {
-        Credentials {
-            access_key_id: access_key_id.into(),
-            secret_access_key: secret_access_key.into(),
-            session_token: None,
-        }
-    }
-
-    /// With a session token (temporary credentials: STS, roles).
-    pub fn with_session_token(mut self, token: impl Into<String>) -> Self {
-        self.session_token = Some(token.into());
-        self
-    }
-}
-
-impl fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Credentials")
-            .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &"<redacted>")
-            .field(
-                "session_token",
-                &self.session_token.as_ref().map(|_| "<redacted>"),
-            )
-            .finish()
-    }
-}
-
-/// How requests to an Azure Blob Storage account are authorized. `Debug`
-/// never shows the key, the SAS or the token.
-#[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum AzureCredential {
-    /// The account's key (base64, as the portal shows it): Shared Key.
-    AccountKey(String),
-    /// A shared access signature (the query string, with or without `?`).
-    Sas(String),
-    /// An OAuth bearer token for `https://storage.azure.com/` (a managed
-    /// identity's, say); see [`AzureBlobBuilder::token_source`](crate::AzureBlobBuilder::token_source) for one
-    /// kept fresh.
-    BearerToken(String),
-}
-
-impl fmt::Debug for AzureCredential {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            AzureCredential::AccountKey(_) => "AccountKey(<redacted>)",
-            AzureCredential::Sas(_) => "Sas(<redacted>)",
-            AzureCredential::BearerToken(_) => "BearerToken(<redacted>)",
-        })
-    }
-}
-
-/// How requests to Google Cloud Storage are authorized. `Debug` never
-/// shows the token.
-#[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum GcsCredential {
-    /// An OAuth 2.0 access token with a storage scope
-    /// (`devstorage.read_write` or `cloud-platform`), sent as
-    /// `Authorization: Bearer`. It expires (usually within the hour): see
-    /// [`GcsBuilder::token_source`](crate::GcsBuilder::token_source) for
-    /// one kept fresh.
-    BearerToken(String),
-    /// No `Authorization` header: an emulator that checks none
-    /// (fake-gcs-server), or a bucket anyone may write to.
-    Anonymous,
-}
-
-impl fmt::Debug for GcsCredential {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            GcsCredential::BearerToken(_) => "BearerToken(<redacted>)",
-            GcsCredential::Anonymous => "Anonymous",
-        })
-    }
-}
-
-/// A store's credential, as [`Client::set_credential`](crate::Client::set_credential)
-/// replaces it: of the client's store's kind (AWS keys for S3 and
-/// DynamoDB). `Debug` shows no secret.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Credential {
-    Aws(Credentials),
-    Azure(AzureCredential),
-    Gcs(GcsCredential),
-}
+/// The contract's plain records, defined once for the component's core,
+/// this crate and the guest crate (`s3_lease_keep::records`): AWS keys
+/// ([`Credentials`], `Debug` shows the key id only), an elector's
+/// parameters ([`ElectorConfig`]), and what the preflight found of one
+/// capability ([`CapabilityResult`]) and of the clocks ([`ClockOffset`]).
+/// And what an accepted fenced write stored ([`FencedWrite`]).
+pub use s3_lease_keep::records::{
+    CapabilityResult, ClockOffset, Credentials, ElectorConfig, FencedWrite,
+};
 
 /// How to take a lock: its ttl, who holds it, what it says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -331,18 +241,6 @@ pub struct SemaphoreState {
     pub queue: Vec<SlotEntry>,
 }
 
-/// A fenced write that was accepted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct FencedWrite {
-    pub object_key: String,
-    pub etag: String,
-    /// The lease's token, now recorded on the object.
-    pub token: u64,
-    /// The token recorded before (`None`: written without one, or absent).
-    pub previous_token: Option<u64>,
-}
-
 /// A fenced object as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -366,61 +264,6 @@ pub struct FenceOptions {
 impl FenceOptions {
     pub fn reject_equal_token(mut self, reject: bool) -> Self {
         self.reject_equal_token = reject;
-        self
-    }
-}
-
-/// An elector's parameters: client-go's three durations, validated as
-/// `0 < retry_period < renew_deadline < lease_duration`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ElectorConfig {
-    pub key: String,
-    /// The lease's ttl (default 15 s).
-    pub lease_duration: Duration,
-    /// Leadership ends this long after the last successful renew was sent
-    /// (default 10 s).
-    pub renew_deadline: Duration,
-    /// A leader renews, and a follower looks, this often (default 2 s).
-    pub retry_period: Duration,
-    pub holder_id: Option<String>,
-    pub metadata: Option<String>,
-}
-
-impl ElectorConfig {
-    pub fn new(key: impl Into<String>) -> Self {
-        ElectorConfig {
-            key: key.into(),
-            lease_duration: Duration::from_secs(15),
-            renew_deadline: Duration::from_secs(10),
-            retry_period: Duration::from_secs(2),
-            holder_id: None,
-            metadata: None,
-        }
-    }
-
-    pub fn lease_duration(mut self, d: Duration) -> Self {
-        self.lease_duration = d;
-        self
-    }
-
-    pub fn renew_deadline(mut self, d: Duration) -> Self {
-        self.renew_deadline = d;
-        self
-    }
-
-    pub fn retry_period(mut self, d: Duration) -> Self {
-        self.retry_period = d;
-        self
-    }
-
-    pub fn holder_id(mut self, holder_id: impl Into<String>) -> Self {
-        self.holder_id = Some(holder_id.into());
-        self
-    }
-
-    pub fn metadata(mut self, metadata: impl Into<String>) -> Self {
-        self.metadata = Some(metadata.into());
         self
     }
 }
@@ -455,30 +298,6 @@ impl From<leadership::Event<LeaseRecord, LockState>> for ElectionEvent {
             leadership::Event::LeaderChanged(seen) => ElectionEvent::LeaderChanged(seen),
         }
     }
-}
-
-/// One capability's probe.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CapabilityResult {
-    pub capability: Capability,
-    pub verdict: Verdict,
-    /// The HTTP status the deciding probe got, if any.
-    pub status: Option<u16>,
-    pub code: String,
-    pub detail: String,
-    /// The store accepted what it did not apply.
-    pub silent: bool,
-}
-
-/// How far the store's clock is from ours, as the preflight measured it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ClockOffset {
-    /// The store's clock minus ours, ms (signed: a `Duration` cannot say
-    /// which clock is ahead).
-    pub offset_ms: i64,
-    pub uncertainty_ms: u64,
 }
 
 /// What the store preflight found.

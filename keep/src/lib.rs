@@ -14,6 +14,12 @@
 //! (`s3_lease::testing::sim`) runs the same machines on virtual time, so
 //! what they promise is checked where it cannot be by waiting.
 //!
+//! Beside the machines, what the component, the host crate and the guest
+//! crate share of the contract, defined once: its names ([`vocabulary`]),
+//! its plain records ([`records`]) and the conversions to each crate's
+//! generated bindings ([`twins`], [`same_fields!`], [`same_cases!`],
+//! [`same_vocabulary!`]).
+//!
 //! Times are milliseconds: monotonic ones (on the driver's clock, whose
 //! origin is the driver's) for guards and leadership, wall-clock ones
 //! (since the Unix epoch) for credentials, whose expiry is a wall time.
@@ -27,8 +33,10 @@ extern crate alloc;
 pub mod gate;
 pub mod guard;
 pub mod leadership;
+pub mod records;
 pub mod refresh;
 pub mod schedule;
 pub mod supervision;
+pub mod twins;
 pub mod vocabulary;
 pub mod wait;

@@ -195,7 +195,62 @@ macro_rules! same_cases {
                 match value { $(Theirs::$case => Ours::$case),* }
             }
         }
+        impl $crate::twins::FromTwin<$ours> for $theirs {
+            fn from_twin(value: $ours) -> $theirs {
+                value.into()
+            }
+        }
+        impl $crate::twins::FromTwin<$theirs> for $ours {
+            fn from_twin(value: $theirs) -> $ours {
+                value.into()
+            }
+        }
     )*};
+}
+
+/// [`same_cases!`](crate::same_cases) for every enum of the contract's
+/// vocabulary (and the leadership machine's
+/// [`StopReason`](crate::leadership::StopReason)) against its twin in
+/// `generated`, a module of generated bindings of the contract's `types`
+/// interface, where the enums have the contract's names. The one list of
+/// cases every crate's conversion uses.
+#[macro_export]
+macro_rules! same_vocabulary {
+    ($($generated:ident)::+) => {
+        $crate::same_cases! {
+            $crate::vocabulary::Strategy = $($generated)::+::Strategy { SingleObject, EpochObjects }
+            $crate::vocabulary::ExpiryClock = $($generated)::+::ExpiryClock { Holder, Server, Observed }
+            $crate::vocabulary::Addressing = $($generated)::+::AddressingStyle { Path, VirtualHosted }
+            $crate::vocabulary::Verdict = $($generated)::+::Verdict { Pass, Fail, Unknown }
+            $crate::leadership::StopReason = $($generated)::+::StopReason { RenewDeadline, Lost, Resigned }
+            $crate::vocabulary::Capability = $($generated)::+::Capability {
+                IfNoneMatchExisting,
+                IfMatchPut,
+                IfMatchMissingKey,
+                IfMatchDelete,
+                ServerDates,
+                ListStartAfter,
+                ConditionalGet,
+                PayloadHash,
+                ClockOffset,
+                TableKeySchema,
+                TtlAttribute,
+                ConcurrentCreate,
+                ConcurrentUpdate,
+            }
+            $crate::vocabulary::AuditFindingKind = $($generated)::+::AuditFindingKind {
+                TokenRepeated,
+                MissedGrant,
+                TakenWhileLive,
+                OverLimit,
+                UnexplainedGap,
+                NotOnStoreClock,
+                Unreadable,
+                FencedUnknownToken,
+                FencedTokenFell,
+            }
+        }
+    };
 }
 
 #[cfg(test)]

@@ -7,19 +7,20 @@ use super::Client;
 use crate::audit::timeline::{Ended, Entry};
 use crate::audit::verify::{Finding, Report};
 use crate::bindings::exports::s3_lease::lease::types as wit;
+use s3_lease_keep::twins::FromTwin;
 
 s3_lease_keep::same_cases! {
-    s3_lease_keep::vocabulary::AuditFindingKind = wit::AuditFindingKind {
-        TokenRepeated,
-        MissedGrant,
-        TakenWhileLive,
-        OverLimit,
-        UnexplainedGap,
-        NotOnStoreClock,
-        Unreadable,
-        FencedUnknownToken,
-        FencedTokenFell,
-    }
+    Ended = wit::AuditEnd { Released, Expired, TakenOver, Held, Unknown }
+}
+
+s3_lease_keep::same_fields! {
+    |e: Entry| -> wit::AuditEntry { token, ttl_ms, ended, held_ms, written_by, backfilled;
+        holder_id: e.holder,
+        granted_at_ms: e.granted_ms,
+        ended_at_ms: e.ended_ms }
+    |r: Report| -> wit::AuditReport { key, first_token, last_token, grants, backfilled, findings;
+        overlapped: r.overlapped() }
+    |f: Finding| -> wit::AuditFinding { kind, token, detail, evidence }
 }
 
 impl Client {
@@ -30,7 +31,7 @@ impl Client {
     ) -> Result<Vec<wit::AuditEntry>, wit::Error> {
         self.run(async |core, io| core.audit_timeline(io, &key, since_ms).await)
             .await
-            .map(|entries| entries.into_iter().map(to_wit_entry).collect())
+            .map(Vec::from_twin)
     }
 
     pub(super) async fn audit_verify(
@@ -40,7 +41,7 @@ impl Client {
     ) -> Result<wit::AuditReport, wit::Error> {
         self.run(async |core, io| core.audit_verify(io, &key, fenced_prefix.as_deref()).await)
             .await
-            .map(to_wit_report)
+            .map(wit::AuditReport::from_twin)
     }
 
     pub(super) async fn audit_prune(
@@ -54,46 +55,5 @@ impl Client {
                 first_token: p.from,
                 below_token: p.below,
             })
-    }
-}
-
-fn to_wit_entry(e: Entry) -> wit::AuditEntry {
-    wit::AuditEntry {
-        token: e.token,
-        holder_id: e.holder,
-        ttl_ms: e.ttl_ms,
-        granted_at_ms: e.granted_ms,
-        ended: match e.ended {
-            Ended::Released => wit::AuditEnd::Released,
-            Ended::Expired => wit::AuditEnd::Expired,
-            Ended::TakenOver => wit::AuditEnd::TakenOver,
-            Ended::Held => wit::AuditEnd::Held,
-            Ended::Unknown => wit::AuditEnd::Unknown,
-        },
-        ended_at_ms: e.ended_ms,
-        held_ms: e.held_ms,
-        written_by: e.written_by,
-        backfilled: e.backfilled,
-    }
-}
-
-fn to_wit_report(r: Report) -> wit::AuditReport {
-    wit::AuditReport {
-        overlapped: r.overlapped(),
-        key: r.key,
-        first_token: r.first_token,
-        last_token: r.last_token,
-        grants: r.grants,
-        backfilled: r.backfilled,
-        findings: r.findings.into_iter().map(to_wit_finding).collect(),
-    }
-}
-
-fn to_wit_finding(f: Finding) -> wit::AuditFinding {
-    wit::AuditFinding {
-        kind: f.kind.into(),
-        token: f.token,
-        detail: f.detail,
-        evidence: f.evidence,
     }
 }

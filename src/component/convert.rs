@@ -6,40 +6,42 @@ use crate::prelude::*;
 
 use crate::bindings::exports::s3_lease::lease::types as wit;
 use crate::config::{
-    Addressing, AzureBlob, AzureCredential, Credential, DynamoDbTable, GcsBucket, GcsCredential,
-    RawConfig, S3Bucket, SealKey, Store, Strategy,
+    AzureBlob, AzureCredential, Credential, DynamoDbTable, GcsBucket, GcsCredential, RawConfig,
+    S3Bucket, SealKey, Store,
 };
-use crate::elector::{Event, Role, StopReason};
+use crate::elector::{Event, Role};
 use crate::error::{Error, S3Error};
-use crate::expiry::ExpiryClock;
+use crate::fenced::{FencedObject, Written};
 use crate::lease::{Grant, Lease};
 use crate::lock_object::semaphore::{Entry, Judged};
 use crate::lock_object::LockState;
-use crate::preflight::{Capability, CapabilityResult, Report, Verdict};
+use crate::preflight::ClockOffset;
+use crate::preflight::{CapabilityResult, Report};
 use crate::sigv4::Credentials;
 use crate::transport::random_hex_id;
+pub(super) use s3_lease_keep::twins::{FromTwin, IntoTwin};
 
-s3_lease_keep::same_cases! {
-    Strategy = wit::Strategy { SingleObject, EpochObjects }
-    ExpiryClock = wit::ExpiryClock { Holder, Server, Observed }
-    Addressing = wit::AddressingStyle { Path, VirtualHosted }
-    Verdict = wit::Verdict { Pass, Fail, Unknown }
-    StopReason = wit::StopReason { RenewDeadline, Lost, Resigned }
-    Capability = wit::Capability {
-        IfNoneMatchExisting,
-        IfMatchPut,
-        IfMatchMissingKey,
-        IfMatchDelete,
-        ServerDates,
-        ListStartAfter,
-        ConditionalGet,
-        PayloadHash,
-        ClockOffset,
-        TableKeySchema,
-        TtlAttribute,
-        ConcurrentCreate,
-        ConcurrentUpdate,
-    }
+s3_lease_keep::same_vocabulary!(wit);
+
+// The records, field by field: what travels as it is, then what is made
+// otherwise (the lock object's record, and a semaphore's judged entries).
+s3_lease_keep::same_fields! {
+    |c: wit::AwsCredentials| -> Credentials { access_key_id, secret_access_key, session_token }
+    |l: Lease| -> wit::Lease { key, token, holder_id, etag, expires_at_ms, acquired_at_ms, ttl_ms, metadata, seal }
+    |l: wit::Lease| -> Lease { key, token, holder_id, etag, expires_at_ms, acquired_at_ms, ttl_ms, metadata, seal }
+    |s: LockState| -> wit::LockState { key, etag, live, expires_in_ms;
+        holder_id: s.record.holder_id,
+        token: s.record.token,
+        expires_at_ms: s.record.expires_at_ms,
+        acquired_at_ms: s.record.acquired_at_ms,
+        metadata: s.record.metadata }
+    |r: CapabilityResult| -> wit::CapabilityResult { capability, verdict, status, code, detail, silent }
+    |o: ClockOffset| -> wit::ClockOffset { offset_ms, uncertainty_ms }
+    |r: Report| -> wit::PreflightReport { results, clock_offset, safe_strategies,
+        safe_expiry_clocks, recommended_strategy, config_safe, notes, requests }
+    |e: S3Error| -> wit::S3Error { status, code, message, request_id }
+    |w: Written| -> wit::FencedWrite { object_key, etag, token, previous_token }
+    |o: FencedObject| -> wit::FencedObject { object_key, body, content_type, etag, token }
 }
 
 /// The WIT config as the core's, its credentials checked as the core
@@ -64,13 +66,13 @@ fn store(store: wit::Store) -> Result<Store, Error> {
             region: s.region,
             bucket: s.bucket,
             addressing: s.addressing.into(),
-            credentials: aws(s.credentials),
+            credentials: s.credentials.into_twin(),
         }),
         wit::Store::Dynamodb(s) => Store::DynamoDb(DynamoDbTable {
             endpoint: s.endpoint,
             region: s.region,
             table: s.table,
-            credentials: aws(s.credentials),
+            credentials: s.credentials.into_twin(),
         }),
         wit::Store::AzureBlob(s) => Store::AzureBlob(AzureBlob {
             endpoint: s.endpoint,
@@ -89,18 +91,10 @@ fn store(store: wit::Store) -> Result<Store, Error> {
 
 pub(super) fn from_wit_credential(credential: wit::Credential) -> Result<Credential, Error> {
     Ok(match credential {
-        wit::Credential::Aws(c) => Credential::Aws(aws(c)),
+        wit::Credential::Aws(c) => Credential::Aws(c.into_twin()),
         wit::Credential::Azure(c) => Credential::Azure(azure_credential(c)?),
         wit::Credential::Gcs(c) => Credential::Gcs(gcs_credential(c)?),
     })
-}
-
-fn aws(c: wit::AwsCredentials) -> Credentials {
-    Credentials {
-        access_key_id: c.access_key_id,
-        secret_access_key: c.secret_access_key,
-        session_token: c.session_token,
-    }
 }
 
 /// An Azure credential from the WIT's, checked as the config checks it.
@@ -122,17 +116,17 @@ fn gcs_credential(credential: wit::GcsCredential) -> Result<GcsCredential, Error
 
 pub(super) fn to_wit_role(role: Role) -> wit::Role {
     match role {
-        Role::Leader(lease) => wit::Role::Leader(to_wit_lease(lease)),
-        Role::Follower(state) => wit::Role::Follower(state.map(to_wit_state)),
+        Role::Leader(lease) => wit::Role::Leader(lease.into_twin()),
+        Role::Follower(state) => wit::Role::Follower(state.into_twin()),
         Role::Candidate => wit::Role::Candidate,
     }
 }
 
 pub(super) fn to_wit_event(event: Event) -> wit::ElectorEvent {
     match event {
-        Event::BecameLeader(lease) => wit::ElectorEvent::BecameLeader(to_wit_lease(lease)),
+        Event::BecameLeader(lease) => wit::ElectorEvent::BecameLeader(lease.into_twin()),
         Event::StoppedLeading(reason) => wit::ElectorEvent::StoppedLeading(reason.into()),
-        Event::LeaderChanged(state) => wit::ElectorEvent::LeaderChanged(state.map(to_wit_state)),
+        Event::LeaderChanged(state) => wit::ElectorEvent::LeaderChanged(state.into_twin()),
     }
 }
 
@@ -145,48 +139,6 @@ pub(super) fn grant(options: wit::Options) -> Result<Grant, Error> {
         holder_id,
         options.metadata.unwrap_or_default(),
     )
-}
-
-pub(super) fn to_wit_lease(l: Lease) -> wit::Lease {
-    wit::Lease {
-        key: l.key,
-        token: l.token,
-        holder_id: l.holder_id,
-        etag: l.etag,
-        expires_at_ms: l.expires_at_ms,
-        acquired_at_ms: l.acquired_at_ms,
-        ttl_ms: l.ttl_ms,
-        metadata: l.metadata,
-        seal: l.seal,
-    }
-}
-
-pub(super) fn from_wit_lease(l: wit::Lease) -> Lease {
-    Lease {
-        key: l.key,
-        token: l.token,
-        holder_id: l.holder_id,
-        etag: l.etag,
-        expires_at_ms: l.expires_at_ms,
-        acquired_at_ms: l.acquired_at_ms,
-        ttl_ms: l.ttl_ms,
-        metadata: l.metadata,
-        seal: l.seal,
-    }
-}
-
-pub(super) fn to_wit_state(s: LockState) -> wit::LockState {
-    wit::LockState {
-        key: s.key,
-        holder_id: s.record.holder_id,
-        token: s.record.token,
-        expires_at_ms: s.record.expires_at_ms,
-        acquired_at_ms: s.record.acquired_at_ms,
-        metadata: s.record.metadata,
-        etag: s.etag,
-        live: s.live,
-        expires_in_ms: s.expires_in_ms,
-    }
 }
 
 pub(super) fn to_wit_semaphore(mut s: LockState) -> Option<wit::SemaphoreState> {
@@ -207,47 +159,11 @@ pub(super) fn to_wit_semaphore(mut s: LockState) -> Option<wit::SemaphoreState> 
             .collect()
     };
     Some(wit::SemaphoreState {
-        lock: to_wit_state(s),
+        lock: s.into_twin(),
         limit: sem.record.limit,
         holders: slots(sem.record.holders, &sem.holders),
         queue: slots(sem.record.queue, &sem.queue),
     })
-}
-
-pub(super) fn to_wit_result(r: CapabilityResult) -> wit::CapabilityResult {
-    wit::CapabilityResult {
-        capability: r.capability.into(),
-        verdict: r.verdict.into(),
-        status: r.status,
-        code: r.code,
-        detail: r.detail,
-        silent: r.silent,
-    }
-}
-
-pub(super) fn to_wit_report(r: Report) -> wit::PreflightReport {
-    wit::PreflightReport {
-        results: r.results.into_iter().map(to_wit_result).collect(),
-        clock_offset: r.clock_offset.map(|o| wit::ClockOffset {
-            offset_ms: o.offset_ms,
-            uncertainty_ms: o.uncertainty_ms,
-        }),
-        safe_strategies: r.safe_strategies.into_iter().map(Into::into).collect(),
-        safe_expiry_clocks: r.safe_expiry_clocks.into_iter().map(Into::into).collect(),
-        recommended_strategy: r.recommended_strategy.map(Into::into),
-        config_safe: r.config_safe,
-        notes: r.notes,
-        requests: r.requests,
-    }
-}
-
-pub(super) fn to_wit_s3(e: S3Error) -> wit::S3Error {
-    wit::S3Error {
-        status: e.status,
-        code: e.code,
-        message: e.message,
-        request_id: e.request_id,
-    }
 }
 
 pub(super) fn to_wit_error(e: Error) -> wit::Error {
@@ -259,16 +175,16 @@ pub(super) fn to_wit_error(e: Error) -> wit::Error {
         } => wit::Error::Lost(wit::Lost {
             key,
             token,
-            current: current.map(|c| to_wit_state(*c)),
+            current: current.map(|c| (*c).into_twin()),
         }),
-        Error::Conflict(e) => wit::Error::Conflict(to_wit_s3(e)),
-        Error::ClockSkewed(e) => wit::Error::ClockSkewed(to_wit_s3(e)),
-        Error::AccessDenied(e) => wit::Error::AccessDenied(to_wit_s3(e)),
-        Error::NoSuchBucket(e) => wit::Error::NoSuchBucket(to_wit_s3(e)),
+        Error::Conflict(e) => wit::Error::Conflict(e.into_twin()),
+        Error::ClockSkewed(e) => wit::Error::ClockSkewed(e.into_twin()),
+        Error::AccessDenied(e) => wit::Error::AccessDenied(e.into_twin()),
+        Error::NoSuchBucket(e) => wit::Error::NoSuchBucket(e.into_twin()),
         Error::CorruptLockObject { object_key, reason } => {
             wit::Error::CorruptLockObject(wit::CorruptLockObject { object_key, reason })
         }
-        Error::S3(e) => wit::Error::S3(to_wit_s3(e)),
+        Error::S3(e) => wit::Error::S3(e.into_twin()),
         Error::Transport(reason) => wit::Error::Transport(reason),
         Error::InvalidConfig { field, reason } => {
             wit::Error::InvalidConfig(wit::InvalidConfig { field, reason })
@@ -281,7 +197,7 @@ pub(super) fn to_wit_error(e: Error) -> wit::Error {
         } => wit::Error::Timeout(wit::Timeout {
             key,
             waited_ms,
-            holder: holder.map(|h| to_wit_state(*h)),
+            holder: holder.map(|h| (*h).into_twin()),
         }),
         Error::Fenced {
             object_key,
@@ -292,7 +208,7 @@ pub(super) fn to_wit_error(e: Error) -> wit::Error {
             our_token,
             stored_token,
         }),
-        Error::StoreUnsafe(r) => wit::Error::StoreUnsafe(to_wit_result(*r)),
+        Error::StoreUnsafe(r) => wit::Error::StoreUnsafe((*r).into_twin()),
         Error::LimitMismatch {
             key,
             stored,

@@ -19,6 +19,7 @@ use crate::driver::Within;
 use crate::elector::{Elector, ElectorConfig};
 use crate::error::Error;
 use crate::fenced::Change;
+use crate::lease::Lease;
 use crate::protocol::AcquireOutcome;
 use crate::strategy::single_object::semaphore::SlotOutcome;
 use crate::transport::{random_hex_id, random_u64, WasiIo};
@@ -99,7 +100,7 @@ impl Client {
         self.run(async |core, io| core.try_acquire(io, &key, &grant).await)
             .await
             .map(|outcome| match outcome {
-                AcquireOutcome::Granted(lease) => Some(to_wit_lease(lease)),
+                AcquireOutcome::Granted(lease) => Some(wit::Lease::from_twin(lease)),
                 AcquireOutcome::Held(_) => None,
             })
     }
@@ -113,7 +114,7 @@ impl Client {
         let grant = grant(options).map_err(to_wit_error)?;
         self.run(async |core, io| core.acquire(io, &key, &grant, timeout_ms).await)
             .await
-            .map(to_wit_lease)
+            .map(wit::Lease::from_twin)
     }
 
     pub(super) async fn try_acquire_slot(
@@ -129,9 +130,11 @@ impl Client {
         })
         .await
         .map(|outcome| match outcome {
-            SlotOutcome::Granted(lease) => wit::SlotAttempt::Granted(to_wit_lease(lease)),
+            SlotOutcome::Granted(lease) => wit::SlotAttempt::Granted(wit::Lease::from_twin(lease)),
             SlotOutcome::Queued { place, .. } => wit::SlotAttempt::Queued(place),
-            SlotOutcome::Full(seen) => wit::SlotAttempt::Full(seen.map(|s| to_wit_state(*s))),
+            SlotOutcome::Full(seen) => {
+                wit::SlotAttempt::Full(seen.map(|s| wit::LockState::from_twin(*s)))
+            }
             SlotOutcome::Rewritten(_) | SlotOutcome::Left => wit::SlotAttempt::Full(None),
         })
     }
@@ -149,7 +152,7 @@ impl Client {
                 .await
         })
         .await
-        .map(to_wit_lease)
+        .map(wit::Lease::from_twin)
     }
 
     pub(super) async fn inspect_slots(
@@ -171,13 +174,13 @@ impl Client {
     }
 
     pub(super) async fn renew(&self, lease: wit::Lease) -> Result<wit::Lease, wit::Error> {
-        self.run(async |core, io| core.rewrite(io, from_wit_lease(lease), false).await)
+        self.run(async |core, io| core.rewrite(io, Lease::from_twin(lease), false).await)
             .await
-            .map(to_wit_lease)
+            .map(wit::Lease::from_twin)
     }
 
     pub(super) async fn release(&self, lease: wit::Lease) -> Result<(), wit::Error> {
-        self.run(async |core, io| core.rewrite(io, from_wit_lease(lease), true).await)
+        self.run(async |core, io| core.rewrite(io, Lease::from_twin(lease), true).await)
             .await
             .map(|_| ())
     }
@@ -185,7 +188,7 @@ impl Client {
     pub(super) async fn inspect(&self, key: String) -> Result<Option<wit::LockState>, wit::Error> {
         self.run(async |core, io| core.inspect(io, &key).await)
             .await
-            .map(|s| s.map(to_wit_state))
+            .map(|s| s.map(wit::LockState::from_twin))
     }
 
     pub(super) async fn fenced_put(
@@ -211,18 +214,13 @@ impl Client {
         options: wit::FenceOptions,
     ) -> Result<wit::FencedWrite, wit::Error> {
         let change = Change::Put { body, content_type };
-        let lease = from_wit_lease(lease);
+        let lease = Lease::from_twin(lease);
         self.run(async |core, io| {
             core.fenced_write(io, &lease, &object_key, change, options.reject_equal_token)
                 .await
         })
         .await
-        .map(|w| wit::FencedWrite {
-            object_key: w.object_key,
-            etag: w.etag,
-            token: w.token,
-            previous_token: w.previous_token,
-        })
+        .map(wit::FencedWrite::from_twin)
     }
 
     pub(super) async fn fenced_delete(
@@ -233,7 +231,7 @@ impl Client {
         let change = Change::Delete {
             nonce: random_u64(),
         };
-        let lease = from_wit_lease(lease);
+        let lease = Lease::from_twin(lease);
         self.run(async |core, io| {
             core.fenced_write(io, &lease, &object_key, change, false)
                 .await
@@ -248,21 +246,13 @@ impl Client {
     ) -> Result<Option<wit::FencedObject>, wit::Error> {
         self.run(async |core, io| core.fenced_get(io, &object_key).await)
             .await
-            .map(|found| {
-                found.map(|o| wit::FencedObject {
-                    object_key: o.object_key,
-                    body: o.body,
-                    content_type: o.content_type,
-                    etag: o.etag,
-                    token: o.token,
-                })
-            })
+            .map(Option::from_twin)
     }
 
     pub(super) async fn preflight(&self) -> Result<wit::PreflightReport, wit::Error> {
         self.run(async |core, io| core.preflight(io).await)
             .await
-            .map(to_wit_report)
+            .map(wit::PreflightReport::from_twin)
     }
 
     pub(super) fn elector(

@@ -4,21 +4,9 @@
 //! the intervals of all replies are intersected.
 
 /// Our wall clock minus the store's, in ms (positive: this machine is
-/// ahead), give or take `uncertainty_ms`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClockOffset {
-    pub offset_ms: i64,
-    pub uncertainty_ms: u64,
-}
-
-impl ClockOffset {
-    /// The largest offset the bounds allow, either way.
-    pub fn worst_ms(&self) -> u64 {
-        self.offset_ms
-            .unsigned_abs()
-            .saturating_add(self.uncertainty_ms)
-    }
-}
+/// ahead), give or take `uncertainty_ms`: defined once for the core, the
+/// host crate and the guest crate.
+pub use s3_lease_keep::records::ClockOffset;
 
 /// The interval the offset lies in, `[low, high]` ms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

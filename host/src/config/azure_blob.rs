@@ -2,12 +2,12 @@
 //! authorizes its requests.
 
 use super::{KeysFrom, OwnSettings, Store, StoreConfig};
+use crate::config::Credential;
 use crate::credentials::azure::{self, AccountAuth};
 use crate::credentials::SharedTokenSource;
 use crate::error::Error;
-use crate::types::Credential;
 
-pub use crate::types::AzureCredential;
+pub use crate::credentials::azure::AzureCredential;
 
 /// Builds the [`StoreConfig`] of an Azure Blob Storage container (the WIT
 /// store `azure-blob`). Azure takes no region, bucket, addressing or AWS

@@ -2,12 +2,12 @@
 //! and the credential that authorizes its requests.
 
 use super::{KeysFrom, OwnSettings, Store, StoreConfig};
+use crate::config::Credential;
 use crate::credentials::{GoogleCredentials, SharedTokenSource};
 use crate::error::Error;
-use crate::types::Credential;
 use std::time::Duration;
 
-pub use crate::types::GcsCredential;
+pub use crate::credentials::gcs::GcsCredential;
 
 /// GCS's own endpoint (the JSON API's root).
 const GCS_ENDPOINT: &str = "https://storage.googleapis.com";

@@ -12,15 +12,19 @@ mod s3;
 #[cfg(test)]
 mod tests;
 
-pub use azure_blob::AzureBlobBuilder;
+pub use azure_blob::{AzureBlobBuilder, AzureCredential};
 pub use dynamodb::DynamoDbBuilder;
 pub use env::AwsKeys;
-pub use gcs::GcsBuilder;
+pub use gcs::{GcsBuilder, GcsCredential};
 pub use s3::S3Builder;
+
+/// The store's credential, as `StoreConfig` holds it and
+/// `set_credential` replaces it (defined with the credentials).
+pub use crate::credentials::Credential;
 
 use crate::credentials::{SharedSource, SharedTokenSource};
 use crate::error::Error;
-use crate::types::{Credential, ExpiryClock, Strategy};
+use crate::types::{ExpiryClock, Strategy};
 pub(crate) use env::KeysFrom;
 use std::fmt;
 use std::time::Duration;

@@ -1,8 +1,9 @@
 use super::*;
+use crate::config::{AzureCredential, GcsCredential};
 use crate::credentials::{FetchedCredentials, StaticCredentials};
 use crate::engine::bindings::{self as wit, Store as WitStore};
 use crate::error::Error;
-use crate::types::{Addressing, AzureCredential, Credentials, GcsCredential};
+use crate::types::{Addressing, Credentials};
 use std::collections::HashMap;
 
 fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
@@ -305,8 +306,8 @@ fn debug_of_credentials_their_source_and_a_config_shows_no_secret() {
 
 #[test]
 fn errors_name_each_stores_bucket_table_or_container_and_no_secret() {
+    use crate::config::AzureCredential;
     use crate::config::{AzureBlobBuilder, DynamoDbBuilder, S3Builder};
-    use crate::types::AzureCredential;
     let s3 = S3Builder::new("b", "us-east-1", Credentials::new("AKID", "secret"))
         .endpoint("http://127.0.0.1:9000")
         .build()

@@ -16,8 +16,33 @@ pub mod managed_identity;
 pub type AzureToken = crate::credentials::AccessToken;
 
 use crate::error::Error;
-use crate::types::AzureCredential;
 use managed_identity::ManagedIdentity;
+use std::fmt;
+
+/// How requests to an Azure Blob Storage account are authorized. `Debug`
+/// never shows the key, the SAS or the token.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AzureCredential {
+    /// The account's key (base64, as the portal shows it): Shared Key.
+    AccountKey(String),
+    /// A shared access signature (the query string, with or without `?`).
+    Sas(String),
+    /// An OAuth bearer token for `https://storage.azure.com/` (a managed
+    /// identity's, say); see [`AzureBlobBuilder::token_source`](crate::AzureBlobBuilder::token_source) for one
+    /// kept fresh.
+    BearerToken(String),
+}
+
+impl fmt::Debug for AzureCredential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AzureCredential::AccountKey(_) => "AccountKey(<redacted>)",
+            AzureCredential::Sas(_) => "Sas(<redacted>)",
+            AzureCredential::BearerToken(_) => "BearerToken(<redacted>)",
+        })
+    }
+}
 
 /// Azurite's well-known development account and key (public, in
 /// Microsoft's documentation).
@@ -150,9 +175,9 @@ fn split_endpoint(blob_endpoint: &str, account: &str) -> Result<(String, bool), 
 
 /// A store's credential as the client's one credential type, for
 /// [`Client::set_credential`](crate::Client::set_credential).
-impl From<AzureCredential> for crate::types::Credential {
+impl From<AzureCredential> for super::Credential {
     fn from(credential: AzureCredential) -> Self {
-        crate::types::Credential::Azure(credential)
+        super::Credential::Azure(credential)
     }
 }
 

@@ -22,7 +22,6 @@ use super::aws_chain::on_own_thread;
 use super::tokens::{AccessToken, TokenSource};
 use crate::engine::own_runtime::OwnRuntime;
 use crate::error::Error;
-use crate::types::GcsCredential;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
@@ -31,6 +30,31 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How requests to Google Cloud Storage are authorized. `Debug` never
+/// shows the token.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GcsCredential {
+    /// An OAuth 2.0 access token with a storage scope
+    /// (`devstorage.read_write` or `cloud-platform`), sent as
+    /// `Authorization: Bearer`. It expires (usually within the hour): see
+    /// [`GcsBuilder::token_source`](crate::GcsBuilder::token_source) for
+    /// one kept fresh.
+    BearerToken(String),
+    /// No `Authorization` header: an emulator that checks none
+    /// (fake-gcs-server), or a bucket anyone may write to.
+    Anonymous,
+}
+
+impl fmt::Debug for GcsCredential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GcsCredential::BearerToken(_) => "BearerToken(<redacted>)",
+            GcsCredential::Anonymous => "Anonymous",
+        })
+    }
+}
 
 /// The scope the tokens are asked for: reading and writing objects.
 pub const STORAGE_SCOPE: &str = "https://www.googleapis.com/auth/devstorage.read_write";
@@ -540,9 +564,9 @@ fn encode(text: &str) -> String {
 
 /// A store's credential as the client's one credential type, for
 /// [`Client::set_credential`](crate::Client::set_credential).
-impl From<GcsCredential> for crate::types::Credential {
+impl From<GcsCredential> for super::Credential {
     fn from(credential: GcsCredential) -> Self {
-        crate::types::Credential::Gcs(credential)
+        super::Credential::Gcs(credential)
     }
 }
 

@@ -40,9 +40,22 @@ pub use tokens::{AccessToken, SharedTokenSource, TokenSource};
 
 use crate::error::Error;
 use crate::types::Credentials;
+use azure::AzureCredential;
+use gcs::GcsCredential;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
+
+/// A store's credential, as [`Client::set_credential`](crate::Client::set_credential)
+/// replaces it: of the client's store's kind (AWS keys for S3 and
+/// DynamoDB). `Debug` shows no secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Credential {
+    Aws(Credentials),
+    Azure(AzureCredential),
+    Gcs(GcsCredential),
+}
 
 /// Credentials as a source handed them out. `Debug` shows neither the
 /// secret key nor the session token.

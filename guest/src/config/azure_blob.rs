@@ -2,6 +2,7 @@
 //! account read from the variables the host crate reads (those the Azure
 //! SDKs read), minus the managed identity, which a guest cannot fetch.
 
+use super::{Addressing, Config, Store};
 use crate::error::Error;
 // A BTreeMap, not a HashMap: std's hasher seeds itself through
 // `wasi:random/insecure-seed`, an import the component would gain for it.
@@ -145,6 +146,49 @@ fn from_connection_string(text: &str) -> Result<Account, Error> {
         account,
         credential,
     })
+}
+
+impl Config {
+    /// A container of an Azure Blob Storage account:
+    /// `https://<account>.blob.core.windows.net`, virtual-hosted. For an
+    /// emulator (Azurite), set its root as the endpoint and path
+    /// addressing (the account then goes first in every path).
+    pub fn azure_blob(
+        account: impl Into<String>,
+        container: impl Into<String>,
+        credential: AzureCredential,
+    ) -> Config {
+        let account = account.into();
+        Config::of(Store::AzureBlob {
+            endpoint: format!("https://{account}.blob.core.windows.net"),
+            addressing: Addressing::VirtualHosted,
+            account,
+            container: container.into(),
+            credential,
+        })
+    }
+}
+
+impl Config {
+    /// `from_vars`'s Azure Blob Storage store (see there).
+    pub(super) fn from_azure_vars(var: &impl Fn(&str) -> Option<String>) -> Result<Config, Error> {
+        let container = var("S3LEASE_CONTAINER")
+            .or_else(|| var("S3LEASE_BUCKET"))
+            .ok_or(Error::MissingEnv {
+                name: "S3LEASE_CONTAINER",
+            })?;
+        let account = from_vars(var)?;
+        let addressing = match account.path_style {
+            true => Addressing::Path,
+            false => Addressing::VirtualHosted,
+        };
+        let mut config = Config::azure_blob(account.account, container, account.credential)
+            .with_endpoint(account.endpoint)
+            .with_addressing(addressing);
+        config.key_prefix = var("S3LEASE_KEY_PREFIX");
+        config.seal_key = var("S3LEASE_SEAL_KEY");
+        Ok(config)
+    }
 }
 
 #[cfg(test)]

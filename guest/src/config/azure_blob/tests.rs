@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::Store;
 
 fn vars<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
     |name| {
@@ -73,4 +74,71 @@ fn connection_strings_as_the_host_crate_reads_them() {
         let e = from_connection_string(bad).err().unwrap();
         assert!(!format!("{e} {e:?}").contains("secret-key-value"), "{e}");
     }
+}
+
+fn from(vars: &[(&str, &str)]) -> Result<Config, Error> {
+    Config::from_vars(|name| {
+        vars.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    })
+}
+
+#[test]
+fn azure_blob_reads_the_host_crates_variables() {
+    let vars = [
+        ("S3LEASE_STORE", "azure-blob"),
+        ("S3LEASE_CONTAINER", "locks"),
+        (
+            "AZURE_STORAGE_CONNECTION_STRING",
+            "UseDevelopmentStorage=true",
+        ),
+        ("S3LEASE_KEY_PREFIX", "p/"),
+    ];
+    let c = from(&vars).unwrap();
+    assert_eq!(c.key_prefix(), "p/");
+    match c.store {
+        Store::AzureBlob {
+            endpoint,
+            addressing,
+            account,
+            container,
+            ..
+        } => assert_eq!(
+            (&*endpoint, addressing, &*account, &*container),
+            (
+                "http://127.0.0.1:10000",
+                Addressing::Path,
+                "devstoreaccount1",
+                "locks"
+            )
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        from(&vars[..1]),
+        Err(Error::MissingEnv {
+            name: "S3LEASE_CONTAINER"
+        })
+    );
+}
+
+#[test]
+fn azure_blob_by_hand_is_virtual_hosted_and_hides_its_credential() {
+    let c = Config::azure_blob(
+        "acct",
+        "locks",
+        AzureCredential::AccountKey("very-secret".into()),
+    );
+    assert_eq!(c.endpoint(), "https://acct.blob.core.windows.net");
+    assert!(matches!(
+        c.store,
+        Store::AzureBlob {
+            addressing: Addressing::VirtualHosted,
+            ..
+        }
+    ));
+    let shown = format!("{c:?}");
+    assert!(!shown.contains("very-secret"), "{shown}");
+    assert!(shown.contains("locks"), "{shown}");
 }
