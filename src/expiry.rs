@@ -44,7 +44,7 @@ pub use crate::config::ExpiryClock;
 use crate::error::{Error, S3Error};
 use crate::lock_object::semaphore::{Entry, Judged, SemaphoreRecord, SemaphoreState};
 use crate::lock_object::{LockRecord, LockState};
-use crate::s3::S3Response;
+use crate::stores::s3::S3Response;
 
 /// Added under `server`: 1 s because `Last-Modified` and `Date` are whole
 /// seconds, 1 s for the time between the server reading the object and

@@ -180,7 +180,7 @@ mod tests {
             assert_eq!(parse_ms(&format(s)), Some(s * 1000), "{s}");
             assert_eq!(
                 format(s),
-                crate::testing::s3_model::http_date(s * 1000),
+                crate::stores::s3::model::http_date(s * 1000),
                 "{s}"
             );
         }

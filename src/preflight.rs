@@ -17,8 +17,6 @@ mod findings;
 mod lifecycle;
 mod offset;
 mod race;
-mod stores;
-mod table;
 mod verdict;
 
 #[cfg(test)]
@@ -33,11 +31,12 @@ use crate::config::Strategy;
 use crate::error::Error;
 use crate::expiry::{server_time, ExpiryClock};
 use crate::protocol::{Operation, Step};
-use crate::s3::{self, list_request, Method, S3Request, S3Response};
 use crate::sigv4;
+use crate::stores::dynamodb::table;
+use crate::stores::s3::dialects::{self, KnownStore};
+use crate::stores::s3::{self, list_request, Method, S3Request, S3Response};
 use offset::OffsetBounds;
 use race::{Race, RaceStep};
-use stores::KnownStore;
 
 /// What the preflight found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -631,7 +630,7 @@ impl Preflight {
         // Through the JSON API every reply carries x-goog-* headers: they
         // name GCS's XML API only on an s3 store.
         let store = if self.gcs { None } else { self.store };
-        stores::name_store(&mut results, store);
+        dialects::name_store(&mut results, store);
         let mut notes = self.lifecycle_notes.clone();
         if self.azure {
             notes.push(lifecycle::azure_note(self.key_prefix()));

@@ -8,8 +8,8 @@ use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use s3_lease::config::{ClientConfig, Scheme};
-use s3_lease::s3::{Method, S3Request, S3Response};
-use s3_lease::wire::{prepare, read_reply};
+use s3_lease::stores::s3::{Method, S3Request, S3Response};
+use s3_lease::stores::{prepare, read_reply};
 use s3_lease_host::http::full;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -83,7 +83,7 @@ impl Admin {
 }
 
 /// A request `s3::prepare` signed, as an `http::Request` any client sends.
-pub fn to_http(prepared: s3_lease::s3::HttpRequest) -> Result<http::Request<Bytes>> {
+pub fn to_http(prepared: s3_lease::stores::s3::HttpRequest) -> Result<http::Request<Bytes>> {
     let scheme = match prepared.scheme {
         Scheme::Http => "http",
         Scheme::Https => "https",

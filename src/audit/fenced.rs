@@ -22,7 +22,7 @@ use super::versions::FencedVersion;
 use crate::error::Error;
 use crate::fenced::{META_LOCK, META_TOKEN};
 use crate::protocol::{Operation, Step};
-use crate::s3::{self, ListedVersion, Method, S3Request, S3Response, VersionMarker};
+use crate::stores::s3::{self, ListedVersion, Method, S3Request, S3Response, VersionMarker};
 
 /// Error replies to a HEAD are small.
 const MAX_HEAD_BYTES: usize = 64 * 1024;

@@ -26,7 +26,7 @@
 //!
 //! Every time it uses is the store's (`Last-Modified`, GCS's `updated`,
 //! the replies' `Date`): no client clock is trusted. The operations speak
-//! the protocol's requests, which `wire` turns into each store's (a
+//! the protocol's requests, which `stores` turns into each store's (a
 //! create-only PUT is `If-None-Match: *` on S3 and Azure,
 //! `ifGenerationMatch=0` on GCS, `attribute_not_exists` on DynamoDB), as
 //! the stored seal key's (`seal::stored`) are.

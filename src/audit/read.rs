@@ -23,7 +23,7 @@ use crate::error::Error;
 use crate::expiry::server_time;
 use crate::json_out::JsonObject;
 use crate::protocol::{Operation, Step};
-use crate::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
+use crate::stores::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
 use crate::strategy::floor::FLOOR_STRIDE;
 
 /// Tokens in a row with no record after which the reader goes on at the

@@ -24,7 +24,7 @@ use crate::config::ExpiryClock;
 use crate::expiry::{server_time, Observation};
 use crate::json_out::JsonObject;
 use crate::lock_object::LockState;
-use crate::s3::S3Response;
+use crate::stores::s3::S3Response;
 use serde_json::{Map, Value};
 
 /// The format's version: a reader refuses records of a later one.

@@ -26,7 +26,7 @@ use crate::error::Error;
 use crate::limits::MAX_REREADS;
 use crate::lock_object::LockState;
 use crate::protocol::{is_ambiguous, Operation, Step};
-use crate::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
+use crate::stores::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
 
 const JSON: &str = "application/json";
 

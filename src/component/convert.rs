@@ -5,10 +5,7 @@
 use crate::prelude::*;
 
 use crate::bindings::exports::s3_lease::lease::types as wit;
-use crate::config::{
-    Addressing, AzureBlob, AzureCredential, Credential, DynamoDbTable, GcsBucket, GcsCredential,
-    RawConfig, S3Bucket, SealKey, Store, Strategy,
-};
+use crate::config::{Addressing, Credential, RawConfig, SealKey, Store, Strategy};
 use crate::elector::{Event, Role, StopReason};
 use crate::error::{Error, S3Error};
 use crate::expiry::ExpiryClock;
@@ -17,6 +14,9 @@ use crate::lock_object::semaphore::{Entry, Judged};
 use crate::lock_object::LockState;
 use crate::preflight::{Capability, CapabilityResult, Report, Verdict};
 use crate::sigv4::Credentials;
+use crate::stores::{
+    AzureBlob, AzureCredential, DynamoDbTable, GcsBucket, GcsCredential, S3Bucket,
+};
 use crate::transport::random_hex_id;
 
 s3_lease_keep::same_cases! {

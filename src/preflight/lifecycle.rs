@@ -12,7 +12,7 @@
 use crate::prelude::*;
 
 use crate::lease::SEAL_KEY_OBJECT_NAME;
-use crate::s3::{xml_text, Method, S3Request, S3Response};
+use crate::stores::s3::{xml_text, Method, S3Request, S3Response};
 use crate::strategy::floor::FLOOR_DIR;
 use serde_json::Value;
 

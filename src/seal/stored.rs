@@ -24,8 +24,8 @@ use crate::prelude::*;
 use crate::error::{Error, S3Error};
 use crate::limits::MAX_REREADS;
 use crate::protocol::{is_ambiguous, Operation, Step};
-use crate::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
 use crate::sigv4::hex;
+use crate::stores::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
 use core::fmt;
 use serde_json::Value;
 

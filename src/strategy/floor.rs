@@ -46,7 +46,7 @@ use crate::error::{Error, S3Error};
 use crate::expiry::{server_time, SERVER_SLACK_MS};
 use crate::limits::MAX_REREADS;
 use crate::protocol::is_ambiguous;
-use crate::s3::{Method, S3Request, S3Response};
+use crate::stores::s3::{Method, S3Request, S3Response};
 use serde_json::Value;
 
 /// How far apart two incarnations of a key's lock object start.

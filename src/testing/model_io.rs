@@ -3,10 +3,10 @@
 //! skewed) wall clock, a monotonic clock, and hooks for what a test wants
 //! to happen between the client and the store.
 
-use super::s3_model::S3Model;
 use crate::driver::Io;
 use crate::error::Error;
-use crate::s3::{Endpoint, S3Request, S3Response, StoreKind};
+use crate::stores::s3::model::S3Model;
+use crate::stores::s3::{Endpoint, S3Request, S3Response, StoreKind};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -142,7 +142,8 @@ impl<S: Model> Io for ModelIo<S> {
             hook(&mut self.store);
         }
         let reply = self.store.handle(request);
-        let lose_put = request.method == crate::s3::Method::Put && self.lose_put_replies > 0;
+        let lose_put =
+            request.method == crate::stores::s3::Method::Put && self.lose_put_replies > 0;
         if lose_put {
             self.lose_put_replies -= 1;
         }
@@ -186,7 +187,7 @@ impl<S: Model> Io for ModelIo<S> {
 mod tests {
     use super::*;
     use crate::ready::Ready;
-    use crate::s3::Method;
+    use crate::stores::s3::Method;
 
     fn put(key: &str, body: &[u8]) -> S3Request {
         S3Request::new(Method::Put, key, 1024).body("text/plain", body.to_vec())

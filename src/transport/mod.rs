@@ -10,8 +10,8 @@ use crate::bindings::wasi::http::types::{ErrorCode, Method as HttpMethod, Scheme
 use crate::config::{ClientConfig, Credential, Scheme, Store};
 use crate::driver::Io;
 use crate::error::Error;
-use crate::s3::{Endpoint, HttpRequest, Method, S3Request, S3Response, StoreKind};
-use crate::wire;
+use crate::stores;
+use crate::stores::s3::{Endpoint, HttpRequest, Method, S3Request, S3Response, StoreKind};
 use core::cell::{Cell, RefCell};
 
 pub struct WasiIo<'a> {
@@ -25,7 +25,7 @@ pub struct WasiIo<'a> {
 
 impl WasiIo<'_> {
     /// `request` signed with the latest credentials, at the signing clock.
-    fn prepare(&mut self, request: &S3Request) -> crate::s3::HttpRequest {
+    fn prepare(&mut self, request: &S3Request) -> crate::stores::s3::HttpRequest {
         let signing_ms = self
             .now_ms()
             .saturating_add_signed(self.signing_offset_ms.get());
@@ -34,14 +34,14 @@ impl WasiIo<'_> {
         let _ = config
             .store
             .set_credential(self.credential.borrow().clone());
-        wire::prepare(&config, request, signing_ms / 1000)
+        stores::prepare(&config, request, signing_ms / 1000)
     }
 }
 
 impl Io for WasiIo<'_> {
     async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
         let reply = wasi::send(&self.prepare(request)).await?;
-        Ok(wire::read_reply(self.config, request, reply))
+        Ok(stores::read_reply(self.config, request, reply))
     }
 
     /// All of them on the wire before any reply is awaited.
@@ -51,7 +51,7 @@ impl Io for WasiIo<'_> {
         replies
             .into_iter()
             .zip(requests)
-            .map(|(reply, request)| reply.map(|r| wire::read_reply(self.config, request, r)))
+            .map(|(reply, request)| reply.map(|r| stores::read_reply(self.config, request, r)))
             .collect()
     }
 

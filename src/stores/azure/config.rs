@@ -4,14 +4,15 @@
 
 use crate::prelude::*;
 
-use super::{Addressing, Profile};
+use crate::config::Addressing;
 use crate::error::Error;
-use crate::shared_key::AccountKey;
+use crate::stores::azure::shared_key::AccountKey;
+use crate::stores::Profile;
 use core::fmt;
 
 /// What Azure Blob Storage is and does (see `Profile`): no listing (its
 /// clients use single-object).
-pub(super) const PROFILE: Profile = Profile {
+pub const PROFILE: Profile = Profile {
     name: "azure-blob",
     lists_keys: false,
     records_write_times: true,
@@ -107,11 +108,11 @@ fn printable(s: &str) -> bool {
 }
 
 impl AzureBlob {
-    pub(super) fn check(&self) -> Result<(), Error> {
+    pub(crate) fn check(&self) -> Result<(), Error> {
         check(self)
     }
 
-    pub(super) fn set_credential(&mut self, credential: AzureCredential) -> Result<(), Error> {
+    pub(crate) fn set_credential(&mut self, credential: AzureCredential) -> Result<(), Error> {
         check_credential(&credential)?;
         self.credential = credential;
         Ok(())

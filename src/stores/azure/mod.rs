@@ -31,17 +31,23 @@
 
 use crate::prelude::*;
 
+mod config;
 mod reply;
+pub mod shared_key;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod model;
 
 #[cfg(test)]
 mod tests;
 
+pub use config::{AzureBlob, AzureCredential, PROFILE};
 pub use reply::read_reply;
 
-use crate::config::{Addressing, AzureBlob, AzureCredential, ClientConfig};
-use crate::s3::{HttpRequest, Method, S3Request, PAYLOAD_HASH};
-use crate::shared_key::{self, SignedRequest, API_VERSION};
+use crate::config::{Addressing, ClientConfig};
 use crate::sigv4;
+use crate::stores::s3::{HttpRequest, Method, S3Request, PAYLOAD_HASH};
+use shared_key::{SignedRequest, API_VERSION};
 
 /// S3's metadata prefix, as the protocol names its headers.
 pub const S3_META: &str = "x-amz-meta-";
@@ -172,7 +178,7 @@ pub fn prepare(
         path_and_query,
         headers,
         body: req.body.clone(),
-        timeout_ms: crate::s3::timeout_ms(config, req),
+        timeout_ms: crate::stores::s3::timeout_ms(config, req),
         max_response_bytes: req.max_response_bytes,
     }
 }

@@ -17,12 +17,13 @@
 //! and reads the reply back as the protocol does (`azure::read_reply`):
 //! the store the simulation and unit tests run Azure clients against.
 
-use crate::azure;
-use crate::config::{AzureBlob, AzureCredential, ClientConfig, Store};
-use crate::s3::{HttpRequest, Method, S3Request, S3Response};
-use crate::shared_key::{self, AccountKey, SignedRequest};
+use crate::config::{ClientConfig, Store};
+use crate::stores::azure;
+use crate::stores::azure::shared_key::{self, AccountKey, SignedRequest};
+use crate::stores::s3::model::http_date;
+use crate::stores::s3::{HttpRequest, Method, S3Request, S3Response};
+use crate::stores::{AzureBlob, AzureCredential};
 use crate::testing::model_io::{Model, ModelIo};
-use crate::testing::s3_model::http_date;
 use crate::testing::uri::{percent_decode, split_target};
 use md5::{Digest, Md5};
 use std::collections::BTreeMap;
@@ -198,9 +199,10 @@ impl AzureModel {
         };
         reply.headers.push(("date".into(), http_date(self.now_ms)));
         reply.headers.push(("x-ms-request-id".into(), request_id));
-        reply
-            .headers
-            .push(("x-ms-version".into(), crate::shared_key::API_VERSION.into()));
+        reply.headers.push((
+            "x-ms-version".into(),
+            crate::stores::azure::shared_key::API_VERSION.into(),
+        ));
         if req.method == Method::Head {
             reply.body.clear();
         }
@@ -513,8 +515,8 @@ impl Model for AzureModel {
     fn now_ms(&self) -> u64 {
         self.now_ms
     }
-    fn store_kind(&self) -> crate::s3::StoreKind {
-        crate::s3::StoreKind::AzureBlob
+    fn store_kind(&self) -> crate::stores::s3::StoreKind {
+        crate::stores::s3::StoreKind::AzureBlob
     }
 }
 

@@ -23,7 +23,7 @@
 use crate::prelude::*;
 
 use super::{s3_metadata_name, S3_META};
-use crate::s3::{Method, S3Request, S3Response, NOT_THE_STORE_HEADER, UNREADABLE_HEADER};
+use crate::stores::s3::{Method, S3Request, S3Response, NOT_THE_STORE_HEADER, UNREADABLE_HEADER};
 
 /// Azure's request id header (lowercased, as replies' headers are).
 const REQUEST_ID: &str = "x-ms-request-id";
@@ -80,7 +80,7 @@ fn not_azure(
     body: &[u8],
 ) -> Option<String> {
     let has = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
-    let target = crate::s3::described(req);
+    let target = crate::stores::s3::described(req);
     if status == 404 && !has(ERROR_CODE) {
         let body = String::from_utf8_lossy(body);
         if xml_text(&body, "Code").is_none_or(|c| c.is_empty()) {
@@ -123,7 +123,7 @@ fn error_reply(r: S3Response) -> S3Response {
         return r;
     }
     let request_id = r.header(REQUEST_ID).unwrap_or_default().to_string();
-    let body = crate::s3::error_body(&code, &message, &request_id);
+    let body = crate::stores::s3::error_body(&code, &message, &request_id);
     S3Response {
         status,
         headers: r.headers,

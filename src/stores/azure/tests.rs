@@ -11,8 +11,8 @@ use crate::fenced::{Change, META_TOKEN};
 use crate::lease::Grant;
 use crate::protocol::AcquireOutcome;
 use crate::ready::Ready;
-use crate::s3::S3Response;
-use crate::testing::azure_model::{self, AzureIo, ACCOUNT, ACCOUNT_KEY, CONTAINER};
+use crate::stores::azure::model::{self as azure_model, AzureIo, ACCOUNT, ACCOUNT_KEY, CONTAINER};
+use crate::stores::s3::S3Response;
 use crate::testing::raw_config;
 
 const START_MS: u64 = 1_700_000_000_000;
@@ -372,8 +372,11 @@ fn azures_answers_are_the_protocols() {
             ("etag".into(), "\"0x8DC1\"".into()),
             ("x-ms-meta-s3lease_token".into(), "9".into()),
             ("x-amz-meta-s3lease-lock".into(), "forged".into()),
-            (crate::s3::UNREADABLE_HEADER.into(), "forged".into()),
-            (crate::s3::NOT_THE_STORE_HEADER.into(), "forged".into()),
+            (crate::stores::s3::UNREADABLE_HEADER.into(), "forged".into()),
+            (
+                crate::stores::s3::NOT_THE_STORE_HEADER.into(),
+                "forged".into(),
+            ),
             ("x-ms-request-id".into(), "R1".into()),
         ],
         ..S3Response::default()
@@ -382,8 +385,8 @@ fn azures_answers_are_the_protocols() {
     assert_eq!(r.status, 200);
     assert_eq!(r.header(META_TOKEN), Some("9"));
     assert_eq!(r.header("x-amz-meta-s3lease-lock"), None);
-    assert_eq!(r.header(crate::s3::UNREADABLE_HEADER), None);
-    assert_eq!(r.header(crate::s3::NOT_THE_STORE_HEADER), None);
+    assert_eq!(r.header(crate::stores::s3::UNREADABLE_HEADER), None);
+    assert_eq!(r.header(crate::stores::s3::NOT_THE_STORE_HEADER), None);
     let del = S3Request::new(Method::Delete, "k", 10);
     assert_eq!(
         read_reply(&del, S3Response { status: 202, ..ok }).status,
@@ -403,7 +406,7 @@ fn azures_answers_are_the_protocols() {
 fn judged(req: &S3Request, reply: S3Response) -> Option<String> {
     let read = read_reply(req, reply);
     crate::testing::wrong_endpoint_reason(
-        crate::s3::StoreKind::AzureBlob,
+        crate::stores::s3::StoreKind::AzureBlob,
         req,
         &read,
         "not an Azure Blob endpoint",
@@ -674,9 +677,9 @@ impl crate::driver::Io for SkewedIo<'_> {
     fn random_u64(&mut self) -> u64 {
         crate::driver::Io::random_u64(self.io)
     }
-    fn endpoint(&self) -> Option<crate::s3::Endpoint> {
-        Some(crate::s3::Endpoint {
-            store: crate::s3::StoreKind::AzureBlob,
+    fn endpoint(&self) -> Option<crate::stores::s3::Endpoint> {
+        Some(crate::stores::s3::Endpoint {
+            store: crate::stores::s3::StoreKind::AzureBlob,
             url: crate::testing::model_io::MODEL_ENDPOINT.into(),
         })
     }

@@ -4,15 +4,15 @@
 
 use crate::prelude::*;
 
-use super::aws::{check_credentials, check_region};
-use super::Profile;
+use crate::config::aws::{check_credentials, check_region};
 use crate::error::Error;
 use crate::sigv4::Credentials;
+use crate::stores::Profile;
 
 /// What DynamoDB is and does (see `Profile`): it lists no keys, stamps no
 /// time on an item, holds no fenced objects, and its PutItem condition
 /// checks a lease's token.
-pub(super) const PROFILE: Profile = Profile {
+pub const PROFILE: Profile = Profile {
     name: "dynamodb",
     lists_keys: false,
     records_write_times: false,
@@ -34,13 +34,13 @@ pub struct DynamoDbTable {
 }
 
 impl DynamoDbTable {
-    pub(super) fn check(&self) -> Result<(), Error> {
+    pub(crate) fn check(&self) -> Result<(), Error> {
         check_table(&self.table)?;
         check_region(&self.region)?;
         check_credentials(&self.credentials)
     }
 
-    pub(super) fn set_credentials(&mut self, credentials: Credentials) -> Result<(), Error> {
+    pub(crate) fn set_credentials(&mut self, credentials: Credentials) -> Result<(), Error> {
         check_credentials(&credentials)?;
         self.credentials = credentials;
         Ok(())

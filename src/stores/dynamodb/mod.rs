@@ -28,18 +28,24 @@
 
 use crate::prelude::*;
 
+mod config;
 mod item;
 mod reply;
+pub(crate) mod table;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod model;
 
 #[cfg(test)]
 mod tests;
 
+pub use config::{DynamoDbTable, PROFILE};
 pub use item::{decode_item, encode_item, version_of, BODY_ATTRIBUTE, HOLDER_ATTRIBUTE};
 pub use reply::read_reply;
 
-use crate::config::{ClientConfig, DynamoDbTable};
-use crate::s3::{HttpRequest, Method, S3Request};
+use crate::config::ClientConfig;
 use crate::sigv4::{self, Scope, SigningRequest};
+use crate::stores::s3::{HttpRequest, Method, S3Request};
 use serde_json::{json, Value};
 
 /// The JSON 1.0 protocol's content type.
@@ -178,7 +184,7 @@ pub fn prepare(
         path_and_query: "/".into(),
         headers,
         body,
-        timeout_ms: crate::s3::timeout_ms(config, req),
+        timeout_ms: crate::stores::s3::timeout_ms(config, req),
         // The lock object arrives escaped inside the item's JSON.
         max_response_bytes: req
             .max_response_bytes

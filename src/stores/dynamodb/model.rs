@@ -12,8 +12,8 @@
 //! `dynamodb` translation would read the reply: the store the simulation
 //! and unit tests run DynamoDB clients against.
 
-use crate::dynamodb::{self, KEY_ATTRIBUTE};
-use crate::s3::{S3Request, S3Response};
+use crate::stores::dynamodb::{self, KEY_ATTRIBUTE};
+use crate::stores::s3::{S3Request, S3Response};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -160,7 +160,7 @@ impl DynamoModel {
                 ("x-amzn-requestid".into(), request_id),
                 (
                     "date".into(),
-                    crate::testing::s3_model::http_date(self.now_ms),
+                    crate::stores::s3::model::http_date(self.now_ms),
                 ),
                 ("content-type".into(), dynamodb::CONTENT_TYPE.into()),
             ],
@@ -341,8 +341,8 @@ impl crate::testing::model_io::Model for DynamoModel {
     fn now_ms(&self) -> u64 {
         self.now_ms
     }
-    fn store_kind(&self) -> crate::s3::StoreKind {
-        crate::s3::StoreKind::DynamoDb
+    fn store_kind(&self) -> crate::stores::s3::StoreKind {
+        crate::stores::s3::StoreKind::DynamoDb
     }
 }
 

@@ -18,7 +18,7 @@
 use crate::prelude::*;
 
 use super::{decode_item, version_of, TARGET_HEADER};
-use crate::s3::{Method, S3Request, S3Response, NOT_THE_STORE_HEADER, UNREADABLE_HEADER};
+use crate::stores::s3::{Method, S3Request, S3Response, NOT_THE_STORE_HEADER, UNREADABLE_HEADER};
 use serde_json::Value;
 
 /// DynamoDB's request id header (lowercased, as replies' headers are).
@@ -70,7 +70,7 @@ pub fn read_reply(req: &S3Request, mut r: S3Response) -> S3Response {
 /// with a `__type`). Other statuses (400, 403, 5xx, a proxy's 502) are
 /// read as they are.
 fn not_dynamodb(req: &S3Request, r: &S3Response) -> Option<String> {
-    let target = crate::s3::described(req);
+    let target = crate::stores::s3::described(req);
     let status = r.status;
     if status == 404 && dynamodb_error(&r.body).is_none() {
         return Some(format!(
@@ -225,7 +225,7 @@ fn error_reply(r: S3Response) -> S3Response {
 /// A reply with an S3 error body: what `S3Response::s3_error` reads.
 fn synthesized(r: S3Response, status: u16, code: &str, message: &str) -> S3Response {
     let request_id = r.header(REQUEST_ID).unwrap_or_default().to_string();
-    let body = crate::s3::error_body(code, message, &request_id);
+    let body = crate::stores::s3::error_body(code, message, &request_id);
     let mut headers = r.headers;
     headers.retain(|(k, _)| k != TARGET_HEADER);
     S3Response {

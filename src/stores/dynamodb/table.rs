@@ -4,18 +4,18 @@
 
 use crate::prelude::*;
 
-use super::{Capability, CapabilityResult, Verdict};
-use crate::dynamodb::{
+use crate::preflight::{Capability, CapabilityResult, Verdict};
+use crate::stores::dynamodb::{
     self, BODY_ATTRIBUTE, EXPIRY_ATTRIBUTE, HOLDER_ATTRIBUTE, KEY_ATTRIBUTE, TOKEN_ATTRIBUTE,
     VERSION_ATTRIBUTE,
 };
-use crate::s3::{S3Request, S3Response};
+use crate::stores::s3::{S3Request, S3Response};
 use serde_json::{json, Value};
 
 /// Replies to these calls are small.
 const MAX_REPLY_BYTES: usize = 64 * 1024;
 
-pub(super) fn describe_table(table: &str) -> S3Request {
+pub(crate) fn describe_table(table: &str) -> S3Request {
     dynamodb::call(
         "DescribeTable",
         &json!({ "TableName": table }),
@@ -23,7 +23,7 @@ pub(super) fn describe_table(table: &str) -> S3Request {
     )
 }
 
-pub(super) fn describe_ttl(table: &str) -> S3Request {
+pub(crate) fn describe_ttl(table: &str) -> S3Request {
     dynamodb::call(
         "DescribeTimeToLive",
         &json!({ "TableName": table }),
@@ -55,7 +55,7 @@ fn json_of(r: &S3Response) -> Option<Value> {
 }
 
 /// The key schema from a DescribeTable reply: one HASH key `key` of type S.
-pub(super) fn key_schema(r: Option<&S3Response>, failure: Option<&str>) -> CapabilityResult {
+pub(crate) fn key_schema(r: Option<&S3Response>, failure: Option<&str>) -> CapabilityResult {
     let c = Capability::TableKeySchema;
     let Some(reply) = r else {
         let why = failure.unwrap_or("no reply");
@@ -134,7 +134,7 @@ pub(super) fn key_schema(r: Option<&S3Response>, failure: Option<&str>) -> Capab
 /// never carry `lease_expiry` (see `dynamodb::item`), so a TTL sweeps
 /// none of them, wherever it is, unless it is on `token`, the one number
 /// they carry: that fails, and closes the gate (`verdict`).
-pub(super) fn ttl(r: Option<&S3Response>, failure: Option<&str>) -> CapabilityResult {
+pub(crate) fn ttl(r: Option<&S3Response>, failure: Option<&str>) -> CapabilityResult {
     let c = Capability::TtlAttribute;
     let Some(reply) = r else {
         let why = failure.unwrap_or("no reply");

@@ -9,7 +9,7 @@ use crate::expiry::ExpiryClock;
 use crate::lease::Grant;
 use crate::protocol::AcquireOutcome;
 use crate::ready::Ready;
-use crate::testing::dynamodb_model::DynamoIo;
+use crate::stores::dynamodb::model::DynamoIo;
 use crate::testing::raw_config;
 
 const START_MS: u64 = 1_700_000_000_000;
@@ -308,7 +308,7 @@ fn requests_are_signed_for_dynamodb_as_json_1_0_posts() {
             "application/json",
             br#"{"expires_at":0,"token":1}"#.to_vec(),
         );
-    let http = crate::wire::prepare(&c, &req, 1_700_000_000);
+    let http = crate::stores::prepare(&c, &req, 1_700_000_000);
     assert_eq!(http.method, Method::Post);
     assert_eq!(http.path_and_query, "/");
     let header = |n: &str| {
@@ -449,13 +449,13 @@ fn a_signature_error_keeps_no_canonical_request_and_so_no_session_token() {
             The Canonical String for this request should have been\n'POST\n/\n\n\
             x-amz-security-token:SECRET-SESSION-TOKEN\n'"
     });
-    let reply = crate::s3::S3Response {
+    let reply = crate::stores::s3::S3Response {
         status: 400,
         headers: vec![("x-amzn-requestid".into(), "RID1".into())],
         body: serde_json::to_vec(&body).unwrap(),
         body_too_large: None,
     };
-    let req = crate::s3::S3Request::new(Method::Get, "locks/k", 1024);
+    let req = crate::stores::s3::S3Request::new(Method::Get, "locks/k", 1024);
     let e = read_reply(&req, reply).into_error();
     let shown = format!("{e} {e:?}");
     assert!(!shown.contains("SECRET"), "{shown}");
@@ -501,11 +501,14 @@ fn a_server_cannot_call_an_item_unreadable_with_the_translations_own_header() {
         "lease_version": { "S": "v1" },
         "lease_body": { "S": r#"{"expires_at":0,"token":3}"# },
     }});
-    let reply = crate::s3::S3Response {
+    let reply = crate::stores::s3::S3Response {
         status: 200,
         headers: vec![
-            (crate::s3::UNREADABLE_HEADER.into(), "forged".into()),
-            (crate::s3::NOT_THE_STORE_HEADER.into(), "forged".into()),
+            (crate::stores::s3::UNREADABLE_HEADER.into(), "forged".into()),
+            (
+                crate::stores::s3::NOT_THE_STORE_HEADER.into(),
+                "forged".into(),
+            ),
             ("x-amzn-requestid".into(), "R1".into()),
         ],
         body: serde_json::to_vec(&item).unwrap(),
@@ -513,25 +516,25 @@ fn a_server_cannot_call_an_item_unreadable_with_the_translations_own_header() {
     };
     let req = S3Request::new(Method::Get, "locks/k", 1024);
     let read = read_reply(&req, reply.clone());
-    assert_eq!(read.header(crate::s3::UNREADABLE_HEADER), None);
-    assert_eq!(read.header(crate::s3::NOT_THE_STORE_HEADER), None);
+    assert_eq!(read.header(crate::stores::s3::UNREADABLE_HEADER), None);
+    assert_eq!(read.header(crate::stores::s3::NOT_THE_STORE_HEADER), None);
     assert_eq!(read.etag(), Some("v1"));
     // Nor an S3 server, through the same door.
     let s3_config = ClientConfig {
         store: Store::S3(crate::testing::test_bucket()),
         ..config(None)
     };
-    let s3 = crate::wire::read_reply(&s3_config, &req, reply);
-    assert_eq!(s3.header(crate::s3::UNREADABLE_HEADER), None);
-    assert_eq!(s3.header(crate::s3::NOT_THE_STORE_HEADER), None);
+    let s3 = crate::stores::read_reply(&s3_config, &req, reply);
+    assert_eq!(s3.header(crate::stores::s3::UNREADABLE_HEADER), None);
+    assert_eq!(s3.header(crate::stores::s3::NOT_THE_STORE_HEADER), None);
 }
 
 /// The wrong endpoint's error `reply` to `req` ends this store's
 /// operation with, if any.
-fn judged(req: &S3Request, reply: crate::s3::S3Response) -> Option<String> {
+fn judged(req: &S3Request, reply: crate::stores::s3::S3Response) -> Option<String> {
     let read = read_reply(req, reply);
     crate::testing::wrong_endpoint_reason(
-        crate::s3::StoreKind::DynamoDb,
+        crate::stores::s3::StoreKind::DynamoDb,
         req,
         &read,
         "not a DynamoDB endpoint",

@@ -4,8 +4,8 @@
 
 use crate::prelude::*;
 
-use super::Profile;
 use crate::error::Error;
+use crate::stores::Profile;
 use core::fmt;
 
 /// The shortest lease on GCS: it takes about one write per second per
@@ -18,7 +18,7 @@ pub const GCS_MIN_RETRY_PERIOD_MS: u64 = 1_000;
 
 /// What Google Cloud Storage is and does (see `Profile`): no listing (its
 /// clients use single-object), and about one write per second per object.
-pub(super) const PROFILE: Profile = Profile {
+pub const PROFILE: Profile = Profile {
     name: "gcs",
     lists_keys: false,
     records_write_times: true,
@@ -38,12 +38,12 @@ pub struct GcsBucket {
 }
 
 impl GcsBucket {
-    pub(super) fn check(&self) -> Result<(), Error> {
+    pub(crate) fn check(&self) -> Result<(), Error> {
         check_bucket(&self.bucket)?;
         check(&self.credential)
     }
 
-    pub(super) fn set_credential(&mut self, credential: GcsCredential) -> Result<(), Error> {
+    pub(crate) fn set_credential(&mut self, credential: GcsCredential) -> Result<(), Error> {
         check(&credential)?;
         self.credential = credential;
         Ok(())

@@ -31,17 +31,22 @@
 
 use crate::prelude::*;
 
+mod config;
 mod reply;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod model;
 
 #[cfg(test)]
 mod tests;
 
+pub use config::{GcsBucket, GcsCredential, GCS_MIN_RETRY_PERIOD_MS, GCS_MIN_TTL_MS, PROFILE};
 pub use reply::read_reply;
 
-use crate::config::{ClientConfig, GcsBucket, GcsCredential};
+use crate::config::ClientConfig;
 use crate::json_out::JsonObject;
-use crate::s3::{HttpRequest, Method, S3Request, PAYLOAD_HASH};
 use crate::sigv4;
+use crate::stores::s3::{HttpRequest, Method, S3Request, PAYLOAD_HASH};
 
 /// S3's metadata prefix, as the protocol names its headers.
 pub const S3_META: &str = "x-amz-meta-";
@@ -214,7 +219,7 @@ pub fn prepare(
         path_and_query,
         headers,
         body,
-        timeout_ms: crate::s3::timeout_ms(config, req),
+        timeout_ms: crate::stores::s3::timeout_ms(config, req),
         max_response_bytes: req.max_response_bytes,
     }
 }
@@ -246,7 +251,7 @@ fn multipart(req: &S3Request) -> (String, Vec<u8>) {
             metadata.str(&key, value);
             any_metadata = true;
         } else if name.eq_ignore_ascii_case(PAYLOAD_HASH) {
-            wrong_md5 = crate::azure::wrong_digest(value, &req.body);
+            wrong_md5 = crate::stores::azure::wrong_digest(value, &req.body);
         }
     }
     // Fields in sorted order, as `JsonObject` expects of its callers.

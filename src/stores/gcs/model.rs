@@ -25,11 +25,12 @@
 //! and reads the reply back as the protocol does (`gcs::read_reply`): the
 //! store the simulation and unit tests run GCS clients against.
 
-use crate::config::{ClientConfig, GcsBucket, GcsCredential, Store};
-use crate::gcs;
-use crate::s3::{HttpRequest, Method, S3Request, S3Response};
+use crate::config::{ClientConfig, Store};
+use crate::stores::gcs;
+use crate::stores::s3::model::http_date;
+use crate::stores::s3::{HttpRequest, Method, S3Request, S3Response};
+use crate::stores::{GcsBucket, GcsCredential};
 use crate::testing::model_io::{Model, ModelIo};
-use crate::testing::s3_model::http_date;
 use crate::testing::uri::{percent_decode, split_target};
 use md5::{Digest, Md5};
 use serde_json::{json, Map, Value};
@@ -629,8 +630,8 @@ impl Model for GcsModel {
     fn now_ms(&self) -> u64 {
         self.now_ms
     }
-    fn store_kind(&self) -> crate::s3::StoreKind {
-        crate::s3::StoreKind::Gcs
+    fn store_kind(&self) -> crate::stores::s3::StoreKind {
+        crate::stores::s3::StoreKind::Gcs
     }
 }
 

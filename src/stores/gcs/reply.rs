@@ -27,7 +27,7 @@
 use crate::prelude::*;
 
 use super::{etag_of, is_list, s3_metadata_name, GCS_META, GENERATION_HEADER, S3_META};
-use crate::s3::{Method, S3Request, S3Response, NOT_THE_STORE_HEADER, UNREADABLE_HEADER};
+use crate::stores::s3::{Method, S3Request, S3Response, NOT_THE_STORE_HEADER, UNREADABLE_HEADER};
 use serde_json::{Map, Value};
 
 /// GCS's request id header (lowercased, as replies' headers are).
@@ -149,11 +149,11 @@ fn list_reply(req: &S3Request, mut r: S3Response, json: Option<&Map<String, Valu
             }
             count += 1;
             xml.push_str("<Contents><Key>");
-            xml.push_str(&crate::s3::xml_escape(name));
+            xml.push_str(&crate::stores::s3::xml_escape(name));
             xml.push_str("</Key>");
             if let Some(generation) = item.get("generation").and_then(Value::as_str) {
                 xml.push_str("<ETag>");
-                xml.push_str(&crate::s3::xml_escape(&etag_of(generation)));
+                xml.push_str(&crate::stores::s3::xml_escape(&etag_of(generation)));
                 xml.push_str("</ETag>");
             }
             xml.push_str("</Contents>");
@@ -167,7 +167,7 @@ fn list_reply(req: &S3Request, mut r: S3Response, json: Option<&Map<String, Valu
     xml.push_str(&format!("<IsTruncated>{}</IsTruncated>", next.is_some()));
     if let Some(token) = next {
         xml.push_str("<NextContinuationToken>");
-        xml.push_str(&crate::s3::xml_escape(token));
+        xml.push_str(&crate::stores::s3::xml_escape(token));
         xml.push_str("</NextContinuationToken>");
     }
     xml.push_str("</ListBucketResult>");
@@ -203,7 +203,7 @@ fn is_gcs_media_404(text: &str) -> bool {
 fn not_gcs(req: &S3Request, r: &S3Response, json: Option<&Map<String, Value>>) -> Option<String> {
     let has = |name: &str| r.header(name).is_some();
     let status = r.status;
-    let target = crate::s3::described(req);
+    let target = crate::stores::s3::described(req);
     let readable = r.body_too_large.is_none();
     let media_get = req.method == Method::Get && !is_list(req) && !super::is_lifecycle(req);
     if status == 404 && readable {
@@ -300,7 +300,7 @@ fn error_reply(req: &S3Request, r: S3Response, json: Option<&Map<String, Value>>
         status => (status, format!("Http{status}")),
     };
     let request_id = r.header(REQUEST_ID).unwrap_or_default().to_string();
-    let body = crate::s3::error_body(&code, &message, &request_id);
+    let body = crate::stores::s3::error_body(&code, &message, &request_id);
     let mut headers = r.headers;
     headers.retain(|(k, _)| k != "content-length" && k != "content-type");
     headers.push(("content-type".into(), "application/xml".into()));

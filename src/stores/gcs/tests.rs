@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::client::ClientCore;
-use crate::config::{RawConfig, Store, Strategy, GCS_MIN_TTL_MS};
+use crate::config::{RawConfig, Store, Strategy};
 use crate::elector::{Elector, ElectorConfig};
 use crate::error::Error;
 use crate::expiry::ExpiryClock;
@@ -12,8 +12,9 @@ use crate::fenced::{Change, META_TOKEN};
 use crate::lease::Grant;
 use crate::protocol::AcquireOutcome;
 use crate::ready::Ready;
-use crate::s3::S3Response;
-use crate::testing::gcs_model::{GcsIo, GcsModel, BUCKET, ENDPOINT};
+use crate::stores::gcs::model::{GcsIo, GcsModel, BUCKET, ENDPOINT};
+use crate::stores::gcs::GCS_MIN_TTL_MS;
+use crate::stores::s3::S3Response;
 use crate::testing::raw_config;
 
 const START_MS: u64 = 1_700_000_000_000;
@@ -133,7 +134,7 @@ fn a_bearer_token_is_checked_sent_and_never_shown() {
     assert_eq!(format!("{:?}", GcsCredential::Anonymous), "Anonymous");
     let c = ClientConfig::validate(raw(token.clone())).unwrap();
     let get = S3Request::new(Method::Get, "k", 1024);
-    let http = crate::wire::prepare(&c, &get, 0);
+    let http = crate::stores::prepare(&c, &get, 0);
     assert_eq!(
         header(&http, "authorization"),
         Some("Bearer ya29.BEARER.SECRET")
@@ -141,7 +142,7 @@ fn a_bearer_token_is_checked_sent_and_never_shown() {
     let shown = format!("{http:?} {c:?}");
     assert!(!shown.contains("BEARER.SECRET"), "{shown}");
     // Anonymous: no Authorization at all.
-    let http = crate::wire::prepare(&config(), &get, 0);
+    let http = crate::stores::prepare(&config(), &get, 0);
     assert_eq!(header(&http, "authorization"), None);
 
     // The model takes the tokens it was told to, and no anonymous caller
@@ -204,7 +205,7 @@ fn a_put_becomes_a_multipart_upload_on_its_generation() {
         .header(META_TOKEN, "7")
         .header("x-amz-meta-s3lease-write", "w1")
         .body("application/json", b"{\"x\":1}".to_vec());
-    let http = crate::wire::prepare(&c, &req, 1_700_000_000);
+    let http = crate::stores::prepare(&c, &req, 1_700_000_000);
     assert_eq!(http.method, Method::Post);
     assert_eq!(http.authority, "127.0.0.1:4443");
     assert_eq!(
@@ -235,7 +236,7 @@ fn a_put_becomes_a_multipart_upload_on_its_generation() {
     let replace = S3Request::new(Method::Put, "a/b", 10)
         .header("if-match", "\"1700000000000017\"")
         .body("text/plain", b"v".to_vec());
-    let http = crate::wire::prepare(&c, &replace, 0);
+    let http = crate::stores::prepare(&c, &replace, 0);
     assert!(
         http.path_and_query
             .contains("ifGenerationMatch=1700000000000017"),
@@ -243,19 +244,19 @@ fn a_put_becomes_a_multipart_upload_on_its_generation() {
         http.path_and_query
     );
     let get = S3Request::new(Method::Get, "a/b", 10).header("if-none-match", "\"42\"");
-    let http = crate::wire::prepare(&c, &get, 0);
+    let http = crate::stores::prepare(&c, &get, 0);
     assert_eq!(http.method, Method::Get);
     assert_eq!(
         http.path_and_query,
         "/storage/v1/b/locks/o/a%2Fb?alt=media&ifGenerationNotMatch=42"
     );
-    let head = crate::wire::prepare(&c, &S3Request::new(Method::Head, "a/b", 10), 0);
+    let head = crate::stores::prepare(&c, &S3Request::new(Method::Head, "a/b", 10), 0);
     assert_eq!(
         (head.method, head.path_and_query.as_str()),
         (Method::Get, "/storage/v1/b/locks/o/a%2Fb")
     );
     let delete = S3Request::new(Method::Delete, "a/b", 10).header("if-match", "\"42\"");
-    let http = crate::wire::prepare(&c, &delete, 0);
+    let http = crate::stores::prepare(&c, &delete, 0);
     assert_eq!(
         (http.method, http.path_and_query.as_str()),
         (
@@ -266,7 +267,7 @@ fn a_put_becomes_a_multipart_upload_on_its_generation() {
     // An ETag that names no generation (the preflight's wrong one) names
     // one no object has: never dropped, never sent malformed.
     let wrong = S3Request::new(Method::Delete, "a", 10).header("if-match", "\"00ab\"");
-    let http = crate::wire::prepare(&c, &wrong, 0);
+    let http = crate::stores::prepare(&c, &wrong, 0);
     assert!(
         http.path_and_query
             .ends_with(&format!("ifGenerationMatch={NO_GENERATION}")),
@@ -276,7 +277,7 @@ fn a_put_becomes_a_multipart_upload_on_its_generation() {
     // A body holding the boundary gets another.
     let tricky =
         S3Request::new(Method::Put, "k", 10).body("text/plain", b"--s3-lease-part-0".to_vec());
-    let http = crate::wire::prepare(&c, &tricky, 0);
+    let http = crate::stores::prepare(&c, &tricky, 0);
     assert_eq!(
         header(&http, "content-type"),
         Some("multipart/related; boundary=s3-lease-part-1")
@@ -295,7 +296,7 @@ fn a_wrong_declared_payload_hash_becomes_a_wrong_md5_hash() {
         .header("if-none-match", "*")
         .header(PAYLOAD_HASH, &wrong)
         .body("text/plain", body.clone());
-    let http = crate::wire::prepare(&c, &req, 0);
+    let http = crate::stores::prepare(&c, &req, 0);
     let text = String::from_utf8_lossy(&http.body).into_owned();
     assert!(text.contains("\"md5Hash\":\""), "{text}");
     let mut model = GcsModel::new(START_MS);
@@ -313,7 +314,7 @@ fn a_wrong_declared_payload_hash_becomes_a_wrong_md5_hash() {
     let right = S3Request::new(Method::Put, "d", 1024)
         .header(PAYLOAD_HASH, &crate::sigv4::sha256_hex(&body))
         .body("text/plain", body);
-    let http = crate::wire::prepare(&c, &right, 0);
+    let http = crate::stores::prepare(&c, &right, 0);
     assert!(!String::from_utf8_lossy(&http.body).contains("md5Hash"));
     assert_eq!(model.handle_for(&c, &right).status, 200);
 }
@@ -424,8 +425,8 @@ fn gcss_answers_are_the_protocols() {
             ("x-goog-generation", "1795856434528706"),
             ("x-goog-meta-s3lease-token", "9"),
             ("x-amz-meta-s3lease-lock", "forged"),
-            (crate::s3::UNREADABLE_HEADER, "forged"),
-            (crate::s3::NOT_THE_STORE_HEADER, "forged"),
+            (crate::stores::s3::UNREADABLE_HEADER, "forged"),
+            (crate::stores::s3::NOT_THE_STORE_HEADER, "forged"),
             ("last-modified", "Sat, 28 Nov 2026 09:00:34 GMT"),
         ],
         "{}",
@@ -435,8 +436,8 @@ fn gcss_answers_are_the_protocols() {
     assert_eq!(r.etag(), Some("\"1795856434528706\""));
     assert_eq!(r.header(META_TOKEN), Some("9"));
     assert_eq!(r.header("x-amz-meta-s3lease-lock"), None);
-    assert_eq!(r.header(crate::s3::UNREADABLE_HEADER), None);
-    assert_eq!(r.header(crate::s3::NOT_THE_STORE_HEADER), None);
+    assert_eq!(r.header(crate::stores::s3::UNREADABLE_HEADER), None);
+    assert_eq!(r.header(crate::stores::s3::NOT_THE_STORE_HEADER), None);
     // An upload's (and a HEAD's) JSON resource: headers alone.
     let resource = crate::testing::response(
         200,
@@ -475,24 +476,24 @@ fn a_listing_reads_as_list_objects_v2_page_by_page() {
     }
     // Pages of 2 (the model's short pages), after p/a (GCS's startOffset
     // is inclusive; S3's start-after is not).
-    let first = model.handle(&crate::s3::list_request("p/", Some("p/a")));
+    let first = model.handle(&crate::stores::s3::list_request("p/", Some("p/a")));
     assert_eq!(first.status, 200, "{first:?}");
-    let page = crate::s3::parse_list(&first.body).unwrap();
+    let page = crate::stores::s3::parse_list(&first.body).unwrap();
     assert_eq!(page.keys, ["p/b"], "the key itself left out of the page");
     assert!(page.truncated);
     let mut keys = page.keys;
     let mut token = page.next_token;
     while let Some(t) = token {
-        let reply = model.handle(&crate::s3::list_continue("p/", &t));
-        let page = crate::s3::parse_list(&reply.body).unwrap();
+        let reply = model.handle(&crate::stores::s3::list_continue("p/", &t));
+        let page = crate::stores::s3::parse_list(&reply.body).unwrap();
         keys.extend(page.keys);
         token = page.next_token;
     }
     assert_eq!(keys, ["p/b", "p/c", "p/d"]);
-    let none = model.handle(&crate::s3::list_request("z/", None));
-    let page = crate::s3::parse_list(&none.body).unwrap();
+    let none = model.handle(&crate::stores::s3::list_request("z/", None));
+    let page = crate::stores::s3::parse_list(&none.body).unwrap();
     assert!(page.keys.is_empty() && !page.truncated);
-    let http = crate::wire::prepare(&config(), &crate::s3::list_continue("p/", "tok"), 0);
+    let http = crate::stores::prepare(&config(), &crate::stores::s3::list_continue("p/", "tok"), 0);
     assert_eq!(
         http.path_and_query,
         "/storage/v1/b/locks/o?maxResults=200&pageToken=tok&prefix=p%2F"
@@ -504,7 +505,7 @@ fn a_listing_reads_as_list_objects_v2_page_by_page() {
 fn judged(req: &S3Request, reply: S3Response) -> Option<String> {
     let read = read_reply(req, reply);
     crate::testing::wrong_endpoint_reason(
-        crate::s3::StoreKind::Gcs,
+        crate::stores::s3::StoreKind::Gcs,
         req,
         &read,
         "not a GCS JSON API endpoint",
@@ -518,7 +519,7 @@ fn a_reply_gcs_never_sends_is_a_wrong_endpoint() {
     let put = S3Request::new(Method::Put, "k", 1024).body("application/json", b"{}".to_vec());
     let head = S3Request::new(Method::Head, "k", 1024);
     let del = S3Request::new(Method::Delete, "k", 1024);
-    let list = crate::s3::list_request("p/", None);
+    let list = crate::stores::s3::list_request("p/", None);
     // A 404 without GCS's error: empty, a page, S3's XML, a filer's.
     for req in [&get, &put, &head, &del, &list] {
         for body in [

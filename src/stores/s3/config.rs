@@ -4,13 +4,14 @@
 
 use crate::prelude::*;
 
-use super::aws::{check_credentials, check_region};
-use super::{Addressing, Profile};
+use crate::config::aws::{check_credentials, check_region};
+use crate::config::Addressing;
 use crate::error::Error;
 use crate::sigv4::Credentials;
+use crate::stores::Profile;
 
 /// What S3 is and does (see `Profile`).
-pub(super) const PROFILE: Profile = Profile {
+pub const PROFILE: Profile = Profile {
     name: "s3",
     lists_keys: true,
     records_write_times: true,
@@ -33,13 +34,13 @@ pub struct S3Bucket {
 }
 
 impl S3Bucket {
-    pub(super) fn check(&self) -> Result<(), Error> {
+    pub(crate) fn check(&self) -> Result<(), Error> {
         check_bucket(&self.bucket, self.addressing)?;
         check_region(&self.region)?;
         check_credentials(&self.credentials)
     }
 
-    pub(super) fn set_credentials(&mut self, credentials: Credentials) -> Result<(), Error> {
+    pub(crate) fn set_credentials(&mut self, credentials: Credentials) -> Result<(), Error> {
         check_credentials(&credentials)?;
         self.credentials = credentials;
         Ok(())

@@ -6,8 +6,8 @@
 //! reached through a proxy or a custom domain, and the headers are what
 //! the store itself adds.
 
-use super::{CapabilityResult, Verdict};
-use crate::s3::S3Response;
+use crate::preflight::{CapabilityResult, Verdict};
+use crate::stores::s3::S3Response;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KnownStore {

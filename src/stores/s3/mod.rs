@@ -4,12 +4,19 @@
 
 use crate::prelude::*;
 
-use crate::config::{Addressing, ClientConfig, S3Bucket, Scheme};
+use crate::config::{Addressing, ClientConfig, Scheme};
 use crate::error::{Error, S3Error};
 use crate::sigv4::{self, Scope, SigningRequest};
 use core::fmt;
 
+mod config;
+pub mod dialects;
 pub mod versions;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod model;
+
+pub use config::{S3Bucket, PROFILE};
 
 pub use versions::{parse_versions, versions_request, ListedVersion, VersionMarker, VersionsPage};
 
@@ -687,7 +694,7 @@ mod tests {
     use super::*;
     use crate::config::{RawConfig, Store};
     use crate::sigv4::Credentials;
-    use crate::wire::prepare;
+    use crate::stores::prepare;
 
     fn config(addressing: Addressing, token: Option<&str>) -> ClientConfig {
         ClientConfig::validate(RawConfig::of(Store::S3(S3Bucket {

@@ -17,7 +17,7 @@ mod tests;
 
 pub use dates::http_date;
 
-use crate::s3::{Method, S3Request, S3Response};
+use crate::stores::s3::{Method, S3Request, S3Response};
 use md5::{Digest, Md5};
 use std::collections::BTreeMap;
 
@@ -433,7 +433,7 @@ impl S3Model {
     }
 
     fn put(&mut self, req: &S3Request) -> Result<S3Response, Refusal> {
-        let declared = header(req, crate::s3::PAYLOAD_HASH);
+        let declared = header(req, crate::stores::s3::PAYLOAD_HASH);
         if self.checks_payload_hash
             && declared.is_some_and(|d| d != crate::sigv4::sha256_hex(&req.body))
         {

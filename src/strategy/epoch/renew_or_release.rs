@@ -14,8 +14,8 @@ use crate::lease::Lease;
 use crate::limits::MAX_REREADS;
 use crate::lock_object::{LockState, MAX_LOCK_OBJECT_BYTES};
 use crate::protocol::{is_ambiguous, Operation, Step};
-use crate::s3::{Method, S3Request, S3Response};
 use crate::seal::LockSeal;
+use crate::stores::s3::{Method, S3Request, S3Response};
 
 /// Rewrites our own epoch object, `If-Match` on the etag of our last write:
 /// renew (same record, new `Last-Modified`) or release (`"expired": true`).

@@ -19,8 +19,8 @@ use crate::limits::MAX_REREADS;
 use crate::lock_object::LockState;
 use crate::lock_object::MAX_LOCK_OBJECT_BYTES;
 use crate::protocol::{is_ambiguous, AcquireOutcome, Operation, Step};
-use crate::s3::{Method, S3Request, S3Response};
 use crate::seal::LockSeal;
+use crate::stores::s3::{Method, S3Request, S3Response};
 use crate::strategy::floor::{Floor, FloorStep};
 
 enum Phase {

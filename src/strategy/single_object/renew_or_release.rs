@@ -21,8 +21,8 @@ use crate::lease::{check_writable_time, Lease};
 use crate::limits::MAX_REREADS;
 use crate::lock_object::{LockRecord, LockState};
 use crate::protocol::{is_ambiguous, Operation, Step};
-use crate::s3::S3Response;
 use crate::seal::LockSeal;
+use crate::stores::s3::S3Response;
 
 /// The lock object a release wrote, as a read would show it (its write id
 /// aside, which only the write's own recognition needs).

@@ -16,9 +16,9 @@ use crate::lease::{check_writable_time, Grant, Lease};
 use crate::limits::MAX_REREADS;
 use crate::lock_object::{LockRecord, LockState};
 use crate::protocol::{is_ambiguous, AcquireOutcome, Operation, Step};
-use crate::s3::S3Request;
-use crate::s3::S3Response;
 use crate::seal::LockSeal;
+use crate::stores::s3::S3Request;
+use crate::stores::s3::S3Response;
 use crate::strategy::floor::{Floor, FloorStep};
 
 /// Where a try-acquire is.

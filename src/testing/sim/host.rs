@@ -13,7 +13,7 @@ use super::world::World;
 use super::START_MS;
 use crate::driver::Io;
 use crate::error::Error;
-use crate::s3::{Endpoint, S3Request, S3Response, StoreKind};
+use crate::stores::s3::{Endpoint, S3Request, S3Response, StoreKind};
 use std::cell::RefCell;
 use std::future::poll_fn;
 use std::rc::Rc;

@@ -15,8 +15,8 @@ use host_test::server::Endpoint;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client as HyperClient};
 use hyper_util::rt::TokioExecutor;
-use s3_lease::s3::{Method, S3Request};
-use s3_lease::wire::prepare;
+use s3_lease::stores::prepare;
+use s3_lease::stores::s3::{Method, S3Request};
 use s3_lease_host::blocking::Client;
 use s3_lease_host::http::{full, HttpSender, IoFuture, ResponseFuture};
 use s3_lease_host::{

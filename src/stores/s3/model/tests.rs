@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::http_date::parse_ms;
-use crate::s3::{list_request, parse_list};
+use crate::stores::s3::{list_request, parse_list};
 
 /// 2023-11-14T22:13:20.250Z: not on a whole second.
 const NOW: u64 = 1_700_000_000_250;
@@ -504,7 +504,7 @@ fn follow_tokens(s: &mut S3Model, prefix: &str, after: Option<&str>) -> Vec<Vec<
         if !page.truncated {
             return pages;
         }
-        req = crate::s3::list_continue(prefix, &page.next_token.expect("a token"));
+        req = crate::stores::s3::list_continue(prefix, &page.next_token.expect("a token"));
     }
 }
 

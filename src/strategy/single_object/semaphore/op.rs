@@ -22,9 +22,9 @@ use crate::lease::Lease;
 use crate::lock_object::semaphore::{Entry, SemaphoreState};
 use crate::lock_object::{LockRecord, LockState};
 use crate::protocol::{is_ambiguous, Operation, Step};
-use crate::s3::S3Request;
-use crate::s3::S3Response;
 use crate::seal::LockSeal;
+use crate::stores::s3::S3Request;
+use crate::stores::s3::S3Response;
 use crate::strategy::floor::{Floor, FloorStep};
 
 /// Writes one operation may try before giving up on a busy object: with
