@@ -10,7 +10,7 @@ use crate::prelude::*;
 mod audit;
 
 use crate::capability::CapabilityResult;
-use crate::config::{ClientConfig, Credential, Store, Strategy};
+use crate::config::{ClientConfig, Credential, Strategy};
 use crate::driver::{self, Io, Within};
 use crate::error::Error;
 use crate::expiry::{Judge, Observation};
@@ -295,12 +295,7 @@ impl ClientCore {
             self.config.strategy,
             self.config.expiry_clock,
         );
-        op = match &self.config.store {
-            Store::S3(_) => op,
-            Store::DynamoDb(table) => op.on_dynamodb(&table.table),
-            Store::AzureBlob(_) => op.on_azure(),
-            Store::Gcs(_) => op.on_gcs(),
-        };
+        op = op.on_store(&self.config.store);
         let mut report = driver::run(io, op).await?;
         if let Some(collision) = &self.collision {
             audit::with_collision(&mut report, collision);

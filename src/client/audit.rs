@@ -17,7 +17,6 @@ use crate::audit::{
     WriteTimes,
 };
 use crate::capability::CapabilityResult;
-use crate::config::Store;
 use crate::driver::{self, Io};
 use crate::error::Error;
 use crate::expiry::Observation;
@@ -217,7 +216,7 @@ impl ClientCore {
     }
 
     /// Verifies a key's whole log (see `audit::verify`); with
-    /// `fenced_prefix`, also the fenced objects under it (S3 and GCS).
+    /// `fenced_prefix`, also the fenced objects under it (on a store that lists them).
     pub async fn audit_verify(
         &mut self,
         io: &mut impl Io,
@@ -229,14 +228,9 @@ impl ClientCore {
         let mut report = verify(key, &dir, &log, current.as_ref());
         if let Some(prefix) = fenced_prefix {
             // Which stores list fenced objects, and which list their
-            // versions: GCS keeps noncurrent generations too, but its
-            // translation lists and reads current objects only
-            // (docs/audit.md).
-            let (listed, versions) = match &self.config.store {
-                Store::S3(_) => (true, true),
-                Store::Gcs(_) => (true, false),
-                Store::DynamoDb(_) | Store::AzureBlob(_) => (false, false),
-            };
+            // versions (docs/audit.md).
+            let profile = self.config.store.profile();
+            let (listed, versions) = (profile.lists_fenced_objects, profile.lists_versions);
             if !listed {
                 return Err(Error::invalid_config(
                     "store",

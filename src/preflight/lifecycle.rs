@@ -13,6 +13,7 @@ use crate::prelude::*;
 
 use crate::lease::SEAL_KEY_OBJECT_NAME;
 use crate::stores::s3::{xml_text, Method, S3Request, S3Response};
+use crate::stores::LifecycleRules;
 use crate::strategy::floor::FLOOR_DIR;
 use serde_json::Value;
 
@@ -47,7 +48,7 @@ pub(super) fn notes(
     reply: Option<&S3Response>,
     failure: Option<&str>,
     key_prefix: &str,
-    gcs: bool,
+    read_as: LifecycleRules,
 ) -> Vec<String> {
     let Some(r) = reply else {
         let why = failure.unwrap_or("no reply");
@@ -57,7 +58,7 @@ pub(super) fn notes(
         200 if r.body_too_large.is_some() => {
             return vec![unreadable("its reply was too large to read")]
         }
-        200 if gcs => gcs_rules(&r.body),
+        200 if read_as == LifecycleRules::BucketJson => gcs_rules(&r.body),
         200 => s3_rules(&String::from_utf8_lossy(&r.body)),
         // S3's answer for a bucket without rules.
         404 if r.s3_error().code == "NoSuchLifecycleConfiguration" => Ok(Vec::new()),
@@ -72,13 +73,10 @@ pub(super) fn notes(
     }
 }
 
-/// The note on an Azure container: its lifecycle rules cannot be read.
-pub(super) fn azure_note(key_prefix: &str) -> String {
-    format!(
-        "lifecycle: Azure's lifecycle management is a policy of the storage account, which \
-         this container's credentials cannot read: make sure no rule of it deletes (or moves to \
-         the archive tier) blobs under {key_prefix:?}; {KEEP_OUT}"
-    )
+/// The note on a store whose lifecycle rules its credentials cannot read:
+/// the store's `note`, then the key prefix and what to keep out of them.
+pub(super) fn unreadable_note(note: &str, key_prefix: &str) -> String {
+    format!("lifecycle: {note} {key_prefix:?}; {KEEP_OUT}")
 }
 
 fn unreadable(why: &str) -> String {
@@ -279,7 +277,7 @@ mod tests {
 
     fn s3(xml: &str) -> Vec<String> {
         let r = crate::testing::response(200, &[], xml);
-        notes(Some(&r), None, "locks/", false)
+        notes(Some(&r), None, "locks/", LifecycleRules::Xml)
     }
 
     fn config(rules: &str) -> String {
@@ -342,20 +340,25 @@ mod tests {
             &[],
             "<Error><Code>NoSuchLifecycleConfiguration</Code></Error>",
         );
-        assert!(notes(Some(&none), None, "locks/", false).is_empty());
+        assert!(notes(Some(&none), None, "locks/", LifecycleRules::Xml).is_empty());
         let denied = crate::testing::response(403, &[], "<Error><Code>AccessDenied</Code></Error>");
-        let n = notes(Some(&denied), None, "locks/", false);
+        let n = notes(Some(&denied), None, "locks/", LifecycleRules::Xml);
         assert!(
             n[0].contains("could not read") && n[0].contains("403 AccessDenied"),
             "{n:?}"
         );
-        let n = notes(None, Some("connection reset"), "locks/", false);
+        let n = notes(
+            None,
+            Some("connection reset"),
+            "locks/",
+            LifecycleRules::Xml,
+        );
         assert!(n[0].contains("connection reset"), "{n:?}");
         let n = notes(
             Some(&crate::testing::response(200, &[], "<html/>")),
             None,
             "locks/",
-            false,
+            LifecycleRules::Xml,
         );
         assert!(n[0].contains("no LifecycleConfiguration"), "{n:?}");
     }
@@ -364,7 +367,7 @@ mod tests {
     fn a_gcs_delete_rule_over_the_key_prefix_is_named() {
         let gcs = |json: &str| {
             let r = crate::testing::response(200, &[], json);
-            notes(Some(&r), None, "locks/", true)
+            notes(Some(&r), None, "locks/", LifecycleRules::BucketJson)
         };
         assert!(gcs(r#"{"name":"b"}"#).is_empty());
         let n =

@@ -1121,7 +1121,9 @@ fn gcs_rules_are_read_from_the_bucket_and_azures_are_said_to_be_unreadable() {
     io.store.lifecycle = Some(serde_json::json!({ "rule": [
         { "action": { "type": "Delete" }, "condition": { "age": 3 } }
     ]}));
-    let op = preflight(Strategy::SingleObject, ExpiryClock::Server).on_gcs();
+    let op = preflight(Strategy::SingleObject, ExpiryClock::Server).on_store(
+        &crate::stores::gcs::model::client_config(crate::stores::gcs::model::BUCKET).store,
+    );
     let report = driver::run(&mut io, op).ready().unwrap();
     assert!(
         report
@@ -1132,7 +1134,9 @@ fn gcs_rules_are_read_from_the_bucket_and_azures_are_said_to_be_unreadable() {
         report.notes
     );
     let mut io = crate::stores::azure::model::AzureIo::starting_at(NOW);
-    let op = preflight(Strategy::SingleObject, ExpiryClock::Server).on_azure();
+    let op = preflight(Strategy::SingleObject, ExpiryClock::Server).on_store(
+        &crate::stores::azure::model::client_config(crate::stores::azure::model::CONTAINER).store,
+    );
     let report = driver::run(&mut io, op).ready().unwrap();
     assert!(
         report

@@ -23,6 +23,9 @@ pub use dynamodb::DynamoDbTable;
 pub use gcs::{GcsBucket, GcsCredential};
 pub use s3::S3Bucket;
 
+/// The checks of a store kept in a table, which the preflight runs first.
+pub(crate) use dynamodb::table as table_checks;
+
 /// Where the locks are kept (the WIT `store`): each case holds that
 /// store's endpoint, place and credential, and nothing of another's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +74,39 @@ pub struct Profile {
     /// object store, whose lock object's deletion would restart its tokens;
     /// a DynamoDB item keeps its counter itself.
     pub keeps_token_floor: bool,
+    /// Its replies are S3's own, judged by S3's shapes (`s3::not_the_store`);
+    /// a store whose replies are translated into S3's judges them in its
+    /// translation.
+    pub replies_as_s3: bool,
+    /// What a reply that is not the store's says the endpoint is not, and
+    /// where the right one is.
+    pub wrong_endpoint_hint: &'static str,
+    /// Lists the objects fenced writes wrote (`audit verify --fenced`).
+    pub lists_fenced_objects: bool,
+    /// Lists every version of an object, not only the current one.
+    pub lists_versions: bool,
+    /// Where it checks a declared digest of a write's body (the
+    /// preflight's payload-hash probe), `None` for a store that takes no
+    /// digest of its own.
+    pub payload_hash: Option<&'static str>,
+    /// How its rules that delete objects are read (the preflight's note).
+    pub lifecycle: LifecycleRules,
+}
+
+/// How a store's lifecycle rules (rules that delete objects by age or
+/// name) are read, for the preflight's notes on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LifecycleRules {
+    /// S3's GetBucketLifecycleConfiguration, as XML.
+    Xml,
+    /// The bucket's metadata, its `lifecycle` field as JSON.
+    BucketJson,
+    /// Kept where the client's credentials cannot read them: the note
+    /// says what to check by hand (the key prefix is appended).
+    Unreadable(&'static str),
+    /// None to read: the store deletes nothing by rule, or its checks
+    /// of its own find what would (a table's TTL).
+    Nothing,
 }
 
 impl Store {
@@ -101,6 +137,15 @@ impl Store {
                 s.container, s.account
             ),
             Store::Gcs(s) => format!("the GCS bucket {:?}", s.bucket),
+        }
+    }
+
+    /// The table the store keeps its items in, whose own checks the
+    /// preflight runs first; `None` for a store of objects.
+    pub fn table(&self) -> Option<&str> {
+        match self {
+            Store::S3(_) | Store::AzureBlob(_) | Store::Gcs(_) => None,
+            Store::DynamoDb(s) => Some(&s.table),
         }
     }
 

@@ -34,7 +34,7 @@ pub fn response(
 /// checked to be an `invalid-config` error on `endpoint` that names the
 /// test endpoint and holds `not_a` ("not a DynamoDB endpoint").
 pub fn wrong_endpoint_reason(
-    store: crate::stores::s3::StoreKind,
+    store: &'static crate::stores::Profile,
     req: &crate::stores::s3::S3Request,
     read: &crate::stores::s3::S3Response,
     not_a: &str,

@@ -7,11 +7,11 @@
 use crate::prelude::*;
 
 use crate::bindings::wasi::http::types::{ErrorCode, Method as HttpMethod, Scheme as HttpScheme};
-use crate::config::{ClientConfig, Credential, Scheme, Store};
+use crate::config::{ClientConfig, Credential, Scheme};
 use crate::driver::Io;
 use crate::error::Error;
 use crate::stores;
-use crate::stores::s3::{Endpoint, HttpRequest, Method, S3Request, S3Response, StoreKind};
+use crate::stores::s3::{Endpoint, HttpRequest, Method, S3Request, S3Response};
 use core::cell::{Cell, RefCell};
 
 pub struct WasiIo<'a> {
@@ -82,14 +82,8 @@ impl Io for WasiIo<'_> {
             Scheme::Http => "http",
             Scheme::Https => "https",
         };
-        let store = match self.config.store {
-            Store::S3(_) => StoreKind::S3,
-            Store::DynamoDb(_) => StoreKind::DynamoDb,
-            Store::AzureBlob(_) => StoreKind::AzureBlob,
-            Store::Gcs(_) => StoreKind::Gcs,
-        };
         Some(Endpoint {
-            store,
+            store: self.config.store.profile(),
             url: format!("{scheme}://{}", self.config.endpoint_authority),
         })
     }

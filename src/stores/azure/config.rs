@@ -7,7 +7,7 @@ use crate::prelude::*;
 use crate::config::Addressing;
 use crate::error::Error;
 use crate::stores::azure::shared_key::AccountKey;
-use crate::stores::Profile;
+use crate::stores::{LifecycleRules, Profile};
 use core::fmt;
 
 /// What Azure Blob Storage is and does (see `Profile`): no listing (its
@@ -20,6 +20,16 @@ pub const PROFILE: Profile = Profile {
     condition_checks_token: false,
     min_write_interval_ms: 0,
     keeps_token_floor: true,
+    replies_as_s3: false,
+    wrong_endpoint_hint: "not an Azure Blob endpoint (the account's blob service?)",
+    lists_fenced_objects: false,
+    lists_versions: false,
+    payload_hash: Some("Content-MD5"),
+    lifecycle: LifecycleRules::Unreadable(
+        "Azure's lifecycle management is a policy of the storage account, which this \
+         container's credentials cannot read: make sure no rule of it deletes (or moves to the \
+         archive tier) blobs under",
+    ),
 };
 
 /// Where the locks are kept on Azure (the WIT `azure-store`).

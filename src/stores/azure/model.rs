@@ -515,8 +515,8 @@ impl Model for AzureModel {
     fn now_ms(&self) -> u64 {
         self.now_ms
     }
-    fn store_kind(&self) -> crate::stores::s3::StoreKind {
-        crate::stores::s3::StoreKind::AzureBlob
+    fn store_kind(&self) -> &'static crate::stores::Profile {
+        &crate::stores::azure::PROFILE
     }
 }
 

@@ -406,7 +406,7 @@ fn azures_answers_are_the_protocols() {
 fn judged(req: &S3Request, reply: S3Response) -> Option<String> {
     let read = read_reply(req, reply);
     crate::testing::wrong_endpoint_reason(
-        crate::stores::s3::StoreKind::AzureBlob,
+        &crate::stores::azure::PROFILE,
         req,
         &read,
         "not an Azure Blob endpoint",
@@ -679,7 +679,7 @@ impl crate::driver::Io for SkewedIo<'_> {
     }
     fn endpoint(&self) -> Option<crate::stores::s3::Endpoint> {
         Some(crate::stores::s3::Endpoint {
-            store: crate::stores::s3::StoreKind::AzureBlob,
+            store: &crate::stores::azure::PROFILE,
             url: crate::testing::model_io::MODEL_ENDPOINT.into(),
         })
     }

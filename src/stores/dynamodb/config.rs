@@ -7,7 +7,7 @@ use crate::prelude::*;
 use crate::config::aws::{check_credentials, check_region};
 use crate::error::Error;
 use crate::sigv4::Credentials;
-use crate::stores::Profile;
+use crate::stores::{LifecycleRules, Profile};
 
 /// What DynamoDB is and does (see `Profile`): it lists no keys, stamps no
 /// time on an item, holds no fenced objects, and its PutItem condition
@@ -20,6 +20,12 @@ pub const PROFILE: Profile = Profile {
     condition_checks_token: true,
     min_write_interval_ms: 0,
     keeps_token_floor: false,
+    replies_as_s3: false,
+    wrong_endpoint_hint: "not a DynamoDB endpoint",
+    lists_fenced_objects: false,
+    lists_versions: false,
+    payload_hash: None,
+    lifecycle: LifecycleRules::Nothing,
 };
 
 /// Where the locks are kept on DynamoDB (the WIT `dynamodb-store`).

@@ -341,8 +341,8 @@ impl crate::testing::model_io::Model for DynamoModel {
     fn now_ms(&self) -> u64 {
         self.now_ms
     }
-    fn store_kind(&self) -> crate::stores::s3::StoreKind {
-        crate::stores::s3::StoreKind::DynamoDb
+    fn store_kind(&self) -> &'static crate::stores::Profile {
+        &crate::stores::dynamodb::PROFILE
     }
 }
 

@@ -534,7 +534,7 @@ fn a_server_cannot_call_an_item_unreadable_with_the_translations_own_header() {
 fn judged(req: &S3Request, reply: crate::stores::s3::S3Response) -> Option<String> {
     let read = read_reply(req, reply);
     crate::testing::wrong_endpoint_reason(
-        crate::stores::s3::StoreKind::DynamoDb,
+        &crate::stores::dynamodb::PROFILE,
         req,
         &read,
         "not a DynamoDB endpoint",

@@ -5,7 +5,7 @@
 use crate::prelude::*;
 
 use crate::error::Error;
-use crate::stores::Profile;
+use crate::stores::{LifecycleRules, Profile};
 use core::fmt;
 
 /// The shortest lease on GCS: it takes about one write per second per
@@ -26,6 +26,13 @@ pub const PROFILE: Profile = Profile {
     condition_checks_token: false,
     min_write_interval_ms: GCS_MIN_RETRY_PERIOD_MS,
     keeps_token_floor: true,
+    replies_as_s3: false,
+    wrong_endpoint_hint:
+        "not a GCS JSON API endpoint (https://storage.googleapis.com, or an emulator's root?)",
+    lists_fenced_objects: true,
+    lists_versions: false,
+    payload_hash: Some("md5Hash"),
+    lifecycle: LifecycleRules::BucketJson,
 };
 
 /// Where the locks are kept on GCS (the WIT `gcs-store`).

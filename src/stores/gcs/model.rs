@@ -630,8 +630,8 @@ impl Model for GcsModel {
     fn now_ms(&self) -> u64 {
         self.now_ms
     }
-    fn store_kind(&self) -> crate::stores::s3::StoreKind {
-        crate::stores::s3::StoreKind::Gcs
+    fn store_kind(&self) -> &'static crate::stores::Profile {
+        &crate::stores::gcs::PROFILE
     }
 }
 

@@ -505,7 +505,7 @@ fn a_listing_reads_as_list_objects_v2_page_by_page() {
 fn judged(req: &S3Request, reply: S3Response) -> Option<String> {
     let read = read_reply(req, reply);
     crate::testing::wrong_endpoint_reason(
-        crate::stores::s3::StoreKind::Gcs,
+        &crate::stores::gcs::PROFILE,
         req,
         &read,
         "not a GCS JSON API endpoint",
@@ -935,7 +935,7 @@ fn the_preflight_passes_a_bucket_and_refuses_one_that_ignores_delete_conditions(
     assert!(hash.detail.contains("md5Hash"), "{}", hash.detail);
     let list = verdict(&report, Capability::ListStartAfter);
     assert_eq!(list.verdict, Verdict::Fail);
-    assert!(list.detail.contains("GCS"), "{}", list.detail);
+    assert!(list.detail.contains("a gcs store"), "{}", list.detail);
     assert!(report.config_safe, "{report:#?}");
     assert_eq!(report.safe_strategies, [Strategy::SingleObject]);
     // 14 probes (the GET that finds a missing bucket first, the bucket's

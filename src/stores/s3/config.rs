@@ -8,7 +8,7 @@ use crate::config::aws::{check_credentials, check_region};
 use crate::config::Addressing;
 use crate::error::Error;
 use crate::sigv4::Credentials;
-use crate::stores::Profile;
+use crate::stores::{LifecycleRules, Profile};
 
 /// What S3 is and does (see `Profile`).
 pub const PROFILE: Profile = Profile {
@@ -19,6 +19,13 @@ pub const PROFILE: Profile = Profile {
     condition_checks_token: false,
     min_write_interval_ms: 0,
     keeps_token_floor: true,
+    replies_as_s3: true,
+    wrong_endpoint_hint:
+        "not an S3 endpoint (the S3 API's port, and not, say, a SeaweedFS filer's or master's?)",
+    lists_fenced_objects: true,
+    lists_versions: true,
+    payload_hash: Some("x-amz-content-sha256"),
+    lifecycle: LifecycleRules::Xml,
 };
 
 /// Where the locks are kept on S3 (the WIT `s3-store`).

@@ -7,6 +7,7 @@ use crate::prelude::*;
 use crate::config::{Addressing, ClientConfig, Scheme};
 use crate::error::{Error, S3Error};
 use crate::sigv4::{self, Scope, SigningRequest};
+use crate::stores::Profile;
 use core::fmt;
 
 mod config;
@@ -295,25 +296,16 @@ impl S3Response {
     }
 }
 
-/// The kind of store a client is configured for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreKind {
-    S3,
-    DynamoDb,
-    AzureBlob,
-    Gcs,
-}
-
 /// Where a client's requests go, as a reply showing that it is not the
 /// configured store names it (`not_the_store`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
-    pub store: StoreKind,
+    pub store: &'static Profile,
     /// `scheme://authority`, as configured.
     pub url: String,
 }
 
-/// Set on a reply by a store translation (`dynamodb`, `azure`, `gcs`) that found
+/// Set on a reply by a store's translation of its replies into S3's that found
 /// the server's reply is not its store's at all: what came back and what
 /// the store sends (`not_the_store` reads it). Never taken from a server.
 pub const NOT_THE_STORE_HEADER: &str = "x-s3lease-not-the-store";
@@ -323,9 +315,8 @@ pub const NOT_THE_STORE_HEADER: &str = "x-s3lease-not-the-store";
 /// server), or `None` for a reply the store could have sent. The one
 /// definition: the driver applies it to every reply of every operation
 /// (`driver::run`), so a wrong endpoint ends the first request, before
-/// anything is written. An S3 reply is judged here; DynamoDB's, Azure's and
-/// GCS's by their translations, before they are read as S3's
-/// (`NOT_THE_STORE_HEADER`).
+/// anything is written. An S3 reply is judged here; a translated store's
+/// by its translation, before it is read as S3's (`NOT_THE_STORE_HEADER`).
 ///
 /// Only what real S3 and every compatible store we know (SeaweedFS,
 /// MinIO, R2, Ceph...) all do is required, so none is refused: a 404 to a
@@ -336,21 +327,12 @@ pub const NOT_THE_STORE_HEADER: &str = "x-s3lease-not-the-store";
 /// they are: transient, or already typed. HEAD replies have no body, and
 /// one too large to read is not judged by its body.
 pub fn not_the_store(endpoint: &Endpoint, req: &S3Request, reply: &S3Response) -> Option<Error> {
-    let what = match (reply.header(NOT_THE_STORE_HEADER), endpoint.store) {
-        (Some(what), _) => what.to_string(),
-        (None, StoreKind::S3) => not_s3_reply(req, reply)?,
-        (None, StoreKind::DynamoDb | StoreKind::AzureBlob | StoreKind::Gcs) => return None,
+    let what = match reply.header(NOT_THE_STORE_HEADER) {
+        Some(what) => what.to_string(),
+        None if endpoint.store.replies_as_s3 => not_s3_reply(req, reply)?,
+        None => return None,
     };
-    let not = match endpoint.store {
-        StoreKind::S3 => {
-            "not an S3 endpoint (the S3 API's port, and not, say, a SeaweedFS filer's or master's?)"
-        }
-        StoreKind::DynamoDb => "not a DynamoDB endpoint",
-        StoreKind::AzureBlob => "not an Azure Blob endpoint (the account's blob service?)",
-        StoreKind::Gcs => {
-            "not a GCS JSON API endpoint (https://storage.googleapis.com, or an emulator's root?)"
-        }
-    };
+    let not = endpoint.store.wrong_endpoint_hint;
     Some(Error::invalid_config(
         "endpoint",
         format!("{} answered {what}: {not}", endpoint.url),
@@ -960,7 +942,7 @@ mod tests {
 
     fn judged(req: &S3Request, reply: &S3Response) -> Option<String> {
         let endpoint = Endpoint {
-            store: StoreKind::S3,
+            store: &PROFILE,
             url: ENDPOINT.into(),
         };
         not_the_store(&endpoint, req, reply).map(|e| match e {

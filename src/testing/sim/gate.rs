@@ -33,7 +33,7 @@ use crate::driver::{fair_poll_ms, Io};
 use crate::error::Error;
 use crate::lease::{Grant, Lease};
 use crate::stores::s3::model::S3Model;
-use crate::stores::s3::{Endpoint, S3Request, S3Response, StoreKind};
+use crate::stores::s3::{Endpoint, S3Request, S3Response};
 use crate::strategy::single_object::semaphore::SlotOutcome;
 use crate::testing::history::{self, History, KeySpec, Rewrite, Term, Violation, Who};
 use crate::testing::rng::Rng;
@@ -257,7 +257,7 @@ impl Io for GateIo {
 
     fn endpoint(&self) -> Option<Endpoint> {
         Some(Endpoint {
-            store: StoreKind::S3,
+            store: &crate::stores::s3::PROFILE,
             url: crate::testing::model_io::MODEL_ENDPOINT.into(),
         })
     }
