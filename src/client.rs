@@ -109,8 +109,8 @@ pub struct ClientCore {
     latest: KeyMap<LockState>,
     /// single-object: the lock object this client last wrote per key (a
     /// grant, renew or release). On S3 an etag is a hash of the bytes,
-    /// which include the token; on Azure it names one write (every write
-    /// gets a new one, never an old one back); either way the pair stays
+    /// which include the token; on a store whose etags name one write each
+    /// (every write gets a new one, never an old one back), that write; either way the pair stays
     /// true whatever happens to the key since: a lease with this etag and
     /// token renews without the read that checks its token (see
     /// `RewriteOwn`).
@@ -330,7 +330,7 @@ impl ClientCore {
     }
 
     /// The token floor of a lock object (`strategy::floor`), on an object
-    /// store; a DynamoDB item keeps its counter itself.
+    /// store; a store whose item keeps its counter itself has none.
     fn floor_key(&self, object_key: &str) -> Option<String> {
         let profile = self.config.store.profile();
         profile
@@ -760,7 +760,7 @@ impl ClientCore {
         match (self.config.strategy, release) {
             (Strategy::SingleObject, _) => {
                 // A lease this client wrote, or a store that checks the
-                // token in the write's condition (DynamoDB), needs no read
+                // token in the write's condition, needs no read
                 // to know its token is the stored one.
                 let token_known =
                     self.wrote_lease(&lease) || self.config.store.profile().condition_checks_token;
@@ -857,8 +857,8 @@ impl ClientCore {
 
 impl ClientCore {
     /// Refuses, before any request, what only a store that holds objects
-    /// can do: fenced objects live beside the locks, and a table store
-    /// (DynamoDB) has none.
+    /// can do: fenced objects live beside the locks, and a table store has
+    /// none.
     fn objects_only(&self, what: &str) -> Result<(), Error> {
         let store = &self.config.store;
         if store.profile().holds_objects {

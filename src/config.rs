@@ -108,7 +108,7 @@ impl ClientConfig {
 
     /// A lease's ttl on this store: a lease is renewed every third of its
     /// ttl, so on a store that takes one write of an object per
-    /// `min_write_interval_ms` (GCS: about a second), a ttl under four of
+    /// `min_write_interval_ms` (about a second on some), a ttl under four of
     /// those would be throttled (`invalid-config`: the store makes it so).
     /// Any ttl elsewhere.
     pub fn check_ttl(&self, ttl_ms: u64) -> Result<(), Error> {
@@ -191,7 +191,7 @@ impl ClientConfig {
                 ),
             ));
         }
-        // A store that stamps no write time on what it stores (DynamoDB):
+        // A store that stamps no write time on what it stores:
         // `observed` is the default rule there, and `server` cannot be had.
         let expiry_clock = raw.expiry_clock.unwrap_or(if profile.records_write_times {
             ExpiryClock::Server

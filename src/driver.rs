@@ -244,7 +244,7 @@ async fn send_correcting_skew(io: &mut impl Io, request: &S3Request) -> Result<S
     }
 }
 
-/// Throttled requests (429: DynamoDB's throughput and rate limits) are
+/// Throttled requests (429: a store's throughput and rate limits) are
 /// sent again at most this many times, after pauses of 50, 100 and 200 ms
 /// (jittered in their upper half): under 0.4 s in all, so a renew keeps
 /// most of its margin. A throttled request was refused, never applied.

@@ -43,7 +43,7 @@ use race::{Race, RaceStep};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
     /// One per capability probed: `capability::S3_PROBES` in order (on a
-    /// DynamoDB table without the payload hash, then the table's two),
+    /// table store without the payload hash, then the table's two),
     /// then the race's two.
     pub results: Vec<CapabilityResult>,
     pub clock_offset: Option<ClockOffset>,
@@ -69,12 +69,12 @@ enum Phase {
     /// stores create a missing bucket on the first PUT, and a probe must
     /// find the bucket missing, not make it.
     BucketExists,
-    /// S3 and GCS: the bucket's lifecycle rules (a note for each that
+    /// A store whose lifecycle rules can be read: the bucket's rules (a note for each that
     /// deletes objects under the key prefix; see `lifecycle`).
     Lifecycle,
-    /// DynamoDB only: DescribeTable, for the key schema.
+    /// A table store only: its description, for the key schema.
     DescribeTable,
-    /// DynamoDB only: DescribeTimeToLive.
+    /// A table store only: its TTL's description.
     DescribeTtl,
     /// PUT a, `If-None-Match: *`: must be accepted.
     CreateFirst,

@@ -24,12 +24,12 @@
 //! - `fenced`, `versions`: `verify --fenced`, the objects written under the
 //!   key's lock and, on a versioned bucket, the order of their versions.
 //!
-//! Every time it uses is the store's (`Last-Modified`, GCS's `updated`,
-//! the replies' `Date`): no client clock is trusted. The operations speak
-//! the protocol's requests, which `stores` turns into each store's (a
-//! create-only PUT is `If-None-Match: *` on S3 and Azure,
-//! `ifGenerationMatch=0` on GCS, `attribute_not_exists` on DynamoDB), as
-//! the stored seal key's (`seal::stored`) are.
+//! Every time it uses is the store's (`Last-Modified`, as each store's
+//! translation gives it, the replies' `Date`): no client clock is trusted.
+//! The operations speak the protocol's requests, which `stores` turns into
+//! each store's (a create-only PUT is `If-None-Match: *` on S3, and each
+//! store's own create-only write elsewhere), as the stored seal key's
+//! (`seal::stored`) are.
 
 use crate::prelude::*;
 

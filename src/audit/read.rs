@@ -1,6 +1,6 @@
 //! Reads a key's records, token by token: GETs only, which every store
-//! answers the same way (DynamoDB and Azure are not listed here, and a
-//! listing would not save the GET of each record verify reads).
+//! answers the same way (not every store is listed here, and a listing
+//! would not save the GET of each record verify reads).
 //!
 //! First the prune marker (`names::marker_key`): tokens below it were
 //! pruned. Then, with a `since` time, a binary search for the first grant

@@ -33,7 +33,8 @@ pub const FORMAT: u64 = 1;
 pub const MAX_RECORD_BYTES: usize = 64 * 1024;
 
 /// The store's times of one write: its reply's `Date`, and the written
-/// object's `Last-Modified` when the reply carried one (Azure, GCS).
+/// object's `Last-Modified` when the reply carried one (a store whose
+/// write replies say when it wrote).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct WriteTimes {
     pub etag: String,

@@ -1,4 +1,4 @@
-//! What the two AWS stores (S3 and DynamoDB) share: a signing region and
+//! What the stores AWS signs for (SigV4) share: a signing region and
 //! the keys that sign requests, checked the same way for both.
 
 use crate::error::Error;

@@ -16,7 +16,7 @@
 //! condition. A round in which two writers were told they won fails the
 //! capability, naming the round; a round without a clear winner (409s,
 //! 5xx, no replies) decides nothing, and a capability no round decided is
-//! `unknown`. On DynamoDB and Azure the same requests race as the store's
+//! `unknown`. On the other stores the same requests race as the store's
 //! own conditional writes (see `stores`).
 //!
 //! Cost on a store that passes: `ROUNDS` x (`WRITERS` + 1) requests per

@@ -37,8 +37,9 @@
 //! floor object itself from a rule that deletes it: the docs say which
 //! prefixes to keep out of lifecycle rules (docs/stores.md).
 //!
-//! DynamoDB keeps no floor: its item survives release and the table's TTL
-//! never sweeps it (`dynamodb`).
+//! A store whose item keeps its counter keeps no floor
+//! (`Profile::keeps_token_floor`): its item survives release and no TTL
+//! sweeps it.
 
 use crate::prelude::*;
 

@@ -95,7 +95,7 @@ fn azure_headers(req: &S3Request) -> Vec<(String, String)> {
         if let Some(azure) = azure_metadata_name(&lower) {
             headers.push((azure, value.clone()));
         } else if lower == PAYLOAD_HASH {
-            if let Some(md5) = wrong_digest(value, &req.body) {
+            if let Some(md5) = crate::stores::s3::wrong_digest(value, &req.body) {
                 headers.push(("content-md5".into(), md5));
             }
         } else if !lower.starts_with("x-amz-") {
@@ -103,26 +103,6 @@ fn azure_headers(req: &S3Request) -> Vec<(String, String)> {
         }
     }
     headers
-}
-
-/// A `Content-MD5` the body does not have, for a declared SHA-256 the body
-/// does not have: its first 16 bytes. (Equal to the body's MD5 only by a
-/// 2^-128 chance.) `None` when the declared hash is the body's. GCS's
-/// translation carries the probe as a wrong `md5Hash` the same way.
-pub(crate) fn wrong_digest(declared: &str, body: &[u8]) -> Option<String> {
-    if declared.eq_ignore_ascii_case(&sigv4::sha256_hex(body)) {
-        return None;
-    }
-    let bytes: Vec<u8> = declared
-        .as_bytes()
-        .chunks(2)
-        .take(16)
-        .map(|pair| {
-            let text = core::str::from_utf8(pair).unwrap_or("00");
-            u8::from_str_radix(text, 16).unwrap_or(0xff)
-        })
-        .collect();
-    Some(crate::base64::encode(&bytes))
 }
 
 /// Signs `req` for `blob`'s container, as `config` reaches it, at

@@ -24,7 +24,7 @@
 //! back in the S3 shapes the protocol reads (see `reply`): the generation
 //! as a quoted ETag, the `updated` time as `Last-Modified`.
 //!
-//! As on Azure, a generation names exactly one write (equal bytes written
+//! As on every store whose ETags are not hashes, a generation names exactly one write (equal bytes written
 //! twice get two), so the fenced writes' equal-bytes limit does not arise.
 //! GCS takes about one write per second per object: `config` refuses a
 //! ttl or an elector retry period that would write faster.
@@ -251,7 +251,7 @@ fn multipart(req: &S3Request) -> (String, Vec<u8>) {
             metadata.str(&key, value);
             any_metadata = true;
         } else if name.eq_ignore_ascii_case(PAYLOAD_HASH) {
-            wrong_md5 = crate::stores::azure::wrong_digest(value, &req.body);
+            wrong_md5 = crate::stores::s3::wrong_digest(value, &req.body);
         }
     }
     // Fields in sorted order, as `JsonObject` expects of its callers.

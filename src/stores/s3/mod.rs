@@ -27,7 +27,7 @@ pub enum Method {
     Head,
     Put,
     Delete,
-    /// A DynamoDB call (see `dynamodb::call`); S3 takes none.
+    /// A store's own call (a JSON API's POST); S3 takes none.
     Post,
 }
 
@@ -61,7 +61,7 @@ pub struct S3Request {
     /// renew deadline (`driver::Within`), so no request outlives it.
     pub within_ms: Option<u32>,
     /// With `If-Match`: write only if the stored record's token is also
-    /// this. DynamoDB checks it in the write's condition; S3 cannot, and
+    /// this. A store whose condition can test it checks it there; S3 cannot, and
     /// ignores it (a writer that needs it there reads first: see
     /// `strategy::single_object::RewriteOwn`).
     pub if_token: Option<u64>,
@@ -109,7 +109,7 @@ impl fmt::Debug for S3Request {
 
 /// A body as `Debug` shows it: as its bytes, unless it holds the stored
 /// seal key (the key object's `seal_key` field, read or written, on S3 or
-/// inside a DynamoDB item), which anyone who saw it could forge leases
+/// inside another store's item), which anyone who saw it could forge leases
 /// with.
 struct Body<'a>(&'a [u8]);
 
@@ -155,7 +155,7 @@ pub fn is_secret_header(name: &str) -> bool {
     .any(|secret| name.eq_ignore_ascii_case(secret))
 }
 
-/// A path and query as `Debug` shows it: an Azure SAS token's signature
+/// A path and query as `Debug` shows it: a SAS token's signature
 /// (`sig=`), a credential as long as the token lives, redacted.
 fn shown_path(path_and_query: &str) -> String {
     let Some((path, query)) = path_and_query.split_once('?') else {
@@ -392,12 +392,12 @@ fn not_s3_reply(req: &S3Request, reply: &S3Response) -> Option<String> {
     }
 }
 
-/// Set on a reply by a store translation (`dynamodb`) that found the
+/// Set on a reply by a store's translation that found the
 /// record unreadable: the reason, reported as `corrupt-lock-object`.
 pub const UNREADABLE_HEADER: &str = "x-s3lease-unreadable";
 
-/// The store itself is missing: S3's bucket, DynamoDB's table, Azure's
-/// container.
+/// The store itself is missing: S3's bucket, or another store's table or
+/// container, by the code its translation keeps.
 fn is_missing_store(code: &str) -> bool {
     matches!(
         code,
@@ -407,6 +407,27 @@ fn is_missing_store(code: &str) -> bool {
 
 /// The header that carries the SHA-256 of the body, signed with the request.
 pub const PAYLOAD_HASH: &str = "x-amz-content-sha256";
+
+/// An MD5 (base64, as `Content-MD5` carries one) the body does not have,
+/// for a declared SHA-256 (`PAYLOAD_HASH`) the body does not have: its
+/// first 16 bytes. (Equal to the body's MD5 only by a 2^-128 chance.)
+/// `None` when the declared hash is the body's. How a store that checks a
+/// body's MD5 rather than its SHA-256 carries the preflight's probe.
+pub fn wrong_digest(declared: &str, body: &[u8]) -> Option<String> {
+    if declared.eq_ignore_ascii_case(&sigv4::sha256_hex(body)) {
+        return None;
+    }
+    let bytes: Vec<u8> = declared
+        .as_bytes()
+        .chunks(2)
+        .take(16)
+        .map(|pair| {
+            let text = core::str::from_utf8(pair).unwrap_or("00");
+            u8::from_str_radix(text, 16).unwrap_or(0xff)
+        })
+        .collect();
+    Some(crate::base64::encode(&bytes))
+}
 
 /// Tigris evaluates a condition on the bucket's leader only when the
 /// request carries this header; without it a conditional write may be
@@ -603,7 +624,7 @@ pub fn xml_escape(text: &str) -> String {
 
 /// An S3 error body (`<Error>` with its `Code`, `Message` and
 /// `RequestId`), as `S3Response::s3_error` reads it: what a store
-/// translation (`dynamodb`, `azure`, `gcs`) makes of its store's error.
+/// translation makes of its store's error.
 pub fn error_body(code: &str, message: &str, request_id: &str) -> Vec<u8> {
     format!(
         "<Error><Code>{}</Code><Message>{}</Message><RequestId>{}</RequestId></Error>",
@@ -1057,7 +1078,7 @@ mod tests {
             assert_eq!(judged(&req, &reply(204, "", &[])), None);
             assert_eq!(judged(&req, &reply(200, "", &[])), None);
         }
-        // A DynamoDB call is not S3's.
+        // A store's own call (POST) is not S3's.
         let post = S3Request::new(Method::Post, "", 100);
         assert_eq!(judged(&post, &reply(404, "", &[])), None);
     }

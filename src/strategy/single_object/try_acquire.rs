@@ -59,7 +59,7 @@ pub struct TryAcquire {
     write_times: WriteTimes,
     backfiller: Option<Backfiller>,
     /// The key's token floor, written before the object is created
-    /// (`None`: a store that keeps its counter itself, DynamoDB).
+    /// (`None`: a store that keeps its counter itself).
     floor: Option<Floor>,
 }
 

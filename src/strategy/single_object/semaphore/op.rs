@@ -163,8 +163,8 @@ impl SemaphoreOp {
         self
     }
 
-    /// On a store that keeps no time of a write (DynamoDB: no
-    /// `Last-Modified`), where the `server` clock cannot be configured:
+    /// On a store that keeps no time of a write (no `Last-Modified`),
+    /// where the `server` clock cannot be configured:
     /// entries stay unstamped, since no reader of the key reads the stamp.
     /// On S3 a reply without `Last-Modified` writes nothing (a reader on
     /// `server` would misjudge an entry stamped wrong).
