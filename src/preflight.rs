@@ -32,7 +32,7 @@ use crate::error::Error;
 use crate::expiry::{server_time, ExpiryClock};
 use crate::protocol::{Operation, Step};
 use crate::sigv4;
-use crate::stores::s3::dialects::{self, KnownStore};
+use crate::stores::s3::dialects::{self, Dialect};
 use crate::stores::s3::{self, list_request, Method, S3Request, S3Response};
 use crate::stores::table_checks;
 use crate::stores::{LifecycleRules, Profile, Store};
@@ -249,7 +249,7 @@ pub struct Preflight {
     /// Where the race stands: not yet, under way, or over.
     racing: Racing,
     /// The store, when a reply's headers named one (see `stores`).
-    store: Option<KnownStore>,
+    store: Option<&'static Dialect>,
     /// What the bucket's lifecycle rules mean for the key prefix.
     lifecycle_notes: Vec<String>,
 }
@@ -666,7 +666,7 @@ impl Operation for Preflight {
     }
 
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Report> {
-        self.store = self.store.or_else(|| KnownStore::of(&r));
+        self.store = self.store.or_else(|| dialects::of_reply(&r));
         if self.racing == Racing::UnderWay {
             let step = self.race.on_read(Ok(r));
             return self.raced(step, now_ms);
@@ -709,7 +709,7 @@ impl Operation for Preflight {
             )));
         }
         for r in replies.iter().flatten() {
-            self.store = self.store.or_else(|| KnownStore::of(r));
+            self.store = self.store.or_else(|| dialects::of_reply(r));
             if let Some(date) = server_time(r, "date") {
                 self.offset.add(self.sent_at_ms, now_ms, date);
             }

@@ -4,7 +4,7 @@
 
 use crate::prelude::*;
 
-use crate::preflight::{Capability, CapabilityResult, Verdict};
+use crate::capability::{Capability, CapabilityResult, Verdict};
 use crate::stores::dynamodb::{
     self, BODY_ATTRIBUTE, EXPIRY_ATTRIBUTE, HOLDER_ATTRIBUTE, KEY_ATTRIBUTE, TOKEN_ATTRIBUTE,
     VERSION_ATTRIBUTE,

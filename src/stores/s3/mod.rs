@@ -429,33 +429,6 @@ pub fn wrong_digest(declared: &str, body: &[u8]) -> Option<String> {
     Some(crate::base64::encode(&bytes))
 }
 
-/// Tigris evaluates a condition on the bucket's leader only when the
-/// request carries this header; without it a conditional write may be
-/// judged against a replica's stale copy, and two contenders could both
-/// win. Sent only to Tigris hosts, and only on writes and deletes that
-/// carry a condition: the narrowest choice that makes what a lock rests
-/// on strongly consistent there. Other stores never see a header they do
-/// not know (one we sign is one a strict proxy could refuse), and Tigris's
-/// unconditional requests keep their regional latency. Reads need no
-/// header: a stale read only gives a stale ETag, whose conditional write
-/// the leader then refuses.
-pub const TIGRIS_CONSISTENT: &str = "x-tigris-consistent";
-
-/// Tigris's S3 endpoints: `t3.storage.dev` (and other `*.storage.dev`),
-/// and `fly.storage.tigris.dev` (and other `*.tigris.dev`).
-fn is_tigris(authority: &str) -> bool {
-    // `host[:port]`; an IPv6 literal has no Tigris name anyway.
-    let host = authority
-        .rsplit_once(':')
-        .map_or(authority, |(host, _)| host)
-        .to_ascii_lowercase();
-    let host = host.trim_end_matches('.');
-    ["storage.dev", "tigris.dev"].iter().any(|domain| {
-        host.strip_suffix(domain)
-            .is_some_and(|rest| rest.ends_with('.'))
-    })
-}
-
 fn is_conditional_write(req: &S3Request) -> bool {
     matches!(req.method, Method::Put | Method::Delete)
         && req
@@ -497,8 +470,12 @@ pub fn prepare(
             hash
         }
     };
-    if is_tigris(&config.endpoint_authority) && is_conditional_write(req) {
-        headers.push((TIGRIS_CONSISTENT.into(), "true".into()));
+    // What the endpoint's dialect needs on a conditional write (`dialects`).
+    let dialect = dialects::of_host(&config.endpoint_authority);
+    if let Some((name, value)) = dialect.and_then(|d| d.conditional_write_header) {
+        if is_conditional_write(req) {
+            headers.push((name.into(), value.into()));
+        }
     }
     let signing = SigningRequest {
         method: req.method.as_str(),
@@ -775,6 +752,7 @@ mod tests {
 
     #[test]
     fn conditional_writes_to_tigris_carry_the_signed_consistency_header() {
+        const TIGRIS_CONSISTENT: &str = "x-tigris-consistent";
         let put = S3Request::new(Method::Put, "k", 100)
             .header("if-match", "\"e\"")
             .body("application/json", b"{}".to_vec());
