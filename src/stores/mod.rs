@@ -93,6 +93,18 @@ pub struct Profile {
     pub lifecycle: LifecycleRules,
 }
 
+/// One lifecycle rule, as far as it concerns s3-lease's objects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LifecycleRule {
+    pub name: String,
+    /// What it does to an object it matches, for the note.
+    pub action: String,
+    /// Object names it matches start with one of these (`[""]`: all).
+    pub prefixes: Vec<String>,
+    /// And end with one of these (empty: any).
+    pub suffixes: Vec<String>,
+}
+
 /// How a store's lifecycle rules (rules that delete objects by age or
 /// name) are read, for the preflight's notes on them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +119,18 @@ pub enum LifecycleRules {
     /// None to read: the store deletes nothing by rule, or its checks
     /// of its own find what would (a table's TTL).
     Nothing,
+}
+
+impl LifecycleRules {
+    /// The rules in `body`, a reply to the lifecycle read, that delete or
+    /// archive current objects; `None` where there is nothing to read.
+    pub fn read(self, body: &[u8]) -> Option<Result<Vec<LifecycleRule>, String>> {
+        match self {
+            LifecycleRules::Xml => Some(s3::lifecycle::rules(&String::from_utf8_lossy(body))),
+            LifecycleRules::BucketJson => Some(gcs::lifecycle::rules(body)),
+            LifecycleRules::Unreadable(_) | LifecycleRules::Nothing => None,
+        }
+    }
 }
 
 impl Store {

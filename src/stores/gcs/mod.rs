@@ -32,6 +32,7 @@
 use crate::prelude::*;
 
 mod config;
+pub mod lifecycle;
 mod reply;
 
 #[cfg(any(test, feature = "testing"))]

@@ -12,6 +12,7 @@ use core::fmt;
 
 mod config;
 pub mod dialects;
+pub mod lifecycle;
 pub mod versions;
 
 #[cfg(any(test, feature = "testing"))]
