@@ -7,7 +7,7 @@ use crate::prelude::*;
 use crate::config::Addressing;
 use crate::error::Error;
 use crate::stores::azure::shared_key::AccountKey;
-use crate::stores::{LifecycleRules, Profile};
+use crate::stores::profile::{LifecycleRules, Profile};
 use core::fmt;
 
 /// What Azure Blob Storage is and does (see `Profile`): no listing (its

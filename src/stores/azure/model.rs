@@ -17,12 +17,12 @@
 //! and reads the reply back as the protocol does (`azure::read_reply`):
 //! the store the simulation and unit tests run Azure clients against.
 
+use super::{AzureBlob, AzureCredential};
 use crate::config::{ClientConfig, Store};
 use crate::stores::azure;
 use crate::stores::azure::shared_key::{self, AccountKey, SignedRequest};
 use crate::stores::s3::model::http_date;
 use crate::stores::s3::{HttpRequest, Method, S3Request, S3Response};
-use crate::stores::{AzureBlob, AzureCredential};
 use crate::testing::model_io::{Model, ModelIo};
 use crate::testing::uri::{percent_decode, split_target};
 use md5::{Digest, Md5};
@@ -515,7 +515,7 @@ impl Model for AzureModel {
     fn now_ms(&self) -> u64 {
         self.now_ms
     }
-    fn store_kind(&self) -> &'static crate::stores::Profile {
+    fn store_kind(&self) -> &'static crate::stores::profile::Profile {
         &crate::stores::azure::PROFILE
     }
 }

@@ -7,7 +7,7 @@ use crate::prelude::*;
 use crate::config::aws::{check_credentials, check_region};
 use crate::error::Error;
 use crate::sigv4::Credentials;
-use crate::stores::{LifecycleRules, Profile};
+use crate::stores::profile::{LifecycleRules, Profile};
 
 /// What DynamoDB is and does (see `Profile`): it lists no keys, stamps no
 /// time on an item, holds no fenced objects, and its PutItem condition

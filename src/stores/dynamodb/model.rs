@@ -341,7 +341,7 @@ impl crate::testing::model_io::Model for DynamoModel {
     fn now_ms(&self) -> u64 {
         self.now_ms
     }
-    fn store_kind(&self) -> &'static crate::stores::Profile {
+    fn store_kind(&self) -> &'static crate::stores::profile::Profile {
         &crate::stores::dynamodb::PROFILE
     }
 }

@@ -5,7 +5,7 @@
 use crate::prelude::*;
 
 use crate::error::Error;
-use crate::stores::{LifecycleRules, Profile};
+use crate::stores::profile::{LifecycleRules, Profile};
 use core::fmt;
 
 /// The shortest lease on GCS: it takes about one write per second per

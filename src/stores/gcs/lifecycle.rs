@@ -4,7 +4,7 @@
 
 use crate::prelude::*;
 
-use crate::stores::LifecycleRule as Rule;
+use crate::stores::profile::LifecycleRule as Rule;
 use serde_json::Value;
 
 /// The rules of a GCS bucket's `lifecycle` that delete live objects.

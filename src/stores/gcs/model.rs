@@ -25,11 +25,11 @@
 //! and reads the reply back as the protocol does (`gcs::read_reply`): the
 //! store the simulation and unit tests run GCS clients against.
 
+use super::{GcsBucket, GcsCredential};
 use crate::config::{ClientConfig, Store};
 use crate::stores::gcs;
 use crate::stores::s3::model::http_date;
 use crate::stores::s3::{HttpRequest, Method, S3Request, S3Response};
-use crate::stores::{GcsBucket, GcsCredential};
 use crate::testing::model_io::{Model, ModelIo};
 use crate::testing::uri::{percent_decode, split_target};
 use md5::{Digest, Md5};
@@ -630,7 +630,7 @@ impl Model for GcsModel {
     fn now_ms(&self) -> u64 {
         self.now_ms
     }
-    fn store_kind(&self) -> &'static crate::stores::Profile {
+    fn store_kind(&self) -> &'static crate::stores::profile::Profile {
         &crate::stores::gcs::PROFILE
     }
 }

@@ -8,7 +8,7 @@ use crate::config::aws::{check_credentials, check_region};
 use crate::config::Addressing;
 use crate::error::Error;
 use crate::sigv4::Credentials;
-use crate::stores::{LifecycleRules, Profile};
+use crate::stores::profile::{LifecycleRules, Profile};
 
 /// What S3 is and does (see `Profile`).
 pub const PROFILE: Profile = Profile {

@@ -5,7 +5,7 @@
 use crate::prelude::*;
 
 use super::xml_text;
-use crate::stores::LifecycleRule as Rule;
+use crate::stores::profile::LifecycleRule as Rule;
 
 /// The enabled rules of an S3 lifecycle configuration that delete (or
 /// archive) current objects without a tag of theirs: lock objects carry

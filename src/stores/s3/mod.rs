@@ -7,7 +7,7 @@ use crate::prelude::*;
 use crate::config::{Addressing, ClientConfig, Scheme};
 use crate::error::{Error, S3Error};
 use crate::sigv4::{self, Scope, SigningRequest};
-use crate::stores::Profile;
+use crate::stores::profile::Profile;
 use core::fmt;
 
 mod config;
