@@ -23,7 +23,9 @@
 use crate::prelude::*;
 
 use super::{s3_metadata_name, S3_META};
-use crate::stores::s3::{Method, S3Request, S3Response, NOT_THE_STORE_HEADER, UNREADABLE_HEADER};
+use crate::stores::s3::{
+    xml_text, Method, S3Request, S3Response, NOT_THE_STORE_HEADER, UNREADABLE_HEADER,
+};
 
 /// Azure's request id header (lowercased, as replies' headers are).
 const REQUEST_ID: &str = "x-ms-request-id";
@@ -130,21 +132,4 @@ fn error_reply(r: S3Response) -> S3Response {
         body,
         body_too_large: None,
     }
-}
-
-/// The raw text of the first `<tag>…</tag>` (Azure's error bodies are flat).
-fn xml_text(body: &str, tag: &str) -> Option<String> {
-    let open = format!("<{tag}>");
-    let close = format!("</{tag}>");
-    let start = body.find(&open)? + open.len();
-    let len = body.get(start..)?.find(&close)?;
-    body.get(start..start + len).map(unescape)
-}
-
-fn unescape(text: &str) -> String {
-    text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&apos;", "'")
-        .replace("&amp;", "&")
 }

@@ -6,7 +6,8 @@
 
 use crate::prelude::*;
 
-use super::{snippet, xml_text, Method, S3Request};
+use super::xml::snippet;
+use super::{xml_text, Method, S3Request};
 use crate::http_date::parse_rfc3339_ms;
 
 /// Versions asked for per page (S3's own limit): the listing's cost is one
