@@ -375,14 +375,12 @@ impl ClientCore {
                 match driver::run(io, &mut op).await? {
                     AcquireOutcome::Granted(lease) => {
                         self.note_written(&lease);
-                        let evidence = audit::Evidence {
-                            replaced: op.replaced(),
-                            observed: observed.as_ref(),
-                            write: op.write_times().clone(),
+                        let evidence = audit::Evidence::of_lock(
+                            op.replaced(),
+                            observed.as_ref(),
+                            op.write_times().clone(),
                             strategy,
-                            limit: 1,
-                            left: Vec::new(),
-                        };
+                        );
                         self.recorded(io, lease, evidence).await?
                     }
                     held => held,
@@ -407,14 +405,12 @@ impl ClientCore {
                 }
                 match driver::run(io, &mut op).await? {
                     (AcquireOutcome::Granted(lease), cleanup) => {
-                        let evidence = audit::Evidence {
-                            replaced: op.replaced(),
-                            observed: observed.as_ref(),
-                            write: op.write_times().clone(),
+                        let evidence = audit::Evidence::of_lock(
+                            op.replaced(),
+                            observed.as_ref(),
+                            op.write_times().clone(),
                             strategy,
-                            limit: 1,
-                            left: Vec::new(),
-                        };
+                        );
                         let outcome = self.recorded(io, lease, evidence).await?;
                         if let AcquireOutcome::Granted(lease) = &outcome {
                             clean_up_within(io, lease, started, cleanup).await;

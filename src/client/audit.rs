@@ -42,6 +42,26 @@ pub(super) struct Evidence<'a> {
     pub left: Vec<u64>,
 }
 
+impl<'a> Evidence<'a> {
+    /// A lock's grant (a limit of one, no holder left in place) under
+    /// `strategy`.
+    pub fn of_lock(
+        replaced: Option<&'a LockState>,
+        observed: Option<&'a Observation>,
+        write: WriteTimes,
+        strategy: &'static str,
+    ) -> Self {
+        Evidence {
+            replaced,
+            observed,
+            write,
+            strategy,
+            limit: 1,
+            left: Vec::new(),
+        }
+    }
+}
+
 impl ClientCore {
     /// Refuses a key whose records the store would refuse, before a grant
     /// that would need them.

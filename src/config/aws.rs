@@ -23,6 +23,20 @@ pub fn check_region(region: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// A store's signing region and keys, checked as the config's are.
+pub fn check_signing(region: &str, credentials: &Credentials) -> Result<(), Error> {
+    check_region(region)?;
+    check_credentials(credentials)
+}
+
+/// Installs the keys `set-credential` gives in `slot`, checked first: on a
+/// refusal the old ones stay.
+pub fn replace_credentials(slot: &mut Credentials, credentials: Credentials) -> Result<(), Error> {
+    check_credentials(&credentials)?;
+    *slot = credentials;
+    Ok(())
+}
+
 /// Also checks the credentials of `set-credential`.
 pub fn check_credentials(c: &Credentials) -> Result<(), Error> {
     // Reasons never repeat a secret value.

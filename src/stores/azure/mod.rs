@@ -146,19 +146,6 @@ pub fn prepare(
             query.push_str(token);
         }
     }
-    let path_and_query = if query.is_empty() {
-        path
-    } else {
-        format!("{path}?{query}")
-    };
-    HttpRequest {
-        method: req.method,
-        scheme: config.scheme,
-        authority: config.endpoint_authority.clone(),
-        path_and_query,
-        headers,
-        body: req.body.clone(),
-        timeout_ms: crate::stores::s3::timeout_ms(config, req),
-        max_response_bytes: req.max_response_bytes,
-    }
+    let authority = config.endpoint_authority.clone();
+    crate::stores::s3::http_request(config, req, authority, path, &query, headers)
 }

@@ -208,20 +208,12 @@ pub fn prepare(
         headers.push(("authorization".into(), format!("Bearer {token}")));
     }
     let query = sigv4::canonical_query(&query);
-    let path_and_query = if query.is_empty() {
-        path
-    } else {
-        format!("{path}?{query}")
-    };
+    let authority = config.endpoint_authority.clone();
+    // The store's own method and body (a multipart upload) for the protocol's.
     HttpRequest {
         method,
-        scheme: config.scheme,
-        authority: config.endpoint_authority.clone(),
-        path_and_query,
-        headers,
         body,
-        timeout_ms: crate::stores::s3::timeout_ms(config, req),
-        max_response_bytes: req.max_response_bytes,
+        ..crate::stores::s3::http_request(config, req, authority, path, &query, headers)
     }
 }
 

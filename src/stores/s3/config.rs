@@ -4,7 +4,7 @@
 
 use crate::prelude::*;
 
-use crate::config::aws::{check_credentials, check_region};
+use crate::config::aws::{check_signing, replace_credentials};
 use crate::config::Addressing;
 use crate::error::Error;
 use crate::sigv4::Credentials;
@@ -43,14 +43,11 @@ pub struct S3Bucket {
 impl S3Bucket {
     pub(crate) fn check(&self) -> Result<(), Error> {
         check_bucket(&self.bucket, self.addressing)?;
-        check_region(&self.region)?;
-        check_credentials(&self.credentials)
+        check_signing(&self.region, &self.credentials)
     }
 
     pub(crate) fn set_credentials(&mut self, credentials: Credentials) -> Result<(), Error> {
-        check_credentials(&credentials)?;
-        self.credentials = credentials;
-        Ok(())
+        replace_credentials(&mut self.credentials, credentials)
     }
 }
 

@@ -121,6 +121,20 @@ pub fn prepare(
     }
 
     let query = sigv4::canonical_query(&req.query);
+    http_request(config, req, authority, path, &query, headers)
+}
+
+/// The request that sends `req` as `config` reaches its store: to
+/// `authority`, at `path` with `query` (encoded), with `headers`, and the
+/// body as it is.
+pub fn http_request(
+    config: &ClientConfig,
+    req: &S3Request,
+    authority: String,
+    path: String,
+    query: &str,
+    headers: Vec<(String, String)>,
+) -> HttpRequest {
     let path_and_query = if query.is_empty() {
         path
     } else {
