@@ -177,10 +177,6 @@ impl Client {
         fn set_credential(&self, credential: &Credential) -> Result<(), Error>;
         /// See [`crate::Client::set_credentials`].
         fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error>;
-        /// See [`crate::Client::set_azure_credential`].
-        fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error>;
-        /// See [`crate::Client::set_gcs_credential`].
-        fn set_gcs_credential(&self, credential: &GcsCredential) -> Result<(), Error>;
         fn renew(&self, lease: &LeaseRecord) -> Result<LeaseRecord, Error>;
         fn release(&self, lease: &LeaseRecord) -> Result<(), Error>;
         fn inspect(&self, key: &str) -> Result<Option<LockState>, Error>;

@@ -96,7 +96,7 @@ impl Calls {
         }))
     }
 
-    /// The store's name (`S3`, `DynamoDB`), as errors name it.
+    /// The store's name as errors name it (`S3`, say).
     pub fn store_name(&self) -> &'static str {
         self.pool.store().name()
     }
@@ -162,7 +162,7 @@ impl Calls {
 }
 
 /// The first credentials a client's refresher starts from, with their
-/// source: AWS keys, or an Azure or GCS bearer token.
+/// source: AWS keys, or a bearer token.
 enum First {
     Aws(SharedSource, FetchedCredentials),
     Token(SharedTokenSource, AccessToken),

@@ -16,7 +16,6 @@ use crate::keeper::Keeper;
 use crate::observe::traced;
 use crate::pool::MakeOptions;
 use crate::types::*;
-use crate::types::{AzureCredential, GcsCredential};
 use std::sync::Arc;
 
 /// How a client runs: how many instances it keeps (each serves one call at
@@ -69,7 +68,7 @@ impl ClientOptions {
     }
 }
 
-/// A client of one store (a bucket, or a DynamoDB table). Cheap to clone:
+/// A client of one store (a bucket, table or container). Cheap to clone:
 /// clones share its instances, its renewing of leases and its credentials.
 #[derive(Clone)]
 pub struct Client {
@@ -117,7 +116,7 @@ impl Client {
         &self.inner.calls.clock
     }
 
-    /// The store's name (`S3`, `DynamoDB`), as errors name it.
+    /// The store's name as errors name it (`S3`, say).
     pub fn store_name(&self) -> &'static str {
         self.inner.calls.store_name()
     }
@@ -143,7 +142,7 @@ impl Client {
     /// Replaces the store's credential (a host refreshing temporary
     /// keys or its own bearer tokens): the next request of every instance
     /// carries it. Leases stay valid. One of another kind than the store's
-    /// (AWS keys for S3 and DynamoDB) is refused, as one the component
+    /// (AWS keys for an AWS store) is refused, as one the component
     /// refuses, and the old one stays.
     pub async fn set_credential(&self, credential: &Credential) -> Result<(), Error> {
         let calls = self.inner.calls.clone();
@@ -151,24 +150,10 @@ impl Client {
         blocking(move || calls.pool.set_credential(&credential)).await?
     }
 
-    /// Replaces an S3 or DynamoDB client's keys: [`Client::set_credential`]
+    /// Replaces an AWS store's client's keys: [`Client::set_credential`]
     /// with [`Credential::Aws`].
     pub async fn set_credentials(&self, credentials: &Credentials) -> Result<(), Error> {
         self.set_credential(&Credential::Aws(credentials.clone()))
-            .await
-    }
-
-    /// Replaces an Azure client's credential: [`Client::set_credential`]
-    /// with [`Credential::Azure`].
-    pub async fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error> {
-        self.set_credential(&Credential::Azure(credential.clone()))
-            .await
-    }
-
-    /// Replaces a GCS client's credential: [`Client::set_credential`] with
-    /// [`Credential::Gcs`].
-    pub async fn set_gcs_credential(&self, credential: &GcsCredential) -> Result<(), Error> {
-        self.set_credential(&Credential::Gcs(credential.clone()))
             .await
     }
 

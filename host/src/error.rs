@@ -18,7 +18,7 @@ pub enum ErrorKind {
     ClockSkewed,
     /// The store refused the credentials or the policy denies the call.
     AccessDenied,
-    /// No such bucket (or DynamoDB table).
+    /// No such bucket (or table, or container).
     NoSuchStore,
     /// A lock object that is not one of ours (or not readable).
     CorruptLockObject,
@@ -70,30 +70,39 @@ impl ErrorKind {
 }
 
 /// Where an error happened: the store's kind, its endpoint and its bucket
-/// (DynamoDB: table; Azure Blob Storage: container), so a person can tell
+/// (or table, or container: as the store calls it), so a person can tell
 /// which of several stores to fix. One per client, shared by its errors.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ErrorStore {
     name: &'static str,
+    /// What the store calls its bucket (`table`, say).
+    noun: &'static str,
     endpoint: String,
     bucket: String,
 }
 
 impl ErrorStore {
-    /// A store named `name` at `endpoint`, holding the locks in `bucket`
-    /// (`StoreConfig::error_store` makes a client's). The endpoint is kept
-    /// without user info, query and fragment: an Azure SAS token or a
-    /// password may be in them, and errors are printed.
-    pub(crate) fn new(name: &'static str, endpoint: &str, bucket: &str) -> Self {
+    /// A store named `name` at `endpoint`, holding the locks in the
+    /// `noun` (`bucket`, `table`) called `bucket` (`StoreConfig::error_store`
+    /// makes a client's). The endpoint is kept without user info, query and
+    /// fragment: a signed URL's token or a password may be in them, and
+    /// errors are printed.
+    pub(crate) fn new(
+        name: &'static str,
+        noun: &'static str,
+        endpoint: &str,
+        bucket: &str,
+    ) -> Self {
         ErrorStore {
             name,
+            noun,
             endpoint: without_secrets(endpoint),
             bucket: bucket.to_string(),
         }
     }
 
-    /// The store's kind as errors name it: `S3`, `DynamoDB` or `Azure Blob Storage`.
+    /// The store's kind as errors name it (`S3`, say).
     pub fn name(&self) -> &'static str {
         self.name
     }
@@ -103,23 +112,19 @@ impl ErrorStore {
         &self.endpoint
     }
 
-    /// The bucket, DynamoDB table or Azure container.
+    /// The bucket (or table, or container) the locks are kept in.
     pub fn bucket(&self) -> &str {
         &self.bucket
     }
 
-    /// What the store calls its bucket.
-    fn noun(&self) -> &'static str {
-        match self.name {
-            "DynamoDB" => "table",
-            "Azure Blob Storage" => "container",
-            _ => "bucket",
-        }
+    /// What the store calls its bucket (`table`, say).
+    pub fn noun(&self) -> &'static str {
+        self.noun
     }
 }
 
-/// A URL as it may be printed: no query or fragment (an Azure SAS token is
-/// a query) and no `user:password@`.
+/// A URL as it may be printed: no query or fragment (a shared access
+/// signature is a query) and no `user:password@`.
 fn without_secrets(url: &str) -> String {
     let end = url.find(['?', '#']).unwrap_or(url.len());
     let url = &url[..end];
@@ -250,7 +255,7 @@ impl Error {
         self.store().map(ErrorStore::endpoint)
     }
 
-    /// The bucket (DynamoDB table, Azure container) the error happened in.
+    /// The bucket (or table, or container) the error happened in.
     pub fn bucket(&self) -> Option<&str> {
         self.store().map(ErrorStore::bucket)
     }
@@ -380,7 +385,7 @@ impl Error {
                         | "TokenRefreshRequired"
                         | "ExpiredTokenException"
                         | "UnrecognizedClientException"
-                        // Azure: an expired or unknown bearer token.
+                        // An expired or unknown bearer token.
                         | "InvalidAuthenticationInfo"
                 )
             })
@@ -456,12 +461,9 @@ impl fmt::Display for Error {
             }
             (ErrorKind::NoSuchStore, _) => {
                 let what = match store {
-                    Some(s) if s.name == "DynamoDB" => {
-                        format!("no such DynamoDB table `{}` at {}", s.bucket, s.endpoint)
-                    }
                     Some(s) => format!(
                         "no such {} `{}` at {} ({})",
-                        s.noun(),
+                        s.noun,
                         s.bucket,
                         s.endpoint,
                         s.name
@@ -549,177 +551,10 @@ fn holder(f: &mut fmt::Formatter<'_>, state: Option<&LockState>) -> fmt::Result 
         (Some(holder), Some(token)) => write!(f, "; held by {holder} with token {token}"),
         (None, Some(token)) => write!(f, "; token {token}"),
         (Some(holder), None) => write!(f, "; held by {holder}"),
-        // A client of another design (the dynamodb-lease design's) records neither.
+        // A client of another design (a lease table's) records neither.
         (None, None) => write!(f, "; held by a client that records no holder and no token"),
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn s3() -> Arc<ErrorStore> {
-        Arc::new(ErrorStore::new("S3", "http://127.0.0.1:9000", "b"))
-    }
-
-    fn reply(kind: ErrorKind, store: &Arc<ErrorStore>, status: u16, code: &str) -> Error {
-        Error::new(
-            kind,
-            Some(store.clone()),
-            Detail::Reply(Reply {
-                status,
-                code: code.into(),
-                message: "the message".into(),
-                request_id: "req-1".into(),
-            }),
-        )
-    }
-
-    #[test]
-    fn each_store_error_names_its_bucket_and_endpoint() {
-        let store = s3();
-        let errors = [
-            reply(ErrorKind::AccessDenied, &store, 403, "AccessDenied"),
-            reply(ErrorKind::NoSuchStore, &store, 404, "NoSuchBucket"),
-            reply(ErrorKind::Store, &store, 500, "InternalError"),
-            reply(ErrorKind::Conflict, &store, 409, "OperationAborted"),
-            reply(ErrorKind::ClockSkewed, &store, 403, "RequestTimeTooSkewed"),
-            Error::transport("connection refused").with_store(&store),
-        ];
-        for e in errors {
-            let text = e.to_string();
-            assert!(text.contains("`b`"), "{text}");
-            assert!(text.contains("http://127.0.0.1:9000"), "{text}");
-            assert!(text.contains("S3"), "{text}");
-            assert_eq!(e.bucket(), Some("b"));
-            assert_eq!(e.endpoint(), Some("http://127.0.0.1:9000"));
-            assert_eq!(e.store().map(ErrorStore::name), Some("S3"));
-        }
-        assert_eq!(
-            reply(ErrorKind::NoSuchStore, &store, 404, "NoSuchBucket").to_string(),
-            "no such bucket `b` at http://127.0.0.1:9000 (S3): 404 NoSuchBucket: the message \
-             (request id req-1)"
-        );
-        assert_eq!(
-            Error::transport("connection refused")
-                .with_store(&store)
-                .to_string(),
-            "the request did not complete: connection refused (S3 endpoint \
-             http://127.0.0.1:9000, bucket `b`)"
-        );
-    }
-
-    #[test]
-    fn a_timeout_names_the_bucket_and_the_key() {
-        let e = crate::component::timeout("jobs/nightly", Duration::from_millis(1500), None)
-            .with_store(&s3());
-        assert_eq!(
-            e.to_string(),
-            "gave up on jobs/nightly in bucket `b` after 1500 ms"
-        );
-    }
-
-    #[test]
-    fn dynamodb_names_its_table_and_azure_its_container() {
-        let table = Arc::new(ErrorStore::new(
-            "DynamoDB",
-            "http://127.0.0.1:8000",
-            "locks",
-        ));
-        let text = reply(
-            ErrorKind::NoSuchStore,
-            &table,
-            400,
-            "ResourceNotFoundException",
-        )
-        .to_string();
-        assert!(
-            text.starts_with("no such DynamoDB table `locks` at http://127.0.0.1:8000"),
-            "{text}"
-        );
-        let text = reply(
-            ErrorKind::AccessDenied,
-            &table,
-            400,
-            "AccessDeniedException",
-        )
-        .to_string();
-        assert!(
-            text.contains("table `locks`") && text.contains("http://127.0.0.1:8000"),
-            "{text}"
-        );
-
-        let container = Arc::new(ErrorStore::new(
-            "Azure Blob Storage",
-            "https://acct.blob.core.windows.net",
-            "jobs",
-        ));
-        let text = reply(ErrorKind::NoSuchStore, &container, 404, "ContainerNotFound").to_string();
-        assert!(
-            text.starts_with(
-                "no such container `jobs` at https://acct.blob.core.windows.net (Azure Blob Storage)"
-            ),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn a_sas_token_or_password_in_the_endpoint_never_shows() {
-        let store = Arc::new(ErrorStore::new(
-            "Azure Blob Storage",
-            "http://user:hunter2@127.0.0.1:10000/?sv=2022-11-02&sig=S3CR3TSIG#frag",
-            "jobs",
-        ));
-        assert_eq!(store.endpoint(), "http://127.0.0.1:10000/");
-        let errors = [
-            reply(ErrorKind::AccessDenied, &store, 403, "AuthenticationFailed"),
-            reply(ErrorKind::NoSuchStore, &store, 404, "ContainerNotFound"),
-            reply(ErrorKind::Store, &store, 500, "InternalError"),
-            Error::transport("connection refused").with_store(&store),
-        ];
-        for e in errors {
-            for text in [e.to_string(), format!("{e:?}"), format!("{e:#?}")] {
-                assert!(text.contains("127.0.0.1:10000"), "{text}");
-                for secret in ["S3CR3TSIG", "sig=", "sv=2022", "hunter2", "frag"] {
-                    assert!(!text.contains(secret), "{secret} in {text}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn without_secrets_keeps_the_rest_of_a_url() {
-        assert_eq!(
-            without_secrets("https://h.example/p/q"),
-            "https://h.example/p/q"
-        );
-        assert_eq!(
-            without_secrets("https://h.example?sig=x"),
-            "https://h.example"
-        );
-        assert_eq!(
-            without_secrets("https://u@h.example/a@b"),
-            "https://h.example/a@b"
-        );
-        assert_eq!(without_secrets("h.example:9000"), "h.example:9000");
-    }
-
-    #[test]
-    fn a_request_the_store_timed_out_is_transient_and_no_other_400_is() {
-        let store = s3();
-        for (status, code) in [(400, "RequestTimeout"), (408, ""), (408, "Http408")] {
-            let e = reply(ErrorKind::Store, &store, status, code);
-            assert!(e.is_transient(), "{status} {code}");
-        }
-        for (status, code) in [(400, "InvalidArgument"), (400, ""), (404, "NoSuchKey")] {
-            let e = reply(ErrorKind::Store, &store, status, code);
-            assert!(!e.is_transient(), "{status} {code}");
-        }
-    }
-
-    #[test]
-    fn an_error_stays_small() {
-        // Boxed detail plus a shared store: errors are cheap to return.
-        assert!(std::mem::size_of::<Error>() <= 3 * std::mem::size_of::<usize>());
-    }
-}
+mod tests;

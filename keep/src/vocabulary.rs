@@ -74,7 +74,7 @@ vocabulary! {
         Observed => "observed",
     }
 
-    /// How a bucket (or an Azure account) reaches the server.
+    /// How a bucket (or a storage account) reaches the server.
     pub enum Addressing {
         /// `https://endpoint/bucket/key`: MinIO, SeaweedFS, emulators.
         Path => "path",

@@ -88,7 +88,7 @@ fn the_preflight_checks_the_table_and_what_only_s3_does_is_refused() {
         .unwrap();
     assert_eq!(code(&out), 78, "{}", text(&out.stderr));
     assert!(
-        text(&out.stderr).contains("no such DynamoDB table"),
+        text(&out.stderr).contains("no such table `") && text(&out.stderr).contains("(DynamoDB)"),
         "{}",
         text(&out.stderr)
     );

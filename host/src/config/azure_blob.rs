@@ -1,9 +1,11 @@
 //! An Azure Blob Storage container as the store, and the credential that
 //! authorizes its requests.
 
-use super::{Store, StoreConfig};
+use super::{KeysFrom, OwnSettings, Store, StoreConfig};
+use crate::credentials::azure::{self, AccountAuth};
 use crate::credentials::SharedTokenSource;
 use crate::error::Error;
+use crate::types::Credential;
 
 pub use crate::types::AzureCredential;
 
@@ -62,6 +64,87 @@ impl AzureBlobBuilder {
     }
 
     pub fn build(self) -> StoreConfig {
-        StoreConfig::of(Store::AzureBlob(self))
+        StoreConfig::of(self.build_store())
+    }
+}
+
+impl StoreConfig {
+    /// An Azure Blob Storage container's config, from the variables the
+    /// Azure SDKs read (see `credentials::azure`): a connection string
+    /// (`AZURE_STORAGE_CONNECTION_STRING`), else `AZURE_STORAGE_ACCOUNT`
+    /// with `AZURE_STORAGE_KEY` or `AZURE_STORAGE_SAS_TOKEN`, else the
+    /// account's managed identity (a bearer token fetched here, then kept
+    /// fresh on a live client). `S3LEASE_SEAL_KEY` as for S3.
+    pub fn from_azure_vars(
+        container: &str,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, Error> {
+        let mut config = AzureBlobBuilder::from_vars(container, &var, KeysFrom::Variables)?.build();
+        config.seal_key = var("S3LEASE_SEAL_KEY");
+        Ok(config)
+    }
+}
+
+impl OwnSettings for AzureBlobBuilder {
+    const KIND: &'static str = "azure-blob";
+    const NAME: &'static str = "Azure Blob Storage";
+    const PLACE: &'static str = "container";
+    const AWS_KEYS: bool = false;
+
+    /// The container `S3LEASE_CONTAINER` names, else the bucket given (the
+    /// command line's `--container`), as [`StoreConfig::from_azure_vars`]
+    /// reads it (the AWS keys' source plays no part).
+    fn from_vars(
+        bucket: &str,
+        var: &dyn Fn(&str) -> Option<String>,
+        _keys: KeysFrom,
+    ) -> Result<Self, Error> {
+        let container = var("S3LEASE_CONTAINER")
+            .or_else(|| (!bucket.is_empty()).then(|| bucket.to_string()))
+            .ok_or_else(|| {
+                Error::invalid_config(
+                    "S3LEASE_CONTAINER",
+                    "is not set: an azure-blob store needs its container (--container)",
+                )
+            })?;
+        let account = azure::from_vars(&var)?;
+        let (credential, identity) = match account.auth {
+            AccountAuth::Credential(c) => (c, None),
+            // Replaced by the first token, fetched below.
+            AccountAuth::ManagedIdentity(m) => {
+                (AzureCredential::BearerToken(String::new()), Some(m))
+            }
+        };
+        let mut builder = AzureBlobBuilder::new(account.account, container, credential);
+        builder.endpoint = account.endpoint;
+        builder.path_style = account.path_style;
+        if let Some(identity) = identity {
+            builder = builder.token_source(SharedTokenSource::new(identity))?;
+        }
+        Ok(builder)
+    }
+
+    fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    fn place(&self) -> &str {
+        &self.container
+    }
+
+    fn with_endpoint(self, url: String) -> Self {
+        self.endpoint(url)
+    }
+
+    fn build_store(self) -> Store {
+        Store::AzureBlob(self)
+    }
+
+    fn token_source(&self) -> Option<&SharedTokenSource> {
+        self.token_source.as_ref()
+    }
+
+    fn bearer(&self, token: String) -> Option<Credential> {
+        Some(Credential::Azure(AzureCredential::BearerToken(token)))
     }
 }

@@ -1,9 +1,11 @@
 //! A Google Cloud Storage bucket as the store (through GCS's JSON API),
 //! and the credential that authorizes its requests.
 
-use super::{Store, StoreConfig};
-use crate::credentials::SharedTokenSource;
+use super::{KeysFrom, OwnSettings, Store, StoreConfig};
+use crate::credentials::{GoogleCredentials, SharedTokenSource};
 use crate::error::Error;
+use crate::types::Credential;
+use std::time::Duration;
 
 pub use crate::types::GcsCredential;
 
@@ -64,6 +66,124 @@ impl GcsBuilder {
     }
 
     pub fn build(self) -> StoreConfig {
-        StoreConfig::of(Store::Gcs(self))
+        StoreConfig::of(self.build_store())
     }
+}
+
+impl StoreConfig {
+    /// A Google Cloud Storage bucket's config (`bucket`, else
+    /// `S3LEASE_BUCKET`), reached as Google's client libraries reach it:
+    ///
+    /// - `STORAGE_EMULATOR_HOST` (`host:port` or a URL): that emulator,
+    ///   with no credential (the libraries send none to an emulator);
+    /// - else `S3LEASE_ENDPOINT`: that endpoint; an `http://` one (an
+    ///   emulator) with no credential, since a bearer token never travels
+    ///   unencrypted; an `https://` one with the tokens below;
+    /// - else GCS itself (`https://storage.googleapis.com`) with
+    ///   Application Default Credentials ([`GoogleCredentials`]: the key or
+    ///   user credentials file `GOOGLE_APPLICATION_CREDENTIALS` names, else
+    ///   gcloud's ADC file, else the metadata server), the first token
+    ///   fetched here, the next ones by a live client before each expires.
+    ///
+    /// `S3LEASE_SEAL_KEY` as for S3. With no credentials anywhere, an
+    /// `invalid-config` error says where it looked.
+    pub fn from_gcs_vars(
+        bucket: &str,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, Error> {
+        let mut config = GcsBuilder::from_vars(bucket, &var, KeysFrom::Variables)?.build();
+        config.seal_key = var("S3LEASE_SEAL_KEY");
+        Ok(config)
+    }
+}
+
+impl OwnSettings for GcsBuilder {
+    const KIND: &'static str = "gcs";
+    const NAME: &'static str = "Google Cloud Storage";
+    const PLACE: &'static str = "bucket";
+    const AWS_KEYS: bool = false;
+
+    /// As [`StoreConfig::from_gcs_vars`] reads it (the AWS keys' source
+    /// plays no part).
+    fn from_vars(
+        bucket: &str,
+        var: &dyn Fn(&str) -> Option<String>,
+        _keys: KeysFrom,
+    ) -> Result<Self, Error> {
+        let bucket = match bucket {
+            "" => var("S3LEASE_BUCKET").ok_or_else(|| {
+                Error::invalid_config(
+                    "S3LEASE_BUCKET",
+                    "is not set: a gcs store needs its bucket (--bucket)",
+                )
+            })?,
+            given => given.to_string(),
+        };
+        let (endpoint, anonymous) = gcs_endpoint(var)?;
+        let mut builder = GcsBuilder::new(bucket, GcsCredential::Anonymous);
+        if let Some(endpoint) = endpoint {
+            builder = builder.endpoint(endpoint);
+        }
+        if !anonymous {
+            let adc = GoogleCredentials::from_vars(&var)?;
+            builder = builder.token_source(SharedTokenSource::new(adc))?;
+        }
+        Ok(builder)
+    }
+
+    fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    fn place(&self) -> &str {
+        &self.bucket
+    }
+
+    fn with_endpoint(self, url: String) -> Self {
+        self.endpoint(url)
+    }
+
+    fn build_store(self) -> Store {
+        Store::Gcs(self)
+    }
+
+    /// About a second: GCS answers faster writers of one object with 429.
+    fn min_write_interval(&self) -> Option<Duration> {
+        Some(Duration::from_secs(1))
+    }
+
+    fn token_source(&self) -> Option<&SharedTokenSource> {
+        self.token_source.as_ref()
+    }
+
+    fn bearer(&self, token: String) -> Option<Credential> {
+        Some(Credential::Gcs(GcsCredential::BearerToken(token)))
+    }
+}
+
+/// A GCS store's endpoint, if not GCS's own, and whether it takes no
+/// credential (an emulator's).
+fn gcs_endpoint(var: &dyn Fn(&str) -> Option<String>) -> Result<(Option<String>, bool), Error> {
+    if let Some(url) = var("S3LEASE_ENDPOINT") {
+        return match url
+            .split_once("://")
+            .map(|(scheme, _)| scheme.to_ascii_lowercase())
+        {
+            Some(scheme) if scheme == "http" => Ok((Some(url), true)),
+            Some(scheme) if scheme == "https" => Ok((Some(url), false)),
+            _ => Err(Error::invalid_config(
+                "S3LEASE_ENDPOINT",
+                "is not an http:// or https:// URL",
+            )),
+        };
+    }
+    if let Some(host) = var("STORAGE_EMULATOR_HOST") {
+        // Google's libraries take `host:port` as well as a URL.
+        let url = match host.contains("://") {
+            true => host,
+            false => format!("http://{host}"),
+        };
+        return Ok((Some(url.trim_end_matches('/').to_string()), true));
+    }
+    Ok((None, false))
 }

@@ -9,20 +9,19 @@ mod dynamodb;
 mod env;
 mod gcs;
 mod s3;
-#[cfg(feature = "aws-sdk-config")]
-mod sdk;
 #[cfg(test)]
 mod tests;
 
-pub use azure_blob::{AzureBlobBuilder, AzureCredential};
+pub use azure_blob::AzureBlobBuilder;
 pub use dynamodb::DynamoDbBuilder;
 pub use env::AwsKeys;
-pub use gcs::{GcsBuilder, GcsCredential};
+pub use gcs::GcsBuilder;
 pub use s3::S3Builder;
 
 use crate::credentials::{SharedSource, SharedTokenSource};
 use crate::error::Error;
 use crate::types::{Credential, ExpiryClock, Strategy};
+pub(crate) use env::KeysFrom;
 use std::fmt;
 use std::time::Duration;
 
@@ -98,6 +97,19 @@ pub(crate) enum Store {
     Gcs(GcsBuilder),
 }
 
+/// `$body` for the store `$store` holds, bound to `$s` (its builder): the
+/// one place a choice over the stores is spelled out.
+macro_rules! each_store {
+    ($store:expr, $s:ident => $body:expr) => {
+        match $store {
+            Store::S3($s) => $body,
+            Store::DynamoDb($s) => $body,
+            Store::AzureBlob($s) => $body,
+            Store::Gcs($s) => $body,
+        }
+    };
+}
+
 impl StoreConfig {
     fn of(store: Store) -> Self {
         StoreConfig {
@@ -113,34 +125,21 @@ impl StoreConfig {
     }
 
     /// The same store reached at `url` instead (a proxy, an emulator);
-    /// S3 and Azure addressing become path-style, as such endpoints want.
+    /// addressing becomes path-style where the store has a choice, as such
+    /// endpoints want.
     pub fn with_endpoint(mut self, url: impl Into<String>) -> Self {
-        self.store = match self.store {
-            Store::S3(s3) => Store::S3(s3.endpoint(url)),
-            Store::DynamoDb(table) => Store::DynamoDb(table.endpoint(url)),
-            Store::AzureBlob(azure) => Store::AzureBlob(azure.endpoint(url)),
-            Store::Gcs(gcs) => Store::Gcs(gcs.endpoint(url)),
-        };
+        let url = url.into();
+        self.store = each_store!(self.store, s => s.with_endpoint(url).build_store());
         self
     }
 
     /// An AWS store's credentials from `source` instead (a caller's own
     /// provider: the Node package's `credentials:` function), the first
     /// ones fetched now unless `source` has fresh ones, the next by a live
-    /// client before they expire. An `invalid-config` error on Azure and
-    /// GCS, whose credentials are tokens (see their builders'
-    /// `token_source`).
+    /// client before they expire. An `invalid-config` error on a store
+    /// whose credentials are tokens (see its builder's `token_source`).
     pub fn with_credentials_source(mut self, source: SharedSource) -> Result<Self, Error> {
-        self.store = match self.store {
-            Store::S3(s3) => Store::S3(s3.credentials_source(source)?),
-            Store::DynamoDb(table) => Store::DynamoDb(table.credentials_source(source)?),
-            Store::AzureBlob(_) | Store::Gcs(_) => {
-                return Err(Error::invalid_config(
-                    "credentials",
-                    "a credentials source gives AWS keys; an Azure or GCS store takes tokens",
-                ))
-            }
-        };
+        self.store = each_store!(self.store, s => s.with_credentials_source(source)?.build_store());
         Ok(self)
     }
 
@@ -181,109 +180,77 @@ impl StoreConfig {
         self
     }
 
-    /// The store's name as errors and messages name it: `S3`, `DynamoDB`,
-    /// `Azure Blob Storage` or `Google Cloud Storage`.
+    /// The store's name as errors and messages name it (`S3`, say).
     pub fn store_name(&self) -> &'static str {
-        match &self.store {
-            Store::S3(_) => "S3",
-            Store::DynamoDb(_) => "DynamoDB",
-            Store::AzureBlob(_) => "Azure Blob Storage",
-            Store::Gcs(_) => "Google Cloud Storage",
-        }
+        each_store!(&self.store, s => name_of(s))
     }
 
     /// The shortest time between two writes of one object the store takes,
-    /// where it has one: about a second on GCS (it answers faster writers
-    /// with 429). The component refuses a ttl or an elector retry period
-    /// that would renew faster (`invalid-config`); a caller choosing
-    /// periods for a user (the command line's `run` and `elect`) keeps to it.
-    pub fn min_write_interval(&self) -> Option<std::time::Duration> {
-        match &self.store {
-            Store::Gcs(_) => Some(std::time::Duration::from_secs(1)),
-            _ => None,
-        }
+    /// where it has one (a store that answers faster writers with 429).
+    /// The component refuses a ttl or an elector retry period that would
+    /// renew faster (`invalid-config`); a caller choosing periods for a
+    /// user (the command line's `run` and `elect`) keeps to it.
+    pub fn min_write_interval(&self) -> Option<Duration> {
+        each_store!(&self.store, s => s.min_write_interval())
     }
 
-    /// The store as `S3LEASE_STORE` (and the contract's `store`) names it:
-    /// `s3`, `dynamodb`, `azure-blob` or `gcs`.
+    /// The store as `S3LEASE_STORE` (and the contract's `store`) names it
+    /// (`s3`, say).
     pub fn store_kind(&self) -> &'static str {
-        match &self.store {
-            Store::S3(_) => "s3",
-            Store::DynamoDb(_) => "dynamodb",
-            Store::AzureBlob(_) => "azure-blob",
-            Store::Gcs(_) => "gcs",
-        }
+        each_store!(&self.store, s => kind_of(s))
     }
 
-    /// The store's endpoint: S3's, DynamoDB's, the Azure account's or GCS's.
+    /// The store's endpoint.
     pub fn endpoint(&self) -> &str {
-        match &self.store {
-            Store::S3(s3) => &s3.aws.endpoint,
-            Store::DynamoDb(table) => &table.aws.endpoint,
-            Store::AzureBlob(azure) => &azure.endpoint,
-            Store::Gcs(gcs) => &gcs.endpoint,
-        }
+        each_store!(&self.store, s => s.endpoint())
     }
 
-    /// The AWS region (S3 and DynamoDB); `None` on Azure and GCS.
+    /// The AWS region, on a store that signs for one.
     pub fn region(&self) -> Option<&str> {
         self.aws().map(|aws| aws.region.as_str())
     }
 
-    /// The bucket, when the locks are in S3 or in Google Cloud Storage.
+    /// The bucket, when the store keeps the locks in a bucket.
     pub fn bucket(&self) -> Option<&str> {
-        match &self.store {
-            Store::S3(s3) => Some(&s3.bucket),
-            Store::Gcs(gcs) => Some(&gcs.bucket),
-            _ => None,
-        }
+        self.place_called("bucket")
     }
 
-    /// The table, when the locks are in DynamoDB.
+    /// The table, when the store keeps the locks in a table.
     pub fn table(&self) -> Option<&str> {
-        match &self.store {
-            Store::DynamoDb(table) => Some(&table.table),
-            _ => None,
-        }
+        self.place_called("table")
     }
 
-    /// The container, when the locks are in Azure Blob Storage.
+    /// The container, when the store keeps the locks in a container.
     pub fn container(&self) -> Option<&str> {
-        match &self.store {
-            Store::AzureBlob(azure) => Some(&azure.container),
-            _ => None,
-        }
+        self.place_called("container")
+    }
+
+    fn place_called(&self, noun: &str) -> Option<&str> {
+        let (called, place) = each_store!(&self.store, s => (place_noun_of(s), s.place()));
+        (called == noun).then_some(place)
     }
 
     /// Where this store's errors happened, as they name it: its kind,
     /// endpoint (without secrets) and bucket, table or container.
     pub(crate) fn error_store(&self) -> crate::error::ErrorStore {
-        let bucket = self.bucket().or(self.table()).or(self.container());
-        crate::error::ErrorStore::new(self.store_name(), self.endpoint(), bucket.unwrap_or(""))
+        let (noun, place) = each_store!(&self.store, s => (place_noun_of(s), s.place()));
+        crate::error::ErrorStore::new(self.store_name(), noun, self.endpoint(), place)
     }
 
     /// Where an AWS store's credentials are refreshed from, if anywhere
-    /// (`None`: fixed keys, or an Azure or GCS store).
+    /// (`None`: fixed keys, or a store that takes tokens).
     pub fn credentials_source(&self) -> Option<&SharedSource> {
         self.aws().and_then(|aws| aws.source.as_ref())
     }
 
-    /// Where an Azure or GCS store's bearer tokens are refreshed from, if
-    /// anywhere (`None`: a fixed credential, or an AWS store).
+    /// Where a store's bearer tokens are refreshed from, if anywhere
+    /// (`None`: a fixed credential, or a store that takes keys).
     pub fn token_source(&self) -> Option<&SharedTokenSource> {
-        match &self.store {
-            Store::AzureBlob(azure) => azure.token_source.as_ref(),
-            Store::Gcs(gcs) => gcs.token_source.as_ref(),
-            _ => None,
-        }
+        each_store!(&self.store, s => s.token_source())
     }
 
     fn aws(&self) -> Option<&aws::AwsAccess> {
-        match &self.store {
-            Store::S3(s3) => Some(&s3.aws),
-            Store::DynamoDb(table) => Some(&table.aws),
-            Store::AzureBlob(_) | Store::Gcs(_) => None,
-        }
+        each_store!(&self.store, s => s.aws())
     }
 
     /// The store and its own settings.
@@ -294,13 +261,97 @@ impl StoreConfig {
     /// A bearer token as this store's credential (a token source's fresh
     /// one); `None` on a store that takes keys, not tokens.
     pub(crate) fn bearer(&self, token: String) -> Option<Credential> {
-        match &self.store {
-            Store::S3(_) | Store::DynamoDb(_) => None,
-            Store::AzureBlob(_) => Some(Credential::Azure(AzureCredential::BearerToken(token))),
-            Store::Gcs(_) => Some(Credential::Gcs(GcsCredential::BearerToken(token))),
-        }
+        each_store!(&self.store, s => s.bearer(token))
     }
 }
+
+/// What the host's generic code asks of one store's own settings. Each
+/// store's file answers for its builder, so a store is its file and a case
+/// of [`Store`], not a branch in every accessor.
+pub(crate) trait OwnSettings: Sized {
+    /// As `S3LEASE_STORE` and the contract's `store` name it.
+    const KIND: &'static str;
+    /// As errors and messages name it.
+    const NAME: &'static str;
+    /// What the store calls the place its locks are kept in.
+    const PLACE: &'static str;
+    /// Whether its requests are signed with AWS keys (so it takes a
+    /// credentials source).
+    const AWS_KEYS: bool;
+
+    /// Reads the store from the variables (`S3LEASE_STORE` named it): see
+    /// [`StoreConfig::from_vars`]. `place` is the bucket the caller gave.
+    fn from_vars(
+        place: &str,
+        var: &dyn Fn(&str) -> Option<String>,
+        keys: KeysFrom,
+    ) -> Result<Self, Error>;
+    fn endpoint(&self) -> &str;
+    /// The bucket, table or container.
+    fn place(&self) -> &str;
+    fn with_endpoint(self, url: String) -> Self;
+    fn build_store(self) -> Store;
+    fn min_write_interval(&self) -> Option<Duration> {
+        None
+    }
+    fn aws(&self) -> Option<&aws::AwsAccess> {
+        None
+    }
+    fn with_credentials_source(self, _source: SharedSource) -> Result<Self, Error> {
+        Err(Error::invalid_config(
+            "credentials",
+            format!(
+                "a credentials source gives AWS keys; {} takes tokens",
+                Self::NAME
+            ),
+        ))
+    }
+    fn token_source(&self) -> Option<&SharedTokenSource> {
+        None
+    }
+    fn bearer(&self, _token: String) -> Option<Credential> {
+        None
+    }
+}
+
+fn name_of<T: OwnSettings>(_: &T) -> &'static str {
+    T::NAME
+}
+
+fn kind_of<T: OwnSettings>(_: &T) -> &'static str {
+    T::KIND
+}
+
+fn place_noun_of<T: OwnSettings>(_: &T) -> &'static str {
+    T::PLACE
+}
+
+/// Reads one store from the variables: see [`OwnSettings::from_vars`].
+pub(crate) type ReadStore =
+    fn(&str, &dyn Fn(&str) -> Option<String>, KeysFrom) -> Result<Store, Error>;
+
+/// One store's reader, by the name `S3LEASE_STORE` gives it.
+pub(crate) struct StoreKind {
+    pub(crate) name: &'static str,
+    pub(crate) aws_keys: bool,
+    pub(crate) read: ReadStore,
+}
+
+const fn kind<T: OwnSettings>() -> StoreKind {
+    StoreKind {
+        name: T::KIND,
+        aws_keys: T::AWS_KEYS,
+        read: |place, var, keys| T::from_vars(place, var, keys).map(T::build_store),
+    }
+}
+
+/// Every store, the first the default (`S3LEASE_STORE` unset).
+pub(crate) const STORE_KINDS: &[StoreKind] = &[
+    kind::<S3Builder>(),
+    kind::<DynamoDbBuilder>(),
+    kind::<AzureBlobBuilder>(),
+    kind::<GcsBuilder>(),
+];
 
 impl fmt::Debug for StoreConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

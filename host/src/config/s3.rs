@@ -1,7 +1,7 @@
 //! An S3 bucket (AWS's own, or any S3-compatible store) as the store.
 
 use super::aws::AwsAccess;
-use super::{Store, StoreConfig};
+use super::{KeysFrom, OwnSettings, Store, StoreConfig};
 use crate::credentials::SharedSource;
 use crate::error::Error;
 use crate::types::{Addressing, Credentials};
@@ -52,6 +52,86 @@ impl S3Builder {
     }
 
     pub fn build(self) -> StoreConfig {
-        StoreConfig::of(Store::S3(self))
+        StoreConfig::of(self.build_store())
+    }
+}
+
+impl OwnSettings for S3Builder {
+    const KIND: &'static str = "s3";
+    const NAME: &'static str = "S3";
+    const PLACE: &'static str = "bucket";
+    const AWS_KEYS: bool = true;
+
+    /// `bucket`; `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL` (default AWS
+    /// itself); `S3LEASE_ADDRESSING` (`path` or `virtual-hosted`; default
+    /// path for a custom endpoint, virtual-hosted on AWS); region and keys
+    /// as [`AwsAccess::from_vars`] reads them.
+    fn from_vars(
+        bucket: &str,
+        var: &dyn Fn(&str) -> Option<String>,
+        keys: KeysFrom,
+    ) -> Result<Self, Error> {
+        let (aws, custom_endpoint) = AwsAccess::from_vars("s3", "AWS_ENDPOINT_URL_S3", var, keys)?;
+        let addressing = match var("S3LEASE_ADDRESSING").as_deref() {
+            Some("path") => Addressing::Path,
+            Some("virtual-hosted") => Addressing::VirtualHosted,
+            Some(other) => {
+                return Err(Error::invalid_config(
+                    "S3LEASE_ADDRESSING",
+                    format!("{other:?} is neither `path` nor `virtual-hosted`"),
+                ))
+            }
+            None if custom_endpoint => Addressing::Path,
+            None => Addressing::VirtualHosted,
+        };
+        Ok(S3Builder {
+            aws,
+            bucket: bucket.to_string(),
+            addressing,
+        })
+    }
+
+    fn endpoint(&self) -> &str {
+        &self.aws.endpoint
+    }
+
+    fn place(&self) -> &str {
+        &self.bucket
+    }
+
+    fn with_endpoint(self, url: String) -> Self {
+        self.endpoint(url)
+    }
+
+    fn build_store(self) -> Store {
+        Store::S3(self)
+    }
+
+    fn aws(&self) -> Option<&AwsAccess> {
+        Some(&self.aws)
+    }
+
+    fn with_credentials_source(self, source: SharedSource) -> Result<Self, Error> {
+        self.credentials_source(source)
+    }
+}
+
+#[cfg(feature = "aws-sdk-config")]
+impl S3Builder {
+    /// `bucket`, reached as `sdk` says (feature `aws-sdk-config`): its region, its endpoint URL if it names one (then path-style
+    /// addressing), and its credentials provider, which a live client
+    /// refreshes from as the SDK's own clients would. Fetches credentials
+    /// once, here.
+    pub fn from_sdk_config(sdk: &aws_config::SdkConfig, bucket: &str) -> Result<Self, Error> {
+        let (aws, endpoint) = AwsAccess::from_sdk(sdk, "s3")?;
+        let s3 = S3Builder {
+            aws,
+            bucket: bucket.to_string(),
+            addressing: Addressing::VirtualHosted,
+        };
+        Ok(match endpoint {
+            Some(url) => s3.endpoint(url),
+            None => s3,
+        })
     }
 }

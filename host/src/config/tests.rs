@@ -2,7 +2,7 @@ use super::*;
 use crate::credentials::{FetchedCredentials, StaticCredentials};
 use crate::engine::bindings::{self as wit, Store as WitStore};
 use crate::error::Error;
-use crate::types::{Addressing, Credentials};
+use crate::types::{Addressing, AzureCredential, Credentials, GcsCredential};
 use std::collections::HashMap;
 
 fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {

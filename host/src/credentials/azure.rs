@@ -9,9 +9,15 @@
 //!   `AZURE_STORAGE_SAS_TOKEN`;
 //! - else the machine's managed identity ([`ManagedIdentity`]).
 
-use super::managed_identity::ManagedIdentity;
+pub mod managed_identity;
+
+/// The name [`AccessToken`](crate::credentials::AccessToken) had when only
+/// Azure took bearer tokens.
+pub type AzureToken = crate::credentials::AccessToken;
+
 use crate::error::Error;
 use crate::types::AzureCredential;
+use managed_identity::ManagedIdentity;
 
 /// Azurite's well-known development account and key (public, in
 /// Microsoft's documentation).
@@ -142,10 +148,29 @@ fn split_endpoint(blob_endpoint: &str, account: &str) -> Result<(String, bool), 
     }
 }
 
+impl crate::Client {
+    /// Replaces an Azure client's credential: [`Client::set_credential`]
+    /// with [`Credential::Azure`].
+    ///
+    /// [`Client::set_credential`]: crate::Client::set_credential
+    /// [`Credential::Azure`]: crate::Credential::Azure
+    pub async fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error> {
+        self.set_credential(&crate::Credential::Azure(credential.clone()))
+            .await
+    }
+}
+
+impl crate::blocking::Client {
+    /// See [`crate::Client::set_azure_credential`].
+    pub fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error> {
+        self.set_credential(&crate::Credential::Azure(credential.clone()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::credentials::managed_identity::IMDS_ENDPOINT;
+    use crate::credentials::azure::managed_identity::IMDS_ENDPOINT;
     use std::collections::HashMap;
 
     fn key(k: &str) -> AccountAuth {

@@ -21,19 +21,22 @@
 
 mod aws_chain;
 pub mod azure;
-pub mod google;
-pub mod managed_identity;
+pub mod gcs;
 pub(crate) mod refresh;
 #[cfg(feature = "aws-sdk-config")]
 mod sdk_provider;
 mod tokens;
 
 pub use aws_chain::AwsChain;
-pub use google::GoogleCredentials;
-pub use managed_identity::ManagedIdentity;
+pub use azure::managed_identity::{self, ManagedIdentity};
+pub use azure::AzureToken;
+/// The module's name before each store's credentials had a folder of their own.
+#[doc(hidden)]
+pub use gcs as google;
+pub use gcs::GoogleCredentials;
 #[cfg(feature = "aws-sdk-config")]
 pub use sdk_provider::SdkProvider;
-pub use tokens::{AccessToken, AzureToken, SharedTokenSource, TokenSource};
+pub use tokens::{AccessToken, SharedTokenSource, TokenSource};
 
 use crate::error::Error;
 use crate::types::Credentials;

@@ -1,4 +1,4 @@
-//! Keeps a live client's credentials (AWS keys, or an Azure bearer token)
+//! Keeps a live client's credentials (AWS keys, or a bearer token)
 //! fresh: a thread that fetches new ones ahead of expiry and installs them,
 //! and one fetch on demand after the store refused the old ones. When to
 //! fetch is `s3_lease_keep::refresh` (paced, whatever a source hands out);
@@ -27,7 +27,7 @@ fn wall_time(ms: u64) -> SystemTime {
 }
 
 /// What a refresher fetches: AWS credentials from a [`SharedSource`], or
-/// Azure bearer tokens from a [`SharedTokenSource`].
+/// bearer tokens from a [`SharedTokenSource`].
 pub(crate) trait Fetch: Send + Sync + 'static {
     type Secret: Clone + PartialEq + Send + 'static;
     /// A fresh secret, and when it expires.

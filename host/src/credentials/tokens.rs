@@ -1,7 +1,7 @@
-//! Bearer tokens (Azure Storage's, Google Cloud Storage's): where a live
-//! client takes fresh ones from (a managed identity, Google's Application
-//! Default Credentials, or the caller's own [`TokenSource`]), and the last
-//! one fetched, shared by the clients of one config.
+//! Bearer tokens, for the stores that take them: where a live client takes
+//! fresh ones from (a store's own source in its credentials folder, or the
+//! caller's own [`TokenSource`]), and the last one fetched, shared by the
+//! clients of one config.
 
 use super::refresh;
 use crate::error::Error;
@@ -9,8 +9,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-/// A bearer token (for Azure Storage or Google Cloud Storage) and when it
-/// expires. `Debug` never shows the token.
+/// A bearer token and when it expires. `Debug` never shows the token.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AccessToken {
@@ -18,9 +17,6 @@ pub struct AccessToken {
     /// `None`: the source did not say.
     pub expires: Option<SystemTime>,
 }
-
-/// The name [`AccessToken`] had when only Azure took bearer tokens.
-pub type AzureToken = AccessToken;
 
 impl AccessToken {
     pub fn new(token: impl Into<String>, expires: Option<SystemTime>) -> Self {
@@ -40,7 +36,7 @@ impl fmt::Debug for AccessToken {
     }
 }
 
-/// Hands out bearer tokens (Azure Storage's or GCS's), a fresh one on every call (a
+/// Hands out bearer tokens, a fresh one on every call (a
 /// client calls it ahead of expiry, and once after the store refused the
 /// old one). Errors must not carry secrets.
 pub trait TokenSource: Send + Sync + 'static {
@@ -52,13 +48,10 @@ pub trait TokenSource: Send + Sync + 'static {
     }
 }
 
-/// A [`TokenSource`] an Azure or GCS client refreshes from, given to
-/// [`AzureBlobBuilder::token_source`] or [`GcsBuilder::token_source`]
-/// (compared by identity). It keeps the last token fetched, so that
-/// clients connected from one config do not each fetch one again.
-///
-/// [`AzureBlobBuilder::token_source`]: crate::AzureBlobBuilder::token_source
-/// [`GcsBuilder::token_source`]: crate::GcsBuilder::token_source
+/// A [`TokenSource`] a client of a store that takes tokens refreshes from,
+/// given to that store's builder's `token_source` (compared by identity).
+/// It keeps the last token fetched, so that clients connected from one
+/// config do not each fetch one again.
 #[derive(Clone)]
 pub struct SharedTokenSource {
     source: Arc<dyn TokenSource>,

@@ -24,13 +24,9 @@ wasmtime::component::bindgen!({
     additional_derives: [PartialEq, Eq],
 });
 
-pub use exports::s3_lease::lease::types::{
-    AddressingStyle, AwsCredentials, AzureCredential, AzureStore, Capability, CapabilityResult,
-    ClockOffset, Config, Credential, DynamodbStore, ElectorConfig, ElectorEvent, Error,
-    ExpiryClock, FenceOptions, FencedObject, FencedWrite, GcsCredential, GcsStore, Lease,
-    LimitMismatch, LockState, Options, PreflightReport, Role, S3Store, SemaphoreState, Slot,
-    SlotAttempt, SlotOptions, StepResult, StopReason, Store, Strategy, Verdict,
-};
+// All of the contract's types, so a type the contract adds (a store's
+// settings, say) needs no line here.
+pub use exports::s3_lease::lease::types::*;
 
 /// The contract's own (kebab-case) names, for messages, tables and JSON:
 /// the vocabulary's (`s3_lease_keep::vocabulary`), through the one

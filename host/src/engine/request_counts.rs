@@ -28,8 +28,9 @@ impl RequestCounts {
     }
 }
 
-/// The operation a request performs: an S3 request's from its method and
-/// query, a DynamoDB call's from its `x-amz-target` (`GetItem`, `PutItem`…).
+/// The operation a request performs: a REST request's from its method and
+/// query, an AWS JSON protocol call's from its `x-amz-target`
+/// (`<service>_<version>.<operation>`: `GetItem`, `PutItem`…).
 pub(crate) fn operation(
     method: &http::Method,
     uri: &http::Uri,
@@ -39,7 +40,8 @@ pub(crate) fn operation(
         let target = headers
             .get("x-amz-target")
             .and_then(|t| t.to_str().ok())
-            .and_then(|t| t.strip_prefix("DynamoDB_20120810."));
+            .and_then(|t| t.rsplit_once('.'))
+            .map(|(_, operation)| operation);
         return match target {
             Some("GetItem") => "GetItem",
             Some("PutItem") => "PutItem",
@@ -68,32 +70,4 @@ fn operation_s3(method: &http::Method, uri: &http::Uri) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dynamodb_calls_are_named_by_their_target() {
-        let mut headers = http::HeaderMap::new();
-        headers.insert("x-amz-target", "DynamoDB_20120810.PutItem".parse().unwrap());
-        let uri: http::Uri = "http://d/".parse().unwrap();
-        assert_eq!(operation(&http::Method::POST, &uri, &headers), "PutItem");
-        headers.insert("x-amz-target", "Other.Thing".parse().unwrap());
-        assert_eq!(operation(&http::Method::POST, &uri, &headers), "post");
-    }
-
-    #[test]
-    fn operations_are_named_from_method_and_query() {
-        let get = http::Method::GET;
-        let none = http::HeaderMap::new();
-        let operation = |m: &http::Method, u: &http::Uri| operation(m, u, &none);
-        assert_eq!(operation(&get, &"http://s/b/k".parse().unwrap()), "get");
-        assert_eq!(
-            operation(&get, &"http://s/b?list-type=2&prefix=p".parse().unwrap()),
-            "list"
-        );
-        assert_eq!(
-            operation(&http::Method::PUT, &"http://s/b/k".parse().unwrap()),
-            "put"
-        );
-    }
-}
+mod tests;

@@ -5,7 +5,7 @@
 //!
 //! The hooks are called on the instance's worker, inside the component's
 //! call: the span and tally the worker entered are current there. Header
-//! values, queries (an Azure SAS token is one) and bodies are never read:
+//! values, queries (a shared access signature is one) and bodies are never read:
 //! an event names a request by its method, operation, scheme and host.
 
 use std::cell::RefCell;

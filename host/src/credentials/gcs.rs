@@ -22,6 +22,7 @@ use super::aws_chain::on_own_thread;
 use super::tokens::{AccessToken, TokenSource};
 use crate::engine::own_runtime::OwnRuntime;
 use crate::error::Error;
+use crate::types::GcsCredential;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
@@ -535,6 +536,25 @@ fn encode(text: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+impl crate::Client {
+    /// Replaces a GCS client's credential: [`Client::set_credential`]
+    /// with [`Credential::Gcs`].
+    ///
+    /// [`Client::set_credential`]: crate::Client::set_credential
+    /// [`Credential::Gcs`]: crate::Credential::Gcs
+    pub async fn set_gcs_credential(&self, credential: &GcsCredential) -> Result<(), Error> {
+        self.set_credential(&crate::Credential::Gcs(credential.clone()))
+            .await
+    }
+}
+
+impl crate::blocking::Client {
+    /// See [`crate::Client::set_gcs_credential`].
+    pub fn set_gcs_credential(&self, credential: &GcsCredential) -> Result<(), Error> {
+        self.set_credential(&crate::Credential::Gcs(credential.clone()))
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! `AZURE_CLIENT_ID` picks a user-assigned identity. A [`TokenSource`],
 //! refreshed on a live client like the AWS chain's credentials.
 
-use super::tokens::{AccessToken, TokenSource};
+use crate::credentials::{AccessToken, TokenSource};
 use crate::error::Error;
 use std::fmt;
 use std::io::{Read, Write};
