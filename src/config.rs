@@ -5,12 +5,11 @@
 use crate::prelude::*;
 
 use crate::error::Error;
+use crate::stores::s3::{HttpRequest, S3Request, S3Response};
 use core::fmt;
 
-pub mod aws;
-
-pub use crate::stores::{Credential, Profile, Store};
-pub use aws::check_credentials;
+pub use crate::stores::aws::check_credentials;
+pub use crate::stores::{Credential, Profile, Reach, Scheme, Store};
 
 /// The contract's names for addressing, strategies and expiry clocks,
 /// defined once for the core, the host crate and the guest crate.
@@ -38,12 +37,6 @@ impl fmt::Debug for SealKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("SealKey(<redacted>)")
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
-    Http,
-    Https,
 }
 
 /// The configuration as the caller gave it (the WIT `config` record).
@@ -101,6 +94,25 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
+    /// What the store's requests take from this configuration.
+    pub fn reach(&self) -> Reach<'_> {
+        Reach {
+            scheme: self.scheme,
+            endpoint_authority: &self.endpoint_authority,
+            request_timeout_ms: self.request_timeout_ms,
+        }
+    }
+
+    /// Signs `req` for the configured store at `unix_seconds`.
+    pub fn prepare(&self, req: &S3Request, unix_seconds: u64) -> HttpRequest {
+        self.store.prepare(self.reach(), req, unix_seconds)
+    }
+
+    /// The store's reply to `prepare(req)`, as the protocol reads replies.
+    pub fn read_reply(&self, req: &S3Request, reply: S3Response) -> S3Response {
+        self.store.read_reply(req, reply)
+    }
+
     /// What the lease seal's key derives from (see `Store::seal_scope`).
     pub fn seal_scope(&self) -> String {
         self.store.seal_scope()

@@ -27,10 +27,11 @@ mod prelude {
 //     (preflight findings), ready (runs a future that never suspends)
 //  2. lock_object: the record a lock object stores, and its state as read
 //  3. error: the crate's one error enum, over what its cases carry (layers 1 and 2)
-//  4. config: the validated configuration, with its strategy, expiry clock and seal key
-//  5. stores: each store in its own folder (its configuration check, requests, replies and
-//     test model) and the registry that turns the configured store into the protocol's
-//     requests and replies; lease: Lease, Grant, where a key's object lives
+//  4. stores: each store in its own folder (its configuration check, requests, replies and
+//     test model) and the registry that turns a store into the protocol's requests and
+//     replies, with what it is and does (its profile)
+//  5. config: the validated configuration over a store, with its strategy, expiry clock and
+//     seal key; lease: Lease, Grant, where a key's object lives
 //  6. expiry: when an unreleased lease has expired; seal: leases a caller cannot alter
 //  7. protocol: the Operation/Step trait of every state machine, and AcquireOutcome
 //  8. strategy::{single_object, epoch}, fenced, preflight, audit (the grant log): operations;

@@ -236,7 +236,7 @@ fn requests() -> String {
         out.push(format!("{name}:"));
         let dynamodb = name == "DynamoDB";
         for request in sent.iter().filter(|r| !(dynamodb && is_floor(r))) {
-            let http = s3_lease::stores::prepare(&config, request, NOW_MS / 1000);
+            let http = s3_lease::config::ClientConfig::prepare(&config, request, NOW_MS / 1000);
             out.extend(request_lines(&http));
         }
     }

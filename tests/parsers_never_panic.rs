@@ -30,7 +30,6 @@ use s3_lease::preflight::{Preflight, RACE_REQUESTS};
 use s3_lease::protocol::{Operation, Step};
 use s3_lease::seal::{Sealer, StoredKey};
 use s3_lease::sigv4::{self, Credentials, Scope, SigningRequest};
-use s3_lease::stores::prepare;
 use s3_lease::stores::s3::{parse_list, parse_versions, Method, S3Request, S3Response};
 use s3_lease::stores::S3Bucket;
 use s3_lease::strategy::epoch::{
@@ -1492,7 +1491,7 @@ proptest! {
                 };
                 prop_assert!(!host.is_empty(), "{:?} gave authority {:?}", raw.store.endpoint(), c.endpoint_authority);
                 // And every request can be built and signed with it.
-                let http = prepare(&c, &S3Request::new(Method::Put, &key, 100), unix_seconds);
+                let http = s3_lease::config::ClientConfig::prepare(&c, &S3Request::new(Method::Put, &key, 100), unix_seconds);
                 prop_assert!(http.authority.contains(&c.endpoint_authority));
             }
             Err(Error::InvalidConfig { reason, .. }) => {

@@ -82,7 +82,7 @@ fn dynamodb_requests_are_signed_exactly_as_botocore_signs_them() {
             let config = config(region, endpoint, *token);
             for (k, req) in requests().iter().enumerate() {
                 let unix_seconds = times[(i + j + k) % times.len()];
-                let http = s3_lease::stores::prepare(&config, req, unix_seconds);
+                let http = s3_lease::config::ClientConfig::prepare(&config, req, unix_seconds);
                 let added = [
                     "authorization",
                     "x-amz-date",

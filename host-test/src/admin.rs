@@ -9,7 +9,6 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use s3_lease::config::{ClientConfig, Scheme};
 use s3_lease::stores::s3::{Method, S3Request, S3Response};
-use s3_lease::stores::{prepare, read_reply};
 use s3_lease_host::http::full;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -28,9 +27,9 @@ impl Admin {
 
     pub fn send(&self, request: S3Request) -> Result<S3Response> {
         let unix_seconds = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
-        let http = to_http(prepare(&self.config, &request, unix_seconds))?.map(full);
+        let http = to_http(self.config.prepare(&request, unix_seconds))?.map(full);
         let reply = send_http(&self.runtime, http)?;
-        Ok(read_reply(&self.config, &request, reply))
+        Ok(self.config.read_reply(&request, reply))
     }
 
     /// Creates the bucket; an existing one (ours) is fine.

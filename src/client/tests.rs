@@ -452,7 +452,7 @@ fn core_with(strategy: Strategy, change: impl FnOnce(&mut crate::config::RawConf
 /// The access key id the request is signed with, as the component signs
 /// it: `s3::prepare` with the client's config at the time of the call.
 fn signing_key_id(c: &ClientCore, request: &crate::stores::s3::S3Request) -> String {
-    let signed = crate::stores::prepare(&c.config, request, START_MS / 1000);
+    let signed = crate::config::ClientConfig::prepare(&c.config, request, START_MS / 1000);
     let (_, auth) = signed
         .headers
         .iter()
@@ -535,7 +535,7 @@ fn set_credentials_signs_the_next_request_with_them_and_keeps_leases() {
         for request in &after {
             assert_eq!(signing_key_id(&c, request), "AKID2");
         }
-        let signed = crate::stores::prepare(&c.config, &after[0], START_MS / 1000);
+        let signed = crate::config::ClientConfig::prepare(&c.config, &after[0], START_MS / 1000);
         let token = signed
             .headers
             .iter()

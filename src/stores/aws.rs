@@ -4,7 +4,7 @@
 use crate::error::Error;
 use crate::sigv4::Credentials;
 
-pub fn check_region(region: &str) -> Result<(), Error> {
+pub(crate) fn check_region(region: &str) -> Result<(), Error> {
     if region.is_empty() || region.len() > 64 {
         return Err(Error::invalid_config(
             "region",

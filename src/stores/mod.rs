@@ -8,11 +8,11 @@
 
 use crate::prelude::*;
 
-use crate::config::ClientConfig;
 use crate::error::Error;
 use crate::sigv4::Credentials;
 use s3::{HttpRequest, S3Request, S3Response, NOT_THE_STORE_HEADER, UNREADABLE_HEADER};
 
+pub mod aws;
 pub mod azure;
 pub mod dynamodb;
 pub mod gcs;
@@ -182,33 +182,52 @@ impl Credential {
     }
 }
 
-/// Signs `req` for the configured store at `unix_seconds`.
-pub fn prepare(config: &ClientConfig, req: &S3Request, unix_seconds: u64) -> HttpRequest {
-    match &config.store {
-        Store::S3(bucket) => s3::prepare(config, bucket, req, unix_seconds),
-        Store::DynamoDb(table) => dynamodb::prepare(config, table, req, unix_seconds),
-        Store::AzureBlob(blob) => azure::prepare(config, blob, req, unix_seconds),
-        Store::Gcs(bucket) => gcs::prepare(config, bucket, req, unix_seconds),
-    }
+/// Where the store is and how long a request may take: what a store's
+/// requests take from the configuration (`ClientConfig::reach`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reach<'a> {
+    pub scheme: Scheme,
+    /// `host` or `host:port` of the endpoint, without the bucket.
+    pub endpoint_authority: &'a str,
+    pub request_timeout_ms: u32,
 }
 
-/// The store's reply to `prepare(req)`, as the protocol reads replies.
-pub fn read_reply(config: &ClientConfig, req: &S3Request, reply: S3Response) -> S3Response {
-    match &config.store {
-        // The translations' own headers mean nothing from a server.
-        Store::S3(_) => S3Response {
-            headers: reply
-                .headers
-                .into_iter()
-                .filter(|(k, _)| {
-                    !k.eq_ignore_ascii_case(UNREADABLE_HEADER)
-                        && !k.eq_ignore_ascii_case(NOT_THE_STORE_HEADER)
-                })
-                .collect(),
-            ..reply
-        },
-        Store::DynamoDb(_) => dynamodb::read_reply(req, reply),
-        Store::AzureBlob(_) => azure::read_reply(req, reply),
-        Store::Gcs(_) => gcs::read_reply(req, reply),
+/// An endpoint's scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Http,
+    Https,
+}
+
+impl Store {
+    /// Signs `req` for this store, as `reach` reaches it, at `unix_seconds`.
+    pub fn prepare(&self, reach: Reach<'_>, req: &S3Request, unix_seconds: u64) -> HttpRequest {
+        match self {
+            Store::S3(bucket) => s3::prepare(reach, bucket, req, unix_seconds),
+            Store::DynamoDb(table) => dynamodb::prepare(reach, table, req, unix_seconds),
+            Store::AzureBlob(blob) => azure::prepare(reach, blob, req, unix_seconds),
+            Store::Gcs(bucket) => gcs::prepare(reach, bucket, req, unix_seconds),
+        }
+    }
+
+    /// The store's reply to `prepare(req)`, as the protocol reads replies.
+    pub fn read_reply(&self, req: &S3Request, reply: S3Response) -> S3Response {
+        match self {
+            // The translations' own headers mean nothing from a server.
+            Store::S3(_) => S3Response {
+                headers: reply
+                    .headers
+                    .into_iter()
+                    .filter(|(k, _)| {
+                        !k.eq_ignore_ascii_case(UNREADABLE_HEADER)
+                            && !k.eq_ignore_ascii_case(NOT_THE_STORE_HEADER)
+                    })
+                    .collect(),
+                ..reply
+            },
+            Store::DynamoDb(_) => dynamodb::read_reply(req, reply),
+            Store::AzureBlob(_) => azure::read_reply(req, reply),
+            Store::Gcs(_) => gcs::read_reply(req, reply),
+        }
     }
 }

@@ -10,7 +10,6 @@ use crate::bindings::wasi::http::types::{ErrorCode, Method as HttpMethod, Scheme
 use crate::config::{ClientConfig, Credential, Scheme};
 use crate::driver::Io;
 use crate::error::Error;
-use crate::stores;
 use crate::stores::s3::{Endpoint, HttpRequest, Method, S3Request, S3Response};
 use core::cell::{Cell, RefCell};
 
@@ -34,14 +33,14 @@ impl WasiIo<'_> {
         let _ = config
             .store
             .set_credential(self.credential.borrow().clone());
-        stores::prepare(&config, request, signing_ms / 1000)
+        config.prepare(request, signing_ms / 1000)
     }
 }
 
 impl Io for WasiIo<'_> {
     async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
         let reply = wasi::send(&self.prepare(request)).await?;
-        Ok(stores::read_reply(self.config, request, reply))
+        Ok(self.config.read_reply(request, reply))
     }
 
     /// All of them on the wire before any reply is awaited.
@@ -51,7 +50,7 @@ impl Io for WasiIo<'_> {
         replies
             .into_iter()
             .zip(requests)
-            .map(|(reply, request)| reply.map(|r| stores::read_reply(self.config, request, r)))
+            .map(|(reply, request)| reply.map(|r| self.config.read_reply(request, r)))
             .collect()
     }
 

@@ -151,8 +151,8 @@ fn debug_never_shows_it_nor_a_request_or_reply_that_carries_it() {
     let shown = format!(
         "{:?} {reply:?} {:?} {:?}",
         io.requests,
-        crate::stores::prepare(&config, &io.requests[1], 0),
-        crate::stores::prepare(&table, &io.requests[1], 0),
+        crate::config::ClientConfig::prepare(&config, &io.requests[1], 0),
+        crate::config::ClientConfig::prepare(&table, &io.requests[1], 0),
     );
     // 0xcd as bytes (205) or as hex digits.
     assert!(!shown.contains("205") && !shown.contains("cdcd"), "{shown}");

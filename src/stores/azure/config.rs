@@ -4,11 +4,11 @@
 
 use crate::prelude::*;
 
-use crate::config::Addressing;
 use crate::error::Error;
 use crate::stores::azure::shared_key::AccountKey;
 use crate::stores::profile::{LifecycleRules, Profile};
 use core::fmt;
+use s3_lease_keep::vocabulary::Addressing;
 
 /// What Azure Blob Storage is and does (see `Profile`): no listing (its
 /// clients use single-object).

@@ -44,9 +44,10 @@ mod tests;
 pub use config::{AzureBlob, AzureCredential, PROFILE};
 pub use reply::read_reply;
 
-use crate::config::{Addressing, ClientConfig};
 use crate::sigv4;
 use crate::stores::s3::{HttpRequest, Method, S3Request, PAYLOAD_HASH};
+use crate::stores::Reach;
+use s3_lease_keep::vocabulary::Addressing;
 use shared_key::{SignedRequest, API_VERSION};
 
 /// S3's metadata prefix, as the protocol names its headers.
@@ -108,7 +109,7 @@ fn azure_headers(req: &S3Request) -> Vec<(String, String)> {
 /// Signs `req` for `blob`'s container, as `config` reaches it, at
 /// `unix_seconds` (the `x-ms-date`).
 pub fn prepare(
-    config: &ClientConfig,
+    config: Reach<'_>,
     blob: &AzureBlob,
     req: &S3Request,
     unix_seconds: u64,
@@ -146,6 +147,6 @@ pub fn prepare(
             query.push_str(token);
         }
     }
-    let authority = config.endpoint_authority.clone();
+    let authority = config.endpoint_authority.to_string();
     crate::stores::s3::http_request(config, req, authority, path, &query, headers)
 }

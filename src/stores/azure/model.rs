@@ -179,7 +179,7 @@ impl AzureModel {
                 ..S3Response::default()
             };
         };
-        let http = azure::prepare(config, blob, req, self.now_ms / 1000);
+        let http = azure::prepare(config.reach(), blob, req, self.now_ms / 1000);
         let mut reply = self.handle_http(&http);
         if reply.body.len() > req.max_response_bytes {
             reply.body_too_large = Some(reply.body.len() as u64);

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::client::ClientCore;
+use crate::config::ClientConfig;
 use crate::config::{RawConfig, Store, Strategy};
 use crate::error::Error;
 use crate::expiry::ExpiryClock;
@@ -179,7 +180,7 @@ fn a_put_becomes_put_blob_signed_with_shared_key() {
         .header(META_TOKEN, "7")
         .header("x-amz-meta-s3lease-write", "w1")
         .body("application/json", b"{}".to_vec());
-    let http = prepare(&c, blob_of(&c), &req, 1_700_000_000);
+    let http = prepare(c.reach(), blob_of(&c), &req, 1_700_000_000);
     assert_eq!(http.method, Method::Put);
     assert_eq!(http.authority, "127.0.0.1:10000");
     assert_eq!(
@@ -222,7 +223,12 @@ fn virtual_hosted_addressing_leaves_the_account_out_of_the_path() {
     blob_of_raw(&mut r).endpoint = "https://devstoreaccount1.blob.core.windows.net".into();
     blob_of_raw(&mut r).addressing = crate::config::Addressing::VirtualHosted;
     let c = ClientConfig::validate(r).unwrap();
-    let http = prepare(&c, blob_of(&c), &S3Request::new(Method::Get, "k", 10), 0);
+    let http = prepare(
+        c.reach(),
+        blob_of(&c),
+        &S3Request::new(Method::Get, "k", 10),
+        0,
+    );
     assert_eq!(http.authority, "devstoreaccount1.blob.core.windows.net");
     assert_eq!(http.path_and_query, "/locks/k");
     assert_eq!(header(&http, "content-length"), None);
@@ -233,7 +239,12 @@ fn virtual_hosted_addressing_leaves_the_account_out_of_the_path() {
 fn a_sas_goes_in_the_query_and_a_bearer_in_the_header_and_debug_shows_neither() {
     let sas = AzureCredential::sas("?sv=2024-11-04&sp=rwd&sig=SAS%2BSECRET%3D").unwrap();
     let c = ClientConfig::validate(raw(sas)).unwrap();
-    let http = prepare(&c, blob_of(&c), &S3Request::new(Method::Get, "k", 10), 0);
+    let http = prepare(
+        c.reach(),
+        blob_of(&c),
+        &S3Request::new(Method::Get, "k", 10),
+        0,
+    );
     assert_eq!(
         http.path_and_query,
         "/devstoreaccount1/locks/k?sv=2024-11-04&sp=rwd&sig=SAS%2BSECRET%3D"
@@ -259,7 +270,12 @@ fn a_sas_goes_in_the_query_and_a_bearer_in_the_header_and_debug_shows_neither() 
 
     let bearer = AzureCredential::bearer("eyJ0eXAi.BEARER.SECRET").unwrap();
     let c = ClientConfig::validate(raw(bearer)).unwrap();
-    let http = prepare(&c, blob_of(&c), &S3Request::new(Method::Get, "k", 10), 0);
+    let http = prepare(
+        c.reach(),
+        blob_of(&c),
+        &S3Request::new(Method::Get, "k", 10),
+        0,
+    );
     assert_eq!(
         header(&http, "authorization"),
         Some("Bearer eyJ0eXAi.BEARER.SECRET")
@@ -288,7 +304,7 @@ fn a_wrong_declared_payload_hash_becomes_a_wrong_content_md5() {
     let req = S3Request::new(Method::Put, "d", 100)
         .header(PAYLOAD_HASH, &wrong)
         .body("text/plain", body.clone());
-    let http = prepare(&c, blob_of(&c), &req, 0);
+    let http = prepare(c.reach(), blob_of(&c), &req, 0);
     let md5 = header(&http, "content-md5").unwrap();
     assert_eq!(crate::base64::decode(md5).unwrap().len(), 16);
     let mut model = azure_model::AzureModel::new(START_MS);
@@ -300,7 +316,7 @@ fn a_wrong_declared_payload_hash_becomes_a_wrong_content_md5() {
         .header(PAYLOAD_HASH, &crate::sigv4::sha256_hex(&body))
         .body("text/plain", body);
     assert_eq!(
-        header(&prepare(&c, blob_of(&c), &right, 0), "content-md5"),
+        header(&prepare(c.reach(), blob_of(&c), &right, 0), "content-md5"),
         None
     );
     assert_eq!(model.handle_for(&c, &right).status, 200);
@@ -655,7 +671,12 @@ struct SkewedIo<'a> {
 impl crate::driver::Io for SkewedIo<'_> {
     async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
         let now = self.io.store.now_ms.saturating_add_signed(self.offset_ms);
-        let http = prepare(&self.config, blob_of(&self.config), request, now / 1000);
+        let http = prepare(
+            self.config.reach(),
+            blob_of(&self.config),
+            request,
+            now / 1000,
+        );
         let reply = read_reply(request, self.io.store.handle_http(&http));
         if reply.is_clock_skew() {
             self.refusals += 1;

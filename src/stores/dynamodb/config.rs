@@ -4,9 +4,9 @@
 
 use crate::prelude::*;
 
-use crate::config::aws::{check_signing, replace_credentials};
 use crate::error::Error;
 use crate::sigv4::Credentials;
+use crate::stores::aws::{check_signing, replace_credentials};
 use crate::stores::profile::{LifecycleRules, Profile};
 
 /// What DynamoDB is and does (see `Profile`): it lists no keys, stamps no

@@ -43,9 +43,9 @@ pub use config::{DynamoDbTable, PROFILE};
 pub use item::{decode_item, encode_item, version_of, BODY_ATTRIBUTE, HOLDER_ATTRIBUTE};
 pub use reply::read_reply;
 
-use crate::config::ClientConfig;
 use crate::sigv4::{self, Scope, SigningRequest};
 use crate::stores::s3::{HttpRequest, Method, S3Request};
+use crate::stores::Reach;
 use serde_json::{json, Value};
 
 /// The JSON 1.0 protocol's content type.
@@ -148,7 +148,7 @@ fn header<'a>(req: &'a S3Request, name: &str) -> Option<&'a str> {
 /// Signs `req`, translated for `table`, as `config` reaches it, at
 /// `unix_seconds`: a POST to `/` of the endpoint, as every DynamoDB call is.
 pub fn prepare(
-    config: &ClientConfig,
+    config: Reach<'_>,
     table: &DynamoDbTable,
     req: &S3Request,
     unix_seconds: u64,
@@ -180,7 +180,7 @@ pub fn prepare(
     HttpRequest {
         method: Method::Post,
         scheme: config.scheme,
-        authority: config.endpoint_authority.clone(),
+        authority: config.endpoint_authority.to_string(),
         path_and_query: "/".into(),
         headers,
         body,

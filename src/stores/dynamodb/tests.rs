@@ -308,7 +308,7 @@ fn requests_are_signed_for_dynamodb_as_json_1_0_posts() {
             "application/json",
             br#"{"expires_at":0,"token":1}"#.to_vec(),
         );
-    let http = crate::stores::prepare(&c, &req, 1_700_000_000);
+    let http = crate::config::ClientConfig::prepare(&c, &req, 1_700_000_000);
     assert_eq!(http.method, Method::Post);
     assert_eq!(http.path_and_query, "/");
     let header = |n: &str| {
@@ -524,7 +524,7 @@ fn a_server_cannot_call_an_item_unreadable_with_the_translations_own_header() {
         store: Store::S3(crate::testing::test_bucket()),
         ..config(None)
     };
-    let s3 = crate::stores::read_reply(&s3_config, &req, reply);
+    let s3 = crate::config::ClientConfig::read_reply(&s3_config, &req, reply);
     assert_eq!(s3.header(crate::stores::s3::UNREADABLE_HEADER), None);
     assert_eq!(s3.header(crate::stores::s3::NOT_THE_STORE_HEADER), None);
 }

@@ -44,10 +44,10 @@ mod tests;
 pub use config::{GcsBucket, GcsCredential, GCS_MIN_RETRY_PERIOD_MS, GCS_MIN_TTL_MS, PROFILE};
 pub use reply::read_reply;
 
-use crate::config::ClientConfig;
 use crate::json_out::JsonObject;
 use crate::sigv4;
 use crate::stores::s3::{HttpRequest, Method, S3Request, PAYLOAD_HASH};
+use crate::stores::Reach;
 
 /// S3's metadata prefix, as the protocol names its headers.
 pub const S3_META: &str = "x-amz-meta-";
@@ -134,7 +134,7 @@ pub fn is_lifecycle(req: &S3Request) -> bool {
 /// The request for `req` at `unix_seconds` (unused: GCS signs nothing
 /// with the time; kept for the one shape every store's `prepare` has).
 pub fn prepare(
-    config: &ClientConfig,
+    config: Reach<'_>,
     bucket: &GcsBucket,
     req: &S3Request,
     _unix_seconds: u64,
@@ -208,7 +208,7 @@ pub fn prepare(
         headers.push(("authorization".into(), format!("Bearer {token}")));
     }
     let query = sigv4::canonical_query(&query);
-    let authority = config.endpoint_authority.clone();
+    let authority = config.endpoint_authority.to_string();
     // The store's own method and body (a multipart upload) for the protocol's.
     HttpRequest {
         method,

@@ -239,7 +239,7 @@ impl GcsModel {
                 ..S3Response::default()
             };
         };
-        let http = gcs::prepare(config, credential, req, self.now_ms / 1000);
+        let http = gcs::prepare(config.reach(), credential, req, self.now_ms / 1000);
         let mut reply = self.handle_http(&http);
         if reply.body.len() > req.max_response_bytes {
             reply.body_too_large = Some(reply.body.len() as u64);

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::client::ClientCore;
+use crate::config::ClientConfig;
 use crate::config::{RawConfig, Store, Strategy};
 use crate::elector::{Elector, ElectorConfig};
 use crate::error::Error;
@@ -134,7 +135,7 @@ fn a_bearer_token_is_checked_sent_and_never_shown() {
     assert_eq!(format!("{:?}", GcsCredential::Anonymous), "Anonymous");
     let c = ClientConfig::validate(raw(token.clone())).unwrap();
     let get = S3Request::new(Method::Get, "k", 1024);
-    let http = crate::stores::prepare(&c, &get, 0);
+    let http = crate::config::ClientConfig::prepare(&c, &get, 0);
     assert_eq!(
         header(&http, "authorization"),
         Some("Bearer ya29.BEARER.SECRET")
@@ -142,7 +143,7 @@ fn a_bearer_token_is_checked_sent_and_never_shown() {
     let shown = format!("{http:?} {c:?}");
     assert!(!shown.contains("BEARER.SECRET"), "{shown}");
     // Anonymous: no Authorization at all.
-    let http = crate::stores::prepare(&config(), &get, 0);
+    let http = crate::config::ClientConfig::prepare(&config(), &get, 0);
     assert_eq!(header(&http, "authorization"), None);
 
     // The model takes the tokens it was told to, and no anonymous caller
@@ -205,7 +206,7 @@ fn a_put_becomes_a_multipart_upload_on_its_generation() {
         .header(META_TOKEN, "7")
         .header("x-amz-meta-s3lease-write", "w1")
         .body("application/json", b"{\"x\":1}".to_vec());
-    let http = crate::stores::prepare(&c, &req, 1_700_000_000);
+    let http = crate::config::ClientConfig::prepare(&c, &req, 1_700_000_000);
     assert_eq!(http.method, Method::Post);
     assert_eq!(http.authority, "127.0.0.1:4443");
     assert_eq!(
@@ -236,7 +237,7 @@ fn a_put_becomes_a_multipart_upload_on_its_generation() {
     let replace = S3Request::new(Method::Put, "a/b", 10)
         .header("if-match", "\"1700000000000017\"")
         .body("text/plain", b"v".to_vec());
-    let http = crate::stores::prepare(&c, &replace, 0);
+    let http = crate::config::ClientConfig::prepare(&c, &replace, 0);
     assert!(
         http.path_and_query
             .contains("ifGenerationMatch=1700000000000017"),
@@ -244,19 +245,20 @@ fn a_put_becomes_a_multipart_upload_on_its_generation() {
         http.path_and_query
     );
     let get = S3Request::new(Method::Get, "a/b", 10).header("if-none-match", "\"42\"");
-    let http = crate::stores::prepare(&c, &get, 0);
+    let http = crate::config::ClientConfig::prepare(&c, &get, 0);
     assert_eq!(http.method, Method::Get);
     assert_eq!(
         http.path_and_query,
         "/storage/v1/b/locks/o/a%2Fb?alt=media&ifGenerationNotMatch=42"
     );
-    let head = crate::stores::prepare(&c, &S3Request::new(Method::Head, "a/b", 10), 0);
+    let head =
+        crate::config::ClientConfig::prepare(&c, &S3Request::new(Method::Head, "a/b", 10), 0);
     assert_eq!(
         (head.method, head.path_and_query.as_str()),
         (Method::Get, "/storage/v1/b/locks/o/a%2Fb")
     );
     let delete = S3Request::new(Method::Delete, "a/b", 10).header("if-match", "\"42\"");
-    let http = crate::stores::prepare(&c, &delete, 0);
+    let http = crate::config::ClientConfig::prepare(&c, &delete, 0);
     assert_eq!(
         (http.method, http.path_and_query.as_str()),
         (
@@ -267,7 +269,7 @@ fn a_put_becomes_a_multipart_upload_on_its_generation() {
     // An ETag that names no generation (the preflight's wrong one) names
     // one no object has: never dropped, never sent malformed.
     let wrong = S3Request::new(Method::Delete, "a", 10).header("if-match", "\"00ab\"");
-    let http = crate::stores::prepare(&c, &wrong, 0);
+    let http = crate::config::ClientConfig::prepare(&c, &wrong, 0);
     assert!(
         http.path_and_query
             .ends_with(&format!("ifGenerationMatch={NO_GENERATION}")),
@@ -277,7 +279,7 @@ fn a_put_becomes_a_multipart_upload_on_its_generation() {
     // A body holding the boundary gets another.
     let tricky =
         S3Request::new(Method::Put, "k", 10).body("text/plain", b"--s3-lease-part-0".to_vec());
-    let http = crate::stores::prepare(&c, &tricky, 0);
+    let http = crate::config::ClientConfig::prepare(&c, &tricky, 0);
     assert_eq!(
         header(&http, "content-type"),
         Some("multipart/related; boundary=s3-lease-part-1")
@@ -296,7 +298,7 @@ fn a_wrong_declared_payload_hash_becomes_a_wrong_md5_hash() {
         .header("if-none-match", "*")
         .header(PAYLOAD_HASH, &wrong)
         .body("text/plain", body.clone());
-    let http = crate::stores::prepare(&c, &req, 0);
+    let http = crate::config::ClientConfig::prepare(&c, &req, 0);
     let text = String::from_utf8_lossy(&http.body).into_owned();
     assert!(text.contains("\"md5Hash\":\""), "{text}");
     let mut model = GcsModel::new(START_MS);
@@ -314,7 +316,7 @@ fn a_wrong_declared_payload_hash_becomes_a_wrong_md5_hash() {
     let right = S3Request::new(Method::Put, "d", 1024)
         .header(PAYLOAD_HASH, &crate::sigv4::sha256_hex(&body))
         .body("text/plain", body);
-    let http = crate::stores::prepare(&c, &right, 0);
+    let http = crate::config::ClientConfig::prepare(&c, &right, 0);
     assert!(!String::from_utf8_lossy(&http.body).contains("md5Hash"));
     assert_eq!(model.handle_for(&c, &right).status, 200);
 }
@@ -493,7 +495,11 @@ fn a_listing_reads_as_list_objects_v2_page_by_page() {
     let none = model.handle(&crate::stores::s3::list_request("z/", None));
     let page = crate::stores::s3::parse_list(&none.body).unwrap();
     assert!(page.keys.is_empty() && !page.truncated);
-    let http = crate::stores::prepare(&config(), &crate::stores::s3::list_continue("p/", "tok"), 0);
+    let http = crate::config::ClientConfig::prepare(
+        &config(),
+        &crate::stores::s3::list_continue("p/", "tok"),
+        0,
+    );
     assert_eq!(
         http.path_and_query,
         "/storage/v1/b/locks/o?maxResults=200&pageToken=tok&prefix=p%2F"

@@ -4,11 +4,11 @@
 
 use crate::prelude::*;
 
-use crate::config::aws::{check_signing, replace_credentials};
-use crate::config::Addressing;
 use crate::error::Error;
 use crate::sigv4::Credentials;
+use crate::stores::aws::{check_signing, replace_credentials};
 use crate::stores::profile::{LifecycleRules, Profile};
+use s3_lease_keep::vocabulary::Addressing;
 
 /// What S3 is and does (see `Profile`).
 pub const PROFILE: Profile = Profile {

@@ -4,8 +4,9 @@
 
 use crate::prelude::*;
 
-use crate::config::{Addressing, ClientConfig};
 use crate::sigv4::{self, Scope, SigningRequest};
+use crate::stores::Reach;
+use s3_lease_keep::vocabulary::Addressing;
 
 mod config;
 pub mod dialects;
@@ -63,14 +64,14 @@ fn is_conditional_write(req: &S3Request) -> bool {
 
 /// Signs `req` for `bucket`, as `config` reaches it, at `unix_seconds`.
 pub fn prepare(
-    config: &ClientConfig,
+    config: Reach<'_>,
     bucket: &S3Bucket,
     req: &S3Request,
     unix_seconds: u64,
 ) -> HttpRequest {
     let (authority, mut path) = match bucket.addressing {
         Addressing::Path => (
-            config.endpoint_authority.clone(),
+            config.endpoint_authority.to_string(),
             format!("/{}", sigv4::uri_encode(&bucket.bucket, true)),
         ),
         Addressing::VirtualHosted => (
@@ -128,7 +129,7 @@ pub fn prepare(
 /// `authority`, at `path` with `query` (encoded), with `headers`, and the
 /// body as it is.
 pub fn http_request(
-    config: &ClientConfig,
+    config: Reach<'_>,
     req: &S3Request,
     authority: String,
     path: String,
@@ -154,7 +155,7 @@ pub fn http_request(
 
 /// The bound on one request: the configured timeout, or the request's own
 /// tighter one (`within_ms`, an elector's time left to its deadline).
-pub fn timeout_ms(config: &ClientConfig, req: &S3Request) -> u32 {
+pub fn timeout_ms(config: Reach<'_>, req: &S3Request) -> u32 {
     req.within_ms.map_or(config.request_timeout_ms, |w| {
         w.min(config.request_timeout_ms)
     })

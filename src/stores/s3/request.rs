@@ -4,7 +4,7 @@
 
 use crate::prelude::*;
 
-use crate::config::Scheme;
+use crate::stores::Scheme;
 use core::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,10 +1,10 @@
 //! S3's requests as signed, its replies as read, a wrong endpoint found.
 
 use super::*;
+use crate::config::ClientConfig;
 use crate::config::{RawConfig, Store};
 use crate::error::Error;
 use crate::sigv4::Credentials;
-use crate::stores::prepare;
 
 fn config(addressing: Addressing, token: Option<&str>) -> ClientConfig {
     ClientConfig::validate(RawConfig::of(Store::S3(S3Bucket {
@@ -31,7 +31,7 @@ fn header<'a>(r: &'a HttpRequest, name: &str) -> Option<&'a str> {
 #[test]
 fn path_style_encodes_the_key_once_and_keeps_slashes() {
     let req = S3Request::new(Method::Get, "a b/c+d/é", 100);
-    let http = prepare(&config(Addressing::Path, None), &req, 0);
+    let http = ClientConfig::prepare(&config(Addressing::Path, None), &req, 0);
     assert_eq!(http.authority, "127.0.0.1:8333");
     assert_eq!(http.path_and_query, "/locks/a%20b/c%2Bd/%C3%A9");
     assert_eq!(
@@ -51,7 +51,7 @@ fn virtual_hosted_puts_the_bucket_in_the_host() {
         ("list-type".into(), "2".into()),
         ("prefix".into(), "a b".into()),
     ];
-    let http = prepare(&config(Addressing::VirtualHosted, None), &req, 0);
+    let http = ClientConfig::prepare(&config(Addressing::VirtualHosted, None), &req, 0);
     assert_eq!(http.authority, "locks.127.0.0.1:8333");
     assert_eq!(http.path_and_query, "/?list-type=2&prefix=a%20b");
 }
@@ -61,7 +61,7 @@ fn puts_carry_length_hash_and_signed_conditions() {
     let req = S3Request::new(Method::Put, "k", 100)
         .header("if-none-match", "*")
         .body("application/json", b"{}".to_vec());
-    let http = prepare(&config(Addressing::Path, Some("tok")), &req, 0);
+    let http = ClientConfig::prepare(&config(Addressing::Path, Some("tok")), &req, 0);
     assert_eq!(header(&http, "content-length"), Some("2"));
     assert_eq!(
         header(&http, "x-amz-content-sha256"),
@@ -99,13 +99,13 @@ fn conditional_writes_to_tigris_carry_the_signed_consistency_header() {
         "T3.Storage.Dev:443",
     ] {
         for req in [&put, &create, &delete] {
-            let http = prepare(&on(tigris), req, 0);
+            let http = ClientConfig::prepare(&on(tigris), req, 0);
             assert_eq!(header(&http, TIGRIS_CONSISTENT), Some("true"), "{tigris}");
             let auth = header(&http, "authorization").unwrap();
             assert!(auth.contains(";x-tigris-consistent,"), "{tigris}: {auth}");
         }
         for req in [&plain_put, &plain_delete, &read] {
-            let http = prepare(&on(tigris), req, 0);
+            let http = ClientConfig::prepare(&on(tigris), req, 0);
             assert_eq!(header(&http, TIGRIS_CONSISTENT), None, "{tigris}");
         }
     }
@@ -118,7 +118,7 @@ fn conditional_writes_to_tigris_carry_the_signed_consistency_header() {
         "mytigris.dev",
     ] {
         for req in [&put, &create, &delete] {
-            let http = prepare(&on(other), req, 0);
+            let http = ClientConfig::prepare(&on(other), req, 0);
             assert_eq!(header(&http, TIGRIS_CONSISTENT), None, "{other}");
         }
     }
@@ -129,7 +129,7 @@ fn debug_of_a_signed_request_never_shows_its_credentials() {
     let req = S3Request::new(Method::Put, "k", 100)
         .header("if-none-match", "*")
         .body("application/json", b"{}".to_vec());
-    let http = prepare(
+    let http = ClientConfig::prepare(
         &config(Addressing::Path, Some("SESSION-TOKEN-xyz")),
         &req,
         0,
@@ -165,7 +165,7 @@ fn a_declared_payload_hash_is_signed_in_place_of_the_real_one() {
     let req = S3Request::new(Method::Put, "k", 100)
         .header(PAYLOAD_HASH, &wrong)
         .body("text/plain", b"these bytes".to_vec());
-    let http = prepare(&config(Addressing::Path, None), &req, 0);
+    let http = ClientConfig::prepare(&config(Addressing::Path, None), &req, 0);
     let hashes: Vec<_> = http
         .headers
         .iter()
@@ -250,7 +250,7 @@ fn list_replies_give_their_keys_decoded() {
 #[test]
 fn list_requests_query_the_bucket() {
     let req = list_request("p/k/epoch-", Some("p/k/epoch-7"));
-    let http = prepare(&config(Addressing::Path, None), &req, 0);
+    let http = ClientConfig::prepare(&config(Addressing::Path, None), &req, 0);
     assert_eq!(
         http.path_and_query,
         "/locks?list-type=2&max-keys=200&prefix=p%2Fk%2Fepoch-&start-after=p%2Fk%2Fepoch-7"
@@ -260,7 +260,7 @@ fn list_requests_query_the_bucket() {
 #[test]
 fn continuations_carry_the_token_and_no_start_after() {
     let req = list_continue("p/k/epoch-", "opaque/+=");
-    let http = prepare(&config(Addressing::Path, None), &req, 0);
+    let http = ClientConfig::prepare(&config(Addressing::Path, None), &req, 0);
     assert_eq!(
         http.path_and_query,
         "/locks?continuation-token=opaque%2F%2B%3D&list-type=2&max-keys=200&prefix=p%2Fk%2Fepoch-"
