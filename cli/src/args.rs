@@ -3,9 +3,10 @@
 //! sent.
 
 use crate::claim::LeaseVar;
+use crate::config::StoreFlags;
 use crate::exit::{self, Failure};
 use crate::{duration, log};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use s3_lease_host::SlotOptions;
 use std::time::Duration;
 
@@ -29,31 +30,9 @@ Exit codes:
        takeover the store's clock does not show over)
   126/127  the command could not be started / was not found
   141  `acquire`, `renew`: stdout was closed, the lease printed to nobody
-       (so it was released); other commands end quietly on a closed stdout
+       (so it was released); other commands end quietly on a closed stdout";
 
-S3 is configured as for the AWS CLI: AWS_ENDPOINT_URL (or --endpoint),
-AWS_REGION (or --region), and credentials from the AWS chain, in order:
-AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN; the AWS_PROFILE
-profile in ~/.aws/config and ~/.aws/credentials (keys, credential_process,
-role_arn, SSO); web identity (AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN);
-ECS/EKS container credentials; EC2 instance metadata. Temporary credentials
-are refreshed before they expire, and once more if S3 calls them expired.
-S3LEASE_ENDPOINT and S3LEASE_REGION, when set, win over the AWS variables
-(not over the flags): `run` and `elect` set them (and S3LEASE_BUCKET, ...)
-for the command, so a nested s3-lease finds the same locks, and leave the
-command's AWS variables as they were.
-
-Google Cloud Storage (--store gcs --bucket NAME) is reached as Google's
-client libraries reach it: an emulator at STORAGE_EMULATOR_HOST
-(host:port, no credential sent), or at --endpoint (or S3LEASE_ENDPOINT;
-an http:// endpoint gets no credential, an https:// one the tokens below);
-else storage.googleapis.com with Application Default Credentials, in
-order: the file GOOGLE_APPLICATION_CREDENTIALS names (a service-account key
-or user credentials); gcloud's (`gcloud auth application-default login`,
-in CLOUDSDK_CONFIG or ~/.config/gcloud); the metadata server of a Google
-Cloud machine (GCE_METADATA_HOST to move it). Access tokens are refreshed
-before they expire.
-
+const SEAL: &str = "\
 Leases are sealed against edits, forgery and use on another lock. The seal
 takes nothing from the credentials: a lease stored by `acquire` renews in a
 later run with rotated keys. Its key is S3LEASE_SEAL_KEY (optional, 1-1024
@@ -68,56 +47,11 @@ again once after upgrading.";
     name = "s3-lease",
     version,
     about = "Locks, leases and leader election on S3 conditional writes",
-    after_help = EXIT_CODES
+    after_help = format!("{EXIT_CODES}\n\n{}\n\n{SEAL}", crate::config::stores_help())
 )]
 pub(crate) struct Cli {
-    /// The bucket that holds the locks (S3's, or GCS's with --store gcs).
-    #[arg(long, env = "S3LEASE_BUCKET", global = true)]
-    pub(crate) bucket: Option<String>,
-    /// Where the locks are kept: objects in the bucket (s3, the default),
-    /// items in a DynamoDB table (dynamodb, with --table), blobs in an
-    /// Azure Blob Storage container (azure-blob, with --container; the
-    /// account from AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT
-    /// with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, else its managed
-    /// identity), or objects in a Google Cloud Storage bucket (gcs, with
-    /// --bucket; through its JSON API, credentials as below).
-    #[arg(long, value_enum, env = "S3LEASE_STORE", global = true)]
-    pub(crate) store: Option<StoreArg>,
-    /// The Azure container of `--store azure-blob`.
-    #[arg(long, env = "S3LEASE_CONTAINER", global = true)]
-    pub(crate) container: Option<String>,
-    /// The DynamoDB table of `--store dynamodb`: partition key `key`
-    /// (string). Its TTL never removes a lock item (not on `token`).
-    #[arg(long, env = "S3LEASE_TABLE", global = true)]
-    pub(crate) table: Option<String>,
-    /// Prefix of every lock object (e.g. `locks/`).
-    #[arg(long, env = "S3LEASE_PREFIX", global = true)]
-    pub(crate) prefix: Option<String>,
-    /// Store endpoint (default: S3LEASE_ENDPOINT, else AWS_ENDPOINT_URL_S3
-    /// or AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL, else AWS S3 or
-    /// DynamoDB in the region; gcs: S3LEASE_ENDPOINT, else
-    /// STORAGE_EMULATOR_HOST, else https://storage.googleapis.com).
-    #[arg(long, global = true)]
-    pub(crate) endpoint: Option<String>,
-    /// Region (default: S3LEASE_REGION, AWS_REGION, AWS_DEFAULT_REGION, the
-    /// profile's, us-east-1).
-    #[arg(long, global = true)]
-    pub(crate) region: Option<String>,
-    /// Lock strategy; all users of a key must agree.
-    #[arg(long, value_enum, env = "S3LEASE_STRATEGY", global = true)]
-    pub(crate) strategy: Option<StrategyArg>,
-    /// How expiry is judged (default: server on S3, observed on DynamoDB);
-    /// all users of a key must agree.
-    #[arg(long, value_enum, env = "S3LEASE_EXPIRY_CLOCK", global = true)]
-    pub(crate) expiry_clock: Option<ExpiryClockArg>,
-    /// Run the store preflight before the first grant, and refuse to take a
-    /// lock (exit 81) on a store that would not keep it safe.
-    #[arg(long, env = "S3LEASE_CHECK_STORE", global = true)]
-    pub(crate) check_store: bool,
-    /// Keep the grant log: a create-only record in the store after every
-    /// grant and release (`s3-lease audit` reads it; docs/audit.md).
-    #[arg(long, env = "S3LEASE_AUDIT", global = true)]
-    pub(crate) audit: bool,
+    #[command(flatten)]
+    pub(crate) store: StoreFlags,
     /// Machine-readable output (JSON).
     #[arg(long, global = true)]
     pub(crate) json: bool,
@@ -136,27 +70,6 @@ pub(crate) struct Cli {
     pub(crate) log_format: log::LogFormat,
     #[command(subcommand)]
     pub(crate) command: Cmd,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum StoreArg {
-    S3,
-    Dynamodb,
-    AzureBlob,
-    Gcs,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub(crate) enum StrategyArg {
-    SingleObject,
-    EpochObjects,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub(crate) enum ExpiryClockArg {
-    Server,
-    Holder,
-    Observed,
 }
 
 #[derive(Subcommand)]
@@ -350,7 +263,7 @@ pub(crate) struct AuditArgs {
     /// From the first grant at or after TIME (RFC 3339, e.g.
     /// 2026-11-28T03:12:00Z, compared with the store's clock; or a span
     /// back from now, e.g. 2h).
-    #[arg(long, value_name = "TIME", value_parser = crate::audit::parse_time)]
+    #[arg(long, value_name = "TIME", value_parser = crate::time_arg::parse_time)]
     pub(crate) since: Option<u64>,
 }
 
@@ -362,7 +275,7 @@ pub(crate) enum AuditCmd {
     Verify {
         key: String,
         /// Also check the objects fenced under PREFIX by this key's lock:
-        /// each one's token was granted (S3 and GCS).
+        /// each one's token was granted (on a store that lists them).
         #[arg(long, value_name = "PREFIX")]
         fenced: Option<String>,
     },
@@ -370,7 +283,7 @@ pub(crate) enum AuditCmd {
     /// span back from now).
     Prune {
         key: String,
-        #[arg(long, value_name = "TIME", value_parser = crate::audit::parse_time)]
+        #[arg(long, value_name = "TIME", value_parser = crate::time_arg::parse_time)]
         before: u64,
     },
 }
@@ -408,7 +321,7 @@ pub(crate) enum FencedCmd {
 /// KEY and OBJECT, refused as the component would refuse them, but named
 /// as the user typed them (exit 64, nothing sent).
 pub(crate) fn check_arguments(cli: &Cli) -> Result<(), Failure> {
-    let prefix = cli.prefix.as_deref().unwrap_or("");
+    let prefix = cli.store.prefix.as_deref().unwrap_or("");
     let keys: Vec<&str> = match &cli.command {
         Cmd::Run(args) => vec![args.hold.key.as_str()],
         Cmd::Elect(args) => vec![args.hold.key.as_str()],

@@ -21,8 +21,8 @@ type KeyState = (Option<LockState>, Option<SemaphoreState>);
 fn read_key(client: &Client, key: &str) -> Result<KeyState, Failure> {
     // One read for a plain lock, the common case. A semaphore's state
     // names no holder (its holders are listed by `inspect_slots`, a second
-    // read: on S3 a conditional GET answered 304); so does an item of
-    // the dynamodb-lease design, for which that read finds no semaphore.
+    // read: on S3 a conditional GET answered 304); so does a lock of a
+    // design that records no holder, for which that read finds no semaphore.
     let state = client.inspect(key)?;
     let maybe_semaphore = state
         .as_ref()
@@ -37,7 +37,7 @@ fn read_key(client: &Client, key: &str) -> Result<KeyState, Failure> {
 }
 
 /// `held by HOLDER with token N`, or what stands for them in a lock
-/// written by a client that records neither (the dynamodb-lease design). The
+/// written by a client that records neither (another design's lease table). The
 /// holder id as read from the store, escaped for a terminal.
 pub fn held_by(s: &LockState) -> String {
     match (s.holder_id.as_deref().map(shown), s.token) {
@@ -87,7 +87,7 @@ pub fn status(client: &Client, keys: &[String], as_json: bool) -> Result<i32, Fa
                 s.holder_id
                     .as_deref()
                     .map_or_else(|| "-".into(), |h| shown(h).into()),
-                // A lock of the dynamodb-lease design records no token.
+                // A lock of another design's lease table records no token.
                 s.token.map_or_else(|| "-".into(), |t| t.to_string()),
                 if s.live { "yes" } else { "no" }.into(),
                 if s.live {

@@ -10,7 +10,7 @@ pub const USAGE: i32 = 64;
 pub const BAD_LEASE: i32 = 65;
 /// `fenced get`: the object does not exist (or was fenced-deleted).
 pub const NOT_FOUND: i32 = 66;
-/// The store failed: an S3 or DynamoDB error, the network, repeated 409s,
+/// The store failed: the store's error, the network, repeated 409s,
 /// a corrupt lock object, a request the store refused as invalid.
 pub const STORE: i32 = 69;
 /// A bug in s3-lease: the component trapped or could not be loaded.

@@ -5,8 +5,8 @@ use crate::args::{Hold, RunArgs};
 use crate::claim::leadership::{Leadership, Mode};
 use crate::claim::slot::Slot;
 use crate::claim::{self, Job};
+use crate::config::{child_env, credentials_line};
 use crate::exit::{self, Failure};
-use crate::store_config::{child_env, credentials_line};
 use crate::{duration, log, metrics, probe, serve, signals};
 use s3_lease_host::blocking::{Client, Elector};
 use s3_lease_host::{AcquireOptions, ElectorConfig, Runtime, SlotOptions, StoreConfig};
@@ -173,9 +173,9 @@ pub fn acquire_options(hold: &Hold) -> AcquireOptions {
 /// client-go's three durations from one ttl: the leader renews every ttl/6
 /// and steps down at ttl/2 without a successful renew, leaving the other
 /// half of the ttl to stop the command before anyone else can be granted it.
-/// On a store that takes one write of an object a second at most (GCS), the
-/// leader renews no faster than that: a 4 s ttl (GCS's shortest) renews
-/// every second, still within its 2 s deadline.
+/// On a store that takes one write of an object a second at most, the
+/// leader renews no faster than that: a 4 s ttl (such a store's shortest)
+/// renews every second, still within its 2 s deadline.
 fn elector_config(
     hold: &Hold,
     min_write_interval: Option<Duration>,

@@ -96,7 +96,7 @@ fn lock_state(key: &str, s: Option<&LockState>) -> Value {
     match s {
         None => json!({"key": key, "live": false, "holder_id": null, "token": null}),
         // A lock written by a client that records no holder or no token
-        // (the dynamodb-lease design) shows them as absent.
+        // (another design's lease table) shows them as absent.
         Some(s) => json!({
             "key": key,
             "live": s.live,

@@ -11,6 +11,7 @@ mod args;
 mod audit;
 mod claim;
 mod commands;
+mod config;
 mod duration;
 mod exit;
 mod guardian;
@@ -25,19 +26,19 @@ mod probe;
 mod serve;
 mod signals;
 mod stderr_lines;
-mod store_config;
+mod time_arg;
 mod tree;
 mod version;
 
 use args::{check_arguments, Cli, Cmd, FencedCmd, RunArgs};
 use claim::leadership::Mode;
 use clap::Parser;
+use config::{endpoint_in_use, store_config};
 use exit::Failure;
 use holding::{acquire_options, catch_signals, hold_while_running, run_in_slot, Holding, Store};
 use s3_lease_host::blocking::Client;
 use s3_lease_host::{Runtime, SlotOptions, Strategy};
 use std::time::Duration;
-use store_config::{endpoint_in_use, store_config};
 
 /// How long the last lines may take to reach stderr before the process
 /// exits (a stuck stderr loses them then; nothing is held any more).
@@ -105,7 +106,7 @@ fn usage_error(e: &clap::Error) -> String {
 
 fn run(cli: Cli) -> Result<i32, Failure> {
     check_arguments(&cli)?;
-    let config = store_config(&cli)?;
+    let config = store_config(&cli.store)?;
     let runtime = Runtime::with_options(precompile::runtime_options())
         .map_err(|e| Failure::new(exit::INTERNAL, format!("{e:#}")))?;
     let client = Client::connect(&runtime, &config)?;
@@ -123,7 +124,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
     }
     let campaigns = matches!(&cli.command, Cmd::Run(_))
         || matches!(&cli.command, Cmd::Elect(args) if !args.watch);
-    if cli.check_store && campaigns {
+    if cli.store.check_store && campaigns {
         preflight::require_safe_store(&client, strategy)?;
     }
     let store = Store {
@@ -131,7 +132,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         client: &client,
         config: &config,
         // For a nested s3-lease in `run` and `elect`'s command.
-        endpoint: endpoint_in_use(&cli).map(|(_, endpoint)| endpoint),
+        endpoint: endpoint_in_use(&cli.store).map(|(_, endpoint)| endpoint),
     };
     dispatch(cli, &store, strategy)
 }

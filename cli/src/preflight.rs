@@ -48,8 +48,8 @@ pub fn require_safe_store(client: &Client, strategy: Strategy) -> Result<(), Fai
 }
 
 /// The expiry clock a client of `config` judges expiry by: the one
-/// configured, else the component's default (`observed` on a DynamoDB
-/// table, which stamps no write time on an item; `server` elsewhere).
+/// configured, else the component's default (`observed` on a table, whose
+/// items carry no write time; `server` elsewhere).
 pub fn clock_in_use(config: &StoreConfig) -> ExpiryClock {
     config.expiry_clock.unwrap_or(if config.table().is_some() {
         ExpiryClock::Observed

@@ -201,7 +201,7 @@ fn an_anonymous_gcs_client_sends_no_authorization_until_given_a_token() {
     assert_eq!(seen.lock().unwrap().as_slice(), &[None]);
     // A host's own token, set on the live client, goes out from then on.
     client
-        .set_gcs_credential(&GcsCredential::BearerToken("ya29.set".into()))
+        .set_credential(&GcsCredential::BearerToken("ya29.set".into()).into())
         .unwrap();
     assert_eq!(client.inspect("k2").unwrap(), None);
     assert_eq!(
@@ -209,7 +209,7 @@ fn an_anonymous_gcs_client_sends_no_authorization_until_given_a_token() {
         Some("Bearer ya29.set")
     );
     // An Azure credential is refused on it, and changes nothing.
-    let refused = client.set_azure_credential(&s3_lease_host::AzureCredential::Sas("sv=1".into()));
+    let refused = client.set_credential(&s3_lease_host::AzureCredential::Sas("sv=1".into()).into());
     assert_eq!(
         refused.unwrap_err().kind(),
         s3_lease_host::ErrorKind::InvalidConfig

@@ -1,14 +1,172 @@
 //! The store's configuration from the flags and the environment, and
 //! what a nested `s3-lease` in `run` and `elect`'s command is told of it.
 
-use crate::args::{Cli, ExpiryClockArg, StoreArg, StrategyArg};
+mod azure_blob;
+mod dynamodb;
+mod gcs;
+mod s3;
+
 use crate::duration;
 use crate::exit::{self, Failure};
+use clap::{Args, ValueEnum};
 use s3_lease_host::{AwsKeys, ExpiryClock, StoreConfig, Strategy};
 use std::time::Duration;
 
+/// Where the locks are kept, how the store is reached and how its locks
+/// are taken: the flags every store shares, each store's own, and the
+/// client's settings (what a `StoreConfig` is made of).
+#[derive(Args)]
+pub(crate) struct StoreFlags {
+    /// The bucket that holds the locks (on a store that keeps them in one).
+    #[arg(long, env = "S3LEASE_BUCKET", global = true)]
+    pub(crate) bucket: Option<String>,
+    /// Where the locks are kept: objects in the bucket (s3, the default),
+    /// items in a DynamoDB table (dynamodb, with --table), blobs in an
+    /// Azure Blob Storage container (azure-blob, with --container; the
+    /// account from AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT
+    /// with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, else its managed
+    /// identity), or objects in a Google Cloud Storage bucket (gcs, with
+    /// --bucket; through its JSON API, credentials as below).
+    #[arg(
+        long = "store",
+        value_name = "STORE",
+        value_enum,
+        env = "S3LEASE_STORE",
+        global = true
+    )]
+    pub(crate) kind: Option<StoreArg>,
+    #[command(flatten)]
+    pub(crate) container: azure_blob::ContainerFlag,
+    #[command(flatten)]
+    pub(crate) table: dynamodb::TableFlag,
+    /// Store endpoint (default: S3LEASE_ENDPOINT, else AWS_ENDPOINT_URL_S3
+    /// or AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL, else AWS S3 or
+    /// DynamoDB in the region; gcs: S3LEASE_ENDPOINT, else
+    /// STORAGE_EMULATOR_HOST, else https://storage.googleapis.com).
+    #[arg(long, global = true)]
+    pub(crate) endpoint: Option<String>,
+    /// Region (default: S3LEASE_REGION, AWS_REGION, AWS_DEFAULT_REGION, the
+    /// profile's, us-east-1).
+    #[arg(long, global = true)]
+    pub(crate) region: Option<String>,
+    /// How expiry is judged (default: server on S3, observed on DynamoDB);
+    /// all users of a key must agree.
+    #[arg(long, value_enum, env = "S3LEASE_EXPIRY_CLOCK", global = true)]
+    pub(crate) expiry_clock: Option<ExpiryClockArg>,
+    /// Prefix of every lock object (e.g. `locks/`).
+    #[arg(long, env = "S3LEASE_PREFIX", global = true)]
+    pub(crate) prefix: Option<String>,
+    /// Lock strategy; all users of a key must agree.
+    #[arg(long, value_enum, env = "S3LEASE_STRATEGY", global = true)]
+    pub(crate) strategy: Option<StrategyArg>,
+    /// Run the store preflight before the first grant, and refuse to take a
+    /// lock (exit 81) on a store that would not keep it safe.
+    #[arg(long, env = "S3LEASE_CHECK_STORE", global = true)]
+    pub(crate) check_store: bool,
+    /// Keep the grant log: a create-only record in the store after every
+    /// grant and release (`s3-lease audit` reads it; docs/audit.md).
+    #[arg(long, env = "S3LEASE_AUDIT", global = true)]
+    pub(crate) audit: bool,
+}
+
+impl StoreFlags {
+    /// The store `--store` names (S3 when none).
+    pub(crate) fn store(&self) -> &'static CliStore {
+        self.kind.unwrap_or(StoreArg::S3).store()
+    }
+
+    /// A store's own setting (`S3LEASE_TABLE`, say) from its own flag.
+    fn own_setting(&self, name: &str) -> Option<String> {
+        match name {
+            dynamodb::TABLE_VAR => self.table.table.clone(),
+            azure_blob::CONTAINER_VAR => self.container.container.clone(),
+            _ => None,
+        }
+    }
+}
+
+/// The stores `--store` takes (the contract's names).
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StoreArg {
+    S3,
+    Dynamodb,
+    AzureBlob,
+    Gcs,
+}
+
+impl StoreArg {
+    /// What the command line knows of the store, in its own file.
+    pub(crate) fn store(self) -> &'static CliStore {
+        match self {
+            StoreArg::S3 => &s3::STORE,
+            StoreArg::Dynamodb => &dynamodb::STORE,
+            StoreArg::AzureBlob => &azure_blob::STORE,
+            StoreArg::Gcs => &gcs::STORE,
+        }
+    }
+
+    /// The store with the contract's name `name`.
+    fn named(name: &str) -> Option<StoreArg> {
+        StoreArg::value_variants()
+            .iter()
+            .copied()
+            .find(|kind| kind.store().name == name)
+    }
+}
+
+/// The lock strategy (`--strategy`).
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum StrategyArg {
+    SingleObject,
+    EpochObjects,
+}
+
+/// How expiry is judged (`--expiry-clock`).
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum ExpiryClockArg {
+    Server,
+    Holder,
+    Observed,
+}
+
+/// What the command line knows of one store beyond the host's config.
+pub(crate) struct CliStore {
+    /// `--store`'s value and the contract's name (`S3LEASE_STORE`).
+    pub(crate) name: &'static str,
+    /// The flags it needs beside `--store`, checked before anything is read.
+    pub(crate) check: fn(&StoreFlags) -> Result<(), Failure>,
+    /// Where its endpoint is read from after `S3LEASE_ENDPOINT`, in order.
+    pub(crate) endpoint_vars: &'static [&'static str],
+    /// How to give its credentials instead of in an endpoint.
+    pub(crate) keys_hint: &'static str,
+    /// Its paragraph of `--help`, if any.
+    pub(crate) help: &'static str,
+    /// What a nested s3-lease needs of it beyond the settings every store
+    /// shares, given the endpoint in use, if one was given.
+    pub(crate) child_env: ChildEnv,
+}
+
+/// Adds a store's own variables for a nested s3-lease (see
+/// [`CliStore::child_env`]).
+pub(crate) type ChildEnv = fn(&StoreConfig, Option<&str>, &mut Vec<(String, String)>);
+
+/// The stores' paragraphs of `--help`, in `--store`'s order.
+pub(crate) fn stores_help() -> String {
+    StoreArg::value_variants()
+        .iter()
+        .map(|kind| kind.store().help)
+        .filter(|help| !help.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// A flag a store needs, missing: the configuration error that says so.
+fn missing(what: &str) -> Failure {
+    Failure::new(exit::CONFIG, what.to_string())
+}
+
 /// Where the credentials came from, for `run` and `elect`'s first line:
-/// the AWS chain's source, or where an Azure or GCS store's tokens come from.
+/// the AWS chain's source, or where a store's tokens come from.
 pub(crate) fn credentials_line(config: &StoreConfig) -> Option<String> {
     let (source, expires) = match config.credentials_source() {
         Some(aws) => aws.last_source()?,
@@ -29,57 +187,20 @@ pub(crate) fn credentials_line(config: &StoreConfig) -> Option<String> {
 }
 
 /// The store the flags and the environment name, with its credentials.
-pub(crate) fn store_config(cli: &Cli) -> Result<StoreConfig, Failure> {
-    let on_dynamodb = cli.store == Some(StoreArg::Dynamodb);
-    let on_azure = cli.store == Some(StoreArg::AzureBlob);
-    let on_gcs = cli.store == Some(StoreArg::Gcs);
-    if on_gcs && cli.bucket.is_none() {
-        return Err(Failure::new(
-            exit::CONFIG,
-            "no bucket: --store gcs needs --bucket NAME (or S3LEASE_BUCKET)",
-        ));
-    }
-    if on_azure && cli.container.is_none() {
-        return Err(Failure::new(
-            exit::CONFIG,
-            "no container: --store azure-blob needs --container NAME (or S3LEASE_CONTAINER)",
-        ));
-    }
-    if cli.bucket.is_none() && !(on_dynamodb || on_azure) {
-        return Err(Failure::new(
-            exit::CONFIG,
-            "no bucket: pass --bucket or set S3LEASE_BUCKET (or --store dynamodb --table NAME)",
-        ));
-    }
-    if on_dynamodb && cli.table.is_none() {
-        return Err(Failure::new(
-            exit::CONFIG,
-            "no table: --store dynamodb needs --table NAME (or S3LEASE_TABLE)",
-        ));
-    }
-    check_endpoints(cli)?;
+pub(crate) fn store_config(flags: &StoreFlags) -> Result<StoreConfig, Failure> {
+    (flags.store().check)(flags)?;
+    check_endpoints(flags)?;
     // The host reads the settings as the Python and Node packages have
     // them read (S3LEASE_ENDPOINT and S3LEASE_REGION over the AWS
-    // variables); credentials and region from the AWS chain (as the AWS
-    // CLI finds them; GCS: Google's Application Default Credentials),
-    // refreshed while we run. What clap read (a flag, else its variable)
-    // is the setting; --endpoint and --region win over their variables;
-    // the rest is the environment's.
+    // variables); credentials and region as the store's own tools find
+    // them, refreshed while we run. What clap read (a flag, else its
+    // variable) is the setting; --endpoint and --region win over their
+    // variables; the rest is the environment's.
     let setting = |name: &str| match name {
-        "S3LEASE_BUCKET" => cli.bucket.clone(),
-        "S3LEASE_STORE" => cli.store.map(|s| {
-            match s {
-                StoreArg::S3 => "s3",
-                StoreArg::Dynamodb => "dynamodb",
-                StoreArg::AzureBlob => "azure-blob",
-                StoreArg::Gcs => "gcs",
-            }
-            .to_string()
-        }),
-        "S3LEASE_TABLE" => cli.table.clone(),
-        "S3LEASE_CONTAINER" => cli.container.clone(),
-        "S3LEASE_PREFIX" => cli.prefix.clone(),
-        "S3LEASE_STRATEGY" => cli.strategy.map(|s| {
+        "S3LEASE_BUCKET" => flags.bucket.clone(),
+        "S3LEASE_STORE" => flags.kind.map(|kind| kind.store().name.to_string()),
+        "S3LEASE_PREFIX" => flags.prefix.clone(),
+        "S3LEASE_STRATEGY" => flags.strategy.map(|s| {
             match s {
                 StrategyArg::SingleObject => Strategy::SingleObject,
                 StrategyArg::EpochObjects => Strategy::EpochObjects,
@@ -87,7 +208,7 @@ pub(crate) fn store_config(cli: &Cli) -> Result<StoreConfig, Failure> {
             .name()
             .to_string()
         }),
-        "S3LEASE_EXPIRY_CLOCK" => cli.expiry_clock.map(|c| {
+        "S3LEASE_EXPIRY_CLOCK" => flags.expiry_clock.map(|c| {
             match c {
                 ExpiryClockArg::Server => ExpiryClock::Server,
                 ExpiryClockArg::Holder => ExpiryClock::Holder,
@@ -96,13 +217,13 @@ pub(crate) fn store_config(cli: &Cli) -> Result<StoreConfig, Failure> {
             .name()
             .to_string()
         }),
-        "S3LEASE_CHECK_STORE" => cli.check_store.then(|| "1".to_string()),
-        ENDPOINT_VAR => cli.endpoint.clone().or_else(|| env_var(name)),
-        REGION_VAR => cli.region.clone().or_else(|| env_var(name)),
-        _ => env_var(name),
+        "S3LEASE_CHECK_STORE" => flags.check_store.then(|| "1".to_string()),
+        ENDPOINT_VAR => flags.endpoint.clone().or_else(|| env_var(name)),
+        REGION_VAR => flags.region.clone().or_else(|| env_var(name)),
+        _ => flags.own_setting(name).or_else(|| env_var(name)),
     };
     let mut config = StoreConfig::from_settings(setting, AwsKeys::Chain)?;
-    config.audit = cli.audit.then_some(true);
+    config.audit = flags.audit.then_some(true);
     Ok(config)
 }
 
@@ -116,35 +237,24 @@ fn env_var(name: &str) -> Option<String> {
 }
 
 /// The endpoint given, and where: `--endpoint`, else `S3LEASE_ENDPOINT`,
-/// else the AWS variables as the AWS SDKs read them (the store's own
-/// service variable, then `AWS_ENDPOINT_URL`). `None`: the store's own
-/// endpoint in the region. A gcs store reads no AWS variable (the AWS
-/// tools' endpoint is not Google's); its emulator's
-/// `STORAGE_EMULATOR_HOST` is read by the host, and a nested s3-lease
-/// inherits it.
-pub(crate) fn endpoint_in_use(cli: &Cli) -> Option<(&'static str, String)> {
-    let names: &[&'static str] = match cli.store {
-        Some(StoreArg::Gcs) => &[ENDPOINT_VAR],
-        Some(StoreArg::Dynamodb) => &[
-            ENDPOINT_VAR,
-            "AWS_ENDPOINT_URL_DYNAMODB",
-            "AWS_ENDPOINT_URL",
-        ],
-        _ => &[ENDPOINT_VAR, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"],
-    };
-    match &cli.endpoint {
+/// else the variables the store's own tools read (an AWS store's service
+/// variable, then `AWS_ENDPOINT_URL`). `None`: the store's own endpoint.
+/// A store whose tools read other variables (an emulator's host, say)
+/// has them read by the host, and a nested s3-lease inherits them.
+pub(crate) fn endpoint_in_use(flags: &StoreFlags) -> Option<(&'static str, String)> {
+    match &flags.endpoint {
         Some(endpoint) => Some(("--endpoint", endpoint.clone())),
-        None => names
-            .iter()
-            .find_map(|&name| env_var(name).map(|v| (name, v))),
+        None => std::iter::once(ENDPOINT_VAR)
+            .chain(flags.store().endpoint_vars.iter().copied())
+            .find_map(|name| env_var(name).map(|v| (name, v))),
     }
 }
 
 /// An endpoint with a user name or password in it is refused without
 /// echoing it (the password would land in logs and cron mail), naming
 /// where it came from.
-fn check_endpoints(cli: &Cli) -> Result<(), Failure> {
-    if let Some((source, endpoint)) = endpoint_in_use(cli) {
+fn check_endpoints(flags: &StoreFlags) -> Result<(), Failure> {
+    if let Some((source, endpoint)) = endpoint_in_use(flags) {
         let rest = endpoint
             .split_once("://")
             .map_or(endpoint.as_str(), |(_, rest)| rest);
@@ -155,17 +265,12 @@ fn check_endpoints(cli: &Cli) -> Result<(), Failure> {
             } else {
                 exit::CONFIG
             };
-            let keys = match cli.store {
-                Some(StoreArg::Gcs) => {
-                    "the credentials as GOOGLE_APPLICATION_CREDENTIALS (or gcloud's)"
-                }
-                _ => "the keys as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or a profile)",
-            };
             return Err(Failure::new(
                 code,
                 format!(
                     "{source} carries a user name or password (before an `@`); not shown here. \
-                     Give the endpoint as scheme://host[:port], and {keys}"
+                     Give the endpoint as scheme://host[:port], and {}",
+                    flags.store().keys_hint
                 ),
             ));
         }
@@ -191,22 +296,11 @@ pub(crate) fn child_env(config: &StoreConfig, endpoint: Option<String>) -> Vec<(
     if let Some(prefix) = &config.key_prefix {
         env.push(("S3LEASE_PREFIX".into(), prefix.clone()));
     }
-    if config.store_kind() != "s3" {
+    if config.store_kind() != StoreArg::S3.store().name {
         env.push(("S3LEASE_STORE".into(), config.store_kind().into()));
     }
-    // GCS: the endpoint, if given; an emulator's STORAGE_EMULATOR_HOST and
-    // the credentials' variables are inherited.
-    if config.store_kind() == "gcs" {
-        if let Some(endpoint) = &endpoint {
-            env.push((ENDPOINT_VAR.into(), endpoint.clone()));
-        }
-    }
-    if let Some(table) = config.table() {
-        env.push(("S3LEASE_TABLE".into(), table.to_string()));
-    }
-    // The account's credentials are the environment's, inherited.
-    if let Some(container) = config.container() {
-        env.push(("S3LEASE_CONTAINER".into(), container.to_string()));
+    if let Some(store) = StoreArg::named(config.store_kind()) {
+        (store.store().child_env)(config, endpoint.as_deref(), &mut env);
     }
     // A lease's seal covers the strategy: a nested `fenced put` must use
     // the same one, and judge expiry the same way.
@@ -224,139 +318,4 @@ pub(crate) fn child_env(config: &StoreConfig, endpoint: Option<String>) -> Vec<(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    fn cli(args: &[&str]) -> Cli {
-        let mut all = vec!["s3-lease"];
-        all.extend_from_slice(args);
-        all.extend_from_slice(&["status", "k"]);
-        Cli::try_parse_from(all).expect("flags parse")
-    }
-
-    #[test]
-    fn store_gcs_with_a_bucket_and_an_emulators_endpoint() {
-        let cli = cli(&[
-            "--store",
-            "gcs",
-            "--bucket",
-            "locks",
-            "--endpoint",
-            "http://127.0.0.1:4443",
-        ]);
-        assert!(cli.store == Some(StoreArg::Gcs));
-        assert_eq!(
-            endpoint_in_use(&cli),
-            Some(("--endpoint", "http://127.0.0.1:4443".to_string()))
-        );
-        // An http:// endpoint takes no credential: nothing is fetched.
-        let config = store_config(&cli).unwrap_or_else(|f| panic!("{}", f.message));
-        assert_eq!(
-            (config.store_name(), config.endpoint(), config.bucket()),
-            (
-                "Google Cloud Storage",
-                "http://127.0.0.1:4443",
-                Some("locks")
-            )
-        );
-        let env = child_env(&config, endpoint_in_use(&cli).map(|(_, e)| e));
-        for pair in [
-            ("S3LEASE_BUCKET", "locks"),
-            ("S3LEASE_STORE", "gcs"),
-            ("S3LEASE_ENDPOINT", "http://127.0.0.1:4443"),
-        ] {
-            assert!(
-                env.iter().any(|(k, v)| (k.as_str(), v.as_str()) == pair),
-                "{pair:?} not in {env:?}"
-            );
-        }
-        assert!(!env.iter().any(|(k, _)| k == "S3LEASE_REGION"), "{env:?}");
-    }
-
-    #[test]
-    fn store_gcs_needs_a_bucket() {
-        if std::env::var_os("S3LEASE_BUCKET").is_some() {
-            return;
-        }
-        let failure = store_config(&cli(&["--store", "gcs"])).unwrap_err();
-        assert_eq!(failure.code, exit::CONFIG);
-        assert!(
-            failure.message.contains("--store gcs needs --bucket"),
-            "{}",
-            failure.message
-        );
-    }
-
-    #[test]
-    fn a_gcs_endpoint_with_a_password_is_refused_unshown() {
-        let failure = store_config(&cli(&[
-            "--store",
-            "gcs",
-            "--bucket",
-            "b",
-            "--endpoint",
-            "http://user:hunter2@127.0.0.1:4443",
-        ]))
-        .unwrap_err();
-        assert_eq!(failure.code, exit::USAGE);
-        assert!(!failure.message.contains("hunter2"), "{}", failure.message);
-        assert!(
-            failure.message.contains("GOOGLE_APPLICATION_CREDENTIALS"),
-            "{}",
-            failure.message
-        );
-    }
-
-    /// Tokens from a test, an hour long.
-    struct HourTokens;
-
-    impl s3_lease_host::credentials::TokenSource for HourTokens {
-        fn fetch(&self) -> Result<s3_lease_host::credentials::AccessToken, s3_lease_host::Error> {
-            let expires = std::time::SystemTime::now() + Duration::from_secs(3600);
-            Ok(s3_lease_host::credentials::AccessToken::new(
-                "ya29.s3cr3t",
-                Some(expires),
-            ))
-        }
-
-        fn describe(&self) -> String {
-            "the test's tokens".into()
-        }
-    }
-
-    #[test]
-    fn the_credentials_line_names_where_a_gcs_stores_tokens_come_from() {
-        use s3_lease_host::credentials::SharedTokenSource;
-        use s3_lease_host::{GcsBuilder, GcsCredential};
-        let fixed = GcsBuilder::new("b", GcsCredential::Anonymous).build();
-        assert_eq!(credentials_line(&fixed), None);
-        let config = GcsBuilder::new("b", GcsCredential::Anonymous)
-            .token_source(SharedTokenSource::new(HourTokens))
-            .unwrap()
-            .build();
-        let line = credentials_line(&config).unwrap();
-        assert!(
-            line.starts_with("credentials from the test's tokens, temporary (expire in 59m")
-                && line.ends_with("refreshed before they do")
-                && !line.contains("s3cr3t"),
-            "{line}"
-        );
-    }
-
-    #[test]
-    fn the_store_flag_takes_gcs_and_the_help_says_how_gcs_is_reached() {
-        use clap::CommandFactory;
-        let mut command = Cli::command();
-        let help = command.render_long_help().to_string();
-        for part in [
-            "objects in a Google Cloud Storage bucket (gcs",
-            "STORAGE_EMULATOR_HOST",
-            "GOOGLE_APPLICATION_CREDENTIALS",
-            "GCE_METADATA_HOST",
-            "[possible values: s3, dynamodb, azure-blob, gcs]",
-        ] {
-            assert!(help.contains(part), "{part:?} not in the help:\n{help}");
-        }
-    }
-}
+mod tests;

@@ -718,7 +718,7 @@ fn cases() -> Vec<Case> {
         .says("no such")
         .names(|c| match c.store {
             Store::S3 => "no such bucket `s3lease-no-such-bucket` at http://".into(),
-            Store::DynamoDb => "no such DynamoDB table `s3lease-no-such-table` at http://".into(),
+            Store::DynamoDb => "no such table `s3lease-no-such-table` at http://".into(),
         })
         .within(quick),
         case(

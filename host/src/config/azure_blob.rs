@@ -79,9 +79,7 @@ impl StoreConfig {
         container: &str,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, Error> {
-        let mut config = AzureBlobBuilder::from_vars(container, &var, KeysFrom::Variables)?.build();
-        config.seal_key = var("S3LEASE_SEAL_KEY");
-        Ok(config)
+        super::env::read_as::<AzureBlobBuilder>(container, &var)
     }
 }
 

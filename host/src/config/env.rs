@@ -5,7 +5,7 @@
 //! settings read once for every front end (the command line, the Python
 //! and Node packages).
 
-use super::{StoreConfig, StoreKind, STORE_KINDS};
+use super::{OwnSettings, StoreConfig, StoreKind, STORE_KINDS};
 use crate::credentials::SharedSource;
 use crate::error::Error;
 use crate::types::{ExpiryClock, Strategy};
@@ -214,7 +214,22 @@ fn read(
     keys: KeysFrom,
 ) -> Result<StoreConfig, Error> {
     let kind = store_kind(var)?;
-    let mut config = StoreConfig::of((kind.read)(bucket, var, keys)?);
+    with_seal_key(StoreConfig::of((kind.read)(bucket, var, keys)?), var)
+}
+
+/// The store `T`, read by its own file from `var`, with the seal key.
+pub(super) fn read_as<T: OwnSettings>(
+    place: &str,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<StoreConfig, Error> {
+    let store = T::from_vars(place, var, KeysFrom::Variables)?.build_store();
+    with_seal_key(StoreConfig::of(store), var)
+}
+
+fn with_seal_key(
+    mut config: StoreConfig,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<StoreConfig, Error> {
     config.seal_key = var("S3LEASE_SEAL_KEY");
     Ok(config)
 }

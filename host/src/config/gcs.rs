@@ -91,9 +91,7 @@ impl StoreConfig {
         bucket: &str,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, Error> {
-        let mut config = GcsBuilder::from_vars(bucket, &var, KeysFrom::Variables)?.build();
-        config.seal_key = var("S3LEASE_SEAL_KEY");
-        Ok(config)
+        super::env::read_as::<GcsBuilder>(bucket, &var)
     }
 }
 

@@ -148,22 +148,11 @@ fn split_endpoint(blob_endpoint: &str, account: &str) -> Result<(String, bool), 
     }
 }
 
-impl crate::Client {
-    /// Replaces an Azure client's credential: [`Client::set_credential`]
-    /// with [`Credential::Azure`].
-    ///
-    /// [`Client::set_credential`]: crate::Client::set_credential
-    /// [`Credential::Azure`]: crate::Credential::Azure
-    pub async fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error> {
-        self.set_credential(&crate::Credential::Azure(credential.clone()))
-            .await
-    }
-}
-
-impl crate::blocking::Client {
-    /// See [`crate::Client::set_azure_credential`].
-    pub fn set_azure_credential(&self, credential: &AzureCredential) -> Result<(), Error> {
-        self.set_credential(&crate::Credential::Azure(credential.clone()))
+/// A store's credential as the client's one credential type, for
+/// [`Client::set_credential`](crate::Client::set_credential).
+impl From<AzureCredential> for crate::types::Credential {
+    fn from(credential: AzureCredential) -> Self {
+        crate::types::Credential::Azure(credential)
     }
 }
 

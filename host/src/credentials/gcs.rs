@@ -538,22 +538,11 @@ fn encode(text: &str) -> String {
         .collect()
 }
 
-impl crate::Client {
-    /// Replaces a GCS client's credential: [`Client::set_credential`]
-    /// with [`Credential::Gcs`].
-    ///
-    /// [`Client::set_credential`]: crate::Client::set_credential
-    /// [`Credential::Gcs`]: crate::Credential::Gcs
-    pub async fn set_gcs_credential(&self, credential: &GcsCredential) -> Result<(), Error> {
-        self.set_credential(&crate::Credential::Gcs(credential.clone()))
-            .await
-    }
-}
-
-impl crate::blocking::Client {
-    /// See [`crate::Client::set_gcs_credential`].
-    pub fn set_gcs_credential(&self, credential: &GcsCredential) -> Result<(), Error> {
-        self.set_credential(&crate::Credential::Gcs(credential.clone()))
+/// A store's credential as the client's one credential type, for
+/// [`Client::set_credential`](crate::Client::set_credential).
+impl From<GcsCredential> for crate::types::Credential {
+    fn from(credential: GcsCredential) -> Self {
+        crate::types::Credential::Gcs(credential)
     }
 }
 
