@@ -173,7 +173,7 @@ fn every_shared_key_signature_is_the_azure_sdks() {
         let req = request(&mut rng);
         // Any second from 1970 to 2100.
         let unix_seconds = rng.below(4_102_444_800);
-        let http = azure::prepare(&config, &blob, &req, unix_seconds);
+        let http = azure::prepare(config.reach(), &blob, &req, unix_seconds);
         let url = format!("http://{}{}", http.authority, http.path_and_query);
         let headers: Vec<(String, String)> = http
             .headers

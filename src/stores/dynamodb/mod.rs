@@ -164,7 +164,7 @@ pub fn prepare(
     let payload_hash = sigv4::sha256_hex(&body);
     let signing = SigningRequest {
         method: "POST",
-        host: &config.endpoint_authority,
+        host: config.endpoint_authority,
         path: "/",
         query: &[],
         headers: &headers,

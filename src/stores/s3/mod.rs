@@ -96,7 +96,7 @@ pub fn prepare(
         }
     };
     // What the endpoint's dialect needs on a conditional write (`dialects`).
-    let dialect = dialects::of_host(&config.endpoint_authority);
+    let dialect = dialects::of_host(config.endpoint_authority);
     if let Some((name, value)) = dialect.and_then(|d| d.conditional_write_header) {
         if is_conditional_write(req) {
             headers.push((name.into(), value.into()));
