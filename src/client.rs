@@ -375,12 +375,8 @@ impl ClientCore {
                 match driver::run(io, &mut op).await? {
                     AcquireOutcome::Granted(lease) => {
                         self.note_written(&lease);
-                        let evidence = audit::Evidence::of_lock(
-                            op.replaced(),
-                            observed.as_ref(),
-                            op.write_times().clone(),
-                            strategy,
-                        );
+                        let evidence =
+                            audit::Evidence::of_lock(op.trail(), observed.as_ref(), strategy);
                         self.recorded(io, lease, evidence).await?
                     }
                     held => held,
@@ -405,12 +401,8 @@ impl ClientCore {
                 }
                 match driver::run(io, &mut op).await? {
                     (AcquireOutcome::Granted(lease), cleanup) => {
-                        let evidence = audit::Evidence::of_lock(
-                            op.replaced(),
-                            observed.as_ref(),
-                            op.write_times().clone(),
-                            strategy,
-                        );
+                        let evidence =
+                            audit::Evidence::of_lock(op.trail(), observed.as_ref(), strategy);
                         let outcome = self.recorded(io, lease, evidence).await?;
                         if let AcquireOutcome::Granted(lease) = &outcome {
                             clean_up_within(io, lease, started, cleanup).await;

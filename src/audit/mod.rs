@@ -48,7 +48,7 @@ mod tests;
 
 pub use names::{check_key, log_dir, record_key, Kind, AUDIT_DIR_NAME};
 pub use record::{Previous, PreviousHolder, Record, WriteTimes};
-pub use write::{Backfill, Backfiller, Pending, RecordGrant, RecordRelease, Recorded};
+pub use write::{Backfill, Backfiller, GrantTrail, Pending, RecordGrant, RecordRelease, Recorded};
 
 use crate::capability::{Capability, CapabilityResult, Verdict};
 use crate::error::Error;

@@ -190,6 +190,17 @@ impl Operation for RecordGrant {
     }
 }
 
+/// What a lock's grant leaves for the grant log: the back-filler of a
+/// lease taken over unreleased (set when the log is on), the lock object
+/// its write replaced (`None`: it created it) and the store's times of
+/// that write. Kept by both strategies' grant operations.
+#[derive(Debug, Clone, Default)]
+pub struct GrantTrail {
+    pub backfiller: Option<Backfiller>,
+    pub replaced: Option<LockState>,
+    pub write_times: WriteTimes,
+}
+
 /// What a grantee writes back-fills as, and where: set on the grant
 /// operations when the log is on.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,8 +13,8 @@ use crate::audit::record::clock_name;
 use crate::audit::timeline::{timeline, Entry};
 use crate::audit::verify::{verify, Report};
 use crate::audit::{
-    is_collision, Backfill, Backfiller, Previous, Record, RecordGrant, RecordRelease, Recorded,
-    WriteTimes,
+    is_collision, Backfill, Backfiller, GrantTrail, Previous, Record, RecordGrant, RecordRelease,
+    Recorded, WriteTimes,
 };
 use crate::capability::CapabilityResult;
 use crate::driver::{self, Io};
@@ -46,15 +46,14 @@ impl<'a> Evidence<'a> {
     /// A lock's grant (a limit of one, no holder left in place) under
     /// `strategy`.
     pub fn of_lock(
-        replaced: Option<&'a LockState>,
+        trail: &'a GrantTrail,
         observed: Option<&'a Observation>,
-        write: WriteTimes,
         strategy: &'static str,
     ) -> Self {
         Evidence {
-            replaced,
+            replaced: trail.replaced.as_ref(),
             observed,
-            write,
+            write: trail.write_times.clone(),
             strategy,
             limit: 1,
             left: Vec::new(),
