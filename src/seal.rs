@@ -123,6 +123,12 @@ impl LockSeal {
         lease
     }
 
+    /// `check`, and that the lease is as a grant returns one
+    /// (`Lease::check_as_returned`): what a renew or release checks first.
+    pub fn check_returned(&self, lease: &Lease) -> Result<(), Error> {
+        self.check(lease).and(lease.check_as_returned())
+    }
+
     /// Refuses a lease that no grant of this lock returned, or that was
     /// changed since, with `invalid-argument`.
     pub fn check(&self, lease: &Lease) -> Result<(), Error> {

@@ -247,11 +247,7 @@ impl Operation for RewriteOwn {
     type Output = Lease;
 
     fn start(&mut self, now_ms: u64) -> Step<Lease> {
-        if let Err(e) = self
-            .seal
-            .check(&self.lease)
-            .and(self.lease.check_as_returned())
-        {
+        if let Err(e) = self.seal.check_returned(&self.lease) {
             return Step::Done(Err(e));
         }
         if self.token_known {

@@ -437,7 +437,7 @@ impl Operation for SemaphoreOp {
 
     fn start(&mut self, now_ms: u64) -> Step<Finished> {
         if let Wish::Renew(lease) | Wish::Release(lease) = &self.wish {
-            if let Err(e) = self.seal.check(lease).and(lease.check_as_returned()) {
+            if let Err(e) = self.seal.check_returned(lease) {
                 return Step::Done(Err(e));
             }
             // One request instead of two when nobody wrote since we did.
