@@ -1,5 +1,5 @@
-//! Standard base64 (RFC 4648, with padding), the alphabet Azure uses for
-//! account keys, Shared Key signatures and `Content-MD5`. A few lines of
+//! Standard base64 (RFC 4648, with padding), the alphabet of account keys,
+//! Shared Key signatures and `Content-MD5`. A few lines of
 //! our own: a crate for it would cost the component more than this.
 
 use crate::prelude::*;

@@ -10,7 +10,7 @@ use crate::prelude::*;
 mod audit;
 
 use crate::capability::CapabilityResult;
-use crate::config::{ClientConfig, Credential, Store, Strategy};
+use crate::config::{ClientConfig, Credential, Strategy};
 use crate::driver::{self, Io, Within};
 use crate::error::Error;
 use crate::expiry::{Judge, Observation};
@@ -109,8 +109,8 @@ pub struct ClientCore {
     latest: KeyMap<LockState>,
     /// single-object: the lock object this client last wrote per key (a
     /// grant, renew or release). On S3 an etag is a hash of the bytes,
-    /// which include the token; on Azure it names one write (every write
-    /// gets a new one, never an old one back); either way the pair stays
+    /// which include the token; on a store whose etags name one write each
+    /// (every write gets a new one, never an old one back), that write; either way the pair stays
     /// true whatever happens to the key since: a lease with this etag and
     /// token renews without the read that checks its token (see
     /// `RewriteOwn`).
@@ -295,12 +295,7 @@ impl ClientCore {
             self.config.strategy,
             self.config.expiry_clock,
         );
-        op = match &self.config.store {
-            Store::S3(_) => op,
-            Store::DynamoDb(table) => op.on_dynamodb(&table.table),
-            Store::AzureBlob(_) => op.on_azure(),
-            Store::Gcs(_) => op.on_gcs(),
-        };
+        op = op.on_store(&self.config.store);
         let mut report = driver::run(io, op).await?;
         if let Some(collision) = &self.collision {
             audit::with_collision(&mut report, collision);
@@ -335,7 +330,7 @@ impl ClientCore {
     }
 
     /// The token floor of a lock object (`strategy::floor`), on an object
-    /// store; a DynamoDB item keeps its counter itself.
+    /// store; a store whose item keeps its counter itself has none.
     fn floor_key(&self, object_key: &str) -> Option<String> {
         let profile = self.config.store.profile();
         profile
@@ -380,14 +375,8 @@ impl ClientCore {
                 match driver::run(io, &mut op).await? {
                     AcquireOutcome::Granted(lease) => {
                         self.note_written(&lease);
-                        let evidence = audit::Evidence {
-                            replaced: op.replaced(),
-                            observed: observed.as_ref(),
-                            write: op.write_times().clone(),
-                            strategy,
-                            limit: 1,
-                            left: Vec::new(),
-                        };
+                        let evidence =
+                            audit::Evidence::of_lock(op.trail(), observed.as_ref(), strategy);
                         self.recorded(io, lease, evidence).await?
                     }
                     held => held,
@@ -412,14 +401,8 @@ impl ClientCore {
                 }
                 match driver::run(io, &mut op).await? {
                     (AcquireOutcome::Granted(lease), cleanup) => {
-                        let evidence = audit::Evidence {
-                            replaced: op.replaced(),
-                            observed: observed.as_ref(),
-                            write: op.write_times().clone(),
-                            strategy,
-                            limit: 1,
-                            left: Vec::new(),
-                        };
+                        let evidence =
+                            audit::Evidence::of_lock(op.trail(), observed.as_ref(), strategy);
                         let outcome = self.recorded(io, lease, evidence).await?;
                         if let AcquireOutcome::Granted(lease) = &outcome {
                             clean_up_within(io, lease, started, cleanup).await;
@@ -765,7 +748,7 @@ impl ClientCore {
         match (self.config.strategy, release) {
             (Strategy::SingleObject, _) => {
                 // A lease this client wrote, or a store that checks the
-                // token in the write's condition (DynamoDB), needs no read
+                // token in the write's condition, needs no read
                 // to know its token is the stored one.
                 let token_known =
                     self.wrote_lease(&lease) || self.config.store.profile().condition_checks_token;
@@ -862,8 +845,8 @@ impl ClientCore {
 
 impl ClientCore {
     /// Refuses, before any request, what only a store that holds objects
-    /// can do: fenced objects live beside the locks, and a table store
-    /// (DynamoDB) has none.
+    /// can do: fenced objects live beside the locks, and a table store has
+    /// none.
     fn objects_only(&self, what: &str) -> Result<(), Error> {
         let store = &self.config.store;
         if store.profile().holds_objects {

@@ -5,20 +5,11 @@
 use crate::prelude::*;
 
 use crate::error::Error;
-use crate::sigv4::Credentials;
+use crate::stores::s3::{HttpRequest, S3Request, S3Response};
 use core::fmt;
 
-mod aws;
-mod azure;
-mod dynamodb;
-mod gcs;
-mod s3;
-
-pub use aws::check_credentials;
-pub use azure::{AzureBlob, AzureCredential};
-pub use dynamodb::DynamoDbTable;
-pub use gcs::{GcsBucket, GcsCredential, GCS_MIN_RETRY_PERIOD_MS, GCS_MIN_TTL_MS};
-pub use s3::S3Bucket;
+pub use crate::stores::aws::check_credentials;
+pub use crate::stores::{Credential, Profile, Reach, Scheme, Store};
 
 /// The contract's names for addressing, strategies and expiry clocks,
 /// defined once for the core, the host crate and the guest crate.
@@ -46,169 +37,6 @@ impl fmt::Debug for SealKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("SealKey(<redacted>)")
     }
-}
-
-/// Where the locks are kept (the WIT `store`): each case holds that
-/// store's endpoint, place and credential, and nothing of another's.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Store {
-    /// Objects in an S3 bucket.
-    S3(S3Bucket),
-    /// Items in a DynamoDB table (see `dynamodb`).
-    DynamoDb(DynamoDbTable),
-    /// Blobs in an Azure Blob Storage container (see `azure`).
-    AzureBlob(AzureBlob),
-    /// Objects in a Google Cloud Storage bucket, through its JSON API
-    /// (see `gcs`).
-    Gcs(GcsBucket),
-}
-
-/// A store's credential, as `set-credential` replaces it (the WIT
-/// `credential`). `Debug` shows no secret.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Credential {
-    /// AWS keys: S3's and DynamoDB's.
-    Aws(Credentials),
-    Azure(AzureCredential),
-    Gcs(GcsCredential),
-}
-
-/// What a store is and does, as the protocol needs to know it: one
-/// constant per store (its `PROFILE`), so the rest of the core asks what a
-/// store does rather than which store it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Profile {
-    /// The store's name in the contract (`s3`, `dynamodb`, ...).
-    pub name: &'static str,
-    /// Lists keys by `start-after`: the epoch-objects strategy.
-    pub lists_keys: bool,
-    /// Records when it wrote (`Last-Modified`): the `server` expiry clock,
-    /// the default where there is one.
-    pub records_write_times: bool,
-    /// Holds the objects a fenced write writes.
-    pub holds_objects: bool,
-    /// A write's condition checks the lease's token itself (no read first).
-    pub condition_checks_token: bool,
-    /// The shortest time between two writes of one object it takes, in ms
-    /// (0: none).
-    pub min_write_interval_ms: u64,
-    /// Keeps a token floor beside each lock object (`strategy::floor`): an
-    /// object store, whose lock object's deletion would restart its tokens;
-    /// a DynamoDB item keeps its counter itself.
-    pub keeps_token_floor: bool,
-}
-
-impl Store {
-    /// What this store is and does.
-    pub fn profile(&self) -> &'static Profile {
-        match self {
-            Store::S3(_) => &s3::PROFILE,
-            Store::DynamoDb(_) => &dynamodb::PROFILE,
-            Store::AzureBlob(_) => &azure::PROFILE,
-            Store::Gcs(_) => &gcs::PROFILE,
-        }
-    }
-
-    /// What `config.store` names, for errors: `s3`, `dynamodb`,
-    /// `azure-blob`, `gcs`.
-    pub fn name(&self) -> &'static str {
-        self.profile().name
-    }
-
-    /// What the store is, as messages name it: `the DynamoDB table
-    /// "locks"`, say.
-    pub fn described(&self) -> String {
-        match self {
-            Store::S3(s) => format!("the S3 bucket {:?}", s.bucket),
-            Store::DynamoDb(s) => format!("the DynamoDB table {:?}", s.table),
-            Store::AzureBlob(s) => format!(
-                "the Azure Blob container {:?} of account {:?}",
-                s.container, s.account
-            ),
-            Store::Gcs(s) => format!("the GCS bucket {:?}", s.bucket),
-        }
-    }
-
-    /// The endpoint as configured (`scheme://host[:port]`).
-    pub fn endpoint(&self) -> &str {
-        match self {
-            Store::S3(s) => &s.endpoint,
-            Store::DynamoDb(s) => &s.endpoint,
-            Store::AzureBlob(s) => &s.endpoint,
-            Store::Gcs(s) => &s.endpoint,
-        }
-    }
-
-    /// Checks the store's own settings.
-    fn check(&self) -> Result<(), Error> {
-        match self {
-            Store::S3(s) => s.check(),
-            Store::DynamoDb(s) => s.check(),
-            Store::AzureBlob(s) => s.check(),
-            Store::Gcs(s) => s.check(),
-        }
-    }
-
-    /// What the lease seal's key derives from: the bucket, or for a
-    /// DynamoDB store `dynamodb:<table>`, for an Azure one
-    /// `azure:<account>/<container>`, for a GCS one `gcs:<bucket>` (no
-    /// bucket name has a `:`, so a lease of one store is never accepted by
-    /// another).
-    pub fn seal_scope(&self) -> String {
-        match self {
-            Store::S3(s) => s.bucket.clone(),
-            Store::DynamoDb(s) => format!("dynamodb:{}", s.table),
-            Store::AzureBlob(s) => format!("azure:{}/{}", s.account, s.container),
-            Store::Gcs(s) => format!("gcs:{}", s.bucket),
-        }
-    }
-
-    /// Replaces the store's credential with `credential`, checked as the
-    /// config's is; one of another kind than the store's is refused. On a
-    /// refusal the old one stays.
-    pub fn set_credential(&mut self, credential: Credential) -> Result<(), Error> {
-        match (self, credential) {
-            (Store::S3(s), Credential::Aws(c)) => s.set_credentials(c),
-            (Store::DynamoDb(s), Credential::Aws(c)) => s.set_credentials(c),
-            (Store::AzureBlob(s), Credential::Azure(c)) => s.set_credential(c),
-            (Store::Gcs(s), Credential::Gcs(c)) => s.set_credential(c),
-            (store, credential) => Err(Error::invalid_config(
-                "credential",
-                format!(
-                    "{} credential for a client of the {} store",
-                    credential.kind(),
-                    store.name()
-                ),
-            )),
-        }
-    }
-
-    /// The store's credential now.
-    pub fn credential(&self) -> Credential {
-        match self {
-            Store::S3(s) => Credential::Aws(s.credentials.clone()),
-            Store::DynamoDb(s) => Credential::Aws(s.credentials.clone()),
-            Store::AzureBlob(s) => Credential::Azure(s.credential.clone()),
-            Store::Gcs(s) => Credential::Gcs(s.credential.clone()),
-        }
-    }
-}
-
-impl Credential {
-    /// Which kind it is, as a refusal names it.
-    fn kind(&self) -> &'static str {
-        match self {
-            Credential::Aws(_) => "an AWS",
-            Credential::Azure(_) => "an Azure",
-            Credential::Gcs(_) => "a GCS",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
-    Http,
-    Https,
 }
 
 /// The configuration as the caller gave it (the WIT `config` record).
@@ -266,6 +94,25 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
+    /// What the store's requests take from this configuration.
+    pub fn reach(&self) -> Reach<'_> {
+        Reach {
+            scheme: self.scheme,
+            endpoint_authority: &self.endpoint_authority,
+            request_timeout_ms: self.request_timeout_ms,
+        }
+    }
+
+    /// Signs `req` for the configured store at `unix_seconds`.
+    pub fn prepare(&self, req: &S3Request, unix_seconds: u64) -> HttpRequest {
+        self.store.prepare(self.reach(), req, unix_seconds)
+    }
+
+    /// The store's reply to `prepare(req)`, as the protocol reads replies.
+    pub fn read_reply(&self, req: &S3Request, reply: S3Response) -> S3Response {
+        self.store.read_reply(req, reply)
+    }
+
     /// What the lease seal's key derives from (see `Store::seal_scope`).
     pub fn seal_scope(&self) -> String {
         self.store.seal_scope()
@@ -273,7 +120,7 @@ impl ClientConfig {
 
     /// A lease's ttl on this store: a lease is renewed every third of its
     /// ttl, so on a store that takes one write of an object per
-    /// `min_write_interval_ms` (GCS: about a second), a ttl under four of
+    /// `min_write_interval_ms` (about a second on some), a ttl under four of
     /// those would be throttled (`invalid-config`: the store makes it so).
     /// Any ttl elsewhere.
     pub fn check_ttl(&self, ttl_ms: u64) -> Result<(), Error> {
@@ -356,7 +203,7 @@ impl ClientConfig {
                 ),
             ));
         }
-        // A store that stamps no write time on what it stores (DynamoDB):
+        // A store that stamps no write time on what it stores:
         // `observed` is the default rule there, and `server` cannot be had.
         let expiry_clock = raw.expiry_clock.unwrap_or(if profile.records_write_times {
             ExpiryClock::Server
@@ -471,6 +318,8 @@ fn check_seal_key(key: &SealKey) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sigv4::Credentials;
+    use crate::stores::S3Bucket;
 
     pub fn raw(endpoint: &str) -> RawConfig {
         RawConfig::of(Store::S3(S3Bucket {

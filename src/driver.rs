@@ -7,7 +7,7 @@ use crate::prelude::*;
 use crate::error::Error;
 use crate::lease::Lease;
 use crate::protocol::{AcquireOutcome, Operation, Step};
-use crate::s3::{Endpoint, S3Request, S3Response};
+use crate::stores::s3::{Endpoint, S3Request, S3Response};
 use crate::strategy::single_object::semaphore::SlotOutcome;
 use core::future::Future;
 
@@ -223,7 +223,7 @@ pub async fn run<O: Operation>(io: &mut impl Io, mut op: O) -> Result<O::Output,
 /// doing (a write's recovery would only ask the same wrong server again),
 /// and the caller's retries stop on it (`Error::is_transient`).
 fn not_the_store(io: &impl Io, request: &S3Request, reply: &S3Response) -> Option<Error> {
-    crate::s3::not_the_store(&io.endpoint()?, request, reply)
+    crate::stores::s3::not_the_store(&io.endpoint()?, request, reply)
 }
 
 /// Sends a request; if the server refuses its signing time as skewed (403
@@ -244,7 +244,7 @@ async fn send_correcting_skew(io: &mut impl Io, request: &S3Request) -> Result<S
     }
 }
 
-/// Throttled requests (429: DynamoDB's throughput and rate limits) are
+/// Throttled requests (429: a store's throughput and rate limits) are
 /// sent again at most this many times, after pauses of 50, 100 and 200 ms
 /// (jittered in their upper half): under 0.4 s in all, so a renew keeps
 /// most of its margin. A throttled request was refused, never applied.

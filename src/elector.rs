@@ -120,7 +120,7 @@ impl Elector {
     pub fn new(client: ClientCore, config: ElectorConfig) -> Result<Self, Error> {
         let grant = config.validate()?;
         client.object_key(&config.key)?;
-        // GCS takes about one write a second per object: a leader renews
+        // A store may take only about one write a second per object: a leader renews
         // every retry period, and every third of its lease at the least.
         client.config.check_ttl(config.lease_duration_ms)?;
         client.config.check_retry_period(config.retry_period_ms)?;

@@ -19,8 +19,8 @@ pub struct S3Error {
 impl S3Error {
     /// The store (or a proxy before it) timed the request out before it
     /// had all of it: S3's 400 `RequestTimeout` (the body came too slowly;
-    /// the AWS SDKs retry it), a 408 (GCS, which Google lists as
-    /// retryable, and load balancers). Worth another attempt; a write so
+    /// the AWS SDKs retry it), a 408 (which stores with JSON APIs list as
+    /// retryable, and load balancers send). Worth another attempt; a write so
     /// answered is still read back, as after a 5xx (`is_ambiguous`).
     pub fn is_request_timeout(&self) -> bool {
         self.status == 408 || (self.status == 400 && self.code == "RequestTimeout")
@@ -133,13 +133,17 @@ impl fmt::Display for Error {
                 "the server refused this machine's clock (more than 15 minutes off): {e}"
             ),
             Error::AccessDenied(e) => write!(f, "access denied: {e}"),
-            Error::NoSuchBucket(e) if e.code == "ResourceNotFoundException" => {
-                write!(f, "no such DynamoDB table: {e}")
+            // The place a store keeps its locks, by the code its
+            // translation keeps for a missing one (`S3Response::into_error`):
+            // the error itself names the store.
+            Error::NoSuchBucket(e) => {
+                let place = match e.code.as_str() {
+                    "ResourceNotFoundException" => "table",
+                    "ContainerNotFound" => "container",
+                    _ => "bucket",
+                };
+                write!(f, "no such {place}: {e}")
             }
-            Error::NoSuchBucket(e) if e.code == "ContainerNotFound" => {
-                write!(f, "no such Azure container: {e}")
-            }
-            Error::NoSuchBucket(e) => write!(f, "no such bucket: {e}"),
             Error::CorruptLockObject { object_key, reason } => {
                 write!(f, "lock object {object_key:?} is not readable: {reason}")
             }

@@ -44,7 +44,7 @@ pub use crate::config::ExpiryClock;
 use crate::error::{Error, S3Error};
 use crate::lock_object::semaphore::{Entry, Judged, SemaphoreRecord, SemaphoreState};
 use crate::lock_object::{LockRecord, LockState};
-use crate::s3::S3Response;
+use crate::stores::s3::S3Response;
 
 /// Added under `server`: 1 s because `Last-Modified` and `Date` are whole
 /// seconds, 1 s for the time between the server reading the object and
@@ -172,12 +172,7 @@ impl Judge {
                 // could grant a live lease away. Epoch-objects refuses too.
                 let date = server_time(r, "date").ok_or_else(|| lacks(r, "date"))?;
                 let modified = modified.ok_or_else(|| lacks(r, "last-modified"))?;
-                server_rule(
-                    modified
-                        .saturating_add(ttl_ms)
-                        .saturating_add(SERVER_SLACK_MS),
-                    date,
-                )
+                server_rule_since(modified, ttl_ms, date)
             }
             ExpiryClock::Observed => {
                 let seen = self
@@ -221,10 +216,7 @@ fn store_clock_rule(
         return (false, 0);
     };
     let since = written.or(first_seen).unwrap_or(date);
-    server_rule(
-        since.saturating_add(ttl_ms).saturating_add(SERVER_SLACK_MS),
-        date,
-    )
+    server_rule_since(since, ttl_ms, date)
 }
 
 impl Judge {
@@ -274,12 +266,7 @@ impl Judge {
                     .written_at_ms
                     .or(modified_ms)
                     .ok_or_else(|| lacks(r, "last-modified"))?;
-                server_rule(
-                    written
-                        .saturating_add(e.ttl_ms)
-                        .saturating_add(SERVER_SLACK_MS),
-                    date,
-                )
+                server_rule_since(written, e.ttl_ms, date)
             }
             ExpiryClock::Observed => {
                 let seen = self
@@ -359,6 +346,17 @@ pub fn server_rule(expires_at_ms: u64, date_ms: u64) -> (bool, u64) {
     } else {
         (false, 0)
     }
+}
+
+/// `server_rule` for a lease of `ttl_ms` written at `written_ms` (server
+/// time), with the slack of whole-second server times.
+fn server_rule_since(written_ms: u64, ttl_ms: u64, date_ms: u64) -> (bool, u64) {
+    server_rule(
+        written_ms
+            .saturating_add(ttl_ms)
+            .saturating_add(SERVER_SLACK_MS),
+        date_ms,
+    )
 }
 
 /// A server time header (`Date`, `Last-Modified`) in ms, if valid.

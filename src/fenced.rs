@@ -20,8 +20,8 @@ use crate::prelude::*;
 use crate::error::{Error, S3Error};
 use crate::lease::{object_key, Lease};
 use crate::protocol::{Operation, Step};
-use crate::s3::{Method, S3Request, S3Response};
 use crate::seal::LockSeal;
+use crate::stores::s3::{Method, S3Request, S3Response};
 
 /// The token of the write that stored the object.
 pub const META_TOKEN: &str = "x-amz-meta-s3lease-token";

@@ -8,7 +8,7 @@ const MONTHS: [&str; 12] = [
 
 const WEEKDAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
 
-/// The IMF-fixdate of a Unix time in seconds (Azure's `x-ms-date`).
+/// The IMF-fixdate of a Unix time in seconds (an HTTP date, as `x-ms-date`).
 pub fn format(unix_seconds: u64) -> alloc::string::String {
     let days = unix_seconds / 86_400;
     let secs = unix_seconds % 86_400;
@@ -47,8 +47,8 @@ pub fn parse_ms(value: &str) -> Option<u64> {
     Some(((days * 24 + h) * 60 + m) * 60_000 + s * 1000)
 }
 
-/// Milliseconds since the Unix epoch of an RFC 3339 time in UTC, as GCS
-/// writes an object's `updated` (`2026-11-28T08:56:18.123Z`, the fraction
+/// Milliseconds since the Unix epoch of an RFC 3339 time in UTC, as a JSON
+/// API writes an object's `updated` (`2026-11-28T08:56:18.123Z`, the fraction
 /// any length or none), or `None` for anything else.
 pub fn parse_rfc3339_ms(value: &str) -> Option<u64> {
     let value = value.trim();
@@ -119,7 +119,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_and_writes_rfc3339_times_as_gcs_sends_them() {
+    fn reads_and_writes_rfc3339_times_as_json_apis_send_them() {
         assert_eq!(parse_rfc3339_ms("1970-01-01T00:00:00Z"), Some(0));
         assert_eq!(
             parse_rfc3339_ms("2026-11-22T08:39:16.123Z"),
@@ -180,7 +180,7 @@ mod tests {
             assert_eq!(parse_ms(&format(s)), Some(s * 1000), "{s}");
             assert_eq!(
                 format(s),
-                crate::testing::s3_model::http_date(s * 1000),
+                crate::stores::s3::model::http_date(s * 1000),
                 "{s}"
             );
         }

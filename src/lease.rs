@@ -142,7 +142,7 @@ pub const AUDIT_DIR_NAME: &str = ".s3-lease-audit/";
 /// end with it (`object_key` refuses them), whatever the prefix.
 pub const SEAL_KEY_OBJECT_NAME: &str = ".s3-lease-seal-key";
 
-/// The object (or DynamoDB item) that keeps the seal key of the clients
+/// The object (or the store's item) that keeps the seal key of the clients
 /// with `prefix`.
 pub fn seal_key_object(prefix: &str) -> String {
     format!("{prefix}{SEAL_KEY_OBJECT_NAME}")

@@ -1,7 +1,7 @@
 //! s3-lease: leases, locks and leader election on Amazon S3 conditional writes.
 //!
 //! The crate is a sans-IO core (the two strategies' state machines in
-//! `strategy`, over `protocol`, `lease`, `s3`, `sigv4`, `config` and the
+//! `strategy`, over `protocol`, `lease`, `stores`, `sigv4`, `config` and the
 //! rest, run by `driver` for `client` and `elector`) that builds and tests
 //! natively, plus, on wasm targets only, the component glue: `component`
 //! (the WIT exports) and `transport` (wasi:http).
@@ -23,33 +23,30 @@ mod prelude {
 }
 
 // The layers, bottom to top: a module uses lower layers and those named before it in its own.
-//  1. leaves: limits, text, http_date, json_out, sigv4 (signing), base64, shared_key (Azure's
-//     signing), capability (preflight findings), ready (runs a future that never suspends)
+//  1. leaves: limits, text, http_date, json_out, sigv4 (signing), base64, capability
+//     (preflight findings), ready (runs a future that never suspends)
 //  2. lock_object: the record a lock object stores, and its state as read
 //  3. error: the crate's one error enum, over what its cases carry (layers 1 and 2)
-//  4. config: the validated configuration, with its strategy, expiry clock and seal key
-//  5. s3: requests, replies, LIST pages; lease: Lease, Grant, where a key's object lives;
-//     dynamodb: the same requests as DynamoDB calls; azure: as Azure Blob calls; gcs: as GCS
-//     JSON API calls;
-//     wire: the configured store's
+//  4. stores: each store in its own folder (its configuration check, requests, replies and
+//     test model) and the registry that turns a store into the protocol's requests and
+//     replies, with what it is and does (its profile)
+//  5. config: the validated configuration over a store, with its strategy, expiry clock and
+//     seal key; lease: Lease, Grant, where a key's object lives
 //  6. expiry: when an unreleased lease has expired; seal: leases a caller cannot alter
 //  7. protocol: the Operation/Step trait of every state machine, and AcquireOutcome
 //  8. strategy::{single_object, epoch}, fenced, preflight, audit (the grant log): operations;
 //     driver: runs them
 //  9. client (an operation per call, per strategy), elector; wasm only: transport, component
 pub mod audit;
-pub mod azure;
 pub mod base64;
 pub mod capability;
 pub mod client;
 pub mod config;
 pub mod driver;
-pub mod dynamodb;
 pub mod elector;
 pub mod error;
 pub mod expiry;
 pub mod fenced;
-pub mod gcs;
 pub mod http_date;
 pub mod json_out;
 pub mod lease;
@@ -58,13 +55,11 @@ pub mod lock_object;
 pub mod preflight;
 pub mod protocol;
 pub mod ready;
-pub mod s3;
 pub mod seal;
-pub mod shared_key;
 pub mod sigv4;
+pub mod stores;
 pub mod strategy;
 mod text;
-pub mod wire;
 
 /// Test support shared by the unit tests, the simulation and host-test: the
 /// in-memory S3 model and the linearizability checker. Not in the component.

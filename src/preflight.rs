@@ -17,8 +17,6 @@ mod findings;
 mod lifecycle;
 mod offset;
 mod race;
-mod stores;
-mod table;
 mod verdict;
 
 #[cfg(test)]
@@ -33,17 +31,19 @@ use crate::config::Strategy;
 use crate::error::Error;
 use crate::expiry::{server_time, ExpiryClock};
 use crate::protocol::{Operation, Step};
-use crate::s3::{self, list_request, Method, S3Request, S3Response};
 use crate::sigv4;
+use crate::stores::s3::dialects::{self, Dialect};
+use crate::stores::s3::{self, list_request, Method, S3Request, S3Response};
+use crate::stores::table_checks;
+use crate::stores::{LifecycleRules, Profile, Store};
 use offset::OffsetBounds;
 use race::{Race, RaceStep};
-use stores::KnownStore;
 
 /// What the preflight found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
     /// One per capability probed: `capability::S3_PROBES` in order (on a
-    /// DynamoDB table without the payload hash, then the table's two),
+    /// table store without the payload hash, then the table's two),
     /// then the race's two.
     pub results: Vec<CapabilityResult>,
     pub clock_offset: Option<ClockOffset>,
@@ -69,12 +69,12 @@ enum Phase {
     /// stores create a missing bucket on the first PUT, and a probe must
     /// find the bucket missing, not make it.
     BucketExists,
-    /// S3 and GCS: the bucket's lifecycle rules (a note for each that
+    /// A store whose lifecycle rules can be read: the bucket's rules (a note for each that
     /// deletes objects under the key prefix; see `lifecycle`).
     Lifecycle,
-    /// DynamoDB only: DescribeTable, for the key schema.
+    /// A table store only: its description, for the key schema.
     DescribeTable,
-    /// DynamoDB only: DescribeTimeToLive.
+    /// A table store only: its TTL's description.
     DescribeTtl,
     /// PUT a, `If-None-Match: *`: must be accepted.
     CreateFirst,
@@ -236,21 +236,20 @@ pub struct Preflight {
     offset: OffsetBounds,
     sent_at_ms: u64,
     requests: u32,
-    /// A DynamoDB store's table: its checks run first, and the probes
-    /// that only S3 has (LIST, payload hash) are left out.
+    /// What the probed store is and does (`Profile`): which probes it
+    /// takes, where it checks a body's digest, how its lifecycle rules
+    /// are read.
+    profile: &'static Profile,
+    /// A store kept in a table: the table's checks run first, and the
+    /// probes of a bucket (its existence, LIST, lifecycle) are left out.
     table: Option<String>,
     table_results: Vec<CapabilityResult>,
-    /// An Azure Blob store: no LIST probe (single-object only there).
-    azure: bool,
-    /// A GCS store (its JSON API): no LIST probe either, and no naming
-    /// of GCS's XML API from its `x-goog-*` headers.
-    gcs: bool,
     /// The race, run after the probes (see `race`).
     race: Race,
     /// Where the race stands: not yet, under way, or over.
     racing: Racing,
     /// The store, when a reply's headers named one (see `stores`).
-    store: Option<KnownStore>,
+    store: Option<&'static Dialect>,
     /// What the bucket's lifecycle rules mean for the key prefix.
     lifecycle_notes: Vec<String>,
 }
@@ -284,36 +283,20 @@ impl Preflight {
             offset: OffsetBounds::default(),
             sent_at_ms: 0,
             requests: 0,
+            profile: &s3::PROFILE,
             table: None,
             table_results: Vec::new(),
-            azure: false,
-            gcs: false,
             racing: Racing::NotYet,
             store: None,
             lifecycle_notes: Vec::new(),
         }
     }
 
-    /// Probes a DynamoDB table instead of a bucket: the table checks, then
-    /// the condition probes, sent as the store's calls (see `dynamodb`).
-    pub fn on_dynamodb(mut self, table: &str) -> Self {
-        self.table = Some(table.to_string());
-        self
-    }
-
-    /// Probes an Azure Blob container: the condition probes as Put, Get
-    /// and Delete Blob, the payload hash as `Content-MD5`, no LIST (see
-    /// `azure`).
-    pub fn on_azure(mut self) -> Self {
-        self.azure = true;
-        self
-    }
-
-    /// Probes a GCS bucket through its JSON API: the condition probes as
-    /// generation preconditions, the payload hash as `md5Hash`, no LIST
-    /// (see `gcs`).
-    pub fn on_gcs(mut self) -> Self {
-        self.gcs = true;
+    /// Probes `store` (S3's bucket when not called): the requests go as
+    /// the store's own calls, the probes it cannot take are left out.
+    pub fn on_store(mut self, store: &Store) -> Self {
+        self.profile = store.profile();
+        self.table = store.table().map(str::to_string);
         self
     }
 
@@ -362,22 +345,29 @@ impl Preflight {
             S3Request::new(Method::Put, key, MAX_REPLY_BYTES).body(TEXT, body)
         };
         let a_exists = self.current.is_some();
-        let on_dynamodb = self.table.is_some();
+        let in_table = self.table.is_some();
+        let profile = self.profile;
         let request = match phase {
-            // A table's existence is DescribeTable's to find.
-            Phase::BucketExists if on_dynamodb => return None,
+            // A table's existence is its own checks' to find.
+            Phase::BucketExists if in_table => return None,
             Phase::BucketExists => S3Request::new(Method::Get, &self.key("c"), MAX_REPLY_BYTES),
-            // A table has no lifecycle rules (its TTL is DescribeTimeToLive's);
-            // Azure's are the account's, which its credentials cannot read.
-            Phase::Lifecycle if on_dynamodb || self.azure => return None,
+            // Rules the store's own checks find (a table's TTL), or that its
+            // credentials cannot read (the note says so).
+            Phase::Lifecycle
+                if !matches!(
+                    profile.lifecycle,
+                    LifecycleRules::Xml | LifecycleRules::BucketJson
+                ) =>
+            {
+                return None
+            }
             Phase::Lifecycle => lifecycle::request(),
-            Phase::DescribeTable => table::describe_table(self.table.as_deref()?),
-            Phase::DescribeTtl => table::describe_ttl(self.table.as_deref()?),
-            // Not DynamoDB calls: an item store has no listing by prefix
-            // and no payload hash of its own.
-            Phase::ListAfter | Phase::WrongHash if on_dynamodb => return None,
-            // No listing on Azure: its clients use single-object.
-            Phase::ListAfter if self.azure || self.gcs => return None,
+            Phase::DescribeTable => table_checks::describe_table(self.table.as_deref()?),
+            Phase::DescribeTtl => table_checks::describe_ttl(self.table.as_deref()?),
+            // A store that lists no keys (its clients use single-object), or
+            // takes no digest of a body.
+            Phase::ListAfter if !profile.lists_keys => return None,
+            Phase::WrongHash if profile.payload_hash.is_none() => return None,
             Phase::CreateFirst => put(&a, self.body("first")).header("if-none-match", "*"),
             Phase::CreateSecond => {
                 put(&self.key("b"), self.body("second")).header("if-none-match", "*")
@@ -479,18 +469,19 @@ impl Preflight {
             Phase::DescribeTable => {
                 let failure = seen.failure.as_deref();
                 self.table_results
-                    .push(table::key_schema(response, failure));
+                    .push(table_checks::key_schema(response, failure));
                 return;
             }
             Phase::DescribeTtl => {
                 let failure = seen.failure.as_deref();
-                self.table_results.push(table::ttl(response, failure));
+                self.table_results
+                    .push(table_checks::ttl(response, failure));
                 return;
             }
             Phase::Lifecycle => {
                 let failure = seen.failure.as_deref();
                 self.lifecycle_notes =
-                    lifecycle::notes(response, failure, self.key_prefix(), self.gcs);
+                    lifecycle::notes(response, failure, self.key_prefix(), self.profile.lifecycle);
                 return;
             }
             _ => {}
@@ -580,61 +571,45 @@ impl Preflight {
 
     fn report(&self) -> Report {
         let mut results = findings::results(&self.seen, &self.offset);
-        if self.table.is_some() {
-            results.retain(|r| r.capability != Capability::PayloadHash);
-            for r in results.iter_mut() {
-                if r.capability == Capability::ListStartAfter {
-                    r.verdict = Verdict::Fail;
-                    r.status = None;
-                    r.detail = "DynamoDB has no listing by prefix: epoch-objects is for S3 \
-                                stores; a table takes single-object"
-                        .into();
-                }
-            }
-            results.extend(self.table_results.iter().cloned());
-        }
-        if self.azure {
-            for r in results.iter_mut() {
-                match r.capability {
-                    Capability::ListStartAfter => {
-                        r.verdict = Verdict::Fail;
-                        r.status = None;
-                        r.detail = "not probed: this client lists no blobs on Azure; \
-                                    epoch-objects is for S3 stores, a container takes single-object"
-                            .into();
-                    }
-                    Capability::PayloadHash => {
-                        r.detail = r.detail.replace("x-amz-content-sha256", "Content-MD5");
-                    }
-                    _ => {}
+        let profile = self.profile;
+        match profile.payload_hash {
+            None => results.retain(|r| r.capability != Capability::PayloadHash),
+            Some(header) => {
+                for r in results
+                    .iter_mut()
+                    .filter(|r| r.capability == Capability::PayloadHash)
+                {
+                    r.detail = r.detail.replace("x-amz-content-sha256", header);
                 }
             }
         }
-        if self.gcs {
-            for r in results.iter_mut() {
-                match r.capability {
-                    Capability::ListStartAfter => {
-                        r.verdict = Verdict::Fail;
-                        r.status = None;
-                        r.detail = "not probed: this client lists no objects on GCS; \
-                                    epoch-objects is for S3 stores, a gcs bucket takes single-object"
-                            .into();
-                    }
-                    Capability::PayloadHash => {
-                        r.detail = r.detail.replace("x-amz-content-sha256", "md5Hash");
-                    }
-                    _ => {}
-                }
+        if !profile.lists_keys {
+            for r in results
+                .iter_mut()
+                .filter(|r| r.capability == Capability::ListStartAfter)
+            {
+                r.verdict = Verdict::Fail;
+                r.status = None;
+                r.detail = format!(
+                    "not probed: this client lists no keys on a {} store; epoch-objects is for \
+                     S3 stores, a {} store takes single-object",
+                    profile.name, profile.name
+                );
             }
         }
+        results.extend(self.table_results.iter().cloned());
         results.extend(self.race.results());
-        // Through the JSON API every reply carries x-goog-* headers: they
-        // name GCS's XML API only on an s3 store.
-        let store = if self.gcs { None } else { self.store };
-        stores::name_store(&mut results, store);
+        // A dialect is named from S3 replies' headers: a store whose own
+        // replies carry the same headers is not that dialect.
+        let store = if profile.replies_as_s3 {
+            self.store
+        } else {
+            None
+        };
+        dialects::name_store(&mut results, store);
         let mut notes = self.lifecycle_notes.clone();
-        if self.azure {
-            notes.push(lifecycle::azure_note(self.key_prefix()));
+        if let LifecycleRules::Unreadable(note) = profile.lifecycle {
+            notes.push(lifecycle::unreadable_note(note, self.key_prefix()));
         }
         for failure in &self.cleanup_failures {
             notes.push(failure.clone());
@@ -691,7 +666,7 @@ impl Operation for Preflight {
     }
 
     fn on_response(&mut self, r: S3Response, now_ms: u64) -> Step<Report> {
-        self.store = self.store.or_else(|| KnownStore::of(&r));
+        self.store = self.store.or_else(|| dialects::of_reply(&r));
         if self.racing == Racing::UnderWay {
             let step = self.race.on_read(Ok(r));
             return self.raced(step, now_ms);
@@ -734,7 +709,7 @@ impl Operation for Preflight {
             )));
         }
         for r in replies.iter().flatten() {
-            self.store = self.store.or_else(|| KnownStore::of(r));
+            self.store = self.store.or_else(|| dialects::of_reply(r));
             if let Some(date) = server_time(r, "date") {
                 self.offset.add(self.sent_at_ms, now_ms, date);
             }

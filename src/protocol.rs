@@ -12,7 +12,7 @@ use crate::prelude::*;
 use crate::error::Error;
 use crate::lease::Lease;
 use crate::lock_object::LockState;
-use crate::s3::{S3Request, S3Response};
+use crate::stores::s3::{S3Request, S3Response};
 
 /// What an operation wants next.
 #[derive(Debug, Clone, PartialEq)]

@@ -23,7 +23,7 @@
 //!   the bucket can write lock objects directly, with no lease at all.
 //!
 //! Both derive the sealing key under a domain string of their own, with
-//! the seal scope (the bucket, or a DynamoDB table), so a lease is refused
+//! the seal scope (the bucket, or the store's own place), so a lease is refused
 //! by a client of another bucket, prefix, strategy or lock.
 //!
 //! A seal is not the last line: whatever the seal, a renew or release
@@ -80,7 +80,7 @@ impl fmt::Debug for Sealer {
 
 impl Sealer {
     /// The sealer of clients configured with `seal_key`, for `scope` (the
-    /// bucket, or `dynamodb:<table>`: see `ClientConfig::seal_scope`).
+    /// bucket, or the store's place: see `Store::seal_scope`).
     pub fn configured(scope: &str, seal_key: &SealKey) -> Self {
         let key = hmac(
             seal_key.as_str().as_bytes(),
@@ -121,6 +121,12 @@ impl LockSeal {
     pub fn seal(&self, mut lease: Lease) -> Lease {
         lease.seal = self.compute(&lease);
         lease
+    }
+
+    /// `check`, and that the lease is as a grant returns one
+    /// (`Lease::check_as_returned`): what a renew or release checks first.
+    pub fn check_returned(&self, lease: &Lease) -> Result<(), Error> {
+        self.check(lease).and(lease.check_as_returned())
     }
 
     /// Refuses a lease that no grant of this lock returned, or that was

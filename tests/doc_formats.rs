@@ -17,19 +17,19 @@
 mod documents;
 
 use s3_lease::client::ClientCore;
-use s3_lease::config::{
-    Addressing, AzureBlob, AzureCredential, ClientConfig, DynamoDbTable, GcsBucket, GcsCredential,
-    RawConfig, S3Bucket, Store, Strategy,
-};
+use s3_lease::config::{Addressing, ClientConfig, RawConfig, Store, Strategy};
 use s3_lease::lease::{Grant, Lease};
 use s3_lease::lock_object::semaphore::SemaphoreRecord;
 use s3_lease::lock_object::LockRecord;
 use s3_lease::protocol::AcquireOutcome;
 use s3_lease::ready::Ready;
-use s3_lease::s3::{HttpRequest, Method, S3Request};
 use s3_lease::sigv4::Credentials;
+use s3_lease::stores::s3::model::S3Model;
+use s3_lease::stores::s3::{HttpRequest, Method, S3Request};
+use s3_lease::stores::{
+    AzureBlob, AzureCredential, DynamoDbTable, GcsBucket, GcsCredential, S3Bucket,
+};
 use s3_lease::testing::model_io::ModelIo;
-use s3_lease::testing::s3_model::S3Model;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fs;
@@ -236,7 +236,7 @@ fn requests() -> String {
         out.push(format!("{name}:"));
         let dynamodb = name == "DynamoDB";
         for request in sent.iter().filter(|r| !(dynamodb && is_floor(r))) {
-            let http = s3_lease::wire::prepare(&config, request, NOW_MS / 1000);
+            let http = s3_lease::config::ClientConfig::prepare(&config, request, NOW_MS / 1000);
             out.extend(request_lines(&http));
         }
     }
@@ -305,7 +305,7 @@ fn request_lines(http: &HttpRequest) -> Vec<String> {
 /// The DynamoDB item a first grant writes, as its PutItem sends it.
 fn dynamodb_item() -> Value {
     let [grant, ..] = lock_objects();
-    s3_lease::dynamodb::encode_item(KEY, grant.as_bytes())
+    s3_lease::stores::dynamodb::encode_item(KEY, grant.as_bytes())
 }
 
 /// The blocks of what the code writes, by name.

@@ -15,9 +15,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::Config;
 use s3_lease::audit::fenced::FencedScan;
-use s3_lease::config::{
-    Addressing, ClientConfig, RawConfig, S3Bucket, Store, Strategy as LockStrategy,
-};
+use s3_lease::config::{Addressing, ClientConfig, RawConfig, Store, Strategy as LockStrategy};
 use s3_lease::error::Error;
 use s3_lease::expiry::{ExpiryClock, Judge};
 use s3_lease::fenced::{
@@ -30,14 +28,14 @@ use s3_lease::lock_object::semaphore::SemaphoreRecord;
 use s3_lease::lock_object::LockRecord;
 use s3_lease::preflight::{Preflight, RACE_REQUESTS};
 use s3_lease::protocol::{Operation, Step};
-use s3_lease::s3::{parse_list, parse_versions, Method, S3Request, S3Response};
 use s3_lease::seal::{Sealer, StoredKey};
 use s3_lease::sigv4::{self, Credentials, Scope, SigningRequest};
+use s3_lease::stores::s3::{parse_list, parse_versions, Method, S3Request, S3Response};
+use s3_lease::stores::S3Bucket;
 use s3_lease::strategy::epoch::{
     epoch_key, parse_epoch_key, Cleanup, EpochInspect, EpochRecord, EpochRewrite, EpochTryAcquire,
 };
 use s3_lease::strategy::single_object::{Inspect, RewriteOwn, TryAcquire};
-use s3_lease::wire::prepare;
 
 /// Cases per property: enough to matter, the whole file well under 5 s in
 /// debug. `PROPTEST_CASES` overrides it for a longer run.
@@ -1004,7 +1002,7 @@ proptest! {
         if let Some(etag) = &cached {
             req = req.header("if-none-match", etag);
         }
-        let reply = s3_lease::dynamodb::read_reply(&req, r);
+        let reply = s3_lease::stores::dynamodb::read_reply(&req, r);
         let _ = reply.s3_error().to_string();
         let mut inspect = Inspect::new("k".into(), "locks/k".into(), Judge::new(ExpiryClock::Observed, None));
         let _ = inspect.start(1_700_000_000_000);
@@ -1059,7 +1057,7 @@ proptest! {
     ) {
         r.headers.extend(azure_headers.into_iter().map(|(k, v)| (k.to_string(), v)));
         let req = S3Request::new(method, "locks/k", 64 * 1024);
-        let reply = s3_lease::azure::read_reply(&req, r);
+        let reply = s3_lease::stores::azure::read_reply(&req, r);
         let _ = reply.s3_error().to_string();
         let _ = reply.clone().into_error().to_string();
         let mut inspect = Inspect::new("k".into(), "locks/k".into(), Judge::new(ExpiryClock::Server, None));
@@ -1082,7 +1080,7 @@ proptest! {
         "[A-Za-z0-9+/]{0,90}={0,3}",
         fragments(&["sig=", "?", "&", "sv=2024", " ", "%2B", "#"], 8),
     ]) {
-        use s3_lease::config::AzureCredential;
+        use s3_lease::stores::AzureCredential;
         let _ = AzureCredential::sas(&text).map_err(|e| e.to_string());
         let _ = AzureCredential::bearer(&text).map_err(|e| e.to_string());
         if let Some(bytes) = s3_lease::base64::decode(&text) {
@@ -1149,11 +1147,11 @@ proptest! {
     ) {
         r.headers.extend(gcs_headers.into_iter().map(|(k, v)| (k.to_string(), v)));
         let req = if list {
-            s3_lease::s3::list_request("locks/", Some("locks/a"))
+            s3_lease::stores::s3::list_request("locks/", Some("locks/a"))
         } else {
             S3Request::new(method, "locks/k", 64 * 1024)
         };
-        let reply = s3_lease::gcs::read_reply(&req, r);
+        let reply = s3_lease::stores::gcs::read_reply(&req, r);
         let _ = reply.s3_error().to_string();
         let _ = reply.clone().into_error().to_string();
         if list {
@@ -1174,7 +1172,7 @@ proptest! {
         text(0..80),
         fragments(&["2026", "-", "11", "T", "09", ":", ".", "5", "Z", "+00:00", "é", " "], 12),
     ]) {
-        let _ = s3_lease::config::GcsCredential::bearer(&text).map_err(|e| e.to_string());
+        let _ = s3_lease::stores::GcsCredential::bearer(&text).map_err(|e| e.to_string());
         if let Some(ms) = s3_lease::http_date::parse_rfc3339_ms(&text) {
             let _ = s3_lease::http_date::format_rfc3339(ms);
         }
@@ -1493,7 +1491,7 @@ proptest! {
                 };
                 prop_assert!(!host.is_empty(), "{:?} gave authority {:?}", raw.store.endpoint(), c.endpoint_authority);
                 // And every request can be built and signed with it.
-                let http = prepare(&c, &S3Request::new(Method::Put, &key, 100), unix_seconds);
+                let http = s3_lease::config::ClientConfig::prepare(&c, &S3Request::new(Method::Put, &key, 100), unix_seconds);
                 prop_assert!(http.authority.contains(&c.endpoint_authority));
             }
             Err(Error::InvalidConfig { reason, .. }) => {

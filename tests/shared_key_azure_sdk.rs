@@ -14,11 +14,12 @@
 //! `.venv/bin/python` (installed by `scripts/test.sh`).
 //! `S3LEASE_SHARED_KEY_SEED` overrides the seed.
 
-use s3_lease::azure;
-use s3_lease::config::{Addressing, AzureBlob, AzureCredential, ClientConfig, RawConfig, Store};
+use s3_lease::config::{Addressing, ClientConfig, RawConfig, Store};
 use s3_lease::expiry::ExpiryClock;
 use s3_lease::fenced::{META_LOCK, META_TOKEN, META_TOMBSTONE, META_WRITE};
-use s3_lease::s3::{HttpRequest, Method, S3Request, PAYLOAD_HASH};
+use s3_lease::stores::azure;
+use s3_lease::stores::s3::{HttpRequest, Method, S3Request, PAYLOAD_HASH};
+use s3_lease::stores::{AzureBlob, AzureCredential};
 use s3_lease::testing::rng::Rng;
 use serde::Deserialize;
 use std::io::Write;
@@ -172,7 +173,7 @@ fn every_shared_key_signature_is_the_azure_sdks() {
         let req = request(&mut rng);
         // Any second from 1970 to 2100.
         let unix_seconds = rng.below(4_102_444_800);
-        let http = azure::prepare(&config, &blob, &req, unix_seconds);
+        let http = azure::prepare(config.reach(), &blob, &req, unix_seconds);
         let url = format!("http://{}{}", http.authority, http.path_and_query);
         let headers: Vec<(String, String)> = http
             .headers

@@ -1,4 +1,4 @@
-//! Cross-check of the DynamoDB requests `s3_lease::dynamodb::prepare` signs
+//! Cross-check of the DynamoDB requests `s3_lease::stores::dynamodb::prepare` signs
 //! against botocore's own SigV4 signer for DynamoDB (`SigV4Auth`, service
 //! `dynamodb`): dynalite checks no signatures, so this is what shows that
 //! DynamoDB itself would accept ours.
@@ -12,9 +12,10 @@
 //!
 //! Needs Python with botocore: `S3LEASE_PYTHON`, else `.venv/bin/python`.
 
-use s3_lease::config::{ClientConfig, DynamoDbTable, RawConfig, Store};
-use s3_lease::s3::{Method, S3Request};
+use s3_lease::config::{ClientConfig, RawConfig, Store};
 use s3_lease::sigv4::Credentials;
+use s3_lease::stores::s3::{Method, S3Request};
+use s3_lease::stores::DynamoDbTable;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -58,7 +59,7 @@ fn requests() -> Vec<S3Request> {
         );
         all.push(S3Request::new(Method::Delete, key, 1024).header("if-match", "v"));
     }
-    all.push(s3_lease::dynamodb::call(
+    all.push(s3_lease::stores::dynamodb::call(
         "DescribeTable",
         &serde_json::json!({ "TableName": "locks-table_1.x" }),
         1024,
@@ -81,7 +82,7 @@ fn dynamodb_requests_are_signed_exactly_as_botocore_signs_them() {
             let config = config(region, endpoint, *token);
             for (k, req) in requests().iter().enumerate() {
                 let unix_seconds = times[(i + j + k) % times.len()];
-                let http = s3_lease::wire::prepare(&config, req, unix_seconds);
+                let http = s3_lease::config::ClientConfig::prepare(&config, req, unix_seconds);
                 let added = [
                     "authorization",
                     "x-amz-date",

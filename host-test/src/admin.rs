@@ -8,8 +8,7 @@ use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use s3_lease::config::{ClientConfig, Scheme};
-use s3_lease::s3::{Method, S3Request, S3Response};
-use s3_lease::wire::{prepare, read_reply};
+use s3_lease::stores::s3::{Method, S3Request, S3Response};
 use s3_lease_host::http::full;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -28,9 +27,9 @@ impl Admin {
 
     pub fn send(&self, request: S3Request) -> Result<S3Response> {
         let unix_seconds = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
-        let http = to_http(prepare(&self.config, &request, unix_seconds))?.map(full);
+        let http = to_http(self.config.prepare(&request, unix_seconds))?.map(full);
         let reply = send_http(&self.runtime, http)?;
-        Ok(read_reply(&self.config, &request, reply))
+        Ok(self.config.read_reply(&request, reply))
     }
 
     /// Creates the bucket; an existing one (ours) is fine.
@@ -83,7 +82,7 @@ impl Admin {
 }
 
 /// A request `s3::prepare` signed, as an `http::Request` any client sends.
-pub fn to_http(prepared: s3_lease::s3::HttpRequest) -> Result<http::Request<Bytes>> {
+pub fn to_http(prepared: s3_lease::stores::s3::HttpRequest) -> Result<http::Request<Bytes>> {
     let scheme = match prepared.scheme {
         Scheme::Http => "http",
         Scheme::Https => "https",

@@ -11,7 +11,7 @@ use crate::bindings::{config_of, AddressingStyle, AzureCredential, AzureStore, C
 use crate::watchdog::{self, free_port, fresh_dir, listening, Server};
 use anyhow::{bail, Result};
 use s3_lease::config::{Addressing, ClientConfig, RawConfig};
-use s3_lease::s3::{Method, S3Request};
+use s3_lease::stores::s3::{Method, S3Request};
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -50,10 +50,10 @@ impl AzureEndpoint {
     /// The crate's validated config for `container`: what the admin calls
     /// sign with.
     pub fn client_config(&self, container: &str) -> Result<ClientConfig> {
-        let credential = s3_lease::config::AzureCredential::shared_key(&self.key)
+        let credential = s3_lease::stores::AzureCredential::shared_key(&self.key)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         ClientConfig::validate(RawConfig::of(s3_lease::config::Store::AzureBlob(
-            s3_lease::config::AzureBlob {
+            s3_lease::stores::AzureBlob {
                 endpoint: self.url.clone(),
                 addressing: Addressing::Path,
                 account: self.account.clone(),

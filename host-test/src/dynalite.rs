@@ -15,7 +15,7 @@ use crate::bindings::{config_of, AwsCredentials, Config, DynamodbStore, Store};
 use crate::watchdog::{self, free_port, fresh_dir, Server};
 use anyhow::{bail, Result};
 use s3_lease::config::{ClientConfig, RawConfig};
-use s3_lease::dynamodb;
+use s3_lease::stores::dynamodb;
 use serde_json::json;
 use std::ffi::OsStr;
 use std::path::PathBuf;
@@ -44,7 +44,7 @@ impl DynamoEndpoint {
     /// The crate's validated config for `table`: what the admin calls sign with.
     pub fn client_config(&self, table: &str) -> Result<ClientConfig> {
         ClientConfig::validate(RawConfig::of(s3_lease::config::Store::DynamoDb(
-            s3_lease::config::DynamoDbTable {
+            s3_lease::stores::DynamoDbTable {
                 endpoint: self.url.clone(),
                 region: self.region.clone(),
                 table: table.to_string(),

@@ -167,7 +167,7 @@ impl WasiHttpHooks for Hooks {
                 if_none_match: header("if-none-match"),
                 payload_hash_ok,
                 target: header("x-amz-target").map(|t| {
-                    t.strip_prefix(s3_lease::dynamodb::TARGET_PREFIX)
+                    t.strip_prefix(s3_lease::stores::dynamodb::TARGET_PREFIX)
                         .unwrap_or(&t)
                         .to_string()
                 }),

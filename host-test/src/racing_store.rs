@@ -15,7 +15,7 @@ use crate::admin::Admin;
 use crate::aws_fakes::http::{self, Request, Response};
 use crate::server::Endpoint;
 use anyhow::Result;
-use s3_lease::s3::{Method, S3Request, S3Response};
+use s3_lease::stores::s3::{Method, S3Request, S3Response};
 use s3_lease::testing::uri::{percent_decode, query_pairs};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

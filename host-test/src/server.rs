@@ -83,7 +83,7 @@ impl Endpoint {
     /// The crate's validated config for this endpoint, no key prefix: what
     /// `s3::prepare` signs host-side requests with.
     pub fn client_config(&self) -> Result<ClientConfig> {
-        let raw = RawConfig::of(s3_lease::config::Store::S3(s3_lease::config::S3Bucket {
+        let raw = RawConfig::of(s3_lease::config::Store::S3(s3_lease::stores::S3Bucket {
             endpoint: self.url.clone(),
             region: self.region.clone(),
             bucket: self.bucket.clone(),

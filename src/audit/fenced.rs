@@ -1,8 +1,8 @@
 //! `verify --fenced PREFIX`: each fenced object under a prefix whose lock
 //! is the key's must carry a token some grant of the key recorded, and on
 //! a versioned bucket its versions' tokens must never fall (`versions`).
-//! The objects are listed (S3 and GCS; Azure's and DynamoDB's translations
-//! list nothing) and each is read with a HEAD for its token and lock. On
+//! The objects are listed (on a store that lists fenced objects: see
+//! `Profile::lists_fenced_objects`) and each is read with a HEAD for its token and lock. On
 //! S3 the prefix's versions are listed as well (ListObjectVersions), and
 //! each version of an object that has more than one is read with a HEAD
 //! of its version id: a bucket that never versioned lists each object
@@ -22,7 +22,7 @@ use super::versions::FencedVersion;
 use crate::error::Error;
 use crate::fenced::{META_LOCK, META_TOKEN};
 use crate::protocol::{Operation, Step};
-use crate::s3::{self, ListedVersion, Method, S3Request, S3Response, VersionMarker};
+use crate::stores::s3::{self, ListedVersion, Method, S3Request, S3Response, VersionMarker};
 
 /// Error replies to a HEAD are small.
 const MAX_HEAD_BYTES: usize = 64 * 1024;

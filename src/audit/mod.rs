@@ -24,12 +24,12 @@
 //! - `fenced`, `versions`: `verify --fenced`, the objects written under the
 //!   key's lock and, on a versioned bucket, the order of their versions.
 //!
-//! Every time it uses is the store's (`Last-Modified`, GCS's `updated`,
-//! the replies' `Date`): no client clock is trusted. The operations speak
-//! the protocol's requests, which `wire` turns into each store's (a
-//! create-only PUT is `If-None-Match: *` on S3 and Azure,
-//! `ifGenerationMatch=0` on GCS, `attribute_not_exists` on DynamoDB), as
-//! the stored seal key's (`seal::stored`) are.
+//! Every time it uses is the store's (`Last-Modified`, as each store's
+//! translation gives it, the replies' `Date`): no client clock is trusted.
+//! The operations speak the protocol's requests, which `stores` turns into
+//! each store's (a create-only PUT is `If-None-Match: *` on S3, and each
+//! store's own create-only write elsewhere), as the stored seal key's
+//! (`seal::stored`) are.
 
 use crate::prelude::*;
 
@@ -48,7 +48,7 @@ mod tests;
 
 pub use names::{check_key, log_dir, record_key, Kind, AUDIT_DIR_NAME};
 pub use record::{Previous, PreviousHolder, Record, WriteTimes};
-pub use write::{Backfill, Backfiller, Pending, RecordGrant, RecordRelease, Recorded};
+pub use write::{Backfill, Backfiller, GrantTrail, Pending, RecordGrant, RecordRelease, Recorded};
 
 use crate::capability::{Capability, CapabilityResult, Verdict};
 use crate::error::Error;

@@ -1,5 +1,5 @@
 //! Where a key's records live: `<key-prefix>.s3-lease-audit/<key>/`, one
-//! object (or DynamoDB item, or blob) per record, named by the token, 20
+//! object (or the store's item) per record, named by the token, 20
 //! digits, so names sort as tokens do:
 //!
 //! - `<token>.grant.json`: the grant (or its back-fill);

@@ -14,7 +14,7 @@ use super::read::{marker_body, Log};
 use super::record::MAX_RECORD_BYTES;
 use crate::error::Error;
 use crate::protocol::{Operation, Step};
-use crate::s3::{Method, S3Request, S3Response};
+use crate::stores::s3::{Method, S3Request, S3Response};
 
 /// How many tokens' records a prune may delete in one call: a bound on
 /// its requests (3 per token); prune again for more.

@@ -1,6 +1,6 @@
 //! Reads a key's records, token by token: GETs only, which every store
-//! answers the same way (DynamoDB and Azure are not listed here, and a
-//! listing would not save the GET of each record verify reads).
+//! answers the same way (not every store is listed here, and a listing
+//! would not save the GET of each record verify reads).
 //!
 //! First the prune marker (`names::marker_key`): tokens below it were
 //! pruned. Then, with a `since` time, a binary search for the first grant
@@ -23,7 +23,7 @@ use crate::error::Error;
 use crate::expiry::server_time;
 use crate::json_out::JsonObject;
 use crate::protocol::{Operation, Step};
-use crate::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
+use crate::stores::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
 use crate::strategy::floor::FLOOR_STRIDE;
 
 /// Tokens in a row with no record after which the reader goes on at the

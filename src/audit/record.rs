@@ -24,7 +24,7 @@ use crate::config::ExpiryClock;
 use crate::expiry::{server_time, Observation};
 use crate::json_out::JsonObject;
 use crate::lock_object::LockState;
-use crate::s3::S3Response;
+use crate::stores::s3::S3Response;
 use serde_json::{Map, Value};
 
 /// The format's version: a reader refuses records of a later one.
@@ -33,7 +33,8 @@ pub const FORMAT: u64 = 1;
 pub const MAX_RECORD_BYTES: usize = 64 * 1024;
 
 /// The store's times of one write: its reply's `Date`, and the written
-/// object's `Last-Modified` when the reply carried one (Azure, GCS).
+/// object's `Last-Modified` when the reply carried one (a store whose
+/// write replies say when it wrote).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct WriteTimes {
     pub etag: String,

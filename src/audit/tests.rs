@@ -17,15 +17,15 @@ use crate::error::Error;
 use crate::lease::{Grant, Lease};
 use crate::protocol::AcquireOutcome;
 use crate::ready::Ready;
-use crate::s3::{Method, S3Request};
+use crate::stores::azure::model::AzureModel;
+use crate::stores::dynamodb::model::DynamoModel;
+use crate::stores::gcs::model::{self as gcs_model, GcsModel};
+use crate::stores::s3::model::S3Model;
+use crate::stores::s3::{Method, S3Request};
 use crate::strategy::single_object::semaphore::SlotOutcome;
-use crate::testing::azure_model::AzureModel;
-use crate::testing::dynamodb_model::DynamoModel;
-use crate::testing::gcs_model::{self, GcsModel};
 use crate::testing::intercept::Intercept;
 use crate::testing::model_io::{Model, ModelIo};
 use crate::testing::raw_config;
-use crate::testing::s3_model::S3Model;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -51,8 +51,8 @@ fn dynamodb(clock: ExpiryClock) -> ClientConfig {
 }
 
 fn azure() -> ClientConfig {
-    audited(crate::testing::azure_model::client_config(
-        crate::testing::azure_model::CONTAINER,
+    audited(crate::stores::azure::model::client_config(
+        crate::stores::azure::model::CONTAINER,
     ))
 }
 
@@ -155,7 +155,7 @@ fn verify_proves_turn_taking_on_every_store_and_clock() {
 }
 
 /// Requests to the log's folder fail before they reach the store.
-fn log_unreachable(request: &S3Request) -> Option<Result<crate::s3::S3Response, Error>> {
+fn log_unreachable(request: &S3Request) -> Option<Result<crate::stores::s3::S3Response, Error>> {
     request
         .object_key
         .contains(super::AUDIT_DIR_NAME)
@@ -233,7 +233,7 @@ fn a_back_fill_answered_409_is_sent_again_before_the_grant() {
                     && r.object_key.ends_with("00000000000000000001.grant.json");
                 (backfill && conflicts > 0).then(|| {
                     conflicts -= 1;
-                    Ok(crate::testing::s3_model::conflict())
+                    Ok(crate::stores::s3::model::conflict())
                 })
             });
             take(&mut c, &mut busy, &shared, "c")
@@ -666,7 +666,7 @@ fn verify_fenced_reports_a_version_whose_token_fell_on_s3_and_lists_none_on_gcs(
         <LastModified>2023-11-14T22:13:30.000Z</LastModified></Version>\
         <Version><Key>data/a</Key><VersionId>old</VersionId>\
         <LastModified>2023-11-14T22:13:25.000Z</LastModified></Version></ListVersionsResult>";
-    let version_head = |token: &str| crate::s3::S3Response {
+    let version_head = |token: &str| crate::stores::s3::S3Response {
         status: 200,
         headers: vec![
             (crate::fenced::META_LOCK.to_ascii_lowercase(), lock.clone()),
@@ -680,10 +680,10 @@ fn verify_fenced_reports_a_version_whose_token_fell_on_s3_and_lists_none_on_gcs(
         let mut crafted = Intercept::new(&mut io, |r, _| {
             let version = r.query.iter().find(|(k, _)| k == "versionId");
             if r.query.iter().any(|(k, _)| k == "versions") {
-                Some(Ok(crate::s3::S3Response {
+                Some(Ok(crate::stores::s3::S3Response {
                     status: 200,
                     body: versions.as_bytes().to_vec(),
-                    ..crate::s3::S3Response::default()
+                    ..crate::stores::s3::S3Response::default()
                 }))
             } else {
                 version.map(|(_, id)| Ok(version_head(if id == "new" { "1" } else { "2" })))

@@ -26,7 +26,7 @@ use crate::error::Error;
 use crate::limits::MAX_REREADS;
 use crate::lock_object::LockState;
 use crate::protocol::{is_ambiguous, Operation, Step};
-use crate::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
+use crate::stores::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
 
 const JSON: &str = "application/json";
 
@@ -188,6 +188,17 @@ impl Operation for RecordGrant {
             Phase::Colliding(theirs) => self.collided(&theirs),
         }
     }
+}
+
+/// What a lock's grant leaves for the grant log: the back-filler of a
+/// lease taken over unreleased (set when the log is on), the lock object
+/// its write replaced (`None`: it created it) and the store's times of
+/// that write. Kept by both strategies' grant operations.
+#[derive(Debug, Clone, Default)]
+pub struct GrantTrail {
+    pub backfiller: Option<Backfiller>,
+    pub replaced: Option<LockState>,
+    pub write_times: WriteTimes,
 }
 
 /// What a grantee writes back-fills as, and where: set on the grant

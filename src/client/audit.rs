@@ -13,11 +13,10 @@ use crate::audit::record::clock_name;
 use crate::audit::timeline::{timeline, Entry};
 use crate::audit::verify::{verify, Report};
 use crate::audit::{
-    is_collision, Backfill, Backfiller, Previous, Record, RecordGrant, RecordRelease, Recorded,
-    WriteTimes,
+    is_collision, Backfill, Backfiller, GrantTrail, Previous, Record, RecordGrant, RecordRelease,
+    Recorded, WriteTimes,
 };
 use crate::capability::CapabilityResult;
-use crate::config::Store;
 use crate::driver::{self, Io};
 use crate::error::Error;
 use crate::expiry::Observation;
@@ -41,6 +40,25 @@ pub(super) struct Evidence<'a> {
     pub limit: u32,
     /// The tokens of the holders the grant left in place (a semaphore's).
     pub left: Vec<u64>,
+}
+
+impl<'a> Evidence<'a> {
+    /// A lock's grant (a limit of one, no holder left in place) under
+    /// `strategy`.
+    pub fn of_lock(
+        trail: &'a GrantTrail,
+        observed: Option<&'a Observation>,
+        strategy: &'static str,
+    ) -> Self {
+        Evidence {
+            replaced: trail.replaced.as_ref(),
+            observed,
+            write: trail.write_times.clone(),
+            strategy,
+            limit: 1,
+            left: Vec::new(),
+        }
+    }
 }
 
 impl ClientCore {
@@ -217,7 +235,7 @@ impl ClientCore {
     }
 
     /// Verifies a key's whole log (see `audit::verify`); with
-    /// `fenced_prefix`, also the fenced objects under it (S3 and GCS).
+    /// `fenced_prefix`, also the fenced objects under it (on a store that lists them).
     pub async fn audit_verify(
         &mut self,
         io: &mut impl Io,
@@ -229,14 +247,9 @@ impl ClientCore {
         let mut report = verify(key, &dir, &log, current.as_ref());
         if let Some(prefix) = fenced_prefix {
             // Which stores list fenced objects, and which list their
-            // versions: GCS keeps noncurrent generations too, but its
-            // translation lists and reads current objects only
-            // (docs/audit.md).
-            let (listed, versions) = match &self.config.store {
-                Store::S3(_) => (true, true),
-                Store::Gcs(_) => (true, false),
-                Store::DynamoDb(_) | Store::AzureBlob(_) => (false, false),
-            };
+            // versions (docs/audit.md).
+            let profile = self.config.store.profile();
+            let (listed, versions) = (profile.lists_fenced_objects, profile.lists_versions);
             if !listed {
                 return Err(Error::invalid_config(
                     "store",

@@ -5,12 +5,12 @@
 use super::*;
 use crate::expiry::ExpiryClock;
 use crate::ready::Ready;
-use crate::s3::Method;
 use crate::sigv4::Credentials;
+use crate::stores::s3::model::MissingIfMatch;
+use crate::stores::s3::Method;
 use crate::testing::intercept::Intercept;
 use crate::testing::model_io::ModelIo;
 use crate::testing::raw_config;
-use crate::testing::s3_model::MissingIfMatch;
 
 const START_MS: u64 = 1_700_000_000_000;
 
@@ -228,7 +228,8 @@ fn a_preflighted_client_refuses_to_grant_on_a_failing_store_naming_the_capabilit
         }
         let sent = io.take_requests();
         let scratch = |v: &str| v.contains(".s3-lease-preflight/");
-        let lifecycle = |r: &crate::s3::S3Request| r.query.iter().any(|(k, _)| k == "lifecycle");
+        let lifecycle =
+            |r: &crate::stores::s3::S3Request| r.query.iter().any(|(k, _)| k == "lifecycle");
         assert!(sent.iter().all(|r| scratch(&r.object_key)
             || r.query.iter().any(|(_, v)| scratch(v))
             || lifecycle(r)));
@@ -268,7 +269,7 @@ fn an_undecided_preflight_is_tried_again() {
         calls += 1;
         // The first preflight's LIST meets a busy store.
         (calls < 14 && req.object_key.is_empty()).then(|| {
-            Ok(crate::s3::S3Response {
+            Ok(crate::stores::s3::S3Response {
                 status: 503,
                 ..Default::default()
             })
@@ -450,8 +451,8 @@ fn core_with(strategy: Strategy, change: impl FnOnce(&mut crate::config::RawConf
 
 /// The access key id the request is signed with, as the component signs
 /// it: `s3::prepare` with the client's config at the time of the call.
-fn signing_key_id(c: &ClientCore, request: &crate::s3::S3Request) -> String {
-    let signed = crate::wire::prepare(&c.config, request, START_MS / 1000);
+fn signing_key_id(c: &ClientCore, request: &crate::stores::s3::S3Request) -> String {
+    let signed = crate::config::ClientConfig::prepare(&c.config, request, START_MS / 1000);
     let (_, auth) = signed
         .headers
         .iter()
@@ -534,7 +535,7 @@ fn set_credentials_signs_the_next_request_with_them_and_keeps_leases() {
         for request in &after {
             assert_eq!(signing_key_id(&c, request), "AKID2");
         }
-        let signed = crate::wire::prepare(&c.config, &after[0], START_MS / 1000);
+        let signed = crate::config::ClientConfig::prepare(&c.config, &after[0], START_MS / 1000);
         let token = signed
             .headers
             .iter()
@@ -610,7 +611,7 @@ mod stored_seal_key;
 /// A bare 404 to everything: a SeaweedFS master, or any web server.
 fn bare_404s(io: &mut ModelIo) {
     for _ in 0..20 {
-        io.scripted.push_back(crate::s3::S3Response {
+        io.scripted.push_back(crate::stores::s3::S3Response {
             status: 404,
             ..Default::default()
         });

@@ -5,10 +5,7 @@
 use crate::prelude::*;
 
 use crate::bindings::exports::s3_lease::lease::types as wit;
-use crate::config::{
-    AzureBlob, AzureCredential, Credential, DynamoDbTable, GcsBucket, GcsCredential, RawConfig,
-    S3Bucket, SealKey, Store,
-};
+use crate::config::{Credential, RawConfig, SealKey, Store};
 use crate::elector::{Event, Role};
 use crate::error::{Error, S3Error};
 use crate::fenced::{FencedObject, Written};
@@ -18,6 +15,9 @@ use crate::lock_object::LockState;
 use crate::preflight::ClockOffset;
 use crate::preflight::{CapabilityResult, Report};
 use crate::sigv4::Credentials;
+use crate::stores::{
+    AzureBlob, AzureCredential, DynamoDbTable, GcsBucket, GcsCredential, S3Bucket,
+};
 use crate::transport::random_hex_id;
 pub(super) use s3_lease_keep::twins::{FromTwin, IntoTwin};
 

@@ -6,10 +6,10 @@ use super::*;
 use crate::config::{ClientConfig, Strategy};
 use crate::expiry::ExpiryClock;
 use crate::ready::Ready;
-use crate::s3::{Method, S3Request, S3Response};
+use crate::stores::s3::model::S3Model;
+use crate::stores::s3::{Method, S3Request, S3Response};
 use crate::testing::intercept::Intercept;
 use crate::testing::model_io::ModelIo;
-use crate::testing::s3_model::S3Model;
 use std::cell::RefCell;
 use std::rc::Rc;
 

@@ -12,9 +12,13 @@ use crate::lease::Grant;
 use crate::lock_object::{LockRecord, MAX_LOCK_OBJECT_BYTES};
 use crate::protocol::AcquireOutcome;
 use crate::ready::Ready;
-use crate::s3::{Method, S3Request};
+use crate::stores::s3::{Method, S3Request};
+use crate::stores::{
+    azure::model as azure_model, dynamodb::model as dynamodb_model, gcs::model as gcs_model,
+    s3::model as s3_model,
+};
 use crate::testing::model_io::{Model, ModelIo};
-use crate::testing::{azure_model, dynamodb_model, gcs_model, raw_config, s3_model};
+use crate::testing::raw_config;
 
 /// A whole second, so `Last-Modified` of a write made now is now.
 const T0: u64 = 1_700_000_000_000;

@@ -4,8 +4,8 @@
 use super::*;
 use crate::driver::Io;
 use crate::ready::Ready;
+use crate::stores::s3::model::Object;
 use crate::testing::model_io::ModelIo;
-use crate::testing::s3_model::Object;
 
 /// 2023-11-14T22:13:20Z.
 const START_MS: u64 = 1_700_000_000_000;

@@ -1,20 +1,19 @@
 //! The bucket's lifecycle rules, read before any probe writes: S3's
-//! GetBucketLifecycleConfiguration (`GET /?lifecycle`), GCS's bucket
-//! metadata (its `lifecycle` field). A rule that deletes objects under the
+//! GetBucketLifecycleConfiguration (`GET /?lifecycle`), or what the store
+//! answers it with, read as the store's profile says (`LifecycleRules`). A rule that deletes objects under the
 //! client's key prefix deletes what s3-lease keeps there: idle lock
 //! objects, the seal key, the keys' token floors. Each such rule is named
 //! in a note of the report (no capability: a lock still works, and the
 //! floors carry a deleted lock object's tokens on, unless the rule deletes
-//! them too). Azure's lifecycle management is a policy of the storage
-//! account, which the container's data-plane credentials cannot read: the
-//! note says so. DynamoDB's TTL is the table check's (`table`).
+//! them too). A store whose rules its credentials cannot read gives a note
+//! of its own; a table's TTL is the table checks'.
 
 use crate::prelude::*;
 
 use crate::lease::SEAL_KEY_OBJECT_NAME;
-use crate::s3::{xml_text, Method, S3Request, S3Response};
+use crate::stores::s3::{Method, S3Request, S3Response};
+use crate::stores::{LifecycleRule as Rule, LifecycleRules};
 use crate::strategy::floor::FLOOR_DIR;
-use serde_json::Value;
 
 /// A lifecycle configuration is small; a reply past this is not read.
 const MAX_REPLY_BYTES: usize = 256 * 1024;
@@ -22,23 +21,11 @@ const MAX_REPLY_BYTES: usize = 256 * 1024;
 const KEEP_OUT: &str = "keep the lock objects, the seal key, the token floors and the fenced \
                         objects out of lifecycle rules (see Lifecycle rules in docs/stores.md)";
 
-/// GetBucketLifecycleConfiguration (on GCS, the bucket's metadata).
+/// GetBucketLifecycleConfiguration (each store's translation sends its own).
 pub(super) fn request() -> S3Request {
     let mut req = S3Request::new(Method::Get, "", MAX_REPLY_BYTES);
     req.query = vec![("lifecycle".into(), String::new())];
     req
-}
-
-/// One rule, as far as it concerns s3-lease's objects.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Rule {
-    name: String,
-    /// What it does to an object it matches, for the note.
-    action: String,
-    /// Object names it matches start with one of these (`[""]`: all).
-    prefixes: Vec<String>,
-    /// And end with one of these (empty: any).
-    suffixes: Vec<String>,
 }
 
 /// The notes for what the lifecycle read found, on a client whose key
@@ -47,7 +34,7 @@ pub(super) fn notes(
     reply: Option<&S3Response>,
     failure: Option<&str>,
     key_prefix: &str,
-    gcs: bool,
+    read_as: LifecycleRules,
 ) -> Vec<String> {
     let Some(r) = reply else {
         let why = failure.unwrap_or("no reply");
@@ -57,8 +44,10 @@ pub(super) fn notes(
         200 if r.body_too_large.is_some() => {
             return vec![unreadable("its reply was too large to read")]
         }
-        200 if gcs => gcs_rules(&r.body),
-        200 => s3_rules(&String::from_utf8_lossy(&r.body)),
+        200 => match read_as.read(&r.body) {
+            Some(rules) => rules,
+            None => return Vec::new(),
+        },
         // S3's answer for a bucket without rules.
         404 if r.s3_error().code == "NoSuchLifecycleConfiguration" => Ok(Vec::new()),
         _ => Err(format!("HTTP {}", r.s3_error())),
@@ -72,13 +61,10 @@ pub(super) fn notes(
     }
 }
 
-/// The note on an Azure container: its lifecycle rules cannot be read.
-pub(super) fn azure_note(key_prefix: &str) -> String {
-    format!(
-        "lifecycle: Azure's lifecycle management is a policy of the storage account, which \
-         this container's credentials cannot read: make sure no rule of it deletes (or moves to \
-         the archive tier) blobs under {key_prefix:?}; {KEEP_OUT}"
-    )
+/// The note on a store whose lifecycle rules its credentials cannot read:
+/// the store's `note`, then the key prefix and what to keep out of them.
+pub(super) fn unreadable_note(note: &str, key_prefix: &str) -> String {
+    format!("lifecycle: {note} {key_prefix:?}; {KEEP_OUT}")
 }
 
 fn unreadable(why: &str) -> String {
@@ -161,125 +147,13 @@ fn note_for(rule: &Rule, key_prefix: &str) -> Option<String> {
     ))
 }
 
-/// The enabled rules of an S3 lifecycle configuration that delete (or
-/// archive) current objects without a tag of theirs: lock objects carry
-/// no tags, so a rule filtered on tags never matches them.
-fn s3_rules(xml: &str) -> Result<Vec<Rule>, String> {
-    if !xml.contains("<LifecycleConfiguration") {
-        return Err("the reply is no LifecycleConfiguration".into());
-    }
-    let mut rules = Vec::new();
-    for rule in elements(xml, "Rule") {
-        if xml_text(rule, "Status").as_deref() != Some("Enabled") || rule.contains("<Tag>") {
-            continue;
-        }
-        let action = match (elements(rule, "Expiration").first(), archive(rule)) {
-            (Some(e), _) if xml_text(e, "Days").is_some() => {
-                format!(
-                    "expiration after {} days",
-                    xml_text(e, "Days").unwrap_or_default()
-                )
-            }
-            (Some(e), _) if xml_text(e, "Date").is_some() => {
-                format!("expiration on {}", xml_text(e, "Date").unwrap_or_default())
-            }
-            (_, Some(class)) => format!("transition to {class}, unreadable until restored"),
-            // Delete markers, noncurrent versions, uploads: not ours.
-            _ => continue,
-        };
-        rules.push(Rule {
-            name: xml_text(rule, "ID").unwrap_or_default(),
-            action,
-            prefixes: vec![xml_text(rule, "Prefix").unwrap_or_default()],
-            suffixes: Vec::new(),
-        });
-    }
-    Ok(rules)
-}
-
-/// A transition of current objects to a storage class that cannot be read
-/// until restored.
-fn archive(rule: &str) -> Option<String> {
-    elements(rule, "Transition").iter().find_map(|t| {
-        xml_text(t, "StorageClass").filter(|c| matches!(c.as_str(), "GLACIER" | "DEEP_ARCHIVE"))
-    })
-}
-
-/// The contents of every `<tag>…</tag>` in `xml`, in order (not nested
-/// in one another).
-fn elements<'a>(xml: &'a str, tag: &str) -> Vec<&'a str> {
-    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
-    let mut found = Vec::new();
-    let mut rest = xml;
-    while let Some(start) = rest.find(&open) {
-        let body = &rest[start + open.len()..];
-        let Some(end) = body.find(&close) else { break };
-        found.push(&body[..end]);
-        rest = &body[end + close.len()..];
-    }
-    found
-}
-
-/// The rules of a GCS bucket's `lifecycle` that delete live objects.
-fn gcs_rules(body: &[u8]) -> Result<Vec<Rule>, String> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|_| "the bucket's metadata is not JSON".to_string())?;
-    let strings = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let Some(rules) = value.pointer("/lifecycle/rule").and_then(Value::as_array) else {
-        return Ok(Vec::new());
-    };
-    let mut found = Vec::new();
-    for (i, rule) in rules.iter().enumerate() {
-        if rule.pointer("/action/type").and_then(Value::as_str) != Some("Delete") {
-            continue;
-        }
-        let condition = rule.get("condition").cloned().unwrap_or(Value::Null);
-        // Conditions only noncurrent versions meet: a lock object is live.
-        let noncurrent = condition.get("isLive") == Some(&Value::Bool(false))
-            || [
-                "numNewerVersions",
-                "daysSinceNoncurrentTime",
-                "noncurrentTimeBefore",
-            ]
-            .iter()
-            .any(|c| condition.get(*c).is_some());
-        if noncurrent {
-            continue;
-        }
-        let action = match condition.get("age").and_then(Value::as_u64) {
-            Some(days) => format!("delete at age {days} days"),
-            None => "delete".into(),
-        };
-        let mut prefixes = strings(condition.get("matchesPrefix"));
-        if prefixes.is_empty() {
-            prefixes.push(String::new());
-        }
-        found.push(Rule {
-            name: format!("rule {}", i + 1),
-            action,
-            prefixes,
-            suffixes: strings(condition.get("matchesSuffix")),
-        });
-    }
-    Ok(found)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn s3(xml: &str) -> Vec<String> {
         let r = crate::testing::response(200, &[], xml);
-        notes(Some(&r), None, "locks/", false)
+        notes(Some(&r), None, "locks/", LifecycleRules::Xml)
     }
 
     fn config(rules: &str) -> String {
@@ -342,38 +216,43 @@ mod tests {
             &[],
             "<Error><Code>NoSuchLifecycleConfiguration</Code></Error>",
         );
-        assert!(notes(Some(&none), None, "locks/", false).is_empty());
+        assert!(notes(Some(&none), None, "locks/", LifecycleRules::Xml).is_empty());
         let denied = crate::testing::response(403, &[], "<Error><Code>AccessDenied</Code></Error>");
-        let n = notes(Some(&denied), None, "locks/", false);
+        let n = notes(Some(&denied), None, "locks/", LifecycleRules::Xml);
         assert!(
             n[0].contains("could not read") && n[0].contains("403 AccessDenied"),
             "{n:?}"
         );
-        let n = notes(None, Some("connection reset"), "locks/", false);
+        let n = notes(
+            None,
+            Some("connection reset"),
+            "locks/",
+            LifecycleRules::Xml,
+        );
         assert!(n[0].contains("connection reset"), "{n:?}");
         let n = notes(
             Some(&crate::testing::response(200, &[], "<html/>")),
             None,
             "locks/",
-            false,
+            LifecycleRules::Xml,
         );
         assert!(n[0].contains("no LifecycleConfiguration"), "{n:?}");
     }
 
     #[test]
-    fn a_gcs_delete_rule_over_the_key_prefix_is_named() {
-        let gcs = |json: &str| {
+    fn a_bucket_json_delete_rule_over_the_key_prefix_is_named() {
+        let json = |json: &str| {
             let r = crate::testing::response(200, &[], json);
-            notes(Some(&r), None, "locks/", true)
+            notes(Some(&r), None, "locks/", LifecycleRules::BucketJson)
         };
-        assert!(gcs(r#"{"name":"b"}"#).is_empty());
+        assert!(json(r#"{"name":"b"}"#).is_empty());
         let n =
-            gcs(r#"{"lifecycle":{"rule":[{"action":{"type":"Delete"},"condition":{"age":7}}]}}"#);
+            json(r#"{"lifecycle":{"rule":[{"action":{"type":"Delete"},"condition":{"age":7}}]}}"#);
         assert!(
             n[0].contains("\"rule 1\" (delete at age 7 days, every object)"),
             "{n:?}"
         );
-        let n = gcs(
+        let n = json(
             r#"{"lifecycle":{"rule":[{"action":{"type":"Delete"},"condition":{"age":7,"matchesPrefix":["tmp/","locks/"]}}]}}"#,
         );
         assert!(n[0].contains("prefix tmp/, locks/"), "{n:?}");
@@ -383,10 +262,10 @@ mod tests {
             r#"{"lifecycle":{"rule":[{"action":{"type":"Delete"},"condition":{"numNewerVersions":3}}]}}"#,
             r#"{"lifecycle":{"rule":[{"action":{"type":"SetStorageClass","storageClass":"ARCHIVE"},"condition":{"age":30}}]}}"#,
         ] {
-            assert!(gcs(harmless).is_empty(), "{harmless}");
+            assert!(json(harmless).is_empty(), "{harmless}");
         }
         // A suffix rule: lock objects may end with it; the seal key does not.
-        let n = gcs(
+        let n = json(
             r#"{"lifecycle":{"rule":[{"action":{"type":"Delete"},"condition":{"matchesSuffix":[".json"]}}]}}"#,
         );
         assert!(n[0].contains("(delete, suffix .json)"), "{n:?}");

@@ -16,8 +16,8 @@
 //! condition. A round in which two writers were told they won fails the
 //! capability, naming the round; a round without a clear winner (409s,
 //! 5xx, no replies) decides nothing, and a capability no round decided is
-//! `unknown`. On DynamoDB and Azure the same requests race as the store's
-//! own conditional writes (see `wire`).
+//! `unknown`. On the other stores the same requests race as the store's
+//! own conditional writes (see `stores`).
 //!
 //! Cost on a store that passes: `ROUNDS` x (`WRITERS` + 1) requests per
 //! capability (54), and one DELETE per key raced (3).
@@ -26,7 +26,7 @@ use crate::prelude::*;
 
 use super::{Capability, CapabilityResult, Verdict};
 use crate::error::Error;
-use crate::s3::{Method, S3Request, S3Response};
+use crate::stores::s3::{Method, S3Request, S3Response};
 
 /// Writers per round.
 pub const WRITERS: usize = 8;

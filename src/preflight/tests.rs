@@ -5,10 +5,10 @@
 use super::*;
 use crate::driver::{self, Io};
 use crate::ready::Ready;
-use crate::s3::S3Response;
+use crate::stores::s3::model::MissingIfMatch;
+use crate::stores::s3::S3Response;
 use crate::testing::intercept::Intercept;
 use crate::testing::model_io::ModelIo;
-use crate::testing::s3_model::MissingIfMatch;
 
 const NOW: u64 = 1_795_336_756_000;
 const SCRATCH: &str = "locks/.s3-lease-preflight/00000000deadbeef/";
@@ -246,7 +246,7 @@ fn reply(status: u16, code: &str) -> S3Response {
     };
     S3Response {
         status,
-        headers: vec![("date".into(), crate::testing::s3_model::http_date(NOW))],
+        headers: vec![("date".into(), crate::stores::s3::model::http_date(NOW))],
         body: body.into_bytes(),
         body_too_large: None,
     }
@@ -591,7 +591,7 @@ fn a_last_modified_on_another_clock_fails_server_dates() {
             for (k, v) in &mut r.headers {
                 if k == "last-modified" {
                     // Local time an hour east, labelled GMT.
-                    *v = crate::testing::s3_model::http_date(NOW + 3_600_000);
+                    *v = crate::stores::s3::model::http_date(NOW + 3_600_000);
                 }
             }
         }
@@ -1116,12 +1116,14 @@ fn a_lifecycle_rule_over_the_key_prefix_is_named_in_a_note() {
 /// GCS's rules come from the bucket's metadata, Azure's cannot be read.
 #[test]
 fn gcs_rules_are_read_from_the_bucket_and_azures_are_said_to_be_unreadable() {
-    use crate::testing::gcs_model::GcsIo;
+    use crate::stores::gcs::model::GcsIo;
     let mut io = GcsIo::starting_at(NOW);
     io.store.lifecycle = Some(serde_json::json!({ "rule": [
         { "action": { "type": "Delete" }, "condition": { "age": 3 } }
     ]}));
-    let op = preflight(Strategy::SingleObject, ExpiryClock::Server).on_gcs();
+    let op = preflight(Strategy::SingleObject, ExpiryClock::Server).on_store(
+        &crate::stores::gcs::model::client_config(crate::stores::gcs::model::BUCKET).store,
+    );
     let report = driver::run(&mut io, op).ready().unwrap();
     assert!(
         report
@@ -1131,8 +1133,10 @@ fn gcs_rules_are_read_from_the_bucket_and_azures_are_said_to_be_unreadable() {
         "{:?}",
         report.notes
     );
-    let mut io = crate::testing::azure_model::AzureIo::starting_at(NOW);
-    let op = preflight(Strategy::SingleObject, ExpiryClock::Server).on_azure();
+    let mut io = crate::stores::azure::model::AzureIo::starting_at(NOW);
+    let op = preflight(Strategy::SingleObject, ExpiryClock::Server).on_store(
+        &crate::stores::azure::model::client_config(crate::stores::azure::model::CONTAINER).store,
+    );
     let report = driver::run(&mut io, op).ready().unwrap();
     assert!(
         report

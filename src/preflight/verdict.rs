@@ -48,7 +48,7 @@ fn needed_by_strategy(c: Capability, s: Strategy) -> bool {
         }
         // epoch-objects finds the newest epoch, and checks for newer ones, by LIST.
         Capability::ListStartAfter => s == Strategy::EpochObjects,
-        // Reported for DynamoDB tables only: no lock item can be written
+        // Reported for table stores only: no lock item can be written
         // or read in a table of another key.
         Capability::TableKeySchema => true,
         _ => false,
@@ -56,8 +56,8 @@ fn needed_by_strategy(c: Capability, s: Strategy) -> bool {
 }
 
 /// Blocks every strategy when it failed, but not when it is unknown: a
-/// DynamoDB table's TTL on `token` could sweep a lock item and its
-/// counter, while a DescribeTimeToLive that is refused (a narrower IAM
+/// table's TTL on `token` could sweep a lock item and its counter, while
+/// a TTL description that is refused (a narrower IAM
 /// policy) says nothing against the table.
 fn needed_unless_unknown(c: Capability) -> bool {
     c == Capability::TtlAttribute

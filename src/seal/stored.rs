@@ -1,5 +1,5 @@
 //! The seal key kept in the store, for clients without a configured
-//! `seal-key`: 256 random bits in one object (on DynamoDB, one item)
+//! `seal-key`: 256 random bits in one object (or the store's item)
 //! beside the locks, `<key-prefix>.s3-lease-seal-key`:
 //!
 //! ```json
@@ -8,8 +8,8 @@
 //!
 //! A client reads it once, on its first call that seals or checks a lease,
 //! and keeps it for its life. When it is missing, the client creates it
-//! from its own randomness with `If-None-Match: *` (on DynamoDB
-//! `attribute_not_exists`); when another client created it first (a 412,
+//! from its own randomness with `If-None-Match: *` (each store's own
+//! create-only write); when another client created it first (a 412,
 //! or a 409 while both wrote), it reads the winner's. So every client of a
 //! prefix ends with the one key stored, and a lease sealed by one is
 //! accepted by all. Nothing else is ever written there: `lease::object_key`
@@ -24,8 +24,8 @@ use crate::prelude::*;
 use crate::error::{Error, S3Error};
 use crate::limits::MAX_REREADS;
 use crate::protocol::{is_ambiguous, Operation, Step};
-use crate::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
 use crate::sigv4::hex;
+use crate::stores::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
 use core::fmt;
 use serde_json::Value;
 

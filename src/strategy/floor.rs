@@ -37,8 +37,9 @@
 //! floor object itself from a rule that deletes it: the docs say which
 //! prefixes to keep out of lifecycle rules (docs/stores.md).
 //!
-//! DynamoDB keeps no floor: its item survives release and the table's TTL
-//! never sweeps it (`dynamodb`).
+//! A store whose item keeps its counter keeps no floor
+//! (`Profile::keeps_token_floor`): its item survives release and no TTL
+//! sweeps it.
 
 use crate::prelude::*;
 
@@ -46,7 +47,7 @@ use crate::error::{Error, S3Error};
 use crate::expiry::{server_time, SERVER_SLACK_MS};
 use crate::limits::MAX_REREADS;
 use crate::protocol::is_ambiguous;
-use crate::s3::{Method, S3Request, S3Response};
+use crate::stores::s3::{Method, S3Request, S3Response};
 use serde_json::Value;
 
 /// How far apart two incarnations of a key's lock object start.

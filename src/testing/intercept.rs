@@ -5,7 +5,7 @@
 use crate::driver::{Io, Sends, Wrapped};
 use crate::error::Error;
 use crate::ready::Ready;
-use crate::s3::{S3Request, S3Response};
+use crate::stores::s3::{S3Request, S3Response};
 
 type Answer = Option<Result<S3Response, Error>>;
 
@@ -43,7 +43,7 @@ pub fn slow_put_replies(
     delay_ms: u64,
 ) -> Intercept<'_, crate::testing::model_io::ModelIo> {
     Intercept::new(io, move |request, io| {
-        (request.method == crate::s3::Method::Put).then(|| {
+        (request.method == crate::stores::s3::Method::Put).then(|| {
             let reply = io.send(request).ready();
             io.advance(delay_ms);
             reply

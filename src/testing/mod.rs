@@ -2,23 +2,23 @@
 //! one-client `Io` over it, and a linearizability checker for the fenced
 //! register.
 
-pub mod azure_model;
-pub mod dynamodb_model;
-pub mod gcs_model;
 pub mod history;
 pub mod intercept;
 pub mod linearizability;
 pub mod model_io;
 pub mod racing;
 pub mod rng;
-pub mod s3_model;
 pub mod sigv4_cases;
 pub mod sim;
 pub mod uri;
 
 /// A reply as a server sends it, for unit tests of how replies are read.
-pub fn response(status: u16, headers: &[(&str, &str)], body: &str) -> crate::s3::S3Response {
-    crate::s3::S3Response {
+pub fn response(
+    status: u16,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> crate::stores::s3::S3Response {
+    crate::stores::s3::S3Response {
         status,
         headers: headers
             .iter()
@@ -34,16 +34,16 @@ pub fn response(status: u16, headers: &[(&str, &str)], body: &str) -> crate::s3:
 /// checked to be an `invalid-config` error on `endpoint` that names the
 /// test endpoint and holds `not_a` ("not a DynamoDB endpoint").
 pub fn wrong_endpoint_reason(
-    store: crate::s3::StoreKind,
-    req: &crate::s3::S3Request,
-    read: &crate::s3::S3Response,
+    store: &'static crate::stores::Profile,
+    req: &crate::stores::s3::S3Request,
+    read: &crate::stores::s3::S3Response,
     not_a: &str,
 ) -> Option<String> {
-    let endpoint = crate::s3::Endpoint {
+    let endpoint = crate::stores::s3::Endpoint {
         store,
         url: "http://127.0.0.1:8888".into(),
     };
-    crate::s3::not_the_store(&endpoint, req, read).map(|e| match e {
+    crate::stores::s3::not_the_store(&endpoint, req, read).map(|e| match e {
         crate::error::Error::InvalidConfig { field, reason } => {
             assert_eq!(field, "endpoint");
             assert!(
@@ -81,8 +81,8 @@ pub fn test_credentials() -> crate::sigv4::Credentials {
 }
 
 /// The S3 bucket of tests over the model (no server is contacted).
-pub fn test_bucket() -> crate::config::S3Bucket {
-    crate::config::S3Bucket {
+pub fn test_bucket() -> crate::stores::S3Bucket {
+    crate::stores::S3Bucket {
         endpoint: "http://127.0.0.1:9000".into(),
         region: "us-east-1".into(),
         bucket: "b".into(),
@@ -92,7 +92,7 @@ pub fn test_bucket() -> crate::config::S3Bucket {
 }
 
 /// The S3 bucket of a test's config (`raw_config`'s), to change.
-pub fn bucket_of(raw: &mut crate::config::RawConfig) -> &mut crate::config::S3Bucket {
+pub fn bucket_of(raw: &mut crate::config::RawConfig) -> &mut crate::stores::S3Bucket {
     match &mut raw.store {
         crate::config::Store::S3(bucket) => bucket,
         other => panic!("a test config of another store: {other:?}"),
@@ -100,8 +100,8 @@ pub fn bucket_of(raw: &mut crate::config::RawConfig) -> &mut crate::config::S3Bu
 }
 
 /// A DynamoDB table of tests over the model (no server is contacted).
-pub fn test_table(table: &str) -> crate::config::DynamoDbTable {
-    crate::config::DynamoDbTable {
+pub fn test_table(table: &str) -> crate::stores::DynamoDbTable {
+    crate::stores::DynamoDbTable {
         endpoint: "http://127.0.0.1:8000".into(),
         region: "us-east-1".into(),
         table: table.into(),

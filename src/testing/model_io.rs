@@ -3,10 +3,11 @@
 //! skewed) wall clock, a monotonic clock, and hooks for what a test wants
 //! to happen between the client and the store.
 
-use super::s3_model::S3Model;
 use crate::driver::Io;
 use crate::error::Error;
-use crate::s3::{Endpoint, S3Request, S3Response, StoreKind};
+use crate::stores::s3::model::S3Model;
+use crate::stores::s3::{Endpoint, S3Request, S3Response};
+use crate::stores::Profile;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -20,7 +21,7 @@ pub trait Model {
     fn now_ms(&self) -> u64;
     /// The store it answers as: its clients judge its replies as that
     /// store's (`s3::not_the_store`), as the component does a real one's.
-    fn store_kind(&self) -> StoreKind;
+    fn store_kind(&self) -> &'static Profile;
 }
 
 /// The endpoint a model's clients name in a wrong endpoint's error.
@@ -36,8 +37,8 @@ impl Model for S3Model {
     fn now_ms(&self) -> u64 {
         self.now_ms
     }
-    fn store_kind(&self) -> StoreKind {
-        StoreKind::S3
+    fn store_kind(&self) -> &'static Profile {
+        &crate::stores::s3::PROFILE
     }
 }
 
@@ -53,7 +54,7 @@ impl<M: Model> Model for Rc<RefCell<M>> {
     fn now_ms(&self) -> u64 {
         self.borrow().now_ms()
     }
-    fn store_kind(&self) -> StoreKind {
+    fn store_kind(&self) -> &'static Profile {
         self.borrow().store_kind()
     }
 }
@@ -142,7 +143,8 @@ impl<S: Model> Io for ModelIo<S> {
             hook(&mut self.store);
         }
         let reply = self.store.handle(request);
-        let lose_put = request.method == crate::s3::Method::Put && self.lose_put_replies > 0;
+        let lose_put =
+            request.method == crate::stores::s3::Method::Put && self.lose_put_replies > 0;
         if lose_put {
             self.lose_put_replies -= 1;
         }
@@ -186,7 +188,7 @@ impl<S: Model> Io for ModelIo<S> {
 mod tests {
     use super::*;
     use crate::ready::Ready;
-    use crate::s3::Method;
+    use crate::stores::s3::Method;
 
     fn put(key: &str, body: &[u8]) -> S3Request {
         S3Request::new(Method::Put, key, 1024).body("text/plain", body.to_vec())

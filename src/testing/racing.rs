@@ -8,7 +8,7 @@
 use crate::driver::{Io, Sends, Wrapped};
 use crate::error::Error;
 use crate::ready::Ready;
-use crate::s3::{S3Request, S3Response};
+use crate::stores::s3::{S3Request, S3Response};
 
 /// A model whose whole state can be saved and put back.
 pub trait Snapshot {
@@ -18,7 +18,7 @@ pub trait Snapshot {
 }
 
 impl Snapshot for crate::testing::model_io::ModelIo {
-    type State = std::collections::BTreeMap<String, crate::testing::s3_model::Object>;
+    type State = std::collections::BTreeMap<String, crate::stores::s3::model::Object>;
     fn state(&self) -> Self::State {
         self.store.objects.clone()
     }
@@ -27,8 +27,8 @@ impl Snapshot for crate::testing::model_io::ModelIo {
     }
 }
 
-impl Snapshot for crate::testing::dynamodb_model::DynamoIo {
-    type State = std::collections::BTreeMap<String, crate::testing::dynamodb_model::Item>;
+impl Snapshot for crate::stores::dynamodb::model::DynamoIo {
+    type State = std::collections::BTreeMap<String, crate::stores::dynamodb::model::Item>;
     fn state(&self) -> Self::State {
         self.store.items.clone()
     }
@@ -37,10 +37,10 @@ impl Snapshot for crate::testing::dynamodb_model::DynamoIo {
     }
 }
 
-impl Snapshot for crate::testing::azure_model::AzureIo {
+impl Snapshot for crate::stores::azure::model::AzureIo {
     type State = std::collections::BTreeMap<
         String,
-        std::collections::BTreeMap<String, crate::testing::azure_model::Blob>,
+        std::collections::BTreeMap<String, crate::stores::azure::model::Blob>,
     >;
     fn state(&self) -> Self::State {
         self.store.containers.clone()
@@ -50,10 +50,10 @@ impl Snapshot for crate::testing::azure_model::AzureIo {
     }
 }
 
-impl Snapshot for crate::testing::gcs_model::GcsIo {
+impl Snapshot for crate::stores::gcs::model::GcsIo {
     type State = std::collections::BTreeMap<
         String,
-        std::collections::BTreeMap<String, crate::testing::gcs_model::GcsObject>,
+        std::collections::BTreeMap<String, crate::stores::gcs::model::GcsObject>,
     >;
     fn state(&self) -> Self::State {
         self.store.buckets.clone()

@@ -7,11 +7,10 @@
 use crate::prelude::*;
 
 use crate::bindings::wasi::http::types::{ErrorCode, Method as HttpMethod, Scheme as HttpScheme};
-use crate::config::{ClientConfig, Credential, Scheme, Store};
+use crate::config::{ClientConfig, Credential, Scheme};
 use crate::driver::Io;
 use crate::error::Error;
-use crate::s3::{Endpoint, HttpRequest, Method, S3Request, S3Response, StoreKind};
-use crate::wire;
+use crate::stores::s3::{Endpoint, HttpRequest, Method, S3Request, S3Response};
 use core::cell::{Cell, RefCell};
 
 pub struct WasiIo<'a> {
@@ -25,7 +24,7 @@ pub struct WasiIo<'a> {
 
 impl WasiIo<'_> {
     /// `request` signed with the latest credentials, at the signing clock.
-    fn prepare(&mut self, request: &S3Request) -> crate::s3::HttpRequest {
+    fn prepare(&mut self, request: &S3Request) -> crate::stores::s3::HttpRequest {
         let signing_ms = self
             .now_ms()
             .saturating_add_signed(self.signing_offset_ms.get());
@@ -34,14 +33,14 @@ impl WasiIo<'_> {
         let _ = config
             .store
             .set_credential(self.credential.borrow().clone());
-        wire::prepare(&config, request, signing_ms / 1000)
+        config.prepare(request, signing_ms / 1000)
     }
 }
 
 impl Io for WasiIo<'_> {
     async fn send(&mut self, request: &S3Request) -> Result<S3Response, Error> {
         let reply = wasi::send(&self.prepare(request)).await?;
-        Ok(wire::read_reply(self.config, request, reply))
+        Ok(self.config.read_reply(request, reply))
     }
 
     /// All of them on the wire before any reply is awaited.
@@ -51,7 +50,7 @@ impl Io for WasiIo<'_> {
         replies
             .into_iter()
             .zip(requests)
-            .map(|(reply, request)| reply.map(|r| wire::read_reply(self.config, request, r)))
+            .map(|(reply, request)| reply.map(|r| self.config.read_reply(request, r)))
             .collect()
     }
 
@@ -82,14 +81,8 @@ impl Io for WasiIo<'_> {
             Scheme::Http => "http",
             Scheme::Https => "https",
         };
-        let store = match self.config.store {
-            Store::S3(_) => StoreKind::S3,
-            Store::DynamoDb(_) => StoreKind::DynamoDb,
-            Store::AzureBlob(_) => StoreKind::AzureBlob,
-            Store::Gcs(_) => StoreKind::Gcs,
-        };
         Some(Endpoint {
-            store,
+            store: self.config.store.profile(),
             url: format!("{scheme}://{}", self.config.endpoint_authority),
         })
     }

@@ -17,7 +17,7 @@ use crate::bindings::wasi::http::types::{
 use crate::bindings::wasi::io::streams::StreamError;
 use crate::bindings::wasi::random::random;
 use crate::error::Error;
-use crate::s3::{HttpRequest, S3Response};
+use crate::stores::s3::{HttpRequest, S3Response};
 
 /// WASI streams take at most this much per blocking write.
 const WRITE_CHUNK: usize = 4096;

@@ -17,7 +17,7 @@ use crate::bindings::wasi::http::types::{
 };
 use crate::bindings::wasi::random::random;
 use crate::error::Error;
-use crate::s3::{HttpRequest, S3Response};
+use crate::stores::s3::{HttpRequest, S3Response};
 use core::future::{poll_fn, Future};
 use core::pin::{pin, Pin};
 use core::task::Poll;

@@ -10,7 +10,7 @@
 use crate::support::{code, output_with_input, text, Scene};
 use host_test::server::shared;
 use s3_lease::fenced::{META_LOCK, META_TOKEN};
-use s3_lease::s3::{Method, S3Request};
+use s3_lease::stores::s3::{Method, S3Request};
 use serde_json::Value;
 
 fn record(scene: &Scene, key: &str, token: u64) -> String {

@@ -190,7 +190,7 @@ fn status_reads_once_a_dynamodb_lease_holder_shows_as_absent_and_errors_name_dyn
         + 60;
     let admin = dynalite::shared().admin(&table).unwrap();
     let put = admin
-        .send(s3_lease::dynamodb::call(
+        .send(s3_lease::stores::dynamodb::call(
             "PutItem",
             &serde_json::json!({
                 "TableName": table,

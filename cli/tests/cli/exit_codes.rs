@@ -535,7 +535,7 @@ fn s3s_fs() -> Option<&'static host_test::s3s_fs::S3sFs> {
 /// A table whose partition key is `id`: the lock's GetItem and PutItem,
 /// which name `key`, are refused (400 ValidationException).
 pub fn wrongly_keyed_table() -> String {
-    use s3_lease::dynamodb;
+    use s3_lease::stores::dynamodb;
     let table = format!(
         "cli-wrong-key-{}",
         std::time::SystemTime::now()

@@ -352,7 +352,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 /// ISO 8601 UTC, as AWS writes `Expiration` (the S3 model's writer).
 pub fn iso8601(t: SystemTime) -> String {
     let ms = t.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis();
-    s3_lease::testing::s3_model::dates::iso8601(u64::try_from(ms).unwrap_or(u64::MAX))
+    s3_lease::stores::s3::model::dates::iso8601(u64::try_from(ms).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]

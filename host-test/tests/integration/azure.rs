@@ -137,8 +137,8 @@ fn a_stale_holder_is_fenced_out_and_the_token_is_in_x_ms_meta() {
     let raw = azure()
         .admin()
         .unwrap()
-        .send(s3_lease::s3::S3Request::new(
-            s3_lease::s3::Method::Head,
+        .send(s3_lease::stores::s3::S3Request::new(
+            s3_lease::stores::s3::Method::Head,
             &object,
             1024,
         ))

@@ -386,9 +386,10 @@ fn token_metadata_that_is_not_a_number_is_corrupt_and_left_alone() {
     let prefix = fresh_prefix("bad-token-meta");
     let admin = endpoint().admin().unwrap();
     let object = format!("{prefix}data/x");
-    let planted = s3_lease::s3::S3Request::new(s3_lease::s3::Method::Put, &object, 1 << 16)
-        .header("x-amz-meta-s3lease-token", "seven")
-        .body("text/plain", b"someone else's".to_vec());
+    let planted =
+        s3_lease::stores::s3::S3Request::new(s3_lease::stores::s3::Method::Put, &object, 1 << 16)
+            .header("x-amz-meta-s3lease-token", "seven")
+            .body("text/plain", b"someone else's".to_vec());
     assert_eq!(admin.send(planted).unwrap().status, 200);
 
     let mut i = opened(&prefix);

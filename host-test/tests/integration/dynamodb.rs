@@ -39,7 +39,7 @@ fn item(table: &str, key: &str) -> Option<Value> {
     let r = dynamo()
         .admin(table)
         .unwrap()
-        .send(s3_lease::dynamodb::call(
+        .send(s3_lease::stores::dynamodb::call(
             "GetItem",
             &json!({ "TableName": table, "Key": { "key": { "S": key } }, "ConsistentRead": true }),
             1 << 20,

@@ -27,10 +27,10 @@ fn stored_epochs(prefix: &str, key: &str) -> Vec<String> {
     let admin = endpoint().admin().unwrap();
     let dir = format!("{prefix}{key}/");
     let reply = admin
-        .send(s3_lease::s3::list_request(&dir, None))
+        .send(s3_lease::stores::s3::list_request(&dir, None))
         .expect("list");
     assert_eq!(reply.status, 200);
-    s3_lease::s3::parse_list(&reply.body).unwrap().keys
+    s3_lease::stores::s3::parse_list(&reply.body).unwrap().keys
 }
 
 fn shape(requests: &[RequestRecord]) -> Vec<String> {

@@ -11,7 +11,7 @@
 use super::*;
 use host_test::bindings::PreflightReport;
 use host_test::fake_gcs;
-use s3_lease::s3::{Method, S3Request};
+use s3_lease::stores::s3::{Method, S3Request};
 
 fn preflight(config: &host_test::bindings::Config) -> PreflightReport {
     let mut i = opened_with(config);

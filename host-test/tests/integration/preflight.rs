@@ -66,12 +66,12 @@ fn preflight(i: &mut Instance) -> PreflightReport {
 fn assert_no_scratch_left(prefix: &str) {
     let admin = endpoint().admin().unwrap();
     let reply = admin
-        .send(s3_lease::s3::list_request(
+        .send(s3_lease::stores::s3::list_request(
             &format!("{prefix}.s3-lease-preflight/"),
             None,
         ))
         .expect("list");
-    let left = s3_lease::s3::parse_list(&reply.body).unwrap().keys;
+    let left = s3_lease::stores::s3::parse_list(&reply.body).unwrap().keys;
     assert!(left.is_empty(), "scratch objects left: {left:?}");
 }
 

@@ -10,9 +10,9 @@ use crate::driver;
 use crate::fenced::{META_LOCK, META_TOKEN};
 use crate::protocol::{Operation, Step};
 use crate::ready::Ready;
-use crate::s3::{Method, S3Request, S3Response};
+use crate::stores::s3::model::S3Model;
+use crate::stores::s3::{Method, S3Request, S3Response};
 use crate::testing::model_io::ModelIo;
-use crate::testing::s3_model::S3Model;
 use proptest::prelude::*;
 
 const LOCK: &str = "single-object:locks/k";

@@ -193,7 +193,7 @@ fn epoch_client() -> ClientCore {
 
 #[test]
 fn on_dynamodb_the_tables_condition_refuses_a_lower_token() {
-    use crate::testing::dynamodb_model::DynamoIo;
+    use crate::stores::dynamodb::model::DynamoIo;
     let dynamo = || {
         core_with(Strategy::SingleObject, |r| {
             r.store = crate::config::Store::DynamoDb(crate::testing::test_table("locks"));

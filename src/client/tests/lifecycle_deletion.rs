@@ -7,9 +7,9 @@
 
 use super::retries_across_calls::{azure, gcs};
 use super::*;
-use crate::s3::S3Request;
-use crate::testing::azure_model::AzureIo;
-use crate::testing::gcs_model::GcsIo;
+use crate::stores::azure::model::AzureIo;
+use crate::stores::gcs::model::GcsIo;
+use crate::stores::s3::S3Request;
 use crate::testing::model_io::Model;
 
 fn put(body: &[u8]) -> Change {

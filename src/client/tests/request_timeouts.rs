@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::error::S3Error;
-use crate::s3::S3Response;
+use crate::stores::s3::S3Response;
 
 fn request_timeout() -> S3Response {
     crate::testing::response(

@@ -9,9 +9,9 @@
 
 use super::*;
 use crate::config::Store;
-use crate::testing::azure_model::{self, AzureIo, CONTAINER};
-use crate::testing::dynamodb_model::DynamoIo;
-use crate::testing::gcs_model::{self, GcsIo, BUCKET};
+use crate::stores::azure::model::{self as azure_model, AzureIo, CONTAINER};
+use crate::stores::dynamodb::model::DynamoIo;
+use crate::stores::gcs::model::{self as gcs_model, GcsIo, BUCKET};
 use crate::testing::model_io::Model;
 
 fn on_store(store: Store) -> ClientCore {

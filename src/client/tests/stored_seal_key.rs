@@ -5,7 +5,7 @@ use super::*;
 
 const KEY_OBJECT: &str = "locks/.s3-lease-seal-key";
 
-fn to_key_object(requests: &[crate::s3::S3Request]) -> Vec<Method> {
+fn to_key_object(requests: &[crate::stores::s3::S3Request]) -> Vec<Method> {
     requests
         .iter()
         .filter(|r| r.object_key == KEY_OBJECT)

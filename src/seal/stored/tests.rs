@@ -4,9 +4,9 @@
 use super::*;
 use crate::driver;
 use crate::ready::Ready;
-use crate::testing::dynamodb_model::DynamoIo;
+use crate::stores::dynamodb::model::DynamoIo;
+use crate::stores::s3::model::no_such_key;
 use crate::testing::model_io::ModelIo;
-use crate::testing::s3_model::no_such_key;
 
 const OBJECT: &str = "locks/.s3-lease-seal-key";
 
@@ -125,7 +125,7 @@ fn on_dynamodb_it_is_an_item_created_once() {
     let item = &io.store.items[OBJECT];
     // Never swept by the table's TTL, and no token of a lock.
     assert!(
-        !item.contains_key(crate::dynamodb::EXPIRY_ATTRIBUTE),
+        !item.contains_key(crate::stores::dynamodb::EXPIRY_ATTRIBUTE),
         "{item:?}"
     );
     assert!(!item.contains_key("token"), "{item:?}");
@@ -151,8 +151,8 @@ fn debug_never_shows_it_nor_a_request_or_reply_that_carries_it() {
     let shown = format!(
         "{:?} {reply:?} {:?} {:?}",
         io.requests,
-        crate::wire::prepare(&config, &io.requests[1], 0),
-        crate::wire::prepare(&table, &io.requests[1], 0),
+        crate::config::ClientConfig::prepare(&config, &io.requests[1], 0),
+        crate::config::ClientConfig::prepare(&table, &io.requests[1], 0),
     );
     // 0xcd as bytes (205) or as hex digits.
     assert!(!shown.contains("205") && !shown.contains("cdcd"), "{shown}");

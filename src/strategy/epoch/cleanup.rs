@@ -6,7 +6,7 @@ use crate::prelude::*;
 
 use crate::lock_object::MAX_LOCK_OBJECT_BYTES;
 use crate::protocol::{Operation, Step};
-use crate::s3::{Method, S3Request, S3Response};
+use crate::stores::s3::{Method, S3Request, S3Response};
 
 /// Epochs kept by cleanup: the new one and the one it replaced.
 pub const KEEP_EPOCHS: u64 = 2;

@@ -9,7 +9,7 @@ use crate::expiry::Judge;
 use crate::limits::MAX_REREADS;
 use crate::lock_object::LockState;
 use crate::protocol::{Operation, Step};
-use crate::s3::S3Response;
+use crate::stores::s3::S3Response;
 
 pub struct EpochInspect {
     key: String,

@@ -7,7 +7,7 @@ use crate::prelude::*;
 use super::cleanup::KEEP_EPOCHS;
 use super::object::{epoch_key, listing_prefix, parse_epoch_key, reply_lacks};
 use crate::error::{Error, S3Error};
-use crate::s3::{list_continue, list_request, parse_list, ListPage, S3Request, S3Response};
+use crate::stores::s3::{list_continue, list_request, parse_list, ListPage, S3Request, S3Response};
 
 /// LIST requests one search for the highest epoch may send: a listing from
 /// the start, then galloping and bisecting over the 64-bit epoch space.
@@ -50,7 +50,7 @@ impl Lister {
             epochs: Vec::new(),
             probe: None,
             ceiling: None,
-            step: u64::from(crate::s3::LIST_PAGE_KEYS),
+            step: u64::from(crate::stores::s3::LIST_PAGE_KEYS),
         }
     }
 

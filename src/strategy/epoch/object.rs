@@ -11,7 +11,7 @@ use crate::lease::check_writable_size;
 use crate::limits::MAX_TTL_MS;
 use crate::lock_object::{describe, epoch_ms, kind, optional_string, LockRecord, LockState};
 use crate::lock_object::{too_large, MAX_LOCK_OBJECT_BYTES};
-use crate::s3::{Method, S3Request, S3Response};
+use crate::stores::s3::{Method, S3Request, S3Response};
 use serde_json::Value;
 
 const JSON: &str = "application/json";

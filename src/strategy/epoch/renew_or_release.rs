@@ -14,8 +14,8 @@ use crate::lease::Lease;
 use crate::limits::MAX_REREADS;
 use crate::lock_object::{LockState, MAX_LOCK_OBJECT_BYTES};
 use crate::protocol::{is_ambiguous, Operation, Step};
-use crate::s3::{Method, S3Request, S3Response};
 use crate::seal::LockSeal;
+use crate::stores::s3::{Method, S3Request, S3Response};
 
 /// Rewrites our own epoch object, `If-Match` on the etag of our last write:
 /// renew (same record, new `Last-Modified`) or release (`"expired": true`).
@@ -232,11 +232,7 @@ impl Operation for EpochRewrite {
     type Output = Lease;
 
     fn start(&mut self, now_ms: u64) -> Step<Lease> {
-        if let Err(e) = self
-            .seal
-            .check(&self.lease)
-            .and(self.lease.check_as_returned())
-        {
+        if let Err(e) = self.seal.check_returned(&self.lease) {
             return Step::Done(Err(e));
         }
         // Past our expiry a successor may exist; writing could only make a

@@ -10,10 +10,10 @@ use crate::lease::{Grant, Lease};
 use crate::lock_object::{LockState, MAX_LOCK_OBJECT_BYTES};
 use crate::protocol::{AcquireOutcome, Operation, Step};
 use crate::ready::Ready;
-use crate::s3::{Method, S3Request, S3Response};
+use crate::stores::s3::model::S3Model;
+use crate::stores::s3::{Method, S3Request, S3Response};
 use crate::testing::intercept::Intercept;
 use crate::testing::model_io::{ModelIo, StoreHook};
-use crate::testing::s3_model::S3Model;
 
 pub(super) const DIR: &str = "locks/k/";
 /// 2023-11-14T22:13:20Z.

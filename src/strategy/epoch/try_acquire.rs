@@ -11,16 +11,15 @@ use crate::prelude::*;
 use super::cleanup::{oldest_distinct, KEEP_EPOCHS};
 use super::lister::{Higher, HigherCheck, Lister};
 use super::object::{epoch_key, get_epoch, put_epoch, read_epoch, EpochRecord};
-use crate::audit::{Backfiller, Pending, WriteTimes};
+use crate::audit::{Backfiller, GrantTrail, Pending, WriteTimes};
 use crate::error::Error;
 use crate::expiry::Judge;
 use crate::lease::{check_writable_time, Grant, Lease};
 use crate::limits::MAX_REREADS;
-use crate::lock_object::LockState;
 use crate::lock_object::MAX_LOCK_OBJECT_BYTES;
 use crate::protocol::{is_ambiguous, AcquireOutcome, Operation, Step};
-use crate::s3::{Method, S3Request, S3Response};
 use crate::seal::LockSeal;
+use crate::stores::s3::{Method, S3Request, S3Response};
 use crate::strategy::floor::{Floor, FloorStep};
 
 enum Phase {
@@ -54,9 +53,7 @@ pub struct EpochTryAcquire {
     first_create_ms: Option<u64>,
     /// For the grant log (see `audit`): the epoch our create followed, as
     /// read (`None`: none was read), and the store's times of the create.
-    replaced: Option<LockState>,
-    write_times: WriteTimes,
-    backfiller: Option<Backfiller>,
+    trail: GrantTrail,
     /// The key's token floor, written before its first epoch.
     floor: Option<Floor>,
     /// Listed again after a floor raised (see `on_floor`).
@@ -91,9 +88,7 @@ impl EpochTryAcquire {
             rereads: 0,
             ambiguous: false,
             first_create_ms: None,
-            replaced: None,
-            write_times: WriteTimes::default(),
-            backfiller: None,
+            trail: GrantTrail::default(),
             floor: None,
             relisted: false,
         }
@@ -150,18 +145,13 @@ impl EpochTryAcquire {
     /// With the grant log on: an epoch followed unreleased is recorded
     /// (back-filled) before ours is created.
     pub fn recording(mut self, backfiller: Backfiller) -> Self {
-        self.backfiller = Some(backfiller);
+        self.trail.backfiller = Some(backfiller);
         self
     }
 
-    /// After a grant: the epoch it followed, as read.
-    pub fn replaced(&self) -> Option<&LockState> {
-        self.replaced.as_ref()
-    }
-
-    /// After a grant: the store's times of its create.
-    pub fn write_times(&self) -> &WriteTimes {
-        &self.write_times
+    /// After a grant: what it leaves for the grant log.
+    pub fn trail(&self) -> &GrantTrail {
+        &self.trail
     }
 
     fn decide_after_listing(&mut self, now_ms: u64) -> Step<EpochOutcome> {
@@ -174,7 +164,7 @@ impl EpochTryAcquire {
             // Nothing at or above the epoch this client saw last: it was
             // wiped (or never was), but tokens must not go back.
             Some(_) | None => {
-                self.replaced = None;
+                self.trail.replaced = None;
                 self.create_first(hint, now_ms)
             }
         }
@@ -295,11 +285,11 @@ impl Operation for EpochTryAcquire {
                         Step::Done(Ok((AcquireOutcome::Held(Some(s)), Vec::new())))
                     }
                     Ok(seen) => {
-                        let backfills = match (&self.backfiller, &seen) {
+                        let backfills = match (&self.trail.backfiller, &seen) {
                             (Some(b), Some(s)) => b.requests(s, |_| false),
                             _ => Vec::new(),
                         };
-                        self.replaced = seen;
+                        self.trail.replaced = seen;
                         let mut pending = Pending::new(backfills);
                         match pending.next_request() {
                             Some(first) => {
@@ -327,7 +317,7 @@ impl Operation for EpochTryAcquire {
                     let ours = epoch_key(&self.dir, lease.token);
                     match r.written_etag(&ours) {
                         Ok(etag) => {
-                            self.write_times = WriteTimes::of_reply(&etag, &r);
+                            self.trail.write_times = WriteTimes::of_reply(&etag, &r);
                             lease.etag = etag;
                             self.verify(lease)
                         }
@@ -350,7 +340,7 @@ impl Operation for EpochTryAcquire {
                     Ok(found) if found.write_id == self.write_id => {
                         match r.read_etag(&epoch_key(&self.dir, lease.token)) {
                             Ok(etag) => {
-                                self.write_times = WriteTimes::of_reply(&etag, &r);
+                                self.trail.write_times = WriteTimes::of_reply(&etag, &r);
                                 lease.etag = etag;
                                 self.verify(lease)
                             }

@@ -7,7 +7,7 @@ use super::object::{get, read_lock};
 use crate::expiry::Judge;
 use crate::lock_object::LockState;
 use crate::protocol::{Operation, Step};
-use crate::s3::S3Response;
+use crate::stores::s3::S3Response;
 
 pub struct Inspect {
     key: String,

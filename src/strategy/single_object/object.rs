@@ -10,7 +10,7 @@ use crate::expiry::{server_time, Judge};
 use crate::lease::check_writable_size;
 use crate::lock_object::semaphore::SemaphoreRecord;
 use crate::lock_object::{too_large, LockRecord, LockState, MAX_LOCK_OBJECT_BYTES};
-use crate::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
+use crate::stores::s3::{Method, S3Request, S3Response, UNREADABLE_HEADER};
 
 const JSON: &str = "application/json";
 

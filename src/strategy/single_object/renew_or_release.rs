@@ -10,7 +10,7 @@
 //! token and holder, and its `If-Match` then guarantees that the object it
 //! replaces is the one checked; unless the token is already known to match
 //! (`token_known`: the client wrote that very object itself, or the store
-//! checks the token in the write's condition, as DynamoDB does).
+//! checks the token in the write's condition).
 
 use crate::prelude::*;
 
@@ -21,8 +21,8 @@ use crate::lease::{check_writable_time, Lease};
 use crate::limits::MAX_REREADS;
 use crate::lock_object::{LockRecord, LockState};
 use crate::protocol::{is_ambiguous, Operation, Step};
-use crate::s3::S3Response;
 use crate::seal::LockSeal;
+use crate::stores::s3::S3Response;
 
 /// The lock object a release wrote, as a read would show it (its write id
 /// aside, which only the write's own recognition needs).
@@ -115,7 +115,7 @@ impl RewriteOwn {
     /// the lease's etag holds the lease's token, because its client wrote
     /// that very object (an etag is a hash of the bytes, which include the
     /// token), or the store refuses the write unless the token matches
-    /// (`S3Request::if_token`: DynamoDB).
+    /// (`S3Request::if_token`, on a store whose condition checks it).
     pub fn token_known(mut self) -> Self {
         self.token_known = true;
         self
@@ -247,11 +247,7 @@ impl Operation for RewriteOwn {
     type Output = Lease;
 
     fn start(&mut self, now_ms: u64) -> Step<Lease> {
-        if let Err(e) = self
-            .seal
-            .check(&self.lease)
-            .and(self.lease.check_as_returned())
-        {
+        if let Err(e) = self.seal.check_returned(&self.lease) {
             return Step::Done(Err(e));
         }
         if self.token_known {
@@ -279,7 +275,7 @@ impl Operation for RewriteOwn {
                 // attempt landed, the record says (its expiry, not ours).
                 Ok(Some(s)) if ours(&s) => self.done(s.etag, s.record.expires_at_ms),
                 // Still the object the lease names: a busy key (409), or
-                // one whose token the store refused (DynamoDB's condition).
+                // one whose token the store's condition refused.
                 // Or the lease's own grant, written by an earlier call of
                 // its holder: adopted, and written again from this call.
                 Ok(Some(s)) if s.etag == self.lease.etag || self.own_grant(&s) => {

@@ -11,9 +11,9 @@ use crate::limits::MAX_REREADS;
 use crate::lock_object::LockRecord;
 use crate::protocol::{AcquireOutcome, Operation, Step};
 use crate::ready::Ready;
-use crate::s3::{Method, S3Response};
+use crate::stores::s3::model::MissingIfMatch;
+use crate::stores::s3::{Method, S3Response};
 use crate::testing::model_io::ModelIo;
-use crate::testing::s3_model::MissingIfMatch;
 
 /// 2023-11-14T22:13:20Z.
 const START_MS: u64 = 1_700_000_000_000;

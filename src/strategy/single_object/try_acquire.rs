@@ -9,16 +9,16 @@
 use crate::prelude::*;
 
 use super::object::{get, put, read_lock};
-use crate::audit::{Backfiller, Pending, WriteTimes};
+use crate::audit::{Backfiller, GrantTrail, Pending, WriteTimes};
 use crate::error::Error;
 use crate::expiry::Judge;
 use crate::lease::{check_writable_time, Grant, Lease};
 use crate::limits::MAX_REREADS;
 use crate::lock_object::{LockRecord, LockState};
 use crate::protocol::{is_ambiguous, AcquireOutcome, Operation, Step};
-use crate::s3::S3Request;
-use crate::s3::S3Response;
 use crate::seal::LockSeal;
+use crate::stores::s3::S3Request;
+use crate::stores::s3::S3Response;
 use crate::strategy::floor::{Floor, FloorStep};
 
 /// Where a try-acquire is.
@@ -55,11 +55,9 @@ pub struct TryAcquire {
     /// For the grant log (see `audit`): the state our last write replaced
     /// (`None`: it created the object), and the store's times of the write
     /// that granted.
-    replaced: Option<LockState>,
-    write_times: WriteTimes,
-    backfiller: Option<Backfiller>,
+    trail: GrantTrail,
     /// The key's token floor, written before the object is created
-    /// (`None`: a store that keeps its counter itself, DynamoDB).
+    /// (`None`: a store that keeps its counter itself).
     floor: Option<Floor>,
 }
 
@@ -83,9 +81,7 @@ impl TryAcquire {
             phase: Phase::Reading,
             ambiguous: false,
             speculative: false,
-            replaced: None,
-            write_times: WriteTimes::default(),
-            backfiller: None,
+            trail: GrantTrail::default(),
             floor: None,
         }
     }
@@ -121,18 +117,13 @@ impl TryAcquire {
     /// With the grant log on: a lease taken over unreleased is recorded
     /// (back-filled) before the write that takes it.
     pub fn recording(mut self, backfiller: Backfiller) -> Self {
-        self.backfiller = Some(backfiller);
+        self.trail.backfiller = Some(backfiller);
         self
     }
 
-    /// After a grant: the lock object it replaced (`None`: it created it).
-    pub fn replaced(&self) -> Option<&LockState> {
-        self.replaced.as_ref()
-    }
-
-    /// After a grant: the store's times of its write.
-    pub fn write_times(&self) -> &WriteTimes {
-        &self.write_times
+    /// After a grant: what it leaves for the grant log.
+    pub fn trail(&self) -> &GrantTrail {
+        &self.trail
     }
 
     /// A released object this client read or wrote itself: released is
@@ -192,11 +183,11 @@ impl TryAcquire {
             Ok(request) => request,
             Err(e) => return Step::Done(Err(e)),
         };
-        let backfills = match (&self.backfiller, &seen) {
+        let backfills = match (&self.trail.backfiller, &seen) {
             (Some(b), Some(s)) => b.requests(s, |_| false),
             _ => Vec::new(),
         };
-        self.replaced = seen;
+        self.trail.replaced = seen;
         let mut pending = Pending::new(backfills);
         match pending.next_request() {
             Some(first) => {
@@ -282,7 +273,7 @@ impl Operation for TryAcquire {
                     // Our write landed after all (its reply was lost, or it
                     // arrived late): the grant is ours.
                     Ok(Some(s)) if self.ours(&s) => {
-                        self.write_times = WriteTimes {
+                        self.trail.write_times = WriteTimes {
                             etag: s.etag.clone(),
                             date_ms: s.date_ms,
                             modified_ms: s.last_modified_ms,
@@ -310,7 +301,7 @@ impl Operation for TryAcquire {
             Phase::Writing(record) => match r.status {
                 200 => match r.written_etag(&self.object_key) {
                     Ok(etag) => {
-                        self.write_times = WriteTimes::of_reply(&etag, &r);
+                        self.trail.write_times = WriteTimes::of_reply(&etag, &r);
                         self.granted(record, etag, now_ms)
                     }
                     Err(e) => Step::Done(Err(e)),

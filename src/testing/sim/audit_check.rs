@@ -28,7 +28,7 @@ use crate::error::Error;
 use crate::lock_object::semaphore::SemaphoreRecord;
 use crate::lock_object::LockState;
 use crate::ready::Ready;
-use crate::s3::{Endpoint, Method, S3Request, S3Response};
+use crate::stores::s3::{Endpoint, Method, S3Request, S3Response};
 use crate::testing::history::{violation, Violation};
 use serde_json::Value;
 use std::collections::BTreeMap;

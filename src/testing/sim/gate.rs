@@ -32,11 +32,11 @@ use crate::config::{ClientConfig, ExpiryClock, Strategy};
 use crate::driver::{fair_poll_ms, Io};
 use crate::error::Error;
 use crate::lease::{Grant, Lease};
-use crate::s3::{Endpoint, S3Request, S3Response, StoreKind};
+use crate::stores::s3::model::S3Model;
+use crate::stores::s3::{Endpoint, S3Request, S3Response};
 use crate::strategy::single_object::semaphore::SlotOutcome;
 use crate::testing::history::{self, History, KeySpec, Rewrite, Term, Violation, Who};
 use crate::testing::rng::Rng;
-use crate::testing::s3_model::S3Model;
 use s3_lease_keep::gate::{Hold, Next, Stage, Try, Waiting};
 use s3_lease_keep::guard::Timing;
 use s3_lease_keep::wait::Missed;
@@ -257,7 +257,7 @@ impl Io for GateIo {
 
     fn endpoint(&self) -> Option<Endpoint> {
         Some(Endpoint {
-            store: StoreKind::S3,
+            store: &crate::stores::s3::PROFILE,
             url: crate::testing::model_io::MODEL_ENDPOINT.into(),
         })
     }

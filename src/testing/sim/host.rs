@@ -13,7 +13,7 @@ use super::world::World;
 use super::START_MS;
 use crate::driver::Io;
 use crate::error::Error;
-use crate::s3::{Endpoint, S3Request, S3Response, StoreKind};
+use crate::stores::s3::{Endpoint, S3Request, S3Response};
 use std::cell::RefCell;
 use std::future::poll_fn;
 use std::rc::Rc;
@@ -269,10 +269,10 @@ impl Io for SimIo {
 
     fn endpoint(&self) -> Option<Endpoint> {
         let store = self.with(|w, _| match w.store {
-            SimStore::S3(_) => StoreKind::S3,
-            SimStore::DynamoDb(_) => StoreKind::DynamoDb,
-            SimStore::Azure(_) => StoreKind::AzureBlob,
-            SimStore::Gcs(_) => StoreKind::Gcs,
+            SimStore::S3(_) => &crate::stores::s3::PROFILE,
+            SimStore::DynamoDb(_) => &crate::stores::dynamodb::PROFILE,
+            SimStore::Azure(_) => &crate::stores::azure::PROFILE,
+            SimStore::Gcs(_) => &crate::stores::gcs::PROFILE,
         });
         Some(Endpoint {
             store,

@@ -68,9 +68,9 @@ mod tests;
 pub use setup::{Setup, StoreKind};
 
 use crate::fenced::{META_TOKEN, META_TOMBSTONE};
+use crate::stores::s3::model::{MissingIfMatch, Object, S3Model};
 use crate::testing::history::{self, Checked, Found, History, Violation};
 use crate::testing::rng::Rng;
-use crate::testing::s3_model::{MissingIfMatch, Object, S3Model};
 use actors::Task;
 use credentials::Source;
 use setup::{ActorKind, SEMAPHORE_KEYS};

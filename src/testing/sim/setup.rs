@@ -3,8 +3,8 @@
 
 use super::store::TABLE;
 use crate::config::{ClientConfig, ExpiryClock, Store, Strategy};
-use crate::s3::S3Request;
-use crate::testing::azure_model::CONTAINER;
+use crate::stores::azure::model::CONTAINER;
+use crate::stores::s3::S3Request;
 use crate::testing::history::KeySpec;
 use crate::testing::rng::Rng;
 
@@ -174,7 +174,7 @@ impl Setup {
         let (strategy, clock) = combination(rng);
         // GCS: no ttl under 4 s (`config::GCS_MIN_TTL_MS`).
         let shortest = if gcs {
-            crate::config::GCS_MIN_TTL_MS
+            crate::stores::gcs::GCS_MIN_TTL_MS
         } else {
             2_000
         };
@@ -209,7 +209,7 @@ impl Setup {
             _ => (lease / 3, lease / 12),
         };
         let retry = if gcs {
-            retry.max(crate::config::GCS_MIN_RETRY_PERIOD_MS)
+            retry.max(crate::stores::gcs::GCS_MIN_RETRY_PERIOD_MS)
         } else {
             retry
         };
@@ -293,11 +293,11 @@ impl Setup {
             raw.store = Store::DynamoDb(crate::testing::test_table(TABLE));
         }
         if self.azure {
-            raw.store = crate::testing::azure_model::client_config(CONTAINER).store;
+            raw.store = crate::stores::azure::model::client_config(CONTAINER).store;
         }
         if self.gcs {
             raw.store =
-                crate::testing::gcs_model::client_config(crate::testing::gcs_model::BUCKET).store;
+                crate::stores::gcs::model::client_config(crate::stores::gcs::model::BUCKET).store;
         }
         let mut config = ClientConfig::validate(raw).expect("the simulation's configs are valid");
         config.audit = self.audit;

@@ -2,13 +2,13 @@
 //! GCS model behind its translation (its clients' requests are the same
 //! protocol's; the model answers as the store would, read back as S3 shapes).
 
-use crate::azure::s3_metadata_name;
-use crate::dynamodb::decode_item;
-use crate::s3::{S3Request, S3Response};
-use crate::testing::azure_model::{AzureModel, CONTAINER};
-use crate::testing::dynamodb_model::DynamoModel;
-use crate::testing::gcs_model::{GcsModel, BUCKET};
-use crate::testing::s3_model::{Object, S3Model};
+use crate::stores::azure::model::{AzureModel, CONTAINER};
+use crate::stores::azure::s3_metadata_name;
+use crate::stores::dynamodb::decode_item;
+use crate::stores::dynamodb::model::DynamoModel;
+use crate::stores::gcs::model::{GcsModel, BUCKET};
+use crate::stores::s3::model::{Object, S3Model};
+use crate::stores::s3::{S3Request, S3Response};
 
 /// The DynamoDB simulation's table.
 pub const TABLE: &str = "sim-table";
@@ -124,13 +124,13 @@ impl SimStore {
                 let object = m.buckets.get(BUCKET)?.get(key)?;
                 Some(Object {
                     body: object.body.clone(),
-                    etag: crate::gcs::etag_of(&object.generation.to_string()),
+                    etag: crate::stores::gcs::etag_of(&object.generation.to_string()),
                     last_modified_ms: object.updated_ms - object.updated_ms % 1000,
                     content_type: object.content_type.clone(),
                     metadata: object
                         .metadata
                         .iter()
-                        .map(|(k, v)| (crate::gcs::s3_metadata_name(k), v.clone()))
+                        .map(|(k, v)| (crate::stores::gcs::s3_metadata_name(k), v.clone()))
                         .collect(),
                 })
             }

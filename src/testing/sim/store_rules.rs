@@ -41,9 +41,9 @@ use super::Report;
 use crate::expiry::ExpiryClock;
 use crate::lock_object::semaphore::{Entry, SemaphoreRecord};
 use crate::lock_object::LockRecord;
-use crate::s3::{Method, S3Request};
+use crate::stores::s3::model::Object;
+use crate::stores::s3::{Method, S3Request};
 use crate::testing::history::{violation, Violation};
-use crate::testing::s3_model::Object;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// An entry's identity in the store: a slot by holder and token, a queue

@@ -14,7 +14,7 @@ use super::store_rules::StoreRules;
 use super::{Report, START_MS};
 use crate::config::{ExpiryClock, DEFAULT_REQUEST_TIMEOUT_MS};
 use crate::error::Error;
-use crate::s3::{Method, S3Request, S3Response};
+use crate::stores::s3::{Method, S3Request, S3Response};
 use crate::testing::history::{violation, FencedOp, FencedOutcome, History, Term, Violation, Who};
 use crate::testing::rng::Rng;
 use std::collections::BTreeMap;

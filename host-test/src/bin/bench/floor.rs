@@ -15,8 +15,7 @@ use host_test::server::Endpoint;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client as HyperClient};
 use hyper_util::rt::TokioExecutor;
-use s3_lease::s3::{Method, S3Request};
-use s3_lease::wire::prepare;
+use s3_lease::stores::s3::{Method, S3Request};
 use s3_lease_host::blocking::Client;
 use s3_lease_host::http::{full, HttpSender, IoFuture, ResponseFuture};
 use s3_lease_host::{
@@ -244,7 +243,11 @@ impl Presigned {
             for _ in 0..count {
                 // SigV4 dates stay valid for 15 minutes: far longer than a run.
                 let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
-                signed.push(to_http(prepare(&config, &request(kind), now))?);
+                signed.push(to_http(s3_lease::config::ClientConfig::prepare(
+                    &config,
+                    &request(kind),
+                    now,
+                ))?);
             }
             by_kind.insert(kind, signed);
         }

@@ -6,9 +6,9 @@
 use super::*;
 use crate::driver::{self, Io};
 use crate::ready::Ready;
+use crate::stores::s3::model::S3Model;
 use crate::strategy::epoch::tests::{granted, held, judge, store, DIR, START_MS};
 use crate::strategy::epoch::{EpochInspect, EpochRecord};
-use crate::testing::s3_model::S3Model;
 
 /// The highest epoch a fresh lister with `hint` finds in `store`, and the
 /// LISTs it took.

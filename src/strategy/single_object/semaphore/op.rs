@@ -22,9 +22,9 @@ use crate::lease::Lease;
 use crate::lock_object::semaphore::{Entry, SemaphoreState};
 use crate::lock_object::{LockRecord, LockState};
 use crate::protocol::{is_ambiguous, Operation, Step};
-use crate::s3::S3Request;
-use crate::s3::S3Response;
 use crate::seal::LockSeal;
+use crate::stores::s3::S3Request;
+use crate::stores::s3::S3Response;
 use crate::strategy::floor::{Floor, FloorStep};
 
 /// Writes one operation may try before giving up on a busy object: with
@@ -163,8 +163,8 @@ impl SemaphoreOp {
         self
     }
 
-    /// On a store that keeps no time of a write (DynamoDB: no
-    /// `Last-Modified`), where the `server` clock cannot be configured:
+    /// On a store that keeps no time of a write (no `Last-Modified`),
+    /// where the `server` clock cannot be configured:
     /// entries stay unstamped, since no reader of the key reads the stamp.
     /// On S3 a reply without `Last-Modified` writes nothing (a reader on
     /// `server` would misjudge an entry stamped wrong).
@@ -437,7 +437,7 @@ impl Operation for SemaphoreOp {
 
     fn start(&mut self, now_ms: u64) -> Step<Finished> {
         if let Wish::Renew(lease) | Wish::Release(lease) = &self.wish {
-            if let Err(e) = self.seal.check(lease).and(lease.check_as_returned()) {
+            if let Err(e) = self.seal.check_returned(lease) {
                 return Step::Done(Err(e));
             }
             // One request instead of two when nobody wrote since we did.

@@ -85,7 +85,7 @@ pub struct Context<'a> {
     pub now_ms: u64,
     /// Entries must be stamped with the `Last-Modified` that stored them
     /// (the `server` clock reads `written_at`). False on a store that
-    /// keeps no write time (DynamoDB), where no reader is on `server`.
+    /// keeps no write time, where no reader is on `server`.
     pub stamps_needed: bool,
     /// The token below the first one of an object this creates: the key's
     /// token floor (`strategy::floor`; 0 on a table).

@@ -10,7 +10,7 @@ use crate::expiry::ExpiryClock;
 use crate::lease::{Grant, Lease};
 use crate::protocol::AcquireOutcome;
 use crate::ready::Ready;
-use crate::s3::Method;
+use crate::stores::s3::Method;
 use crate::testing::model_io::ModelIo;
 use crate::testing::raw_config;
 
@@ -343,7 +343,7 @@ fn a_write_after_a_lost_reply_takes_a_new_write_id() {
     let write = send(a.on_response(reply, io.store.now_ms));
     assert_eq!(io.store.handle(&write).status, 200);
     let granted = match a.on_response(
-        crate::s3::S3Response {
+        crate::stores::s3::S3Response {
             status: 200,
             headers: vec![(
                 "etag".into(),

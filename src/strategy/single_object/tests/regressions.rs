@@ -5,8 +5,8 @@
 
 use super::*;
 use crate::ready::Ready;
+use crate::stores::s3::model::http_date;
 use crate::testing::intercept::slow_put_replies;
-use crate::testing::s3_model::http_date;
 
 fn renew(s: &mut ModelIo, lease: &Lease) -> Result<Lease, Error> {
     driver::run(
