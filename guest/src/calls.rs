@@ -161,7 +161,7 @@ impl Client {
     /// refused, leaves the old in place (`Error::InvalidConfig`).
     pub fn set_credential(&self, credential: &Credential) -> Result<(), Error> {
         self.raw
-            .set_credential(&convert::credential(credential))
+            .set_credential(&credential.to_contract())
             .map_err(convert::error)
     }
 

@@ -344,6 +344,80 @@ impl fmt::Debug for Config {
     }
 }
 
+/// The crossing into the contract's types of the store and a credential
+/// (the rest of the configuration crosses in `convert`).
+#[cfg(target_family = "wasm")]
+mod to_contract {
+    use super::{Credential, Store};
+    use crate::bindings::types as raw;
+    use s3_lease_keep::twins::FromTwin;
+
+    impl Store {
+        /// The store as the contract's.
+        pub(crate) fn to_contract(&self) -> raw::Store {
+            match self {
+                Store::S3 {
+                    endpoint,
+                    region,
+                    bucket,
+                    addressing,
+                    credentials: keys,
+                } => raw::Store::S3(raw::S3Store {
+                    endpoint: endpoint.clone(),
+                    region: region.clone(),
+                    bucket: bucket.clone(),
+                    addressing: (*addressing).into(),
+                    credentials: FromTwin::from_twin(keys.clone()),
+                }),
+                Store::DynamoDb {
+                    endpoint,
+                    region,
+                    table,
+                    credentials: keys,
+                } => raw::Store::Dynamodb(raw::DynamodbStore {
+                    endpoint: endpoint.clone(),
+                    region: region.clone(),
+                    table: table.clone(),
+                    credentials: FromTwin::from_twin(keys.clone()),
+                }),
+                Store::AzureBlob {
+                    endpoint,
+                    addressing,
+                    account,
+                    container,
+                    credential,
+                } => raw::Store::AzureBlob(raw::AzureStore {
+                    endpoint: endpoint.clone(),
+                    addressing: (*addressing).into(),
+                    account: account.clone(),
+                    container: container.clone(),
+                    credential: credential.to_contract(),
+                }),
+                Store::Gcs {
+                    endpoint,
+                    bucket,
+                    credential,
+                } => raw::Store::Gcs(raw::GcsStore {
+                    endpoint: endpoint.clone(),
+                    bucket: bucket.clone(),
+                    credential: credential.to_contract(),
+                }),
+            }
+        }
+    }
+
+    impl Credential {
+        /// The credential as the contract's.
+        pub(crate) fn to_contract(&self) -> raw::Credential {
+            match self {
+                Credential::Aws(c) => raw::Credential::Aws(FromTwin::from_twin(c.clone())),
+                Credential::Azure(c) => raw::Credential::Azure(c.to_contract()),
+                Credential::Gcs(c) => raw::Credential::Gcs(c.to_contract()),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

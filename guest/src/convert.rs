@@ -2,7 +2,7 @@
 //! bindings', both ways: field for field, durations as milliseconds.
 
 use crate::bindings::types as raw;
-use crate::config::{AzureCredential, Config, Credential, Credentials, GcsCredential, Store};
+use crate::config::{Config, Credentials};
 use crate::elector::{ElectorConfig, ElectorEvent, Role, Step};
 use crate::error::{Error, S3Error};
 use crate::preflight::{CapabilityResult, ClockOffset, PreflightReport};
@@ -49,7 +49,7 @@ pub(crate) fn twin<T: Clone, U: FromTwin<T>>(value: &T) -> U {
 
 pub(crate) fn config(c: &Config) -> raw::Config {
     raw::Config {
-        store: store(&c.store),
+        store: c.store.to_contract(),
         key_prefix: c.key_prefix.clone(),
         // Out of u32's range is out of the component's too: saturate, and
         // let it refuse the field by name.
@@ -61,80 +61,6 @@ pub(crate) fn config(c: &Config) -> raw::Config {
         preflight: c.preflight,
         seal_key: c.seal_key.clone(),
         audit: c.audit,
-    }
-}
-
-fn store(s: &Store) -> raw::Store {
-    match s {
-        Store::S3 {
-            endpoint,
-            region,
-            bucket,
-            addressing,
-            credentials: keys,
-        } => raw::Store::S3(raw::S3Store {
-            endpoint: endpoint.clone(),
-            region: region.clone(),
-            bucket: bucket.clone(),
-            addressing: (*addressing).into(),
-            credentials: twin(keys),
-        }),
-        Store::DynamoDb {
-            endpoint,
-            region,
-            table,
-            credentials: keys,
-        } => raw::Store::Dynamodb(raw::DynamodbStore {
-            endpoint: endpoint.clone(),
-            region: region.clone(),
-            table: table.clone(),
-            credentials: twin(keys),
-        }),
-        Store::AzureBlob {
-            endpoint,
-            addressing,
-            account,
-            container,
-            credential,
-        } => raw::Store::AzureBlob(raw::AzureStore {
-            endpoint: endpoint.clone(),
-            addressing: (*addressing).into(),
-            account: account.clone(),
-            container: container.clone(),
-            credential: azure_credential(credential),
-        }),
-        Store::Gcs {
-            endpoint,
-            bucket,
-            credential,
-        } => raw::Store::Gcs(raw::GcsStore {
-            endpoint: endpoint.clone(),
-            bucket: bucket.clone(),
-            credential: gcs_credential(credential),
-        }),
-    }
-}
-
-pub(crate) fn credential(c: &Credential) -> raw::Credential {
-    match c {
-        Credential::Aws(c) => raw::Credential::Aws(twin(c)),
-        Credential::Azure(c) => raw::Credential::Azure(azure_credential(c)),
-        Credential::Gcs(c) => raw::Credential::Gcs(gcs_credential(c)),
-    }
-}
-
-fn gcs_credential(c: &GcsCredential) -> raw::GcsCredential {
-    match c {
-        GcsCredential::BearerToken(token) => raw::GcsCredential::Bearer(token.clone()),
-        GcsCredential::Anonymous => raw::GcsCredential::Anonymous,
-    }
-}
-
-fn azure_credential(c: &AzureCredential) -> raw::AzureCredential {
-    match c {
-        AzureCredential::AccountKey(key) => raw::AzureCredential::SharedKey(key.clone()),
-        AzureCredential::Sas(sas) => raw::AzureCredential::Sas(sas.clone()),
-        AzureCredential::BearerToken(token) => raw::AzureCredential::Bearer(token.clone()),
     }
 }
 

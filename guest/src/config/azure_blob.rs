@@ -191,5 +191,18 @@ impl Config {
     }
 }
 
+/// The credential as the contract's.
+#[cfg(target_family = "wasm")]
+impl AzureCredential {
+    pub(crate) fn to_contract(&self) -> crate::bindings::types::AzureCredential {
+        use crate::bindings::types as raw;
+        match self {
+            AzureCredential::AccountKey(key) => raw::AzureCredential::SharedKey(key.clone()),
+            AzureCredential::Sas(sas) => raw::AzureCredential::Sas(sas.clone()),
+            AzureCredential::BearerToken(token) => raw::AzureCredential::Bearer(token.clone()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -38,6 +38,18 @@ impl Config {
     }
 }
 
+/// The credential as the contract's.
+#[cfg(target_family = "wasm")]
+impl GcsCredential {
+    pub(crate) fn to_contract(&self) -> crate::bindings::types::GcsCredential {
+        use crate::bindings::types as raw;
+        match self {
+            GcsCredential::BearerToken(token) => raw::GcsCredential::Bearer(token.clone()),
+            GcsCredential::Anonymous => raw::GcsCredential::Anonymous,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

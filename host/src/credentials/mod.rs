@@ -47,8 +47,8 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 /// A store's credential, as [`Client::set_credential`](crate::Client::set_credential)
-/// replaces it: of the client's store's kind (AWS keys for S3 and
-/// DynamoDB). `Debug` shows no secret.
+/// replaces it: of the client's store's kind (AWS keys for an AWS store).
+/// `Debug` shows no secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Credential {
