@@ -4,15 +4,8 @@ use crate::credentials::{FetchedCredentials, StaticCredentials};
 use crate::engine::bindings::{self as wit, Store as WitStore};
 use crate::error::Error;
 use crate::types::{Addressing, Credentials};
-use std::collections::HashMap;
 
-fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-    let map: HashMap<String, String> = pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    move |name| map.get(name).cloned()
-}
+use crate::credentials::vars;
 
 fn addressing(c: &StoreConfig) -> Addressing {
     match &c.store {

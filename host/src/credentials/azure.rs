@@ -185,7 +185,6 @@ impl From<AzureCredential> for super::Credential {
 mod tests {
     use super::*;
     use crate::credentials::azure::managed_identity::IMDS_ENDPOINT;
-    use std::collections::HashMap;
 
     fn key(k: &str) -> AccountAuth {
         AccountAuth::Credential(AzureCredential::AccountKey(k.into()))
@@ -195,13 +194,7 @@ mod tests {
         AccountAuth::Credential(AzureCredential::Sas(s.into()))
     }
 
-    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
+    use crate::credentials::vars;
 
     #[test]
     fn connection_strings_as_the_sdks_read_them() {

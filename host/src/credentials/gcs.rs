@@ -19,6 +19,7 @@
 //! client secret, a signed assertion or an access token.
 
 use super::aws_chain::on_own_thread;
+use super::percent_encode;
 use super::tokens::{AccessToken, TokenSource};
 use crate::engine::own_runtime::OwnRuntime;
 use crate::error::Error;
@@ -300,8 +301,8 @@ impl GoogleCredentials {
                     self.assertion(client_email, private_key_id, key, token_uri, now)?;
                 let body = format!(
                     "grant_type={}&assertion={}",
-                    encode("urn:ietf:params:oauth:grant-type:jwt-bearer"),
-                    encode(&assertion)
+                    percent_encode("urn:ietf:params:oauth:grant-type:jwt-bearer"),
+                    percent_encode(&assertion)
                 );
                 let reply = client.send(post(token_uri, body), self.timeout);
                 read_token(reply, token_uri, now, &[&assertion])
@@ -316,9 +317,9 @@ impl GoogleCredentials {
             } => {
                 let body = format!(
                     "grant_type=refresh_token&client_id={}&client_secret={}&refresh_token={}",
-                    encode(client_id),
-                    encode(client_secret),
-                    encode(refresh_token)
+                    percent_encode(client_id),
+                    percent_encode(client_secret),
+                    percent_encode(refresh_token)
                 );
                 let reply = client.send(post(token_uri, body), self.timeout);
                 read_token(reply, token_uri, now, &[client_secret, refresh_token])
@@ -327,7 +328,7 @@ impl GoogleCredentials {
             Source::Metadata { root, looked } => {
                 let url = format!(
                     "{root}/computeMetadata/v1/instance/service-accounts/default/token?scopes={}",
-                    encode(&self.scope)
+                    percent_encode(&self.scope)
                 );
                 let request = http::Request::get(&url)
                     .header("Metadata-Flavor", "Google")
@@ -548,18 +549,6 @@ impl TokenHttp {
 /// secret, but nothing after `?` needs showing).
 fn without_query(url: &str) -> String {
     url.split(['?', '#']).next().unwrap_or_default().to_string()
-}
-
-/// Percent-encoding for a form or a query (RFC 3986's unreserved kept).
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// A store's credential as the client's one credential type, for

@@ -38,6 +38,29 @@ pub use gcs::GoogleCredentials;
 pub use sdk_provider::SdkProvider;
 pub use tokens::{AccessToken, SharedTokenSource, TokenSource};
 
+/// Percent-encoding for a form or a query (RFC 3986's unreserved kept),
+/// as the token services' requests need it.
+pub(crate) fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Settings from a list of pairs, as tests give them.
+#[cfg(test)]
+pub(crate) fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: std::collections::HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
 use crate::error::Error;
 use crate::types::Credentials;
 use azure::AzureCredential;

@@ -314,6 +314,16 @@ mod tests {
         assert!(clock.from_std(std_plus(std::time::Instant::now(), Duration::MAX)) > clock.now());
     }
 
+    /// A resume 60 s long in 50 ms, on another thread: when it happened.
+    fn resume_soon(clock: &Clock) -> std::thread::JoinHandle<std::time::Instant> {
+        let waker = clock.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            waker.resume_after(Duration::from_secs(60));
+            std::time::Instant::now()
+        })
+    }
+
     #[test]
     fn a_wait_for_a_deadline_wakes_within_a_check_of_a_resume_that_passed_it() {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -322,12 +332,7 @@ mod tests {
             .unwrap();
         let clock = Clock::for_tests();
         let deadline = clock.now().saturating_add(Duration::from_secs(30));
-        let waker = clock.clone();
-        let resumed = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(50));
-            waker.resume_after(Duration::from_secs(60));
-            std::time::Instant::now()
-        });
+        let resumed = resume_soon(&clock);
         runtime.block_on(clock.sleep_until(deadline));
         let woke = std::time::Instant::now();
         // Acted on at the resume, not 30 s later (a loaded machine is slow).
@@ -335,12 +340,7 @@ mod tests {
         assert!(late < Duration::from_secs(1), "{late:?}");
         // And blocking.
         let deadline = clock.now().saturating_add(Duration::from_secs(30));
-        let waker = clock.clone();
-        let resumed = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(50));
-            waker.resume_after(Duration::from_secs(60));
-            std::time::Instant::now()
-        });
+        let resumed = resume_soon(&clock);
         clock.sleep_until_blocking(deadline);
         let late = std::time::Instant::now().saturating_duration_since(resumed.join().unwrap());
         assert!(late < Duration::from_secs(1), "{late:?}");

@@ -2,17 +2,10 @@ use super::*;
 use crate::credentials::{CredentialsSource, FetchedCredentials};
 use crate::error::ErrorKind;
 use crate::types::Credentials;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-fn settings(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-    let map: HashMap<String, String> = pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    move |name| map.get(name).cloned()
-}
+use crate::credentials::vars as settings;
 
 const KEYS: [(&str, &str); 2] = [
     ("AWS_ACCESS_KEY_ID", "AKID"),

@@ -4,7 +4,7 @@
 //! `AZURE_CLIENT_ID` picks a user-assigned identity. A [`TokenSource`],
 //! refreshed on a live client like the AWS chain's credentials.
 
-use crate::credentials::{AccessToken, TokenSource};
+use crate::credentials::{percent_encode, AccessToken, TokenSource};
 use crate::error::Error;
 use std::fmt;
 use std::io::{Read, Write};
@@ -76,9 +76,12 @@ impl ManagedIdentity {
         } else {
             "2018-02-01"
         };
-        let mut query = format!("api-version={api}&resource={}", encode(STORAGE_RESOURCE));
+        let mut query = format!(
+            "api-version={api}&resource={}",
+            percent_encode(STORAGE_RESOURCE)
+        );
         if let Some(id) = &self.client_id {
-            query.push_str(&format!("&client_id={}", encode(id)));
+            query.push_str(&format!("&client_id={}", percent_encode(id)));
         }
         let mut headers = vec![("Host".to_string(), url.authority.clone())];
         match &self.identity_header {
@@ -157,17 +160,6 @@ impl Url {
     }
 }
 
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 /// One HTTP/1.1 GET, `Connection: close`: the status and the body.
 fn get(
     url: &Url,
@@ -244,17 +236,10 @@ fn dechunk(mut body: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
     use std::net::TcpListener;
     use std::sync::{Arc, Mutex};
 
-    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
+    use crate::credentials::vars;
 
     /// A fake IMDS on loopback: answers what it is asked, records the
     /// request lines and headers it got.

@@ -215,13 +215,7 @@ fn temp_file(name: &str, text: &str) -> PathBuf {
     path
 }
 
-fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-    let map: HashMap<String, String> = pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    move |name| map.get(name).cloned()
-}
+use crate::credentials::vars;
 
 #[test]
 fn a_service_account_key_signs_a_jwt_the_token_endpoint_verifies() {
