@@ -18,7 +18,7 @@ use crate::fenced::{self, Change, Fence, FencedGet, FencedObject, FencedWrite, W
 use crate::lease::{object_key, seal_key_object, Grant, Lease};
 use crate::lock_object::semaphore::MAX_LIMIT;
 use crate::lock_object::LockState;
-use crate::preflight::{Gate, Preflight, Report};
+use crate::preflight::{Gate, Preflight, Report, Verdicts};
 use crate::protocol::AcquireOutcome;
 use crate::seal::{LoadSealKey, LockSeal, Sealer, StoredKey};
 use crate::strategy::epoch::{self, Cleanup, EpochInspect, EpochRewrite, EpochTryAcquire};

@@ -25,7 +25,7 @@ mod tests;
 pub use crate::capability::{Capability, CapabilityResult, Verdict};
 pub use offset::ClockOffset;
 pub use race::{REQUESTS as RACE_REQUESTS, ROUNDS as RACE_ROUNDS, WRITERS as RACE_WRITERS};
-pub use verdict::Gate;
+pub use verdict::{Gate, Verdicts};
 
 use crate::config::Strategy;
 use crate::error::Error;
@@ -39,26 +39,9 @@ use crate::stores::{LifecycleRules, Profile, Store};
 use offset::OffsetBounds;
 use race::{Race, RaceStep};
 
-/// What the preflight found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Report {
-    /// One per capability probed: `capability::S3_PROBES` in order (on a
-    /// table store without the payload hash, then the table's two),
-    /// then the race's two.
-    pub results: Vec<CapabilityResult>,
-    pub clock_offset: Option<ClockOffset>,
-    pub safe_strategies: Vec<Strategy>,
-    pub safe_expiry_clocks: Vec<ExpiryClock>,
-    /// The configured strategy when it is safe, else the other one when
-    /// that is, else none.
-    pub recommended_strategy: Option<Strategy>,
-    /// The configured strategy and expiry clock are both safe here.
-    pub config_safe: bool,
-    /// What no single instance can check, and scratch objects left behind.
-    pub notes: Vec<String>,
-    /// Requests sent.
-    pub requests: u32,
-}
+/// What the preflight found: the contract's record, defined once in keep.
+/// What it means for a configuration: [`Verdicts`].
+pub use s3_lease_keep::records::PreflightReport as Report;
 
 /// The probes, in the order they run. `a` and `b` are scratch objects the
 /// preflight creates; `c` never exists; `d` exists only if the store

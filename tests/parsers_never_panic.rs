@@ -26,7 +26,7 @@ use s3_lease::lease::{Grant, Lease};
 use s3_lease::limits::MAX_TTL_MS;
 use s3_lease::lock_object::semaphore::SemaphoreRecord;
 use s3_lease::lock_object::LockRecord;
-use s3_lease::preflight::{Preflight, RACE_REQUESTS};
+use s3_lease::preflight::{Preflight, Verdicts, RACE_REQUESTS};
 use s3_lease::protocol::{Operation, Step};
 use s3_lease::seal::{Sealer, StoredKey};
 use s3_lease::sigv4::{self, Credentials, Scope, SigningRequest};

@@ -115,17 +115,13 @@ impl Error {
 
 impl fmt::Display for S3Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.status)?;
-        if !self.code.is_empty() {
-            write!(f, " {}", self.code)?;
-        }
-        if !self.message.is_empty() {
-            write!(f, ": {}", self.message)?;
-        }
-        if !self.request_id.is_empty() {
-            write!(f, " (request id {})", self.request_id)?;
-        }
-        Ok(())
+        s3_lease_keep::records::show_store_error(
+            f,
+            format_args!("{}", self.status),
+            &self.code,
+            &self.message,
+            &self.request_id,
+        )
     }
 }
 

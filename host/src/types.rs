@@ -300,21 +300,9 @@ impl From<leadership::Event<LeaseRecord, LockState>> for ElectionEvent {
     }
 }
 
-/// What the store preflight found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct PreflightReport {
-    pub results: Vec<CapabilityResult>,
-    pub clock_offset: Option<ClockOffset>,
-    pub safe_strategies: Vec<Strategy>,
-    pub safe_expiry_clocks: Vec<ExpiryClock>,
-    pub recommended_strategy: Option<Strategy>,
-    /// The client's own strategy and expiry clock are safe here.
-    pub config_safe: bool,
-    pub notes: Vec<String>,
-    /// Requests the probes sent.
-    pub requests: u32,
-}
+/// What the store preflight found: the contract's record, defined once in
+/// keep.
+pub use s3_lease_keep::records::PreflightReport;
 
 /// Whole milliseconds, as the contract counts time; "forever" past what a
 /// `u64` holds. The one conversion of a `Duration` to the contract's

@@ -8,7 +8,7 @@
 //! Each crate re-exports them under its own paths and converts them to
 //! its generated twins with [`same_fields!`](crate::same_fields).
 
-use crate::vocabulary::{Capability, Verdict};
+use crate::vocabulary::{Capability, ExpiryClock, Strategy, Verdict};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
@@ -88,6 +88,48 @@ impl ClockOffset {
             .unsigned_abs()
             .saturating_add(self.uncertainty_ms)
     }
+}
+
+/// What the store preflight found (the contract's `preflight-report`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreflightReport {
+    /// One per capability probed, in the order they were probed.
+    pub results: Vec<CapabilityResult>,
+    pub clock_offset: Option<ClockOffset>,
+    pub safe_strategies: Vec<Strategy>,
+    pub safe_expiry_clocks: Vec<ExpiryClock>,
+    /// The configured strategy when it is safe, else the other one when
+    /// that is, else none.
+    pub recommended_strategy: Option<Strategy>,
+    /// The configured strategy and expiry clock are both safe here.
+    pub config_safe: bool,
+    /// What no single instance can check, and scratch objects left behind.
+    pub notes: Vec<String>,
+    /// Requests the probes sent.
+    pub requests: u32,
+}
+
+/// A store's error reply as people read it, after `status` (the status as
+/// the caller shows it): ` AccessDenied: the message (request id X)`, each
+/// part left out when the reply had none.
+pub fn show_store_error(
+    f: &mut fmt::Formatter<'_>,
+    status: fmt::Arguments<'_>,
+    code: &str,
+    message: &str,
+    request_id: &str,
+) -> fmt::Result {
+    f.write_fmt(status)?;
+    if !code.is_empty() {
+        write!(f, " {code}")?;
+    }
+    if !message.is_empty() {
+        write!(f, ": {message}")?;
+    }
+    if !request_id.is_empty() {
+        write!(f, " (request id {request_id})")?;
+    }
+    Ok(())
 }
 
 /// What a fenced write stored (the contract's `fenced-write`).

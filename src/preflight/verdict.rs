@@ -91,15 +91,22 @@ pub enum Gate {
     Undecided(Box<CapabilityResult>),
 }
 
-impl Report {
+/// What a report says of a configuration.
+pub trait Verdicts {
     /// The first result that makes `strategy` with `clock` unsafe here.
-    pub fn blocking(&self, strategy: Strategy, clock: ExpiryClock) -> Option<&CapabilityResult> {
+    fn blocking(&self, strategy: Strategy, clock: ExpiryClock) -> Option<&CapabilityResult>;
+    /// Whether a client configured so may grant leases here.
+    fn gate(&self, strategy: Strategy, clock: ExpiryClock) -> Gate;
+}
+
+impl Verdicts for Report {
+    fn blocking(&self, strategy: Strategy, clock: ExpiryClock) -> Option<&CapabilityResult> {
         self.results
             .iter()
             .find(|r| blocks_strategy(r, strategy) || blocks_clock(r, clock))
     }
 
-    pub fn gate(&self, strategy: Strategy, clock: ExpiryClock) -> Gate {
+    fn gate(&self, strategy: Strategy, clock: ExpiryClock) -> Gate {
         let decided = self
             .results
             .iter()

@@ -7,6 +7,7 @@ use crate::config::{ClientConfig, Store, Strategy};
 use crate::error::Error;
 use crate::expiry::ExpiryClock;
 use crate::lease::Grant;
+use crate::preflight::Verdicts;
 use crate::protocol::AcquireOutcome;
 use crate::ready::Ready;
 use crate::stores::dynamodb::model::DynamoIo;
