@@ -74,6 +74,13 @@ impl<V> KeyMap<V> {
 /// an optimisation, and for `observed` a wait of one more ttl).
 const MAX_REMEMBERED_KEYS: usize = 4096;
 
+/// What a renew or release writes (see `ClientCore::rewrite_target`).
+struct RewriteTarget {
+    object_key: String,
+    sealer: Sealer,
+    slot: bool,
+}
+
 /// What the client saw of a key, and since when (monotonic ms).
 #[derive(Debug, Clone)]
 struct Seen {
@@ -710,14 +717,30 @@ impl ClientCore {
         lease: Lease,
         release: bool,
     ) -> Result<Lease, Error> {
-        let object_key = self.object_key(&lease.key)?;
-        let sealer = self.sealer(io).await?;
-        let slot = self.is_slot(&sealer, &object_key, &lease);
-        let rewritten = self.rewrite_unrecorded(io, lease, release).await?;
+        let target = self.rewrite_target(io, &lease).await?;
+        let slot = target.slot;
+        let rewritten = self.rewrite_unrecorded(io, lease, release, target).await?;
         if release {
             self.record_release(io, &rewritten, slot).await;
         }
         Ok(rewritten)
+    }
+
+    /// What a rewrite of `lease` writes: its object, under which seal, and
+    /// whether it is a semaphore's slot.
+    async fn rewrite_target(
+        &mut self,
+        io: &mut impl Io,
+        lease: &Lease,
+    ) -> Result<RewriteTarget, Error> {
+        let object_key = self.object_key(&lease.key)?;
+        let sealer = self.sealer(io).await?;
+        let slot = self.is_slot(&sealer, &object_key, lease);
+        Ok(RewriteTarget {
+            object_key,
+            sealer,
+            slot,
+        })
     }
 
     /// `rewrite` without the release's record.
@@ -726,10 +749,14 @@ impl ClientCore {
         io: &mut impl Io,
         lease: Lease,
         release: bool,
+        target: RewriteTarget,
     ) -> Result<Lease, Error> {
-        let object_key = self.object_key(&lease.key)?;
-        let sealer = self.sealer(io).await?;
-        if self.is_slot(&sealer, &object_key, &lease) {
+        let RewriteTarget {
+            object_key,
+            sealer,
+            slot,
+        } = target;
+        if slot {
             let key = lease.key.clone();
             let wish = if release {
                 Wish::Release(lease)

@@ -167,7 +167,11 @@ impl ClientCore {
                     // that is not its own.
                     // (Boxed: a slot's release runs the semaphore
                     // operation that called this.)
-                    let release = self.rewrite_unrecorded(io, lease.clone(), true);
+                    let release = async {
+                        let target = self.rewrite_target(io, lease).await?;
+                        self.rewrite_unrecorded(io, lease.clone(), true, target)
+                            .await
+                    };
                     let _ = Box::pin(release).await;
                 }
                 Err(error)
