@@ -6,7 +6,7 @@
 //! The source is drawn from the seed with a generator of its own, so the
 //! rest of a seed's world is drawn as it was before credentials expired.
 
-use super::host::Waiting;
+use super::process::Waiting;
 use super::setup::StoreKind;
 use crate::sigv4::Credentials;
 use crate::testing::rng::Rng;

@@ -26,7 +26,7 @@
 //! once the head is back (the WASI 0.3 gate's rule before the hold), and
 //! forwarding past the claim's end.
 
-use super::host::Clock;
+use super::process::Clock;
 use crate::client::ClientCore;
 use crate::config::{ClientConfig, ExpiryClock, Strategy};
 use crate::driver::{fair_poll_ms, Io};

@@ -53,6 +53,7 @@ mod audit_check;
 mod credential_checks;
 mod credentials;
 mod host;
+mod process;
 mod setup;
 mod store;
 mod store_rules;

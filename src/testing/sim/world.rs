@@ -7,7 +7,7 @@ pub use suspend::Suspends;
 
 use super::audit_check::TrueGrants;
 use super::credentials::{HostCredentials, Source};
-use super::host::{Asleep, Clock, Lane, Waiting};
+use super::process::{Asleep, Clock, Lane, Waiting};
 use super::setup::{ActorKind, Setup};
 use super::store::SimStore;
 use super::store_rules::StoreRules;

@@ -27,9 +27,9 @@ use crate::stores::s3::S3Request;
 use crate::stores::s3::S3Response;
 use crate::strategy::floor::{Floor, FloorStep};
 
-/// Writes one operation may try before giving up on a busy object: with
-/// many holders renewing, a few 412s in a row are normal.
-pub const MAX_SEMAPHORE_ATTEMPTS: u32 = 8;
+/// Writes one operation may try before giving up on a busy object (kept
+/// beside the record's widest form, which counts its write ids).
+pub use super::room::MAX_SEMAPHORE_ATTEMPTS;
 
 /// What a semaphore operation ended with.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,9 +17,13 @@
 //! that says so; a record whose widest form fits leaves every keeping
 //! write room, and so does every record such a write leaves behind.
 
-use super::op::MAX_SEMAPHORE_ATTEMPTS;
 use crate::lock_object::semaphore::{Entry, SemaphoreRecord};
 use crate::lock_object::MAX_TIME_MS;
+
+/// Writes one operation may try before giving up on a busy object: with
+/// many holders renewing, a few 412s in a row are normal. Each write has
+/// its own write id, so the record's widest form counts them.
+pub const MAX_SEMAPHORE_ATTEMPTS: u32 = 8;
 
 /// The widest time a record holds: every time written is below
 /// `MAX_TIME_MS` (`99999999999.999`, 15 characters), and a stamp is a

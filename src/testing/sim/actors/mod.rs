@@ -9,7 +9,8 @@ mod locker;
 mod refresher;
 mod slots;
 
-use super::host::{Lane, SimIo};
+use super::host::SimIo;
+use super::process::Lane;
 use super::setup::ActorKind;
 use super::world::World;
 use crate::error::Error;

@@ -2,7 +2,7 @@
 //! VM suspended) while the store and the other processes go on. Nothing
 //! of the process runs, its requests on the way go on, and then it
 //! resumes: to the store the same as a pause. What differs is the
-//! process's monotonic clock (`host::Asleep`). One that counts the time
+//! process's monotonic clock (`process::Asleep`). One that counts the time
 //! suspended (CLOCK_BOOTTIME, what the host reads) runs on through it, so
 //! the process resumes knowing its lease ran out; one blind to it (std's
 //! `Instant` on Linux) stood still, so the process resumes believing its
