@@ -8,23 +8,14 @@ use crate::credentials::{JsProvider, ProviderFn};
 use crate::errors::{self, OrReject};
 use crate::exit;
 use crate::lease::NativeLease;
+use crate::slots::ClientSlot;
 use napi::bindgen_prelude::{Buffer, PromiseRaw};
 use napi::Env;
 use napi_derive::napi;
 use s3_lease_host::{AcquireOptions, Client, ClientOptions, SharedSource, SlotOptions};
 use serde_json::Value;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::Notify;
-
-/// A client, shared by its JavaScript object, its leases and electors, and
-/// its thread's list of what to release at exit.
-pub struct ClientSlot {
-    pub client: Client,
-    /// How long the end of its thread waits for its releases (zero: they
-    /// are sent, not waited for).
-    pub exit_timeout: Duration,
-}
 
 #[napi]
 pub struct NativeClient {

@@ -4,65 +4,20 @@
 //! without waiting, judged at the instant it is asked (leadership ends at
 //! its deadline even while a step hangs).
 
-use crate::client::{ClientSlot, NativeClient};
+use crate::client::NativeClient;
 use crate::config::duration_ms;
 use crate::convert;
-use crate::errors::{self, OrReject};
+use crate::errors::OrReject;
 use crate::exit;
+use crate::slots::{ElectorSlot, Resign};
 use napi::bindgen_prelude::{Buffer, PromiseRaw};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::Env;
 use napi_derive::napi;
-use s3_lease_host::{
-    ElectionEvent, ElectorConfig, ElectorWatcher, Error, FenceOptions, LeaseRecord, Role,
-    StopReason,
-};
+use s3_lease_host::{ElectionEvent, ElectorConfig, FenceOptions, Role, StopReason};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use tokio::sync::oneshot;
-
-/// A resign asked of the elector's task, and where its outcome goes.
-type Resign = oneshot::Sender<Result<(), Error>>;
-
-/// An elector, shared by its JavaScript object and its thread's list of
-/// what to resign at exit.
-pub struct ElectorSlot {
-    key: String,
-    watcher: ElectorWatcher,
-    resign: Mutex<Option<oneshot::Sender<Resign>>>,
-    client: Arc<ClientSlot>,
-}
-
-impl ElectorSlot {
-    /// Resigns (once): releases the lease if leading, stops campaigning.
-    async fn resign(&self) -> Result<(), Error> {
-        let ask = self.resign.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let Some(ask) = ask else { return Ok(()) };
-        let (tx, rx) = oneshot::channel();
-        if ask.send(tx).is_err() {
-            return Ok(()); // its task already ended (a failed elector)
-        }
-        rx.await.unwrap_or(Ok(()))
-    }
-
-    pub async fn resign_within(&self, timeout: Duration) {
-        let _ = tokio::time::timeout(timeout, self.resign()).await;
-    }
-
-    fn leader_lease(&self) -> napi::Result<LeaseRecord> {
-        match self.watcher.role() {
-            Role::Leader(record) => Ok(record),
-            _ => Err(errors::plain(
-                "lost",
-                &format!(
-                    "not leading {}: a fenced write needs the leader's lease",
-                    self.key
-                ),
-            )),
-        }
-    }
-}
 
 fn role_json(role: &Role) -> Value {
     match role {

@@ -10,8 +10,7 @@
 //! The lists are per thread: a worker's end releases the worker's leases,
 //! not the main thread's.
 
-use crate::client::ClientSlot;
-use crate::elector::ElectorSlot;
+use crate::slots::{ClientSlot, ElectorSlot};
 use napi::Env;
 use napi_derive::napi;
 use s3_lease_host::CloseReport;

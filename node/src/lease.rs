@@ -3,9 +3,9 @@
 //! its loss told to a callback (the JavaScript's `lost` Promise and
 //! `AbortSignal`) without holding the process open.
 
-use crate::client::ClientSlot;
 use crate::convert;
 use crate::errors::{self, OrReject};
+use crate::slots::ClientSlot;
 use napi::bindgen_prelude::{Buffer, Status};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;

@@ -22,6 +22,7 @@ mod elector;
 mod errors;
 mod exit;
 mod lease;
+mod slots;
 
 use s3_lease_host::Runtime;
 use std::sync::OnceLock;

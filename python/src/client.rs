@@ -1,39 +1,22 @@
 //! `s3_lease._native.Client`: the host's async client, its calls run on
 //! s3-lease's threads and handed to Python as `Pending` calls.
 
+use crate::args::{self, seconds};
 use crate::convert;
 use crate::elector::Elector;
 use crate::errors;
 use crate::lease::Lease;
-use crate::pending::{self, Convert, Pending};
+use crate::pending::{self, converted, Convert, Pending};
 use crate::process::{self, Here, Owner};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use s3_lease_host::{AcquireOptions, ElectorConfig, SlotGrant, SlotOptions};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[pyclass(module = "s3_lease._native", frozen)]
 pub(crate) struct Client {
     client: Here<s3_lease_host::Client>,
     owner: Owner,
-}
-
-/// Seconds from Python as a duration, refused when negative or not finite.
-pub(crate) fn seconds(name: &str, value: f64) -> PyResult<Duration> {
-    Duration::try_from_secs_f64(value).map_err(|_| {
-        errors::invalid_argument(format!("{name}={value} is not a duration in seconds"))
-    })
-}
-
-/// A host result made into a Python value by `f` (with the GIL).
-pub(crate) fn converted<T: Send + 'static>(
-    result: Result<T, s3_lease_host::Error>,
-    f: impl FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
-) -> Convert {
-    Box::new(move |py| match result {
-        Ok(value) => f(py, value),
-        Err(e) => Err(errors::to_py(&e)),
-    })
 }
 
 fn none(py: Python<'_>) -> Py<PyAny> {
@@ -142,7 +125,7 @@ impl Client {
     /// renewed here.
     fn adopt(&self, record: &Bound<'_, PyDict>) -> PyResult<Pending> {
         self.owner.check("client")?;
-        let record = convert::record(record)?;
+        let record = args::record(record)?;
         let client = (*self.client).clone();
         pending::spawn(async move {
             let since = Instant::now();
@@ -162,7 +145,7 @@ impl Client {
     /// Renews a lease record once (the returned record replaces it).
     fn renew_record(&self, record: &Bound<'_, PyDict>) -> PyResult<Pending> {
         self.owner.check("client")?;
-        let record = convert::record(record)?;
+        let record = args::record(record)?;
         let client = (*self.client).clone();
         pending::spawn(async move {
             let renewed = client.renew(&record).await;
@@ -175,7 +158,7 @@ impl Client {
     /// Releases a lease record.
     fn release_record(&self, record: &Bound<'_, PyDict>) -> PyResult<Pending> {
         self.owner.check("client")?;
-        let record = convert::record(record)?;
+        let record = args::record(record)?;
         let client = (*self.client).clone();
         pending::spawn(async move {
             let released = client.release(&record).await;

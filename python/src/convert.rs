@@ -14,7 +14,7 @@ fn ms(d: Duration) -> u64 {
 }
 
 pub(crate) fn lease_record<'py>(py: Python<'py>, r: &LeaseRecord) -> PyResult<Bound<'py, PyDict>> {
-    // The command line's lease JSON, field for field (see `record` below).
+    // The command line's lease JSON, field for field (see `args::record`).
     let d = PyDict::new(py);
     d.set_item("key", &r.key)?;
     d.set_item("token", r.token)?;
@@ -26,37 +26,6 @@ pub(crate) fn lease_record<'py>(py: Python<'py>, r: &LeaseRecord) -> PyResult<Bo
     d.set_item("metadata", &r.metadata)?;
     d.set_item("seal", &r.seal)?;
     Ok(d)
-}
-
-/// A record as `lease_record` made it (and as the command line prints it).
-pub(crate) fn record(d: &Bound<'_, PyDict>) -> PyResult<LeaseRecord> {
-    fn get<T: for<'a, 'py> FromPyObject<'a, 'py>>(
-        d: &Bound<'_, PyDict>,
-        name: &str,
-    ) -> PyResult<T> {
-        match d.get_item(name)? {
-            Some(v) => v.extract().map_err(|_| {
-                crate::errors::invalid_argument(format!(
-                    "a lease record's `{name}` is not a {}",
-                    std::any::type_name::<T>()
-                ))
-            }),
-            None => Err(crate::errors::invalid_argument(format!(
-                "not a lease record: no `{name}`"
-            ))),
-        }
-    }
-    Ok(LeaseRecord::new(
-        get::<String>(d, "key")?,
-        get::<u64>(d, "token")?,
-        get::<String>(d, "seal")?,
-    )
-    .with_holder_id(get::<String>(d, "holder_id")?)
-    .with_etag(get::<String>(d, "etag")?)
-    .with_expires_at_ms(get::<u64>(d, "expires_at_ms")?)
-    .with_acquired_at_ms(get::<u64>(d, "acquired_at_ms")?)
-    .with_ttl(Duration::from_millis(get::<u64>(d, "ttl_ms")?))
-    .with_metadata(get::<String>(d, "metadata")?))
 }
 
 pub(crate) fn lock_state<'py>(py: Python<'py>, s: &LockState) -> PyResult<Bound<'py, PyDict>> {

@@ -2,8 +2,8 @@
 //! elector (a task, not a thread), its role read without waiting, and
 //! its changes waited for through the role's watch.
 
-use crate::client::converted;
 use crate::convert;
+use crate::pending::converted;
 
 use crate::pending::{self, Convert, Pending};
 use crate::process::{Here, Owner};

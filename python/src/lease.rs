@@ -3,9 +3,9 @@
 //! its calls are `Pending`. Released when released, detached or dropped
 //! (the host's `Lease` does that).
 
-use crate::client::converted;
 use crate::convert;
 use crate::errors;
+use crate::pending::converted;
 use crate::pending::{self, Convert, Pending};
 use crate::process::{Here, Owner};
 use pyo3::prelude::*;

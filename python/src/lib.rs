@@ -3,6 +3,7 @@
 //! half (python/s3_lease/) makes them Python's: `with` and `async with`,
 //! exceptions, types. The protocol stays in the component.
 
+mod args;
 mod client;
 mod config;
 mod convert;

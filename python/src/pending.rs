@@ -160,7 +160,7 @@ impl Pending {
     fn block(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         self.owner.check("call")?;
         let until = match timeout {
-            Some(t) => Some(Instant::now() + crate::client::seconds("timeout", t.min(1e9))?),
+            Some(t) => Some(Instant::now() + crate::args::seconds("timeout", t.min(1e9))?),
             None => None,
         };
         let idle = {
@@ -287,4 +287,15 @@ impl Drop for Pending {
             }
         }
     }
+}
+
+/// A host result made into a Python value by `f` (with the GIL).
+pub(crate) fn converted<T: Send + 'static>(
+    result: Result<T, s3_lease_host::Error>,
+    f: impl FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+) -> Convert {
+    Box::new(move |py| match result {
+        Ok(value) => f(py, value),
+        Err(e) => Err(crate::errors::to_py(&e)),
+    })
 }
